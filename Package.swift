@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers (ARCHITECTURE.md): wire <- HCI <- host <- API <- ble; transport is the only layer with I/O.
+let package = Package(
+    name: "SwiftBLE",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "BLE", targets: ["BLE"]),
+        .executable(name: "ble", targets: ["ble"]),
+    ],
+    targets: [
+        .target(name: "BLEWire"),
+        .target(name: "BLEHCI", dependencies: ["BLEWire"]),
+        .target(name: "BLETransport", dependencies: ["BLEHCI"]),
+        .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI"]),
+        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
+        .executableTarget(name: "ble", dependencies: ["BLE"]),
+        .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
+        .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLEInteropTests", dependencies: ["BLE"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// BLE: see ARCHITECTURE.md for this layer's role.

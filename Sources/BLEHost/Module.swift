@@ -1,0 +1,1 @@
+// BLEHost: see ARCHITECTURE.md for this layer's role.

@@ -1,0 +1,1 @@
+// BLETransport: see ARCHITECTURE.md for this layer's role.
