@@ -4,7 +4,7 @@ import PackageDescription
 // Layers (ARCHITECTURE.md): wire <- HCI <- host <- API <- ble; transport is the only layer with I/O.
 let package = Package(
     name: "SwiftBLE",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "BLE", targets: ["BLE"]),
         .executable(name: "ble", targets: ["ble"]),
@@ -20,7 +20,8 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
-        .testTarget(name: "BLEInteropTests", dependencies: ["BLE"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
+        .testTarget(name: "BLEInteropTests", dependencies: ["BLE"], exclude: ["peers"]),
     ],
     swiftLanguageModes: [.v6]
 )

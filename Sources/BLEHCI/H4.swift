@@ -45,14 +45,20 @@ public struct H4StreamDecoder: Sendable {
     /// Appends bytes and returns every frame now complete. An unknown indicator byte is an
     /// error: the stream has lost sync and the transport should be closed.
     public mutating func push(_ bytes: [UInt8]) throws(WireError) -> [H4Frame] {
-        buffer.append(contentsOf: bytes)
         var frames: [H4Frame] = []
+        try push(bytes, into: &frames)
+        return frames
+    }
+
+    /// Like `push(_:)`, but frames completed before a bad indicator byte are already in
+    /// `frames` when the error is thrown, so a transport can deliver them before closing.
+    public mutating func push(_ bytes: [UInt8], into frames: inout [H4Frame]) throws(WireError) {
+        buffer.append(contentsOf: bytes)
         while let frame = try nextFrame() { frames.append(frame) }
         if start > 4096 && start * 2 > buffer.count {
             buffer.removeFirst(start)
             start = 0
         }
-        return frames
     }
 
     private mutating func nextFrame() throws(WireError) -> H4Frame? {

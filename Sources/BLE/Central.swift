@@ -1,0 +1,99 @@
+import BLEHCI
+import BLEHost
+import BLETransport
+import BLEWire
+
+/// The manager's state, named as CoreBluetooth names it (SEEDS.md S2 prints these).
+public enum ManagerState: String, Sendable {
+    case unknown, resetting, unsupported, unauthorized, poweredOff, poweredOn
+}
+
+/// The central role: scans for advertisements and connects to peripherals. Shaped like
+/// CoreBluetooth's `CBCentralManager`, with async/await in place of delegates.
+///
+/// ```swift
+/// let central = try await Central.open(spec: "tcp:127.0.0.1:6402")
+/// for try await device in central.scan(filter: ScanFilter(serviceUUIDs: ["180D"]), timeout: .seconds(10)) {
+///     let peripheral = try await central.connect(device.address, timeout: .seconds(10))
+///     ...
+/// }
+/// ```
+public final class Central: Sendable {
+    public let host: HostController
+    public let controllerInfo: ControllerInfo
+
+    /// Opens the transport named by `spec` (or `BLE_HCI`), initialises the controller, and
+    /// optionally records every HCI packet to a btsnoop file.
+    public static func open(spec: String? = nil, capture: String? = nil, clock: any HostClock = SystemHostClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+        let transport = try await TransportFactory.open(spec: spec, capture: capture)
+        return try await open(transport: transport, clock: clock, configuration: configuration)
+    }
+
+    public static func open(transport: any HCITransport, clock: any HostClock = SystemHostClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+        let host = HostController(transport: transport, clock: clock, configuration: configuration)
+        do {
+            let info = try await host.start()
+            return Central(host: host, info: info)
+        } catch {
+            await host.close()
+            throw error
+        }
+    }
+
+    init(host: HostController, info: ControllerInfo) {
+        self.host = host
+        self.controllerInfo = info
+    }
+
+    /// `poweredOn` once the controller is initialised; `poweredOff` after a transport or hardware failure.
+    public var state: ManagerState {
+        get async { await host.failure == nil ? .poweredOn : .poweredOff }
+    }
+
+    /// Scans and yields devices as they are heard (merged with their scan response when
+    /// `active`). The stream ends at `timeout`, and ending or cancelling its consumer stops
+    /// the radio scan.
+    public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> AsyncThrowingStream<ScannedDevice, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ScannedDevice, any Error>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let host = self.host
+        let starter = Task {
+            do {
+                let id = try await host.startScan(active: active, filter: filter, timeout: timeout, continuation: continuation)
+                continuation.onTermination = { _ in Task { await host.finishScan(id: id) } }
+                if Task.isCancelled { await host.finishScan(id: id) }
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in starter.cancel() }
+        return stream
+    }
+
+    /// Stops any running scan and waits for the controller to confirm.
+    public func stopScan() async {
+        await host.stopScan()
+    }
+
+    /// Scans until the first device matching `filter` is heard, or fails with `.timeout`.
+    public func find(filter: ScanFilter, active: Bool = true, timeout: Duration) async throws -> ScannedDevice {
+        for try await device in scan(filter: filter, active: active, timeout: timeout) {
+            await host.stopScan()
+            return device
+        }
+        throw BLEError.timeout("no device matching the filter was found in \(timeout)")
+    }
+
+    /// Connects to a peripheral, failing with `.timeout` when it does not answer in time (the
+    /// attempt is cancelled on the radio with LE Create Connection Cancel). Cancelling the
+    /// calling task cancels the attempt the same way.
+    public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+        await host.stopScan()
+        let link = try await host.connect(to: address, timeout: timeout)
+        return Peripheral(host: host, link: link)
+    }
+
+    /// Closes the transport; every pending operation fails with `.closed`.
+    public func close() async {
+        await host.close()
+    }
+}

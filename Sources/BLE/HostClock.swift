@@ -1,0 +1,32 @@
+/// Where the stack's time comes from (ARCHITECTURE.md: "time comes from a clock").
+///
+/// Protocol state machines take `now` as a `Duration` since the clock's origin and return
+/// deadlines in the same terms; the host actor sleeps on this clock until the earliest one.
+/// Production uses `SystemHostClock`; tests and the virtual radio supply a virtual one that jumps
+/// to the next deadline.
+public protocol HostClock: Sendable {
+    /// Time elapsed since this clock's origin.
+    func now() -> Duration
+    /// Suspends until `deadline` (measured from the origin) or throws `CancellationError`.
+    func sleep(until deadline: Duration) async throws
+}
+
+extension HostClock {
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(until: now() + duration)
+    }
+}
+
+/// Wall time from `ContinuousClock`, with its origin at creation.
+public struct SystemHostClock: HostClock {
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+
+    public init() { origin = clock.now }
+
+    public func now() -> Duration { clock.now - origin }
+
+    public func sleep(until deadline: Duration) async throws {
+        try await clock.sleep(until: origin + deadline, tolerance: .milliseconds(1))
+    }
+}

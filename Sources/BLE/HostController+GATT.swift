@@ -1,0 +1,168 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+extension HostController {
+    /// Runs one GATT procedure on a link's ATT bearer and waits for its output. The bearer keeps
+    /// one request outstanding (Vol 3 Part F §3.3.2); cancelling the task drops the procedure.
+    func perform(_ procedure: AnyGATTProcedure, onLink linkID: UInt64) async throws -> GATTOutput {
+        if let failure { throw failure }
+        guard let handle = linkHandle(forID: linkID) else { throw BLEError.notConnected }
+        let id = nextToken
+        nextToken += 1
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<GATTOutput, any Error>) in
+                guard var link = links[handle] else {
+                    c.resume(throwing: BLEError.notConnected)
+                    return
+                }
+                link.procedureWaiters[id] = c
+                let actions = link.bearer.submit(procedure, id: id, now: now)
+                links[handle] = link
+                perform(actions, handle: handle)
+                rescheduleTimer()
+            }
+        } onCancel: {
+            Task { await self.cancelProcedure(id: id, handle: handle) }
+        }
+    }
+
+    private func cancelProcedure(id: UInt64, handle: UInt16) {
+        guard var link = links[handle], let waiter = link.procedureWaiters.removeValue(forKey: id) else { return }
+        let actions = link.bearer.cancel(id: id)
+        links[handle] = link
+        waiter.resume(throwing: CancellationError())
+        perform(actions, handle: handle)
+    }
+
+    /// Sends an ATT command (Write Command): no response, no transaction.
+    func sendATTCommand(_ pdu: ATTPDU, onLink linkID: UInt64) throws {
+        guard let handle = linkHandle(forID: linkID), var link = links[handle] else { throw BLEError.notConnected }
+        let actions = link.bearer.sendCommand(pdu)
+        links[handle] = link
+        perform(actions, handle: handle)
+    }
+
+    func receiveATT(_ payload: [UInt8], handle: UInt16) {
+        guard var link = links[handle] else { return }
+        let actions = link.bearer.receive(payload, now: now)
+        links[handle] = link
+        perform(actions, handle: handle)
+    }
+
+    /// Carries out what a bearer asked for.
+    func perform(_ actions: [BearerAction], handle: UInt16) {
+        for action in actions {
+            switch action {
+            case let .send(bytes):
+                sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
+            case let .complete(id, result):
+                guard var link = links[handle], let waiter = link.procedureWaiters.removeValue(forKey: id) else { continue }
+                links[handle] = link
+                switch result {
+                case let .success(output): waiter.resume(returning: output)
+                case let .failure(error): waiter.resume(throwing: BLEError.gatt(error))
+                }
+            case let .notification(valueHandle, value), let .indication(valueHandle, value):
+                deliver(value, from: valueHandle, handle: handle)
+            case .mtuChanged:
+                links[handle]?.publish()
+            case .closeBearer:
+                // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
+                // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
+                Task { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
+            case let .peerRequest(bytes):
+                answerPeerRequest(bytes, handle: handle)
+            }
+        }
+    }
+
+    private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16) {
+        guard let link = links[handle] else { return }
+        if link.serviceChangedHandles.contains(valueHandle) {
+            // Service Changed (Vol 3 Part G §7.1): the affected range's discovery is stale.
+            var range: ClosedRange<UInt16> = 0x0001...0xFFFF
+            if value.count >= 4 {
+                let start = UInt16(value[0]) | UInt16(value[1]) << 8
+                let end = UInt16(value[2]) | UInt16(value[3]) << 8
+                if start <= end { range = start...end }
+            }
+            for s in link.servicesChangedSinks.values { s.yield(range) }
+        }
+        for sink in (link.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }
+    }
+
+    /// Until the GATT server arrives (the peripheral-role issue) this host exposes no attributes,
+    /// but it still answers every request (Vol 3 Part F §3.4): MTU exchange with our MTU, searches
+    /// with Attribute Not Found, handle-addressed requests with Invalid Handle, and anything else
+    /// with Request Not Supported. Commands get no answer, as the spec says.
+    private func answerPeerRequest(_ bytes: [UInt8], handle: UInt16) {
+        guard let opcodeByte = bytes.first else { return }
+        let opcode = ATTOpcode(rawValue: opcodeByte)
+        if opcode.isCommand { return }
+        let response: ATTPDU
+        switch try? ATTPDU.decode(bytes) {
+        case let .exchangeMTURequest(clientMTU):
+            let ours = UInt16(configuration.preferredATTMTU)
+            response = .exchangeMTUResponse(serverMTU: ours)
+            if var link = links[handle] {
+                link.bearer.peerExchangedMTU(clientMTU: Int(clientMTU), serverMTU: Int(ours))
+                links[handle] = link
+                link.publish()
+            }
+        case let .readByGroupTypeRequest(start, _, _), let .readByTypeRequest(start, _, _),
+             let .findInformationRequest(start, _), let .findByTypeValueRequest(start, _, _, _):
+            response = .errorResponse(requestOpcode: opcode, handle: start, code: .attributeNotFound)
+        case let .readRequest(h), let .readBlobRequest(h, _), let .writeRequest(h, _), let .prepareWriteRequest(h, _, _):
+            response = .errorResponse(requestOpcode: opcode, handle: h, code: .invalidHandle)
+        default:
+            response = .errorResponse(requestOpcode: opcode, handle: 0, code: .requestNotSupported)
+        }
+        sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: response.encode())
+    }
+
+    // MARK: - Subscriptions
+
+    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64) -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(configuration.notificationBufferLimit))
+        guard let handle = linkHandle(forID: linkID), var link = links[handle] else {
+            continuation.finish()
+            return stream
+        }
+        let id = nextToken
+        nextToken += 1
+        link.notificationSinks[valueHandle, default: [:]][id] = continuation
+        links[handle] = link
+        continuation.onTermination = { _ in
+            Task { await self.removeNotificationSink(id: id, valueHandle: valueHandle, linkID: linkID) }
+        }
+        return stream
+    }
+
+    private func removeNotificationSink(id: UInt64, valueHandle: UInt16, linkID: UInt64) {
+        guard let handle = linkHandle(forID: linkID) else { return }
+        links[handle]?.notificationSinks[valueHandle]?[id] = nil
+    }
+
+    func servicesChangedStream(onLink linkID: UInt64) -> AsyncStream<ClosedRange<UInt16>> {
+        let (stream, continuation) = AsyncStream<ClosedRange<UInt16>>.makeStream()
+        guard let handle = linkHandle(forID: linkID) else {
+            continuation.finish()
+            return stream
+        }
+        let id = nextToken
+        nextToken += 1
+        links[handle]?.servicesChangedSinks[id] = continuation
+        return stream
+    }
+
+    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64) {
+        guard let handle = linkHandle(forID: linkID) else { return }
+        links[handle]?.serviceChangedHandles.insert(valueHandle)
+    }
+
+    func attMTU(onLink linkID: UInt64) -> Int? {
+        guard let handle = linkHandle(forID: linkID) else { return nil }
+        return links[handle]?.bearer.mtu
+    }
+}

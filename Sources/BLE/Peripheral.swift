@@ -1,0 +1,237 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// How a characteristic value is written (CoreBluetooth's `CBCharacteristicWriteType`).
+public enum WriteType: Sendable {
+    /// Write Request, or prepared writes when the value is longer than one PDU (Vol 3 Part G §4.9.3–4).
+    case withResponse
+    /// Write Command: no acknowledgement from the peer (Vol 3 Part G §4.9.1).
+    case withoutResponse
+}
+
+/// A connected remote device, as the central sees it: CoreBluetooth's `CBPeripheral`, async.
+/// Every operation ends with its result, a typed `BLEError`, or cancellation.
+public final class Peripheral: Sendable, CustomStringConvertible {
+    public let address: DeviceAddress
+    let host: HostController
+    let linkID: UInt64
+    let observation: LinkObservation
+
+    init(host: HostController, link: LinkHandle) {
+        self.host = host
+        self.address = link.peer
+        self.linkID = link.id
+        self.observation = link.observation
+    }
+
+    public var description: String { "Peripheral(\(address))" }
+
+    // MARK: State
+
+    public var state: ConnectionState { observation.snapshot.state }
+
+    /// The HCI reason of the disconnect, once the link is down.
+    public var disconnectReason: HCIStatus? {
+        if case let .disconnected(reason) = state { return reason }
+        return nil
+    }
+
+    /// Every connection-state change, starting with the current state; ends after the disconnect.
+    public var stateUpdates: AsyncStream<ConnectionState> { observation.stateUpdates() }
+
+    public var connectionParameters: LinkParameters { observation.snapshot.parameters }
+
+    /// The current ATT_MTU of this link.
+    public var mtu: Int { observation.snapshot.mtu }
+
+    /// The longest value one write can carry: ATT_MTU − 3 without response; with response,
+    /// prepared writes allow the longest attribute value, 512 bytes (Vol 3 Part F §3.2.9).
+    public func maximumWriteValueLength(for type: WriteType) -> Int {
+        switch type {
+        case .withoutResponse: return mtu - 3
+        case .withResponse: return 512
+        }
+    }
+
+    /// Disconnects with a reason (default Remote User Terminated Connection) and waits until
+    /// the controller reports the link down.
+    public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
+        guard let handle = await host.linkHandle(forID: linkID) else { return }
+        try await host.disconnect(handle: handle, reason: reason)
+    }
+
+    // MARK: Procedures
+
+    func run(_ procedure: some GATTProcedure) async throws -> GATTOutput {
+        try await host.perform(AnyGATTProcedure(procedure), onLink: linkID)
+    }
+
+    /// Exchanges the ATT MTU (Vol 3 Part G §4.3.1), asking for `preferred` (default 517).
+    @discardableResult
+    public func exchangeMTU(_ preferred: Int? = nil) async throws -> Int {
+        let ask = preferred ?? host.configuration.preferredATTMTU
+        guard case let .mtu(m) = try await run(ExchangeMTUProcedure(clientMTU: ask)) else { throw unexpected("MTU exchange") }
+        return m
+    }
+
+    /// Discovers primary services, all of them or those with the given UUIDs (Vol 3 Part G §4.4).
+    public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws -> [GATTService] {
+        if let uuids, !uuids.isEmpty {
+            var found: [GATTService] = []
+            for uuid in uuids {
+                guard case let .services(s) = try await run(DiscoverPrimaryServiceByUUIDProcedure(uuid: uuid)) else { throw unexpected("service discovery") }
+                found += s
+            }
+            return found.sorted { $0.startHandle < $1.startHandle }
+        }
+        guard case let .services(s) = try await run(DiscoverAllPrimaryServicesProcedure()) else { throw unexpected("service discovery") }
+        return s
+    }
+
+    /// Finds the services a service includes (Vol 3 Part G §4.5).
+    public func discoverIncludedServices(for service: GATTService) async throws -> [GATTIncludedService] {
+        guard case let .includedServices(s) = try await run(FindIncludedServicesProcedure(range: service.startHandle...service.endHandle)) else { throw unexpected("included-service discovery") }
+        return s
+    }
+
+    /// Discovers a service's characteristics, all or those with the given UUIDs (Vol 3 Part G §4.6).
+    public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws -> [GATTCharacteristic] {
+        guard case let .characteristics(all) = try await run(DiscoverCharacteristicsProcedure(range: service.startHandle...service.endHandle, uuid: nil)) else { throw unexpected("characteristic discovery") }
+        if service.uuid == GATTUUID.genericAttributeService {
+            for c in all where c.uuid == GATTUUID.serviceChanged {
+                await host.noteServiceChangedHandle(c.valueHandle, onLink: linkID)
+            }
+        }
+        guard let uuids, !uuids.isEmpty else { return all }
+        return all.filter { uuids.contains($0.uuid) }
+    }
+
+    /// Discovers a characteristic's descriptors (Vol 3 Part G §4.7.1).
+    public func discoverDescriptors(for characteristic: GATTCharacteristic) async throws -> [GATTDescriptor] {
+        guard characteristic.valueHandle < characteristic.endHandle else { return [] }
+        guard case let .descriptors(d) = try await run(DiscoverDescriptorsProcedure(range: (characteristic.valueHandle + 1)...characteristic.endHandle)) else { throw unexpected("descriptor discovery") }
+        return d
+    }
+
+    /// Reads a value by handle, whole: Read, then Read Blob while the value fills the PDU
+    /// (Vol 3 Part G §4.8.1, §4.8.3).
+    public func readValue(handle: UInt16) async throws -> [UInt8] {
+        guard case let .value(v) = try await run(ReadLongProcedure(handle: handle)) else { throw unexpected("read") }
+        return v
+    }
+
+    public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
+        try await readValue(handle: characteristic.valueHandle)
+    }
+
+    public func readValue(for descriptor: GATTDescriptor) async throws -> [UInt8] {
+        try await readValue(handle: descriptor.handle)
+    }
+
+    /// One Read Request only, without the Read Blob continuation (Vol 3 Part G §4.8.1).
+    public func readShortValue(handle: UInt16) async throws -> [UInt8] {
+        guard case let .value(v) = try await run(ReadProcedure(handle: handle)) else { throw unexpected("read") }
+        return v
+    }
+
+    /// Reads every characteristic value of a type within a range (Vol 3 Part G §4.8.2).
+    public func readValues(ofType uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 0x0001...0xFFFF) async throws -> [ATTHandleValue] {
+        guard case let .handleValues(v) = try await run(ReadByUUIDProcedure(uuid: uuid, range: range)) else { throw unexpected("read by type") }
+        return v
+    }
+
+    /// Reads several values in one request (Vol 3 Part G §4.8.4); the peer returns them concatenated.
+    public func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
+        guard case let .value(v) = try await run(ReadMultipleProcedure(handles: handles)) else { throw unexpected("read multiple") }
+        return v
+    }
+
+    /// Reads several variable-length values in one request, each separately (Vol 3 Part G §4.8.5).
+    public func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
+        guard case let .values(v) = try await run(ReadMultipleVariableProcedure(handles: handles)) else { throw unexpected("read multiple variable") }
+        return v
+    }
+
+    /// Writes a value. With response, a value longer than ATT_MTU − 3 goes as a long write
+    /// (prepared writes then execute; cancelled if any step fails). Without response, it must
+    /// fit in one Write Command.
+    public func writeValue(_ value: [UInt8], handle: UInt16, type: WriteType = .withResponse) async throws {
+        switch type {
+        case .withoutResponse:
+            guard value.count <= mtu - 3 else {
+                throw BLEError.invalidArgument("\(value.count) bytes do not fit one write without response (max \(mtu - 3))")
+            }
+            try await host.sendATTCommand(.writeCommand(handle: handle, value: value), onLink: linkID)
+        case .withResponse:
+            guard value.count <= 512 else { throw BLEError.invalidArgument("attribute values are at most 512 bytes (got \(value.count))") }
+            if value.count <= mtu - 3 {
+                _ = try await run(WriteProcedure(handle: handle, value: value))
+            } else {
+                _ = try await run(LongWriteProcedure(handle: handle, value: value))
+            }
+        }
+    }
+
+    public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws {
+        try await writeValue(value, handle: characteristic.valueHandle, type: type)
+    }
+
+    public func writeValue(_ value: [UInt8], for descriptor: GATTDescriptor) async throws {
+        try await writeValue(value, handle: descriptor.handle, type: .withResponse)
+    }
+
+    /// Writes several values atomically with verified echoes (Reliable Writes, Vol 3 Part G §4.9.5).
+    public func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
+        _ = try await run(ReliableWriteProcedure(writes: writes.map { ($0.handle, $0.value) }))
+    }
+
+    // MARK: Notifications
+
+    /// Values notified or indicated on this characteristic, from now until the link goes down or
+    /// the consumer stops. Indications are confirmed by the stack as they arrive.
+    public func notifications(for characteristic: GATTCharacteristic) async -> AsyncStream<[UInt8]> {
+        await host.notificationStream(valueHandle: characteristic.valueHandle, onLink: linkID)
+    }
+
+    public func notifications(valueHandle: UInt16) async -> AsyncStream<[UInt8]> {
+        await host.notificationStream(valueHandle: valueHandle, onLink: linkID)
+    }
+
+    /// Turns notifications (or indications, when the characteristic only indicates) on or off by
+    /// writing the Client Characteristic Configuration descriptor (Vol 3 Part G §3.3.3.3, §4.12.3).
+    public func setNotifyValue(_ enabled: Bool, for characteristic: GATTCharacteristic, cccdHandle: UInt16? = nil) async throws {
+        let cccd: UInt16
+        if let cccdHandle {
+            cccd = cccdHandle
+        } else {
+            let descriptors = try await discoverDescriptors(for: characteristic)
+            guard let d = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
+                throw BLEError.invalidArgument("characteristic \(characteristic.uuid) has no Client Characteristic Configuration descriptor")
+            }
+            cccd = d.handle
+        }
+        var bits: UInt16 = 0
+        if enabled {
+            if characteristic.properties.contains(.notify) {
+                bits = 0x0001
+            } else if characteristic.properties.contains(.indicate) {
+                bits = 0x0002
+            } else {
+                throw BLEError.invalidArgument("characteristic \(characteristic.uuid) neither notifies nor indicates")
+            }
+        }
+        _ = try await run(WriteProcedure(handle: cccd, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]))
+    }
+
+    /// Service Changed indications (Vol 3 Part G §7.1): each yields the affected handle range,
+    /// after which discovered handles in it are stale. Active once the GATT service's
+    /// characteristics have been discovered.
+    public func servicesChanged() async -> AsyncStream<ClosedRange<UInt16>> {
+        await host.servicesChangedStream(onLink: linkID)
+    }
+
+    private func unexpected(_ what: String) -> BLEError {
+        .unsupported("internal: unexpected output for \(what)")
+    }
+}

@@ -1,0 +1,173 @@
+import BLEWire
+
+/// Packet_Boundary_Flag of an ACL data packet. Core spec Vol 4 Part E §5.4.2.
+public enum PacketBoundary: UInt8, Hashable, Sendable {
+    /// First fragment of a non-automatically-flushable L2CAP PDU: what an LE host sends first.
+    case firstNonFlushable = 0b00
+    /// A continuation fragment.
+    case continuing = 0b01
+    /// First fragment of an automatically-flushable PDU: what a controller sends to the host.
+    case firstFlushable = 0b10
+    /// A complete, automatically-flushable PDU (historic, AMP); never used on LE but decoded so
+    /// that every 2-bit value is representable.
+    case complete = 0b11
+
+    /// Whether this fragment begins an L2CAP PDU.
+    public var isStart: Bool { self != .continuing }
+}
+
+/// One HCI ACL data packet. Core spec Vol 4 Part E §5.4.2.
+///
+/// Header: 12-bit handle, 2-bit packet boundary, 2-bit broadcast flag (all in one little-endian
+/// UInt16), then a 16-bit data length; then the data.
+public struct ACLPacket: Hashable, Sendable {
+    /// Connection handle, 12 bits.
+    public var handle: UInt16
+    public var boundary: PacketBoundary
+    /// Broadcast_Flag, 2 bits; 0 (point-to-point) on LE.
+    public var broadcast: UInt8
+    public var data: [UInt8]
+
+    public init(handle: UInt16, boundary: PacketBoundary, broadcast: UInt8 = 0, data: [UInt8]) {
+        self.handle = handle & 0x0FFF
+        self.boundary = boundary
+        self.broadcast = broadcast & 0x03
+        self.data = data
+    }
+
+    /// The packet without the H4 indicator. Data beyond 65535 bytes cannot be described by the
+    /// length field and is cut off.
+    public func encode() -> [UInt8] {
+        let body = data.prefix(Int(UInt16.max))
+        var w = ByteWriter(capacity: 4 + body.count)
+        w.u16((handle & 0x0FFF) | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14)
+        w.u16(UInt16(body.count))
+        w.append(body)
+        return w.bytes
+    }
+
+    /// The packet with its H4 indicator.
+    public var h4Frame: H4Frame { H4Frame(type: .acl, payload: encode()) }
+
+    /// Parses an ACL packet without the H4 indicator; the length field must match the bytes.
+    public static func decode(_ payload: [UInt8]) throws(WireError) -> ACLPacket {
+        var r = ByteReader(payload)
+        return try r.reading("ACL packet") { (r: inout ByteReader) throws(WireError) -> ACLPacket in
+            let header = try r.readU16()
+            let length = Int(try r.readU16())
+            let data = try r.readBytes(length)
+            guard r.isAtEnd else { throw WireError.invalid("ACL packet: \(r.remaining) bytes beyond its length") }
+            // A 2-bit field always maps to one of the four cases.
+            let boundary = PacketBoundary(rawValue: UInt8((header >> 12) & 0x3)) ?? .continuing
+            return ACLPacket(handle: header & 0x0FFF, boundary: boundary, broadcast: UInt8(header >> 14), data: data)
+        }
+    }
+}
+
+/// Splits an L2CAP PDU into ACL packets no longer than the controller's buffer. §5.4.2, and
+/// Vol 3 Part A §7.2 (fragmentation).
+public enum ACLFragmenter {
+    /// The first fragment is marked "first non-flushable" (host to controller on LE), the rest
+    /// "continuing". `maxLength` is the controller's ACL data packet length; values below 1 are
+    /// treated as 1. An empty PDU gives one empty first fragment.
+    public static func fragment(handle: UInt16, pdu: [UInt8], maxLength: Int) -> [ACLPacket] {
+        let size = max(1, maxLength)
+        guard !pdu.isEmpty else { return [ACLPacket(handle: handle, boundary: .firstNonFlushable, data: [])] }
+        var packets: [ACLPacket] = []
+        packets.reserveCapacity((pdu.count + size - 1) / size)
+        var offset = 0
+        while offset < pdu.count {
+            let end = min(offset + size, pdu.count)
+            packets.append(ACLPacket(handle: handle, boundary: offset == 0 ? .firstNonFlushable : .continuing,
+                                     data: Array(pdu[offset..<end])))
+            offset = end
+        }
+        return packets
+    }
+}
+
+/// Why a received ACL fragment could not be reassembled. In every case the handle's partial PDU
+/// is discarded.
+public enum ACLReassemblyError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A continuing fragment arrived with no PDU in progress on that handle; it is dropped.
+    case continuationWithoutStart(handle: UInt16)
+    /// A start fragment arrived while a PDU was in progress: the old partial PDU is lost and so is
+    /// this fragment. The state is clear afterwards, so pushing the same packet again starts a
+    /// fresh PDU if the caller wants to keep it.
+    case startWhileInProgress(handle: UInt16)
+    /// Fragments carried more bytes than the L2CAP basic header declared.
+    case overflow(handle: UInt16, expected: Int, received: Int)
+
+    public var handle: UInt16 {
+        switch self {
+        case let .continuationWithoutStart(h), let .startWhileInProgress(h), let .overflow(h, _, _): return h
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .continuationWithoutStart(h):
+            return "ACL continuation fragment on handle 0x\(hex4(h)) without a start"
+        case let .startWhileInProgress(h):
+            return "ACL start fragment on handle 0x\(hex4(h)) while a PDU was incomplete"
+        case let .overflow(h, expected, received):
+            return "ACL fragments on handle 0x\(hex4(h)) overflow the L2CAP PDU (\(received) bytes for \(expected))"
+        }
+    }
+}
+
+/// Reassembles L2CAP PDUs from ACL fragments, per connection handle. Core spec Vol 4 Part E
+/// §5.4.2 and Vol 3 Part A §7.2 / §3.1 (basic header: 2-byte length, 2-byte channel ID).
+///
+/// A PDU is complete when its bytes reach the basic header's length + 4. The header itself may
+/// be split across fragments; the length is read once four bytes are present.
+public struct ACLReassembler: Sendable {
+    private var partial: [UInt16: [UInt8]] = [:]
+
+    public init() {}
+
+    /// Handles with a PDU in progress.
+    public var handlesInProgress: [UInt16] { partial.keys.sorted() }
+
+    /// Adds one received fragment; returns the whole L2CAP PDU (header included) when this
+    /// fragment completes it, nil when more fragments are needed.
+    public mutating func push(_ packet: ACLPacket) throws(ACLReassemblyError) -> [UInt8]? {
+        let handle = packet.handle
+        var buffer: [UInt8]
+        if packet.boundary.isStart {
+            if partial[handle] != nil {
+                partial[handle] = nil
+                throw ACLReassemblyError.startWhileInProgress(handle: handle)
+            }
+            buffer = packet.data
+        } else {
+            guard let existing = partial[handle] else {
+                throw ACLReassemblyError.continuationWithoutStart(handle: handle)
+            }
+            buffer = existing
+            partial[handle] = nil
+            buffer.append(contentsOf: packet.data)
+        }
+        guard buffer.count >= 4 else {
+            partial[handle] = buffer
+            return nil
+        }
+        let expected = (Int(buffer[0]) | Int(buffer[1]) << 8) + 4
+        if buffer.count > expected {
+            throw ACLReassemblyError.overflow(handle: handle, expected: expected, received: buffer.count)
+        }
+        if buffer.count == expected { return buffer }
+        partial[handle] = buffer
+        return nil
+    }
+
+    /// Forgets the partial PDU of a handle (on disconnection).
+    public mutating func reset(handle: UInt16) {
+        partial[handle & 0x0FFF] = nil
+    }
+
+    /// Forgets all partial PDUs (on controller reset).
+    public mutating func resetAll() {
+        partial.removeAll()
+    }
+}

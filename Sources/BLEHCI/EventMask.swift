@@ -1,0 +1,72 @@
+/// The Set Event Mask bit field: which events the controller may send. Core spec Vol 4 Part E
+/// §7.3.1. Command Complete, Command Status and Number Of Completed Packets are not maskable.
+///
+/// For the events below, bit n enables the event whose code is n + 1 (e.g. bit 4 is event 0x05).
+/// The controller's reset default is 0x0000_1FFF_FFFF_FFFF, which leaves LE Meta (bit 61) off:
+/// an LE host must always set the mask.
+public struct EventMask: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// Disconnection Complete (event 0x05). Bit 4.
+    public static let disconnectionComplete = EventMask(rawValue: 1 << 4)
+    /// Encryption Change v1 (event 0x08). Bit 7.
+    public static let encryptionChange = EventMask(rawValue: 1 << 7)
+    /// Read Remote Version Information Complete (event 0x0C). Bit 11.
+    public static let readRemoteVersionInformationComplete = EventMask(rawValue: 1 << 11)
+    /// Hardware Error (event 0x10). Bit 15.
+    public static let hardwareError = EventMask(rawValue: 1 << 15)
+    /// Data Buffer Overflow (event 0x1A). Bit 25.
+    public static let dataBufferOverflow = EventMask(rawValue: 1 << 25)
+    /// Encryption Key Refresh Complete (event 0x30). Bit 47.
+    public static let encryptionKeyRefreshComplete = EventMask(rawValue: 1 << 47)
+    /// LE Meta (event 0x3E), gated further by the LE event mask. Bit 61.
+    public static let leMeta = EventMask(rawValue: 1 << 61)
+
+    /// What an LE-only host needs: connection lifecycle, encryption, errors and LE Meta.
+    public static let `default`: EventMask = [
+        .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete,
+        .hardwareError, .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta,
+    ]
+}
+
+/// The LE Set Event Mask bit field: which LE Meta subevents the controller may send. Core spec
+/// Vol 4 Part E §7.8.1. Bit n enables subevent n + 1. Reset default 0x1F.
+///
+/// When both LE Connection Complete and LE Enhanced Connection Complete are enabled the
+/// controller sends only the enhanced one (§7.7.65.10); the decoder maps both to one struct.
+public struct LEEventMask: OptionSet, Hashable, Sendable {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// LE Connection Complete (subevent 0x01). Bit 0.
+    public static let connectionComplete = LEEventMask(rawValue: 1 << 0)
+    /// LE Advertising Report (0x02). Bit 1.
+    public static let advertisingReport = LEEventMask(rawValue: 1 << 1)
+    /// LE Connection Update Complete (0x03). Bit 2.
+    public static let connectionUpdateComplete = LEEventMask(rawValue: 1 << 2)
+    /// LE Read Remote Features Complete (0x04). Bit 3.
+    public static let readRemoteFeaturesComplete = LEEventMask(rawValue: 1 << 3)
+    /// LE Long Term Key Request (0x05). Bit 4.
+    public static let longTermKeyRequest = LEEventMask(rawValue: 1 << 4)
+    /// LE Remote Connection Parameter Request (0x06). Bit 5.
+    public static let remoteConnectionParameterRequest = LEEventMask(rawValue: 1 << 5)
+    /// LE Data Length Change (0x07). Bit 6.
+    public static let dataLengthChange = LEEventMask(rawValue: 1 << 6)
+    /// LE Enhanced Connection Complete v1 (0x0A). Bit 9.
+    public static let enhancedConnectionComplete = LEEventMask(rawValue: 1 << 9)
+    /// LE PHY Update Complete (0x0C). Bit 11.
+    public static let phyUpdateComplete = LEEventMask(rawValue: 1 << 11)
+    /// LE Extended Advertising Report (0x0D). Bit 12.
+    public static let extendedAdvertisingReport = LEEventMask(rawValue: 1 << 12)
+    /// LE Enhanced Connection Complete v2 (0x29). Bit 40. Not in `default`: it adds only
+    /// periodic-advertising fields this stack does not use, and v1 is what every LE controller has.
+    public static let enhancedConnectionCompleteV2 = LEEventMask(rawValue: 1 << 40)
+
+    /// The subevents this stack handles.
+    public static let `default`: LEEventMask = [
+        .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,
+        .longTermKeyRequest, .remoteConnectionParameterRequest, .dataLengthChange,
+        .enhancedConnectionComplete, .phyUpdateComplete, .extendedAdvertisingReport,
+    ]
+}

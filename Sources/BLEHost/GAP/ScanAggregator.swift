@@ -1,0 +1,174 @@
+import BLEWire
+
+/// What kind of advertising PDU a report came from. Core spec Vol 4 Part E §7.7.65.2 (legacy
+/// Event_Type) and Vol 6 Part B §2.3.
+public enum AdvertisingEventKind: Sendable, Hashable {
+    /// ADV_IND: connectable and scannable undirected.
+    case connectableUndirected
+    /// ADV_DIRECT_IND: connectable directed.
+    case connectableDirected
+    /// ADV_SCAN_IND: scannable, not connectable.
+    case scannableUndirected
+    /// ADV_NONCONN_IND: neither.
+    case nonConnectable
+    /// SCAN_RSP: the answer to our scan request.
+    case scanResponse
+
+    public var isConnectable: Bool { self == .connectableUndirected || self == .connectableDirected }
+    public var isScannable: Bool { self == .connectableUndirected || self == .scannableUndirected }
+}
+
+/// One advertising report as the GAP layer needs it, independent of which HCI event carried it.
+public struct AdvertisingReportInput: Sendable, Hashable {
+    public var kind: AdvertisingEventKind
+    public var address: DeviceAddress
+    public var data: [UInt8]
+    /// nil when the controller could not measure it (127, Vol 4 Part E §7.7.65.2).
+    public var rssi: Int8?
+
+    public init(kind: AdvertisingEventKind, address: DeviceAddress, data: [UInt8], rssi: Int8?) {
+        self.kind = kind
+        self.address = address
+        self.data = data
+        self.rssi = rssi
+    }
+}
+
+/// Which advertisements a scan reports.
+public struct ScanFilter: Sendable, Hashable {
+    /// Report only devices advertising at least one of these services (empty: any).
+    public var serviceUUIDs: [BluetoothUUID]
+    /// Report only devices whose name contains this text, case-insensitively.
+    public var nameContains: String?
+    /// Report only devices heard at this RSSI (dBm) or stronger.
+    public var minimumRSSI: Int?
+    /// Report a device again every time it is heard, not only when its data changes.
+    public var allowDuplicates: Bool
+
+    public init(serviceUUIDs: [BluetoothUUID] = [], nameContains: String? = nil, minimumRSSI: Int? = nil, allowDuplicates: Bool = false) {
+        self.serviceUUIDs = serviceUUIDs
+        self.nameContains = nameContains
+        self.minimumRSSI = minimumRSSI
+        self.allowDuplicates = allowDuplicates
+    }
+
+    public func matches(_ device: ScannedDevice) -> Bool {
+        if !serviceUUIDs.isEmpty {
+            let advertised = Set(device.advertisement.serviceUUIDs + device.advertisement.serviceData.map(\.uuid))
+            if !serviceUUIDs.contains(where: advertised.contains) { return false }
+        }
+        if let text = nameContains, !text.isEmpty {
+            guard let name = device.advertisement.localName, name.lowercased().contains(text.lowercased()) else { return false }
+        }
+        if let minimum = minimumRSSI {
+            guard let rssi = device.rssi, Int(rssi) >= minimum else { return false }
+        }
+        return true
+    }
+}
+
+/// A device as a scan knows it: the advertisement merged with its scan response, the last RSSI,
+/// and when it was last heard, so a list can age out devices that went quiet.
+public struct ScannedDevice: Sendable, Hashable {
+    public var address: DeviceAddress
+    /// Advertising data merged with the latest scan response.
+    public var advertisement: AdvertisingData
+    public var rssi: Int8?
+    public var isConnectable: Bool
+    /// Time of the last report (the host clock's `now`, from its origin).
+    public var lastSeen: Duration
+    public var firstSeen: Duration
+    /// True once a scan response has been merged in.
+    public var hasScanResponse: Bool
+}
+
+/// Merges advertising reports into devices and decides which to report. Sans-IO: the owner feeds
+/// reports with the time and gets back the devices to deliver.
+///
+/// Active scanning (Core spec Vol 6 Part B §4.4.3.2): for a scannable advertisement the report is
+/// held until the scan response arrives, so the user sees one merged advertisement; if the next
+/// advertisement from that device comes first (the scan response was lost), the held one is
+/// reported without it. Passive scanning and non-scannable PDUs are reported at once.
+public struct ScanAggregator: Sendable {
+    public let active: Bool
+    public var filter: ScanFilter
+    public private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
+    private var rawAdvertising: [DeviceAddress: [UInt8]] = [:]
+    private var rawScanResponse: [DeviceAddress: [UInt8]] = [:]
+    private var awaitingScanResponse: Set<DeviceAddress> = []
+    private var reported: [DeviceAddress: AdvertisingData] = [:]
+
+    public init(active: Bool, filter: ScanFilter) {
+        self.active = active
+        self.filter = filter
+    }
+
+    /// Takes one report; returns the devices to deliver now (zero, one, or — when a held report
+    /// is flushed — two entries for the same device).
+    public mutating func receive(_ report: AdvertisingReportInput, now: Duration) -> [ScannedDevice] {
+        let key = report.address
+        var out: [ScannedDevice] = []
+        if report.kind == .scanResponse {
+            rawScanResponse[key] = report.data
+            awaitingScanResponse.remove(key)
+            guard devices[key] != nil else {
+                // A scan response without its advertisement: keep it for when the advertisement comes.
+                return []
+            }
+            update(key, report: report, now: now, scanResponse: true)
+            if let d = devices[key], let emitted = emitIfWanted(d) { out.append(emitted) }
+            return out
+        }
+        if awaitingScanResponse.contains(key), let held = devices[key], let emitted = emitIfWanted(held) {
+            out.append(emitted)
+        }
+        rawAdvertising[key] = report.data
+        update(key, report: report, now: now, scanResponse: false)
+        if active && report.kind.isScannable {
+            awaitingScanResponse.insert(key)
+            return out
+        }
+        awaitingScanResponse.remove(key)
+        if let d = devices[key], let emitted = emitIfWanted(d) { out.append(emitted) }
+        return out
+    }
+
+    /// Devices not heard for `maximumAge` as of `now`, removed from the table.
+    public mutating func removeStale(olderThan maximumAge: Duration, now: Duration) -> [ScannedDevice] {
+        let stale = devices.values.filter { now - $0.lastSeen > maximumAge }
+        for d in stale {
+            devices[d.address] = nil
+            rawAdvertising[d.address] = nil
+            rawScanResponse[d.address] = nil
+            awaitingScanResponse.remove(d.address)
+            reported[d.address] = nil
+        }
+        return stale
+    }
+
+    private mutating func update(_ key: DeviceAddress, report: AdvertisingReportInput, now: Duration, scanResponse: Bool) {
+        var merged = AdvertisingData(bytes: rawAdvertising[key] ?? [])
+        let response = rawScanResponse[key]
+        if let response { merged = merged.merging(AdvertisingData(bytes: response)) }
+        if var existing = devices[key] {
+            existing.advertisement = merged
+            if let r = report.rssi { existing.rssi = r }
+            existing.lastSeen = now
+            if !scanResponse { existing.isConnectable = report.kind.isConnectable }
+            existing.hasScanResponse = response != nil
+            devices[key] = existing
+        } else {
+            devices[key] = ScannedDevice(
+                address: key, advertisement: merged, rssi: report.rssi,
+                isConnectable: report.kind.isConnectable, lastSeen: now, firstSeen: now,
+                hasScanResponse: response != nil)
+        }
+    }
+
+    private mutating func emitIfWanted(_ device: ScannedDevice) -> ScannedDevice? {
+        guard filter.matches(device) else { return nil }
+        if !filter.allowDuplicates, reported[device.address] == device.advertisement { return nil }
+        reported[device.address] = device.advertisement
+        return device
+    }
+}

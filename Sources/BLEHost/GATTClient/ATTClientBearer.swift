@@ -1,0 +1,327 @@
+import BLEWire
+
+/// What the owner of an `ATTClientBearer` must do after each call, in order.
+public enum BearerAction: Hashable, Sendable {
+    /// Send this ATT PDU on the bearer's L2CAP channel (fixed channel 0x0004 on LE).
+    case send([UInt8])
+    /// The procedure submitted with `id` ended (exactly once per submitted id).
+    case complete(id: UInt64, Result<GATTOutput, GATTError>)
+    /// A Handle Value Notification (or one value of a Multiple Handle Value Notification),
+    /// Core spec Vol 3 Part F §3.4.7.1 / §3.4.7.4.
+    case notification(handle: UInt16, value: [UInt8])
+    /// A Handle Value Indication (§3.4.7.2). The bearer emits the Handle Value Confirmation
+    /// `.send` right after this action, so the owner only delivers the value.
+    ///
+    /// Service Changed (Vol 3 Part G §7.1) arrives this way: the owner, which knows the
+    /// Service Changed characteristic's value handle from discovery, decodes the value with
+    /// `GATTServiceChanged.affectedRange` and invalidates its cached services in that range.
+    case indication(handle: UInt16, value: [UInt8])
+    /// The ATT_MTU changed (Exchange MTU finished, or `peerExchangedMTU` was called).
+    case mtuChanged(Int)
+    /// A PDU for the local GATT server role: a request, a command or a Handle Value
+    /// Confirmation from the peer acting as client. Hand it to the server.
+    case peerRequest([UInt8])
+    /// The bearer is dead and the owner must disconnect the link (Vol 3 Part F §3.3.3: after a
+    /// transaction timeout no more ATT PDUs may be sent on it).
+    case closeBearer(ATTBearerCloseReason)
+}
+
+public enum ATTBearerCloseReason: Hashable, Sendable, CustomStringConvertible {
+    /// A request went unanswered for 30 s (Vol 3 Part F §3.3.3).
+    case transactionTimeout
+
+    public var description: String {
+        switch self {
+        case .transactionTimeout: return "ATT transaction timeout"
+        }
+    }
+}
+
+/// The client role of one ATT bearer, sans-IO: bytes, procedures and the time go in, actions
+/// come out. One per connection (per bearer, with EATT).
+///
+/// - One outstanding request (Core spec Vol 3 Part F §3.3.2): procedures queue FIFO and each
+///   runs to its end before the next starts; its requests go out one at a time.
+/// - Transaction timeout (§3.3.3): each request must be answered within `transactionTimeout`
+///   (30 s). `nextDeadline` says when to call `expire(now:)`; if it fires, every procedure fails
+///   with `.timeout`, the bearer refuses everything after, and `.closeBearer` tells the owner to
+///   disconnect.
+/// - Commands (Write Without Response) take no request slot and go out at once.
+/// - Notifications and indications are delivered whatever is outstanding; indications are
+///   confirmed at once (§3.4.7.3).
+/// - A malformed PDU from the server is dropped, unless it answers our request, in which case
+///   the procedure fails with `.malformedResponse`. An answer for another request (including an
+///   Error Response naming another opcode) fails it with `.unexpectedResponse`.
+public struct ATTClientBearer: Sendable {
+    /// Vol 3 Part F §3.3.3.
+    public static let defaultTransactionTimeout: Duration = .seconds(30)
+
+    /// How long a request may go unanswered; 30 s per the spec, shorter only in tests.
+    public let transactionTimeout: Duration
+
+    /// The current ATT_MTU (Vol 3 Part F §3.2.8): 23 until an MTU exchange.
+    public private(set) var mtu: Int
+    /// True after `close()` or a transaction timeout.
+    public private(set) var isClosed = false
+
+    private struct InFlight: Sendable {
+        var id: UInt64
+        var procedure: AnyGATTProcedure
+        var request: ATTOpcode
+        var deadline: Duration
+        /// The caller cancelled; the answer is swallowed.
+        var cancelled = false
+        /// The outstanding request is the cancelled procedure's clean-up request.
+        var cleaningUp = false
+    }
+
+    private var inFlight: InFlight?
+    private var queue: [(id: UInt64, procedure: AnyGATTProcedure)] = []
+    private var mtuExchangeSubmitted = false
+
+    public init(mtu: Int = ExchangeMTUProcedure.minimumMTU,
+                transactionTimeout: Duration = ATTClientBearer.defaultTransactionTimeout) {
+        self.mtu = max(ExchangeMTUProcedure.minimumMTU, mtu)
+        self.transactionTimeout = transactionTimeout
+    }
+
+    /// When `expire(now:)` must be called: the outstanding request's deadline, nil if none.
+    public var nextDeadline: Duration? { isClosed ? nil : inFlight?.deadline }
+
+    /// A request is outstanding.
+    public var hasOutstandingRequest: Bool { inFlight != nil }
+
+    /// Procedures waiting for the request slot.
+    public var queuedCount: Int { queue.count }
+
+    /// The longest value one write can carry: ATT_MTU − 3 for Write Without Response (one Write
+    /// Command, Vol 3 Part F §3.4.5.3); with response, the 512-octet attribute maximum
+    /// (§3.2.9), since longer-than-one-PDU values go as a long write.
+    public func maximumWriteValueLength(withoutResponse: Bool) -> Int {
+        withoutResponse ? mtu - 3 : attMaximumAttributeValueLength
+    }
+
+    // MARK: Submitting
+
+    /// Queues a procedure; it starts at once if no request is outstanding. Every `id` gets
+    /// exactly one `.complete`. Ids should be unique among unfinished procedures.
+    public mutating func submit<P: GATTProcedure>(_ procedure: P, id: UInt64, now: Duration) -> [BearerAction] {
+        guard !isClosed else { return [.complete(id: id, .failure(.bearerClosed))] }
+        let procedure = AnyGATTProcedure(procedure)
+        if procedure.isMTUExchange {
+            // Vol 3 Part F §3.4.2.1: the client sends Exchange MTU at most once per connection.
+            guard !mtuExchangeSubmitted else {
+                return [.complete(id: id, .failure(.invalidArgument("Exchange MTU may be sent only once per connection")))]
+            }
+            mtuExchangeSubmitted = true
+        }
+        queue.append((id, procedure))
+        return startQueued(now: now)
+    }
+
+    /// Sends a command (a Write Command, or a Signed Write Command the caller signed) at once,
+    /// ahead of any queued procedure: commands have no response, so they do not wait for the
+    /// request slot (Vol 3 Part F §3.3.2); only the send order is kept.
+    ///
+    /// Sends nothing if the bearer is closed (§3.3.3), if `pdu` is not a command, or if it is
+    /// longer than ATT_MTU; `writeWithoutResponse(handle:value:)` checks and says why.
+    public mutating func sendCommand(_ pdu: ATTPDU) -> [BearerAction] {
+        (try? checkedCommand(pdu)) ?? []
+    }
+
+    /// Write Without Response, Vol 3 Part G §4.9.1: sends a Write Command, or throws
+    /// `.bearerClosed` / `.invalidArgument` (value longer than ATT_MTU − 3). Finished once the
+    /// send action is performed.
+    public mutating func writeWithoutResponse(handle: UInt16, value: [UInt8]) throws(GATTError) -> [BearerAction] {
+        try checkedCommand(WriteWithoutResponse.pdu(handle: handle, value: value, mtu: mtu))
+    }
+
+    private func checkedCommand(_ pdu: ATTPDU) throws(GATTError) -> [BearerAction] {
+        guard !isClosed else { throw .bearerClosed }
+        guard pdu.opcode.kind == .command else {
+            throw .invalidArgument("\(pdu.opcode) is not a command")
+        }
+        let bytes = pdu.encode()
+        guard bytes.count <= mtu else {
+            throw .invalidArgument("\(pdu.opcode) of \(bytes.count) octets exceeds ATT_MTU \(mtu)")
+        }
+        return [.send(bytes)]
+    }
+
+    /// Records the ATT_MTU the local server agreed when it answered the peer's Exchange MTU
+    /// Request: min(client Rx MTU, server Rx MTU), at least 23. The MTU belongs to the bearer,
+    /// whichever side asked (Vol 3 Part F §3.4.2.2).
+    @discardableResult
+    public mutating func peerExchangedMTU(clientMTU: Int, serverMTU: Int) -> [BearerAction] {
+        let value = max(ExchangeMTUProcedure.minimumMTU, min(clientMTU, serverMTU))
+        guard value != mtu, !isClosed else { return [] }
+        mtu = value
+        return [.mtuChanged(value)]
+    }
+
+    // MARK: Cancelling and closing
+
+    /// Cancels a procedure. A queued one is removed; an outstanding one keeps the request slot
+    /// until its request is answered (ATT cannot abort a request), then the answer is dropped —
+    /// after a clean-up request if the procedure needs one (a long write sends Execute Write
+    /// cancel). Either way `.complete(id, .failure(.cancelled))` is reported now.
+    public mutating func cancel(id: UInt64) -> [BearerAction] {
+        if let index = queue.firstIndex(where: { $0.id == id }) {
+            queue.remove(at: index)
+            return [.complete(id: id, .failure(.cancelled))]
+        }
+        if var current = inFlight, current.id == id, !current.cancelled {
+            current.cancelled = true
+            inFlight = current
+            return [.complete(id: id, .failure(.cancelled))]
+        }
+        return []
+    }
+
+    /// The link is gone: every procedure fails with `.bearerClosed`.
+    public mutating func close() -> [BearerAction] {
+        guard !isClosed else { return [] }
+        return failAll(.bearerClosed)
+    }
+
+    /// Fires the transaction timeout if `now` has reached `nextDeadline`.
+    public mutating func expire(now: Duration) -> [BearerAction] {
+        guard !isClosed, let current = inFlight, now >= current.deadline else { return [] }
+        return failAll(.timeout) + [.closeBearer(.transactionTimeout)]
+    }
+
+    private mutating func failAll(_ error: GATTError) -> [BearerAction] {
+        isClosed = true
+        var actions: [BearerAction] = []
+        if let current = inFlight, !current.cancelled {
+            actions.append(.complete(id: current.id, .failure(error)))
+        }
+        inFlight = nil
+        actions += queue.map { .complete(id: $0.id, .failure(error)) }
+        queue = []
+        return actions
+    }
+
+    // MARK: Receiving
+
+    /// One ATT PDU from the peer.
+    public mutating func receive(_ bytes: [UInt8], now: Duration) -> [BearerAction] {
+        guard !isClosed, let first = bytes.first else { return [] }
+        let opcode = ATTOpcode(first)
+        switch opcode.kind {
+        case .notification:
+            switch try? ATTPDU.decode(bytes) {
+            case let .handleValueNotification(handle, value)?:
+                return [.notification(handle: handle, value: value)]
+            case let .multipleHandleValueNotification(tuples)?:
+                return tuples.map { .notification(handle: $0.handle, value: $0.value) }
+            default:
+                return []
+            }
+        case .indication:
+            guard case let .handleValueIndication(handle, value)? = try? ATTPDU.decode(bytes) else { return [] }
+            return [.indication(handle: handle, value: value), .send(ATTPDU.handleValueConfirmation.encode())]
+        case .request, .command, .confirmation:
+            return [.peerRequest(bytes)]
+        case .unknown:
+            // §3.4.1.1: an unknown request gets Request Not Supported from the server; §3.3: an
+            // unknown command is ignored.
+            return opcode.isCommand ? [] : [.peerRequest(bytes)]
+        case .response:
+            return receiveAnswer(bytes, now: now)
+        }
+    }
+
+    private mutating func receiveAnswer(_ bytes: [UInt8], now: Duration) -> [BearerAction] {
+        // A response with no request outstanding is not ours to act on (§3.3.2).
+        guard var current = inFlight else { return [] }
+        let answer = check(bytes, answering: current.request)
+
+        if current.cancelled {
+            if !current.cleaningUp, let cleanup = current.procedure.cleanupAfterCancel() {
+                current.cleaningUp = true
+                let actions = send(cleanup, for: current, now: now)
+                return inFlight == nil ? actions + startQueued(now: now) : actions
+            }
+            inFlight = nil
+            return startQueued(now: now)
+        }
+
+        let step: ProcedureStep<GATTOutput>
+        switch answer {
+        case let .success(pdu): step = current.procedure.receive(pdu)
+        case let .failure(error): step = current.procedure.answerFailed(error)
+        }
+        var actions = apply(step, for: current, now: now)
+        if inFlight == nil { actions += startQueued(now: now) }
+        return actions
+    }
+
+    /// Decodes an answer and checks it answers `request` (Vol 3 Part F §3.3.2, §3.4.1.1).
+    private func check(_ bytes: [UInt8], answering request: ATTOpcode) -> Result<ATTPDU, GATTError> {
+        let expected = request.responseOpcode ?? .errorResponse
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU.decode(bytes)
+        } catch {
+            return .failure(.malformedResponse(error))
+        }
+        if case let .errorResponse(failed, _, _) = pdu {
+            return failed == request ? .success(pdu) : .failure(.unexpectedResponse(expected: expected, got: .errorResponse))
+        }
+        return pdu.opcode == expected ? .success(pdu) : .failure(.unexpectedResponse(expected: expected, got: pdu.opcode))
+    }
+
+    // MARK: Running procedures
+
+    private mutating func startQueued(now: Duration) -> [BearerAction] {
+        var actions: [BearerAction] = []
+        while inFlight == nil, !queue.isEmpty {
+            let (id, procedure) = queue.removeFirst()
+            var started = InFlight(id: id, procedure: procedure, request: .errorResponse, deadline: now)
+            started.procedure.mtu = mtu
+            let step = started.procedure.start()
+            actions += apply(step, for: started, now: now)
+        }
+        return actions
+    }
+
+    /// Carries out a procedure's step; leaves `inFlight` set only if a request went out.
+    private mutating func apply(_ step: ProcedureStep<GATTOutput>, for current: InFlight, now: Duration) -> [BearerAction] {
+        switch step {
+        case let .send(pdu):
+            return send(pdu, for: current, now: now)
+        case let .done(output):
+            inFlight = nil
+            var actions: [BearerAction] = []
+            if case let .mtu(newMTU) = output, newMTU != mtu {
+                mtu = newMTU
+                actions.append(.mtuChanged(newMTU))
+            }
+            actions.append(.complete(id: current.id, .success(output)))
+            return actions
+        case let .failed(error):
+            inFlight = nil
+            return [.complete(id: current.id, .failure(error))]
+        }
+    }
+
+    private mutating func send(_ pdu: ATTPDU, for current: InFlight, now: Duration) -> [BearerAction] {
+        let bytes = pdu.encode()
+        var problem: String?
+        if pdu.opcode.kind != .request {
+            problem = "\(current.procedure.name) tried to send \(pdu.opcode), which is not a request"
+        } else if bytes.count > mtu {
+            problem = "\(pdu.opcode) of \(bytes.count) octets exceeds ATT_MTU \(mtu)"
+        }
+        if let problem {
+            inFlight = nil
+            return current.cancelled ? [] : [.complete(id: current.id, .failure(.invalidArgument(problem)))]
+        }
+        var next = current
+        next.request = pdu.opcode
+        next.deadline = now + transactionTimeout
+        inFlight = next
+        return [.send(bytes)]
+    }
+}

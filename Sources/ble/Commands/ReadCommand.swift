@@ -1,0 +1,80 @@
+import BLE
+import BLEHost
+import BLEWire
+
+/// `ble read ADDRESS CHARACTERISTIC`: reads a whole value (long reads included).
+struct ReadCommand: BLECommand {
+    static let name = "read"
+    static let abstract = "Read a characteristic value (Read, then Read Blob for long values)."
+    static let usage = "read ADDRESS CHARACTERISTIC [--json]"
+    static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
+    static let minPositionals = 2
+    static let options = [
+        OptionSpec(name: "json", valueName: nil, help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
+        OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
+    ]
+    static let discussion = "CHARACTERISTIC is a UUID (2A37, 128-bit) or a handle (0x0010)."
+
+    var controller: ControllerOptions
+    var target: AddressArgument
+    var characteristic: CharacteristicArgument
+    var json: Bool
+    var timeout: Duration
+
+    init(_ args: ParsedArguments) throws {
+        controller = ControllerOptions(args)
+        target = try AddressArgument(args.positionals[0])
+        characteristic = try CharacteristicArgument(args.positionals[1])
+        json = args.flag("json")
+        timeout = try args.seconds("timeout") ?? .seconds(10)
+    }
+
+    func run() async throws {
+        try await withPeripheral(controller, target, timeout: timeout) { peripheral in
+            let value: [UInt8]
+            var uuid: BluetoothUUID?
+            var handle: UInt16
+            switch characteristic {
+            case let .handle(h) where try await !isDeclaredCharacteristic(h, on: peripheral):
+                // A bare handle that is not a characteristic (a descriptor, say) is read as is.
+                handle = h
+                value = try await peripheral.readValue(handle: h)
+            default:
+                let c = try await characteristic.locate(on: peripheral)
+                uuid = c.uuid
+                handle = c.valueHandle
+                value = try await peripheral.readValue(for: c)
+            }
+            if json {
+                var fields: [(String, JSON)] = [("handle", .int(Int(handle)))]
+                if let uuid { fields.append(("uuid", .string(uuid.description))) }
+                print(JSON.object(fields + valueJSON(value)).text)
+            } else {
+                print(valueText(value))
+            }
+        }
+    }
+
+    private func isDeclaredCharacteristic(_ handle: UInt16, on peripheral: Peripheral) async throws -> Bool {
+        (try? await CharacteristicArgument.handle(handle).locate(on: peripheral)) != nil
+    }
+}
+
+/// Opens the controller, connects, runs `body`, disconnects and closes, on every path.
+func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, timeout: Duration, _ body: (Peripheral) async throws -> Void) async throws {
+    let central = try await controller.openCentral()
+    do {
+        let peripheral = try await connect(target, central: central, timeout: timeout)
+        do {
+            try await body(peripheral)
+        } catch {
+            try? await peripheral.disconnect()
+            throw error
+        }
+        try? await peripheral.disconnect()
+    } catch {
+        await central.close()
+        throw error
+    }
+    await central.close()
+}

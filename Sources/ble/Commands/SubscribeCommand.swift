@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLEHost
+import BLEWire
+
+/// `ble subscribe ADDRESS CHARACTERISTIC`: prints notifications or indications as they come.
+struct SubscribeCommand: BLECommand {
+    static let name = "subscribe"
+    static let abstract = "Subscribe to notifications or indications and print each value."
+    static let usage = "subscribe ADDRESS CHARACTERISTIC [--count N] [--timeout S] [--json]"
+    static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
+    static let minPositionals = 2
+    static let options = [
+        OptionSpec(name: "count", valueName: "N", help: "stop after N values"),
+        OptionSpec(name: "timeout", valueName: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
+        OptionSpec(name: "json", valueName: nil, help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
+    ]
+
+    var controller: ControllerOptions
+    var target: AddressArgument
+    var characteristic: CharacteristicArgument
+    var count: Int?
+    var timeout: Duration?
+    var json: Bool
+
+    init(_ args: ParsedArguments) throws {
+        controller = ControllerOptions(args)
+        target = try AddressArgument(args.positionals[0])
+        characteristic = try CharacteristicArgument(args.positionals[1])
+        count = try args.int("count")
+        if let count, count <= 0 { throw UsageError("--count must be positive") }
+        timeout = try args.seconds("timeout")
+        json = args.flag("json")
+    }
+
+    func run() async throws {
+        try await withPeripheral(controller, target, timeout: .seconds(10)) { peripheral in
+            let c = try await characteristic.locate(on: peripheral)
+            let values = await peripheral.notifications(for: c)
+            try await peripheral.setNotifyValue(true, for: c)
+            let kind = c.properties.contains(.notify) ? "notifications" : "indications"
+            if !json { print("subscribed to \(kind) from \(c.uuid) [0x\(String(format4: c.valueHandle))]") }
+            let limit = count
+            let deadline = timeout
+            let received = try await withThrowingTaskGroup(of: Int?.self) { group in
+                group.addTask {
+                    var n = 0
+                    for await value in values {
+                        n += 1
+                        if json {
+                            print(JSON.object([("handle", .int(Int(c.valueHandle)))] + valueJSON(value)).text)
+                        } else {
+                            print(valueText(value))
+                        }
+                        flushOutput()
+                        if let limit, n >= limit { break }
+                    }
+                    return n
+                }
+                if let deadline {
+                    group.addTask {
+                        try await Task.sleep(for: deadline)
+                        return nil
+                    }
+                }
+                let first = try await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            if peripheral.state != .connected, let reason = peripheral.disconnectReason {
+                throw BLEError.disconnected(reason: reason)
+            }
+            if let limit, (received ?? 0) < limit, deadline != nil {
+                if !json { print("timed out after \(received ?? 0) of \(limit) values") }
+            }
+            try? await peripheral.setNotifyValue(false, for: c)
+        }
+    }
+}

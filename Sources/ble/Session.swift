@@ -1,0 +1,110 @@
+import BLE
+import BLEHost
+import BLEWire
+
+/// What every command that talks to a controller shares: which controller, the capture file.
+struct ControllerOptions {
+    var hci: String?
+    var capture: String?
+
+    init(_ args: ParsedArguments) {
+        hci = args.option("hci")
+        capture = args.option("capture")
+        if args.flag("verbose") { HostDiagnostics.verbose = true }
+    }
+
+    func openCentral() async throws -> Central {
+        try await Central.open(spec: hci, capture: capture)
+    }
+}
+
+/// `XX:XX:XX:XX:XX:XX`, optionally `/public` or `/random`. Without the suffix the type is
+/// learned by scanning for the address.
+struct AddressArgument {
+    var address: BDAddress
+    var type: AddressType?
+
+    init(_ text: String) throws {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let a = BDAddress(string: parts[0]) else {
+            throw UsageError("'\(text)' is not an address: expected XX:XX:XX:XX:XX:XX[/public|/random]")
+        }
+        address = a
+        if parts.count == 2 {
+            switch parts[1].lowercased() {
+            case "public": type = .public
+            case "random": type = .random
+            default: throw UsageError("address type must be /public or /random, not /\(parts[1])")
+            }
+        }
+    }
+
+    /// The full device address; scans up to `timeout` to learn the type when it was not given.
+    func resolve(using central: Central, timeout: Duration = .seconds(10)) async throws -> DeviceAddress {
+        if let type { return DeviceAddress(address, type: type) }
+        for try await device in central.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) where device.address.address == address {
+            await central.stopScan()
+            return DeviceAddress(address, type: device.address.type.peerType)
+        }
+        throw BLEError.timeout("\(address) was not heard advertising within \(timeout); give its type as \(address)/public or /random")
+    }
+}
+
+/// A characteristic named by UUID (16-bit or 128-bit) or by value handle (`0x0010`).
+enum CharacteristicArgument {
+    case uuid(BluetoothUUID)
+    case handle(UInt16)
+
+    init(_ text: String) throws {
+        if text.lowercased().hasPrefix("0x"), text.count <= 6, let h = UInt16(text.dropFirst(2), radix: 16) {
+            self = .handle(h)
+        } else if let u = BluetoothUUID(string: text) {
+            self = .uuid(u)
+        } else if let h = UInt16(text) {
+            self = .handle(h)
+        } else {
+            throw UsageError("'\(text)' is neither a UUID (180D, 0000180d-…) nor a handle (0x0010)")
+        }
+    }
+
+    /// Finds the characteristic on the peer; a handle may name a value or declaration handle.
+    func locate(on peripheral: Peripheral) async throws -> GATTCharacteristic {
+        let services = try await peripheral.discoverServices()
+        for service in services {
+            if case let .handle(h) = self, !(service.startHandle...service.endHandle).contains(h) { continue }
+            for c in try await peripheral.discoverCharacteristics(for: service) {
+                switch self {
+                case let .uuid(u) where c.uuid == u: return c
+                case let .handle(h) where c.valueHandle == h || c.declarationHandle == h: return c
+                default: continue
+                }
+            }
+        }
+        throw BLEError.invalidArgument("no characteristic \(self) on \(peripheral.address)")
+    }
+}
+
+extension CharacteristicArgument: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case let .uuid(u): return u.description
+        case let .handle(h): return "0x" + String(format4: h)
+        }
+    }
+}
+
+extension String {
+    /// Four upper-case hex digits, as handles are written.
+    init(format4 value: UInt16) {
+        let digits = Swift.String(value, radix: 16, uppercase: true)
+        self.init(Swift.String(repeating: "0", count: Swift.max(0, 4 - digits.count)) + digits)
+    }
+}
+
+/// Connects to an address argument, learning its type by scanning if needed.
+func connect(_ target: AddressArgument, central: Central, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+    let address = try await target.resolve(using: central)
+    let peripheral = try await central.connect(address, timeout: timeout)
+    _ = try? await peripheral.exchangeMTU()
+    return peripheral
+}

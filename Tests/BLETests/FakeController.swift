@@ -1,0 +1,208 @@
+import BLEHCI
+import BLETransport
+import BLEWire
+import XCTest
+
+/// A scripted LE controller on the far end of an in-memory transport: it answers the host's
+/// commands the way a conforming controller does (or the way a test tells it to misbehave),
+/// records everything, and lets the test inject events and ACL data.
+actor FakeController {
+    let end: InMemoryTransport
+    private(set) var commands: [HCICommand] = []
+    private(set) var acl: [ACLPacket] = []
+    /// Per-opcode override: return the events to send, or nil to stay silent (a hung controller).
+    private var overrides: [HCIOpcode: @Sendable (HCICommand) -> [HCIEvent]?] = [:]
+    private var waiters: [(predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, Never>)] = []
+    private var aclWaiters: [(predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+    private var reader: Task<Void, Never>?
+
+    var address = BDAddress(rawValue: 0x00_1B_DC_00_00_01)
+    var leBufferV2: (length: UInt16, count: UInt8)? = (27, 4)
+    var leBufferV1: (length: UInt16, count: UInt8) = (27, 4)
+    var sharedBuffer: (length: UInt16, count: UInt16) = (1021, 8)
+    /// Answer LE Create Connection with a completed connection to this handle after the status.
+    var acceptConnections = true
+    var nextHandle: UInt16 = 0x0040
+    var pendingConnectPeer: DeviceAddress?
+
+    init(end: InMemoryTransport) {
+        self.end = end
+    }
+
+    func start() {
+        let stream = end.incoming
+        reader = Task {
+            do {
+                for try await frame in stream { self.receive(frame) }
+            } catch {}
+        }
+    }
+
+    func set(_ opcode: HCIOpcode, _ response: @escaping @Sendable (HCICommand) -> [HCIEvent]?) {
+        overrides[opcode] = response
+    }
+
+    func configure(_ body: @Sendable (isolated FakeController) -> Void) { body(self) }
+
+    func send(_ event: HCIEvent) {
+        let frame = event.h4Frame
+        Task { try? await end.send(frame) }
+    }
+
+    func sendNow(_ event: HCIEvent) async {
+        try? await end.send(event.h4Frame)
+    }
+
+    /// Sends an L2CAP frame on `channel`, fragmented to `fragment` bytes per ACL packet.
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8], fragment: Int = 27) async {
+        var pdu = ByteWriter()
+        pdu.u16(UInt16(payload.count))
+        pdu.u16(channel)
+        pdu.append(payload)
+        let bytes = pdu.bytes
+        var offset = 0
+        var first = true
+        while offset < bytes.count {
+            let chunk = Array(bytes[offset..<min(offset + fragment, bytes.count)])
+            let packet = ACLPacket(handle: handle, boundary: first ? .firstFlushable : .continuing, data: chunk)
+            try? await end.send(packet.h4Frame)
+            first = false
+            offset += fragment
+        }
+    }
+
+    /// Waits until the host sends a command matching `predicate` (or returns an earlier one).
+    func waitForCommand(_ predicate: @escaping @Sendable (HCICommand) -> Bool) async -> HCICommand {
+        if let c = commands.first(where: predicate) { return c }
+        return await withCheckedContinuation { waiters.append((predicate, $0)) }
+    }
+
+    func waitForCommand(_ opcode: HCIOpcode) async -> HCICommand {
+        await waitForCommand { $0.opcode == opcode }
+    }
+
+    /// Waits until the ACL packets received so far satisfy `predicate`.
+    func waitForACL(_ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async {
+        if predicate(acl) { return }
+        await withCheckedContinuation { aclWaiters.append((predicate, $0)) }
+    }
+
+    /// The L2CAP payloads the host sent on `channel`, reassembled.
+    func l2capPayloads(channel: UInt16) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var current: [UInt8] = []
+        for p in acl {
+            if p.boundary.isStart { current = p.data } else { current += p.data }
+            if current.count >= 4 {
+                let length = Int(current[0]) | Int(current[1]) << 8
+                let cid = UInt16(current[2]) | UInt16(current[3]) << 8
+                if current.count == length + 4 {
+                    if cid == channel { out.append(Array(current[4...])) }
+                    current = []
+                }
+            }
+        }
+        return out
+    }
+
+    private func receive(_ frame: H4Frame) {
+        switch frame.type {
+        case .command:
+            guard let command = try? HCICommand.decode(frame.payload) else { return }
+            commands.append(command)
+            let events = overrides[command.opcode].map { $0(command) } ?? defaultResponse(command)
+            for e in events ?? [] { send(e) }
+            let ready = waiters.filter { $0.predicate(command) }
+            waiters.removeAll { $0.predicate(command) }
+            for w in ready { w.continuation.resume(returning: command) }
+        case .acl:
+            guard let packet = try? ACLPacket.decode(frame.payload) else { return }
+            acl.append(packet)
+            // Return the credit at once, as a fast controller would.
+            send(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)]))
+            let snapshot = acl
+            let ready = aclWaiters.filter { $0.predicate(snapshot) }
+            aclWaiters.removeAll { $0.predicate(snapshot) }
+            for w in ready { w.continuation.resume() }
+        default:
+            break
+        }
+    }
+
+    private func complete(_ opcode: HCIOpcode, _ parameters: [UInt8] = []) -> HCIEvent {
+        .commandComplete(numHCICommandPackets: 1, opcode: opcode, returnParameters: [0x00] + parameters)
+    }
+
+    private func status(_ opcode: HCIOpcode, _ status: HCIStatus = .success) -> HCIEvent {
+        .commandStatus(status: status, numHCICommandPackets: 1, opcode: opcode)
+    }
+
+    /// What a conforming LE controller answers (Core spec Vol 4 Part E §7).
+    private func defaultResponse(_ c: HCICommand) -> [HCIEvent] {
+        switch c.opcode {
+        case .readLocalVersionInformation:
+            return [complete(c.opcode, [0x0C, 0x00, 0x00, 0x0C, 0xF1, 0x05, 0x00, 0x00])]
+        case .readLocalSupportedCommands:
+            var octets = [UInt8](repeating: 0xFF, count: 64)
+            if leBufferV2 == nil { octets[41] &= ~(1 << 5) }
+            return [complete(c.opcode, octets)]
+        case .readLocalSupportedFeatures:
+            return [complete(c.opcode, [0, 0, 0, 0, 0x60, 0, 0, 0])]
+        case .readBDADDR:
+            return [complete(c.opcode, address.littleEndianBytes)]
+        case .leReadBufferSizeV2:
+            guard let v2 = leBufferV2 else {
+                return [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.unknownCommand.rawValue])]
+            }
+            return [complete(c.opcode, [UInt8(v2.length & 0xFF), UInt8(v2.length >> 8), v2.count, 0, 0, 0])]
+        case .leReadBufferSizeV1:
+            return [complete(c.opcode, [UInt8(leBufferV1.length & 0xFF), UInt8(leBufferV1.length >> 8), leBufferV1.count])]
+        case .readBufferSize:
+            let s = sharedBuffer
+            return [complete(c.opcode, [UInt8(s.length & 0xFF), UInt8(s.length >> 8), 0, UInt8(s.count & 0xFF), UInt8(s.count >> 8), 0, 0])]
+        case .leReadLocalSupportedFeatures:
+            return [complete(c.opcode, [0x01, 0, 0, 0, 0, 0, 0, 0])]
+        case .leCreateConnection:
+            var r = ByteReader(c.parameters)
+            _ = try? r.skip(5)
+            let type = (try? r.readU8()) ?? 0
+            let address = BDAddress(littleEndian: (try? r.readBytes(6)) ?? [])
+            let peer = DeviceAddress(address, type: type == 0 ? .public : .random)
+            pendingConnectPeer = peer
+            guard acceptConnections else { return [status(c.opcode)] }
+            let handle = nextHandle
+            nextHandle += 1
+            pendingConnectPeer = nil
+            return [status(c.opcode), .le(.connectionComplete(LEConnectionComplete(
+                status: .success, handle: handle, role: .central, peer: peer, interval: 24, latency: 0,
+                supervisionTimeout: 420, centralClockAccuracy: 0, format: .legacy)))]
+        case .leCreateConnectionCancel:
+            guard let peer = pendingConnectPeer else {
+                return [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]
+            }
+            pendingConnectPeer = nil
+            return [complete(c.opcode), .le(.connectionComplete(LEConnectionComplete(
+                status: .unknownConnectionIdentifier, handle: 0, role: .central, peer: peer, interval: 0, latency: 0,
+                supervisionTimeout: 0, centralClockAccuracy: 0, format: .legacy)))]
+        case .disconnect:
+            let handle = UInt16(c.parameters.first ?? 0) | UInt16(c.parameters.count > 1 ? c.parameters[1] : 0) << 8
+            return [status(c.opcode), .disconnectionComplete(status: .success, handle: handle, reason: .connectionTerminatedByLocalHost)]
+        case .leConnectionUpdate, .leReadRemoteFeatures, .leSetPHY, .readRemoteVersionInformation, .leEnableEncryption:
+            return [status(c.opcode)]
+        default:
+            return [complete(c.opcode)]
+        }
+    }
+}
+
+/// A host on one end and a fake controller on the other.
+struct HostUnderTest {
+    let controller: FakeController
+    let hostEnd: InMemoryTransport
+
+    init() {
+        let (host, controller) = InMemoryTransport.pair()
+        self.hostEnd = host
+        self.controller = FakeController(end: controller)
+    }
+}

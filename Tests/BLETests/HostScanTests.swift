@@ -1,0 +1,69 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLETransport
+import BLEWire
+import XCTest
+
+final class HostScanTests: XCTestCase {
+    let device = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
+    let advertisement: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18, 0x04, 0x09, 0x48, 0x52, 0x4D]
+    let scanResponse: [UInt8] = [0x02, 0x0A, 0x04]
+
+    func testActiveScanMergesTheScanResponseAndStopsWhenTheConsumerStops() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let scan = Task { () -> ScannedDevice? in
+            for try await d in central.scan(filter: ScanFilter(serviceUUIDs: [BluetoothUUID(0x180D)]), active: true) { return d }
+            return nil
+        }
+        let params = await t.controller.waitForCommand(.leSetScanParameters)
+        XCTAssertEqual(params.parameters.first, 0x01, "active")
+        let enable = await t.controller.waitForCommand(.leSetScanEnable)
+        XCTAssertEqual(enable.parameters.first, 0x01)
+        await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: device, data: advertisement, rssi: -40)])))
+        await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: device, data: scanResponse, rssi: -41)])))
+        let found = try await scan.value
+        XCTAssertEqual(found?.address, device)
+        XCTAssertEqual(found?.advertisement.localName, "HRM")
+        XCTAssertEqual(found?.advertisement.txPowerLevel, 4)
+        XCTAssertEqual(found?.rssi, -41)
+        _ = await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
+        await central.close()
+    }
+
+    func testScanEndsAtItsTimeout() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualHostClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let scan = Task { () -> Int in
+            var n = 0
+            for try await _ in central.scan(active: false, timeout: .seconds(10)) { n += 1 }
+            return n
+        }
+        _ = await t.controller.waitForCommand(.leSetScanEnable)
+        await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])))
+        await waitUntil { clock.nextDeadline == .seconds(10) }
+        clock.advance(by: .seconds(10))
+        let count = try await scan.value
+        XCTAssertEqual(count, 1)
+        _ = await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
+        await central.close()
+    }
+
+    func testSecondScanIsBusy() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let first = central.scan()
+        _ = await t.controller.waitForCommand(.leSetScanEnable)
+        do {
+            for try await _ in central.scan() {}
+            XCTFail("expected busy")
+        } catch BLEError.busy {}
+        withExtendedLifetime(first) {}
+        await central.close()
+    }
+}
