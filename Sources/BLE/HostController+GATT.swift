@@ -87,6 +87,7 @@ extension HostController {
                 let end = UInt16(value[2]) | UInt16(value[3]) << 8
                 if start <= end { range = start...end }
             }
+            link.observation.invalidateServices(in: range)
             for s in link.servicesChangedSinks.values { s.yield(range) }
         }
         for sink in (link.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }

@@ -44,6 +44,8 @@ final class LinkObservation: Sendable {
         var state: ConnectionState = .connected
         var mtu: Int = 23
         var parameters: LinkParameters
+        /// Services found by discovery, until a Service Changed indication covers them.
+        var services: [GATTService] = []
     }
 
     private let storage: Mutex<Snapshot>
@@ -68,6 +70,14 @@ final class LinkObservation: Sendable {
                 w.yield(new)
                 if case .disconnected = new { w.finish() }
             }
+        }
+    }
+
+    /// Drops discovered services that overlap `range` (Vol 3 Part G §7.1: after Service Changed
+    /// the client must rediscover them).
+    func invalidateServices(in range: ClosedRange<UInt16>) {
+        storage.withLock { s in
+            s.services.removeAll { $0.startHandle <= range.upperBound && $0.endHandle >= range.lowerBound }
         }
     }
 

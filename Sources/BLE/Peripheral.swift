@@ -75,18 +75,29 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return m
     }
 
+    /// The services discovered so far on this link, like `CBPeripheral.services`. A Service
+    /// Changed indication removes the ones it covers (see `servicesChanged()`).
+    public var services: [GATTService] { observation.snapshot.services }
+
     /// Discovers primary services, all of them or those with the given UUIDs (Vol 3 Part G §4.4).
     public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws -> [GATTService] {
+        var found: [GATTService] = []
         if let uuids, !uuids.isEmpty {
-            var found: [GATTService] = []
             for uuid in uuids {
                 guard case let .services(s) = try await run(DiscoverPrimaryServiceByUUIDProcedure(uuid: uuid)) else { throw unexpected("service discovery") }
                 found += s
             }
-            return found.sorted { $0.startHandle < $1.startHandle }
+            found.sort { $0.startHandle < $1.startHandle }
+        } else {
+            guard case let .services(s) = try await run(DiscoverAllPrimaryServicesProcedure()) else { throw unexpected("service discovery") }
+            found = s
         }
-        guard case let .services(s) = try await run(DiscoverAllPrimaryServicesProcedure()) else { throw unexpected("service discovery") }
-        return s
+        let discovered = found
+        observation.update { snapshot in
+            let others = snapshot.services.filter { old in !discovered.contains { $0.startHandle == old.startHandle } }
+            snapshot.services = (others + discovered).sorted { $0.startHandle < $1.startHandle }
+        }
+        return found
     }
 
     /// Finds the services a service includes (Vol 3 Part G §4.5).

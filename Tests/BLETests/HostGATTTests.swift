@@ -128,4 +128,33 @@ final class HostGATTTests: XCTestCase {
         XCTAssertEqual(value, [0x41])
         await central.close()
     }
+
+    func testServiceChangedIndicationInvalidatesDiscoveredServices() async throws {
+        let (t, central, p) = try await connected()
+        let discovery = Task { try await p.discoverServices() }
+        await expectPDU(t, 0, [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x11, 6, 0x01, 0x00, 0x05, 0x00, 0x00, 0x18, 0x06, 0x00, 0x0D, 0x00, 0x01, 0x18])
+        await expectPDU(t, 1, [0x10, 0x0E, 0x00, 0xFF, 0xFF, 0x00, 0x28])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x01, 0x10, 0x0E, 0x00, 0x0A])
+        let services = try await discovery.value
+        XCTAssertEqual(services.map(\.uuid), [BluetoothUUID(0x1800), BluetoothUUID(0x1801)])
+        XCTAssertEqual(p.services.count, 2)
+
+        let gattService = services[1]
+        let characteristics = Task { try await p.discoverCharacteristics(for: gattService) }
+        await expectPDU(t, 2, [0x08, 0x06, 0x00, 0x0D, 0x00, 0x03, 0x28])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x09, 7, 0x07, 0x00, 0x20, 0x08, 0x00, 0x05, 0x2A])
+        await expectPDU(t, 3, [0x08, 0x08, 0x00, 0x0D, 0x00, 0x03, 0x28])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x01, 0x08, 0x08, 0x00, 0x0A])
+        _ = try await characteristics.value
+
+        let changes = await p.servicesChanged()
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x1D, 0x08, 0x00, 0x01, 0x00, 0x05, 0x00])
+        var it = changes.makeAsyncIterator()
+        let range = await it.next()
+        XCTAssertEqual(range, 0x0001...0x0005)
+        XCTAssertEqual(p.services.map(\.uuid), [BluetoothUUID(0x1801)], "the service in the changed range must be rediscovered")
+        await expectPDU(t, 4, [0x1E])
+        await central.close()
+    }
 }
