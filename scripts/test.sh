@@ -37,7 +37,11 @@ TOOLS="$ROOT/.build-tools"
 LIB="$ROOT/scripts/lib"
 PEERS="$ROOT/Tests/BLEInteropTests/peers"
 
-log() { printf '\033[1m[test.sh]\033[0m %s\n' "$*" >&2; }
+if [[ -t 2 ]]; then
+    log() { printf '\033[1m[test.sh]\033[0m %s\n' "$*" >&2; }
+else
+    log() { printf '[test.sh] %s\n' "$*" >&2; }
+fi
 die() { log "error: $*"; exit 1; }
 
 # ----------------------------------------------------------------------------- 1. packages

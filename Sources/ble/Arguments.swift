@@ -91,6 +91,9 @@ let commonOptions: [OptionSpec] = [
     OptionSpec(name: "help", valueName: nil, help: "show this help"),
 ]
 
+/// For commands that connect: the ATT MTU to ask for.
+let mtuOption = OptionSpec(name: "mtu", valueName: "N", help: "ATT MTU to ask for after connecting, 23...517 (default 517)")
+
 /// One `ble` subcommand.
 protocol BLECommand: Sendable {
     static var name: String { get }

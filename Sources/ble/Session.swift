@@ -6,10 +6,13 @@ import BLEWire
 struct ControllerOptions {
     var hci: String?
     var capture: String?
+    var mtu: Int
 
-    init(_ args: ParsedArguments) {
+    init(_ args: ParsedArguments) throws {
         hci = args.option("hci")
         capture = args.option("capture")
+        mtu = try args.int("mtu") ?? 517
+        guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }
     }
 
@@ -102,9 +105,17 @@ extension String {
 }
 
 /// Connects to an address argument, learning its type by scanning if needed.
-func connect(_ target: AddressArgument, central: Central, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+/// Connects to an address argument, learning its type by scanning if needed, and exchanges the
+/// ATT MTU (a peer that refuses the exchange keeps the default 23).
+func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10)) async throws -> Peripheral {
     let address = try await target.resolve(using: central)
     let peripheral = try await central.connect(address, timeout: timeout)
-    _ = try? await peripheral.exchangeMTU()
+    if mtu > 23 {
+        do {
+            _ = try await peripheral.exchangeMTU(mtu)
+        } catch BLEError.gatt(.att) {
+            // Request Not Supported: the peer stays at ATT_MTU 23 (Vol 3 Part G §4.3.1).
+        }
+    }
     return peripheral
 }

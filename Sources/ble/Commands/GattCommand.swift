@@ -10,6 +10,7 @@ struct GattCommand: BLECommand {
     static let positionalNames = ["ADDRESS"]
     static let minPositionals = 1
     static let options = [
+        mtuOption,
         OptionSpec(name: "json", valueName: nil, help: "print the database as one JSON object"),
         OptionSpec(name: "no-values", valueName: nil, help: "do not read values"),
         OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
@@ -23,7 +24,7 @@ struct GattCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = ControllerOptions(args)
+        controller = try ControllerOptions(args)
         target = try AddressArgument(args.positionals[0])
         json = args.flag("json")
         readValues = !args.flag("no-values")
@@ -33,7 +34,7 @@ struct GattCommand: BLECommand {
     func run() async throws {
         let central = try await controller.openCentral()
         do {
-            let peripheral = try await connect(target, central: central, timeout: timeout)
+            let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout)
             let db = try await peripheral.discoverDatabase(readValues: readValues)
             if json {
                 print(Self.json(db, address: peripheral.address).text)

@@ -10,6 +10,7 @@ struct ReadCommand: BLECommand {
     static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
     static let minPositionals = 2
     static let options = [
+        mtuOption,
         OptionSpec(name: "json", valueName: nil, help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
         OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
     ]
@@ -22,7 +23,7 @@ struct ReadCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = ControllerOptions(args)
+        controller = try ControllerOptions(args)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         json = args.flag("json")
@@ -64,7 +65,7 @@ struct ReadCommand: BLECommand {
 func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, timeout: Duration, _ body: (Peripheral) async throws -> Void) async throws {
     let central = try await controller.openCentral()
     do {
-        let peripheral = try await connect(target, central: central, timeout: timeout)
+        let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout)
         do {
             try await body(peripheral)
         } catch {

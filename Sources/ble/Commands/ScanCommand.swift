@@ -32,7 +32,7 @@ struct ScanCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = ControllerOptions(args)
+        controller = try ControllerOptions(args)
         timeout = try args.seconds("timeout")
         var services: [BluetoothUUID] = []
         if let list = args.option("service") {

@@ -13,6 +13,7 @@ struct SubscribeCommand: BLECommand {
     static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
     static let minPositionals = 2
     static let options = [
+        mtuOption,
         OptionSpec(name: "count", valueName: "N", help: "stop after N values"),
         OptionSpec(name: "timeout", valueName: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
         OptionSpec(name: "json", valueName: nil, help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
@@ -26,7 +27,7 @@ struct SubscribeCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = ControllerOptions(args)
+        controller = try ControllerOptions(args)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         count = try args.int("count")

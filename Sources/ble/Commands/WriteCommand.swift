@@ -10,6 +10,7 @@ struct WriteCommand: BLECommand {
     static let positionalNames = ["ADDRESS", "CHARACTERISTIC", "VALUE"]
     static let minPositionals = 3
     static let options = [
+        mtuOption,
         OptionSpec(name: "hex", valueName: nil, help: "VALUE is hex bytes (e.g. 0102ff or \"01 02 ff\"), not UTF-8 text"),
         OptionSpec(name: "without-response", valueName: nil, help: "send a Write Command (no response; must fit ATT MTU - 3)"),
         OptionSpec(name: "json", valueName: nil, help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
@@ -25,7 +26,7 @@ struct WriteCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = ControllerOptions(args)
+        controller = try ControllerOptions(args)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         let text = args.positionals[2]
