@@ -11,12 +11,17 @@ let package = Package(
     ],
     targets: [
         .target(name: "BLEWire"),
+        // OpenSSL's libcrypto (Debian libssl-dev): AES, AES-CMAC, P-256 for the Security Manager and
+        // the GATT Database Hash. The one outside dependency (ARCHITECTURE.md).
+        .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "BLECrypto", dependencies: ["CLibcrypto"]),
         .target(name: "BLEHCI", dependencies: ["BLEWire"]),
         .target(name: "BLETransport", dependencies: ["BLEHCI"]),
-        .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI"]),
+        .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
         .executableTarget(name: "ble", dependencies: ["BLE"]),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
+        .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
