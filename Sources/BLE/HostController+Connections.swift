@@ -39,7 +39,7 @@ extension HostController {
         do {
             try await command(.leCreateConnection(
                 scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: DeviceAddress(peer.address, type: peer.type.peerType),
-                ownAddressType: .public, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
+                ownAddressType: ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
                 maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0))
         } catch {
             throw error
@@ -98,12 +98,19 @@ extension HostController {
             id: nextLinkID, handle: event.handle, peer: event.peer,
             role: event.role == .central ? .central : .peripheral, parameters: parameters,
             bearer: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout),
+            server: ATTServer(preferredMTU: configuration.preferredATTMTU),
             observation: observation)
         nextLinkID += 1
         links[event.handle] = link
-        guard event.role == .central, let pending else {
-            // Peripheral-role connections belong to the peripheral issue; refuse for now.
-            if event.role == .peripheral { Task { try? await self.disconnect(handle: event.handle, reason: .remoteDeviceTerminatedLowResources) } }
+        if event.role == .peripheral {
+            // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
+            advertisingEndedByConnection()
+            emit(.connected(ConnectedCentral(id: link.id, address: link.peer)))
+            return
+        }
+        guard let pending else {
+            // A central-role connection nobody waits for: drop it.
+            Task { try? await self.disconnect(handle: event.handle, reason: .remoteUserTerminatedConnection) }
             return
         }
         if pending.timedOut || pending.cancelledByTask {
@@ -140,6 +147,16 @@ extension HostController {
         reassembler.reset(handle: handle)
         link.observation.update { $0.state = .disconnected(reason: reason) }
         link.disconnected.succeed(reason)
+        pendingServerRequests = pendingServerRequests.filter { entry in
+            switch entry.value {
+            case let .read(h), let .write(h, _): return h != handle
+            }
+        }
+        resumeRoomWaiters()
+        if link.role == .peripheral {
+            emit(.disconnected(ConnectedCentral(id: link.id, address: link.peer), reason: reason))
+            if failure == nil { restartAdvertisingIfWanted(afterConnection: false) }
+        }
     }
 
     func linkHandle(forID id: UInt64) -> UInt16? {

@@ -13,6 +13,7 @@ extension HostController {
 
         case let .numberOfCompletedPackets(entries):
             sendACL(aclFlow.completed(entries))
+            for entry in entries { pumpNotifications(handle: entry.handle) }
 
         case let .disconnectionComplete(status, handle, reason):
             guard status == .success else { return }
@@ -22,7 +23,10 @@ extension HostController {
             fail(.hci(.hardwareError(code: code)))
 
         case let .encryptionChange(status, handle, enabled):
-            if status == .success { links[handle]?.encrypted = enabled }
+            if status == .success {
+                links[handle]?.encrypted = enabled
+                links[handle]?.security.encrypted = enabled
+            }
 
         case let .le(meta):
             handle(meta)

@@ -43,7 +43,17 @@ extension HostController {
         perform(actions, handle: handle)
     }
 
+    /// Splits one ATT bearer between our client and our server by opcode (Vol 3 Part F §3.3):
+    /// requests, commands and confirmations are for the server; the rest for the client.
     func receiveATT(_ payload: [UInt8], handle: UInt16) {
+        guard let first = payload.first else { return }
+        switch ATTOpcode(rawValue: first).kind {
+        case .request, .command, .confirmation, .unknown:
+            receiveServerATT(payload, handle: handle)
+            return
+        case .response, .notification, .indication:
+            break
+        }
         guard var link = links[handle] else { return }
         let actions = link.bearer.receive(payload, now: now)
         links[handle] = link
@@ -72,7 +82,7 @@ extension HostController {
                 // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
                 Task { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
             case let .peerRequest(bytes):
-                answerPeerRequest(bytes, handle: handle)
+                receiveServerATT(bytes, handle: handle)
             }
         }
     }
@@ -91,35 +101,6 @@ extension HostController {
             for s in link.servicesChangedSinks.values { s.yield(range) }
         }
         for sink in (link.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }
-    }
-
-    /// Until the GATT server arrives (the peripheral-role issue) this host exposes no attributes,
-    /// but it still answers every request (Vol 3 Part F §3.4): MTU exchange with our MTU, searches
-    /// with Attribute Not Found, handle-addressed requests with Invalid Handle, and anything else
-    /// with Request Not Supported. Commands get no answer, as the spec says.
-    private func answerPeerRequest(_ bytes: [UInt8], handle: UInt16) {
-        guard let opcodeByte = bytes.first else { return }
-        let opcode = ATTOpcode(rawValue: opcodeByte)
-        if opcode.isCommand { return }
-        let response: ATTPDU
-        switch try? ATTPDU.decode(bytes) {
-        case let .exchangeMTURequest(clientMTU):
-            let ours = UInt16(configuration.preferredATTMTU)
-            response = .exchangeMTUResponse(serverMTU: ours)
-            if var link = links[handle] {
-                link.bearer.peerExchangedMTU(clientMTU: Int(clientMTU), serverMTU: Int(ours))
-                links[handle] = link
-                link.publish()
-            }
-        case let .readByGroupTypeRequest(start, _, _), let .readByTypeRequest(start, _, _),
-             let .findInformationRequest(start, _), let .findByTypeValueRequest(start, _, _, _):
-            response = .errorResponse(requestOpcode: opcode, handle: start, code: .attributeNotFound)
-        case let .readRequest(h), let .readBlobRequest(h, _), let .writeRequest(h, _), let .prepareWriteRequest(h, _, _):
-            response = .errorResponse(requestOpcode: opcode, handle: h, code: .invalidHandle)
-        default:
-            response = .errorResponse(requestOpcode: opcode, handle: 0, code: .requestNotSupported)
-        }
-        sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: response.encode())
     }
 
     // MARK: - Subscriptions

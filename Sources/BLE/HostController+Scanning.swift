@@ -26,7 +26,7 @@ extension HostController {
         do {
             _ = try await commandReturning(.leSetScanParameters(
                 type: active ? .active : .passive, interval: configuration.scanInterval, window: configuration.scanWindow,
-                ownAddressType: .public, filterPolicy: 0))
+                ownAddressType: ownAddressType, filterPolicy: 0))
             // The controller's duplicate filter stays off: the host filters, and needs every
             // report to keep RSSI and last-seen times current (for ageing out quiet devices).
             _ = try await commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))

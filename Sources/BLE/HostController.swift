@@ -56,6 +56,16 @@ public actor HostController {
     var links: [UInt16: Link] = [:]
     var nextLinkID: UInt64 = 1
 
+    var advertising: AdvertisingState?
+    var database = GATTServerDatabase(deviceName: "SwiftBLE", appearance: 0)
+    var readHandlers: [UInt16: GATTReadHandler] = [:]
+    var writeHandlers: [UInt16: GATTWriteHandler] = [:]
+    var pendingServerRequests: [UInt64: PendingServerRequest] = [:]
+    var indicationWaiters: [UInt64: (UInt16, CheckedContinuation<Void, any Error>?)] = [:]
+    var roomWaiters: [CheckedContinuation<Void, Never>] = []
+    var managerEventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
+    var ownAddressType: OwnAddressType = .public
+    var ownRandomAddress: BDAddress?
     var scan: ScanSession?
     var nextScanID: UInt64 = 1
     var pendingConnection: PendingConnection?
@@ -236,7 +246,10 @@ public actor HostController {
     func rescheduleTimer() {
         var deadlines: [Duration] = []
         if let d = commandFlow.nextDeadline { deadlines.append(d) }
-        for link in links.values { if let d = link.bearer.nextDeadline { deadlines.append(d) } }
+        for link in links.values {
+            if let d = link.bearer.nextDeadline { deadlines.append(d) }
+            if let d = link.server.nextDeadline { deadlines.append(d) }
+        }
         if let d = scan?.deadline { deadlines.append(d) }
         if let d = pendingConnection?.deadline, !(pendingConnection?.cancelSent ?? true) { deadlines.append(d) }
         let next = deadlines.min()
@@ -260,8 +273,10 @@ public actor HostController {
         for handle in Array(links.keys) {
             guard var link = links[handle] else { continue }
             let actions = link.bearer.expire(now: t)
+            let serverActions = link.server.expire(now: t)
             links[handle] = link
             perform(actions, handle: handle)
+            performServer(serverActions, handle: handle)
         }
         if let s = scan, let d = s.deadline, d <= t { finishScan(id: s.id) }
         if let p = pendingConnection, p.deadline <= t, !p.cancelSent { connectionTimedOut() }

@@ -107,6 +107,9 @@ struct Link {
     let role: ConnectionRole
     var parameters: LinkParameters
     var bearer: ATTClientBearer
+    /// Our GATT server's side of this link's ATT bearer (CCCDs, MTU, queues are per connection).
+    var server: ATTServer
+    var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
     var signaling = LESignalingChannel()
     var procedureWaiters: [UInt64: CheckedContinuation<GATTOutput, any Error>] = [:]
     var notificationSinks: [UInt16: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
@@ -123,7 +126,8 @@ struct Link {
 
     func publish() {
         let p = parameters
-        let mtu = bearer.mtu
+        // One ATT_MTU per bearer: whichever side exchanged last set it for both (Vol 3 Part F §3.4.2).
+        let mtu = max(bearer.mtu, server.mtu)
         observation.update { s in
             s.parameters = p
             s.mtu = mtu

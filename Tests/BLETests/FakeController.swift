@@ -24,6 +24,9 @@ actor FakeController {
     var acceptConnections = true
     var nextHandle: UInt16 = 0x0040
     var pendingConnectPeer: DeviceAddress?
+    /// Return an ACL credit for every packet at once (a fast controller); off to build a backlog.
+    var returnCredits = true
+    private var heldCredits: [UInt16: UInt16] = [:]
 
     init(end: InMemoryTransport) {
         self.end = end
@@ -43,6 +46,12 @@ actor FakeController {
     }
 
     func configure(_ body: @Sendable (isolated FakeController) -> Void) { body(self) }
+
+    /// Returns every credit held back while `returnCredits` was off.
+    func returnAllCredits(handle: UInt16) {
+        guard let n = heldCredits.removeValue(forKey: handle), n > 0 else { return }
+        send(.numberOfCompletedPackets([CompletedPackets(handle: handle, count: n)]))
+    }
 
     func send(_ event: HCIEvent) {
         let frame = event.h4Frame
@@ -118,8 +127,12 @@ actor FakeController {
         case .acl:
             guard let packet = try? ACLPacket.decode(frame.payload) else { return }
             acl.append(packet)
-            // Return the credit at once, as a fast controller would.
-            send(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)]))
+            // Return the credit at once, as a fast controller would (unless told to hold them).
+            if returnCredits {
+                send(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)]))
+            } else {
+                heldCredits[packet.handle, default: 0] += 1
+            }
             let snapshot = acl
             let ready = aclWaiters.filter { $0.predicate(snapshot) }
             aclWaiters.removeAll { $0.predicate(snapshot) }

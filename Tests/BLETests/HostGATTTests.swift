@@ -85,15 +85,19 @@ final class HostGATTTests: XCTestCase {
         await central.close()
     }
 
-    func testPeerRequestsAreAnsweredWhileWeHaveNoAttributes() async throws {
+    /// On a link we opened as central, the peer may still use our GATT server (one ATT bearer
+    /// serves both roles, Vol 3 Part F §3.2.4): its requests reach the database.
+    func testPeerRequestsOnACentralLinkAreAnsweredByOurServer() async throws {
         let (t, central, _) = try await connected()
         await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28])
-        await expectPDU(t, 0, [0x01, 0x10, 0x01, 0x00, 0x0A], "Error Response: Attribute Not Found")
+        let services = await attPDU(t, 0)
+        XCTAssertEqual(services.first, 0x11, "Read By Group Type Response")
+        XCTAssertEqual(Array(services[2...3]), [0x01, 0x00], "the GAP service starts at handle 1")
         await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x02, 0x00, 0x01])
         await expectPDU(t, 1, [0x03, 0x05, 0x02], "Exchange MTU Response with our MTU")
-        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x0A, 0x05, 0x00])
-        await expectPDU(t, 2, [0x01, 0x0A, 0x05, 0x00, 0x01], "Error Response: Invalid Handle")
-        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x52, 0x05, 0x00, 0x01])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x0A, 0x00, 0x05])
+        await expectPDU(t, 2, [0x01, 0x0A, 0x00, 0x05, 0x01], "Error Response: Invalid Handle")
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x52, 0x00, 0x05, 0x01])
         await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x3F])
         await expectPDU(t, 3, [0x01, 0x3F, 0x00, 0x00, 0x06], "an unknown request gets Request Not Supported; the command before it got nothing")
         await central.close()

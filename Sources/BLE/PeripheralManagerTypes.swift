@@ -1,0 +1,87 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// A central connected to our peripheral (CoreBluetooth's `CBCentral`).
+public struct ConnectedCentral: Sendable, Hashable, CustomStringConvertible {
+    /// Identifies this connection; a central that reconnects gets a new one.
+    public let id: UInt64
+    public let address: DeviceAddress
+
+    public var description: String { "\(address)#\(id)" }
+}
+
+/// A read of a dynamic value (one whose definition had `value: nil`), to be answered with
+/// `PeripheralManager.respond(to:with:)` or by a read handler.
+public struct GATTReadRequest: Sendable, Hashable {
+    public let id: UInt64
+    public let central: ConnectedCentral
+    /// The attribute handle read (a characteristic value or descriptor).
+    public let handle: UInt16
+    /// The offset asked for (Read Blob); the answer starts at it.
+    public let offset: Int
+}
+
+/// A write to a dynamic value, answered with `respond(to:with:)` (ignored for commands) or by a
+/// write handler.
+public struct GATTWriteRequest: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// Write Request: the central waits for the answer.
+        case request
+        /// Write Command: no answer goes back; errors are dropped (Vol 3 Part F §3.4.5.3).
+        case command
+        /// The whole value of a prepared (long or reliable) write, at Execute Write.
+        case prepared
+    }
+
+    public let id: UInt64
+    public let central: ConnectedCentral
+    public let handle: UInt16
+    public let value: [UInt8]
+    public let offset: Int
+    public let kind: Kind
+}
+
+/// What happens on our peripheral, one event at a time (the `CBPeripheralManagerDelegate`
+/// callbacks as a stream).
+public enum PeripheralManagerEvent: Sendable {
+    case connected(ConnectedCentral)
+    case disconnected(ConnectedCentral, reason: HCIStatus)
+    case mtuChanged(ConnectedCentral, mtu: Int)
+    /// A central turned notifications and/or indications on or off for a value handle.
+    case subscriptionChanged(ConnectedCentral, valueHandle: UInt16, notifications: Bool, indications: Bool)
+    /// A dynamic read is waiting for `respond(to:with:)` (when no read handler is set).
+    case read(GATTReadRequest)
+    /// A dynamic write is waiting for `respond(to:with:)` (when no write handler is set).
+    case write(GATTWriteRequest)
+    /// A stored value was written by a central.
+    case valueWritten(ConnectedCentral, handle: UInt16, value: [UInt8])
+    /// Room again in a queue that was full: `peripheralManagerIsReady(toUpdateSubscribers:)`.
+    case readyToUpdateSubscribers(ConnectedCentral)
+    /// An indication sent with `updateValue` was confirmed by the central.
+    case indicationConfirmed(ConnectedCentral, valueHandle: UInt16)
+    case advertisingStarted
+    case advertisingStopped
+}
+
+/// How `updateValue` fared.
+public enum UpdateValueResult: Sendable, Hashable {
+    /// Queued for every subscribed central.
+    case queued(centrals: Int)
+    /// At least one central's queue was full: wait for `.readyToUpdateSubscribers` (or use the
+    /// async `updateValue`), then send again.
+    case queueFull
+}
+
+/// Answers a dynamic read: the bytes from the request's offset, or an ATT error code.
+public typealias GATTReadHandler = @Sendable (GATTReadRequest) async -> Result<[UInt8], ATTErrorCode>
+/// Answers a dynamic write: success, or an ATT error code.
+public typealias GATTWriteHandler = @Sendable (GATTWriteRequest) async -> Result<Void, ATTErrorCode>
+
+extension GATTServiceHandles {
+    /// The value handle of this service's first characteristic with `uuid`.
+    public func valueHandle(for uuid: BluetoothUUID) -> UInt16? { self[uuid]?.valueHandle }
+
+    /// The CCCD handle of this service's first characteristic with `uuid`, if it has one.
+    public func cccdHandle(for uuid: BluetoothUUID) -> UInt16? { self[uuid]?.cccdHandle }
+}

@@ -1,0 +1,161 @@
+import BLEWire
+import BLEHCI
+import BLEHost
+
+/// Every fuzz target of the stack, by the name `ble-fuzz TARGET` takes, and the golden seeds the
+/// smoke mode mutates and `ble-fuzz TARGET --write-seeds DIR` writes for libFuzzer's corpus.
+///
+/// A target takes one input, must never trap, and reports broken invariants through
+/// `FuzzCheck` (fatal under libFuzzer, collected in smoke mode and tests). ARCHITECTURE.md:
+/// "Every decoder gets a fuzz target."
+public enum FuzzTargets {
+    public static let all: [String: @Sendable ([UInt8]) -> Void] = [
+        "h4-stream": HCIFuzzTargets.h4Stream,
+        "hci-event": HCIFuzzTargets.hciEvent,
+        "hci-command": HCIFuzzTargets.hciCommand,
+        "acl-reassembly": HCIFuzzTargets.aclReassembly,
+        "btsnoop": HCIFuzzTargets.btsnoop,
+        "l2cap-signaling": L2CAPFuzzTargets.l2capSignaling,
+        "le-signaling-channel": L2CAPFuzzTargets.leSignalingChannel,
+        "att-pdu": ATTFuzzTargets.attPDU,
+        "att-client-bearer": ATTFuzzTargets.attClientBearer,
+        "advertising-data": GAPFuzzTargets.advertisingData,
+        "scan-aggregator": GAPFuzzTargets.scanAggregator,
+    ]
+
+    /// Target names in a stable order.
+    public static var names: [String] { all.keys.sorted() }
+
+    /// Valid, interesting inputs per target: real packets built with the stack's own encoders
+    /// (so they follow the spec layouts those encoders are tested against), framed the way each
+    /// target reads its input.
+    public static func seeds(for name: String) -> [[UInt8]] {
+        switch name {
+        case "h4-stream":
+            let stream = HCICommand.reset.h4Frame.bytes
+                + HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: .reset, returnParameters: [0]).h4Frame.bytes
+                + ACLPacket(handle: 0x40, boundary: .firstFlushable, data: L2CAPFrame(channelID: 4, payload: [0x0A, 0x03, 0x00]).encode()).h4Frame.bytes
+                + [0x03, 0x01, 0x00, 0x02, 0xAA, 0xBB] + [0x05, 0x01, 0x00, 0x01, 0x00, 0xCC]
+            return [[0x00, 0x00] + stream, [0x05, 0x17] + stream, [0x02, 0x00] + stream, [0x0B, 0x01] + stream]
+        case "hci-event":
+            return seedEvents.map { $0.encode() }
+        case "hci-command":
+            return [
+                HCICommand.reset.encode(),
+                HCICommand.leSetScanEnable(enable: true, filterDuplicates: true).encode(),
+                HCICommand.disconnect(handle: 0x40).encode(),
+                HCICommand.leSetAdvertisingData([0x02, 0x01, 0x06]).encode(),
+                HCICommand.leConnectionUpdate(handle: 0x40, intervalMin: 6, intervalMax: 12, maxLatency: 0, supervisionTimeout: 100).encode(),
+            ]
+        case "acl-reassembly":
+            let att = L2CAPFrame(channelID: 4, payload: [0x1B, 0x03, 0x00] + Array(0..<30)).encode()
+            let raw = ACLPacket(handle: 1, boundary: .firstFlushable, data: L2CAPFrame(channelID: 5, payload: [1, 2]).encode()).encode()
+            return [
+                [3, 0, 10, 4, 0, 33] + Array(0..<33),
+                [1, 1, 2, UInt8(10)] + Array(att.prefix(10)) + [2, 1, 1, UInt8(att.count - 10)] + Array(att.dropFirst(10)),
+                [0, UInt8(raw.count)] + raw + [4, 1, 2] + [3, 2, 5, 6, 0, 4, 1, 2, 3, 4],
+            ]
+        case "btsnoop":
+            var file = BTSnoop.fileHeader
+            file += BTSnoop.record(frame: HCICommand.reset.h4Frame, direction: .sent, timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_000))
+            file += BTSnoop.record(frame: HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: .reset, returnParameters: [0]).h4Frame,
+                                   direction: .received, timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_500))
+            return [file, [0x01] + file.dropFirst(BTSnoop.fileHeaderLength)]
+        case "l2cap-signaling":
+            let commands: [LESignalingCommand] = [
+                .connectionParameterUpdateRequest(identifier: 1, .init(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 100)),
+                .connectionParameterUpdateResponse(identifier: 1, result: .accepted),
+                .commandReject(identifier: 2, reason: .invalidCID(localCID: 0x40, remoteCID: 0x41)),
+                .commandReject(identifier: 3, reason: .signalingMTUExceeded(actualMTU: 23)),
+                .disconnectionRequest(identifier: 4, destinationCID: 0x40, sourceCID: 0x41),
+                .leCreditBasedConnectionRequest(identifier: 5, .init(spsm: 0x80, sourceCID: 0x40, mtu: 256, mps: 247, initialCredits: 10)),
+                .creditBasedConnectionRequest(identifier: 6, .init(spsm: 0x80, mtu: 256, mps: 247, initialCredits: 10, sourceCIDs: [0x40, 0x41])),
+                .flowControlCredit(identifier: 7, channelID: 0x40, credits: 5),
+            ]
+            return commands.map { L2CAPFrame(channelID: L2CAPChannel.leSignaling, payload: $0.encode()).encode() } + commands.map { $0.encode() }
+        case "le-signaling-channel":
+            let request = LESignalingCommand.connectionParameterUpdateRequest(
+                identifier: 9, .init(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 100)).encode()
+            return [
+                [1, 0, 0, UInt8(request.count)] + request + [5, 6, 0, 12, 0, 0, 0, 100, 0, 7],
+                [0, 0, 6, 24, 0, 24, 0, 0, 0, 200, 0, 4, 1, 1, 4, 1, 0, 0, 6, 6, 0, 6, 0, 0, 0, 10, 0, 4, 0, 0, 7],
+                [1, 2, 2, 0x14, 3, 10, 0x80, 0, 0x40, 0, 0, 1, 0xF7, 0, 10, 0, 2, 0x01, 0, 0],
+            ]
+        case "att-pdu":
+            return seedATTPDUs.map { $0.encode() }
+        case "att-client-bearer":
+            return [
+                // MTU 23: discover all services, answered twice with structured responses, then
+                // an Error Response; a read; a notification; a long write.
+                [0, 0, 1, 1, 0, 0xFF, 0xFF, 1, 3, 2, 1, 2, 0, 5, 0x0D, 0x18, 3, 2, 0, 1, 0, 3, 0],
+                [0, 1, 6, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0x0A, 7, 0, 3, 0x2A, 0, 0x12],
+                [3, 0, 12, 0, 0, 0, 0, 0, 0x03, 0x00, 1, 40] + Array(0..<40) + [3, 2, 1, 3, 2, 1, 3, 3, 0, 3, 4],
+                [0, 1, 13, 0, 0, 0, 0, 0, 2, 3, 0, 4, 1, 2, 3, 4, 5, 0, 2, 5, 6, 3, 2, 1, 3, 2, 1, 3, 2, 1, 8, 1, 9, 0, 0],
+            ]
+        case "advertising-data":
+            let ad = AdvertisingData.Builder()
+                .flags([.leGeneralDiscoverable, .brEdrNotSupported])
+                .serviceUUIDs([BluetoothUUID(0x180D), BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!])
+                .localName("Heart Rate Sensor")
+                .build().encode()
+            let response = AdvertisingData.Builder()
+                .manufacturerData(companyID: 0x004C, data: [0x02, 0x15])
+                .serviceData(BluetoothUUID(0x180F), [0x64])
+                .txPowerLevel(4)
+                .uri("https://example.com")
+                .advertisingInterval(160)
+                .build().encode()
+            return [[UInt8(ad.count)] + ad + response, [0] + ad, [5, 2, 1, 6, 0, 0, 9, 8, 0x41]]
+        case "scan-aggregator":
+            let ad = AdvertisingData.Builder().flags([.leGeneralDiscoverable]).serviceUUIDs([BluetoothUUID(0x180D)]).build().encode()
+            let name = AdvertisingData.Builder().localName("abc").build().encode()
+            return [
+                [0x10, 0, 1, 0, 0xC4, UInt8(ad.count)] + ad + [0, 1, 4, 0xC8, UInt8(name.count)] + name + [7, 100, 1],
+                [0x07, 8, 1, 2, 0xB0, UInt8(ad.count)] + ad + [8, 1, 4, 0xB0, UInt8(name.count)] + name + [8, 1, 2, 0xB0, 0],
+            ]
+        default:
+            return []
+        }
+    }
+
+    static let seedEvents: [HCIEvent] = {
+        let peer = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
+        return [
+            .commandComplete(numHCICommandPackets: 1, opcode: .reset, returnParameters: [0]),
+            .commandComplete(numHCICommandPackets: 1, opcode: .leReadBufferSizeV1, returnParameters: [0, 27, 0, 8]),
+            .commandComplete(numHCICommandPackets: 1, opcode: .readLocalVersionInformation, returnParameters: [0, 0x0C, 0, 0, 0x0C, 0x5F, 0, 0, 0]),
+            .commandStatus(status: .success, numHCICommandPackets: 1, opcode: .leCreateConnection),
+            .disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminatedConnection),
+            .numberOfCompletedPackets([CompletedPackets(handle: 0x40, count: 2), CompletedPackets(handle: 0x41, count: 1)]),
+            .le(.connectionComplete(LEConnectionComplete(handle: 0x40, role: .central, peer: peer, interval: 24, latency: 0, supervisionTimeout: 72))),
+            .le(.connectionComplete(LEConnectionComplete(handle: 0x41, role: .peripheral, peer: peer, interval: 24, latency: 0,
+                                                         supervisionTimeout: 72, format: .enhancedV2(advertisingHandle: 0xFF, syncHandle: 0xFFFF)))),
+            .le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: peer, data: [2, 1, 6], rssi: -50)])),
+            .le(.extendedAdvertisingReport([LEAdvertisingReport(properties: [.connectable, .scannable, .legacy], address: peer,
+                                                                rssi: -60, data: [2, 1, 6])])),
+            .le(.dataLengthChange(handle: 0x40, maxTxOctets: 251, maxTxTime: 2120, maxRxOctets: 251, maxRxTime: 2120)),
+            .le(.phyUpdateComplete(status: .success, handle: 0x40, txPHY: .le2M, rxPHY: .le2M)),
+            .le(.longTermKeyRequest(handle: 0x40, randomNumber: 0, encryptedDiversifier: 0)),
+            .encryptionChange(status: .success, handle: 0x40, enabled: true),
+            .unknown(code: 0xFF, parameters: [1, 2, 3]),
+        ]
+    }()
+
+    static let seedATTPDUs: [ATTPDU] = [
+        .errorResponse(requestOpcode: .readByGroupTypeRequest, handle: 0x0001, code: .attributeNotFound),
+        .exchangeMTURequest(clientMTU: 517),
+        .readByGroupTypeRequest(startHandle: 1, endHandle: 0xFFFF, groupType: GATTUUID.primaryService),
+        .readByGroupTypeResponse([ATTGroupData(handle: 1, endGroupHandle: 5, value: [0x00, 0x18]),
+                                  ATTGroupData(handle: 6, endGroupHandle: 9, value: [0x0D, 0x18])]),
+        .readByTypeResponse([ATTHandleValue(handle: 2, value: [0x02, 0x03, 0x00, 0x00, 0x2A])]),
+        .findInformationResponse([ATTHandleUUID(handle: 4, uuid: GATTUUID.clientCharacteristicConfiguration)]),
+        .findInformationResponse([ATTHandleUUID(handle: 4, uuid: BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!)]),
+        .findByTypeValueResponse([ATTHandleRange(foundHandle: 1, groupEndHandle: 5)]),
+        .readMultipleVariableResponse([ATTLengthValue(value: [1, 2]), ATTLengthValue(length: 9, value: [3])]),
+        .multipleHandleValueNotification([ATTHandleValue(handle: 3, value: [1]), ATTHandleValue(handle: 5, value: [])]),
+        .prepareWriteRequest(handle: 3, offset: 0, value: [1, 2, 3]),
+        .signedWriteCommand(handle: 3, value: [1], signature: Array(repeating: 0xAB, count: 12)),
+        .readMultipleRequest(handles: [1, 2, 3]),
+        .executeWriteRequest(flags: .write),
+    ]
+}

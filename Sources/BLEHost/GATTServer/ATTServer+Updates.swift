@@ -1,0 +1,108 @@
+import BLEWire
+
+// Server-initiated PDUs: Handle Value Notification and Indication (Core spec Vol 3 Part F
+// §3.4.7), their per-connection bounded queue, and the indication transaction timer (§3.3.3).
+//
+// The queue holds encoded PDUs; the owner pops them with `nextOutgoing()` whenever the link can
+// take one (ACL credits), so a slow link fills the queue instead of memory. Notifications may
+// overtake an indication that waits for the previous one's confirmation (§3.3.2: notification
+// flow is independent of indications); each kind keeps its own order.
+extension ATTServer {
+    /// Queues a notification of `value` (cut to ATT_MTU − 3, §3.4.7.1) if the client enabled
+    /// notifications in this characteristic's CCCD.
+    public mutating func notify(valueHandle: UInt16, value: [UInt8]) -> UpdateResult {
+        guard !isClosed else { return .notSubscribed }
+        guard cccd(valueHandle: valueHandle) & 0x0001 != 0 else { return .notSubscribed }
+        guard outgoing.count < notificationQueueLimit else {
+            readyPending = true
+            return .queueFull
+        }
+        let pdu = ATTPDU.handleValueNotification(handle: valueHandle, value: Array(value.prefix(mtu - 3)))
+        outgoing.append(.notification(pdu.encode()))
+        return .queued
+    }
+
+    /// Queues an indication of `value` (cut to ATT_MTU − 3, §3.4.7.2) if the client enabled
+    /// indications. Only one indication is outstanding at a time: the next leaves the queue
+    /// after the confirmation. `id` comes back in `.indicationConfirmed` or `.indicationTimedOut`.
+    public mutating func indicate(valueHandle: UInt16, value: [UInt8], id: UInt64, now: Duration) -> UpdateResult {
+        clock = max(clock, now)
+        guard !isClosed else { return .notSubscribed }
+        guard cccd(valueHandle: valueHandle) & 0x0002 != 0 else { return .notSubscribed }
+        guard outgoing.count < notificationQueueLimit else {
+            readyPending = true
+            return .queueFull
+        }
+        let pdu = ATTPDU.handleValueIndication(handle: valueHandle, value: Array(value.prefix(mtu - 3)))
+        outgoing.append(.indication(id: id, pdu: pdu.encode()))
+        return .queued
+    }
+
+    /// True when `nextOutgoing()` would return a PDU.
+    public var hasOutgoing: Bool {
+        !isClosed && outgoing.contains { item in
+            if case .indication = item { return outstandingIndication == nil }
+            return true
+        }
+    }
+
+    /// The number of notifications and indications waiting.
+    public var queuedUpdates: Int { outgoing.count }
+
+    /// The next notification or indication to send, nil when nothing can go now. An indication's
+    /// timer starts here, at the latest time the server has seen; use `nextOutgoing(now:)` to give
+    /// the time exactly. When the queue was full and now has room, `.readyToUpdate` waits in
+    /// `takeEvents()`.
+    public mutating func nextOutgoing() -> [UInt8]? {
+        nextOutgoing(now: clock)
+    }
+
+    /// `nextOutgoing()` with the current time, which starts an indication's timer (§3.3.3: the
+    /// transaction starts when the indication is sent).
+    public mutating func nextOutgoing(now: Duration) -> [UInt8]? {
+        clock = max(clock, now)
+        guard !isClosed else { return nil }
+        guard let index = outgoing.firstIndex(where: { item in
+            if case .indication = item { return outstandingIndication == nil }
+            return true
+        }) else { return nil }
+        let item = outgoing.remove(at: index)
+        if readyPending && outgoing.count < notificationQueueLimit {
+            readyPending = false
+            events.append(.readyToUpdate)
+        }
+        switch item {
+        case let .notification(pdu):
+            return pdu
+        case let .indication(id, pdu):
+            outstandingIndication = (id, clock + indicationTimeout)
+            return pdu
+        }
+    }
+
+    /// When `expire(now:)` must next be called: the outstanding indication's deadline.
+    public var nextDeadline: Duration? {
+        isClosed ? nil : outstandingIndication?.deadline
+    }
+
+    /// Fires the indication timer. On timeout the transaction has failed and the bearer is dead
+    /// (§3.3.3): the outstanding indication and every queued one time out, the queue is dropped,
+    /// and the owner is told to close the bearer.
+    public mutating func expire(now: Duration) -> [ServerAction] {
+        clock = max(clock, now)
+        var actions = takeEvents()
+        guard !isClosed, let outstanding = outstandingIndication, outstanding.deadline <= now else { return actions }
+        actions.append(.indicationTimedOut(id: outstanding.id))
+        for case let .indication(id, _) in outgoing {
+            actions.append(.indicationTimedOut(id: id))
+        }
+        outstandingIndication = nil
+        outgoing.removeAll()
+        pending = nil
+        deferred.removeAll()
+        prepareQueue.removeAll()
+        isClosed = true
+        actions.append(.closeBearer)
+        return actions
+    }
+}

@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLEHost
+import BLEWire
+import Dispatch
+
+/// `ble serve PROFILE`: runs a peripheral until interrupted or for `--duration`.
+struct ServeCommand: BLECommand {
+    static let name = "serve"
+    static let abstract = "Run a peripheral: advertise, serve GATT, log connections and requests."
+    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--json]"
+    static let positionalNames = ["PROFILE"]
+    static let minPositionals = 1
+    static let options = [
+        OptionSpec(name: "name", valueName: "NAME", help: "device name (advertised and in the GAP service; default SwiftBLE)"),
+        OptionSpec(name: "address", valueName: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default)"),
+        OptionSpec(name: "duration", valueName: "S", help: "stop after S seconds (default: until interrupted)"),
+        OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
+    ]
+    static var discussion: String {
+        "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
+            + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
+    }
+
+    var controller: ControllerOptions
+    var profile: String
+    var deviceName: String
+    var address: OwnAddress
+    var duration: Duration?
+    var json: Bool
+
+    init(_ args: ParsedArguments) throws {
+        controller = try ControllerOptions(args)
+        guard serveProfiles.contains(where: { $0.name == args.positionals[0] }) else {
+            throw UsageError("unknown profile '\(args.positionals[0])': choose \(serveProfiles.map(\.name).joined(separator: ", "))")
+        }
+        profile = args.positionals[0]
+        deviceName = args.option("name") ?? "SwiftBLE"
+        guard deviceName.utf8.count <= 248 else { throw UsageError("--name is limited to 248 bytes (GAP Device Name)") }
+        switch args.option("address") {
+        case nil, "public"?: address = .public
+        case let text?:
+            guard let a = BDAddress(string: text) else { throw UsageError("--address expects XX:XX:XX:XX:XX:XX or public") }
+            guard a.randomKind == .staticRandom else { throw UsageError("\(a) is not a static random address: its two top bits must be 1 (e.g. C0:...)") }
+            address = .staticRandom(a)
+        }
+        duration = try args.seconds("duration")
+        json = args.flag("json")
+    }
+
+    func run() async throws {
+        switch profile {
+        case HeartRateProfile.name: try await serve(HeartRateProfile.self)
+        case BatteryProfile.name: try await serve(BatteryProfile.self)
+        default: try await serve(TestProfile.self)
+        }
+    }
+
+    private func serve<P: ServeProfile>(_ type: P.Type) async throws {
+        let manager = try await PeripheralManager.open(spec: controller.hci, capture: controller.capture, name: deviceName, address: address)
+        let log = ServeLog(json: json)
+        let events = await manager.events
+        var instance = P()
+        do {
+            try await instance.install(on: manager)
+            let (data, response) = instance.advertisement(name: deviceName)
+            try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+        } catch {
+            await manager.close()
+            throw error
+        }
+        let own = await manager.host.ownDeviceAddress
+        log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(own.map { $0.address.description })),
+                           ("addressType", .optional(own.map { $0.type == .public ? "public" : "random" }))],
+                 text: "serving \(P.name) as \"\(deviceName)\" at \(own.map { "\($0)" } ?? "?")")
+        let profile = instance
+        let limit = duration
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events { log.log(event) }
+            }
+            group.addTask {
+                do { try await profile.run(on: manager, log: log) } catch {}
+            }
+            group.addTask {
+                await waitForInterrupt(limit: limit)
+            }
+            // The first of: an interrupt, the duration, or the controller going away.
+            group.addTask {
+                while await manager.state == .poweredOn {
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        try? await manager.stopAdvertising()
+        for central in await manager.connectedCentrals {
+            try? await manager.disconnect(central)
+        }
+        await manager.close()
+    }
+}
+
+/// Returns on SIGINT/SIGTERM or after `limit`.
+func waitForInterrupt(limit: Duration?) async {
+    let (stream, continuation) = AsyncStream<Void>.makeStream()
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let sources = [SIGINT, SIGTERM].map { sig -> any DispatchSourceSignal in
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        source.setEventHandler { continuation.yield() }
+        source.resume()
+        return source
+    }
+    if let limit {
+        Task {
+            try? await Task.sleep(for: limit)
+            continuation.yield()
+        }
+    }
+    var it = stream.makeAsyncIterator()
+    _ = await withTaskCancellationHandler {
+        await it.next()
+    } onCancel: {
+        continuation.finish()
+    }
+    sources.forEach { $0.cancel() }
+}

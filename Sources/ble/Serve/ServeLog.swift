@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLEHost
+import BLEWire
+import Synchronization
+
+/// A counter several tasks share (the simulated Energy Expended).
+final class SharedCounter: Sendable {
+    private let value = Mutex<UInt16>(0)
+    func add(_ n: UInt16) -> UInt16 { value.withLock { $0 &+= n; return $0 } }
+    func reset() { value.withLock { $0 = 0 } }
+}
+
+/// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
+struct ServeLog: Sendable {
+    let json: Bool
+
+    func line(_ event: String, _ fields: [(String, JSON)], text: String) {
+        if json {
+            print(JSON.object([("event", .string(event))] + fields).text)
+        } else {
+            print(text)
+        }
+        flushOutput()
+    }
+
+    func log(_ event: PeripheralManagerEvent) {
+        switch event {
+        case let .connected(c):
+            line("connected", central(c), text: "connected: \(c.address)")
+        case let .disconnected(c, reason):
+            line("disconnected", central(c) + [("reason", .int(Int(reason.rawValue))), ("reasonText", .string("\(reason)"))],
+                 text: "disconnected: \(c.address) (\(reason))")
+        case let .mtuChanged(c, mtu):
+            line("mtu", central(c) + [("mtu", .int(mtu))], text: "mtu: \(c.address) \(mtu)")
+        case let .subscriptionChanged(c, handle, notifications, indications):
+            line("subscription", central(c) + [("handle", .int(Int(handle))), ("notifications", .bool(notifications)), ("indications", .bool(indications))],
+                 text: "subscription: \(c.address) 0x\(String(format4: handle)) notify=\(notifications) indicate=\(indications)")
+        case let .read(r):
+            line("read", central(r.central) + [("handle", .int(Int(r.handle))), ("offset", .int(r.offset))],
+                 text: "read: \(r.central.address) 0x\(String(format4: r.handle)) offset \(r.offset)")
+        case let .write(w):
+            line("write", central(w.central) + [("handle", .int(Int(w.handle))), ("kind", .string("\(w.kind)"))] + valueJSON(w.value),
+                 text: "write: \(w.central.address) 0x\(String(format4: w.handle)) \(valueText(w.value))")
+        case let .valueWritten(c, handle, value):
+            line("write", central(c) + [("handle", .int(Int(handle)))] + valueJSON(value),
+                 text: "write: \(c.address) 0x\(String(format4: handle)) \(valueText(value))")
+        case let .readyToUpdateSubscribers(c):
+            line("ready", central(c), text: "ready to update: \(c.address)")
+        case let .indicationConfirmed(c, handle):
+            line("confirmed", central(c) + [("handle", .int(Int(handle)))], text: "indication confirmed: \(c.address) 0x\(String(format4: handle))")
+        case .advertisingStarted:
+            line("advertising", [("enabled", .bool(true))], text: "advertising")
+        case .advertisingStopped:
+            line("advertising", [("enabled", .bool(false))], text: "advertising stopped")
+        }
+    }
+
+    private func central(_ c: ConnectedCentral) -> [(String, JSON)] {
+        [("central", .string(c.address.address.description)), ("connection", .int(Int(c.id)))]
+    }
+}

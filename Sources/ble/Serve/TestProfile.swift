@@ -1,0 +1,62 @@
+import BLE
+import BLEHost
+import BLEWire
+
+/// `ble serve test`: one custom service whose eight characteristics cover what interop and
+/// conformance checks need (issue 3: long, rw, read-only, write-only, notify, indicate,
+/// encrypted, described).
+struct TestProfile: ServeProfile {
+    static let name = "test"
+    static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted and described characteristics"
+
+    static func uuid(_ n: UInt16) -> BluetoothUUID {
+        BluetoothUUID(high: 0x8F3C_0000_6C5A_4D2E | UInt64(n) << 32, low: 0x9B1F_2F0A_1C3B_4D5E)
+    }
+    static let service = uuid(0x0001)
+    static let long = uuid(0x0002)
+    static let rw = uuid(0x0003)
+    static let readOnly = uuid(0x0004)
+    static let writeOnly = uuid(0x0005)
+    static let notify = uuid(0x0006)
+    static let indicate = uuid(0x0007)
+    static let encrypted = uuid(0x0008)
+    static let described = uuid(0x0009)
+
+    var handles: GATTServiceHandles?
+
+    mutating func install(on manager: PeripheralManager) async throws {
+        let longValue = (0..<512).map { UInt8($0 % 256) }
+        handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
+            GATTCharacteristicDefinition(uuid: Self.long, properties: [.read], permissions: [.read], value: longValue),
+            GATTCharacteristicDefinition(uuid: Self.rw, properties: [.read, .write], permissions: [.read, .write], value: Array("hello".utf8), maximumLength: 512),
+            GATTCharacteristicDefinition(uuid: Self.readOnly, properties: [.read], permissions: [.read], value: Array("read only".utf8)),
+            GATTCharacteristicDefinition(uuid: Self.writeOnly, properties: [.write, .writeWithoutResponse], permissions: [.write], value: [], maximumLength: 512),
+            GATTCharacteristicDefinition(uuid: Self.notify, properties: [.notify], permissions: [], value: counterBytes(0)),
+            GATTCharacteristicDefinition(uuid: Self.indicate, properties: [.indicate], permissions: [], value: counterBytes(0)),
+            GATTCharacteristicDefinition(uuid: Self.encrypted, properties: [.read], permissions: [.readEncrypted], value: Array("secret".utf8)),
+            GATTCharacteristicDefinition(uuid: Self.described, properties: [.read], permissions: [.read], value: [0x2A], userDescription: "described characteristic"),
+        ]))
+    }
+
+    func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+        let data = AdvertisingData.Builder().flags(discoverableFlags).localName(name).build()
+        let response = AdvertisingData.Builder().serviceUUIDs([Self.service]).build()
+        return (data, response)
+    }
+
+    /// While enabled: a notified counter every 500 ms, and an indicated counter every 500 ms
+    /// where each indication waits for the previous one's confirmation (the server sends one at
+    /// a time).
+    func run(on manager: PeripheralManager, log: ServeLog) async throws {
+        guard let handles, let notifyHandle = handles.valueHandle(for: Self.notify), let indicateHandle = handles.valueHandle(for: Self.indicate) else { return }
+        var notified: UInt32 = 0
+        var indicated: UInt32 = 0
+        while !Task.isCancelled {
+            try await Task.sleep(for: .milliseconds(500))
+            notified &+= 1
+            if try await manager.updateValueWaiting(counterBytes(notified), forHandle: notifyHandle) == 0 { notified = 0 }
+            indicated &+= 1
+            if try await manager.updateValueWaiting(counterBytes(indicated), forHandle: indicateHandle) == 0 { indicated = 0 }
+        }
+    }
+}
