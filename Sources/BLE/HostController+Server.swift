@@ -50,9 +50,25 @@ extension HostController {
 
     func receiveServerATT(_ payload: [UInt8], handle: UInt16) {
         guard var link = links[handle] else { return }
+        if !managerEventSinks.isEmpty, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
+            let central = ConnectedCentral(id: link.id, address: link.peer)
+            emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
+        }
         let actions = link.server.receive(payload, database: &database, security: link.security, now: now)
         links[handle] = link
         performServer(actions, handle: handle)
+    }
+
+    /// The handle a request names first (after the opcode), if its layout has one.
+    static func firstHandle(of pdu: [UInt8]) -> UInt16? {
+        guard pdu.count >= 3 else { return nil }
+        switch ATTOpcode(rawValue: pdu[0]).kind {
+        case .request, .command:
+            if pdu[0] == ATTOpcode.exchangeMTURequest.rawValue || pdu[0] == ATTOpcode.executeWriteRequest.rawValue { return nil }
+            return UInt16(pdu[1]) | UInt16(pdu[2]) << 8
+        default:
+            return nil
+        }
     }
 
     /// Carries out what a link's ATT server asked for.

@@ -46,6 +46,9 @@ public struct GATTWriteRequest: Sendable, Hashable {
 /// callbacks as a stream).
 public enum PeripheralManagerEvent: Sendable {
     case connected(ConnectedCentral)
+    /// Any ATT request or command a central sent, before it is answered (for logging): the
+    /// opcode and, for requests that name one, the first handle.
+    case request(ConnectedCentral, opcode: ATTOpcode, handle: UInt16?)
     case disconnected(ConnectedCentral, reason: HCIStatus)
     case mtuChanged(ConnectedCentral, mtu: Int)
     /// A central turned notifications and/or indications on or off for a value handle.

@@ -124,7 +124,8 @@ final class PeripheralInteropTests: XCTestCase {
         for uuid in [Self.long, Self.rw, Self.notify, Self.indicate, Self.described] {
             XCTAssertTrue(text.contains(uuid), "\(uuid) is dumped")
         }
-        XCTAssertTrue(text.contains("described characteristic"), "the user description is read")
+        XCTAssertTrue(text.contains(Array("described characteristic".utf8).hexString), "the user description is read (printed as hex)")
+        XCTAssertTrue(text.contains((0..<512).map { String(format: "%02x", $0 % 256) }.joined()), "the 512-byte value is read whole")
     }
 
     /// Four Bumble centrals connected at once each receive their own notifications, with

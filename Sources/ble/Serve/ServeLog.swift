@@ -30,6 +30,10 @@ struct ServeLog: Sendable {
         switch event {
         case let .connected(c):
             line("connected", central(c), text: "connected: \(c.address)")
+        case let .request(c, opcode, handle):
+            let name = opcode.name ?? "opcode 0x" + String(opcode.rawValue, radix: 16)
+            line("request", central(c) + [("opcode", .string(name))] + (handle.map { [("handle", JSON.int(Int($0)))] } ?? []),
+                 text: "request: \(c.address) \(name)\(handle.map { " 0x" + String(format4: $0) } ?? "")")
         case let .disconnected(c, reason):
             line("disconnected", central(c) + [("reason", .int(Int(reason.rawValue))), ("reasonText", .string("\(reason)"))],
                  text: "disconnected: \(c.address) (\(reason))")
