@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "BLE", targets: ["BLE"]),
         .executable(name: "ble", targets: ["ble"]),
+        .executable(name: "ble-fuzz", targets: ["BLEFuzz"]),
     ],
     targets: [
         .target(name: "BLEWire"),
@@ -20,12 +21,16 @@ let package = Package(
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
         .executableTarget(name: "ble", dependencies: ["BLE"]),
+        // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
+        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
+        .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
+        .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE"], exclude: ["peers"]),
     ],
     swiftLanguageModes: [.v6]

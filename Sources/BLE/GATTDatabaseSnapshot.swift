@@ -27,7 +27,8 @@ public struct GATTDatabaseSnapshot: Sendable {
 extension Peripheral {
     /// Discovers every primary service, its included services, characteristics and descriptors,
     /// and, with `readValues`, reads each readable value and descriptor. A read the peer refuses
-    /// is recorded with its error, not thrown: a dump shows what it could not read.
+    /// with an ATT error is recorded, not thrown: a dump shows what it could not read. Anything
+    /// else (the link dropping, a timeout) ends the dump with that error.
     public func discoverDatabase(readValues: Bool = true) async throws -> GATTDatabaseSnapshot {
         var services: [GATTDatabaseSnapshot.Service] = []
         for service in try await discoverServices() {
@@ -36,11 +37,11 @@ extension Peripheral {
             for c in try await discoverCharacteristics(for: service) {
                 var value: Result<[UInt8], BLEError>?
                 if readValues, c.properties.contains(.read) {
-                    value = await capture { try await self.readValue(for: c) }
+                    value = try await capture { try await self.readValue(for: c) }
                 }
                 var descriptors: [GATTDatabaseSnapshot.Descriptor] = []
                 for d in try await discoverDescriptors(for: c) {
-                    let v: Result<[UInt8], BLEError>? = readValues ? await capture { try await self.readValue(for: d) } : nil
+                    let v: Result<[UInt8], BLEError>? = readValues ? try await capture { try await self.readValue(for: d) } : nil
                     descriptors.append(.init(descriptor: d, value: v))
                 }
                 characteristics.append(.init(characteristic: c, value: value, descriptors: descriptors))
@@ -50,13 +51,12 @@ extension Peripheral {
         return GATTDatabaseSnapshot(services: services, mtu: mtu)
     }
 
-    private func capture(_ body: () async throws -> [UInt8]) async -> Result<[UInt8], BLEError> {
+    private func capture(_ body: () async throws -> [UInt8]) async throws -> Result<[UInt8], BLEError> {
         do {
             return .success(try await body())
         } catch let e as BLEError {
-            return .failure(e)
-        } catch {
-            return .failure(.transport("\(error)"))
+            if case .gatt(.att) = e { return .failure(e) }
+            throw e
         }
     }
 }

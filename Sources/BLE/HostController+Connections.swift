@@ -4,6 +4,7 @@ import BLEWire
 
 /// A connection being initiated (LE Create Connection sent, LE Connection Complete awaited).
 final class PendingConnection {
+    let id: UInt64
     let peer: DeviceAddress
     let deadline: Duration
     let result = OneShot<UInt16>()
@@ -11,7 +12,8 @@ final class PendingConnection {
     var timedOut = false
     var cancelledByTask = false
 
-    init(peer: DeviceAddress, deadline: Duration) {
+    init(id: UInt64, peer: DeviceAddress, deadline: Duration) {
+        self.id = id
         self.peer = peer
         self.deadline = deadline
     }
@@ -32,7 +34,9 @@ extension HostController {
     func connect(to peer: DeviceAddress, timeout: Duration) async throws -> LinkHandle {
         if let failure { throw failure }
         guard pendingConnection == nil else { throw BLEError.busy("another connection attempt is in progress") }
-        let pending = PendingConnection(peer: peer, deadline: now + timeout)
+        let pending = PendingConnection(id: nextConnectionAttempt, peer: peer, deadline: now + timeout)
+        nextConnectionAttempt += 1
+        let attemptID = pending.id
         pendingConnection = pending
         defer { if pendingConnection === pending { pendingConnection = nil } }
         let c = configuration
@@ -48,14 +52,15 @@ extension HostController {
         let handle: UInt16 = try await withTaskCancellationHandler {
             try await pending.result.wait()
         } onCancel: {
-            Task { await self.cancelConnectionAttempt() }
+            Task { await self.cancelConnectionAttempt(id: attemptID) }
         }
         guard let link = links[handle] else { throw BLEError.notConnected }
         return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
     }
 
-    func cancelConnectionAttempt() {
-        guard let pending = pendingConnection, !pending.result.isFulfilled else { return }
+    func cancelConnectionAttempt(id: UInt64) {
+        // Only the attempt this task started: a later attempt must not be cancelled by a stale handler.
+        guard let pending = pendingConnection, pending.id == id, !pending.result.isFulfilled else { return }
         pending.cancelledByTask = true
         sendCreateConnectionCancel(pending)
     }
@@ -66,9 +71,15 @@ extension HostController {
         sendCreateConnectionCancel(pending)
     }
 
+    /// LE Create Connection Cancel (Vol 4 Part E §7.8.13). The attempt then ends with the
+    /// controller's LE Connection Complete (status Unknown Connection Identifier), or with a
+    /// completed connection that won the race. If neither comes within a command timeout (the
+    /// cancel failed or the event was lost), the attempt fails anyway: it never hangs.
     private func sendCreateConnectionCancel(_ pending: PendingConnection) {
         guard !pending.cancelSent else { return }
         pending.cancelSent = true
+        let limit = configuration.commandTimeout
+        let clock = self.clock
         Task {
             do {
                 _ = try await self.commandReturning(.leCreateConnectionCancel)
@@ -76,7 +87,14 @@ extension HostController {
                 // Command Disallowed: the connection completed meanwhile; its event settles it.
                 self.log("LE Create Connection Cancel: \(error)")
             }
+            try? await clock.sleep(for: limit)
+            self.abandonConnectionAttempt(pending)
         }
+    }
+
+    private func abandonConnectionAttempt(_ pending: PendingConnection) {
+        guard !pending.result.isFulfilled else { return }
+        pending.result.fail(pending.cancelledByTask ? CancellationError() : BLEError.timeout("connecting to \(pending.peer)"))
     }
 
     func connectionCompleted(_ event: LEConnectionComplete) {
@@ -123,21 +141,56 @@ extension HostController {
     }
 
     /// Disconnects (Vol 4 Part E §7.1.6) and waits for Disconnection Complete.
+    ///
+    /// Ends when the link is down, when the controller reports the disconnect failed (the link
+    /// stays up and the error is thrown), or at a deadline of the command timeout plus the
+    /// supervision timeout, after which the controller must have dropped the link.
     func disconnect(handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
         guard let link = links[handle] else { return }
         link.observation.update { $0.state = .disconnecting }
+        let attempt = OneShot<Void>()
+        disconnectAttempts[handle, default: []].append(attempt)
+        let linkID = link.id
+        let limit = configuration.commandTimeout + .milliseconds(Int64(link.parameters.supervisionTimeoutMilliseconds))
+        let clock = self.clock
+        Task {
+            try? await clock.sleep(for: limit)
+            self.disconnectTimedOut(attempt, linkID: linkID)
+        }
         do {
             try await command(.disconnect(handle: handle, reason: reason))
         } catch BLEError.hci(.commandFailed(_, .unknownConnectionIdentifier)) {
             linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .notConnected)
             return
+        } catch {
+            link.observation.update { $0.state = .connected }
+            throw error
         }
-        _ = try await link.disconnected.wait()
+        try await attempt.wait()
+    }
+
+    private func disconnectTimedOut(_ attempt: OneShot<Void>, linkID: UInt64) {
+        guard !attempt.isFulfilled else { return }
+        attempt.fail(BLEError.timeout("the controller did not report the disconnect"))
+        // The controller never reported the link down: treat it as gone, so nothing waits on it.
+        if let handle = linkHandle(forID: linkID) {
+            linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .timeout("disconnecting"))
+        }
+    }
+
+    /// Disconnection Complete with an error status (Vol 4 Part E §7.7.5): the link stays up.
+    func disconnectFailed(handle: UInt16, status: HCIStatus) {
+        links[handle]?.observation.update { $0.state = .connected }
+        for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] {
+            attempt.fail(BLEError.hci(.commandFailed(opcode: .disconnect, status: status)))
+        }
     }
 
     /// Tears down a link's state: fails its GATT work, finishes its streams, returns its ACL credits.
     func linkClosed(handle: UInt16, reason: HCIStatus, error: BLEError) {
         guard var link = links.removeValue(forKey: handle) else { return }
+        for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] { attempt.succeed(()) }
+        defer { releaseACLWaiters(handle: handle) }
         _ = link.bearer.close()
         for (_, waiter) in link.procedureWaiters { waiter.resume(throwing: error) }
         link.procedureWaiters = [:]
@@ -157,6 +210,12 @@ extension HostController {
             emit(.disconnected(ConnectedCentral(id: link.id, address: link.peer), reason: reason))
             if failure == nil { restartAdvertisingIfWanted(afterConnection: false) }
         }
+    }
+
+    /// Disconnects the link with this id (resolved inside the actor, so a reused handle is never hit).
+    func disconnect(linkID: UInt64, reason: HCIStatus) async throws {
+        guard let handle = linkHandle(forID: linkID) else { return }
+        try await disconnect(handle: handle, reason: reason)
     }
 
     func linkHandle(forID id: UInt64) -> UInt16? {

@@ -14,9 +14,13 @@ extension HostController {
         case let .numberOfCompletedPackets(entries):
             sendACL(aclFlow.completed(entries))
             for entry in entries { pumpNotifications(handle: entry.handle) }
+            if !aclWaiters.isEmpty { releaseACLWaiters() }
 
         case let .disconnectionComplete(status, handle, reason):
-            guard status == .success else { return }
+            guard status == .success else {
+                disconnectFailed(handle: handle, status: status)
+                return
+            }
             linkClosed(handle: handle, reason: reason, error: .disconnected(reason: reason))
 
         case let .hardwareError(code):

@@ -35,12 +35,54 @@ extension HostController {
         perform(actions, handle: handle)
     }
 
-    /// Sends an ATT command (Write Command): no response, no transaction.
-    func sendATTCommand(_ pdu: ATTPDU, onLink linkID: UInt64) throws {
-        guard let handle = linkHandle(forID: linkID), var link = links[handle] else { throw BLEError.notConnected }
-        let actions = link.bearer.sendCommand(pdu)
-        links[handle] = link
-        perform(actions, handle: handle)
+    /// Sends a Write Command (Vol 3 Part G §4.9.1): no response and no transaction, but not
+    /// unbounded either: it waits while earlier data for this link still waits for controller
+    /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
+    func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64) async throws {
+        guard let handle = linkHandle(forID: linkID) else { throw BLEError.notConnected }
+        await waitForACL(handle: handle) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        guard let current = linkHandle(forID: linkID), current == handle, var link = links[handle] else { throw BLEError.notConnected }
+        do {
+            let actions = try link.bearer.writeWithoutResponse(handle: attribute, value: value)
+            links[handle] = link
+            perform(actions, handle: handle)
+        } catch {
+            throw BLEError.gatt(error)
+        }
+    }
+
+    /// Waits until everything sent on this link has left the host and the controller has
+    /// reported it sent (Number Of Completed Packets), or `limit` passes. Used before a
+    /// deliberate disconnect so queued writes are not flushed away.
+    func drain(linkID: UInt64, limit: Duration = .seconds(2)) async {
+        guard let handle = linkHandle(forID: linkID) else { return }
+        let clock = self.clock
+        let deadline = Task {
+            try? await clock.sleep(for: limit)
+            self.releaseACLWaiters(handle: handle, force: true)
+        }
+        await waitForACL(handle: handle) { flow in flow.queuedPDUs(handle: handle) == 0 && flow.inFlight(handle: handle) == 0 }
+        deadline.cancel()
+    }
+
+    func waitForACL(handle: UInt16, until condition: @escaping (ACLFlowController) -> Bool) async {
+        guard links[handle] != nil, !condition(aclFlow) else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
+        }
+    }
+
+    /// Wakes ACL waiters whose condition now holds (or all of a closed link's, or on `force`).
+    func releaseACLWaiters(handle: UInt16? = nil, force: Bool = false) {
+        var keep: [ACLWaiter] = []
+        for w in aclWaiters {
+            if (handle == nil || w.handle == handle) && (force || links[w.handle] == nil || w.condition(aclFlow)) {
+                w.continuation.resume()
+            } else {
+                keep.append(w)
+            }
+        }
+        aclWaiters = keep
     }
 
     /// Splits one ATT bearer between our client and our server by opcode (Vol 3 Part F §3.3):
@@ -138,9 +180,10 @@ extension HostController {
         return stream
     }
 
-    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64) {
-        guard let handle = linkHandle(forID: linkID) else { return }
-        links[handle]?.serviceChangedHandles.insert(valueHandle)
+    /// Records a Service Changed value handle; true the first time it is seen on this link.
+    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64) -> Bool {
+        guard let handle = linkHandle(forID: linkID) else { return false }
+        return links[handle]?.serviceChangedHandles.insert(valueHandle).inserted ?? false
     }
 
     func attMTU(onLink linkID: UInt64) -> Int? {

@@ -67,8 +67,12 @@ public actor HostController {
     var ownAddressType: OwnAddressType = .public
     var ownRandomAddress: BDAddress?
     var scan: ScanSession?
+    let scanRadio = ScanRadioState()
     var nextScanID: UInt64 = 1
     var pendingConnection: PendingConnection?
+    var nextConnectionAttempt: UInt64 = 1
+    var disconnectAttempts: [UInt16: [OneShot<Void>]] = [:]
+    var aclWaiters: [ACLWaiter] = []
 
     public internal(set) var info: ControllerInfo?
     /// Set when the controller or transport failed for good; every later call fails with it.

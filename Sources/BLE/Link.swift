@@ -135,6 +135,13 @@ struct Link {
     }
 }
 
+/// A task waiting for a link's ACL queue to reach a state (room for a write, fully sent).
+struct ACLWaiter {
+    let handle: UInt16
+    let condition: (ACLFlowController) -> Bool
+    let continuation: CheckedContinuation<Void, Never>
+}
+
 /// Which end of the link this host is. Core spec Vol 4 Part E §7.7.65.1.
 public enum ConnectionRole: Sendable, Hashable {
     case central, peripheral

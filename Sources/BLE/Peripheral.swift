@@ -57,8 +57,14 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Disconnects with a reason (default Remote User Terminated Connection) and waits until
     /// the controller reports the link down.
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        guard let handle = await host.linkHandle(forID: linkID) else { return }
-        try await host.disconnect(handle: handle, reason: reason)
+        try await host.disconnect(linkID: linkID, reason: reason)
+    }
+
+    /// Waits until every write sent on this link has left the host and the controller has
+    /// reported it transmitted (or `limit` passes): call before disconnecting right after
+    /// writes without response, which the controller may otherwise flush.
+    public func flush(limit: Duration = .seconds(2)) async {
+        await host.drain(linkID: linkID, limit: limit)
     }
 
     // MARK: Procedures
@@ -111,7 +117,7 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         guard case let .characteristics(all) = try await run(DiscoverCharacteristicsProcedure(range: service.startHandle...service.endHandle, uuid: nil)) else { throw unexpected("characteristic discovery") }
         if service.uuid == GATTUUID.genericAttributeService {
             for c in all where c.uuid == GATTUUID.serviceChanged {
-                await host.noteServiceChangedHandle(c.valueHandle, onLink: linkID)
+                await subscribeToServiceChanged(c)
             }
         }
         guard let uuids, !uuids.isEmpty else { return all }
@@ -173,7 +179,7 @@ public final class Peripheral: Sendable, CustomStringConvertible {
             guard value.count <= mtu - 3 else {
                 throw BLEError.invalidArgument("\(value.count) bytes do not fit one write without response (max \(mtu - 3))")
             }
-            try await host.sendATTCommand(.writeCommand(handle: handle, value: value), onLink: linkID)
+            try await host.writeWithoutResponse(handle: handle, value: value, onLink: linkID)
         case .withResponse:
             guard value.count <= 512 else { throw BLEError.invalidArgument("attribute values are at most 512 bytes (got \(value.count))") }
             if value.count <= mtu - 3 {
@@ -240,6 +246,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// characteristics have been discovered.
     public func servicesChanged() async -> AsyncStream<ClosedRange<UInt16>> {
         await host.servicesChangedStream(onLink: linkID)
+    }
+
+    /// A server indicates Service Changed only to clients that enabled it (Vol 3 Part G §7.1),
+    /// and without bonding nothing is remembered between connections: so the stack enables it
+    /// itself, once per link, the first time the GATT service's characteristics are discovered.
+    /// A peer that refuses leaves discovery unaffected.
+    private func subscribeToServiceChanged(_ characteristic: GATTCharacteristic) async {
+        guard await host.noteServiceChangedHandle(characteristic.valueHandle, onLink: linkID) else { return }
+        guard characteristic.properties.contains(.indicate),
+              let descriptors = try? await discoverDescriptors(for: characteristic),
+              let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return }
+        _ = try? await run(WriteProcedure(handle: cccd.handle, value: [0x02, 0x00]))
     }
 
     private func unexpected(_ what: String) -> BLEError {

@@ -142,8 +142,7 @@ public final class PeripheralManager: Sendable {
 
     /// Disconnects a central with a reason.
     public func disconnect(_ central: ConnectedCentral, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        guard let handle = await host.linkHandle(forID: central.id) else { return }
-        try await host.disconnect(handle: handle, reason: reason)
+        try await host.disconnect(linkID: central.id, reason: reason)
     }
 
     public func close() async {

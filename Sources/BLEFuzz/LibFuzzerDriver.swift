@@ -25,6 +25,13 @@ enum LibFuzzerDriver {
 
     static func run(target name: String) -> Never {
         selected = FuzzTargets.all[name]
+        // The Swift runtime's crash backtracer owns the fatal signals, and libFuzzer does not
+        // replace a handler that is already installed: a trap (Swift's fatalError, an overflow,
+        // a broken FuzzCheck invariant) would then end the process without libFuzzer writing
+        // the crash-<sha1> reproducer. Give the signals back so libFuzzer installs its own.
+        for number in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGABRT, SIGFPE] {
+            _ = signal(number, SIG_DFL)
+        }
         // libFuzzer parses argv itself: give it the program name and everything after TARGET.
         let argc = Int(CommandLine.argc)
         var passed: [UnsafeMutablePointer<CChar>?] = [CommandLine.unsafeArgv[0]]

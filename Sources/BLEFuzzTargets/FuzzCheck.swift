@@ -21,8 +21,8 @@ public enum FuzzCheck {
     /// Records a violation when `condition` is false. `message` is only built on failure.
     @inline(__always)
     public static func require(_ condition: Bool, _ message: @autoclosure () -> String,
-                               target: StaticString = #fileID, line: UInt = #line) {
-        if !condition { fail(message(), file: target, line: line) }
+                               file: StaticString = #fileID, line: UInt = #line) {
+        if !condition { fail(message(), file: file, line: line) }
     }
 
     /// Records a violation unconditionally.

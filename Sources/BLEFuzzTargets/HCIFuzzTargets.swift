@@ -221,6 +221,8 @@ enum HCIFuzzTargets {
             let expected = model.push(packet)
             FuzzCheck.require(actual == expected,
                               "ACL reassembly of handle \(packet.handle) \(packet.boundary) [\(fuzzHex(packet.data))]: got \(actual), model \(expected)")
+            FuzzCheck.require(reassembler.lastDiscarded == model.lastDiscarded,
+                              "ACL lastDiscarded \(String(describing: reassembler.lastDiscarded)), model \(String(describing: model.lastDiscarded))")
             FuzzCheck.require(reassembler.handlesInProgress == model.handlesInProgress,
                               "ACL handles in progress \(reassembler.handlesInProgress), model \(model.handlesInProgress)")
             if case let .success(pdu?) = actual {
@@ -250,8 +252,8 @@ enum HCIFuzzTargets {
                 let boundary = PacketBoundary(rawValue: input.u8() & 0x03) ?? .continuing
                 _ = push(ACLPacket(handle: handle, boundary: boundary, data: input.chunk()))
             case 3:
-                // A whole L2CAP frame, fragmented and pushed: it must come back whole when the
-                // handle was idle.
+                // A whole L2CAP frame, fragmented and pushed: it must come back whole, whatever
+                // was in progress on the handle (its first fragment starts afresh).
                 let handle = UInt16(input.u8() & 0x03)
                 let maxLength = Int(input.u8() % 40)
                 let cid = input.u16()
@@ -263,10 +265,8 @@ enum HCIFuzzTargets {
                 FuzzCheck.require(fragments.first?.boundary == .firstNonFlushable
                                   && fragments.dropFirst().allSatisfy { $0.boundary == .continuing },
                                   "ACL fragment boundaries wrong")
-                let wasIdle = !model.handlesInProgress.contains(handle)
                 for (index, fragment) in fragments.enumerated() {
                     let result = push(fragment)
-                    guard wasIdle else { continue }
                     if index == fragments.count - 1 {
                         FuzzCheck.require(result == .success(pdu), "fragmented PDU not reassembled: \(result)")
                     } else {
@@ -287,11 +287,13 @@ enum HCIFuzzTargets {
     }
 
     /// `ACLReassembler`'s documented contract, stated plainly: per handle, a start fragment
-    /// begins a PDU (an error if one was in progress, which is then dropped), a continuation
-    /// extends one (an error if none), the PDU completes at basic-header length + 4, and more
-    /// than that is an overflow; every error drops the handle's partial PDU.
+    /// begins a PDU (one in progress is dropped and recorded in `lastDiscarded`, the new one is
+    /// kept, as BlueZ does), a continuation extends one (an error if none), the PDU completes at
+    /// basic-header length + 4, and more than that is an overflow; every error drops the
+    /// handle's partial PDU.
     struct ReferenceReassembler {
         var partial: [UInt16: [UInt8]] = [:]
+        var lastDiscarded: ACLReassemblyError?
 
         var handlesInProgress: [UInt16] { partial.keys.sorted() }
 
@@ -300,7 +302,7 @@ enum HCIFuzzTargets {
             let previous = partial.removeValue(forKey: handle)
             let buffer: [UInt8]
             if packet.boundary != .continuing {
-                if previous != nil { return .failure(.startWhileInProgress(handle: handle)) }
+                if previous != nil { lastDiscarded = .startWhileInProgress(handle: handle) }
                 buffer = packet.data
             } else {
                 guard let previous else { return .failure(.continuationWithoutStart(handle: handle)) }

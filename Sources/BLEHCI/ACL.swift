@@ -91,9 +91,8 @@ public enum ACLFragmenter {
 public enum ACLReassemblyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A continuing fragment arrived with no PDU in progress on that handle; it is dropped.
     case continuationWithoutStart(handle: UInt16)
-    /// A start fragment arrived while a PDU was in progress: the old partial PDU is lost and so is
-    /// this fragment. The state is clear afterwards, so pushing the same packet again starts a
-    /// fresh PDU if the caller wants to keep it.
+    /// A start fragment arrived while a PDU was in progress: the old partial PDU was dropped and
+    /// the new one kept. Not thrown; recorded in `ACLReassembler.lastDiscarded` for logging.
     case startWhileInProgress(handle: UInt16)
     /// Fragments carried more bytes than the L2CAP basic header declared.
     case overflow(handle: UInt16, expected: Int, received: Int)
@@ -123,6 +122,9 @@ public enum ACLReassemblyError: Error, Hashable, Sendable, CustomStringConvertib
 /// be split across fragments; the length is read once four bytes are present.
 public struct ACLReassembler: Sendable {
     private var partial: [UInt16: [UInt8]] = [:]
+    /// The last PDU dropped because a new start fragment arrived before it was complete (a
+    /// flushed or truncated PDU), for the owner to log. The new PDU is kept, as BlueZ does.
+    public private(set) var lastDiscarded: ACLReassemblyError?
 
     public init() {}
 
@@ -135,9 +137,9 @@ public struct ACLReassembler: Sendable {
         let handle = packet.handle
         var buffer: [UInt8]
         if packet.boundary.isStart {
-            if partial[handle] != nil {
-                partial[handle] = nil
-                throw ACLReassemblyError.startWhileInProgress(handle: handle)
+            if partial.removeValue(forKey: handle) != nil {
+                // The previous PDU can never complete; drop it and start over with this one.
+                lastDiscarded = .startWhileInProgress(handle: handle)
             }
             buffer = packet.data
         } else {

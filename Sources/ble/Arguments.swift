@@ -78,8 +78,11 @@ struct ParsedArguments {
         return d
     }
 
+    /// Seconds as a Duration; up to about 31 years, so the conversion cannot overflow.
     func seconds(_ name: String) throws -> Duration? {
-        try double(name).map { .milliseconds(Int64(($0 * 1000).rounded())) }
+        guard let s = try double(name) else { return nil }
+        guard s <= 1e9 else { throw UsageError("--\(name) is too large (at most 1000000000 seconds)") }
+        return .milliseconds(Int64((s * 1000).rounded()))
     }
 }
 

@@ -28,8 +28,8 @@ struct AddressArgument {
     var type: AddressType?
 
     init(_ text: String) throws {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        guard let a = BDAddress(string: parts[0]) else {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, let a = BDAddress(string: first) else {
             throw UsageError("'\(text)' is not an address: expected XX:XX:XX:XX:XX:XX[/public|/random]")
         }
         address = a

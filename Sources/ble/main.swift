@@ -57,21 +57,41 @@ guard let command = commands.first(where: { $0.name == name }) else {
     exit(64)
 }
 let rest = Array(argv.dropFirst())
-if rest.contains("--help") || rest.contains("-h") {
+// Help flags count before a `--` (after it everything is a positional, e.g. a VALUE of "-h").
+if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
     print(command.help)
     exit(0)
 }
+
+/// Runs the command; Ctrl-C (or SIGTERM) cancels it, which stops the radio work it started
+/// (scans, connection attempts, links) before the process exits with 130.
 let status: Int32 = await {
-    do {
-        let parsed = try ParsedArguments(rest, spec: command.options + commonOptions, positionalNames: command.positionalNames, minPositionals: command.minPositionals)
-        try await command.init(parsed).run()
-        return 0
-    } catch let e as UsageError {
-        writeError("\(e)\nUSAGE: ble \(command.usage)   (ble \(command.name) --help for more)")
-        return 64
-    } catch {
-        writeError("\(error)")
-        return 1
+    let work = Task { () -> Int32 in
+        do {
+            let parsed = try ParsedArguments(rest, spec: command.options + commonOptions, positionalNames: command.positionalNames, minPositionals: command.minPositionals)
+            try await command.init(parsed).run()
+            return 0
+        } catch let e as UsageError {
+            writeError("\(e)\nUSAGE: ble \(command.usage)   (ble \(command.name) --help for more)")
+            return 64
+        } catch is CancellationError {
+            return 130
+        } catch {
+            writeError("\(error)")
+            return 1
+        }
     }
+    if command.name == ServeCommand.name {
+        // `serve` handles interrupts itself: they are its normal way to stop.
+        return await work.value
+    }
+    let interrupted = Task { () -> Bool in
+        guard await waitForInterrupt(limit: nil) else { return false }
+        work.cancel()
+        return true
+    }
+    let result = await work.value
+    interrupted.cancel()
+    return await interrupted.value ? 130 : result
 }()
 exit(status)

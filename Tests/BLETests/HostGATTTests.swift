@@ -150,6 +150,13 @@ final class HostGATTTests: XCTestCase {
         await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x09, 7, 0x07, 0x00, 0x20, 0x08, 0x00, 0x05, 0x2A])
         await expectPDU(t, 3, [0x08, 0x08, 0x00, 0x0D, 0x00, 0x03, 0x28])
         await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x01, 0x08, 0x08, 0x00, 0x0A])
+        // The stack enables Service Changed indications itself: find the CCCD, write 0x0002.
+        await expectPDU(t, 4, [0x04, 0x09, 0x00, 0x0D, 0x00])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x05, 0x01, 0x09, 0x00, 0x02, 0x29])
+        await expectPDU(t, 5, [0x04, 0x0A, 0x00, 0x0D, 0x00])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x01, 0x04, 0x0A, 0x00, 0x0A])
+        await expectPDU(t, 6, [0x12, 0x09, 0x00, 0x02, 0x00])
+        await t.controller.sendL2CAP(handle: handle, channel: 4, payload: [0x13])
         _ = try await characteristics.value
 
         let changes = await p.servicesChanged()
@@ -158,7 +165,7 @@ final class HostGATTTests: XCTestCase {
         let range = await it.next()
         XCTAssertEqual(range, 0x0001...0x0005)
         XCTAssertEqual(p.services.map(\.uuid), [BluetoothUUID(0x1801)], "the service in the changed range must be rediscovered")
-        await expectPDU(t, 4, [0x1E])
+        await expectPDU(t, 7, [0x1E])
         await central.close()
     }
 }

@@ -72,6 +72,7 @@ func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, 
             try? await peripheral.disconnect()
             throw error
         }
+        await peripheral.flush()
         try? await peripheral.disconnect()
     } catch {
         await central.close()

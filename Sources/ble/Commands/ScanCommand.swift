@@ -59,19 +59,28 @@ struct ScanCommand: BLECommand {
         var printed: [DeviceAddress: AdvertisingData] = [:]
         let clock = central.host.clock
         var lastDraw = Duration.zero
-        for try await device in central.scan(filter: filter, active: !passive, timeout: timeout) {
+        let scan = central.scan(filter: filter, active: !passive, timeout: timeout)
+        if live {
+            // Redraw on a tick as well as on reports, so ages count up and quiet devices drop off.
+            for try await update in Self.ticking(scan, every: .milliseconds(250)) {
+                if let device = update { table.update(device) }
+                let now = clock.now()
+                if now - lastDraw >= .milliseconds(250) {
+                    lastDraw = now
+                    table.draw(now: now)
+                }
+            }
+            table.draw(now: clock.now())
+            await central.close()
+            return
+        }
+        for try await device in scan {
             let now = clock.now()
             if json {
                 guard printed[device.address] != device.advertisement else { continue }
                 printed[device.address] = device.advertisement
                 print(Self.json(device).text)
                 flushOutput()
-            } else if live {
-                table.update(device)
-                if now - lastDraw >= .milliseconds(250) {
-                    lastDraw = now
-                    table.draw(now: now)
-                }
             } else {
                 guard printed[device.address] != device.advertisement else { continue }
                 printed[device.address] = device.advertisement
@@ -79,8 +88,31 @@ struct ScanCommand: BLECommand {
                 flushOutput()
             }
         }
-        if live { table.draw(now: clock.now()) }
         await central.close()
+    }
+
+    /// The scan's devices interleaved with nil ticks every `interval`; ends with the scan.
+    static func ticking(_ scan: AsyncThrowingStream<ScannedDevice, any Error>, every interval: Duration) -> AsyncThrowingStream<ScannedDevice?, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ScannedDevice?, any Error>.makeStream()
+        let feeder = Task {
+            do {
+                for try await device in scan { continuation.yield(device) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: interval) } catch { return }
+                continuation.yield(nil)
+            }
+        }
+        continuation.onTermination = { _ in
+            feeder.cancel()
+            ticker.cancel()
+        }
+        return stream
     }
 
     static func json(_ d: ScannedDevice) -> JSON {

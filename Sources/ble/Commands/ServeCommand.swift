@@ -89,8 +89,8 @@ struct ServeCommand: BLECommand {
             }
             // The first of: an interrupt, the duration, or the controller going away.
             group.addTask {
-                while await manager.state == .poweredOn {
-                    try? await Task.sleep(for: .milliseconds(200))
+                while !Task.isCancelled, await manager.state == .poweredOn {
+                    do { try await Task.sleep(for: .milliseconds(200)) } catch { return }
                 }
             }
             await group.next()
@@ -104,28 +104,30 @@ struct ServeCommand: BLECommand {
     }
 }
 
-/// Returns on SIGINT/SIGTERM or after `limit`.
-func waitForInterrupt(limit: Duration?) async {
-    let (stream, continuation) = AsyncStream<Void>.makeStream()
+/// Returns on SIGINT/SIGTERM (true) or after `limit` or when cancelled (false).
+@discardableResult
+func waitForInterrupt(limit: Duration?) async -> Bool {
+    let (stream, continuation) = AsyncStream<Bool>.makeStream()
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     let sources = [SIGINT, SIGTERM].map { sig -> any DispatchSourceSignal in
         let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        source.setEventHandler { continuation.yield() }
+        source.setEventHandler { continuation.yield(true) }
         source.resume()
         return source
     }
     if let limit {
         Task {
             try? await Task.sleep(for: limit)
-            continuation.yield()
+            continuation.yield(false)
         }
     }
     var it = stream.makeAsyncIterator()
-    _ = await withTaskCancellationHandler {
+    let signalled = await withTaskCancellationHandler {
         await it.next()
     } onCancel: {
         continuation.finish()
     }
     sources.forEach { $0.cancel() }
+    return signalled ?? false
 }

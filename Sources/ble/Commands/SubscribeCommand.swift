@@ -45,11 +45,11 @@ struct SubscribeCommand: BLECommand {
             if !json { print("subscribed to \(kind) from \(c.uuid) [0x\(String(format4: c.valueHandle))]") }
             let limit = count
             let deadline = timeout
-            let received = try await withThrowingTaskGroup(of: Int?.self) { group in
+            let received = Counter()
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    var n = 0
                     for await value in values {
-                        n += 1
+                        let n = received.increment()
                         if json {
                             print(JSON.object([("handle", .int(Int(c.valueHandle)))] + valueJSON(value)).text)
                         } else {
@@ -58,23 +58,19 @@ struct SubscribeCommand: BLECommand {
                         flushOutput()
                         if let limit, n >= limit { break }
                     }
-                    return n
                 }
                 if let deadline {
-                    group.addTask {
-                        try await Task.sleep(for: deadline)
-                        return nil
-                    }
+                    group.addTask { try await Task.sleep(for: deadline) }
                 }
-                let first = try await group.next() ?? nil
+                _ = try await group.next()
                 group.cancelAll()
-                return first
             }
             if peripheral.state != .connected, let reason = peripheral.disconnectReason {
                 throw BLEError.disconnected(reason: reason)
             }
-            if let limit, (received ?? 0) < limit, deadline != nil {
-                if !json { print("timed out after \(received ?? 0) of \(limit) values") }
+            let n = received.value
+            if let limit, n < limit, let deadline {
+                throw BLEError.timeout("received \(n) of \(limit) values in \(deadline)")
             }
             try? await peripheral.setNotifyValue(false, for: c)
         }

@@ -76,7 +76,7 @@ struct HeartRateProfile: ServeProfile {
 
 /// Energy Expended in kJ, shared between the simulation and the Control Point handler.
 final class EnergyCounter: Sendable {
-    private let value = SharedCounter()
-    func add(kilojoules: UInt16) -> UInt16 { value.add(kilojoules) }
-    func reset() { value.reset() }
+    private let kilojoules = Counter()
+    func add(kilojoules n: UInt16) -> UInt16 { UInt16(clamping: kilojoules.increment(by: Int(n))) }
+    func reset() { kilojoules.reset() }
 }

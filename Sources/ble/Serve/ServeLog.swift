@@ -6,11 +6,13 @@ import BLEHost
 import BLEWire
 import Synchronization
 
-/// A counter several tasks share (the simulated Energy Expended).
-final class SharedCounter: Sendable {
-    private let value = Mutex<UInt16>(0)
-    func add(_ n: UInt16) -> UInt16 { value.withLock { $0 &+= n; return $0 } }
-    func reset() { value.withLock { $0 = 0 } }
+/// A counter several tasks share (the simulated Energy Expended, values received).
+final class Counter: Sendable {
+    private let count = Mutex<Int>(0)
+    var value: Int { count.withLock { $0 } }
+    @discardableResult
+    func increment(by n: Int = 1) -> Int { count.withLock { $0 += n; return $0 } }
+    func reset() { count.withLock { $0 = 0 } }
 }
 
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.

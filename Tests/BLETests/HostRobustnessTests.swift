@@ -1,0 +1,141 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLETransport
+import BLEWire
+import Synchronization
+import XCTest
+
+/// Races and controller misbehaviour found in review: each used to leave radio work running or
+/// a caller waiting forever.
+final class HostRobustnessTests: XCTestCase {
+    let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
+
+    /// A scan stopped while it is still starting must never be enabled on the radio.
+    func testScanStoppedWhileStartingIsNeverEnabled() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        // Hold the Set Scan Parameters answer until the scan has been stopped.
+        let gate = Gate()
+        await t.controller.set(.leSetScanParameters) { c in
+            gate.open()
+            return nil
+        }
+        let scan = Task { () -> Int in
+            var n = 0
+            for try await _ in central.scan() { n += 1 }
+            return n
+        }
+        await waitUntil { gate.isOpen }
+        let stopper = Task { await central.stopScan() }
+        await t.controller.sendNow(.commandComplete(numHCICommandPackets: 1, opcode: .leSetScanParameters, returnParameters: [0]))
+        await stopper.value
+        _ = try? await scan.value
+        try await Task.sleep(for: .milliseconds(50))
+        let enables = await t.controller.commands.filter { $0.opcode == .leSetScanEnable }.map(\.parameters.first)
+        XCTAssertFalse(enables.contains(0x01), "the stopped scan was never turned on: \(enables)")
+        await central.close()
+    }
+
+    /// Disconnection Complete with an error status: the disconnect fails, the link stays up.
+    func testFailedDisconnectIsReportedAndTheLinkStaysUp() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        await t.controller.set(.disconnect) { c in
+            [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode),
+             .disconnectionComplete(status: .commandDisallowed, handle: 0x0040, reason: .success)]
+        }
+        do {
+            try await p.disconnect()
+            XCTFail("expected the controller's refusal")
+        } catch let BLEError.hci(.commandFailed(opcode, status)) {
+            XCTAssertEqual(opcode, .disconnect)
+            XCTAssertEqual(status, .commandDisallowed)
+        }
+        XCTAssertEqual(p.state, .connected)
+        await central.close()
+    }
+
+    /// A controller that never reports the disconnect: the call ends at its deadline.
+    func testSilentDisconnectEndsAtItsDeadline() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualHostClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
+        let attempt = Task { try await p.disconnect() }
+        _ = await t.controller.waitForCommand(.disconnect)
+        await waitUntil { clock.sleeperCount > 0 }
+        clock.advance(by: .seconds(10))
+        do {
+            try await attempt.value
+            XCTFail("expected a timeout")
+        } catch BLEError.timeout {}
+        XCTAssertEqual(p.state, .disconnected(reason: .connectionTerminatedByLocalHost))
+        await central.close()
+    }
+
+    /// LE Create Connection Cancel refused and no Connection Complete: connect still ends.
+    func testConnectEndsEvenWhenTheCancelIsLost() async throws {
+        let t = HostUnderTest()
+        await t.controller.configure { $0.acceptConnections = false }
+        await t.controller.set(.leCreateConnectionCancel) { c in
+            [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]
+        }
+        await t.controller.start()
+        let clock = ManualHostClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let peer = self.peer
+        let attempt = Task { try await central.connect(peer, timeout: .seconds(1)) }
+        _ = await t.controller.waitForCommand(.leCreateConnection)
+        await waitUntil { clock.nextDeadline == .seconds(1) }
+        clock.advance(by: .seconds(1))
+        _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
+        // No Connection Complete will come: step virtual time until the attempt gives up.
+        let done = Gate()
+        let stepper = Task {
+            for _ in 0..<60 where !done.isOpen {
+                try? await Task.sleep(for: .milliseconds(10))
+                clock.advance(by: .seconds(1))
+            }
+        }
+        defer { stepper.cancel() }
+        do {
+            defer { done.open() }
+            _ = try await attempt.value
+            XCTFail("expected a timeout")
+        } catch BLEError.timeout {}
+        await central.close()
+    }
+
+    /// Write Without Response on a link whose bearer has closed fails instead of vanishing.
+    func testWriteWithoutResponseAfterTheBearerClosedFails() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualHostClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
+        let read = Task { try await p.readShortValue(handle: 3) }
+        await waitUntil { await !t.controller.l2capPayloads(channel: 4).isEmpty }
+        await waitUntil { clock.nextDeadline == .seconds(30) }
+        clock.advance(by: .seconds(30))
+        _ = try? await read.value
+        do {
+            try await p.writeValue([1], handle: 3, type: .withoutResponse)
+            XCTFail("a closed bearer must refuse the write")
+        } catch BLEError.gatt {}
+        await central.close()
+    }
+}
+
+/// A one-way flag for tests.
+final class Gate: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func open() { flag.store(true, ordering: .relaxed) }
+    var isOpen: Bool { flag.load(ordering: .relaxed) }
+}
