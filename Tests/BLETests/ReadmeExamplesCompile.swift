@@ -1,0 +1,33 @@
+import BLE
+import BLEHost
+import BLEWire
+
+/// The README's library examples, kept here so they keep compiling as the API changes.
+/// Never called: they need a controller at tcp:127.0.0.1:6402.
+enum ReadmeExamples {
+    static func central() async throws {
+        let central = try await Central.open(spec: "tcp:127.0.0.1:6402")
+        let device = try await central.find(filter: ScanFilter(serviceUUIDs: ["180D"]), timeout: .seconds(10))
+        let peripheral = try await central.connect(device.address, timeout: .seconds(10))
+        try await peripheral.exchangeMTU()
+        for service in try await peripheral.discoverServices() {
+            for characteristic in try await peripheral.discoverCharacteristics(for: service)
+            where characteristic.uuid == "2A37" {
+                let values = await peripheral.notifications(for: characteristic)
+                try await peripheral.setNotifyValue(true, for: characteristic)
+                for await value in values { print(value) }
+            }
+        }
+    }
+
+    static func peripheral() async throws {
+        let manager = try await PeripheralManager.open(spec: "tcp:127.0.0.1:6402", name: "Thermo",
+                                                       address: .staticRandom(BDAddress(string: "C1:00:00:00:00:01")!))
+        let handles = try await manager.add(GATTServiceDefinition(uuid: "181A", characteristics: [
+            GATTCharacteristicDefinition(uuid: "2A6E", properties: [.read, .notify], permissions: [.read], value: [0x00, 0x08]),
+        ]))
+        try await manager.startAdvertising(AdvertisingData.Builder()
+            .flags([.leGeneralDiscoverable, .brEdrNotSupported]).serviceUUIDs(["181A"]).localName("Thermo").build())
+        try await manager.updateValueWaiting([0x10, 0x08], forHandle: handles.valueHandle(for: "2A6E")!)
+    }
+}
