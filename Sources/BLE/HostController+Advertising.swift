@@ -10,6 +10,9 @@ struct AdvertisingState {
     var enabled: Bool
     /// Whether the application wants advertising (false after `stopAdvertising`).
     var wanted: Bool
+    /// Bumped by every start, stop and connection, so a restart scheduled before one of them
+    /// does nothing after it.
+    var generation: UInt64 = 0
 }
 
 extension HostController {
@@ -48,6 +51,8 @@ extension HostController {
             throw BLEError.invalidArgument("advertising data: \(error)")
         }
         let (lo, hi) = try parameters.units()
+        advertising?.generation &+= 1
+        advertising?.wanted = false
         if advertising?.enabled == true {
             _ = try? await commandReturning(.leSetAdvertisingEnable(enable: false))
         }
@@ -55,13 +60,15 @@ extension HostController {
         _ = try await commandReturning(.leSetAdvertisingData(advertisingBytes))
         _ = try await commandReturning(.leSetScanResponseData(responseBytes))
         _ = try await commandReturning(.leSetAdvertisingEnable(enable: true))
-        advertising = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: true, wanted: true)
+        advertising = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: true, wanted: true,
+                                       generation: (advertising?.generation ?? 0) &+ 1)
     }
 
     func stopAdvertising() async throws {
         guard var state = advertising else { return }
         state.enabled = false
         state.wanted = false
+        state.generation &+= 1
         advertising = state
         _ = try await commandReturning(.leSetAdvertisingEnable(enable: false))
     }
@@ -72,19 +79,29 @@ extension HostController {
     func restartAdvertisingIfWanted(afterConnection: Bool) {
         guard let state = advertising, state.wanted, state.parameters.kind == .connectable, !state.enabled,
               afterConnection ? state.parameters.continueWhileConnected : state.parameters.restartAfterDisconnect else { return }
+        let generation = state.generation
         Task {
+            // Stopped, restarted or connected meanwhile: this restart is stale.
+            guard let current = self.advertising, current.wanted, !current.enabled, current.generation == generation else { return }
             do {
                 _ = try await self.commandReturning(.leSetAdvertisingEnable(enable: true))
-                self.advertising?.enabled = true
+                if self.advertising?.generation == generation {
+                    self.advertising?.enabled = true
+                    self.emit(.advertisingStarted)
+                }
             } catch {
                 self.log("advertising restart failed: \(error)")
+                self.emit(.advertisingFailed("\(error)"))
             }
         }
     }
 
     /// A connection as peripheral ends connectable advertising; it may be turned back on.
     func advertisingEndedByConnection() {
-        if advertising?.parameters.kind == .connectable { advertising?.enabled = false }
+        if advertising?.parameters.kind == .connectable {
+            advertising?.enabled = false
+            advertising?.generation &+= 1
+        }
         restartAdvertisingIfWanted(afterConnection: true)
     }
 }

@@ -200,10 +200,10 @@ extension HostController {
         reassembler.reset(handle: handle)
         link.observation.update { $0.state = .disconnected(reason: reason) }
         link.disconnected.succeed(reason)
-        pendingServerRequests = pendingServerRequests.filter { entry in
-            switch entry.value {
-            case let .read(h), let .write(h, _): return h != handle
-            }
+        pendingServerRequests = pendingServerRequests.filter { $0.value.linkHandle != handle }
+        for (id, waiter) in indicationWaiters where waiter.linkHandle == handle {
+            indicationWaiters[id] = nil
+            waiter.continuation?.resume(throwing: BLEError.disconnected(reason: reason))
         }
         resumeRoomWaiters()
         if link.role == .peripheral {

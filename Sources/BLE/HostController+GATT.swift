@@ -117,8 +117,13 @@ extension HostController {
                 }
             case let .notification(valueHandle, value), let .indication(valueHandle, value):
                 deliver(value, from: valueHandle, handle: handle)
-            case .mtuChanged:
-                links[handle]?.publish()
+            case let .mtuChanged(mtu):
+                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
+                if var link = links[handle] {
+                    link.server.mtu = mtu
+                    links[handle] = link
+                    link.publish()
+                }
             case .closeBearer:
                 // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
                 // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).

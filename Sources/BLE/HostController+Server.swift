@@ -2,10 +2,17 @@ import BLEHCI
 import BLEHost
 import BLEWire
 
-/// A dynamic read or write the server is waiting on the application for.
-enum PendingServerRequest {
-    case read(linkHandle: UInt16)
-    case write(linkHandle: UInt16, answers: Bool)
+/// A dynamic read or write the server is waiting on the application for. `serverID` is the
+/// link's ATT server's own number for it; the host-wide token that keys this entry is what the
+/// application sees (two links' servers number their requests independently).
+struct PendingServerRequest {
+    enum Kind { case read, write }
+    let kind: Kind
+    let linkHandle: UInt16
+    let serverID: UInt64
+    /// When the request is answered with Unlikely Error if the application has not answered:
+    /// well inside the client's 30-second transaction timeout (Vol 3 Part F §3.3.3).
+    let deadline: Duration
 }
 
 extension HostController {
@@ -80,13 +87,18 @@ extension HostController {
             case let .send(bytes):
                 sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
             case let .read(id, attribute, offset):
-                pendingServerRequests[id] = .read(linkHandle: handle)
-                let request = GATTReadRequest(id: id, central: central, handle: attribute, offset: offset)
+                let token = nextToken
+                nextToken += 1
+                pendingServerRequests[token] = PendingServerRequest(kind: .read, linkHandle: handle, serverID: id, deadline: now + configuration.applicationResponseTimeout)
+                let request = GATTReadRequest(id: token, central: central, handle: attribute, offset: offset)
                 if let handler = readHandlers[attribute] {
                     Task {
                         let result = await handler(request)
                         self.respond(toRead: request.id, with: result)
                     }
+                } else if managerEventSinks.isEmpty {
+                    // Nobody could answer: say so now rather than leave the central waiting.
+                    respond(toRead: token, with: .failure(.unlikelyError))
                 } else {
                     emit(.read(request))
                 }
@@ -97,13 +109,20 @@ extension HostController {
                 case .command: publicKind = .command
                 case .prepared: publicKind = .prepared
                 }
-                pendingServerRequests[id] = .write(linkHandle: handle, answers: publicKind != .command)
-                let request = GATTWriteRequest(id: id, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
+                let token = nextToken
+                nextToken += 1
+                // A Write Command gets no answer (Vol 3 Part F §3.4.5.3): nothing to keep pending.
+                if publicKind != .command {
+                    pendingServerRequests[token] = PendingServerRequest(kind: .write, linkHandle: handle, serverID: id, deadline: now + configuration.applicationResponseTimeout)
+                }
+                let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
                 if let handler = writeHandlers[attribute] {
                     Task {
                         let result = await handler(request)
                         self.respond(toWrite: request.id, with: result)
                     }
+                } else if managerEventSinks.isEmpty {
+                    respond(toWrite: token, with: .failure(.unlikelyError))
                 } else {
                     emit(.write(request))
                 }
@@ -112,19 +131,24 @@ extension HostController {
             case let .subscriptionChanged(valueHandle, notifications, indications):
                 emit(.subscriptionChanged(central, valueHandle: valueHandle, notifications: notifications, indications: indications))
             case let .indicationConfirmed(id):
-                if let (valueHandle, waiter) = indicationWaiters.removeValue(forKey: id) {
-                    waiter?.resume()
-                    emit(.indicationConfirmed(central, valueHandle: valueHandle))
+                if let waiter = indicationWaiters.removeValue(forKey: id) {
+                    waiter.continuation?.resume()
+                    emit(.indicationConfirmed(central, valueHandle: waiter.valueHandle))
                 }
             case let .indicationTimedOut(id):
-                if let (_, waiter) = indicationWaiters.removeValue(forKey: id) {
-                    waiter?.resume(throwing: BLEError.timeout("indication confirmation"))
+                if let waiter = indicationWaiters.removeValue(forKey: id) {
+                    waiter.continuation?.resume(throwing: BLEError.timeout("indication confirmation"))
                 }
             case .readyToUpdate:
                 emit(.readyToUpdateSubscribers(central))
                 resumeRoomWaiters()
             case let .mtuChanged(mtu):
-                links[handle]?.publish()
+                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our client uses it too.
+                if var link = links[handle] {
+                    _ = link.bearer.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu)
+                    links[handle] = link
+                    link.publish()
+                }
                 emit(.mtuChanged(central, mtu: mtu))
             case .closeBearer:
                 Task { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
@@ -135,17 +159,21 @@ extension HostController {
     }
 
     /// Answers a dynamic read the application was asked for.
-    func respond(toRead id: UInt64, with result: Result<[UInt8], ATTErrorCode>) {
-        guard case let .read(handle)? = pendingServerRequests.removeValue(forKey: id), var link = links[handle] else { return }
-        let actions = link.server.completeRead(id: id, result: result, database: &database, now: now)
+    func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>) {
+        guard let pending = pendingServerRequests.removeValue(forKey: token), pending.kind == .read,
+              var link = links[pending.linkHandle] else { return }
+        let handle = pending.linkHandle
+        let actions = link.server.completeRead(id: pending.serverID, result: result, database: &database, now: now)
         links[handle] = link
         performServer(actions, handle: handle)
     }
 
     /// Answers a dynamic write the application was asked for.
-    func respond(toWrite id: UInt64, with result: Result<Void, ATTErrorCode>) {
-        guard case let .write(handle, _)? = pendingServerRequests.removeValue(forKey: id), var link = links[handle] else { return }
-        let actions = link.server.completeWrite(id: id, result: result, database: &database, now: now)
+    func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>) {
+        guard let pending = pendingServerRequests.removeValue(forKey: token), pending.kind == .write,
+              var link = links[pending.linkHandle] else { return }
+        let handle = pending.linkHandle
+        let actions = link.server.completeWrite(id: pending.serverID, result: result, database: &database, now: now)
         links[handle] = link
         performServer(actions, handle: handle)
     }
@@ -168,47 +196,83 @@ extension HostController {
     }
 
     /// Notifies or indicates `value` to every central subscribed to `valueHandle` (or to the
-    /// given ones), as CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`.
+    /// given ones), as CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`. All or
+    /// nothing: if any target central's queue is full, nothing is queued anywhere (so sending
+    /// again after the ready signal never duplicates a value for the others).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?) -> UpdateValueResult {
+        let targets = links.filter { entry in
+            (centrals?.contains(entry.value.id) ?? true) && entry.value.server.cccd(valueHandle: valueHandle) != 0
+        }.map(\.key).sorted()
+        let full = targets.filter { h in
+            guard let link = links[h] else { return false }
+            return link.server.queuedUpdates >= link.server.notificationQueueLimit
+        }
+        if !full.isEmpty {
+            // Offer the value to the full ones only: it is refused, and marks them to send the
+            // ready signal once they drain.
+            for h in full {
+                guard var link = links[h] else { continue }
+                _ = link.server.notify(valueHandle: valueHandle, value: value)
+                links[h] = link
+            }
+            return .queueFull
+        }
         var queued = 0
-        var full = false
-        for handle in Array(links.keys) {
+        for handle in targets {
             guard var link = links[handle] else { continue }
-            if let centrals, !centrals.contains(link.id) { continue }
-            let cccd = link.server.cccd(valueHandle: valueHandle)
-            guard cccd != 0 else { continue }
             let result: UpdateResult
-            if cccd & 0x0001 != 0 {
+            if link.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 {
                 result = link.server.notify(valueHandle: valueHandle, value: value)
             } else {
                 let id = nextToken
                 nextToken += 1
                 result = link.server.indicate(valueHandle: valueHandle, value: value, id: id, now: now)
-                if case .queued = result { indicationWaiters[id] = (valueHandle, nil) }
+                if case .queued = result { indicationWaiters[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle, continuation: nil) }
             }
             links[handle] = link
-            switch result {
-            case .queued: queued += 1
-            case .queueFull: full = true
-            case .notSubscribed: break
-            }
+            if case .queued = result { queued += 1 }
             pumpNotifications(handle: handle)
         }
         rescheduleTimer()
-        return full ? .queueFull : .queued(centrals: queued)
+        return .queued(centrals: queued)
     }
 
-    /// Waits until some link's server reports room again, or a link closes.
-    func waitForRoom() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            roomWaiters.append(c)
+    /// `updateValue` that waits for room instead of reporting a full queue. The check and the
+    /// wait happen inside the actor with no suspension between them, so a ready signal cannot
+    /// slip past; cancelling the task ends the wait.
+    func updateValueWaiting(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?) async throws -> Int {
+        while true {
+            try Task.checkCancellation()
+            if case let .queued(n) = updateValueStoring(value, valueHandle: valueHandle, centrals: centrals) { return n }
+            try await waitForRoom()
         }
+    }
+
+    /// Waits until some link's server reports room again, a link closes, or the task is cancelled.
+    func waitForRoom() async throws {
+        let id = nextToken
+        nextToken += 1
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                if Task.isCancelled {
+                    c.resume(throwing: CancellationError())
+                } else {
+                    roomWaiters[id] = c
+                }
+            }
+        } onCancel: {
+            Task { await self.cancelRoomWaiter(id) }
+        }
+    }
+
+    private func cancelRoomWaiter(_ id: UInt64) {
+        roomWaiters.removeValue(forKey: id)?.resume(throwing: CancellationError())
     }
 
     func resumeRoomWaiters() {
         let waiters = roomWaiters
-        roomWaiters = []
-        for w in waiters { w.resume() }
+        roomWaiters = [:]
+        for w in waiters.values { w.resume() }
     }
 
     // MARK: - Events

@@ -31,6 +31,9 @@ public struct HostConfiguration: Sendable {
     /// Scan timing in units of 0.625 ms (Vol 4 Part E §7.8.10).
     public var scanInterval: UInt16 = 0x0060 // 60 ms
     public var scanWindow: UInt16 = 0x0030 // 30 ms
+    /// How long a dynamic read or write may wait for the application before the server answers
+    /// Unlikely Error (the central's own transaction timeout is 30 s).
+    public var applicationResponseTimeout: Duration = .seconds(10)
     /// Capacity of each notification stream delivered to the application.
     public var notificationBufferLimit: Int = 65_536
 
@@ -61,8 +64,8 @@ public actor HostController {
     var readHandlers: [UInt16: GATTReadHandler] = [:]
     var writeHandlers: [UInt16: GATTWriteHandler] = [:]
     var pendingServerRequests: [UInt64: PendingServerRequest] = [:]
-    var indicationWaiters: [UInt64: (UInt16, CheckedContinuation<Void, any Error>?)] = [:]
-    var roomWaiters: [CheckedContinuation<Void, Never>] = []
+    var indicationWaiters: [UInt64: IndicationWaiter] = [:]
+    var roomWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     var managerEventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
     var ownAddressType: OwnAddressType = .public
     var ownRandomAddress: BDAddress?
@@ -255,6 +258,7 @@ public actor HostController {
             if let d = link.server.nextDeadline { deadlines.append(d) }
         }
         if let d = scan?.deadline { deadlines.append(d) }
+        if let d = pendingServerRequests.values.map(\.deadline).min() { deadlines.append(d) }
         if let d = pendingConnection?.deadline, !(pendingConnection?.cancelSent ?? true) { deadlines.append(d) }
         let next = deadlines.min()
         guard next != scheduledDeadline else { return }
@@ -283,6 +287,13 @@ public actor HostController {
             performServer(serverActions, handle: handle)
         }
         if let s = scan, let d = s.deadline, d <= t { finishScan(id: s.id) }
+        for (token, pending) in pendingServerRequests where pending.deadline <= t {
+            log("the application did not answer a dynamic \(pending.kind) in time: Unlikely Error")
+            switch pending.kind {
+            case .read: respond(toRead: token, with: .failure(.unlikelyError))
+            case .write: respond(toWrite: token, with: .failure(.unlikelyError))
+            }
+        }
         if let p = pendingConnection, p.deadline <= t, !p.cancelSent { connectionTimedOut() }
         rescheduleTimer()
     }

@@ -135,6 +135,13 @@ struct Link {
     }
 }
 
+/// An indication queued by `updateValue`, until its confirmation (or the link closing).
+struct IndicationWaiter {
+    let valueHandle: UInt16
+    let linkHandle: UInt16
+    let continuation: CheckedContinuation<Void, any Error>?
+}
+
 /// A task waiting for a link's ACL queue to reach a state (room for a write, fully sent).
 struct ACLWaiter {
     let handle: UInt16

@@ -125,14 +125,7 @@ public final class PeripheralManager: Sendable {
     /// number of centrals the value was queued for.
     @discardableResult
     public func updateValueWaiting(_ value: [UInt8], forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil) async throws -> Int {
-        while true {
-            try Task.checkCancellation()
-            let result = await updateValue(value, forHandle: valueHandle, onSubscribedCentrals: centrals)
-            switch result {
-            case let .queued(n): return n
-            case .queueFull: await host.waitForRoom()
-            }
-        }
+        try await host.updateValueWaiting(value, valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) })
     }
 
     /// The centrals connected now.

@@ -65,6 +65,8 @@ public enum PeripheralManagerEvent: Sendable {
     case indicationConfirmed(ConnectedCentral, valueHandle: UInt16)
     case advertisingStarted
     case advertisingStopped
+    /// Turning advertising back on (after a connection or disconnection) failed.
+    case advertisingFailed(String)
 }
 
 /// How `updateValue` fared.

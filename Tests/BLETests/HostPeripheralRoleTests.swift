@@ -151,4 +151,38 @@ final class HostPeripheralRoleTests: XCTestCase {
         XCTAssertEqual(sent.map { $0.last }, sent.indices.map { UInt8($0) }, "in order, none lost")
         await m.close()
     }
+
+    /// Two centrals reading the same dynamic value at once each get their own answer (the
+    /// servers of two links number their requests independently).
+    func testConcurrentDynamicReadsFromTwoCentralsAreNotMixedUp() async throws {
+        let t = HostUnderTest()
+        let m = try await manager(t)
+        let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0x180A), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0x2A29), properties: [.read], permissions: [.read], value: nil),
+        ]))
+        let valueHandle = try XCTUnwrap(handles.valueHandle(for: BluetoothUUID(0x2A29)))
+        await m.setReadHandler(forHandle: valueHandle) { request in
+            // Answer the first central late, so the two requests overlap.
+            if request.central.id == 1 { try? await Task.sleep(for: .milliseconds(50)) }
+            return .success([UInt8(request.central.id)])
+        }
+        await connect(t, handle: 0x0041)
+        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
+            status: .success, handle: 0x0042, role: .peripheral, peer: DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_0A), type: .random),
+            interval: 24, latency: 0, supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await waitUntil { await m.connectedCentrals.count == 2 }
+        let read: [UInt8] = [0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
+        await t.controller.sendL2CAP(handle: 0x0042, channel: 4, payload: read)
+        await waitUntil {
+            let acl = await t.controller.acl
+            return acl.contains { $0.handle == 0x0041 } && acl.contains { $0.handle == 0x0042 }
+        }
+        let packets = await t.controller.acl
+        let first = try XCTUnwrap(packets.first { $0.handle == 0x0041 })
+        let second = try XCTUnwrap(packets.first { $0.handle == 0x0042 })
+        XCTAssertEqual(Array(first.data.dropFirst(4)), [0x0B, 1], "central 1 gets its own answer")
+        XCTAssertEqual(Array(second.data.dropFirst(4)), [0x0B, 2], "central 2 gets its own answer")
+        await m.close()
+    }
 }

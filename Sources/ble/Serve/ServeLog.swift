@@ -54,13 +54,15 @@ struct ServeLog: Sendable {
             line("write", central(c) + [("handle", .int(Int(handle)))] + valueJSON(value),
                  text: "write: \(c.address) 0x\(String(format4: handle)) \(valueText(value))")
         case let .readyToUpdateSubscribers(c):
-            line("ready", central(c), text: "ready to update: \(c.address)")
+            line("readyToUpdate", central(c), text: "ready to update: \(c.address)")
         case let .indicationConfirmed(c, handle):
             line("confirmed", central(c) + [("handle", .int(Int(handle)))], text: "indication confirmed: \(c.address) 0x\(String(format4: handle))")
         case .advertisingStarted:
             line("advertising", [("enabled", .bool(true))], text: "advertising")
         case .advertisingStopped:
             line("advertising", [("enabled", .bool(false))], text: "advertising stopped")
+        case let .advertisingFailed(reason):
+            line("advertising", [("enabled", .bool(false)), ("error", .string(reason))], text: "advertising could not restart: \(reason)")
         }
     }
 

@@ -28,7 +28,8 @@ struct TestProfile: ServeProfile {
         let longValue = (0..<512).map { UInt8($0 % 256) }
         handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.long, properties: [.read], permissions: [.read], value: longValue),
-            GATTCharacteristicDefinition(uuid: Self.rw, properties: [.read, .write], permissions: [.read, .write], value: Array("hello".utf8), maximumLength: 512),
+            GATTCharacteristicDefinition(uuid: Self.rw, properties: [.read, .write, .extendedProperties], permissions: [.read, .write], value: Array("hello".utf8),
+                                         maximumLength: 512, extendedProperties: [.reliableWrite]),
             GATTCharacteristicDefinition(uuid: Self.readOnly, properties: [.read], permissions: [.read], value: Array("read only".utf8)),
             GATTCharacteristicDefinition(uuid: Self.writeOnly, properties: [.write, .writeWithoutResponse], permissions: [.write], value: [], maximumLength: 512),
             GATTCharacteristicDefinition(uuid: Self.notify, properties: [.notify], permissions: [], value: counterBytes(0)),
@@ -44,19 +45,43 @@ struct TestProfile: ServeProfile {
         return (data, response)
     }
 
-    /// While enabled: a notified counter every 500 ms, and an indicated counter every 500 ms
-    /// where each indication waits for the previous one's confirmation (the server sends one at
-    /// a time).
+    /// While enabled: a notified counter every 500 ms, and, independently, an indicated counter
+    /// every 500 ms where the next indication waits until every central it went to has
+    /// confirmed the previous one (or 5 s pass). A central that confirms slowly does not hold
+    /// up the notifications.
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handles, let notifyHandle = handles.valueHandle(for: Self.notify), let indicateHandle = handles.valueHandle(for: Self.indicate) else { return }
-        var notified: UInt32 = 0
-        var indicated: UInt32 = 0
-        while !Task.isCancelled {
-            try await Task.sleep(for: .milliseconds(500))
-            notified &+= 1
-            if try await manager.updateValueWaiting(counterBytes(notified), forHandle: notifyHandle) == 0 { notified = 0 }
-            indicated &+= 1
-            if try await manager.updateValueWaiting(counterBytes(indicated), forHandle: indicateHandle) == 0 { indicated = 0 }
+        let events = await manager.events
+        let confirmed = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events {
+                    if case let .indicationConfirmed(_, h) = event, h == indicateHandle { confirmed.increment() }
+                }
+            }
+            group.addTask {
+                var notified: UInt32 = 0
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(500))
+                    notified &+= 1
+                    if try await manager.updateValueWaiting(counterBytes(notified), forHandle: notifyHandle) == 0 { notified = 0 }
+                }
+            }
+            group.addTask {
+                var indicated: UInt32 = 0
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(500))
+                    indicated &+= 1
+                    let before = confirmed.value
+                    let sent = try await manager.updateValueWaiting(counterBytes(indicated), forHandle: indicateHandle)
+                    if sent == 0 { indicated = 0; continue }
+                    // The next indication waits for this one's confirmations (at most 5 s).
+                    for _ in 0..<250 where confirmed.value < before + sent {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 }
