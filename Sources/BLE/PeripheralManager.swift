@@ -128,6 +128,13 @@ public final class PeripheralManager: Sendable {
         try await host.updateValueWaiting(value, valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) })
     }
 
+    /// Grants or withdraws authorization for a central: attributes with `.readAuthorized` /
+    /// `.writeAuthorized` permissions answer Insufficient Authorization (Vol 3 Part F §3.4.1.1)
+    /// until the application authorizes the central that asks.
+    public func authorize(_ central: ConnectedCentral, _ authorized: Bool = true) async {
+        await host.setAuthorized(authorized, linkID: central.id)
+    }
+
     /// The centrals connected now.
     public var connectedCentrals: [ConnectedCentral] {
         get async { await host.connectedCentrals() }
@@ -146,6 +153,11 @@ public final class PeripheralManager: Sendable {
 extension HostController {
     func connectedCentrals() -> [ConnectedCentral] {
         links.values.filter { $0.role == .peripheral }.map { ConnectedCentral(id: $0.id, address: $0.peer) }.sorted { $0.id < $1.id }
+    }
+
+    func setAuthorized(_ authorized: Bool, linkID: UInt64) {
+        guard let handle = linkHandle(forID: linkID) else { return }
+        links[handle]?.security.authorized = authorized
     }
 
     func setStoredValue(_ value: [UInt8], forHandle handle: UInt16) {

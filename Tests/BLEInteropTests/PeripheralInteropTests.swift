@@ -194,6 +194,35 @@ final class PeripheralInteropTests: XCTestCase {
         await central.close()
     }
 
+    /// `ble serve` ends cleanly on SIGTERM and at `--duration`; `ble scan` ends on SIGINT with 130.
+    func testCommandsStopOnSignalsAndDuration() throws {
+        let env = try InteropEnvironment.current()
+        let peripheral = try serve(env)
+        let started = Date()
+        peripheral.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4.9, "SIGTERM ends serve without the SIGKILL fallback")
+        XCTAssertEqual(peripheral.exitStatus, 0)
+
+        let timed = try BLETool.run(["serve", "battery", "--duration", "2", "--hci", env.rootcanal], timeout: 30)
+        XCTAssertTrue(timed.succeeded, "\(timed)")
+        XCTAssertLessThan(timed.duration, 15)
+
+        let scan = Process()
+        scan.executableURL = try BLETool.executableURL()
+        scan.arguments = ["scan", "--json", "--hci", env.rootcanal]
+        scan.standardOutput = FileHandle.nullDevice
+        scan.standardError = FileHandle.nullDevice
+        try scan.run()
+        Thread.sleep(forTimeInterval: 2)
+        kill(scan.processIdentifier, SIGINT)
+        let deadline = Date().addingTimeInterval(10)
+        while scan.isRunning, Date() < deadline { usleep(20_000) }
+        XCTAssertFalse(scan.isRunning, "Ctrl-C stops an open-ended scan")
+        if scan.isRunning { kill(scan.processIdentifier, SIGKILL) }
+        scan.waitUntilExit()
+        XCTAssertEqual(scan.terminationStatus, 130)
+    }
+
     func assertATTError(_ codes: Set<ATTErrorCode>, file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void) async {
         do {
             try await body()

@@ -185,4 +185,31 @@ final class HostPeripheralRoleTests: XCTestCase {
         XCTAssertEqual(Array(second.data.dropFirst(4)), [0x0B, 2], "central 2 gets its own answer")
         await m.close()
     }
+
+    func testAuthorizationIsGrantedPerCentral() async throws {
+        let t = HostUnderTest()
+        let m = try await manager(t)
+        let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0x180A), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0x2A25), properties: [.read], permissions: [.readAuthorized], value: [0x42]),
+        ]))
+        let valueHandle = try XCTUnwrap(handles.valueHandle(for: BluetoothUUID(0x2A25)))
+        await connect(t)
+        await waitUntil { await !m.connectedCentrals.isEmpty }
+        let read: [UInt8] = [0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
+        await waitUntil { await Self.attPDUs(t).count == 1 }
+        let refused = await attPDUs(t)[0]
+        XCTAssertEqual(refused, [0x01, 0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8), 0x08], "Insufficient Authorization")
+        let central = try await XCTUnwrapAsync(await m.connectedCentrals.first)
+        await m.authorize(central)
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
+        await waitUntil { await Self.attPDUs(t).count == 2 }
+        let granted = await attPDUs(t)[1]
+        XCTAssertEqual(granted, [0x0B, 0x42])
+        await m.close()
+    }
+
+    func XCTUnwrapAsync<T>(_ value: T?) async throws -> T {
+        try XCTUnwrap(value)
+    }
 }

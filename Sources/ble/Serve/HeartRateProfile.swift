@@ -29,6 +29,8 @@ struct HeartRateProfile: ServeProfile {
         if let cp = handles.valueHandle(for: Self.controlPoint) {
             let energy = self.energy
             await manager.setWriteHandler(forHandle: cp) { request in
+                // The Control Point takes Write Requests only (HRS §3.3); a command is ignored.
+                guard request.kind != .command else { return .success(()) }
                 guard request.value == [0x01] else { return .failure(ATTErrorCode(rawValue: 0x80)) }
                 energy.reset()
                 return .success(())
