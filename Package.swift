@@ -19,6 +19,8 @@ let package = Package(
         .target(name: "BLEHCI", dependencies: ["BLEWire"]),
         .target(name: "BLETransport", dependencies: ["BLEHCI"]),
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
+        // The in-process virtual LE controller and medium (issue 4; first slice).
+        .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
         .executableTarget(name: "ble", dependencies: ["BLE"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
@@ -30,6 +32,7 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
+        .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE"], exclude: ["peers"]),
     ],

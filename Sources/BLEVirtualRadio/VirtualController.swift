@@ -1,0 +1,371 @@
+import BLEHCI
+import BLEWire
+
+/// The controller side of HCI for one virtual LE controller: a sans-IO state machine that takes
+/// a decoded command (or an ACL packet) from its host and returns the events for that host plus
+/// the air actions for the medium. Core spec Vol 4 Part E §7 (commands and events) and Vol 6
+/// Part B §4 (link-layer states: standby, advertising, scanning, initiating, connection).
+///
+/// Commands outside the set the host stack uses are answered with Command Complete and status
+/// Unknown HCI Command (0x01), which the host reads as "not supported" (Vol 4 Part E §4.5).
+public struct VirtualController: Sendable {
+    public let publicAddress: BDAddress
+    public let configuration: VirtualControllerConfiguration
+
+    // Set-up state (Vol 4 Part E §7.3.1, §7.8.1): reset defaults.
+    public internal(set) var eventMask: UInt64 = Self.defaultEventMask
+    public internal(set) var leEventMask: UInt64 = Self.defaultLEEventMask
+    public internal(set) var randomAddress: BDAddress?
+
+    // Advertising state (§7.8.5–§7.8.9).
+    var advertisingIntervalMin: UInt16 = 0x0800
+    var advertisingType: AdvertisingType = .connectableUndirected
+    var advertisingOwnAddressType: UInt8 = 0
+    var advertisingData: [UInt8] = []
+    var scanResponseData: [UInt8] = []
+    public internal(set) var isAdvertising = false
+
+    // Scanning state (§7.8.10, §7.8.11).
+    var activeScan = false
+    public internal(set) var isScanning = false
+    var filterDuplicates = false
+    var reported: Set<ReportKey> = []
+
+    // Initiating and connections (§7.8.12, §7.8.13).
+    public internal(set) var initiation: Initiation?
+    public internal(set) var connections: [UInt16: Connection] = [:]
+    var nextHandle: UInt16 = 0x0040
+
+    /// Reset default of Set Event Mask: 0x00001FFFFFFFFFFF (LE Meta, bit 61, off). §7.3.1.
+    public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    /// Reset default of LE Set Event Mask: the first five subevents. §7.8.1.
+    public static let defaultLEEventMask: UInt64 = 0x1F
+
+    /// What LE Create Connection asked for.
+    public struct Initiation: Hashable, Sendable {
+        public var peer: DeviceAddress
+        public var ownAddress: DeviceAddress
+        public var interval: UInt16
+        public var latency: UInt16
+        public var supervisionTimeout: UInt16
+    }
+
+    /// One established link, as this controller sees it.
+    public struct Connection: Hashable, Sendable {
+        public var role: LERole
+        public var peer: DeviceAddress
+        public var interval: UInt16
+        public var latency: UInt16
+        public var supervisionTimeout: UInt16
+    }
+
+    struct ReportKey: Hashable {
+        var address: DeviceAddress
+        var type: LegacyAdvertisingEventType
+    }
+
+    public init(address: BDAddress, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) {
+        self.publicAddress = address
+        self.configuration = configuration
+    }
+
+    // MARK: Addresses
+
+    /// The address this controller uses on air for an Own_Address_Type (0 public, 1 random; the
+    /// RPA variants fall back to their identity as with an empty resolving list, §7.8.5).
+    func ownAddress(type: UInt8) -> DeviceAddress? {
+        if type & 0x01 == 0 { return DeviceAddress(publicAddress, type: .public) }
+        guard let r = randomAddress else { return nil }
+        return DeviceAddress(r, type: .random)
+    }
+
+    /// What other controllers hear while this one advertises.
+    public var advertisement: VirtualAdvertisement? {
+        guard isAdvertising, let address = ownAddress(type: advertisingOwnAddressType) else { return nil }
+        return VirtualAdvertisement(address: address, type: advertisingType, data: advertisingData,
+                                    scanResponse: scanResponseData,
+                                    interval: .microseconds(625 * Int64(advertisingIntervalMin)))
+    }
+
+    // MARK: Event masking (§7.3.1, §7.8.1)
+
+    func leEventEnabled(bit: Int) -> Bool {
+        eventMask & (1 << 61) != 0 && leEventMask & (1 << UInt64(bit)) != 0
+    }
+
+    func eventEnabled(bit: Int) -> Bool { eventMask & (1 << UInt64(bit)) != 0 }
+
+    // MARK: Commands
+
+    /// Handles one command from the host. None of this slice's commands depends on the time;
+    /// timed behaviour (advertising events) lives in the medium.
+    public mutating func handle(_ command: HCICommand) -> ControllerOutput {
+        var out = ControllerOutput()
+        let op = command.opcode
+        var r = ByteReader(command.parameters)
+        do {
+            switch op {
+            case .reset:
+                resetState()
+                out.air.append(.reset)
+                out.event(complete(op))
+            case .readLocalVersionInformation:
+                var w = ByteWriter()
+                w.u8(configuration.hciVersion)
+                w.u16(0)
+                w.u8(configuration.hciVersion)
+                w.u16(configuration.companyIdentifier)
+                w.u16(0)
+                out.event(complete(op, w.bytes))
+            case .readLocalSupportedCommands:
+                out.event(complete(op, Self.supportedCommands))
+            case .readLocalSupportedFeatures:
+                // Byte 4: bit 5 "LE Supported (Controller)", bit 6 "BR/EDR Not Supported". Vol 2 Part C §3.3.
+                out.event(complete(op, [0, 0, 0, 0, 0x60, 0, 0, 0]))
+            case .readBDADDR:
+                out.event(complete(op, publicAddress.littleEndianBytes))
+            case .readBufferSize:
+                // An LE-only controller has no BR/EDR buffers; the host uses the LE ones. §7.4.5.
+                out.event(complete(op, [0, 0, 0, 0, 0, 0, 0]))
+            case .leReadBufferSizeV1:
+                var w = ByteWriter()
+                w.u16(configuration.leACLBufferLength)
+                w.u8(configuration.leACLBufferCount)
+                out.event(complete(op, w.bytes))
+            case .leReadBufferSizeV2:
+                var w = ByteWriter()
+                w.u16(configuration.leACLBufferLength)
+                w.u8(configuration.leACLBufferCount)
+                w.u16(0)
+                w.u8(0)
+                out.event(complete(op, w.bytes))
+            case .setEventMask:
+                eventMask = try r.readU64()
+                out.event(complete(op))
+            case .leSetEventMask:
+                leEventMask = try r.readU64()
+                out.event(complete(op))
+            case .leReadLocalSupportedFeatures:
+                out.event(complete(op, [UInt8](repeating: 0, count: 8)))
+            case .leSetRandomAddress:
+                let a = BDAddress(littleEndian: try r.readBytes(6))
+                // §7.8.4: disallowed while advertising or scanning use the random address.
+                if isAdvertising || isScanning {
+                    out.event(complete(op, status: .commandDisallowed))
+                } else {
+                    randomAddress = a
+                    out.event(complete(op))
+                }
+            case .leSetAdvertisingParameters:
+                out.event(complete(op, status: try setAdvertisingParameters(&r)))
+            case .leSetAdvertisingData, .leSetScanResponseData:
+                // §7.8.7: the command always carries 31 data octets; hosts that send only the
+                // significant ones are tolerated.
+                let n = Int(try r.readU8())
+                let bytes = r.readRemaining()
+                if n > 31 || n > bytes.count {
+                    out.event(complete(op, status: .invalidHCICommandParameters))
+                } else {
+                    if op == .leSetAdvertisingData { advertisingData = Array(bytes.prefix(n)) } else { scanResponseData = Array(bytes.prefix(n)) }
+                    if isAdvertising { out.air.append(.advertisingChanged) }
+                    out.event(complete(op))
+                }
+            case .leSetAdvertisingEnable:
+                let enable = try r.readU8()
+                out.event(complete(op, status: setAdvertisingEnable(enable, air: &out.air)))
+            case .leSetScanParameters:
+                out.event(complete(op, status: try setScanParameters(&r)))
+            case .leSetScanEnable:
+                let enable = try r.readU8()
+                let duplicates = try r.readU8()
+                guard enable <= 1, duplicates <= 1 else { throw WireError.invalid("scan enable") }
+                if enable == 1 && !isScanning { reported = [] }
+                isScanning = enable == 1
+                filterDuplicates = duplicates == 1
+                out.event(complete(op))
+            case .leCreateConnection:
+                createConnection(&r, out: &out)
+            case .leCreateConnectionCancel:
+                guard let i = initiation else {
+                    out.event(complete(op, status: .commandDisallowed))
+                    break
+                }
+                initiation = nil
+                out.event(complete(op))
+                out.air.append(.cancelInitiation)
+                // §7.8.13: the cancelled attempt ends with a Connection Complete, status 0x02.
+                if let e = connectionCompleteEvent(LEConnectionComplete(
+                    status: .unknownConnectionIdentifier, handle: 0, role: .central, peer: i.peer,
+                    interval: 0, latency: 0, supervisionTimeout: 0)) { out.event(e) }
+            case .disconnect:
+                let handle = try r.readU16() & 0x0FFF
+                let reason = HCIStatus(try r.readU8())
+                guard connections.removeValue(forKey: handle) != nil else {
+                    out.event(status(op, .unknownConnectionIdentifier))
+                    break
+                }
+                out.event(status(op, .success))
+                out.air.append(.disconnect(handle: handle, reason: reason))
+                if eventEnabled(bit: 4) {
+                    out.event(.disconnectionComplete(status: .success, handle: handle, reason: .connectionTerminatedByLocalHost))
+                }
+            case .leConnectionUpdate:
+                let handle = try r.readU16() & 0x0FFF
+                let intervalMin = try r.readU16()
+                let intervalMax = try r.readU16()
+                let latency = try r.readU16()
+                let timeout = try r.readU16()
+                guard connections[handle] != nil else {
+                    out.event(status(op, .unknownConnectionIdentifier))
+                    break
+                }
+                guard intervalMin <= intervalMax, (0x0006...0x0C80).contains(intervalMin) else {
+                    out.event(status(op, .invalidHCICommandParameters))
+                    break
+                }
+                out.event(status(op, .success))
+                out.air.append(.connectionUpdate(handle: handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout))
+            default:
+                out.event(complete(op, status: .unknownCommand))
+            }
+        } catch {
+            // Short or malformed parameters: Invalid HCI Command Parameters (Vol 1 Part F §1.3).
+            let asStatus: Set<HCIOpcode> = [.disconnect, .leCreateConnection, .leConnectionUpdate]
+            out.event(asStatus.contains(op) ? status(op, .invalidHCICommandParameters)
+                                            : complete(op, status: .invalidHCICommandParameters))
+        }
+        return out
+    }
+
+    private mutating func setAdvertisingParameters(_ r: inout ByteReader) throws(WireError) -> HCIStatus {
+        let intervalMin = try r.readU16()
+        let intervalMax = try r.readU16()
+        let rawType = try r.readU8()
+        let ownType = try r.readU8()
+        try r.skip(7) // peer address type and address: directed advertising is not modelled yet
+        _ = try r.readU8() // channel map
+        _ = try r.readU8() // filter policy
+        // §7.8.5: changing parameters while advertising is enabled is disallowed.
+        if isAdvertising { return .commandDisallowed }
+        guard let type = AdvertisingType(rawValue: rawType), ownType <= 3 else { return .invalidHCICommandParameters }
+        let directed = type == .connectableDirectedHighDuty
+        if !directed {
+            guard intervalMin <= intervalMax, (0x0020...0x4000).contains(intervalMin), intervalMax <= 0x4000 else {
+                return .invalidHCICommandParameters
+            }
+        }
+        advertisingIntervalMin = directed ? 0x0020 : intervalMin
+        advertisingType = type
+        advertisingOwnAddressType = ownType
+        return .success
+    }
+
+    private mutating func setAdvertisingEnable(_ enable: UInt8, air: inout [AirAction]) -> HCIStatus {
+        guard enable <= 1 else { return .invalidHCICommandParameters }
+        if enable == 1 {
+            // §7.8.9: own address type random without a random address set.
+            guard ownAddress(type: advertisingOwnAddressType) != nil else { return .invalidHCICommandParameters }
+            isAdvertising = true
+        } else {
+            isAdvertising = false
+        }
+        air.append(.advertisingChanged)
+        return .success
+    }
+
+    private mutating func setScanParameters(_ r: inout ByteReader) throws(WireError) -> HCIStatus {
+        let type = try r.readU8()
+        let interval = try r.readU16()
+        let window = try r.readU16()
+        let ownType = try r.readU8()
+        _ = try r.readU8()
+        // §7.8.10: disallowed while scanning is enabled.
+        if isScanning { return .commandDisallowed }
+        guard type <= 1, window <= interval, ownType <= 3 else { return .invalidHCICommandParameters }
+        activeScan = type == 1
+        return .success
+    }
+
+    private mutating func createConnection(_ r: inout ByteReader, out: inout ControllerOutput) {
+        let op = HCIOpcode.leCreateConnection
+        do {
+            try r.skip(4) // scan interval and window
+            let filterPolicy = try r.readU8()
+            let peerType = try r.readU8()
+            let peer = BDAddress(littleEndian: try r.readBytes(6))
+            let ownType = try r.readU8()
+            let intervalMin = try r.readU16()
+            let intervalMax = try r.readU16()
+            let latency = try r.readU16()
+            let timeout = try r.readU16()
+            _ = try r.readU32() // CE lengths
+            // §7.8.12: disallowed while already initiating.
+            if initiation != nil {
+                out.event(status(op, .commandDisallowed))
+                return
+            }
+            guard filterPolicy == 0 else {
+                // The Filter Accept List is not modelled yet.
+                out.event(status(op, .unsupportedFeatureOrParameterValue))
+                return
+            }
+            guard peerType <= 3, intervalMin <= intervalMax, let own = ownAddress(type: ownType) else {
+                out.event(status(op, .invalidHCICommandParameters))
+                return
+            }
+            let target = DeviceAddress(peer, type: (AddressType(rawValue: peerType) ?? .public).peerType)
+            initiation = Initiation(peer: target, ownAddress: own, interval: intervalMin, latency: latency, supervisionTimeout: timeout)
+            out.event(status(op, .success))
+            out.air.append(.initiate(peer: target))
+        } catch {
+            out.event(status(op, .invalidHCICommandParameters))
+        }
+    }
+
+    /// HCI Reset (§7.3.2): back to standby with reset defaults; links are dropped silently.
+    mutating func resetState() {
+        self = VirtualController(address: publicAddress, configuration: configuration)
+    }
+
+    // MARK: Event builders
+
+    func complete(_ op: HCIOpcode, _ parameters: [UInt8] = [], status: HCIStatus = .success) -> HCIEvent {
+        // Return parameters beyond the status are only meaningful on success.
+        .commandComplete(numHCICommandPackets: 1, opcode: op, returnParameters: [status.rawValue] + (status.isSuccess ? parameters : []))
+    }
+
+    func status(_ op: HCIOpcode, _ status: HCIStatus) -> HCIEvent {
+        .commandStatus(status: status, numHCICommandPackets: 1, opcode: op)
+    }
+
+    /// LE Enhanced Connection Complete when the host unmasked it (LE mask bit 9), else the legacy
+    /// event (bit 0), else nothing. §7.7.65.1, §7.7.65.10.
+    func connectionCompleteEvent(_ event: LEConnectionComplete) -> HCIEvent? {
+        var e = event
+        if leEventEnabled(bit: 9) {
+            e.format = .enhanced
+        } else if leEventEnabled(bit: 0) {
+            e.format = .legacy
+        } else {
+            return nil
+        }
+        return .le(.connectionComplete(e))
+    }
+
+    /// The Supported_Commands bit map (§6.27): exactly the commands `handle` implements.
+    static let supportedCommands: [UInt8] = {
+        var octets = [UInt8](repeating: 0, count: 64)
+        let bits: [(Int, Int)] = [
+            (0, 5), // Disconnect
+            (5, 6), (5, 7), // Set Event Mask, Reset
+            (14, 3), (14, 5), (14, 7), // Read Local Version Information, Read Local Supported Features, Read Buffer Size
+            (15, 1), // Read BD_ADDR
+            (25, 0), (25, 1), (25, 2), (25, 4), (25, 5), (25, 7), // LE Set Event Mask ... LE Set Advertising Data
+            (26, 0), (26, 1), (26, 2), (26, 3), (26, 4), (26, 5), // LE Set Scan Response Data ... LE Create Connection Cancel
+            (27, 2), // LE Connection Update
+            (41, 5), // LE Read Buffer Size v2
+        ]
+        for (octet, bit) in bits { octets[octet] |= 1 << UInt8(bit) }
+        return octets
+    }()
+}

@@ -1,0 +1,100 @@
+import BLEHCI
+import BLEWire
+
+/// What a virtual controller hands to its host: an HCI event or an ACL data packet
+/// (Core spec Vol 4 Part E §5.4.2, §5.4.4). Kept typed, not as bytes, so tests can compare them.
+public enum HostBoundPacket: Hashable, Sendable {
+    case event(HCIEvent)
+    case acl(ACLPacket)
+
+    /// The packet with its H4 indicator, as a transport carries it.
+    public var h4Frame: H4Frame {
+        switch self {
+        case let .event(e): return e.h4Frame
+        case let .acl(p): return p.h4Frame
+        }
+    }
+}
+
+/// What a controller asks of the medium after a command or ACL packet from its host. The medium
+/// (VirtualMedium.swift) carries these "over the air" to other controllers; the controller itself
+/// never sees its peers, which keeps it a plain state machine (ARCHITECTURE.md, sans-IO).
+public enum AirAction: Hashable, Sendable {
+    /// Advertising was enabled, disabled or changed: the medium re-reads `advertisement`.
+    case advertisingChanged
+    /// The initiator started (LE Create Connection): the medium connects at the target's next
+    /// connectable advertising event.
+    case initiate(peer: DeviceAddress)
+    /// The initiator stopped without a connection (LE Create Connection Cancel).
+    case cancelInitiation
+    /// One ACL packet for the peer of `handle`, as the host sent it.
+    case acl(handle: UInt16, packet: ACLPacket)
+    /// The host terminated the link; the peer learns `reason` (Vol 4 Part E §7.1.6).
+    case disconnect(handle: UInt16, reason: HCIStatus)
+    /// New connection parameters for both ends of `handle` (Vol 4 Part E §7.8.18).
+    case connectionUpdate(handle: UInt16, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16)
+    /// HCI Reset: every link of this controller is gone, without a word to the peer (who will
+    /// see a supervision timeout).
+    case reset
+}
+
+/// The result of one input to a `VirtualController`: packets for its own host and actions for
+/// the medium, in order.
+public struct ControllerOutput: Hashable, Sendable {
+    public var toHost: [HostBoundPacket] = []
+    public var air: [AirAction] = []
+
+    public init(toHost: [HostBoundPacket] = [], air: [AirAction] = []) {
+        self.toHost = toHost
+        self.air = air
+    }
+
+    mutating func event(_ e: HCIEvent) { toHost.append(.event(e)) }
+}
+
+/// A controller's current advertising as the medium sees it: what other controllers hear each
+/// advertising interval. Core spec Vol 6 Part B §4.4.2 (advertising state).
+public struct VirtualAdvertisement: Hashable, Sendable {
+    /// The advertiser's address as it goes on air (public, or the static random address).
+    public var address: DeviceAddress
+    public var type: AdvertisingType
+    public var data: [UInt8]
+    public var scanResponse: [UInt8]
+    /// Advertising_Interval_Min (the virtual radio advertises at the fastest allowed interval).
+    public var interval: Duration
+
+    public init(address: DeviceAddress, type: AdvertisingType, data: [UInt8], scanResponse: [UInt8] = [], interval: Duration) {
+        self.address = address
+        self.type = type
+        self.data = data
+        self.scanResponse = scanResponse
+        self.interval = interval
+    }
+
+    /// The legacy PDU type scanners report (Vol 4 Part E §7.7.65.2, Event_Type).
+    public var reportType: LegacyAdvertisingEventType {
+        switch type {
+        case .connectableUndirected: return .advInd
+        case .connectableDirectedHighDuty, .connectableDirectedLowDuty: return .advDirectInd
+        case .scannableUndirected: return .advScanInd
+        case .nonConnectableUndirected: return .advNonconnInd
+        }
+    }
+
+    public var isConnectable: Bool { reportType == .advInd || reportType == .advDirectInd }
+    public var isScannable: Bool { reportType == .advInd || reportType == .advScanInd }
+}
+
+/// Fixed answers a virtual controller gives to the informational commands. Defaults describe an
+/// LE-only Bluetooth 5.4 controller with 27-byte LE ACL buffers, so that L2CAP fragmentation is
+/// exercised on every PDU over 23 bytes, as on rootcanal and many real chips.
+public struct VirtualControllerConfiguration: Hashable, Sendable {
+    /// HCI/LMP version: 0x0D is Core 5.4 (Assigned Numbers, Core Specification Versions).
+    public var hciVersion: UInt8 = 0x0D
+    /// 0xFFFF: the company identifier reserved for testing (Assigned Numbers, Company Identifiers).
+    public var companyIdentifier: UInt16 = 0xFFFF
+    public var leACLBufferLength: UInt16 = 27
+    public var leACLBufferCount: UInt8 = 8
+
+    public init() {}
+}
