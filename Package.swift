@@ -22,7 +22,7 @@ let package = Package(
         // The in-process virtual LE controller and medium (issue 4; first slice).
         .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
-        .executableTarget(name: "ble", dependencies: ["BLE"]),
+        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),

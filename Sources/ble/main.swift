@@ -46,6 +46,7 @@ func flushOutput() {
 
 // Unbuffered-enough output for pipes: each line is flushed by the commands that stream.
 signal(SIGPIPE, SIG_IGN)
+InterruptSignals.shared.install()
 
 let argv = Array(CommandLine.arguments.dropFirst())
 guard let name = argv.first, name != "--help", name != "-h", name != "help" else {

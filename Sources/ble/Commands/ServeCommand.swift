@@ -104,30 +104,3 @@ struct ServeCommand: BLECommand {
     }
 }
 
-/// Returns on SIGINT/SIGTERM (true) or after `limit` or when cancelled (false).
-@discardableResult
-func waitForInterrupt(limit: Duration?) async -> Bool {
-    let (stream, continuation) = AsyncStream<Bool>.makeStream()
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let sources = [SIGINT, SIGTERM].map { sig -> any DispatchSourceSignal in
-        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        source.setEventHandler { continuation.yield(true) }
-        source.resume()
-        return source
-    }
-    if let limit {
-        Task {
-            try? await Task.sleep(for: limit)
-            continuation.yield(false)
-        }
-    }
-    var it = stream.makeAsyncIterator()
-    let signalled = await withTaskCancellationHandler {
-        await it.next()
-    } onCancel: {
-        continuation.finish()
-    }
-    sources.forEach { $0.cancel() }
-    return signalled ?? false
-}
