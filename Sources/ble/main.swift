@@ -7,7 +7,7 @@ import BLETransport
 
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
 let commands: [any BLECommand.Type] = [
-    ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, ServeCommand.self,
+    ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, ServeCommand.self, RadioCommand.self,
 ]
 
 @MainActor
@@ -82,8 +82,8 @@ let status: Int32 = await {
             return 1
         }
     }
-    if command.name == ServeCommand.name {
-        // `serve` handles interrupts itself: they are its normal way to stop.
+    if command.name == ServeCommand.name || command.name == RadioCommand.name {
+        // `serve` and `radio` handle interrupts themselves: they are their normal way to stop.
         return await work.value
     }
     let interrupted = Task { () -> Bool in

@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLETransport
+import BLEVirtualRadio
+import BLEWire
+import Synchronization
+
+/// `ble radio --listen tcp:HOST:PORT`: the virtual radio as a server, in the manner of
+/// rootcanal's HCI port (issue 4, item 5). Each TCP connection is a new virtual LE controller on
+/// one shared medium, so `ble --hci tcp:...` processes and Bumble hosts
+/// (`tcp-client:HOST:PORT`) find and connect to each other with no hardware.
+struct RadioCommand: BLECommand {
+    static let name = "radio"
+    static let abstract = "Serve a virtual LE radio over TCP: each connection is a new controller."
+    static let usage = "radio --listen tcp:HOST:PORT [--json]"
+    static let positionalNames: [String] = []
+    static let minPositionals = 0
+    static let options = [
+        OptionSpec(name: "listen", valueName: "tcp:HOST:PORT", help: "where hosts connect (H4 over TCP); port 0 picks a free port, printed on start"),
+        OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
+    ]
+    static var discussion: String {
+        """
+        Each controller gets its own public address (00:5A:B1:xx:xx:xx, counting up). A host that
+        disconnects takes its controller off the air (HCI Reset): its peers see the link time out.
+        Runs until interrupted (Ctrl-C or SIGTERM).
+
+        EXAMPLE:
+          ble radio --listen tcp:127.0.0.1:6402 &
+          ble serve test --hci tcp:127.0.0.1:6402 &
+          ble scan --hci tcp:127.0.0.1:6402
+        """
+    }
+
+    var host: String
+    var port: UInt16
+    var json: Bool
+
+    init(_ args: ParsedArguments) throws {
+        guard let text = args.option("listen") else { throw UsageError("missing --listen tcp:HOST:PORT") }
+        // TransportSpec rejects port 0 (a host cannot connect to it); a listener may ask for it.
+        let anyPort = text.hasSuffix(":0")
+        let spec: TransportSpec
+        do {
+            spec = try TransportSpec.parse(anyPort ? String(text.dropLast()) + "1" : text)
+        } catch {
+            throw UsageError("--listen: \(error)")
+        }
+        guard case let .tcp(host, port) = spec else {
+            throw UsageError("--listen expects tcp:HOST:PORT (e.g. tcp:127.0.0.1:6402), got '\(text)'")
+        }
+        self.host = host
+        self.port = anyPort ? 0 : port
+        json = args.flag("json")
+    }
+
+    func run() async throws {
+        let listener = try TCPListener.listen(host: host, port: port)
+        let radio = VirtualRadio()
+        let log = RadioLog(json: json)
+        log.line("listening", [("listen", .string(listener.description)), ("port", .int(Int(listener.port)))],
+                 text: "virtual radio listening on \(listener.description)")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { sessions in
+                    var index = 0
+                    for await connection in listener.connections {
+                        index += 1
+                        let number = index
+                        let address = RadioCommand.controllerAddress(number)
+                        sessions.addTask {
+                            log.line("connected", [("controller", .int(number)), ("peer", .string(connection.peer)), ("address", .string(address.description))],
+                                     text: "connected: controller \(number) (\(address)) for \(connection.peer)")
+                            let end = await radio.serve(hostTransport: connection, address: address)
+                            let reason: String
+                            switch end {
+                            case .hostClosed: reason = "host closed the connection"
+                            case let .hostFailed(error): reason = "\(error)"
+                            case .radioClosed: reason = "radio stopped"
+                            }
+                            log.line("disconnected", [("controller", .int(number)), ("peer", .string(connection.peer)), ("reason", .string(reason))],
+                                     text: "disconnected: controller \(number) (\(address)): \(reason)")
+                        }
+                    }
+                }
+            }
+            group.addTask { await waitForInterrupt(limit: nil) }
+            // The interrupt (or cancellation) ends the accept loop's stream through close().
+            _ = await group.next()
+            await listener.close()
+            await radio.shutdown()
+            await group.waitForAll()
+        }
+        log.line("stopped", [], text: "virtual radio stopped")
+    }
+
+    /// The public BD_ADDR of the `n`th controller: 00:5A:B1 + a 24-bit counter (Core spec Vol 2
+    /// Part B §1.2: a public address is a 24-bit company part and a 24-bit device part; this
+    /// prefix is not an assigned one, which is fine on a radio that only exists in this process).
+    static func controllerAddress(_ n: Int) -> BDAddress {
+        BDAddress(rawValue: 0x00_5A_B1_00_00_00 | UInt64(n & 0xFF_FFFF))
+    }
+}
+
+/// What `ble radio` prints: a readable line per event, or one JSON object with `--json`.
+struct RadioLog: Sendable {
+    let json: Bool
+
+    func line(_ event: String, _ fields: [(String, JSON)], text: String) {
+        if json {
+            print(JSON.object([("event", .string(event))] + fields).text)
+        } else {
+            print(text)
+        }
+        flushOutput()
+    }
+}
