@@ -49,7 +49,8 @@ extension HostController {
         }
     }
 
-    func setDeviceName(_ name: String, appearance: UInt16) {
+    /// Sets the Device Name and Appearance of the GAP service.
+    public func setDeviceName(_ name: String, appearance: UInt16) {
         database.setDeviceName(name, appearance: appearance)
     }
 

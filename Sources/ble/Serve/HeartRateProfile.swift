@@ -59,7 +59,7 @@ struct HeartRateProfile: ServeProfile {
     /// combinations of format, contact (bits 1–2), energy (bit 3) and RR (bit 4).
     static func measurement(step: Int, energy: UInt16) -> [UInt8] {
         let flags = UInt8(step % 32)
-        let bpm = 60 + (step * 7) % 120 + (flags & 0x01 != 0 ? 200 : 0)
+        let bpm = 60 + (step * 7) % 120
         var bytes: [UInt8] = [flags]
         if flags & 0x01 != 0 {
             bytes += [UInt8(bpm & 0xFF), UInt8(bpm >> 8)]
