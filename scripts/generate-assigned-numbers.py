@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate Sources/BLEWire/AssignedNumbers.generated.swift from the Bluetooth SIG numbers tables.
+"""Generate Sources/BLEWire/AssignedNumbers+*.generated.swift from the Bluetooth SIG numbers tables.
 
 Usage (from the repository root):
 
@@ -23,7 +23,7 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(REPO_ROOT, "..", "shared", "data", "bluetooth-numbers")
-DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "Sources", "BLEWire", "AssignedNumbers.generated.swift")
+DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "Sources", "BLEWire")
 COMMAND = "python3 scripts/generate-assigned-numbers.py"
 
 UUID16 = re.compile(r"^[0-9A-F]{4}$")
@@ -139,7 +139,7 @@ def main(argv):
     data_dir = os.path.abspath(argv[1]) if len(argv) > 1 else os.path.normpath(DEFAULT_DATA)
     output = os.path.abspath(argv[2]) if len(argv) > 2 else DEFAULT_OUTPUT
     if len(argv) > 3:
-        fail("usage: %s [DATA_DIR] [OUTPUT_FILE]" % COMMAND)
+        fail("usage: %s [DATA_DIR] [OUTPUT_DIR]" % COMMAND)
 
     services = uuid_table(data_dir, "service_uuids.json")
     characteristics = uuid_table(data_dir, "characteristic_uuids.json")
@@ -149,39 +149,49 @@ def main(argv):
     source = read_text(data_dir, "SOURCE")
     licence = read_text(data_dir, "LICENSE")
 
-    tables = [
-        ("serviceTable", "Service UUIDs: UUID, tab, name.", services),
-        ("characteristicTable", "Characteristic UUIDs: UUID, tab, name.", characteristics),
-        ("descriptorTable", "Descriptor UUIDs: UUID, tab, name.", descriptors),
-        ("companyTable", "Company identifiers (hex), tab, name.", companies),
-        ("appearanceCategoryTable", "Appearance categories (value >> 6, hex), tab, name.", categories),
-        ("appearanceSubcategoryTable", "Appearance subcategories (full 16-bit value, hex), tab, name.", subcategories),
+    # One file per concern: GATT UUID names, company identifiers, appearance values.
+    files = [
+        ("AssignedNumbers+UUIDs.generated.swift", [
+            ("serviceTable", "Service UUIDs: UUID, tab, name.", services),
+            ("characteristicTable", "Characteristic UUIDs: UUID, tab, name.", characteristics),
+            ("descriptorTable", "Descriptor UUIDs: UUID, tab, name.", descriptors),
+        ]),
+        ("AssignedNumbers+Companies.generated.swift", [
+            ("companyTable", "Company identifiers (hex), tab, name.", companies),
+        ]),
+        ("AssignedNumbers+Appearance.generated.swift", [
+            ("appearanceCategoryTable", "Appearance categories (value >> 6, hex), tab, name.", categories),
+            ("appearanceSubcategoryTable", "Appearance subcategories (full 16-bit value, hex), tab, name.", subcategories),
+        ]),
     ]
 
-    out = []
-    out.append("// GENERATED FILE - DO NOT EDIT.")
-    out.append("// Regenerate with: %s" % COMMAND)
-    out.append("//")
-    out.append("// Data: Bluetooth assigned numbers (service, characteristic and descriptor UUIDs, company")
-    out.append("// identifiers, appearance values) from the Bluetooth numbers database.")
-    out.append(comment(source))
-    out.append("//")
-    out.append("// The data is distributed under the following licence, reproduced as it requires:")
-    out.append("//")
-    out.append(comment(licence))
-    out.append("")
-    out.append("extension AssignedNumbers {")
-    for name, doc, lines in tables:
-        out.append("    /// %s %d entries." % (doc, len(lines)))
-        out.append("    static let %s: String = %s" % (name, raw_string(lines)))
-        out.append("")
-    out[-1] = "}"
-    text = "\n".join(out) + "\n"
+    header = []
+    header.append("// GENERATED FILE - DO NOT EDIT.")
+    header.append("// Regenerate with: %s" % COMMAND)
+    header.append("//")
+    header.append("// Data: Bluetooth assigned numbers (service, characteristic and descriptor UUIDs, company")
+    header.append("// identifiers, appearance values) from the Bluetooth numbers database.")
+    header.append(comment(source))
+    header.append("//")
+    header.append("// The data is distributed under the following licence, reproduced as it requires:")
+    header.append("//")
+    header.append(comment(licence))
+    header.append("")
 
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
-    counts = ", ".join("%s %d" % (name, len(lines)) for name, _, lines in tables)
-    print("wrote %s (%s)" % (os.path.relpath(output, os.getcwd()), counts))
+    os.makedirs(output, exist_ok=True)
+    for filename, tables in files:
+        out = list(header)
+        out.append("extension AssignedNumbers {")
+        for name, doc, lines in tables:
+            out.append("    /// %s %d entries." % (doc, len(lines)))
+            out.append("    static let %s: String = %s" % (name, raw_string(lines)))
+            out.append("")
+        out[-1] = "}"
+        path = os.path.join(output, filename)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(out) + "\n")
+        counts = ", ".join("%s %d" % (name, len(lines)) for name, _, lines in tables)
+        print("wrote %s (%s)" % (os.path.relpath(path, os.getcwd()), counts))
 
 
 if __name__ == "__main__":

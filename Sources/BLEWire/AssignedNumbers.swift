@@ -2,7 +2,7 @@
 /// company identifiers (Core spec Vol 3 Part C §11, Manufacturer Specific Data, and LMP/LL version
 /// reports) and GAP appearance values (Core Supplement Part A §1.12).
 ///
-/// The tables live in `AssignedNumbers.generated.swift`, produced by
+/// The tables live in `AssignedNumbers+{UUIDs,Companies,Appearance}.generated.swift`, produced by
 /// `scripts/generate-assigned-numbers.py` from shared/data/bluetooth-numbers. They are stored as
 /// tab-separated text and parsed into dictionaries the first time a lookup needs them (a `static
 /// let` is initialised lazily and exactly once, thread-safely), which keeps compile time small and
