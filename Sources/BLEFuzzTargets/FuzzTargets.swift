@@ -95,7 +95,7 @@ public enum FuzzTargets {
         case "advertising-data":
             let ad = AdvertisingData.Builder()
                 .flags([.leGeneralDiscoverable, .brEdrNotSupported])
-                .serviceUUIDs([BluetoothUUID(0x180D), BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!])
+                .serviceUUIDs([BluetoothUUID(0x180D), BluetoothUUID(high: 0x1234_5678_1234_5678, low: 0x1234_5678_9ABC_DEF0)])
                 .localName("Heart Rate Sensor")
                 .build().encode()
             let response = AdvertisingData.Builder()
@@ -149,7 +149,7 @@ public enum FuzzTargets {
                                   ATTGroupData(handle: 6, endGroupHandle: 9, value: [0x0D, 0x18])]),
         .readByTypeResponse([ATTHandleValue(handle: 2, value: [0x02, 0x03, 0x00, 0x00, 0x2A])]),
         .findInformationResponse([ATTHandleUUID(handle: 4, uuid: GATTUUID.clientCharacteristicConfiguration)]),
-        .findInformationResponse([ATTHandleUUID(handle: 4, uuid: BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!)]),
+        .findInformationResponse([ATTHandleUUID(handle: 4, uuid: BluetoothUUID(high: 0x1234_5678_1234_5678, low: 0x1234_5678_9ABC_DEF0))]),
         .findByTypeValueResponse([ATTHandleRange(foundHandle: 1, groupEndHandle: 5)]),
         .readMultipleVariableResponse([ATTLengthValue(value: [1, 2]), ATTLengthValue(length: 9, value: [3])]),
         .multipleHandleValueNotification([ATTHandleValue(handle: 3, value: [1]), ATTHandleValue(handle: 5, value: [])]),

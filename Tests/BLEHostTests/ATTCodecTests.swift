@@ -5,7 +5,7 @@ import BLEWire
 /// ATT PDU layouts, Core spec Vol 3 Part F §3.4: golden bytes for every PDU both ways, and the
 /// length checks that keep a malformed PDU from being acted on.
 final class ATTCodecTests: XCTestCase {
-    private let uuid128 = BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!
+    private let uuid128 = BluetoothUUID(high: 0x1234_5678_1234_5678, low: 0x1234_5678_9ABC_DEF0)
     private let uuid128Hex = "f0debc9a785634127856341278563412"
 
     /// Every PDU with its exact wire form.

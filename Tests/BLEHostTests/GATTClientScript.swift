@@ -88,5 +88,5 @@ extension Result where Success == GATTOutput, Failure == GATTError {
 }
 
 /// The 128-bit UUID the scripts use, and its little-endian wire form.
-let gattScriptUUID128 = BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!
+let gattScriptUUID128 = BluetoothUUID(high: 0x1234_5678_1234_5678, low: 0x1234_5678_9ABC_DEF0)
 let gattScriptUUID128Hex = "f0debc9a785634127856341278563412"

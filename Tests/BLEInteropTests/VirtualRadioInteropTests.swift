@@ -49,7 +49,7 @@ final class VirtualRadioInteropTests: XCTestCase {
         try peripheral.waitFor("connected")
         try peripheral.waitFor("disconnected")
         // Three hosts came and went or stayed: the peripheral, the reader and the dumper.
-        try radio.waitFor("disconnected", count: 2)
+        try radio.waitForCount("disconnected", count: 2)
         XCTAssertGreaterThanOrEqual(radio.count("connected"), 3)
     }
 
@@ -106,103 +106,17 @@ final class VirtualRadioInteropTests: XCTestCase {
 }
 
 /// `ble radio --listen tcp:127.0.0.1:0 --json` as a child process; `init` returns once it printed
-/// the port the kernel chose. Its JSON event lines are kept so a test can wait for them.
-final class RadioProcess: @unchecked Sendable {
+/// the port the kernel chose.
+final class RadioProcess: BLEToolProcess, @unchecked Sendable {
     private(set) var port: UInt16 = 0
-    private let process = Process()
-    private let lock = NSCondition()
-    private var lines: [[String: Any]] = []
-    private var stderrText = ""
-    private var ended = false
 
     init() throws {
-        process.executableURL = try BLETool.executableURL()
-        process.arguments = ["radio", "--listen", "tcp:127.0.0.1:0", "--json"]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        Self.read(out.fileHandleForReading) { [weak self] line in self?.received(line) } ended: { [weak self] in self?.finish() }
-        Self.read(err.fileHandleForReading) { [weak self] line in self?.receivedError(line) } ended: {}
-        let listening = try waitFor("listening", count: 1, timeout: 30)
+        try super.init(["radio", "--listen", "tcp:127.0.0.1:0", "--json"])
+        let listening = try waitForCount("listening", count: 1, timeout: 30)
         guard let number = listening["port"] as? Int, let port = UInt16(exactly: number), port != 0 else {
             stop()
             throw ServeError("ble radio printed no port: \(listening)")
         }
         self.port = port
-    }
-
-    deinit { stop() }
-
-    /// SIGTERM, as Ctrl-C would; SIGKILL if it has not exited after 5 s.
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    /// How many `event` lines have been printed so far.
-    func count(_ event: String) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return lines.filter { $0["event"] as? String == event }.count
-    }
-
-    /// Waits until at least `count` lines of `event` were printed; returns the last of them.
-    @discardableResult
-    func waitFor(_ event: String, count: Int = 1, timeout: TimeInterval = 20) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
-        lock.lock()
-        defer { lock.unlock() }
-        while true {
-            let matching = lines.filter { $0["event"] as? String == event }
-            if matching.count >= count, let last = matching.last { return last }
-            if ended { throw ServeError("ble radio ended before \(count)× \"\(event)\"; stderr: \(stderrText)") }
-            if !lock.wait(until: deadline) {
-                throw ServeError("no \(count)× \"\(event)\" from ble radio within \(timeout) s; events: \(lines.suffix(10)); stderr: \(stderrText)")
-            }
-        }
-    }
-
-    private func received(_ line: String) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return }
-        lock.lock()
-        lines.append(object)
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    private func receivedError(_ line: String) {
-        lock.lock()
-        stderrText += line + "\n"
-        lock.unlock()
-    }
-
-    private func finish() {
-        lock.lock()
-        ended = true
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    private static func read(_ handle: FileHandle, line: @escaping @Sendable (String) -> Void, ended: @escaping @Sendable () -> Void) {
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let text = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    line(text)
-                }
-            }
-            ended()
-        }
     }
 }
