@@ -204,18 +204,10 @@ extension HostController {
         let targets = links.filter { entry in
             (centrals?.contains(entry.value.id) ?? true) && entry.value.server.cccd(valueHandle: valueHandle) != 0
         }.map(\.key).sorted()
-        let full = targets.filter { h in
-            guard let link = links[h] else { return false }
-            return link.server.queuedUpdates >= link.server.notificationQueueLimit
-        }
+        let full = targets.filter { links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
         if !full.isEmpty {
-            // Offer the value to the full ones only: it is refused, and marks them to send the
-            // ready signal once they drain.
-            for h in full {
-                guard var link = links[h] else { continue }
-                _ = link.server.notify(valueHandle: valueHandle, value: value)
-                links[h] = link
-            }
+            // Nothing is queued anywhere; the full ones send the ready signal once they drain.
+            for h in full { links[h]?.server.signalReadyWhenRoom() }
             return .queueFull
         }
         var queued = 0

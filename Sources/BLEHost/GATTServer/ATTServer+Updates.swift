@@ -49,6 +49,16 @@ extension ATTServer {
     /// The number of notifications and indications waiting.
     public var queuedUpdates: Int { outgoing.count }
 
+    /// Whether one more notification or indication fits the bounded queue. When it does not,
+    /// the caller may `signalReadyWhenRoom()` to hear `.readyToUpdate` once the queue drains
+    /// (an owner updating several connections all-or-nothing checks every one first).
+    public var hasRoomForUpdate: Bool { outgoing.count < notificationQueueLimit }
+
+    /// Asks for `.readyToUpdate` once the queue has room again (as a refused update does).
+    public mutating func signalReadyWhenRoom() {
+        if !hasRoomForUpdate { readyPending = true }
+    }
+
     /// The next notification or indication to send, nil when nothing can go now. An indication's
     /// timer starts here, at the latest time the server has seen; use `nextOutgoing(now:)` to give
     /// the time exactly. When the queue was full and now has room, `.readyToUpdate` waits in
