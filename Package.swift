@@ -20,8 +20,8 @@ let package = Package(
         .target(name: "BLETransport", dependencies: ["BLEHCI"]),
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
         // The in-process virtual LE controller and medium (issue 4; first slice).
-        .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport"]),
-        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
+        .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport", "BLECrypto"]),
+        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport", "BLEVirtualRadio"]),
         .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),

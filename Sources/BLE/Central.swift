@@ -56,10 +56,10 @@ public final class Central: Sendable {
     public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> AsyncThrowingStream<ScannedDevice, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ScannedDevice, any Error>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let host = self.host
-        let starter = Task {
+        let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
                 let id = try await host.startScan(active: active, filter: filter, timeout: timeout, continuation: continuation)
-                continuation.onTermination = { _ in Task { await host.finishScan(id: id) } }
+                continuation.onTermination = { _ in Task(executorPreference: host.clock.taskExecutor) { await host.finishScan(id: id) } }
                 if Task.isCancelled { await host.finishScan(id: id) }
             } catch {
                 continuation.finish(throwing: error)

@@ -80,19 +80,21 @@ extension HostController {
         guard let state = advertising, state.wanted, state.parameters.kind == .connectable, !state.enabled,
               afterConnection ? state.parameters.continueWhileConnected : state.parameters.restartAfterDisconnect else { return }
         let generation = state.generation
-        Task {
-            // Stopped, restarted or connected meanwhile: this restart is stale.
-            guard let current = self.advertising, current.wanted, !current.enabled, current.generation == generation else { return }
-            do {
-                _ = try await self.commandReturning(.leSetAdvertisingEnable(enable: true))
-                if self.advertising?.generation == generation {
-                    self.advertising?.enabled = true
-                    self.emit(.advertisingStarted)
-                }
-            } catch {
-                self.log("advertising restart failed: \(error)")
-                self.emit(.advertisingFailed("\(error)"))
+        Task(executorPreference: clock.taskExecutor) { await self.restartAdvertising(generation: generation) }
+    }
+
+    private func restartAdvertising(generation: UInt64) async {
+        // Stopped, restarted or connected meanwhile: this restart is stale.
+        guard let current = advertising, current.wanted, !current.enabled, current.generation == generation else { return }
+        do {
+            _ = try await commandReturning(.leSetAdvertisingEnable(enable: true))
+            if advertising?.generation == generation {
+                advertising?.enabled = true
+                emit(.advertisingStarted)
             }
+        } catch {
+            log("advertising restart failed: \(error)")
+            emit(.advertisingFailed("\(error)"))
         }
     }
 

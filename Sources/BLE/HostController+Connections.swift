@@ -52,7 +52,7 @@ extension HostController {
         let handle: UInt16 = try await withTaskCancellationHandler {
             try await pending.result.wait()
         } onCancel: {
-            Task { await self.cancelConnectionAttempt(id: attemptID) }
+            Task(executorPreference: clock.taskExecutor) { await self.cancelConnectionAttempt(id: attemptID) }
         }
         guard let link = links[handle] else { throw BLEError.notConnected }
         return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
@@ -80,7 +80,8 @@ extension HostController {
         pending.cancelSent = true
         let limit = configuration.commandTimeout
         let clock = self.clock
-        Task {
+        let owned = ActorOwned(pending)
+        Task(executorPreference: clock.taskExecutor) {
             do {
                 _ = try await self.commandReturning(.leCreateConnectionCancel)
             } catch {
@@ -88,7 +89,7 @@ extension HostController {
                 self.log("LE Create Connection Cancel: \(error)")
             }
             try? await clock.sleep(for: limit)
-            self.abandonConnectionAttempt(pending)
+            await self.abandonConnectionAttempt(owned.value)
         }
     }
 
@@ -128,13 +129,13 @@ extension HostController {
         }
         guard let pending else {
             // A central-role connection nobody waits for: drop it.
-            Task { try? await self.disconnect(handle: event.handle, reason: .remoteUserTerminatedConnection) }
+            Task(executorPreference: clock.taskExecutor) { try? await self.disconnect(handle: event.handle, reason: .remoteUserTerminatedConnection) }
             return
         }
         if pending.timedOut || pending.cancelledByTask {
             // The connection won the race with our cancel: the caller has gone, so drop it.
             pending.result.fail(pending.timedOut ? BLEError.timeout("connecting to \(pending.peer)") : CancellationError())
-            Task { try? await self.disconnect(handle: event.handle, reason: .remoteUserTerminatedConnection) }
+            Task(executorPreference: clock.taskExecutor) { try? await self.disconnect(handle: event.handle, reason: .remoteUserTerminatedConnection) }
             return
         }
         pending.result.succeed(event.handle)
@@ -153,9 +154,10 @@ extension HostController {
         let linkID = link.id
         let limit = configuration.commandTimeout + .milliseconds(Int64(link.parameters.supervisionTimeoutMilliseconds))
         let clock = self.clock
-        Task {
+        let owned = ActorOwned(attempt)
+        Task(executorPreference: clock.taskExecutor) {
             try? await clock.sleep(for: limit)
-            self.disconnectTimedOut(attempt, linkID: linkID)
+            await self.disconnectTimedOut(owned.value, linkID: linkID)
         }
         do {
             try await command(.disconnect(handle: handle, reason: reason))

@@ -76,11 +76,11 @@ extension HostController {
             let reply: HCICommand = valid
                 ? .leRemoteConnectionParameterRequestReply(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout, minCELength: 0, maxCELength: 0)
                 : .leRemoteConnectionParameterRequestNegativeReply(handle: handle, reason: .unacceptableConnectionParameters)
-            Task { try? await self.command(reply) }
+            Task(executorPreference: clock.taskExecutor) { try? await self.command(reply) }
 
         case let .longTermKeyRequest(handle, _, _):
             // No bonding yet (SMP arrives with the pairing issue): refuse, so the peer learns at once.
-            Task { try? await self.command(.leLongTermKeyRequestNegativeReply(handle: handle)) }
+            Task(executorPreference: clock.taskExecutor) { try? await self.command(.leLongTermKeyRequestNegativeReply(handle: handle)) }
 
         default:
             log("ignored LE event \(meta)")

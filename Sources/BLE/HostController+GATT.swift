@@ -23,7 +23,7 @@ extension HostController {
                 rescheduleTimer()
             }
         } onCancel: {
-            Task { await self.cancelProcedure(id: id, handle: handle) }
+            Task(executorPreference: clock.taskExecutor) { await self.cancelProcedure(id: id, handle: handle) }
         }
     }
 
@@ -57,9 +57,9 @@ extension HostController {
     func drain(linkID: UInt64, limit: Duration = .seconds(2)) async {
         guard let handle = linkHandle(forID: linkID) else { return }
         let clock = self.clock
-        let deadline = Task {
+        let deadline = Task(executorPreference: clock.taskExecutor) {
             try? await clock.sleep(for: limit)
-            self.releaseACLWaiters(handle: handle, force: true)
+            await self.releaseACLWaiters(handle: handle, force: true)
         }
         await waitForACL(handle: handle) { flow in flow.queuedPDUs(handle: handle) == 0 && flow.inFlight(handle: handle) == 0 }
         deadline.cancel()
@@ -127,7 +127,7 @@ extension HostController {
             case .closeBearer:
                 // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
                 // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
-                Task { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
+                Task(executorPreference: clock.taskExecutor) { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
             case let .peerRequest(bytes):
                 receiveServerATT(bytes, handle: handle)
             }
@@ -163,7 +163,7 @@ extension HostController {
         link.notificationSinks[valueHandle, default: [:]][id] = continuation
         links[handle] = link
         continuation.onTermination = { _ in
-            Task { await self.removeNotificationSink(id: id, valueHandle: valueHandle, linkID: linkID) }
+            Task(executorPreference: self.clock.taskExecutor) { await self.removeNotificationSink(id: id, valueHandle: valueHandle, linkID: linkID) }
         }
         return stream
     }

@@ -49,7 +49,7 @@ extension HostController {
             case let .updateConnectionParameters(p, _):
                 // The central answers a peripheral's request (Vol 3 Part A §4.20) by applying it
                 // with LE Connection Update (Vol 4 Part E §7.8.18).
-                Task {
+                Task(executorPreference: clock.taskExecutor) {
                     try? await self.command(.leConnectionUpdate(
                         handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                         maxLatency: p.latency, supervisionTimeout: p.timeout, minCELength: 0, maxCELength: 0))

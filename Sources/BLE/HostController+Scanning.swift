@@ -61,7 +61,7 @@ extension HostController {
         s.finish(throwing: error)
         rescheduleTimer()
         guard failure == nil else { return }
-        Task { await self.disableScanOnRadio() }
+        Task(executorPreference: clock.taskExecutor) { await self.disableScanOnRadio() }
     }
 
     /// Stops the scan and waits until the controller has confirmed it (so a connect can follow).

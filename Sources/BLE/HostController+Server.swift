@@ -93,9 +93,9 @@ extension HostController {
                 pendingServerRequests[token] = PendingServerRequest(kind: .read, linkHandle: handle, serverID: id, deadline: now + configuration.applicationResponseTimeout)
                 let request = GATTReadRequest(id: token, central: central, handle: attribute, offset: offset)
                 if let handler = readHandlers[attribute] {
-                    Task {
+                    Task(executorPreference: clock.taskExecutor) {
                         let result = await handler(request)
-                        self.respond(toRead: request.id, with: result)
+                        await self.respond(toRead: request.id, with: result)
                     }
                 } else if managerEventSinks.isEmpty {
                     // Nobody could answer: say so now rather than leave the central waiting.
@@ -118,9 +118,9 @@ extension HostController {
                 }
                 let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
                 if let handler = writeHandlers[attribute] {
-                    Task {
+                    Task(executorPreference: clock.taskExecutor) {
                         let result = await handler(request)
-                        self.respond(toWrite: request.id, with: result)
+                        await self.respond(toWrite: request.id, with: result)
                     }
                 } else if managerEventSinks.isEmpty {
                     respond(toWrite: token, with: .failure(.unlikelyError))
@@ -152,7 +152,7 @@ extension HostController {
                 }
                 emit(.mtuChanged(central, mtu: mtu))
             case .closeBearer:
-                Task { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
+                Task(executorPreference: clock.taskExecutor) { try? await self.disconnect(handle: handle, reason: .remoteUserTerminatedConnection) }
             }
         }
         pumpNotifications(handle: handle)
@@ -254,7 +254,7 @@ extension HostController {
                 }
             }
         } onCancel: {
-            Task { await self.cancelRoomWaiter(id) }
+            Task(executorPreference: clock.taskExecutor) { await self.cancelRoomWaiter(id) }
         }
     }
 
@@ -279,7 +279,7 @@ extension HostController {
         let id = nextToken
         nextToken += 1
         managerEventSinks[id] = continuation
-        continuation.onTermination = { _ in Task { await self.removeEventSink(id) } }
+        continuation.onTermination = { _ in Task(executorPreference: self.clock.taskExecutor) { await self.removeEventSink(id) } }
         return stream
     }
 

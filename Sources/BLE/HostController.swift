@@ -95,7 +95,7 @@ public actor HostController {
         self.outbound = continuation
         // One writer drains the outbound queue so frames reach the transport in the order the actor
         // produced them, and the actor never waits on a socket.
-        writerTask = Task { [transport] in
+        writerTask = Task(executorPreference: clock.taskExecutor) { [transport] in
             for await frame in stream {
                 do { try await transport.send(frame) } catch { break }
             }
@@ -193,7 +193,7 @@ public actor HostController {
     private func startReader() {
         guard readerTask == nil else { return }
         let stream = transport.incoming
-        readerTask = Task { [weak self] in
+        readerTask = Task(executorPreference: clock.taskExecutor) { [weak self] in
             do {
                 for try await frame in stream {
                     guard let self else { return }
@@ -266,7 +266,7 @@ public actor HostController {
         scheduledDeadline = next
         guard let next else { timerTask = nil; return }
         let clock = self.clock
-        timerTask = Task { [weak self] in
+        timerTask = Task(executorPreference: clock.taskExecutor) { [weak self] in
             do { try await clock.sleep(until: next) } catch { return }
             await self?.timerFired()
         }

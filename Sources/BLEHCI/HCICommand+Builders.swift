@@ -201,6 +201,22 @@ extension HCICommand {
     /// LE Clear Filter Accept List. §7.8.15.
     public static var leClearFilterAcceptList: HCICommand { HCICommand(opcode: .leClearFilterAcceptList) }
 
+    /// LE Add Device To Filter Accept List. §7.8.16. Address type 0 public, 1 random.
+    public static func leAddDeviceToFilterAcceptList(_ address: DeviceAddress) -> HCICommand {
+        build(.leAddDeviceToFilterAcceptList) { w in
+            w.u8(address.type.peerType.rawValue)
+            w.append(address.address.littleEndianBytes)
+        }
+    }
+
+    /// LE Remove Device From Filter Accept List. §7.8.17.
+    public static func leRemoveDeviceFromFilterAcceptList(_ address: DeviceAddress) -> HCICommand {
+        build(.leRemoveDeviceFromFilterAcceptList) { w in
+            w.u8(address.type.peerType.rawValue)
+            w.append(address.address.littleEndianBytes)
+        }
+    }
+
     /// LE Connection Update. §7.8.18. Answered with Command Status, then LE Connection Update
     /// Complete.
     public static func leConnectionUpdate(

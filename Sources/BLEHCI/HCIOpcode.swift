@@ -83,6 +83,10 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leReadFilterAcceptListSize = HCIOpcode(rawValue: 0x200F)
     /// §7.8.15
     public static let leClearFilterAcceptList = HCIOpcode(rawValue: 0x2010)
+    /// §7.8.16
+    public static let leAddDeviceToFilterAcceptList = HCIOpcode(rawValue: 0x2011)
+    /// §7.8.17
+    public static let leRemoveDeviceFromFilterAcceptList = HCIOpcode(rawValue: 0x2012)
     /// §7.8.18
     public static let leConnectionUpdate = HCIOpcode(rawValue: 0x2013)
     /// §7.8.21
@@ -146,6 +150,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leCreateConnectionCancel: "LE Create Connection Cancel",
         .leReadFilterAcceptListSize: "LE Read Filter Accept List Size",
         .leClearFilterAcceptList: "LE Clear Filter Accept List",
+        .leAddDeviceToFilterAcceptList: "LE Add Device To Filter Accept List",
+        .leRemoveDeviceFromFilterAcceptList: "LE Remove Device From Filter Accept List",
         .leConnectionUpdate: "LE Connection Update",
         .leReadRemoteFeatures: "LE Read Remote Features",
         .leEncrypt: "LE Encrypt",

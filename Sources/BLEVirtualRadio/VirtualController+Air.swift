@@ -2,14 +2,30 @@ import BLEHCI
 import BLEWire
 
 /// The inputs a controller gets from the medium rather than from its host: advertising heard,
-/// a link established or lost, ACL data from the peer. Each returns what goes to this
-/// controller's host. Core spec Vol 6 Part B §4 (link layer) as seen through HCI (Vol 4 Part E).
+/// a link established or lost, ACL data from the peer, the peer's part of a link procedure. Each
+/// returns what goes to this controller's host. Core spec Vol 6 Part B §4 (link layer) as seen
+/// through HCI (Vol 4 Part E).
 extension VirtualController {
+    /// The address this controller scans with (§7.8.10 Own_Address_Type).
+    var scannerAddress: DeviceAddress? { ownAddress(type: scanOwnAddressType) }
+
+    /// Whether an advertiser with `policy` bit `bit` set accepts a request from `address`
+    /// (§7.8.5 Advertising_Filter_Policy).
+    static func advertiser(_ adv: VirtualAdvertisement, accepts address: DeviceAddress?, bit: UInt8) -> Bool {
+        guard adv.filterPolicy & bit != 0 else { return true }
+        guard let address else { return false }
+        return adv.filterAcceptList.contains(address)
+    }
+
     /// An advertising event from another controller (Vol 6 Part B §4.4.3, scanning state). An
     /// active scanner of a scannable advertiser also gets the scan response, as if its SCAN_REQ
     /// had been answered at once. Reports go out only when LE Advertising Report is unmasked.
+    /// Directed advertising reaches only its target; scan filter policy 1 (§7.8.10) admits only
+    /// advertisers on the Filter Accept List.
     public mutating func hear(_ adv: VirtualAdvertisement, rssi: Int8) -> [HostBoundPacket] {
         guard isScanning, leEventEnabled(bit: 1) else { return [] }
+        if let target = adv.directTarget, target != scannerAddress { return [] }
+        if scanFilterPolicy & 0x01 != 0, !filterAcceptList.contains(adv.address.withPeerType) { return [] }
         var reports: [LEAdvertisingReport] = []
         func add(_ type: LegacyAdvertisingEventType, _ data: [UInt8]) {
             // §7.8.11: with the duplicate filter on, each address and PDU type is reported once
@@ -22,14 +38,23 @@ extension VirtualController {
             reports.append(LEAdvertisingReport(legacy: type, address: adv.address, data: data, rssi: rssi))
         }
         add(adv.reportType, adv.data)
-        if activeScan && adv.isScannable { add(.scanRsp, adv.scanResponse) }
+        if activeScan && adv.isScannable && Self.advertiser(adv, accepts: scannerAddress, bit: 0x01) {
+            add(.scanRsp, adv.scanResponse)
+        }
         return reports.map { .event(.le(.advertisingReport([$0]))) }
     }
 
-    /// Whether this controller is initiating towards `adv` (§7.8.12, peer address filter only).
+    /// Whether this controller is initiating towards `adv` (§7.8.12): the named peer, or any
+    /// device on the Filter Accept List; the advertiser's own filter and direction must admit us.
     public func isInitiating(to adv: VirtualAdvertisement) -> Bool {
         guard let i = initiation, adv.isConnectable else { return false }
-        return i.peer.address == adv.address.address && i.peer.type.peerType == adv.address.type.peerType
+        if let peer = i.peer {
+            guard peer.address == adv.address.address && peer.type.peerType == adv.address.type.peerType else { return false }
+        } else {
+            guard filterAcceptList.contains(adv.address.withPeerType) else { return false }
+        }
+        if let target = adv.directTarget, target != i.ownAddress { return false }
+        return Self.advertiser(adv, accepts: i.ownAddress, bit: 0x02)
     }
 
     /// The address this controller goes on air with while initiating.
@@ -46,22 +71,31 @@ extension VirtualController {
         case .central: initiation = nil
         case .peripheral: isAdvertising = false
         }
-        connections[handle] = Connection(role: role, peer: peer, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
+        var connection = Connection(role: role, peer: peer, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
+        connection.maxTxOctets = suggestedTxOctets
+        connections[handle] = connection
         let event = connectionCompleteEvent(LEConnectionComplete(
             status: .success, handle: handle, role: role, peer: peer, interval: interval, latency: latency,
             supervisionTimeout: supervisionTimeout, centralClockAccuracy: 0))
         return (handle, event.map { [.event($0)] } ?? [])
     }
 
-    /// An ACL packet from the host (Vol 4 Part E §5.4.2). The buffer is freed at once (the
-    /// virtual air never backs up in this slice), so the credit returns with Number Of
-    /// Completed Packets (§7.7.19). Packets for an unknown handle are dropped.
-    public mutating func receiveFromHost(_ packet: ACLPacket) -> ControllerOutput {
+    /// An ACL packet from the host (Vol 4 Part E §5.4.2). Without the air-time model the buffer
+    /// is freed at once and the credit returns with Number Of Completed Packets (§7.7.19); with
+    /// it, the medium returns the credit when the packet has gone over the air
+    /// (`completedPackets`). Packets for an unknown handle are dropped.
+    public mutating func receiveFromHost(_ packet: ACLPacket, creditAtOnce: Bool = true) -> ControllerOutput {
         guard connections[packet.handle] != nil else { return ControllerOutput() }
         var out = ControllerOutput()
         out.air.append(.acl(handle: packet.handle, packet: packet))
-        out.event(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)]))
+        if creditAtOnce { out.event(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)])) }
         return out
+    }
+
+    /// Number Of Completed Packets for packets the air has carried.
+    public func completedPackets(handle: UInt16, count: Int) -> [HostBoundPacket] {
+        guard connections[handle] != nil, count > 0 else { return [] }
+        return [.event(.numberOfCompletedPackets([CompletedPackets(handle: handle, count: UInt16(clamping: count))]))]
     }
 
     /// ACL data from the peer, cut to this controller's LE buffer length. A start fragment is
@@ -89,13 +123,70 @@ extension VirtualController {
     }
 
     /// New parameters took effect on the link (LE Connection Update Complete, §7.7.65.3).
-    public mutating func connectionUpdated(handle: UInt16, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16) -> [HostBoundPacket] {
+    public mutating func connectionUpdated(handle: UInt16, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16,
+                                           status: HCIStatus = .success) -> [HostBoundPacket] {
         guard connections[handle] != nil else { return [] }
-        connections[handle]?.interval = interval
-        connections[handle]?.latency = latency
-        connections[handle]?.supervisionTimeout = supervisionTimeout
+        if status.isSuccess {
+            connections[handle]?.interval = interval
+            connections[handle]?.latency = latency
+            connections[handle]?.supervisionTimeout = supervisionTimeout
+        }
         guard leEventEnabled(bit: 2) else { return [] }
-        return [.event(.le(.connectionUpdateComplete(status: .success, handle: handle, interval: interval,
+        return [.event(.le(.connectionUpdateComplete(status: status, handle: handle, interval: interval,
                                                       latency: latency, supervisionTimeout: supervisionTimeout)))]
     }
+
+    /// The peripheral asks for parameters (§7.7.65.6). Returns nil when this host has the event
+    /// masked: the controller then decides alone (and accepts).
+    public mutating func parameterRequest(handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+                                          supervisionTimeout: UInt16) -> [HostBoundPacket]? {
+        guard connections[handle] != nil, leEventEnabled(bit: 5) else { return nil }
+        connections[handle]?.awaitingParameterReply = true
+        return [.event(.le(.remoteConnectionParameterRequest(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                                             maxLatency: latency, timeout: supervisionTimeout)))]
+    }
+
+    /// The link's payload sizes changed (LE Data Length Change, §7.7.65.7).
+    public func dataLengthChanged(handle: UInt16, maxTxOctets: UInt16, maxRxOctets: UInt16) -> [HostBoundPacket] {
+        guard let c = connections[handle], leEventEnabled(bit: 6) else { return [] }
+        func time(_ octets: UInt16) -> UInt16 {
+            UInt16(clamping: AirTime.packet(payload: Int(octets), phy: c.phy).components.attoseconds / 1_000_000_000_000)
+        }
+        return [.event(.le(.dataLengthChange(handle: handle, maxTxOctets: maxTxOctets, maxTxTime: time(maxTxOctets),
+                                             maxRxOctets: maxRxOctets, maxRxTime: time(maxRxOctets))))]
+    }
+
+    /// The PHY Update procedure ended (LE PHY Update Complete, §7.7.65.12).
+    public mutating func phyUpdated(handle: UInt16, phy: LEPHY, status: HCIStatus = .success) -> [HostBoundPacket] {
+        guard connections[handle] != nil else { return [] }
+        if status.isSuccess { connections[handle]?.phy = phy }
+        guard leEventEnabled(bit: 11) else { return [] }
+        return [.event(.le(.phyUpdateComplete(status: status, handle: handle, txPHY: phy, rxPHY: phy)))]
+    }
+
+    /// The central started encryption: the peripheral's host is asked for the key (LE Long Term
+    /// Key Request, §7.7.65.5). Nil when the event is masked: the controller answers "no key".
+    public mutating func longTermKeyRequested(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16) -> [HostBoundPacket]? {
+        guard connections[handle] != nil, leEventEnabled(bit: 4) else { return nil }
+        connections[handle]?.awaitingLongTermKey = true
+        return [.event(.le(.longTermKeyRequest(handle: handle, randomNumber: randomNumber, encryptedDiversifier: encryptedDiversifier)))]
+    }
+
+    /// Encryption started, was refreshed, or failed (Encryption Change §7.7.8, event mask bit 7;
+    /// Encryption Key Refresh Complete §7.7.39, bit 47).
+    public mutating func encryptionChanged(handle: UInt16, status: HCIStatus) -> [HostBoundPacket] {
+        guard let c = connections[handle] else { return [] }
+        if status.isSuccess && c.encrypted {
+            guard eventEnabled(bit: 47) else { return [] }
+            return [.event(.encryptionKeyRefreshComplete(status: status, handle: handle))]
+        }
+        if status.isSuccess { connections[handle]?.encrypted = true }
+        guard eventEnabled(bit: 7) else { return [] }
+        return [.event(.encryptionChange(status: status, handle: handle, enabled: status.isSuccess || c.encrypted))]
+    }
+}
+
+extension DeviceAddress {
+    /// The address with its type reduced to public/random, as lists and filters compare it.
+    var withPeerType: DeviceAddress { DeviceAddress(address, type: type.peerType) }
 }

@@ -21,6 +21,8 @@ public struct VirtualController: Sendable {
     var advertisingIntervalMin: UInt16 = 0x0800
     var advertisingType: AdvertisingType = .connectableUndirected
     var advertisingOwnAddressType: UInt8 = 0
+    var advertisingPeer: DeviceAddress?
+    var advertisingFilterPolicy: UInt8 = 0
     var advertisingData: [UInt8] = []
     var scanResponseData: [UInt8] = []
     public internal(set) var isAdvertising = false
@@ -29,7 +31,21 @@ public struct VirtualController: Sendable {
     var activeScan = false
     public internal(set) var isScanning = false
     var filterDuplicates = false
+    var scanOwnAddressType: UInt8 = 0
+    var scanFilterPolicy: UInt8 = 0
     var reported: Set<ReportKey> = []
+
+    // The Filter Accept List (§7.8.14–§7.8.17).
+    public internal(set) var filterAcceptList: Set<DeviceAddress> = []
+
+    // Data length and PHY defaults for new connections (§7.8.35, §7.8.48).
+    var suggestedTxOctets: UInt16 = 27
+    var suggestedTxTime: UInt16 = 328
+    var defaultPHYs = PHYPreference.any
+
+    /// The transmit power the medium uses for this controller's signal, dBm.
+    public internal(set) var txPower: Int8 = 0
+    var random: SplitMix64
 
     // Initiating and connections (§7.8.12, §7.8.13).
     public internal(set) var initiation: Initiation?
@@ -43,7 +59,8 @@ public struct VirtualController: Sendable {
 
     /// What LE Create Connection asked for.
     public struct Initiation: Hashable, Sendable {
-        public var peer: DeviceAddress
+        /// The advertiser to connect to; nil with the Filter Accept List policy (any listed device).
+        public var peer: DeviceAddress?
         public var ownAddress: DeviceAddress
         public var interval: UInt16
         public var latency: UInt16
@@ -57,6 +74,21 @@ public struct VirtualController: Sendable {
         public var interval: UInt16
         public var latency: UInt16
         public var supervisionTimeout: UInt16
+        public var phy: LEPHY = .le1M
+        public var encrypted = false
+        /// This end's own maximum transmit payload (its host's choice, §7.8.33).
+        public var maxTxOctets: UInt16 = 27
+        /// A Long Term Key Request is waiting for this (peripheral) host's reply.
+        public var awaitingLongTermKey = false
+        /// A Remote Connection Parameter Request is waiting for this (central) host's reply.
+        public var awaitingParameterReply = false
+    }
+
+    /// Which PHYs a host accepts for sending and receiving (§7.8.48).
+    public struct PHYPreference: Hashable, Sendable {
+        public var tx: LEPHYSet
+        public var rx: LEPHYSet
+        public static let any = PHYPreference(tx: [.le1M, .le2M], rx: [.le1M, .le2M])
     }
 
     struct ReportKey: Hashable {
@@ -67,13 +99,14 @@ public struct VirtualController: Sendable {
     public init(address: BDAddress, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) {
         self.publicAddress = address
         self.configuration = configuration
+        self.random = SplitMix64(seed: address.rawValue)
     }
 
     // MARK: Addresses
 
     /// The address this controller uses on air for an Own_Address_Type (0 public, 1 random; the
     /// RPA variants fall back to their identity as with an empty resolving list, §7.8.5).
-    func ownAddress(type: UInt8) -> DeviceAddress? {
+    public func ownAddress(type: UInt8) -> DeviceAddress? {
         if type & 0x01 == 0 { return DeviceAddress(publicAddress, type: .public) }
         guard let r = randomAddress else { return nil }
         return DeviceAddress(r, type: .random)
@@ -82,9 +115,13 @@ public struct VirtualController: Sendable {
     /// What other controllers hear while this one advertises.
     public var advertisement: VirtualAdvertisement? {
         guard isAdvertising, let address = ownAddress(type: advertisingOwnAddressType) else { return nil }
-        return VirtualAdvertisement(address: address, type: advertisingType, data: advertisingData,
-                                    scanResponse: scanResponseData,
-                                    interval: .microseconds(625 * Int64(advertisingIntervalMin)))
+        var adv = VirtualAdvertisement(address: address, type: advertisingType, data: advertisingData,
+                                       scanResponse: scanResponseData,
+                                       interval: .microseconds(625 * Int64(advertisingIntervalMin)))
+        adv.directTarget = adv.reportType == .advDirectInd ? advertisingPeer : nil
+        adv.filterPolicy = advertisingFilterPolicy
+        adv.filterAcceptList = filterAcceptList
+        return adv
     }
 
     // MARK: Event masking (§7.3.1, §7.8.1)
@@ -146,7 +183,7 @@ public struct VirtualController: Sendable {
                 leEventMask = try r.readU64()
                 out.event(complete(op))
             case .leReadLocalSupportedFeatures:
-                out.event(complete(op, [UInt8](repeating: 0, count: 8)))
+                out.event(complete(op, Self.leFeatures))
             case .leSetRandomAddress:
                 let a = BDAddress(littleEndian: try r.readBytes(6))
                 // §7.8.4: disallowed while advertising or scanning use the random address.
@@ -195,7 +232,8 @@ public struct VirtualController: Sendable {
                 out.air.append(.cancelInitiation)
                 // §7.8.13: the cancelled attempt ends with a Connection Complete, status 0x02.
                 if let e = connectionCompleteEvent(LEConnectionComplete(
-                    status: .unknownConnectionIdentifier, handle: 0, role: .central, peer: i.peer,
+                    status: .unknownConnectionIdentifier, handle: 0, role: .central,
+                    peer: i.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public),
                     interval: 0, latency: 0, supervisionTimeout: 0)) { out.event(e) }
             case .disconnect:
                 let handle = try r.readU16() & 0x0FFF
@@ -224,13 +262,26 @@ public struct VirtualController: Sendable {
                     break
                 }
                 out.event(status(op, .success))
-                out.air.append(.connectionUpdate(handle: handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout))
+                if connections[handle]?.role == .peripheral {
+                    // §7.8.18: from the peripheral this starts the Connection Parameters Request
+                    // procedure (Vol 6 Part B §5.1.7); the central's host may be asked.
+                    out.air.append(.connectionParameterRequest(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                                               latency: latency, supervisionTimeout: timeout))
+                } else {
+                    out.air.append(.connectionUpdate(handle: handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout))
+                }
             default:
-                out.event(complete(op, status: .unknownCommand))
+                if let handled = try handleLinkCommand(command, &r) {
+                    out = handled
+                } else if let handled = try handleSecurityOrListCommand(command, &r) {
+                    out = handled
+                } else {
+                    out.event(complete(op, status: .unknownCommand))
+                }
             }
         } catch {
             // Short or malformed parameters: Invalid HCI Command Parameters (Vol 1 Part F §1.3).
-            let asStatus: Set<HCIOpcode> = [.disconnect, .leCreateConnection, .leConnectionUpdate]
+            let asStatus: Set<HCIOpcode> = [.disconnect, .leCreateConnection, .leConnectionUpdate, .leEnableEncryption, .leSetPHY]
             out.event(asStatus.contains(op) ? status(op, .invalidHCICommandParameters)
                                             : complete(op, status: .invalidHCICommandParameters))
         }
@@ -242,12 +293,17 @@ public struct VirtualController: Sendable {
         let intervalMax = try r.readU16()
         let rawType = try r.readU8()
         let ownType = try r.readU8()
-        try r.skip(7) // peer address type and address: directed advertising is not modelled yet
+        let peerType = try r.readU8()
+        let peer = BDAddress(littleEndian: try r.readBytes(6))
         _ = try r.readU8() // channel map
-        _ = try r.readU8() // filter policy
+        let filterPolicy = try r.readU8()
         // §7.8.5: changing parameters while advertising is enabled is disallowed.
         if isAdvertising { return .commandDisallowed }
-        guard let type = AdvertisingType(rawValue: rawType), ownType <= 3 else { return .invalidHCICommandParameters }
+        guard let type = AdvertisingType(rawValue: rawType), ownType <= 3, peerType <= 1, filterPolicy <= 3 else {
+            return .invalidHCICommandParameters
+        }
+        advertisingPeer = DeviceAddress(peer, type: peerType == 0 ? .public : .random)
+        advertisingFilterPolicy = filterPolicy
         let directed = type == .connectableDirectedHighDuty
         if !directed {
             guard intervalMin <= intervalMax, (0x0020...0x4000).contains(intervalMin), intervalMax <= 0x4000 else {
@@ -278,11 +334,13 @@ public struct VirtualController: Sendable {
         let interval = try r.readU16()
         let window = try r.readU16()
         let ownType = try r.readU8()
-        _ = try r.readU8()
+        let filterPolicy = try r.readU8()
         // §7.8.10: disallowed while scanning is enabled.
         if isScanning { return .commandDisallowed }
-        guard type <= 1, window <= interval, ownType <= 3 else { return .invalidHCICommandParameters }
+        guard type <= 1, window <= interval, ownType <= 3, filterPolicy <= 3 else { return .invalidHCICommandParameters }
         activeScan = type == 1
+        scanOwnAddressType = ownType
+        scanFilterPolicy = filterPolicy
         return .success
     }
 
@@ -304,19 +362,16 @@ public struct VirtualController: Sendable {
                 out.event(status(op, .commandDisallowed))
                 return
             }
-            guard filterPolicy == 0 else {
-                // The Filter Accept List is not modelled yet.
-                out.event(status(op, .unsupportedFeatureOrParameterValue))
-                return
-            }
-            guard peerType <= 3, intervalMin <= intervalMax, let own = ownAddress(type: ownType) else {
+            guard filterPolicy <= 1, peerType <= 3, intervalMin <= intervalMax, let own = ownAddress(type: ownType) else {
                 out.event(status(op, .invalidHCICommandParameters))
                 return
             }
-            let target = DeviceAddress(peer, type: (AddressType(rawValue: peerType) ?? .public).peerType)
+            // Filter policy 1: connect to any device on the Filter Accept List, ignoring the peer
+            // address parameters (§7.8.12).
+            let target = filterPolicy == 1 ? nil : DeviceAddress(peer, type: (AddressType(rawValue: peerType) ?? .public).peerType)
             initiation = Initiation(peer: target, ownAddress: own, interval: intervalMin, latency: latency, supervisionTimeout: timeout)
             out.event(status(op, .success))
-            out.air.append(.initiate(peer: target))
+            out.air.append(.initiate)
         } catch {
             out.event(status(op, .invalidHCICommandParameters))
         }
@@ -324,7 +379,9 @@ public struct VirtualController: Sendable {
 
     /// HCI Reset (§7.3.2): back to standby with reset defaults; links are dropped silently.
     mutating func resetState() {
+        let power = txPower
         self = VirtualController(address: publicAddress, configuration: configuration)
+        txPower = power
     }
 
     // MARK: Event builders
@@ -352,6 +409,10 @@ public struct VirtualController: Sendable {
         return .le(.connectionComplete(e))
     }
 
+    /// LE features (Vol 6 Part B §4.6): encryption (bit 0), connection parameters request
+    /// procedure (1), data packet length extension (5), LE 2M PHY (8).
+    static let leFeatures: [UInt8] = [0x23, 0x01, 0, 0, 0, 0, 0, 0]
+
     /// The Supported_Commands bit map (§6.27): exactly the commands `handle` implements.
     static let supportedCommands: [UInt8] = {
         var octets = [UInt8](repeating: 0, count: 64)
@@ -362,7 +423,11 @@ public struct VirtualController: Sendable {
             (15, 1), // Read BD_ADDR
             (25, 0), (25, 1), (25, 2), (25, 4), (25, 5), (25, 7), // LE Set Event Mask ... LE Set Advertising Data
             (26, 0), (26, 1), (26, 2), (26, 3), (26, 4), (26, 5), // LE Set Scan Response Data ... LE Create Connection Cancel
+            (26, 6), (26, 7), (27, 0), (27, 1), // LE Read Filter Accept List Size ... LE Remove Device From
             (27, 2), // LE Connection Update
+            (27, 6), (27, 7), (28, 0), (28, 1), (28, 2), // LE Encrypt, LE Rand, LE Enable Encryption, LTK (Negative) Reply
+            (33, 4), (33, 5), (33, 6), (33, 7), (34, 0), // Remote Connection Parameter (Negative) Reply, Data Length
+            (35, 3), (35, 4), (35, 5), (35, 6), // LE Read Maximum Data Length, LE Read/Set Default/Set PHY
             (41, 5), // LE Read Buffer Size v2
         ]
         for (octet, bit) in bits { octets[octet] |= 1 << UInt8(bit) }

@@ -24,7 +24,7 @@ public enum AirAction: Hashable, Sendable {
     case advertisingChanged
     /// The initiator started (LE Create Connection): the medium connects at the target's next
     /// connectable advertising event.
-    case initiate(peer: DeviceAddress)
+    case initiate
     /// The initiator stopped without a connection (LE Create Connection Cancel).
     case cancelInitiation
     /// One ACL packet for the peer of `handle`, as the host sent it.
@@ -33,6 +33,19 @@ public enum AirAction: Hashable, Sendable {
     case disconnect(handle: UInt16, reason: HCIStatus)
     /// New connection parameters for both ends of `handle` (Vol 4 Part E §7.8.18).
     case connectionUpdate(handle: UInt16, interval: UInt16, latency: UInt16, supervisionTimeout: UInt16)
+    /// The peripheral asked for new parameters (Connection Parameters Request procedure,
+    /// Vol 6 Part B §5.1.7).
+    case connectionParameterRequest(handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, supervisionTimeout: UInt16)
+    /// The central's host refused the peripheral's parameter request.
+    case connectionParameterRejected(handle: UInt16, reason: HCIStatus)
+    /// This end's maximum transmit payload changed (Data Length Update procedure, §5.1.9).
+    case dataLengthChanged(handle: UInt16)
+    /// This end's host asked for a PHY (PHY Update procedure, §5.1.10).
+    case setPHY(handle: UInt16, preference: VirtualController.PHYPreference)
+    /// The central starts encryption with this key (Encryption Start procedure, §5.1.3).
+    case startEncryption(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8])
+    /// The peripheral's host answered the Long Term Key Request (nil: Negative Reply).
+    case longTermKeyReply(handle: UInt16, longTermKey: [UInt8]?)
     /// HCI Reset: every link of this controller is gone, without a word to the peer (who will
     /// see a supervision timeout).
     case reset
@@ -62,6 +75,13 @@ public struct VirtualAdvertisement: Hashable, Sendable {
     public var scanResponse: [UInt8]
     /// Advertising_Interval_Min (the virtual radio advertises at the fastest allowed interval).
     public var interval: Duration
+    /// For directed advertising: the only device that hears it and may connect (Vol 6 Part B
+    /// §4.4.2.4).
+    public var directTarget: DeviceAddress?
+    /// Advertising_Filter_Policy (§7.8.5): bit 0 scan requests, bit 1 connection requests only
+    /// from devices on `filterAcceptList`.
+    public var filterPolicy: UInt8 = 0
+    public var filterAcceptList: Set<DeviceAddress> = []
 
     public init(address: DeviceAddress, type: AdvertisingType, data: [UInt8], scanResponse: [UInt8] = [], interval: Duration) {
         self.address = address
@@ -95,6 +115,9 @@ public struct VirtualControllerConfiguration: Hashable, Sendable {
     public var companyIdentifier: UInt16 = 0xFFFF
     public var leACLBufferLength: UInt16 = 27
     public var leACLBufferCount: UInt8 = 8
+    /// The most data PDUs this controller exchanges in one connection event (nil: as many as
+    /// fit in the interval). Many phones allow only a handful.
+    public var maximumPDUsPerConnectionEvent: Int?
 
     public init() {}
 }

@@ -1,15 +1,18 @@
 import BLEHCI
 import BLEWire
 
-/// Links any number of virtual controllers: carries advertising to scanners, makes connections
-/// between an initiator and a connectable advertiser, and moves ACL data and link events between
-/// the two ends of a link. Sans-IO like the controllers: it takes host packets and the time, and
-/// returns what each controller's host receives plus its next deadline (the next advertising
-/// event). Core spec Vol 6 Part B §4 (link-layer states), seen through HCI.
+/// Links any number of virtual controllers: carries advertising to the scanners in range, makes
+/// connections between an initiator and a connectable advertiser, moves ACL data over each link
+/// in connection events timed by the air-time model, runs the link procedures that involve both
+/// ends (parameters, data length, PHY, encryption), and ends links whose peer has gone out of
+/// range or off after the supervision timeout. Sans-IO like the controllers: it takes host
+/// packets and the time, and returns what each controller's host receives plus its next
+/// deadline. Core spec Vol 6 Part B §4 (link-layer states), seen through HCI.
 ///
-/// Simplifications of this slice: everyone hears everyone with one fixed RSSI; a scan request
-/// is answered within the same advertising event; a connection is made at the target's first
-/// advertising event after LE Create Connection; air time is not modelled.
+/// Simplifications: a scan request is answered within the same advertising event; a connection
+/// is made at the target's first advertising event after LE Create Connection; link procedures
+/// (other than data transfer) complete at once rather than at an instant; both directions of a
+/// link use one PHY.
 public struct VirtualMedium: Sendable {
     /// Identifies a controller on this medium.
     public struct ControllerID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -30,58 +33,75 @@ public struct VirtualMedium: Sendable {
         }
     }
 
-    struct LinkEnd: Hashable {
-        var id: ControllerID
-        var handle: UInt16
-    }
-
-    struct Link: Hashable {
-        var central: LinkEnd
-        var peripheral: LinkEnd
-
-        func other(than end: LinkEnd) -> LinkEnd? {
-            if end == central { return peripheral }
-            if end == peripheral { return central }
-            return nil
+    /// Where a controller is, in metres on a plane.
+    public struct Position: Hashable, Sendable {
+        public var x: Double
+        public var y: Double
+        public init(x: Double, y: Double) {
+            self.x = x
+            self.y = y
         }
+        public static let origin = Position(x: 0, y: 0)
     }
 
-    public private(set) var controllers: [VirtualController] = []
+    /// A controller and what the medium knows of it beyond its HCI state.
+    struct Node: Sendable {
+        var controller: VirtualController
+        var position: Position = .origin
+        var poweredOn = true
+        /// False once removed: the node is gone from the air for good.
+        var attached = true
+        var onAir: Bool { poweredOn && attached }
+    }
+
+    var nodes: [Node] = []
     /// When each advertising controller's next advertising event is due.
     var nextAdvertisingEvent: [ControllerID: Duration] = [:]
-    var links: [Link] = []
-    /// The RSSI every scanner reports (no distance model yet).
-    public var rssi: Int8 = -50
+    var links: [Int: Link] = [:]
+    var nextLinkID = 0
+    /// Signal propagation: path loss and receiver sensitivity.
+    public var propagation = Propagation()
+    /// With the air-time model on, ACL data waits for connection events and each event carries
+    /// only what fits (AirTime.swift). Off, data crosses at once: the raw host cost.
+    public var airTimeModel = true
 
     public init() {}
 
-    /// Adds a controller, in standby, and returns its identifier.
+    public var controllers: [VirtualController] { nodes.map(\.controller) }
+
+    /// Adds a controller, in standby at the origin, and returns its identifier.
     public mutating func add(_ controller: VirtualController) -> ControllerID {
-        controllers.append(controller)
-        return ControllerID(rawValue: controllers.count - 1)
+        nodes.append(Node(controller: controller))
+        return ControllerID(rawValue: nodes.count - 1)
     }
 
     public func controller(_ id: ControllerID) -> VirtualController? {
-        controllers.indices.contains(id.rawValue) ? controllers[id.rawValue] : nil
+        nodes.indices.contains(id.rawValue) ? nodes[id.rawValue].controller : nil
     }
 
+    func exists(_ id: ControllerID) -> Bool { nodes.indices.contains(id.rawValue) }
+
     /// The earliest time `advance(to:)` has work to do, or nil when nothing is scheduled.
-    public var nextDeadline: Duration? { nextAdvertisingEvent.values.min() }
+    public var nextDeadline: Duration? {
+        let linkTimes = links.values.flatMap { [$0.nextEvent, $0.lossDeadline].compactMap { $0 } }
+        return (Array(nextAdvertisingEvent.values) + linkTimes).min()
+    }
 
     // MARK: Input from hosts
 
     /// One H4 frame from the host of `id`. Frames that do not decode, and packet types a
     /// controller does not accept (events from a host), are dropped: a controller has no way to
-    /// answer a packet it cannot parse (Vol 4 Part E §5.4).
+    /// answer a packet it cannot parse (Vol 4 Part E §5.4). A controller that is off or removed
+    /// hears nothing from its host.
     public mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration) -> [Delivery] {
-        guard controllers.indices.contains(id.rawValue) else { return [] }
+        guard exists(id), nodes[id.rawValue].onAir else { return [] }
         switch frame.type {
         case .command:
             guard let command = try? HCICommand.decode(frame.payload) else { return [] }
             return receive(command, from: id, now: now)
         case .acl:
             guard let packet = try? ACLPacket.decode(frame.payload) else { return [] }
-            let out = controllers[id.rawValue].receiveFromHost(packet)
+            let out = nodes[id.rawValue].controller.receiveFromHost(packet, creditAtOnce: !airTimeModel)
             return apply(out, from: id, now: now)
         default:
             return []
@@ -90,17 +110,17 @@ public struct VirtualMedium: Sendable {
 
     /// One decoded command from the host of `id`.
     public mutating func receive(_ command: HCICommand, from id: ControllerID, now: Duration) -> [Delivery] {
-        guard controllers.indices.contains(id.rawValue) else { return [] }
-        let out = controllers[id.rawValue].handle(command)
+        guard exists(id), nodes[id.rawValue].onAir else { return [] }
+        let out = nodes[id.rawValue].controller.handle(command)
         return apply(out, from: id, now: now)
     }
 
-    private mutating func apply(_ out: ControllerOutput, from id: ControllerID, now: Duration) -> [Delivery] {
+    mutating func apply(_ out: ControllerOutput, from id: ControllerID, now: Duration) -> [Delivery] {
         var deliveries = out.toHost.map { Delivery(to: id, packet: $0) }
         for action in out.air {
             switch action {
             case .advertisingChanged:
-                if controllers[id.rawValue].advertisement == nil {
+                if nodes[id.rawValue].controller.advertisement == nil {
                     nextAdvertisingEvent[id] = nil
                 } else if nextAdvertisingEvent[id] == nil {
                     // The first advertising event follows the enable at once (Vol 6 Part B §4.4.2.2).
@@ -111,83 +131,91 @@ public struct VirtualMedium: Sendable {
                 // target's advertising events.
                 break
             case let .acl(handle, packet):
-                guard let peer = peer(of: LinkEnd(id: id, handle: handle)) else { break }
-                deliveries += controllers[peer.id.rawValue].deliverFromPeer(handle: peer.handle, packet: packet)
-                    .map { Delivery(to: peer.id, packet: $0) }
+                deliveries += send(packet, from: LinkEnd(id: id, handle: handle), now: now)
             case let .disconnect(handle, reason):
-                guard let peer = removeLink(LinkEnd(id: id, handle: handle)) else { break }
-                deliveries += controllers[peer.id.rawValue].linkLost(handle: peer.handle, reason: reason)
-                    .map { Delivery(to: peer.id, packet: $0) }
-            case let .connectionUpdate(handle, interval, latency, timeout):
-                let end = LinkEnd(id: id, handle: handle)
-                for e in [end] + (peer(of: end).map { [$0] } ?? []) {
-                    deliveries += controllers[e.id.rawValue].connectionUpdated(
-                        handle: e.handle, interval: interval, latency: latency, supervisionTimeout: timeout)
-                        .map { Delivery(to: e.id, packet: $0) }
+                // LL_TERMINATE_IND reaches the peer (Vol 6 Part B §5.1.6).
+                // A peer out of range never hears it and times out instead.
+                guard let (linkID, end) = link(of: LinkEnd(id: id, handle: handle)), let l = links[linkID] else { break }
+                guard l.lossDeadline == nil, let peer = l.other(than: end) else {
+                    detach(end, of: linkID, now: now)
+                    break
                 }
+                links[linkID] = nil
+                deliveries += deliver(to: peer.id) { $0.linkLost(handle: peer.handle, reason: reason) }
             case .reset:
-                nextAdvertisingEvent[id] = nil
-                // The reset controller's links vanish; each peer sees its supervision timeout
-                // expire (Connection Timeout, 0x08; Vol 6 Part B §4.5.2).
-                for link in links where link.central.id == id || link.peripheral.id == id {
-                    let peer = link.central.id == id ? link.peripheral : link.central
-                    deliveries += controllers[peer.id.rawValue].linkLost(handle: peer.handle, reason: .connectionTimeout)
-                        .map { Delivery(to: peer.id, packet: $0) }
-                }
-                links.removeAll { $0.central.id == id || $0.peripheral.id == id }
+                deliveries += controllerVanished(id, now: now)
+            default:
+                deliveries += applyLinkProcedure(action, from: id, now: now)
             }
         }
         return deliveries
     }
 
-    private func peer(of end: LinkEnd) -> LinkEnd? {
-        for link in links { if let other = link.other(than: end) { return other } }
-        return nil
-    }
-
-    private mutating func removeLink(_ end: LinkEnd) -> LinkEnd? {
-        guard let index = links.firstIndex(where: { $0.other(than: end) != nil }) else { return nil }
-        let other = links[index].other(than: end)
-        links.remove(at: index)
-        return other
+    /// Runs `body` on controller `id` and wraps what it returns as deliveries to its host.
+    mutating func deliver(to id: ControllerID, _ body: (inout VirtualController) -> [HostBoundPacket]) -> [Delivery] {
+        guard exists(id), nodes[id.rawValue].onAir else { return [] }
+        return body(&nodes[id.rawValue].controller).map { Delivery(to: id, packet: $0) }
     }
 
     // MARK: Time
 
-    /// Runs every advertising event due at or before `now`, in time order.
+    /// Runs everything due at or before `now`, in time order: advertising events, connection
+    /// events, supervision timeouts.
     public mutating func advance(to now: Duration) -> [Delivery] {
         var deliveries: [Delivery] = []
-        while let (id, due) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), due <= now {
-            guard let adv = controllers[id.rawValue].advertisement else {
-                nextAdvertisingEvent[id] = nil
-                continue
+        while let due = nextDeadline, due <= now {
+            if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+                guard let adv = nodes[id.rawValue].controller.advertisement, nodes[id.rawValue].onAir else {
+                    nextAdvertisingEvent[id] = nil
+                    continue
+                }
+                // A late driver (a sleep that overslept) skips missed events rather than bursting.
+                let next = time + adv.interval
+                nextAdvertisingEvent[id] = next > now ? next : now + adv.interval
+                deliveries += advertisingEvent(from: id, adv, now: time)
+            } else if let (linkID, link) = links.min(by: { ($0.value.lossDeadline ?? .seconds(Int64.max), $0.key) < ($1.value.lossDeadline ?? .seconds(Int64.max), $1.key) }),
+                      link.lossDeadline == due {
+                deliveries += supervisionTimeout(linkID)
+            } else if let (linkID, _) = links.min(by: { ($0.value.nextEvent ?? .seconds(Int64.max), $0.key) < ($1.value.nextEvent ?? .seconds(Int64.max), $1.key) }) {
+                deliveries += connectionEvent(linkID, at: due)
+            } else {
+                break
             }
-            // A late driver (a sleep that overslept) skips missed events rather than bursting.
-            let next = due + adv.interval
-            nextAdvertisingEvent[id] = next > now ? next : now + adv.interval
-            deliveries += advertisingEvent(from: id, adv)
         }
         return deliveries
     }
 
-    /// One advertising event (Vol 6 Part B §4.4.2): an initiator waiting for this advertiser
-    /// connects (a CONNECT_IND ends the event), otherwise every scanner hears it.
-    private mutating func advertisingEvent(from id: ControllerID, _ adv: VirtualAdvertisement) -> [Delivery] {
-        if let initiator = controllers.indices.first(where: { $0 != id.rawValue && controllers[$0].isInitiating(to: adv) }),
-           let request = controllers[initiator].initiation {
+    /// One advertising event (Vol 6 Part B §4.4.2): an initiator in range waiting for this
+    /// advertiser connects (a CONNECT_IND ends the event), otherwise every scanner in range
+    /// hears it, with an RSSI from distance and transmit power.
+    mutating func advertisingEvent(from id: ControllerID, _ adv: VirtualAdvertisement, now: Duration) -> [Delivery] {
+        if let initiator = nodes.indices.first(where: {
+                $0 != id.rawValue && nodes[$0].onAir && inRange(ControllerID(rawValue: $0), id) && nodes[$0].controller.isInitiating(to: adv)
+           }),
+           let request = nodes[initiator].controller.initiation {
             let central = ControllerID(rawValue: initiator)
-            let c = controllers[initiator].connected(role: .central, peer: adv.address, interval: request.interval,
-                                                     latency: request.latency, supervisionTimeout: request.supervisionTimeout)
-            let p = controllers[id.rawValue].connected(role: .peripheral, peer: request.ownAddress, interval: request.interval,
-                                                       latency: request.latency, supervisionTimeout: request.supervisionTimeout)
+            let c = nodes[initiator].controller.connected(role: .central, peer: adv.address, interval: request.interval,
+                                                          latency: request.latency, supervisionTimeout: request.supervisionTimeout)
+            let p = nodes[id.rawValue].controller.connected(role: .peripheral, peer: request.ownAddress, interval: request.interval,
+                                                            latency: request.latency, supervisionTimeout: request.supervisionTimeout)
             nextAdvertisingEvent[id] = nil
-            links.append(Link(central: LinkEnd(id: central, handle: c.handle), peripheral: LinkEnd(id: id, handle: p.handle)))
+            let cEnd = LinkEnd(id: central, handle: c.handle)
+            let pEnd = LinkEnd(id: id, handle: p.handle)
+            var link = Link(central: cEnd, peripheral: pEnd, anchor: now, interval: Self.interval(request.interval))
+            link.txOctets = [cEnd: effectiveTx(from: cEnd), pEnd: effectiveTx(from: pEnd)]
+            links[nextLinkID] = link
+            nextLinkID += 1
             return c.toHost.map { Delivery(to: central, packet: $0) } + p.toHost.map { Delivery(to: id, packet: $0) }
         }
         var deliveries: [Delivery] = []
-        for index in controllers.indices where index != id.rawValue {
-            deliveries += controllers[index].hear(adv, rssi: rssi).map { Delivery(to: ControllerID(rawValue: index), packet: $0) }
+        for index in nodes.indices where index != id.rawValue && nodes[index].onAir {
+            let listener = ControllerID(rawValue: index)
+            guard let rssi = rssi(from: id, to: listener) else { continue }
+            deliveries += nodes[index].controller.hear(adv, rssi: rssi).map { Delivery(to: listener, packet: $0) }
         }
         return deliveries
     }
+
+    /// A connection interval in 1.25 ms units as a duration.
+    static func interval(_ units: UInt16) -> Duration { .microseconds(1250 * Int64(max(units, 1))) }
 }

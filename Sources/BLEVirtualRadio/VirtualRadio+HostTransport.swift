@@ -21,12 +21,13 @@ extension VirtualRadio {
 
     /// Adds a controller with public address `address` and relays between it and
     /// `hostTransport` until either side ends. Returns when the session is over, after the
-    /// controller is reset (Core spec Vol 4 Part E §7.3.2) so a departed host leaves no
-    /// advertiser, scanner or link behind on the medium (its peers see their links time out,
-    /// as with a device switched off), and after `hostTransport` is closed.
+    /// controller is removed from the medium, so a departed host leaves no advertiser, scanner
+    /// or link behind (its peers see their links time out, as with a device switched off), and
+    /// after `hostTransport` is closed.
     public nonisolated func serve(hostTransport: any HCITransport, address: BDAddress,
                                   configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) async -> HostSessionEnd {
-        let controller = await makeController(address: address, configuration: configuration)
+        let device = await addDevice(address: address, configuration: configuration)
+        let controller = device.transport
         let end = await withTaskGroup(of: HostSessionEnd?.self) { group -> HostSessionEnd in
             // Host -> controller: commands and ACL data.
             group.addTask {
@@ -57,8 +58,7 @@ extension VirtualRadio {
             group.cancelAll()
             return result
         }
-        // HCI Reset: opcode 0x0C03 (OGF 0x03, OCF 0x003), no parameters.
-        try? await controller.send(H4Frame(type: .command, payload: [0x03, 0x0C, 0x00]))
+        await remove(device.id)
         await controller.close()
         await hostTransport.close()
         return end

@@ -11,6 +11,13 @@ public protocol VirtualRadioClock: Sendable {
     func now() -> Duration
     /// Returns at `deadline` (or throws `CancellationError` when the task is cancelled).
     func sleep(until deadline: Duration) async throws
+    /// The executor the radio's own tasks must prefer: nil for real time, the world's executor
+    /// for `VirtualTime`.
+    var taskExecutor: (any TaskExecutor)? { get }
+}
+
+extension VirtualRadioClock {
+    public var taskExecutor: (any TaskExecutor)? { nil }
 }
 
 /// Real time, from the continuous clock.
@@ -26,9 +33,19 @@ public struct SystemRadioClock: VirtualRadioClock {
     }
 }
 
+/// A controller on a `VirtualRadio`: its identifier for the fault-injection API, its public
+/// address, and the host end of its HCI transport.
+public struct VirtualDevice: Sendable {
+    public let id: VirtualMedium.ControllerID
+    public let address: BDAddress
+    public let transport: any HCITransport
+}
+
 /// The driver of a `VirtualMedium`: hands out one `HCITransport` per controller, feeds the
 /// frames hosts send into the medium, delivers what comes back in order, and wakes at the
 /// medium's deadlines. All mutable state lives in this actor; the transports only move frames.
+/// Its API also injects faults (issue 4): moving a device out of range, powering it off,
+/// resetting it, dropping a link, delaying or stalling its HCI path.
 ///
 /// Each controller's outgoing frames go through one queue drained by one task, so a host sees
 /// them in exactly the order the medium produced them, whatever the actor's reentrancy.
@@ -36,32 +53,52 @@ public actor VirtualRadio {
     private var medium = VirtualMedium()
     private let clock: any VirtualRadioClock
     private var outlets: [VirtualMedium.ControllerID: AsyncStream<H4Frame>.Continuation] = [:]
+    private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
     private var tasks: [Task<Void, Never>] = []
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
     private var closed = false
 
-    public init(clock: any VirtualRadioClock = SystemRadioClock()) {
-        self.clock = clock
+    /// The HCI path between one controller and its host: a delay on every frame both ways, or a
+    /// stall that holds frames until resumed. Frames keep their order.
+    private struct HCIPath {
+        var delay: Duration = .zero
+        var stalled = false
+        var toController: [(due: Duration, frame: H4Frame)] = []
+        var toHost: [(due: Duration, frame: H4Frame)] = []
+        var isDirect: Bool { delay == .zero && !stalled && toController.isEmpty && toHost.isEmpty }
     }
 
-    /// The RSSI every scanner reports.
-    public func setRSSI(_ rssi: Int8) { medium.rssi = rssi }
+    /// - Parameters:
+    ///   - clock: real time by default; a `VirtualTime` for virtual time.
+    ///   - airTimeModel: whether ACL data waits for connection events (see `VirtualMedium`).
+    public init(clock: any VirtualRadioClock = SystemRadioClock(), airTimeModel: Bool = true) {
+        self.clock = clock
+        medium.airTimeModel = airTimeModel
+    }
 
-    /// A new controller with public address `address`, and the host end of its transport.
-    public func makeController(address: BDAddress, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) -> any HCITransport {
+    /// Replaces the propagation model (path loss, sensitivity).
+    public func setPropagation(_ propagation: VirtualMedium.Propagation) { medium.propagation = propagation }
+
+    /// A new controller with public address `address` at `position`.
+    public func addDevice(address: BDAddress? = nil, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+                          at position: VirtualMedium.Position = .origin) -> VirtualDevice {
+        let address = address ?? nextAddress()
         let (hostEnd, controllerEnd) = InMemoryTransport.pair()
         let id = medium.add(VirtualController(address: address, configuration: configuration))
+        medium.move(id, to: position, now: clock.now())
         let (stream, continuation) = AsyncStream.makeStream(of: H4Frame.self)
         outlets[id] = continuation
+        paths[id] = HCIPath()
         if closed { continuation.finish() }
-        tasks.append(Task {
+        let executor = clock.taskExecutor
+        tasks.append(Task(executorPreference: executor) {
             for await frame in stream {
                 do { try await controllerEnd.send(frame) } catch { break }
             }
         })
-        tasks.append(Task { [weak self] in
+        tasks.append(Task(executorPreference: executor) { [weak self] in
             do {
                 for try await frame in controllerEnd.incoming {
                     guard let self else { return }
@@ -69,19 +106,96 @@ public actor VirtualRadio {
                 }
             } catch {}
         })
-        return hostEnd
+        return VirtualDevice(id: id, address: address, transport: hostEnd)
+    }
+
+    /// A new controller with public address `address`, and the host end of its transport.
+    public func makeController(address: BDAddress, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) -> any HCITransport {
+        addDevice(address: address, configuration: configuration).transport
     }
 
     /// A new controller with the next address of a built-in sequence (C0:00:00:00:00:01, ...).
     public func makeController() -> any HCITransport {
-        let address = BDAddress(rawValue: nextAutomaticAddress)
-        nextAutomaticAddress += 1
-        return makeController(address: address)
+        addDevice().transport
+    }
+
+    private func nextAddress() -> BDAddress {
+        defer { nextAutomaticAddress += 1 }
+        return BDAddress(rawValue: nextAutomaticAddress)
     }
 
     /// A snapshot of one controller's state (for tests and diagnostics).
     public func controller(_ index: Int) -> VirtualController? {
         medium.controller(VirtualMedium.ControllerID(rawValue: index))
+    }
+
+    /// A snapshot of one controller's state.
+    public func controller(_ id: VirtualMedium.ControllerID) -> VirtualController? { medium.controller(id) }
+
+    // MARK: Faults and placement
+
+    /// Moves a device; out of range, scanners stop hearing it and its links time out.
+    public func move(_ id: VirtualMedium.ControllerID, to position: VirtualMedium.Position) {
+        medium.move(id, to: position, now: clock.now())
+        schedule()
+    }
+
+    /// Sets a device's transmit power in dBm (0 by default).
+    public func setTxPower(_ id: VirtualMedium.ControllerID, _ dBm: Int8) {
+        medium.setTxPower(id, dBm, now: clock.now())
+        schedule()
+    }
+
+    /// What `listener` measures of `sender` now, nil when out of range.
+    public func rssi(from sender: VirtualMedium.ControllerID, to listener: VirtualMedium.ControllerID) -> Int8? {
+        medium.rssi(from: sender, to: listener)
+    }
+
+    /// Powers a device off (silent to its host and to the air; its peers' links time out) or on
+    /// (in its reset state).
+    public func setPower(_ id: VirtualMedium.ControllerID, on: Bool) {
+        deliver(medium.setPower(id, on: on, now: clock.now()))
+        schedule()
+    }
+
+    /// The controller resets itself: its host gets a Hardware Error event, its peers time out.
+    public func reset(_ id: VirtualMedium.ControllerID) {
+        deliver(medium.resetController(id, now: clock.now()))
+        schedule()
+    }
+
+    /// Drops every link of a device as if contact were lost; both ends see Connection Timeout
+    /// after the supervision timeout. Returns the handles dropped.
+    @discardableResult
+    public func dropLinks(of id: VirtualMedium.ControllerID) -> [UInt16] {
+        let handles = medium.linkHandles(of: id)
+        for h in handles { medium.dropLink(id, handle: h, now: clock.now()) }
+        schedule()
+        return handles
+    }
+
+    /// Delays every HCI frame between the device and its host by `delay`, both ways.
+    public func setHCIDelay(_ id: VirtualMedium.ControllerID, _ delay: Duration) {
+        paths[id]?.delay = max(delay, .zero)
+        schedule()
+    }
+
+    /// Holds every HCI frame between the device and its host (both ways) until `resumeHCI`.
+    public func stallHCI(_ id: VirtualMedium.ControllerID) {
+        paths[id]?.stalled = true
+    }
+
+    /// Releases a stalled HCI path; held frames go on in order.
+    public func resumeHCI(_ id: VirtualMedium.ControllerID) {
+        paths[id]?.stalled = false
+        pump(now: clock.now())
+        schedule()
+    }
+
+    /// Takes a device off the medium for good; its peers' links time out.
+    public func remove(_ id: VirtualMedium.ControllerID) {
+        medium.remove(id, now: clock.now())
+        schedule()
     }
 
     /// Stops the timer and every task; hosts see their transports' streams end.
@@ -94,29 +208,66 @@ public actor VirtualRadio {
         tasks = []
     }
 
+    // MARK: Frames
+
     private func receive(_ frame: H4Frame, from id: VirtualMedium.ControllerID) {
         guard !closed else { return }
         let now = clock.now()
         deliver(medium.advance(to: now))
-        deliver(medium.receive(frame, from: id, now: now))
+        if let path = paths[id], !path.isDirect {
+            paths[id]?.toController.append((now + path.delay, frame))
+            pump(now: now)
+        } else {
+            deliver(medium.receive(frame, from: id, now: now))
+        }
         deliver(medium.advance(to: now))
         schedule()
     }
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
-        for d in deliveries { outlets[d.to]?.yield(d.packet.h4Frame) }
+        let now = clock.now()
+        for d in deliveries {
+            if let path = paths[d.to], !path.isDirect {
+                paths[d.to]?.toHost.append((now + path.delay, d.packet.h4Frame))
+            } else {
+                outlets[d.to]?.yield(d.packet.h4Frame)
+            }
+        }
+        if deliveries.contains(where: { paths[$0.to]?.isDirect == false }) { pump(now: now) }
     }
 
-    /// Keeps one timer task sleeping until the medium's next deadline.
+    /// Moves held frames whose time has come, in order, on every path that is not stalled.
+    private func pump(now: Duration) {
+        for id in paths.keys.sorted() {
+            guard let path = paths[id], !path.stalled else { continue }
+            var toHost = path.toHost
+            while let first = toHost.first, first.due <= now {
+                toHost.removeFirst()
+                outlets[id]?.yield(first.frame)
+            }
+            paths[id]?.toHost = toHost
+            while let first = paths[id]?.toController.first, first.due <= now, paths[id]?.stalled == false {
+                paths[id]?.toController.removeFirst()
+                deliver(medium.receive(first.frame, from: id, now: now))
+            }
+        }
+    }
+
+    /// The earliest held frame that can move.
+    private var nextHeldFrame: Duration? {
+        paths.values.filter { !$0.stalled }.flatMap { ($0.toHost.first.map { [$0.due] } ?? []) + ($0.toController.first.map { [$0.due] } ?? []) }.min()
+    }
+
+    /// Keeps one timer task sleeping until the next deadline (the medium's or a held frame's).
     private func schedule() {
-        let deadline = medium.nextDeadline
+        let deadline = [medium.nextDeadline, nextHeldFrame].compactMap { $0 }.min()
         guard deadline != timerDeadline || timer == nil else { return }
         timer?.cancel()
         timer = nil
         timerDeadline = deadline
         guard let deadline, !closed else { return }
         let clock = self.clock
-        timer = Task { [weak self] in
+        timer = Task(executorPreference: clock.taskExecutor) { [weak self] in
             do { try await clock.sleep(until: deadline) } catch { return }
             guard !Task.isCancelled else { return }
             await self?.fire()
@@ -127,7 +278,9 @@ public actor VirtualRadio {
         timer = nil
         timerDeadline = nil
         guard !closed else { return }
-        deliver(medium.advance(to: clock.now()))
+        let now = clock.now()
+        pump(now: now)
+        deliver(medium.advance(to: now))
         schedule()
     }
 }

@@ -15,6 +15,8 @@ final class VirtualMediumTests: XCTestCase {
 
     override func setUp() {
         medium = VirtualMedium()
+        // These tests look at single steps: data crosses at once (the air-time model has its own tests).
+        medium.airTimeModel = false
         peripheral = medium.add(VirtualController(address: peripheralAddress))
         var config = VirtualControllerConfiguration()
         config.leACLBufferLength = 10
@@ -47,8 +49,8 @@ final class VirtualMediumTests: XCTestCase {
         let first = events(medium.advance(to: .zero), to: central)
         let advertiser = DeviceAddress(peripheralAddress, type: .public)
         XCTAssertEqual(first, [
-            .le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: advertiser, data: [4, 9, 0x41, 0x42, 0x43], rssi: -50)])),
-            .le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: advertiser, data: [2, 0x0A, 4], rssi: -50)])),
+            .le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: advertiser, data: [4, 9, 0x41, 0x42, 0x43], rssi: -40)])),
+            .le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: advertiser, data: [2, 0x0A, 4], rssi: -40)])),
         ])
         XCTAssertEqual(medium.nextDeadline, .milliseconds(100))
         XCTAssertEqual(medium.advance(to: .milliseconds(99)), [])
@@ -119,6 +121,12 @@ final class VirtualMediumTests: XCTestCase {
     func testResetDropsLinksAndThePeerTimesOut() {
         let handles = connect()
         let d = medium.receive(.reset, from: central, now: .zero)
-        XCTAssertEqual(events(d, to: peripheral), [.disconnectionComplete(status: .success, handle: handles.peripheral, reason: .connectionTimeout)])
+        XCTAssertEqual(events(d, to: peripheral), [], "the peer hears nothing until its supervision timeout")
+        let timeout = medium.nextDeadline
+        XCTAssertNotNil(timeout)
+        XCTAssertEqual(events(medium.advance(to: (timeout ?? .zero) - .milliseconds(1)), to: peripheral), [])
+        let lost = medium.advance(to: timeout ?? .zero)
+        XCTAssertEqual(events(lost, to: peripheral), [.disconnectionComplete(status: .success, handle: handles.peripheral, reason: .connectionTimeout)])
+        XCTAssertEqual(events(lost, to: central), [], "the reset controller has no link left to report")
     }
 }

@@ -5,9 +5,6 @@ import BLEVirtualRadio
 import BLEWire
 import XCTest
 
-// The host's manual clock has the radio clock's shape; one clock can drive both.
-extension ManualHostClock: VirtualRadioClock {}
-
 /// The radio's time is injected: with a manual clock, advertising events happen only when the
 /// clock moves, at the advertising interval.
 final class VirtualRadioClockTests: XCTestCase {

@@ -1,0 +1,286 @@
+import BLEHCI
+import BLEWire
+
+/// Links: data transfer in connection events (the air-time model), the procedures that involve
+/// both ends, and link loss. Core spec Vol 6 Part B §4.5 (connection state), §5.1 (link-layer
+/// control procedures).
+extension VirtualMedium {
+    struct LinkEnd: Hashable, Sendable {
+        var id: ControllerID
+        var handle: UInt16
+    }
+
+    /// An ACL packet on its way over the air: how many of its octets are still to send.
+    struct InFlight: Sendable {
+        var packet: ACLPacket
+        var remaining: Int
+    }
+
+    struct Link: Sendable {
+        var central: LinkEnd
+        var peripheral: LinkEnd
+        /// Connection events happen at anchor + k × interval.
+        var anchor: Duration
+        var interval: Duration
+        var phy: LEPHY = .le1M
+        var encrypted = false
+        /// The payload each end may send per PDU: its own maximum, capped by what the other
+        /// end can receive (Vol 6 Part B §4.5.10).
+        var txOctets: [LinkEnd: UInt16] = [:]
+        /// Packets each end has queued, in order.
+        var queues: [LinkEnd: [InFlight]] = [:]
+        var nextEvent: Duration?
+        /// When the supervision timeout ends the link (the peer out of range, off, or gone).
+        var lossDeadline: Duration?
+        /// Set by faults that end the link whatever the range (a dropped link, a reset peer).
+        var doomed = false
+        /// The key the central started encryption with, until the peripheral's host answers.
+        var pendingKey: [UInt8]?
+        /// The parameters the peripheral asked for, until the central's host answers.
+        var pendingParameters: (interval: UInt16, latency: UInt16, timeout: UInt16)?
+
+        func other(than end: LinkEnd) -> LinkEnd? {
+            if end == central { return peripheral }
+            if end == peripheral { return central }
+            return nil
+        }
+
+        var ends: [LinkEnd] { [central, peripheral] }
+    }
+
+    func link(of end: LinkEnd) -> (Int, LinkEnd)? {
+        for (id, link) in links where link.central == end || link.peripheral == end { return (id, end) }
+        return nil
+    }
+
+    /// The supervision timeout of a link, from its central's view (10 ms units).
+    func supervisionTimeout(of link: Link) -> Duration {
+        let units = nodes[link.central.id.rawValue].controller.connections[link.central.handle]?.supervisionTimeout
+            ?? nodes[link.peripheral.id.rawValue].controller.connections[link.peripheral.handle]?.supervisionTimeout ?? 420
+        return .milliseconds(10 * Int64(units))
+    }
+
+    /// What `end` may put in one PDU: its host's choice, capped by the peer's receive maximum.
+    func effectiveTx(from end: LinkEnd) -> UInt16 {
+        let own = nodes[end.id.rawValue].controller.connections[end.handle]?.maxTxOctets ?? 27
+        return min(own, VirtualController.maximumDataOctets)
+    }
+
+    // MARK: Data
+
+    /// An ACL packet from `end`'s host: at once without the air-time model, otherwise queued for
+    /// the link's next connection event.
+    mutating func send(_ packet: ACLPacket, from end: LinkEnd, now: Duration) -> [Delivery] {
+        guard let (linkID, _) = link(of: end), var link = links[linkID], let peer = link.other(than: end) else { return [] }
+        guard airTimeModel else {
+            guard link.lossDeadline == nil else { return [] }
+            return deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: packet) }
+        }
+        link.queues[end, default: []].append(InFlight(packet: packet, remaining: packet.data.count))
+        if link.nextEvent == nil && link.lossDeadline == nil { link.nextEvent = nextEventTime(link, after: now) }
+        links[linkID] = link
+        return []
+    }
+
+    /// The first connection event at or after `now`.
+    func nextEventTime(_ link: Link, after now: Duration) -> Duration {
+        guard now > link.anchor else { return link.anchor }
+        let k = Int64(((now - link.anchor) / link.interval).rounded(.up))
+        return link.anchor + link.interval * k
+    }
+
+    /// One connection event (Vol 6 Part B §4.5.1): the central and peripheral take turns, one PDU
+    /// each per exchange (an empty PDU when one side has nothing), until both queues are empty,
+    /// the next exchange would run past the interval, or a controller's per-event limit is hit.
+    /// A packet reaches the peer's host when its last octet is sent; its sender's host then gets
+    /// the buffer back (Number Of Completed Packets).
+    mutating func connectionEvent(_ linkID: Int, at time: Duration) -> [Delivery] {
+        guard var link = links[linkID] else { return [] }
+        link.nextEvent = nil
+        var deliveries: [Delivery] = []
+        if link.lossDeadline == nil {
+            let limits = link.ends.compactMap { nodes[$0.id.rawValue].controller.configuration.maximumPDUsPerConnectionEvent }
+            let maximum = limits.min() ?? Int.max
+            var elapsed: Duration = .zero
+            var exchanges = 0
+            var completed: [LinkEnd: Int] = [:]
+            while exchanges < maximum, link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
+                let c = link.queues[link.central]?.first.map { min($0.remaining, Int(link.txOctets[link.central] ?? 27)) } ?? 0
+                let p = link.queues[link.peripheral]?.first.map { min($0.remaining, Int(link.txOctets[link.peripheral] ?? 27)) } ?? 0
+                let exchange = AirTime.exchange(payload: c, answer: p, phy: link.phy, encrypted: link.encrypted)
+                if exchanges > 0 && elapsed + exchange > link.interval { break }
+                elapsed += exchange
+                exchanges += 1
+                for (end, sent) in [(link.central, c), (link.peripheral, p)] {
+                    guard var queue = link.queues[end], !queue.isEmpty else { continue }
+                    queue[0].remaining -= sent
+                    if queue[0].remaining <= 0 {
+                        let done = queue.removeFirst()
+                        completed[end, default: 0] += 1
+                        if let peer = link.other(than: end) {
+                            deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: done.packet) }
+                        }
+                    }
+                    link.queues[end] = queue
+                }
+            }
+            for end in link.ends {
+                if let n = completed[end] {
+                    deliveries += deliver(to: end.id) { $0.completedPackets(handle: end.handle, count: n) }
+                }
+            }
+        }
+        if link.lossDeadline == nil, link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
+            link.nextEvent = time + link.interval
+        }
+        links[linkID] = link
+        return deliveries
+    }
+
+    // MARK: Loss
+
+    /// The supervision timeout expired: both ends still on the air learn Connection Timeout
+    /// (0x08, Vol 6 Part B §4.5.2).
+    mutating func supervisionTimeout(_ linkID: Int) -> [Delivery] {
+        guard let link = links.removeValue(forKey: linkID) else { return [] }
+        var deliveries: [Delivery] = []
+        for end in link.ends {
+            deliveries += deliver(to: end.id) { $0.linkLost(handle: end.handle, reason: .connectionTimeout) }
+        }
+        return deliveries
+    }
+
+    /// Re-checks every link of `id` after a change of position, power or transmit power: a link
+    /// whose ends cannot hear each other starts its supervision timeout; one back in range
+    /// before it expires carries on.
+    mutating func recheckLinks(of id: ControllerID, now: Duration) {
+        for (linkID, link) in links where link.central.id == id || link.peripheral.id == id {
+            let connected = inRange(link.central.id, link.peripheral.id)
+            if !connected && link.lossDeadline == nil {
+                let deadline = now + supervisionTimeout(of: link)
+                links[linkID]?.lossDeadline = deadline
+            } else if connected && !link.doomed && link.lossDeadline != nil {
+                links[linkID]?.lossDeadline = nil
+                if link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
+                    let next = nextEventTime(link, after: now)
+                    links[linkID]?.nextEvent = next
+                }
+            }
+        }
+    }
+
+    /// A controller reset (by its host or by a fault) or left the medium: its side of every link
+    /// is gone at once; each peer finds out when its supervision timeout expires.
+    mutating func controllerVanished(_ id: ControllerID, now: Duration) -> [Delivery] {
+        nextAdvertisingEvent[id] = nil
+        for (linkID, link) in links {
+            for end in link.ends where end.id == id { detach(end, of: linkID, now: now) }
+        }
+        return []
+    }
+
+    /// Marks `end`'s side of a link as gone without a word to the peer: the link is doomed, and
+    /// the peer learns of it when the supervision timeout expires. The end no longer matches
+    /// its handle, which the controller may reuse at once.
+    mutating func detach(_ end: LinkEnd, of linkID: Int, now: Duration) {
+        guard var l = links[linkID] else { return }
+        let timeout = supervisionTimeout(of: l)
+        let gone = LinkEnd(id: end.id, handle: Self.detachedHandle)
+        if l.central == end { l.central = gone } else if l.peripheral == end { l.peripheral = gone }
+        l.doomed = true
+        l.lossDeadline = l.lossDeadline ?? now + timeout
+        l.queues = [:]
+        l.nextEvent = nil
+        links[linkID] = l
+    }
+
+    /// A handle no controller hands out (connection handles are 0x0000–0x0EFF).
+    static let detachedHandle: UInt16 = 0xFFFF
+
+    // MARK: Procedures
+
+    mutating func applyLinkProcedure(_ action: AirAction, from id: ControllerID, now: Duration) -> [Delivery] {
+        func find(_ handle: UInt16) -> (Int, LinkEnd, LinkEnd)? {
+            let end = LinkEnd(id: id, handle: handle)
+            guard let (linkID, _) = link(of: end), let link = links[linkID], link.lossDeadline == nil,
+                  let peer = link.other(than: end) else { return nil }
+            return (linkID, end, peer)
+        }
+        switch action {
+        case let .connectionUpdate(handle, interval, latency, timeout):
+            // Connection Update procedure (§5.1.1): both hosts learn the new parameters.
+            guard let (linkID, end, peer) = find(handle) else { return [] }
+            links[linkID]?.interval = Self.interval(interval)
+            links[linkID]?.anchor = now
+            if links[linkID]?.nextEvent != nil { links[linkID]?.nextEvent = now }
+            return [end, peer].flatMap { e in
+                deliver(to: e.id) { $0.connectionUpdated(handle: e.handle, interval: interval, latency: latency, supervisionTimeout: timeout) }
+            }
+        case let .connectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
+            guard let (linkID, end, central) = find(handle) else { return [] }
+            links[linkID]?.pendingParameters = (intervalMin, latency, timeout)
+            let asked = deliver(to: central.id) {
+                $0.parameterRequest(handle: central.handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                    latency: latency, supervisionTimeout: timeout) ?? []
+            }
+            if !asked.isEmpty { return asked }
+            // The central's host has the request masked: its controller accepts on its own.
+            links[linkID]?.pendingParameters = nil
+            return applyLinkProcedure(.connectionUpdate(handle: handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout),
+                                      from: end.id, now: now)
+        case let .connectionParameterRejected(handle, reason):
+            guard let (linkID, _, peripheral) = find(handle), let asked = links[linkID]?.pendingParameters else { return [] }
+            links[linkID]?.pendingParameters = nil
+            return deliver(to: peripheral.id) {
+                $0.connectionUpdated(handle: peripheral.handle, interval: asked.interval, latency: asked.latency,
+                                     supervisionTimeout: asked.timeout, status: reason)
+            }
+        case let .dataLengthChanged(handle):
+            // Data Length Update procedure (§5.1.9): the event goes to both hosts when a value changed.
+            guard let (linkID, end, peer) = find(handle), let link = links[linkID] else { return [] }
+            let tx = effectiveTx(from: end)
+            guard tx != link.txOctets[end] else { return [] }
+            links[linkID]?.txOctets[end] = tx
+            let back = link.txOctets[peer] ?? 27
+            return deliver(to: end.id) { $0.dataLengthChanged(handle: end.handle, maxTxOctets: tx, maxRxOctets: back) }
+                + deliver(to: peer.id) { $0.dataLengthChanged(handle: peer.handle, maxTxOctets: back, maxRxOctets: tx) }
+        case let .setPHY(handle, preference):
+            // PHY Update procedure (§5.1.10): LE 2M when both ends accept it both ways.
+            guard let (linkID, end, peer) = find(handle), let link = links[linkID] else { return [] }
+            let theirs = nodes[peer.id.rawValue].controller.defaultPHYs
+            let both = preference.tx.intersection(theirs.rx).intersection(preference.rx).intersection(theirs.tx)
+            let phy: LEPHY = both.contains(.le2M) ? .le2M : both.contains(.le1M) ? .le1M : link.phy
+            let changed = phy != link.phy
+            links[linkID]?.phy = phy
+            return deliver(to: end.id) { $0.phyUpdated(handle: end.handle, phy: phy) }
+                + (changed ? deliver(to: peer.id) { $0.phyUpdated(handle: peer.handle, phy: phy) } : [])
+        case let .startEncryption(handle, rand, ediv, key):
+            // Encryption Start procedure (§5.1.3): the peripheral's host supplies its key.
+            guard let (linkID, end, peripheral) = find(handle) else { return [] }
+            links[linkID]?.pendingKey = key
+            let asked = deliver(to: peripheral.id) {
+                $0.longTermKeyRequested(handle: peripheral.handle, randomNumber: rand, encryptedDiversifier: ediv) ?? []
+            }
+            if !asked.isEmpty { return asked }
+            links[linkID]?.pendingKey = nil
+            return deliver(to: end.id) { $0.encryptionChanged(handle: end.handle, status: .pinOrKeyMissing) }
+        case let .longTermKeyReply(handle, key):
+            guard let (linkID, end, central) = find(handle), let expected = links[linkID]?.pendingKey else { return [] }
+            links[linkID]?.pendingKey = nil
+            guard let key else {
+                // LL_REJECT_IND with PIN or Key Missing: only the central's host hears of it.
+                return deliver(to: central.id) { $0.encryptionChanged(handle: central.handle, status: .pinOrKeyMissing) }
+            }
+            guard key == expected else {
+                // Different keys: the first encrypted PDU fails its MIC and the link ends with
+                // Connection Terminated due to MIC Failure (0x3D), on both sides.
+                links[linkID] = nil
+                return [end, central].flatMap { e in deliver(to: e.id) { $0.linkLost(handle: e.handle, reason: HCIStatus(0x3D)) } }
+            }
+            links[linkID]?.encrypted = true
+            return [central, end].flatMap { e in deliver(to: e.id) { $0.encryptionChanged(handle: e.handle, status: .success) } }
+        default:
+            return []
+        }
+    }
+}
