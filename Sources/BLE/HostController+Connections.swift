@@ -121,6 +121,7 @@ extension HostController {
             observation: observation)
         nextLinkID += 1
         links[event.handle] = link
+        applyLinkPreferences(handle: event.handle)
         if event.role == .peripheral {
             // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
             advertisingEndedByConnection()

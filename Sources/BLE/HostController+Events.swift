@@ -62,12 +62,14 @@ extension HostController {
             link.maxTxOctets = Int(maxTxOctets)
             link.maxRxOctets = Int(maxRxOctets)
             links[handle] = link
+            link.publish()
 
         case let .phyUpdateComplete(status, handle, txPHY, rxPHY):
             guard status == .success, var link = links[handle] else { return }
             link.txPHY = txPHY
             link.rxPHY = rxPHY
             links[handle] = link
+            link.publish()
 
         case let .remoteConnectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
             // Accept what the peer asks if it is within the spec's ranges (Vol 4 Part E §7.7.65.6);

@@ -36,6 +36,11 @@ public struct HostConfiguration: Sendable {
     public var applicationResponseTimeout: Duration = .seconds(10)
     /// Capacity of each notification stream delivered to the application.
     public var notificationBufferLimit: Int = 65_536
+    /// When set, every new link (either role) asks for this LL payload size with LE Set Data
+    /// Length (27...251 octets, Vol 4 Part E §7.8.33), as Zephyr and Android do by default.
+    public var preferredDataLength: Int?
+    /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
+    public var preferredPHY: LEPHY?
 
     public init() {}
 }

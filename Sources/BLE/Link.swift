@@ -44,6 +44,10 @@ final class LinkObservation: Sendable {
         var state: ConnectionState = .connected
         var mtu: Int = 23
         var parameters: LinkParameters
+        /// Current PHY and LL payload sizes (LE PHY Update Complete, LE Data Length Change).
+        var phy: LEPHY = .le1M
+        var maxTxOctets = 27
+        var maxRxOctets = 27
         /// Services found by discovery, until a Service Changed indication covers them.
         var services: [GATTService] = []
     }
@@ -128,9 +132,13 @@ struct Link {
         let p = parameters
         // One ATT_MTU per bearer: whichever side exchanged last set it for both (Vol 3 Part F §3.4.2).
         let mtu = max(bearer.mtu, server.mtu)
+        let (phy, tx, rx) = (txPHY, maxTxOctets, maxRxOctets)
         observation.update { s in
             s.parameters = p
             s.mtu = mtu
+            s.phy = phy
+            s.maxTxOctets = tx
+            s.maxRxOctets = rx
         }
     }
 }

@@ -45,6 +45,28 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// The current ATT_MTU of this link.
     public var mtu: Int { observation.snapshot.mtu }
 
+    /// The link's PHY (LE 1M until a PHY update).
+    public var phy: LEPHY { observation.snapshot.phy }
+
+    /// The link-layer payload each way, in octets (27 until a data length update).
+    public var dataLength: (tx: Int, rx: Int) {
+        let s = observation.snapshot
+        return (s.maxTxOctets, s.maxRxOctets)
+    }
+
+    /// Asks the controller for LL payloads of `octets` (27...251) towards this peripheral
+    /// (LE Set Data Length, Core spec Vol 4 Part E §7.8.33). `dataLength` changes when the
+    /// procedure completes.
+    public func setDataLength(_ octets: Int) async throws {
+        try await host.setDataLength(linkID: linkID, octets: octets)
+    }
+
+    /// Asks for a PHY on this link (LE Set PHY, §7.8.49). `phy` changes when the PHY Update
+    /// procedure completes; the peer may keep the current one.
+    public func setPHY(_ phy: LEPHY) async throws {
+        try await host.setPHY(linkID: linkID, phy)
+    }
+
     /// The longest value one write can carry: ATT_MTU − 3 without response; with response,
     /// prepared writes allow the longest attribute value, 512 bytes (Vol 3 Part F §3.2.9).
     public func maximumWriteValueLength(for type: WriteType) -> Int {

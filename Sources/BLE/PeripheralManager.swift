@@ -145,6 +145,16 @@ public final class PeripheralManager: Sendable {
         try await host.disconnect(linkID: central.id, reason: reason)
     }
 
+    /// Asks for LL payloads of `octets` (27...251) towards a central (LE Set Data Length).
+    public func setDataLength(_ octets: Int, for central: ConnectedCentral) async throws {
+        try await host.setDataLength(linkID: central.id, octets: octets)
+    }
+
+    /// Asks for a PHY on a central's link (LE Set PHY).
+    public func setPHY(_ phy: LEPHY, for central: ConnectedCentral) async throws {
+        try await host.setPHY(linkID: central.id, phy)
+    }
+
     public func close() async {
         await host.close()
     }
