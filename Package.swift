@@ -22,6 +22,9 @@ let package = Package(
         // The in-process virtual LE controller and medium (issue 4; first slice).
         .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport"]),
+        // Sans-IO codecs and constants of the four systems in SEEDS.md (framed stream, sample,
+        // heart rate, accelerometer): bytes in, values out, nothing else.
+        .target(name: "BLEProfiles", dependencies: ["BLEWire"]),
         .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
@@ -31,6 +34,7 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
