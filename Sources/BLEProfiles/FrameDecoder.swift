@@ -10,9 +10,10 @@
 /// into an array first (the loop is non-generic so that it is fast across module boundaries).
 ///
 /// A malformed header (unknown code, a SIZE that is not seven digits, a size over
-/// `maximumBodySize`) is an error: an unknown code as soon as that byte arrives, the others as soon
-/// as the eight header bytes are in, before any of that frame's body is buffered. Then the stream is out of sync: the decoder stays failed,
-/// and every later push throws the same error until `reset()`.
+/// `maximumBodySize`) is an error: an unknown code as soon as that byte arrives, the others as
+/// soon as the eight header bytes are in, before any of that frame's body is buffered. Then the
+/// stream is out of sync: the decoder stays failed, and every later push throws the same error
+/// until `reset()`.
 public struct FrameDecoder: Sendable {
     /// A header that has been read in full: what the body being collected belongs to.
     private struct Announced: Sendable {
