@@ -19,10 +19,13 @@ let package = Package(
         .target(name: "BLEHCI", dependencies: ["BLEWire"]),
         .target(name: "BLETransport", dependencies: ["BLEHCI"]),
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
-        // The in-process virtual LE controller and medium (issue 4; first slice).
+        // The in-process virtual LE controller and medium, virtual time, fault injection (issue 4).
         .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport", "BLECrypto"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport", "BLEVirtualRadio"]),
-        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport"]),
+        // Sans-IO codecs and constants of the four systems in SEEDS.md (framed stream, sample,
+        // heart rate, accelerometer): bytes in, values out, nothing else.
+        .target(name: "BLEProfiles", dependencies: ["BLEWire"]),
+        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport", "BLEProfiles"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
@@ -31,6 +34,7 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),

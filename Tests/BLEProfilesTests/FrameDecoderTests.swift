@@ -1,0 +1,147 @@
+import XCTest
+@testable import BLEProfiles
+
+/// Reassembling S1 frames and rejecting malformed headers (SEEDS.md S1).
+final class FrameDecoderTests: XCTestCase {
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    func testOneFrameInOnePush() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push(bytes("T0000005hello")), [.text("hello")])
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+    }
+
+    func testOnePushEndsOneFrameAndStartsTheNext() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push(bytes("T00000")), [])
+        XCTAssertEqual(decoder.bufferedByteCount, 6)
+        XCTAssertEqual(try decoder.push(bytes("02hiN0000000U00")), [.text("hi"), .notify])
+        XCTAssertEqual(decoder.bufferedByteCount, 3)
+        XCTAssertEqual(try decoder.push(bytes("00003a")), [])
+        XCTAssertEqual(decoder.bufferedByteCount, 1)
+        XCTAssertEqual(try decoder.push(bytes("bcT0000000")), [.url("abc"), .text("")])
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+    }
+
+    func testEmptyPushAndEmptyBodies() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push([UInt8]()), [])
+        XCTAssertEqual(try decoder.push(bytes("N0000000N0000000I0000000")), [.notify, .notify, .image([])])
+    }
+
+    func testAnyCollectionOfBytes() throws {
+        var decoder = FrameDecoder()
+        let stream = bytes("xxT0000003abcyy")
+        // A slice whose indices do not start at 0, then a non-random-access view.
+        XCTAssertEqual(try decoder.push(stream[2..<10]), [])
+        XCTAssertEqual(try decoder.push(stream[10..<13]), [.text("abc")])
+        XCTAssertEqual(try decoder.push("I0000002".utf8), [])
+        XCTAssertEqual(try decoder.push(CollectionOfOne(0xFF)), [])
+        XCTAssertEqual(try decoder.push([0xD8][...]), [.image([0xFF, 0xD8])])
+    }
+
+    func testUnknownCodeIsReportedAtTheFirstByte() {
+        for code in [UInt8(0x00), 0x41, 0x6E /* n */, 0x74 /* t */, 0x30, 0xFF] {
+            var decoder = FrameDecoder()
+            XCTAssertThrowsError(try decoder.push([code])) { error in
+                XCTAssertEqual(error as? FrameError, .unknownCode(code))
+            }
+        }
+    }
+
+    func testSizeThatIsNotSevenDigits() {
+        for size in ["00a0001", "+000001", " 000001", "000001 ", "-000001", "0000１0", "\u{0}000000"] {
+            var decoder = FrameDecoder()
+            let header = [UInt8(0x54)] + Array(size.utf8).prefix(7)
+            XCTAssertThrowsError(try decoder.push(header), size) { error in
+                XCTAssertEqual(error as? FrameError, .invalidSize(Array(header.dropFirst())), size)
+            }
+        }
+    }
+
+    func testSizeErrorWaitsForTheWholeField() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push(bytes("T00x")), [])
+        XCTAssertThrowsError(try decoder.push(bytes("0001"))) { error in
+            XCTAssertEqual(error as? FrameError, .invalidSize(self.bytes("00x0001")))
+        }
+    }
+
+    func testOversizeIsRejectedAtTheHeaderBeforeAnyBody() throws {
+        var decoder = FrameDecoder(maximumBodySize: 10)
+        XCTAssertEqual(try decoder.push(bytes("T0000010")), [])
+        XCTAssertEqual(try decoder.push(bytes("0123456789")), [.text("0123456789")])
+        XCTAssertThrowsError(try decoder.push(bytes("T0000011"))) { error in
+            XCTAssertEqual(error as? FrameError, .bodyTooLarge(size: 11, limit: 10))
+        }
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+    }
+
+    func testOversizeWithBodyBytesInTheSamePush() {
+        var decoder = FrameDecoder(maximumBodySize: 1_000_000)
+        let stream = bytes("I9999999") + [UInt8](repeating: 0, count: 100)
+        XCTAssertThrowsError(try decoder.push(stream)) { error in
+            XCTAssertEqual(error as? FrameError, .bodyTooLarge(size: 9_999_999, limit: 1_000_000))
+        }
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+        XCTAssertEqual(decoder.bytesHandled, 8, "no body byte is taken after a rejected header")
+    }
+
+    func testDefaultLimitIsSixteenMebibytes() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(decoder.maximumBodySize, 16 * 1024 * 1024)
+        XCTAssertEqual(try decoder.push(bytes("I9999999")), [])
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+    }
+
+    func testNegativeLimitAcceptsOnlyEmptyBodies() throws {
+        var decoder = FrameDecoder(maximumBodySize: -1)
+        XCTAssertEqual(decoder.maximumBodySize, 0)
+        XCTAssertEqual(try decoder.push(bytes("N0000000")), [.notify])
+        XCTAssertThrowsError(try decoder.push(bytes("T0000001")))
+    }
+
+    func testErrorsAreStickyUntilReset() throws {
+        var decoder = FrameDecoder()
+        XCTAssertThrowsError(try decoder.push(bytes("X")))
+        XCTAssertEqual(decoder.failure, .unknownCode(0x58))
+        for later in [bytes("T0000002hi"), [], bytes("N0000000")] {
+            XCTAssertThrowsError(try decoder.push(later)) { error in
+                XCTAssertEqual(error as? FrameError, .unknownCode(0x58))
+            }
+        }
+        decoder.reset()
+        XCTAssertNil(decoder.failure)
+        XCTAssertEqual(try decoder.push(bytes("T0000002hi")), [.text("hi")])
+    }
+
+    func testResetDropsAPartialFrame() throws {
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push(bytes("T0000005he")), [])
+        XCTAssertEqual(decoder.bufferedByteCount, 2)
+        decoder.reset()
+        XCTAssertEqual(decoder.bufferedByteCount, 0)
+        XCTAssertEqual(try decoder.push(bytes("N0000000")), [.notify])
+    }
+
+    func testFramesBeforeABadHeaderCanStillBeDelivered() {
+        let stream = bytes("T0000001aN0000000Z0000000T0000001b")
+        var plain = FrameDecoder()
+        XCTAssertThrowsError(try plain.push(stream))
+
+        var decoder = FrameDecoder()
+        var frames: [Frame] = []
+        XCTAssertThrowsError(try decoder.push(stream, into: &frames)) { error in
+            XCTAssertEqual(error as? FrameError, .unknownCode(0x5A))
+        }
+        XCTAssertEqual(frames, [.text("a"), .notify])
+        XCTAssertThrowsError(try decoder.push(bytes("N0000000"), into: &frames))
+        XCTAssertEqual(frames.count, 2)
+    }
+
+    func testNotifyWithABodyIsPassedThrough() throws {
+        // The decoder does not police what a code's body means; N with a body is still a frame.
+        var decoder = FrameDecoder()
+        XCTAssertEqual(try decoder.push(bytes("N0000001!")), [Frame(code: .notify, body: [0x21])])
+    }
+}
