@@ -52,3 +52,8 @@ struct ActorOwned<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+
+/// Real time drives a radio as well as hosts.
+extension SystemHostClock: VirtualRadioClock {
+    public var taskExecutor: (any TaskExecutor)? { nil }
+}

@@ -21,6 +21,13 @@ public final class PeripheralManager: Sendable {
                             address: OwnAddress = .public, clock: any HostClock = SystemHostClock(),
                             configuration: HostConfiguration = HostConfiguration()) async throws -> PeripheralManager {
         let transport = try await TransportFactory.open(spec: spec, capture: capture)
+        return try await open(transport: transport, name: name, appearance: appearance, address: address, clock: clock, configuration: configuration)
+    }
+
+    /// Opens the peripheral role on a transport (a virtual radio's controller, a test double).
+    public static func open(transport: any HCITransport, name: String = "SwiftBLE", appearance: UInt16 = 0,
+                            address: OwnAddress = .public, clock: any HostClock = SystemHostClock(),
+                            configuration: HostConfiguration = HostConfiguration()) async throws -> PeripheralManager {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {
             try await host.start()

@@ -30,6 +30,8 @@ extension VirtualMedium {
         /// Packets each end has queued, in order.
         var queues: [LinkEnd: [InFlight]] = [:]
         var nextEvent: Duration?
+        /// When the last connection event took place: what it carried is answered at the next.
+        var lastEvent: Duration?
         /// When the supervision timeout ends the link (the peer out of range, off, or gone).
         var lossDeadline: Duration?
         /// Set by faults that end the link whatever the range (a dropped link, a reset peer).
@@ -82,11 +84,17 @@ extension VirtualMedium {
         return []
     }
 
-    /// The first connection event at or after `now`.
+    /// The first connection event at or after `now` that has not happened yet: data a host
+    /// sends in answer to what an event delivered goes at the following event, as on a real
+    /// link, where the event ends long before the host answers.
     func nextEventTime(_ link: Link, after now: Duration) -> Duration {
-        guard now > link.anchor else { return link.anchor }
-        let k = Int64(((now - link.anchor) / link.interval).rounded(.up))
-        return link.anchor + link.interval * k
+        var next = link.anchor
+        if now > link.anchor {
+            let k = Int64(((now - link.anchor) / link.interval).rounded(.up))
+            next = link.anchor + link.interval * k
+        }
+        if let last = link.lastEvent, next <= last { next = last + link.interval }
+        return next
     }
 
     /// One connection event (Vol 6 Part B §4.5.1): the central and peripheral take turns, one PDU
@@ -97,6 +105,7 @@ extension VirtualMedium {
     mutating func connectionEvent(_ linkID: Int, at time: Duration) -> [Delivery] {
         guard var link = links[linkID] else { return [] }
         link.nextEvent = nil
+        link.lastEvent = time
         var deliveries: [Delivery] = []
         if link.lossDeadline == nil {
             let limits = link.ends.compactMap { nodes[$0.id.rawValue].controller.configuration.maximumPDUsPerConnectionEvent }
@@ -212,6 +221,7 @@ extension VirtualMedium {
             guard let (linkID, end, peer) = find(handle) else { return [] }
             links[linkID]?.interval = Self.interval(interval)
             links[linkID]?.anchor = now
+            links[linkID]?.lastEvent = nil
             if links[linkID]?.nextEvent != nil { links[linkID]?.nextEvent = now }
             return [end, peer].flatMap { e in
                 deliver(to: e.id) { $0.connectionUpdated(handle: e.handle, interval: interval, latency: latency, supervisionTimeout: timeout) }

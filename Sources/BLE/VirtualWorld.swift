@@ -1,0 +1,60 @@
+import BLETransport
+import BLEVirtualRadio
+import BLEWire
+
+/// A simulated world: one virtual radio and any number of hosts on it, sharing one clock. In
+/// virtual time (`run`), every task runs on the world's executor and time jumps from one event
+/// to the next, so a test or the demo runs as fast as the CPU allows and always the same way.
+///
+/// ```swift
+/// try await VirtualWorld.run { world in
+///     let (manager, _) = try await world.addPeripheralManager(name: "Thermo")
+///     let (central, _) = try await world.addCentral()
+///     ...
+/// }
+/// ```
+public final class VirtualWorld: Sendable {
+    /// The world's clock: a `VirtualTime`, or real time.
+    public let clock: any HostClock
+    public let radio: VirtualRadio
+
+    /// A world on `clock` (real time by default; see `run` for virtual time).
+    public init(clock: any HostClock & VirtualRadioClock = SystemHostClock(), airTimeModel: Bool = true) {
+        self.clock = clock
+        self.radio = VirtualRadio(clock: clock, airTimeModel: airTimeModel)
+    }
+
+    /// Runs `body` in a new world in virtual time and shuts the world down afterwards.
+    public static func run<T: Sendable>(airTimeModel: Bool = true, limit: Duration = .seconds(86_400),
+                                        _ body: @escaping @Sendable (VirtualWorld) async throws -> T) async throws -> T {
+        try await VirtualTime.run(limit: limit) { time in
+            let world = VirtualWorld(clock: time, airTimeModel: airTimeModel)
+            do {
+                let result = try await body(world)
+                await world.radio.shutdown()
+                return result
+            } catch {
+                await world.radio.shutdown()
+                throw error
+            }
+        }
+    }
+
+    /// A central-role host on a new controller.
+    public func addCentral(address: BDAddress? = nil, configuration: HostConfiguration = HostConfiguration(),
+                           controller: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+                           at position: VirtualMedium.Position = .origin) async throws -> (Central, VirtualDevice) {
+        let device = await radio.addDevice(address: address, configuration: controller, at: position)
+        return (try await Central.open(transport: device.transport, clock: clock, configuration: configuration), device)
+    }
+
+    /// A peripheral-role host on a new controller.
+    public func addPeripheralManager(name: String = "SwiftBLE", address: BDAddress? = nil,
+                                     configuration: HostConfiguration = HostConfiguration(),
+                                     controller: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+                                     at position: VirtualMedium.Position = .origin) async throws -> (PeripheralManager, VirtualDevice) {
+        let device = await radio.addDevice(address: address, configuration: controller, at: position)
+        let manager = try await PeripheralManager.open(transport: device.transport, name: name, clock: clock, configuration: configuration)
+        return (manager, device)
+    }
+}
