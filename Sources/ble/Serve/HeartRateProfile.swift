@@ -48,7 +48,7 @@ struct HeartRateProfile: ServeProfile {
         guard let handle = handles?.valueHandle(for: Self.measurement) else { return }
         var step = 0
         while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(1))
+            try await manager.host.clock.sleep(for: .seconds(1))
             let value = Self.measurement(step: step, energy: energy.add(kilojoules: 1))
             step += 1
             _ = try await manager.updateValueWaiting(value, forHandle: handle)
