@@ -58,3 +58,9 @@ public final class VirtualWorld: Sendable {
         return (manager, device)
     }
 }
+
+extension VirtualWorld {
+    /// The process's shared world in real time: what the transport spec `virtual` (`--hci
+    /// virtual`, `BLE_HCI=virtual`) attaches to. Each open adds a controller to it.
+    public static let shared = VirtualWorld()
+}

@@ -134,5 +134,10 @@ public final class HCIUserChannelTransport: HCITransport {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []
         return names.filter { $0.hasPrefix("hci") }.sorted()
     }
+
+    /// The indices of the adapters the kernel lists (hci0, hci1, ...), in order.
+    public static func adapterIndices() -> [UInt16] {
+        listAdapters().compactMap { UInt16($0.dropFirst(3)) }.sorted()
+    }
 }
 #endif

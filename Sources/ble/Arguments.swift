@@ -88,7 +88,7 @@ struct ParsedArguments {
 
 /// Options every command takes.
 let commonOptions: [OptionSpec] = [
-    OptionSpec(name: "hci", valueName: "SPEC", help: "controller: tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else hci0)"),
+    OptionSpec(name: "hci", valueName: "SPEC", help: "controller: virtual (in-process radio with demo peripherals), tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else the first Linux adapter that opens)"),
     OptionSpec(name: "capture", valueName: "FILE", help: "write every HCI packet, both directions, to FILE (btsnoop)"),
     OptionSpec(name: "verbose", valueName: nil, help: "log what the stack drops or ignores to stderr"),
     OptionSpec(name: "help", valueName: nil, help: "show this help"),

@@ -24,7 +24,8 @@ func topLevelHelp() -> String {
     }
     lines += [
         "",
-        "Every command takes --hci SPEC (tcp:HOST:PORT, serial:PATH[@BAUD], hci0, hci:N; default $BLE_HCI),",
+        "Every command takes --hci SPEC (virtual, tcp:HOST:PORT, serial:PATH[@BAUD], hci0, hci:N; default $BLE_HCI,",
+        "else the first Linux adapter that opens; virtual is an in-process radio with demo peripherals),",
         "--capture FILE (btsnoop of all HCI traffic) and --help.",
     ]
     return lines.joined(separator: "\n")
@@ -70,7 +71,9 @@ let status: Int32 = await {
     let work = Task { () -> Int32 in
         do {
             let parsed = try ParsedArguments(rest, spec: command.options + commonOptions, positionalNames: command.positionalNames, minPositionals: command.minPositionals)
-            try await command.init(parsed).run()
+            let instance = try command.init(parsed)
+            await populateSharedVirtualWorldIfNeeded(arguments: rest)
+            try await instance.run()
             return 0
         } catch let e as UsageError {
             writeError("\(e)\nUSAGE: ble \(command.usage)   (ble \(command.name) --help for more)")

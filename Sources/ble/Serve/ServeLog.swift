@@ -18,8 +18,11 @@ final class Counter: Sendable {
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
 struct ServeLog: Sendable {
     let json: Bool
+    /// Prints nothing (the demo world's peripherals run silently).
+    var quiet = false
 
     func line(_ event: String, _ fields: [(String, JSON)], text: String) {
+        guard !quiet else { return }
         if json {
             print(JSON.object([("event", .string(event))] + fields).text)
         } else {

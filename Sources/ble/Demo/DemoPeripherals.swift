@@ -1,0 +1,84 @@
+import Foundation
+import BLE
+import BLEVirtualRadio
+import BLEWire
+
+/// The peripherals of the built-in virtual world: one `ble serve` profile each, advertising on a
+/// `VirtualWorld` from fixed addresses. `ble demo` runs its central flows against them, and
+/// `--hci virtual` puts them on the shared radio so every command has something to talk to.
+struct DemoPeripherals: Sendable {
+    struct Entry: Sendable {
+        let name: String
+        let profile: String
+        let address: BDAddress
+        let manager: PeripheralManager
+    }
+
+    let entries: [Entry]
+    let runners: [Task<Void, Never>]
+
+    /// The profiles the world starts, with their device names and addresses.
+    static let lineup: [(profile: any DemoStartable.Type, name: String, address: UInt64)] = [
+        (HeartRateProfile.self, "HRM", 0x00_5A_B1_00_00_01),
+        (BatteryProfile.self, "Battery", 0x00_5A_B1_00_00_02),
+        (TestProfile.self, "TestDevice", 0x00_5A_B1_00_00_03),
+    ]
+
+    /// Starts every peripheral of the lineup in `world` (advertising, running its profile).
+    static func start(in world: VirtualWorld) async throws -> DemoPeripherals {
+        var entries: [Entry] = []
+        var runners: [Task<Void, Never>] = []
+        for (type, name, raw) in lineup {
+            let address = BDAddress(rawValue: raw)
+            let (manager, _) = try await world.addPeripheralManager(name: name, address: address)
+            runners.append(try await type.startServing(on: manager, name: name))
+            entries.append(Entry(name: name, profile: type.profileName, address: address, manager: manager))
+        }
+        return DemoPeripherals(entries: entries, runners: runners)
+    }
+
+    func stop() async {
+        runners.forEach { $0.cancel() }
+        for e in entries { await e.manager.close() }
+    }
+}
+
+/// A serve profile the demo world can start without knowing its type statically.
+protocol DemoStartable: Sendable {
+    static var profileName: String { get }
+    /// Installs the profile, starts advertising, and runs it in a task on the host's clock.
+    static func startServing(on manager: PeripheralManager, name: String) async throws -> Task<Void, Never>
+}
+
+extension DemoStartable where Self: ServeProfile {
+    static var profileName: String { name }
+
+    static func startServing(on manager: PeripheralManager, name: String) async throws -> Task<Void, Never> {
+        var profile = Self()
+        try await profile.install(on: manager)
+        let (data, response) = profile.advertisement(name: name)
+        try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+        let running = profile
+        let log = ServeLog(json: false, quiet: true)
+        return Task(executorPreference: manager.host.clock.taskExecutor) { try? await running.run(on: manager, log: log) }
+    }
+}
+
+extension HeartRateProfile: DemoStartable {}
+extension BatteryProfile: DemoStartable {}
+extension TestProfile: DemoStartable {}
+
+/// `--hci virtual` (or BLE_HCI=virtual): the command runs against the shared in-process radio,
+/// populated with the demo peripherals first.
+func populateSharedVirtualWorldIfNeeded(arguments: [String]) async {
+    var spec: String? = nil
+    if let i = arguments.firstIndex(of: "--hci"), i + 1 < arguments.count { spec = arguments[i + 1] }
+    if let inline = arguments.first(where: { $0.hasPrefix("--hci=") }) { spec = String(inline.dropFirst(6)) }
+    let effective = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"]
+    guard effective == "virtual" else { return }
+    do {
+        _ = try await DemoPeripherals.start(in: VirtualWorld.shared)
+    } catch {
+        writeError("virtual radio: the demo peripherals did not start: \(error)")
+    }
+}
