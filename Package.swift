@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "BLE", targets: ["BLE"]),
         .executable(name: "ble", targets: ["ble"]),
         .executable(name: "ble-fuzz", targets: ["BLEFuzz"]),
+        .executable(name: "ble-bench", targets: ["BLEBench"]),
     ],
     targets: [
         .target(name: "BLEWire"),
@@ -29,6 +30,8 @@ let package = Package(
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
+        // Benchmarks (README "Performance"): throughput against theory, raw host cost.
+        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEVirtualRadio", "BLEWire"]),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),

@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEVirtualRadio
 import BLEWire
+import Foundation
 
 /// `ble demo`: the stack end to end on the built-in virtual radio, with nothing attached. Three
 /// peripherals (the `ble serve` profiles heart-rate, battery and test) and one central run in
@@ -19,33 +20,29 @@ struct DemoCommand: BLECommand {
     init(_ args: ParsedArguments) throws {}
 
     func run() async throws {
-        let radio = VirtualRadio()
-        let silent = ServeLog(json: false)
-        var peripherals: [PeripheralManager] = []
-        var runners: [Task<Void, Never>] = []
-        defer {
-            runners.forEach { $0.cancel() }
+        let started = ContinuousClock.now
+        let radioTime = try await VirtualWorld.run { world in
+            try await Self.runDemo(in: world)
+            return world.clock.now()
         }
-        func start<P: ServeProfile>(_ type: P.Type, name: String, address: UInt64) async throws {
-            let host = HostController(transport: await radio.makeController(address: BDAddress(rawValue: address)))
-            try await host.start()
-            await host.setDeviceName(name, appearance: 0)
-            let manager = PeripheralManager(host: host)
-            var profile = P()
-            try await profile.install(on: manager)
-            let (data, response) = profile.advertisement(name: name)
-            try await manager.startAdvertising(data, scanResponse: response)
-            let running = profile
-            runners.append(Task { try? await running.run(on: manager, log: silent) })
-            peripherals.append(manager)
-            print("peripheral  \(name.padding(12)) \(BDAddress(rawValue: address))  advertising \(P.name)")
-        }
-        print("virtual radio: one medium, all in this process\n")
-        try await start(HeartRateProfile.self, name: "HRM", address: 0x00_5A_B1_00_00_01)
-        try await start(BatteryProfile.self, name: "Battery", address: 0x00_5A_B1_00_00_02)
-        try await start(TestProfile.self, name: "TestDevice", address: 0x00_5A_B1_00_00_03)
+        let wall = ContinuousClock.now - started
+        print("\n(\(Self.format(radioTime)) of virtual radio time in \(Self.format(wall)) of real time)")
+    }
 
-        let central = try await Central.open(transport: await radio.makeController(address: BDAddress(rawValue: 0x00_5A_B1_00_00_10)))
+    static func format(_ d: Duration) -> String {
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return String(format: "%.2f s", seconds)
+    }
+
+    /// The demo itself, in `world` (virtual time): the peripherals of DemoPeripherals, and one
+    /// central that uses each of them.
+    static func runDemo(in world: VirtualWorld) async throws {
+        print("virtual radio: one medium, all in this process, in virtual time\n")
+        let demo = try await DemoPeripherals.start(in: world)
+        for e in demo.entries {
+            print("peripheral  \(e.name.padding(12)) \(e.address)  advertising \(e.profile)")
+        }
+        let (central, _) = try await world.addCentral(address: BDAddress(rawValue: 0x00_5A_B1_00_00_10))
         print("central     \(central.controllerInfo.address)  scanning for 2 s\n")
         var found: [String: ScannedDevice] = [:]
         for try await device in central.scan(timeout: .seconds(2)) {
@@ -117,11 +114,10 @@ struct DemoCommand: BLECommand {
 
         print("\ndone: 3 peripherals found, 3 connections, reads, long write, notifications and indications on the virtual radio")
         await central.close()
-        for p in peripherals { await p.close() }
-        await radio.shutdown()
+        await demo.stop()
     }
 
-    private func service(_ uuid: BluetoothUUID, on p: Peripheral) async throws -> GATTService {
+    private static func service(_ uuid: BluetoothUUID, on p: Peripheral) async throws -> GATTService {
         guard let s = try await p.discoverServices([uuid]).first else { throw BLEError.invalidArgument("no service \(uuid)") }
         return s
     }

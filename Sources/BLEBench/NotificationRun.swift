@@ -1,0 +1,96 @@
+import BLE
+import BLEHCI
+import BLEHost
+import BLEVirtualRadio
+import BLEWire
+
+/// One benchmark run: a Swift peripheral notifies `count` values of `size` bytes as fast as its
+/// queue allows, a Swift central on the same virtual radio receives them all. Both hosts are the
+/// unmodified stack; the radio runs in virtual time.
+struct NotificationRun: Sendable {
+    var phy: LEPHY = .le2M
+    var dataLength = 251
+    /// Connection interval in 1.25 ms units (6 = 7.5 ms).
+    var intervalUnits: UInt16 = 6
+    var airTimeModel = true
+    var count = 2_000
+    /// Notification value size; nil: the largest that fits one LL PDU (data length − 7).
+    var size: Int?
+
+    var valueSize: Int { size ?? max(1, dataLength - 7) }
+    var interval: Duration { .microseconds(1250 * Int64(intervalUnits)) }
+
+    struct Result: Sendable {
+        /// Virtual time from the first connection event that delivered data to the last one.
+        var elapsed: Duration
+        /// Bytes delivered after that first event (so bytes / elapsed counts whole intervals).
+        var bytes: Int
+        var bitsPerSecond: Double { Double(bytes * 8) / elapsed.seconds }
+    }
+
+    static let service = BluetoothUUID(0xBE00)
+    static let stream = BluetoothUUID(0xBE01)
+
+    func run() async throws -> Result {
+        let run = self
+        return try await VirtualWorld.run(airTimeModel: airTimeModel) { world in
+            try await run.measure(in: world)
+        }
+    }
+
+    private func measure(in world: VirtualWorld) async throws -> Result {
+        var controller = VirtualControllerConfiguration()
+        controller.leACLBufferLength = 251
+        // Enough buffers that the controller, not the host's credits, limits each event (a
+        // connection event at 30 ms on LE 2M carries 21 PDUs).
+        controller.leACLBufferCount = 32
+        var host = HostConfiguration()
+        host.preferredDataLength = dataLength
+        host.preferredPHY = phy
+        host.connectionIntervalMin = intervalUnits
+        host.connectionIntervalMax = intervalUnits
+        let (manager, _) = try await world.addPeripheralManager(name: "Bench", configuration: host, controller: controller)
+        let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
+            GATTCharacteristicDefinition(uuid: Self.stream, properties: [.notify], permissions: [.read], value: [0]),
+        ]))
+        guard let valueHandle = handles[Self.stream]?.valueHandle else { throw BLEError.invalidArgument("no stream characteristic") }
+        let events = await manager.events
+        try await manager.startAdvertising(AdvertisingData.Builder().flags([.leGeneralDiscoverable, .brEdrNotSupported]).localName("Bench").build(),
+                                           parameters: AdvertisingParameters(interval: .milliseconds(20)))
+        let (central, _) = try await world.addCentral(configuration: host, controller: controller)
+        let found = try await central.find(filter: ScanFilter(nameContains: "Bench"), timeout: .seconds(10))
+        let peripheral = try await central.connect(found.address)
+        _ = try await peripheral.exchangeMTU(517)
+        guard let service = try await peripheral.discoverServices([Self.service]).first,
+              let characteristic = try await peripheral.discoverCharacteristics([Self.stream], for: service).first else {
+            throw BLEError.invalidArgument("benchmark service not found")
+        }
+        let values = await peripheral.notifications(for: characteristic)
+        try await peripheral.setNotifyValue(true, for: characteristic)
+        for await event in events {
+            if case .subscriptionChanged(_, _, true, _) = event { break }
+        }
+        // Let the data length and PHY updates settle before timing.
+        try await world.clock.sleep(for: .milliseconds(100))
+        let value = [UInt8](repeating: 0xA5, count: valueSize)
+        let count = self.count
+        let sender = Task(executorPreference: world.clock.taskExecutor) {
+            for _ in 0..<count { _ = try await manager.updateValueWaiting(value, forHandle: valueHandle) }
+        }
+        var received = 0
+        var bytes = 0
+        var first: Duration?
+        for await v in values {
+            received += 1
+            let now = world.clock.now()
+            if let first, now > first { bytes += v.count } else { first = now }
+            if received == count { break }
+        }
+        let elapsed = world.clock.now() - (first ?? world.clock.now())
+        try await sender.value
+        try await peripheral.disconnect()
+        await central.close()
+        await manager.close()
+        return Result(elapsed: elapsed, bytes: bytes)
+    }
+}

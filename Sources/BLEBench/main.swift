@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLEHCI
+import BLEVirtualRadio
+import Foundation
+
+/// `ble-bench`: notification throughput Swift → Swift on the virtual radio.
+///
+///   ble-bench                 both parts below
+///   ble-bench air             with the air-time model, in virtual time, against the theoretical
+///                             figure for the same PHY, interval and data length (AirTime.swift)
+///   ble-bench raw [--count N] without the air-time model: the host's own cost, as notifications
+///                             per CPU-second (getrusage); under valgrind's callgrind,
+///                             scripts/bench.sh turns two runs into instructions per notification
+let arguments = Array(CommandLine.arguments.dropFirst())
+let part = arguments.first ?? "all"
+let count: Int? = arguments.firstIndex(of: "--count").flatMap { i in i + 1 < arguments.count ? Int(arguments[i + 1]) : nil }
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return s(usage.ru_utime) + s(usage.ru_stime)
+}
+
+func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
+
+func airTimeTable(count: Int?) async throws {
+    print("notification throughput, Swift peripheral → Swift central, virtual radio with the air-time model")
+    print(pad("PHY", 8) + pad("LL payload", 12) + pad("interval", 10) + pad("theory", 14) + pad("measured", 14) + "measured/theory")
+    let cases: [(LEPHY, Int, UInt16)] = [(.le2M, 251, 6), (.le1M, 251, 6), (.le1M, 27, 6), (.le2M, 251, 24)]
+    for (phy, length, units) in cases {
+        var run = NotificationRun()
+        run.phy = phy
+        run.dataLength = length
+        run.intervalUnits = units
+        run.count = count ?? 1_000
+        let result = try await run.run()
+        let theory = AirTime.notificationThroughput(payload: length, phy: phy, interval: run.interval)
+        let ratio = result.bitsPerSecond / theory
+        print(pad(phy.description, 8) + pad("\(length) B", 12) + pad(String(format: "%.1f ms", run.interval.seconds * 1000), 10)
+              + pad(String(format: "%.3f Mbit/s", theory / 1e6), 14) + pad(String(format: "%.3f Mbit/s", result.bitsPerSecond / 1e6), 14)
+              + String(format: "%.3f", ratio))
+    }
+}
+
+func rawCost(count: Int?) async throws {
+    var run = NotificationRun()
+    run.airTimeModel = false
+    run.count = count ?? 20_000
+    run.size = 244
+    // Warm up (first-use costs: metadata, allocations), then measure.
+    var warm = run
+    warm.count = 200
+    _ = try await warm.run()
+    let before = cpuSeconds()
+    _ = try await run.run()
+    let cpu = cpuSeconds() - before
+    print("raw host cost, no air-time model: \(run.count) notifications of \(run.valueSize) B, Swift → Swift (both hosts in this process)")
+    print(String(format: "  %.3f s CPU: %.0f notifications per CPU-second", cpu, Double(run.count) / cpu))
+}
+
+do {
+    switch part {
+    case "air": try await airTimeTable(count: count)
+    case "raw": try await rawCost(count: count)
+    default:
+        try await airTimeTable(count: count)
+        print("")
+        try await rawCost(count: count)
+    }
+} catch {
+    FileHandle.standardError.write(Data("ble-bench: \(error)\n".utf8))
+    exit(1)
+}
