@@ -316,3 +316,24 @@ async def discover(connection: Any, service_uuid: str,
     if missing:
         raise LookupError(f"characteristic(s) {', '.join(missing)} not found in {service_uuid}")
     return result
+
+
+# ------------------------------------------------------------------------------- limits
+def add_peripheral_limits(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--count", type=int, default=0,
+                        help=f"end after sending this many {what} in total (default 0: no limit)")
+    parser.add_argument("--duration", type=float, default=0.0,
+                        help="end after this many seconds (default 0: run until stopped)")
+
+
+async def wait_until(stop: asyncio.Event, finished: asyncio.Event, duration: float) -> None:
+    """Returns on SIGTERM/SIGINT (`stop`), when the peer's work is `finished`, or after
+    `duration` seconds when it is positive."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(finished.wait())]
+    if duration > 0:
+        waits.append(asyncio.ensure_future(asyncio.sleep(duration)))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
