@@ -11,7 +11,6 @@ unsubscribes, disconnects and prints `done`. See README.md for the events.
 """
 from __future__ import annotations
 
-import asyncio
 import struct
 from typing import Any
 
@@ -61,12 +60,12 @@ async def work(device: Any, args: Any) -> None:
             common.emit("write_error", uuid=CHARACTERISTIC, value=data.hex(),
                         error=int(error.error_code))
 
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
-    await client.subscribe(characteristic, lambda v: queue.put_nowait(bytes(v)),
+    inbox = seed.Inbox(connection)
+    await client.subscribe(characteristic, inbox.put,
                            prefer_notify=True)
     common.emit("subscribed", uuid=CHARACTERISTIC)
     for index in range(args.count):
-        raw = await queue.get()
+        raw = await inbox.get()
         try:
             common.emit("sample", index=index, **decode(raw), value=raw.hex())
         except ValueError as error:

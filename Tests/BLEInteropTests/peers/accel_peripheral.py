@@ -116,6 +116,8 @@ async def main(args: Any, stop: asyncio.Event) -> int:
         common.ready()
         sampler = asyncio.get_running_loop().create_task(accelerometer.run())
         await seed.wait_until(stop, finished, args.duration)
+        if not stop.is_set():
+            await seed.disconnect_all(device)
         sampler.cancel()
     if not stop.is_set():
         common.emit("done", samples=accelerometer.sent)

@@ -112,6 +112,12 @@ async def work(device: Any, args: Any) -> None:
         if len(replies) >= expected and not done.done():
             done.set_result(None)
 
+    def on_disconnection(reason: int) -> None:
+        if not done.done():
+            done.set_exception(ConnectionError(
+                f"disconnected (reason {int(reason)}) after {len(replies)} of {expected} answers"))
+
+    connection.on("disconnection", on_disconnection)
     await connection.gatt_client.subscribe(characteristic, on_notification, prefer_notify=True)
     common.emit("subscribed", uuid=CHARACTERISTIC)
 

@@ -9,7 +9,6 @@ decoded measurements, unsubscribes, disconnects and prints `done`. See README.md
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from bumble import att
@@ -46,12 +45,12 @@ async def work(device: Any, args: Any) -> None:
             common.emit("write_error", uuid=CONTROL_POINT, value=data.hex(),
                         error=int(error.error_code))
 
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    inbox = seed.Inbox(connection)
     measurement = found[MEASUREMENT]
-    await client.subscribe(measurement, lambda v: queue.put_nowait(bytes(v)), prefer_notify=True)
+    await client.subscribe(measurement, inbox.put, prefer_notify=True)
     common.emit("subscribed", uuid=MEASUREMENT)
     for index in range(args.count):
-        raw = await queue.get()
+        raw = await inbox.get()
         try:
             decoded = hrm.decode(raw)
         except ValueError as error:

@@ -128,6 +128,8 @@ async def main(args: Any, stop: asyncio.Event) -> int:
             args.name, [HEART_RATE_SERVICE], appearance=APPEARANCE_HEART_RATE_SENSOR))
         common.ready()
         await seed.wait_until(stop, finished, args.duration)
+        if not stop.is_set():
+            await seed.disconnect_all(device)
         for task in sensor.tasks.values():
             task.cancel()
     if not stop.is_set():

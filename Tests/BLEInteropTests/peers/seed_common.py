@@ -337,3 +337,45 @@ async def wait_until(stop: asyncio.Event, finished: asyncio.Event, duration: flo
     finally:
         for task in waits:
             task.cancel()
+
+
+async def disconnect_all(device: Any, timeout: float = 2.0) -> None:
+    """End every link with reason 0x13 before a peripheral exits by itself (--count or
+    --duration), so its centrals see a normal disconnection rather than a lost controller."""
+    connections = list(device.connections.values())
+    if not connections:
+        return
+
+    async def one(connection: Any) -> None:
+        try:
+            await connection.disconnect()
+        except Exception as error:  # noqa: BLE001 - already gone, or the controller refused
+            log.debug("disconnect %s: %s", connection.handle, error)
+
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one(c) for c in connections)), timeout)
+    except asyncio.TimeoutError:
+        pass
+
+
+class Inbox:
+    """Notification values of one subscription, in order; `get` raises ConnectionError when
+    the link drops while a central waits (instead of waiting until --timeout)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.queue: asyncio.Queue[bytes | Exception] = asyncio.Queue()
+        connection.on("disconnection", self._gone)
+
+    def put(self, value: bytes) -> None:
+        self.queue.put_nowait(bytes(value))
+
+    def _gone(self, reason: int) -> None:
+        self.queue.put_nowait(ConnectionError(
+            f"disconnected (reason {int(reason)}) while waiting for notifications"))
+
+    async def get(self) -> bytes:
+        item = await self.queue.get()
+        if isinstance(item, Exception):
+            self.queue.put_nowait(item)  # every later get fails the same way
+            raise item
+        return item
