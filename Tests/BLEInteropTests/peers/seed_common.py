@@ -266,15 +266,23 @@ def run_central(name: str, work: Callable[[Any, argparse.Namespace], Awaitable[N
     async def main(args: argparse.Namespace, stop: asyncio.Event) -> int:
         async with await common.open_hci(args.transport) as transport:
             device = common.make_device(transport, name, args.address)
-            common.watch_connections(device)
+            dropped: list[int] = []
+            common.watch_connections(device, on_disconnect=lambda c, r: dropped.append(r))
             await device.power_on()
             common.ready()
             try:
                 await asyncio.wait_for(work(device, args), timeout=args.timeout)
             except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
                 if stop.is_set():
-                    raise  # SIGTERM: leave quietly
-                if isinstance(error, asyncio.TimeoutError) and not str(error):
+                    # SIGTERM/SIGINT (run() cancelled us) or rootcanal went away: leave quietly.
+                    if isinstance(error, asyncio.CancelledError):
+                        raise
+                    return 0
+                # Bumble cancels a pending GATT request when the link drops: an error like any.
+                if isinstance(error, asyncio.CancelledError) and dropped:
+                    error = ConnectionError(f"disconnected (reason {dropped[-1]}) during a GATT "
+                                            "request")
+                elif isinstance(error, asyncio.TimeoutError) and not str(error):
                     error = asyncio.TimeoutError(f"no result within --timeout {args.timeout:g} s")
                 common.emit("error", message=f"{type(error).__name__}: {error}")
                 return 1
