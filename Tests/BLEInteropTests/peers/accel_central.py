@@ -72,7 +72,7 @@ async def work(device: Any, args: Any) -> None:
             common.emit("malformed", index=index, value=raw.hex(), message=str(error))
     await client.unsubscribe(characteristic)
     common.emit("unsubscribed", uuid=CHARACTERISTIC)
-    await connection.disconnect()
+    await seed.hang_up(device, connection)
 
 
 if __name__ == "__main__":

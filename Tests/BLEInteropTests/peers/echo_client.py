@@ -132,7 +132,7 @@ async def work(device: Any, args: Any) -> None:
 
     if expected:
         await done
-    await connection.disconnect()
+    await seed.hang_up(device, connection)
 
 
 if __name__ == "__main__":

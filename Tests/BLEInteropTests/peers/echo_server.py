@@ -100,9 +100,11 @@ class Session:
 
 
 class EchoServer:
-    def __init__(self, device: Any, args: Any) -> None:
+    def __init__(self, device: Any, args: Any, finished: asyncio.Event) -> None:
         self.device = device
         self.args = args
+        self.finished = finished
+        self.replies = 0
         self.sessions: dict[int, Session] = {}
         P = gatt.Characteristic.Properties
         self.characteristic = gatt.Characteristic(
@@ -152,8 +154,10 @@ class EchoServer:
     async def serve(self, session: Session) -> None:
         """Answers one connection's frames strictly in order (a slow fetch delays the answers
         to the frames after it, never reorders them)."""
-        while True:
+        while not self.finished.is_set():
             item = await session.inbox.get()
+            if self.finished.is_set():
+                return
             reply = await self.answer(session, item)
             if reply is not None:
                 await self.send(session, *reply)
@@ -203,22 +207,30 @@ class EchoServer:
         else:
             event["sha256"] = hashlib.sha256(body).hexdigest()
         common.emit("reply", connection=connection.handle, **event)
+        self.replies += 1
+        if self.args.count and self.replies >= self.args.count:
+            self.finished.set()
 
 
 async def main(args: Any, stop: asyncio.Event) -> int:
     async with await common.open_hci(args.transport) as transport:
         device = common.make_device(transport, args.name, args.address)
-        server = EchoServer(device, args)
+        finished = asyncio.Event()
+        server = EchoServer(device, args, finished)
         common.watch_connections(device, on_disconnect=server.on_disconnect)
         await device.power_on()
         scan_response = seed.ad_structure(AdvertisingData.COMPLETE_LOCAL_NAME,
                                           args.name.encode("utf-8"))
         await seed.advertise(device, seed.advertising_data(args.name, [SERVICE]), scan_response)
         common.ready()
-        await stop.wait()
+        await seed.wait_until(stop, finished, args.duration)
         for session in server.sessions.values():
             if session.task:
                 session.task.cancel()
+        if not stop.is_set():
+            await seed.disconnect_all(device)
+    if not stop.is_set():
+        common.emit("done", replies=server.replies)
     return 0
 
 
@@ -230,4 +242,5 @@ if __name__ == "__main__":
                              f"(bytes, default {frames.DEFAULT_LIMIT})")
     parser.add_argument("--fetch-timeout", type=float, default=10.0,
                         help="seconds before a URL fetch fails (default 10)")
+    seed.add_peripheral_limits(parser, "replies")
     common.run(main, parser.parse_args())

@@ -59,7 +59,7 @@ async def work(device: Any, args: Any) -> None:
         common.emit("measurement", index=index, **decoded)
     await client.unsubscribe(measurement)
     common.emit("unsubscribed", uuid=MEASUREMENT)
-    await connection.disconnect()
+    await seed.hang_up(device, connection)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ async def work(device: Any, args: Any) -> None:
                     text=text(value))
     await client.unsubscribe(notify)
     common.emit("unsubscribed", uuid=NOTIFY)
-    await connection.disconnect()
+    await seed.hang_up(device, connection)
 
 
 if __name__ == "__main__":

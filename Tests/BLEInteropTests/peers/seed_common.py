@@ -366,6 +366,17 @@ async def disconnect_all(device: Any, timeout: float = 2.0) -> None:
         pass
 
 
+async def hang_up(device: Any, connection: Any) -> None:
+    """Disconnect at the end of a central's work, unless the peripheral already did."""
+    if is_connected(device, connection):
+        try:
+            await connection.disconnect()
+        except Exception as error:  # noqa: BLE001 - lost the race with the peer's disconnect
+            if is_connected(device, connection):
+                raise
+            log.debug("disconnect: %s", error)
+
+
 class Inbox:
     """Notification values of one subscription, in order; `get` raises ConnectionError when
     the link drops while a central waits (instead of waiting until --timeout)."""
