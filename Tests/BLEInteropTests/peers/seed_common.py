@@ -13,7 +13,7 @@ import logging
 import struct
 from typing import Any, Awaitable, Callable, Iterable
 
-from bumble import att, gatt
+from bumble import att, core, gatt
 from bumble.core import UUID, AdvertisingData
 from bumble.device import AdvertisingType
 from bumble.hci import Address
@@ -240,7 +240,25 @@ async def connect(device: Any, args: argparse.Namespace, what: str,
             raise LookupError(f"not found: no {what} within {args.scan_timeout:g} s")
         address = found[0].address
     common.emit("connecting", address=address_text(address))
-    return await device.connect(address, timeout=args.connect_timeout)
+    # rootcanal 1.10.0: when two centrals send a connect request to one advertiser in the same
+    # advertising event, the advertiser accepts one and the other initiator stays "pending"
+    # for ever, ignoring the advertising that follows, until its host cancels. So connect in
+    # attempts of --connect-attempt s; a cancelled attempt makes the next one start afresh.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + args.connect_timeout
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = deadline - loop.time()
+        try:
+            return await device.connect(address, timeout=max(0.1, min(args.connect_attempt,
+                                                                       remaining)))
+        except core.TimeoutError:
+            if deadline - loop.time() < 0.1:
+                raise asyncio.TimeoutError(
+                    f"no connection to {address_text(address)} within "
+                    f"{args.connect_timeout:g} s ({attempt} attempts)") from None
+            common.emit("connect_retry", address=address_text(address), attempt=attempt)
 
 
 def add_central_arguments(parser: argparse.ArgumentParser, scan_timeout: float = 10.0,
@@ -251,6 +269,9 @@ def add_central_arguments(parser: argparse.ArgumentParser, scan_timeout: float =
                         help=f"seconds to scan when there is no --target (default {scan_timeout:g})")
     parser.add_argument("--connect-timeout", type=float, default=10.0,
                         help="seconds to wait for the connection (default 10)")
+    parser.add_argument("--connect-attempt", type=float, default=2.0,
+                        help="seconds per connection attempt within --connect-timeout "
+                             "(default 2; see seed_common.connect)")
     parser.add_argument("--mtu", type=int, default=mtu,
                         help=f"ATT MTU to request (default {mtu}; 0: no exchange, stay at 23)")
     parser.add_argument("--timeout", type=float, default=60.0,
