@@ -15,7 +15,7 @@ bench=.build/release/ble-bench
 echo
 "$bench" raw
 
-[[ "${1:-}" == "--no-callgrind" ]] && exit 0
+if [[ "${1:-}" == "--no-callgrind" ]]; then exit 0; fi
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "installing valgrind (Debian package) for the instruction count" >&2
     if [[ $(id -u) == 0 ]]; then apt-get install -y -q valgrind >/dev/null; else sudo apt-get install -y -q valgrind >/dev/null; fi
