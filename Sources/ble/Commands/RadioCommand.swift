@@ -20,11 +20,13 @@ struct RadioCommand: BLECommand {
     static let options = [
         OptionSpec(name: "listen", valueName: "tcp:HOST:PORT", help: "where hosts connect (H4 over TCP); port 0 picks a free port, printed on start"),
         OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
+        OptionSpec(name: "no-air-time", valueName: nil, help: "carry ACL data at once instead of in timed connection events"),
     ]
     static var discussion: String {
         """
         Each controller gets its own public address (00:5A:B1:xx:xx:xx, counting up). A host that
-        disconnects takes its controller off the air (HCI Reset): its peers see the link time out.
+        disconnects takes its controller off the medium: its peers see the link time out. Data moves in
+        connection events timed by PHY, interval and data length (the air-time model) unless --no-air-time.
         Runs until interrupted (Ctrl-C or SIGTERM).
 
         EXAMPLE:
@@ -37,6 +39,7 @@ struct RadioCommand: BLECommand {
     var host: String
     var port: UInt16
     var json: Bool
+    var airTime: Bool
 
     init(_ args: ParsedArguments) throws {
         guard let text = args.option("listen") else { throw UsageError("missing --listen tcp:HOST:PORT") }
@@ -54,11 +57,12 @@ struct RadioCommand: BLECommand {
         self.host = host
         self.port = anyPort ? 0 : port
         json = args.flag("json")
+        airTime = !args.flag("no-air-time")
     }
 
     func run() async throws {
         let listener = try TCPListener.listen(host: host, port: port)
-        let radio = VirtualRadio()
+        let radio = VirtualRadio(airTimeModel: airTime)
         let log = RadioLog(json: json)
         log.line("listening", [("listen", .string(listener.description)), ("port", .int(Int(listener.port)))],
                  text: "virtual radio listening on \(listener.description)")
