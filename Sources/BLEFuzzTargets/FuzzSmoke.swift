@@ -1,3 +1,4 @@
+import BLEWire
 /// Deterministic fuzzing without libFuzzer: seeded pseudo-random inputs (plain random bytes, and
 /// the target's golden seeds mutated a few times each) run through a target with violations
 /// collected. It finds far less than coverage-guided fuzzing, but it runs in a plain
@@ -104,17 +105,3 @@ public enum FuzzSmoke {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): small, fast, and the same sequence on every platform.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

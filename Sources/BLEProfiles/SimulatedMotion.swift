@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import BLEWire
 
 /// A stand-in for a phone's accelerometer on a machine that has none (SEEDS.md S4): a device
 /// lying roughly flat and being moved gently. Gravity gives z ≈ 1 g; slow sinusoids of a few

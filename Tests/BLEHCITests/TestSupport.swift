@@ -12,15 +12,5 @@ func h(_ s: String, file: StaticString = #filePath, line: UInt = #line) -> [UInt
 
 func addr(_ s: String) -> BDAddress { BDAddress(string: s) ?? .zero }
 
-/// A small deterministic generator for the fuzz-style tests (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seeded generator the fuzz-style tests share (BLEWire's SplitMix64).
+typealias SeededGenerator = SplitMix64

@@ -1,3 +1,4 @@
+import BLEWire
 import XCTest
 @testable import BLEProfiles
 

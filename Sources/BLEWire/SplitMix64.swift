@@ -1,21 +1,21 @@
 /// A small seeded pseudo-random generator (SplitMix64: a Weyl sequence through a 64-bit mixer),
 /// for simulated data that must be identical on every run and every platform. Not for secrets.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
     /// The Weyl increment: the odd 64-bit number nearest 2^64 / golden ratio.
-    static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
+    public static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= Self.increment
         return Self.mix(state)
     }
 
     /// The finalizer alone: a stateless hash of one 64-bit value, so simulations can derive a
     /// value from (seed, time step) without keeping state.
-    static func mix(_ value: UInt64) -> UInt64 {
+    public static func mix(_ value: UInt64) -> UInt64 {
         var z = value
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
@@ -23,7 +23,7 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// A uniform value in [-1, 1) from the top 53 bits of `bits`.
-    static func signedUnit(_ bits: UInt64) -> Double {
+    public static func signedUnit(_ bits: UInt64) -> Double {
         Double(bits >> 11) / Double(UInt64(1) << 52) - 1
     }
 }
