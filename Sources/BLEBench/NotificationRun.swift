@@ -21,9 +21,9 @@ struct NotificationRun: Sendable {
     var interval: Duration { .microseconds(1250 * Int64(intervalUnits)) }
 
     struct Result: Sendable {
-        /// Virtual time from the first connection event that delivered data to the last one.
+        /// Whole connection intervals from the first notification's arrival.
         var elapsed: Duration
-        /// Bytes delivered after that first event (so bytes / elapsed counts whole intervals).
+        /// Bytes that arrived within them.
         var bytes: Int
         var bitsPerSecond: Double { Double(bytes * 8) / elapsed.seconds }
     }
@@ -41,9 +41,6 @@ struct NotificationRun: Sendable {
     private func measure(in world: VirtualWorld) async throws -> Result {
         var controller = VirtualControllerConfiguration()
         controller.leACLBufferLength = 251
-        // Enough buffers that the controller, not the host's credits, limits each event (a
-        // connection event at 30 ms on LE 2M carries 21 PDUs).
-        controller.leACLBufferCount = 32
         var host = HostConfiguration()
         host.preferredDataLength = dataLength
         host.preferredPHY = phy
@@ -77,16 +74,19 @@ struct NotificationRun: Sendable {
         let sender = Task(executorPreference: world.clock.taskExecutor) {
             for _ in 0..<count { _ = try await manager.updateValueWaiting(value, forHandle: valueHandle) }
         }
-        var received = 0
-        var bytes = 0
-        var first: Duration?
+        var arrivals: [(time: Duration, bytes: Int)] = []
         for await v in values {
-            received += 1
-            let now = world.clock.now()
-            if let first, now > first { bytes += v.count } else { first = now }
-            if received == count { break }
+            arrivals.append((world.clock.now(), v.count))
+            if arrivals.count == count { break }
         }
-        let elapsed = world.clock.now() - (first ?? world.clock.now())
+        // Count whole connection intervals from the first arrival: the pattern of each event
+        // repeats, so bytes per whole interval is the steady rate, free of partial first and
+        // last events.
+        let first = arrivals.first?.time ?? .zero
+        let span = (arrivals.last?.time ?? first) - first
+        let intervals = Int((span / interval).rounded(.down))
+        let elapsed = interval * intervals
+        let bytes = arrivals.filter { $0.time < first + elapsed }.reduce(0) { $0 + $1.bytes }
         try await sender.value
         try await peripheral.disconnect()
         await central.close()

@@ -30,8 +30,13 @@ extension VirtualMedium {
         /// Packets each end has queued, in order.
         var queues: [LinkEnd: [InFlight]] = [:]
         var nextEvent: Duration?
-        /// When the last connection event took place: what it carried is answered at the next.
+        /// When the last connection event began: data queued after it closed waits for a later one.
         var lastEvent: Duration?
+        /// The start of the connection event in progress (nil between events) and its exchanges.
+        var eventStart: Duration?
+        var eventExchanges = 0
+
+        var hasQueuedData: Bool { ends.contains { !(queues[$0]?.isEmpty ?? true) } }
         /// When the supervision timeout ends the link (the peer out of range, off, or gone).
         var lossDeadline: Duration?
         /// Set by faults that end the link whatever the range (a dropped link, a reset peer).
@@ -97,52 +102,57 @@ extension VirtualMedium {
         return next
     }
 
-    /// One connection event (Vol 6 Part B §4.5.1): the central and peripheral take turns, one PDU
-    /// each per exchange (an empty PDU when one side has nothing), until both queues are empty,
-    /// the next exchange would run past the interval, or a controller's per-event limit is hit.
-    /// A packet reaches the peer's host when its last octet is sent; its sender's host then gets
-    /// the buffer back (Number Of Completed Packets).
+    /// One exchange of a connection event (Vol 6 Part B §4.5.1): the central sends a PDU and the
+    /// peripheral answers (an empty PDU when a side has nothing). The event goes on, exchange
+    /// after exchange, while either side has data, the next exchange still fits in the interval
+    /// and no controller's per-event limit is hit; then it closes and the next waits for the
+    /// next anchor. A packet reaches the peer's host when its last octet is sent, and its sender's
+    /// host gets the buffer back (Number Of Completed Packets) at that moment, so a host can refill
+    /// the controller while the event is still open, as with real controllers.
     mutating func connectionEvent(_ linkID: Int, at time: Duration) -> [Delivery] {
         guard var link = links[linkID] else { return [] }
         link.nextEvent = nil
-        link.lastEvent = time
+        let start = link.eventStart ?? time
+        if link.eventStart == nil {
+            link.eventStart = time
+            link.eventExchanges = 0
+            link.lastEvent = time
+        }
         var deliveries: [Delivery] = []
-        if link.lossDeadline == nil {
-            let limits = link.ends.compactMap { nodes[$0.id.rawValue].controller.configuration.maximumPDUsPerConnectionEvent }
-            let maximum = limits.min() ?? Int.max
-            var elapsed: Duration = .zero
-            var exchanges = 0
-            var completed: [LinkEnd: Int] = [:]
-            while exchanges < maximum, link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
-                let c = link.queues[link.central]?.first.map { min($0.remaining, Int(link.txOctets[link.central] ?? 27)) } ?? 0
-                let p = link.queues[link.peripheral]?.first.map { min($0.remaining, Int(link.txOctets[link.peripheral] ?? 27)) } ?? 0
-                let exchange = AirTime.exchange(payload: c, answer: p, phy: link.phy, encrypted: link.encrypted)
-                if exchanges > 0 && elapsed + exchange > link.interval { break }
-                elapsed += exchange
-                exchanges += 1
-                for (end, sent) in [(link.central, c), (link.peripheral, p)] {
-                    guard var queue = link.queues[end], !queue.isEmpty else { continue }
-                    queue[0].remaining -= sent
-                    if queue[0].remaining <= 0 {
-                        let done = queue.removeFirst()
-                        completed[end, default: 0] += 1
-                        if let peer = link.other(than: end) {
-                            deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: done.packet) }
-                        }
-                    }
-                    link.queues[end] = queue
-                }
-            }
-            for end in link.ends {
-                if let n = completed[end] {
-                    deliveries += deliver(to: end.id) { $0.completedPackets(handle: end.handle, count: n) }
-                }
-            }
+        defer { links[linkID] = link }
+        guard link.lossDeadline == nil, link.hasQueuedData else {
+            link.eventStart = nil
+            return []
         }
-        if link.lossDeadline == nil, link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
-            link.nextEvent = time + link.interval
+        let limits = link.ends.compactMap { nodes[$0.id.rawValue].controller.configuration.maximumPDUsPerConnectionEvent }
+        let c = link.queues[link.central]?.first.map { min($0.remaining, Int(link.txOctets[link.central] ?? 27)) } ?? 0
+        let p = link.queues[link.peripheral]?.first.map { min($0.remaining, Int(link.txOctets[link.peripheral] ?? 27)) } ?? 0
+        let exchange = AirTime.exchange(payload: c, answer: p, phy: link.phy, encrypted: link.encrypted)
+        if link.eventExchanges > 0 && (time + exchange > start + link.interval || link.eventExchanges >= (limits.min() ?? Int.max)) {
+            // This event is full: the rest waits for the next anchor.
+            link.eventStart = nil
+            link.nextEvent = start + link.interval
+            return []
         }
-        links[linkID] = link
+        link.eventExchanges += 1
+        for (end, sent) in [(link.central, c), (link.peripheral, p)] {
+            guard var queue = link.queues[end], !queue.isEmpty else { continue }
+            queue[0].remaining -= sent
+            if queue[0].remaining <= 0 {
+                let done = queue.removeFirst()
+                if let peer = link.other(than: end) {
+                    deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: done.packet) }
+                }
+                deliveries += deliver(to: end.id) { $0.completedPackets(handle: end.handle, count: 1) }
+            }
+            link.queues[end] = queue
+        }
+        if link.hasQueuedData {
+            link.nextEvent = time + exchange
+        } else {
+            // Nothing more either way: the event closes (MD = 0, §4.5.6).
+            link.eventStart = nil
+        }
         return deliveries
     }
 
@@ -222,6 +232,7 @@ extension VirtualMedium {
             links[linkID]?.interval = Self.interval(interval)
             links[linkID]?.anchor = now
             links[linkID]?.lastEvent = nil
+            links[linkID]?.eventStart = nil
             if links[linkID]?.nextEvent != nil { links[linkID]?.nextEvent = now }
             return [end, peer].flatMap { e in
                 deliver(to: e.id) { $0.connectionUpdated(handle: e.handle, interval: interval, latency: latency, supervisionTimeout: timeout) }

@@ -83,18 +83,19 @@ final class VirtualMediumProcedureTests: XCTestCase {
         for _ in 0..<10 { sent += medium.receive(packet.h4Frame, from: a, now: .zero) }
         XCTAssertEqual(acl(sent, to: b), [], "nothing crosses before a connection event")
         XCTAssertEqual(events(sent, to: a), [], "no credit before the packet is sent")
-        let first = medium.advance(to: .zero)
-        // LE 1M, 27-octet PDUs: 676 µs per exchange, 11 per 7.5 ms event: one whole packet (10 PDUs).
+        // LE 1M, 27-octet PDUs: 676 µs per exchange, 11 fit in the 7.5 ms event: one whole packet
+        // (10 PDUs) and the first PDU of the next; its buffer comes back as soon as it is sent.
+        let first = medium.advance(to: .microseconds(7499))
         XCTAssertEqual(acl(first, to: b).count, 1)
         XCTAssertEqual(events(first, to: a), [.numberOfCompletedPackets([CompletedPackets(handle: h.p, count: 1)])])
-        XCTAssertEqual(medium.nextDeadline, .microseconds(7500))
-        // Raise the data length both ways and switch to LE 2M: five packets per event.
-        _ = medium.receive(.leSetDataLength(handle: h.p, txOctets: 251, txTime: 2120), from: a, now: .zero)
-        let phy = medium.receive(.leSetPHY(handle: h.c, tx: .le2M, rx: .le2M), from: b, now: .zero)
+        XCTAssertEqual(medium.nextDeadline, .microseconds(7500), "the next event waits for the next anchor")
+        // Raise the data length and switch to LE 2M: 1392 µs exchanges, five per event.
+        _ = medium.receive(.leSetDataLength(handle: h.p, txOctets: 251, txTime: 2120), from: a, now: .microseconds(7499))
+        let phy = medium.receive(.leSetPHY(handle: h.c, tx: .le2M, rx: .le2M), from: b, now: .microseconds(7499))
         XCTAssertEqual(events(phy, to: a), [.le(.phyUpdateComplete(status: .success, handle: h.p, txPHY: .le2M, rxPHY: .le2M))])
-        let second = medium.advance(to: .microseconds(7500))
+        let second = medium.advance(to: .microseconds(14_999))
         XCTAssertEqual(acl(second, to: b).count, 5)
-        XCTAssertEqual(medium.advance(to: .microseconds(15000)).filter { $0.to == b }.count, 4 + 0, "the last four")
+        XCTAssertEqual(acl(medium.advance(to: .microseconds(22_499)), to: b).count, 4, "the last four")
         XCTAssertNil(medium.nextDeadline, "no events scheduled once the queues are empty")
     }
 
@@ -109,7 +110,8 @@ final class VirtualMediumProcedureTests: XCTestCase {
         let h = connect()
         let packet = ACLPacket(handle: h.p, boundary: .firstNonFlushable, data: [1, 2, 3])
         for _ in 0..<5 { _ = medium.receive(packet.h4Frame, from: a, now: .zero) }
-        XCTAssertEqual(acl(medium.advance(to: .zero), to: b).count, 2)
+        XCTAssertEqual(acl(medium.advance(to: .microseconds(7499)), to: b).count, 2, "two exchanges, then the event closes")
+        XCTAssertEqual(medium.nextDeadline, .microseconds(7500))
     }
 
     // MARK: Procedures
