@@ -41,6 +41,7 @@ let package = Package(
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
+        .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtualRadio", "BLEWire"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE"], exclude: ["peers"]),
     ],
     swiftLanguageModes: [.v6]

@@ -47,6 +47,11 @@ public struct FrameDecoder: Sendable {
     /// Bytes held for the frame in progress (header and body so far).
     public var bufferedByteCount: Int { header.count + body.count }
 
+    /// The body size the frame in progress announced, once its eight header bytes are in; nil
+    /// between frames. With `bufferedByteCount` it tells a receiver how far a large `I` frame has
+    /// got (the progress bar of `ble fetch`).
+    public var announcedBodySize: Int? { announced?.size }
+
     /// Forgets the partial frame and any failure, as for a new connection.
     public mutating func reset() {
         header.removeAll(keepingCapacity: true)

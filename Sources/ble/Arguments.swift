@@ -10,6 +10,8 @@ struct OptionSpec {
     var name: String
     var valueName: String?
     var help: String
+    /// A one-letter alias, given as `-x` (e.g. `-o` for `--output`).
+    var short: Character? = nil
     var isFlag: Bool { valueName == nil }
 }
 
@@ -25,6 +27,12 @@ struct ParsedArguments {
         while i < arguments.count {
             let arg = arguments[i]
             i += 1
+            if !onlyPositionals, arg.count == 2, arg.hasPrefix("-"), let letter = arg.last,
+               let option = spec.first(where: { $0.short == letter }) {
+                guard option.isFlag || i < arguments.count else { throw UsageError("\(arg) needs a value (\(option.valueName ?? "VALUE"))") }
+                if option.isFlag { flags.insert(option.name) } else { options[option.name] = arguments[i]; i += 1 }
+                continue
+            }
             if onlyPositionals || !arg.hasPrefix("--") || arg == "-" || isNegativeNumber(arg) {
                 positionals.append(arg)
                 continue
@@ -116,7 +124,7 @@ extension BLECommand {
     static var help: String {
         var lines = ["\(abstract)", "", "USAGE: ble \(usage)", "", "OPTIONS:"]
         for o in options + commonOptions {
-            let left = "  --\(o.name)" + (o.valueName.map { " \($0)" } ?? "")
+            let left = "  " + (o.short.map { "-\($0), " } ?? "") + "--\(o.name)" + (o.valueName.map { " \($0)" } ?? "")
             lines.append(left.padding(max(28, left.count + 2)) + o.help)
         }
         if !discussion.isEmpty { lines += ["", discussion] }

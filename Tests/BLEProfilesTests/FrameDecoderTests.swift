@@ -23,6 +23,18 @@ final class FrameDecoderTests: XCTestCase {
         XCTAssertEqual(decoder.bufferedByteCount, 0)
     }
 
+    func testAnnouncedBodySizeIsKnownOnceTheHeaderIsIn() throws {
+        var decoder = FrameDecoder()
+        XCTAssertNil(decoder.announcedBodySize)
+        XCTAssertEqual(try decoder.push(bytes("I000001")), [])
+        XCTAssertNil(decoder.announcedBodySize, "seven of eight header bytes")
+        XCTAssertEqual(try decoder.push(bytes("0abcd")), [])
+        XCTAssertEqual(decoder.announcedBodySize, 10)
+        XCTAssertEqual(decoder.bufferedByteCount, 4, "body bytes so far")
+        XCTAssertEqual(try decoder.push(bytes("efghij")).count, 1)
+        XCTAssertNil(decoder.announcedBodySize, "between frames")
+    }
+
     func testEmptyPushAndEmptyBodies() throws {
         var decoder = FrameDecoder()
         XCTAssertEqual(try decoder.push([UInt8]()), [])

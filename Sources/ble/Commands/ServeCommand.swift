@@ -54,6 +54,8 @@ struct ServeCommand: BLECommand {
         switch profile {
         case HeartRateProfile.name: try await serve(HeartRateProfile.self)
         case BatteryProfile.name: try await serve(BatteryProfile.self)
+        case EchoServeProfile.name: try await serve(EchoServeProfile.self)
+        case SampleServeProfile.name: try await serve(SampleServeProfile.self)
         default: try await serve(TestProfile.self)
         }
     }

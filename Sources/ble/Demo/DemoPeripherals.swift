@@ -59,7 +59,7 @@ extension DemoStartable where Self: ServeProfile {
         let (data, response) = profile.advertisement(name: name)
         try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
         let running = profile
-        let log = ServeLog(json: false, quiet: true)
+        let log = ServeLog.silent
         return Task(executorPreference: manager.host.clock.taskExecutor) { try? await running.run(on: manager, log: log) }
     }
 }

@@ -18,17 +18,18 @@ final class Counter: Sendable {
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
 struct ServeLog: Sendable {
     let json: Bool
-    /// Prints nothing (the demo world's peripherals run silently).
-    var quiet = false
+    /// Where each finished line goes: stdout by default; tests and the demo collect them (or
+    /// drop them: `ServeLog.silent`).
+    var output: @Sendable (String) -> Void = { text in
+        print(text)
+        flushOutput()
+    }
+
+    /// A log that prints nothing (the demo world's peripherals run silently).
+    static let silent = ServeLog(json: false, output: { _ in })
 
     func line(_ event: String, _ fields: [(String, JSON)], text: String) {
-        guard !quiet else { return }
-        if json {
-            print(JSON.object([("event", .string(event))] + fields).text)
-        } else {
-            print(text)
-        }
-        flushOutput()
+        output(json ? JSON.object([("event", .string(event))] + fields).text : text)
     }
 
     func log(_ event: PeripheralManagerEvent) {
@@ -69,7 +70,7 @@ struct ServeLog: Sendable {
         }
     }
 
-    private func central(_ c: ConnectedCentral) -> [(String, JSON)] {
+    func central(_ c: ConnectedCentral) -> [(String, JSON)] {
         [("central", .string(c.address.address.description)), ("connection", .int(Int(c.id)))]
     }
 }

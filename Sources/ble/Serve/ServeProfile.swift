@@ -21,6 +21,7 @@ let serveProfiles: [(name: String, summary: String)] = [
     (TestProfile.name, TestProfile.summary),
     (HeartRateProfile.name, HeartRateProfile.summary),
     (BatteryProfile.name, BatteryProfile.summary),
+    (EchoServeProfile.name, EchoServeProfile.summary), (SampleServeProfile.name, SampleServeProfile.summary),
 ]
 
 /// Flags for a connectable general-discoverable LE-only device (Core Supplement Part A §1.3).
