@@ -18,14 +18,16 @@ final class Counter: Sendable {
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
 struct ServeLog: Sendable {
     let json: Bool
+    /// Where each finished line goes: stdout by default; tests and `ble demo` may collect them.
+    let write: @Sendable (String) -> Void
+
+    init(json: Bool, write: @escaping @Sendable (String) -> Void = { print($0); flushOutput() }) {
+        self.json = json
+        self.write = write
+    }
 
     func line(_ event: String, _ fields: [(String, JSON)], text: String) {
-        if json {
-            print(JSON.object([("event", .string(event))] + fields).text)
-        } else {
-            print(text)
-        }
-        flushOutput()
+        write(json ? JSON.object([("event", .string(event))] + fields).text : text)
     }
 
     func log(_ event: PeripheralManagerEvent) {
