@@ -8,6 +8,7 @@ import BLETransport
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
 let commands: [any BLECommand.Type] = [
     ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, ServeCommand.self, RadioCommand.self, DemoCommand.self,
+    HeartRateCommand.self, AccelCommand.self,
 ]
 
 @MainActor
