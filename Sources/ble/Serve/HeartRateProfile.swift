@@ -94,4 +94,7 @@ final class SharedHeartRateCycle: Sendable {
 
     /// Measurements delivered so far.
     var index: UInt64 { cycle.withLock { $0.index } }
+
+    /// The Energy Expended count the next measurement carries (when it has the field).
+    var energyExpended: UInt16 { cycle.withLock { $0.energyExpended } }
 }

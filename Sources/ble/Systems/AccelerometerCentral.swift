@@ -144,3 +144,11 @@ struct AccelerometerCentral: Sendable {
         throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
     }
 }
+
+extension AddressArgument {
+    /// An address given in code rather than typed (the demo, tests).
+    init(address: BDAddress, type: AddressType?) {
+        self.address = address
+        self.type = type
+    }
+}
