@@ -154,26 +154,36 @@ final class RendererTests: XCTestCase {
         XCTAssertTrue(screen.lines(width: 200)[0].hasPrefix("Heart-rate monitors"), "back to the list")
     }
 
-    func testMonitorListPicksTheStrongestAfterTheDelayAndRefusesWeakOnesOnce() {
+    func testMonitorListJudgesBySecondsWorthOfRSSIAndRefusesWeakOnesOnce() {
         var options = HeartRateMonitorOptions()
         var list = MonitorList()
         let weak = Self.device(name: "Far", rssi: -75, at: .zero)
         list.apply(.appeared(weak))
-        XCTAssertEqual(list.decide(options, listeningFor: .milliseconds(500)), .wait, "still listening for others")
-        XCTAssertEqual(list.decide(options, listeningFor: .seconds(1)), .refuse(weak))
-        XCTAssertEqual(list.decide(options, listeningFor: .seconds(2)), .wait, "refused once while it stays listed")
-        let strong = Self.device(name: "Near", rssi: -70, at: .zero, address: 2)
-        list.apply(.appeared(strong))
-        XCTAssertEqual(list.decide(options, listeningFor: .seconds(2)), .connect(strong), "-70 dBm passes the gate")
-        list.apply(.disappeared(strong))
+        XCTAssertEqual(list.decide(options, now: .milliseconds(500)), .wait, "heard for less than a second")
+        XCTAssertEqual(list.decide(options, now: .seconds(1)), .refuse(weak))
+        XCTAssertEqual(list.decide(options, now: .seconds(2)), .wait, "refused once while it stays listed")
+        var near = Self.device(name: "Near", rssi: -90, at: .seconds(2), address: 2)
+        list.apply(.appeared(near))
+        near.rssi = -70
+        near.lastSeen = .milliseconds(2_500)
+        list.apply(.updated(near))
+        near.rssi = -85
+        near.lastSeen = .milliseconds(2_900)
+        list.apply(.updated(near))
+        XCTAssertEqual(list.decide(options, now: .milliseconds(2_900)), .wait, "not heard for a second yet")
+        var judged = near
+        judged.rssi = -70
+        XCTAssertEqual(list.decide(options, now: .seconds(3)), .connect(judged), "its best reading, -70 dBm, passes the gate")
+        XCTAssertEqual(list.sorted.map(\.advertisement.localName), ["Far", "Near"], "the list shows the latest readings")
+        list.apply(.disappeared(near))
         list.apply(.disappeared(weak))
         list.apply(.appeared(weak))
-        XCTAssertEqual(list.decide(options, listeningFor: .seconds(3)), .refuse(weak), "refused again after it came back")
+        XCTAssertEqual(list.decide(options, now: .seconds(3)), .refuse(weak), "refused again after it came back")
 
         options.target = weak.address.address
-        XCTAssertEqual(list.decide(options, listeningFor: .zero), .fail(weak), "a named monitor that is too weak ends the run")
+        XCTAssertEqual(list.decide(options, now: .seconds(3)), .fail(weak), "a named monitor that is too weak ends the run")
         options.targetType = .public
-        XCTAssertEqual(list.decide(options, listeningFor: .zero), .wait, "the named type must match")
+        XCTAssertEqual(list.decide(options, now: .seconds(3)), .wait, "the named type must match")
     }
 
     // MARK: Accelerometer

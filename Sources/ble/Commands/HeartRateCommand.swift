@@ -19,11 +19,12 @@ struct HeartRateCommand: BLECommand {
     ]
     static let discussion = """
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
-    "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. After 1 s of
-    listening it connects to the strongest, reads Body Sensor Location and subscribes to Heart
-    Rate Measurement; when the monitor disconnects it scans again.
+    "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to
+    the strongest, reads Body Sensor Location and subscribes to Heart Rate Measurement; when the
+    monitor disconnects it scans again.
 
-    A monitor weaker than --min-rssi is refused with a message giving its RSSI. Without ADDRESS
+    Each monitor is judged by the strongest RSSI heard from it in its first second on the list
+    (one reading is noise). One weaker than --min-rssi is refused with its RSSI. Without ADDRESS
     the monitor keeps scanning and connects as soon as one is heard strongly enough; with
     ADDRESS the refusal ends the command with status 1 (you chose that device and it is too far).
 

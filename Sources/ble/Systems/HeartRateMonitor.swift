@@ -55,7 +55,6 @@ struct HeartRateMonitor: Sendable {
     func choose() async throws -> ScannedDevice {
         emit(.scanning)
         let clock = central.host.clock
-        let started = clock.now()
         let watch = central.watch(filter: ScanFilter(serviceUUIDs: [BLEProfiles.HeartRateProfile.service]), maximumAge: options.maximumAge)
         var list = MonitorList()
         for try await item in ticking(watch, every: options.refreshInterval, on: clock) {
@@ -66,7 +65,7 @@ struct HeartRateMonitor: Sendable {
             case let .tick(now):
                 emit(.tick(now: now))
             }
-            switch list.decide(options, listeningFor: clock.now() - started) {
+            switch list.decide(options, now: clock.now()) {
             case .wait:
                 continue
             case let .refuse(device):
@@ -143,10 +142,16 @@ struct HeartRateMonitor: Sendable {
 }
 
 /// The monitors heard, and the rule that picks one (pure, so it is tested on its own).
+///
+/// A monitor is judged by the strongest RSSI heard from it in this scan, and only once it has
+/// been heard for `selectionDelay`: one reading is noise (real RSSI swings by 10 dB from one
+/// advertisement to the next, rootcanal draws it at random), the best of a second's worth is
+/// what the link can do. Without a target the strongest such monitor is chosen.
 struct MonitorList: Sendable {
     enum Decision: Equatable, Sendable {
         case wait
         /// Too weak to connect to; tell the user (once per monitor while it is in the list).
+        /// The device carries its strongest RSSI.
         case refuse(ScannedDevice)
         /// The named monitor is too weak: stop.
         case fail(ScannedDevice)
@@ -154,31 +159,44 @@ struct MonitorList: Sendable {
     }
 
     private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
+    /// The strongest RSSI heard from each listed device.
+    private var peak: [DeviceAddress: Int] = [:]
     private var refused: Set<DeviceAddress> = []
 
     mutating func apply(_ change: DeviceListChange) {
         switch change {
         case let .appeared(d), let .updated(d):
             devices[d.address] = d
+            peak[d.address] = max(peak[d.address] ?? -127, Int(d.rssi ?? -127))
         case let .disappeared(d):
             devices[d.address] = nil
+            peak[d.address] = nil
             refused.remove(d.address)
         }
     }
 
-    /// Strongest first, as `DeviceList.sorted`.
+    /// Strongest (latest RSSI) first, as `DeviceList.sorted`: the order the list is shown in.
     var sorted: [ScannedDevice] {
         devices.values.sorted { (Int($0.rssi ?? -127), $1.address.description) > (Int($1.rssi ?? -127), $0.address.description) }
     }
 
-    mutating func decide(_ options: HeartRateMonitorOptions, listeningFor elapsed: Duration) -> Decision {
+    /// `device` with its strongest RSSI.
+    private func judged(_ device: ScannedDevice) -> (device: ScannedDevice, rssi: Int) {
+        var d = device
+        let best = peak[device.address] ?? Int(device.rssi ?? -127)
+        d.rssi = Int8(clamping: best)
+        return (d, best)
+    }
+
+    mutating func decide(_ options: HeartRateMonitorOptions, now: Duration) -> Decision {
+        let heardLongEnough = devices.values.filter { now - $0.firstSeen >= options.selectionDelay }.map(judged)
         if let target = options.target {
             let type = options.targetType?.peerType
-            guard let device = sorted.first(where: { d in d.address.address == target && (type == nil || type == d.address.type.peerType) }) else { return .wait }
-            return Int(device.rssi ?? -127) >= options.minimumRSSI ? .connect(device) : .fail(device)
+            guard let (device, rssi) = heardLongEnough.first(where: { d, _ in d.address.address == target && (type == nil || type == d.address.type.peerType) }) else { return .wait }
+            return rssi >= options.minimumRSSI ? .connect(device) : .fail(device)
         }
-        guard elapsed >= options.selectionDelay, let best = sorted.first else { return .wait }
-        if Int(best.rssi ?? -127) >= options.minimumRSSI { return .connect(best) }
+        guard let (best, rssi) = heardLongEnough.max(by: { ($0.rssi, $1.device.address.description) < ($1.rssi, $0.device.address.description) }) else { return .wait }
+        if rssi >= options.minimumRSSI { return .connect(best) }
         guard refused.insert(best.address).inserted else { return .wait }
         return .refuse(best)
     }

@@ -14,8 +14,8 @@ struct HeartRateMonitorOptions: Sendable {
     var count: Int?
     /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
     var maximumAge: Duration = .seconds(10)
-    /// Without a target, how long to listen before picking the strongest monitor, so that one
-    /// heard a moment later is not passed over.
+    /// How long a monitor is listened to before it is judged by its strongest RSSI (and, without
+    /// a target, before the strongest is picked, so that one heard a moment later is not passed over).
     var selectionDelay: Duration = .seconds(1)
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
     var refreshInterval: Duration = .milliseconds(500)
