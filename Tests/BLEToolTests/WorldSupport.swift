@@ -24,7 +24,7 @@ struct ServedProfile<P: ServeProfile>: Sendable {
         try await manager.startAdvertising(data, scanResponse: response)
         let log = LogLines()
         let running = profile
-        let serveLog = ServeLog(json: false, write: log.append)
+        let serveLog = ServeLog(json: false, output: log.append)
         let task = Task<Void, Never>(executorPreference: world.clock.taskExecutor) {
             do { try await running.run(on: manager, log: serveLog) } catch {}
         }

@@ -18,16 +18,14 @@ final class Counter: Sendable {
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
 struct ServeLog: Sendable {
     let json: Bool
-    /// Where each finished line goes: stdout by default; tests and `ble demo` may collect them.
-    let write: @Sendable (String) -> Void
-
-    init(json: Bool, write: @escaping @Sendable (String) -> Void = { print($0); flushOutput() }) {
-        self.json = json
-        self.write = write
+    /// Where each finished line goes: stdout by default; tests and the demo collect them.
+    var output: @Sendable (String) -> Void = { text in
+        print(text)
+        flushOutput()
     }
 
     func line(_ event: String, _ fields: [(String, JSON)], text: String) {
-        write(json ? JSON.object([("event", .string(event))] + fields).text : text)
+        output(json ? JSON.object([("event", .string(event))] + fields).text : text)
     }
 
     func log(_ event: PeripheralManagerEvent) {
@@ -68,7 +66,7 @@ struct ServeLog: Sendable {
         }
     }
 
-    private func central(_ c: ConnectedCentral) -> [(String, JSON)] {
+    func central(_ c: ConnectedCentral) -> [(String, JSON)] {
         [("central", .string(c.address.address.description)), ("connection", .int(Int(c.id)))]
     }
 }
