@@ -42,7 +42,9 @@ let package = Package(
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtualRadio", "BLEWire"]),
-        .testTarget(name: "BLEInteropTests", dependencies: ["BLE"], exclude: ["peers"]),
+        .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles"], exclude: ["peers"]),
+        // The ble tool's seed-system flows and renderers, in-process on the virtual radio.
+        .testTarget(name: "BLEToolTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtualRadio", "BLEWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,6 +9,7 @@ import BLETransport
 let commands: [any BLECommand.Type] = [
     ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, ServeCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
+    HeartRateCommand.self, AccelCommand.self,
 ]
 
 @MainActor

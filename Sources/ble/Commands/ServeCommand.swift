@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLEHost
+import BLEProfiles
 import BLEWire
 import Dispatch
 
@@ -10,7 +11,7 @@ import Dispatch
 struct ServeCommand: BLECommand {
     static let name = "serve"
     static let abstract = "Run a peripheral: advertise, serve GATT, log connections and requests."
-    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--json]"
+    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--json]"
     static let positionalNames = ["PROFILE"]
     static let minPositionals = 1
     static let options = [
@@ -18,10 +19,14 @@ struct ServeCommand: BLECommand {
         OptionSpec(name: "address", valueName: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default)"),
         OptionSpec(name: "duration", valueName: "S", help: "stop after S seconds (default: until interrupted)"),
         OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
+        OptionSpec(name: "no-advertise", valueName: nil, help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
+        OptionSpec(name: "source", valueName: "SRC", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
     ]
     static var discussion: String {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
+            + "\nOn a terminal, press 'a' to switch advertising off and on (not with --source -, which reads stdin)."
+            + "\naccel advertises as \"\(AccelerometerProfile.localName)\" unless --name is given, and notifies only while a central is subscribed."
     }
 
     var controller: ControllerOptions
@@ -30,6 +35,8 @@ struct ServeCommand: BLECommand {
     var address: OwnAddress
     var duration: Duration?
     var json: Bool
+    var advertise: Bool
+    var arguments: ParsedArguments
 
     init(_ args: ParsedArguments) throws {
         controller = try ControllerOptions(args)
@@ -37,7 +44,8 @@ struct ServeCommand: BLECommand {
             throw UsageError("unknown profile '\(args.positionals[0])': choose \(serveProfiles.map(\.name).joined(separator: ", "))")
         }
         profile = args.positionals[0]
-        deviceName = args.option("name") ?? "SwiftBLE"
+        deviceName = args.option("name") ?? (profile == AccelerometerServeProfile.name ? AccelerometerProfile.localName : "SwiftBLE")
+        guard args.option("source") == nil || profile == AccelerometerServeProfile.name else { throw UsageError("--source applies to the accel profile only") }
         guard deviceName.utf8.count <= 248 else { throw UsageError("--name is limited to 248 bytes (GAP Device Name)") }
         switch args.option("address") {
         case nil, "public"?: address = .public
@@ -48,6 +56,8 @@ struct ServeCommand: BLECommand {
         }
         duration = try args.seconds("duration")
         json = args.flag("json")
+        advertise = !args.flag("no-advertise")
+        arguments = args
     }
 
     func run() async throws {
@@ -56,6 +66,7 @@ struct ServeCommand: BLECommand {
         case BatteryProfile.name: try await serve(BatteryProfile.self)
         case EchoServeProfile.name: try await serve(EchoServeProfile.self)
         case SampleServeProfile.name: try await serve(SampleServeProfile.self)
+        case AccelerometerServeProfile.name: try await serve(AccelerometerServeProfile.self)
         default: try await serve(TestProfile.self)
         }
     }
@@ -65,10 +76,12 @@ struct ServeCommand: BLECommand {
         let log = ServeLog(json: json)
         let events = await manager.events
         var instance = P()
+        let (data, response) = instance.advertisement(name: deviceName)
+        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
         do {
+            try instance.configure(arguments)
             try await instance.install(on: manager)
-            let (data, response) = instance.advertisement(name: deviceName)
-            try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+            if advertise { try await advertising.start() }
         } catch {
             await manager.close()
             throw error
@@ -77,8 +90,11 @@ struct ServeCommand: BLECommand {
         log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(own.map { $0.address.description })),
                            ("addressType", .optional(own.map { $0.type == .public ? "public" : "random" }))],
                  text: "serving \(P.name) as \"\(deviceName)\" at \(own.map { "\($0)" } ?? "?")")
+        if !advertise { log.line("advertising", [("enabled", .bool(false))], text: "not advertising (--no-advertise)") }
         let profile = instance
         let limit = duration
+        let keyboard = profile.usesStandardInput ? nil : KeyboardKeys()
+        defer { keyboard?.restore() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events { log.log(event) }
@@ -88,6 +104,10 @@ struct ServeCommand: BLECommand {
             }
             group.addTask {
                 await waitForInterrupt(limit: limit)
+            }
+            if let keyboard {
+                log.line("keys", [("toggleAdvertising", .string("a"))], text: "press 'a' to switch advertising off and on")
+                group.addTask { await advertising.toggle(on: keyboard.keys, log: log) }
             }
             // The first of: an interrupt, the duration, or the controller going away.
             group.addTask {
@@ -106,3 +126,28 @@ struct ServeCommand: BLECommand {
     }
 }
 
+
+/// Advertising as `ble serve` started it, switched off and on from the keyboard.
+struct Advertising: Sendable {
+    let manager: PeripheralManager
+    let data: AdvertisingData
+    let scanResponse: AdvertisingData?
+
+    func start() async throws {
+        try await manager.startAdvertising(data, scanResponse: scanResponse)
+    }
+
+    /// Each `a` switches advertising off when it is on and on when it is off; runs until the
+    /// keys end. A failure is logged, not fatal.
+    func toggle(on keys: AsyncStream<UInt8>, log: ServeLog) async {
+        for await key in keys where key == UInt8(ascii: "a") || key == UInt8(ascii: "A") {
+            do {
+                if await manager.isAdvertising { try await manager.stopAdvertising() } else { try await start() }
+            } catch {
+                log.line("advertising", [("error", .string("\(error)"))], text: "advertising could not be switched: \(error)")
+            }
+        }
+        // Stdin ended: keep serving until the interrupt or --duration ends the group.
+        await waitForInterrupt(limit: nil)
+    }
+}

@@ -1,84 +1,100 @@
 import BLE
 import BLEHost
+import BLEProfiles
 import BLEWire
+import Synchronization
 
-/// `ble serve heart-rate`: the Heart Rate Service (0x180D) with simulated measurements that go
-/// through every flag variant of the Heart Rate Measurement (HRS spec §3.1): 8- and 16-bit
-/// values, sensor contact not supported / not detected / detected, Energy Expended, and
-/// RR-Intervals. Body Sensor Location reads Chest; the Control Point resets Energy Expended on
-/// 0x01 and refuses anything else with ATT error 0x80 (Control Point Not Supported).
+/// `ble serve heart-rate`: the Heart Rate Service (0x180D) of SEEDS.md S3, every value through
+/// the BLEProfiles codec. Measurements (HRS spec §3.1) come from `HeartRateVariantCycle`, so any
+/// 24 in a row go through every flag combination (8/16-bit value, sensor contact not supported /
+/// not detected / detected, Energy Expended, RR-Intervals). Body Sensor Location (§3.2) reads
+/// Chest. The Control Point (§3.3) resets Energy Expended on 0x01 and answers anything else with
+/// ATT error 0x80 (Control Point Value Not Supported).
+///
+/// The cycle advances only when a measurement reaches at least one central: the first central to
+/// subscribe gets measurement 0 of the cycle, and a test can predict every value it receives.
 struct HeartRateProfile: ServeProfile {
     static let name = "heart-rate"
     static let summary = "Heart Rate Service 180D with simulated measurements cycling through every flag variant"
 
-    static let service = BluetoothUUID(0x180D)
-    static let measurement = BluetoothUUID(0x2A37)
-    static let bodySensorLocation = BluetoothUUID(0x2A38)
-    static let controlPoint = BluetoothUUID(0x2A39)
+    static let service = BLEProfiles.HeartRateProfile.service
+    static let measurement = BLEProfiles.HeartRateProfile.measurement
+    static let bodySensorLocation = BLEProfiles.HeartRateProfile.bodySensorLocation
+    static let controlPoint = BLEProfiles.HeartRateProfile.controlPoint
+    /// The location this simulated sensor reports.
+    static let location = BodySensorLocation.chest
+    /// One measurement a second, as a chest strap sends them.
+    static let measurementInterval: Duration = .seconds(1)
 
     var handles: GATTServiceHandles?
-    let energy = EnergyCounter()
+    let cycle = SharedHeartRateCycle()
 
     mutating func install(on manager: PeripheralManager) async throws {
+        let first = HeartRateVariantCycle.measurement(at: 0, energyExpended: 0).encoded()
         let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
-            GATTCharacteristicDefinition(uuid: Self.measurement, properties: [.notify], permissions: [], value: [0x00, 60]),
-            GATTCharacteristicDefinition(uuid: Self.bodySensorLocation, properties: [.read], permissions: [.read], value: [0x01]),
+            GATTCharacteristicDefinition(uuid: Self.measurement, properties: [.notify], permissions: [], value: first),
+            GATTCharacteristicDefinition(uuid: Self.bodySensorLocation, properties: [.read], permissions: [.read], value: Self.location.encoded),
             GATTCharacteristicDefinition(uuid: Self.controlPoint, properties: [.write], permissions: [.write], value: nil, maximumLength: 1),
         ]))
         self.handles = handles
         if let cp = handles.valueHandle(for: Self.controlPoint) {
-            let energy = self.energy
+            let cycle = self.cycle
             await manager.setWriteHandler(forHandle: cp) { request in
                 // The Control Point takes Write Requests only (HRS §3.3); a command is ignored.
                 guard request.kind != .command else { return .success(()) }
-                guard request.value == [0x01] else { return .failure(ATTErrorCode(rawValue: 0x80)) }
-                energy.reset()
-                return .success(())
+                switch HeartRateControlPoint.command(from: request.value) {
+                case .success(.resetEnergyExpended):
+                    cycle.resetEnergyExpended()
+                    return .success(())
+                case let .failure(refused):
+                    return .failure(ATTErrorCode(rawValue: refused.attErrorCode))
+                }
             }
         }
     }
 
     func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         let data = AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([Self.service]).localName(name).build()
+        // Appearance 0x0341: Heart Rate Sensor, Heart Rate Belt (Assigned Numbers §2.6).
         let response = AdvertisingData.Builder().appearance(0x0341).build()
         return (data, response)
     }
 
+    /// Every second, the cycle's next measurement to every subscribed central; with nobody
+    /// subscribed the measurement is kept for the next one.
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = handles?.valueHandle(for: Self.measurement) else { return }
-        var step = 0
         while !Task.isCancelled {
-            try await manager.host.clock.sleep(for: .seconds(1))
-            let value = Self.measurement(step: step, energy: energy.add(kilojoules: 1))
-            step += 1
-            _ = try await manager.updateValueWaiting(value, forHandle: handle)
+            try await manager.host.clock.sleep(for: Self.measurementInterval)
+            let next = cycle.peek()
+            let sent = try await manager.updateValueWaiting(next.encoded(), forHandle: handle)
+            if sent > 0 { cycle.advance() }
         }
-    }
-
-    /// The measurement for simulation step `step`: the flag byte cycles through all 32
-    /// combinations of format, contact (bits 1–2), energy (bit 3) and RR (bit 4).
-    static func measurement(step: Int, energy: UInt16) -> [UInt8] {
-        let flags = UInt8(step % 32)
-        let bpm = 60 + (step * 7) % 120
-        var bytes: [UInt8] = [flags]
-        if flags & 0x01 != 0 {
-            bytes += [UInt8(bpm & 0xFF), UInt8(bpm >> 8)]
-        } else {
-            bytes.append(UInt8(min(bpm, 255)))
-        }
-        if flags & 0x08 != 0 { bytes += [UInt8(energy & 0xFF), UInt8(energy >> 8)] }
-        if flags & 0x10 != 0 {
-            // RR interval in 1/1024 s for the simulated rate, twice.
-            let rr = UInt16(clamping: 60 * 1024 / max(1, bpm))
-            bytes += [UInt8(rr & 0xFF), UInt8(rr >> 8), UInt8(rr & 0xFF), UInt8(rr >> 8)]
-        }
-        return bytes
     }
 }
 
-/// Energy Expended in kJ, shared between the simulation and the Control Point handler.
-final class EnergyCounter: Sendable {
-    private let kilojoules = Counter()
-    func add(kilojoules n: UInt16) -> UInt16 { UInt16(clamping: kilojoules.increment(by: Int(n))) }
-    func reset() { kilojoules.reset() }
+/// The measurement cycle, shared by the sending loop and the Control Point handler.
+final class SharedHeartRateCycle: Sendable {
+    private let cycle = Mutex(HeartRateVariantCycle())
+
+    /// The measurement that goes out next, without consuming it.
+    func peek() -> HeartRateMeasurement {
+        cycle.withLock { HeartRateVariantCycle.measurement(at: $0.index, energyExpended: $0.energyExpended) }
+    }
+
+    /// The peeked measurement was delivered: move on (Energy Expended grows by 1 kJ).
+    func advance() {
+        cycle.withLock { _ = $0.next() }
+    }
+
+    /// Heart Rate Control Point 0x01 (HRS §3.3).
+    func resetEnergyExpended() {
+        cycle.withLock { $0.resetEnergyExpended() }
+    }
+
+    /// Measurements delivered so far.
+    var index: UInt64 { cycle.withLock { $0.index } }
+
+    /// The Energy Expended count the next measurement carries (when it has the field).
+    var energyExpended: UInt16 { cycle.withLock { $0.energyExpended } }
 }

@@ -14,6 +14,15 @@ protocol ServeProfile: Sendable {
     func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?)
     /// Runs until cancelled: produces notifications, indications, simulated values.
     func run(on manager: PeripheralManager, log: ServeLog) async throws
+    /// Takes the options only this profile understands (e.g. `--source` for accel).
+    mutating func configure(_ arguments: ParsedArguments) throws
+    /// Whether the profile reads stdin; the keyboard then cannot toggle advertising.
+    var usesStandardInput: Bool { get }
+}
+
+extension ServeProfile {
+    mutating func configure(_ arguments: ParsedArguments) throws {}
+    var usesStandardInput: Bool { false }
 }
 
 /// The profiles `ble serve` knows, by name, with a line for `--help`.
@@ -22,6 +31,7 @@ let serveProfiles: [(name: String, summary: String)] = [
     (HeartRateProfile.name, HeartRateProfile.summary),
     (BatteryProfile.name, BatteryProfile.summary),
     (EchoServeProfile.name, EchoServeProfile.summary), (SampleServeProfile.name, SampleServeProfile.summary),
+    (AccelerometerServeProfile.name, AccelerometerServeProfile.summary),
 ]
 
 /// Flags for a connectable general-discoverable LE-only device (Core Supplement Part A §1.3).

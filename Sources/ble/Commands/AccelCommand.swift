@@ -1,0 +1,140 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BLE
+import BLEHost
+import BLEProfiles
+import BLEWire
+import Dispatch
+import Synchronization
+
+/// `ble accel [ADDRESS]`: the S4 charting central (`AccelerometerCentral`).
+struct AccelCommand: BLECommand {
+    static let name = "accel"
+    static let abstract = "Accelerometer central: find a device named *ble*, subscribe to 0012, chart x, y, z live."
+    static let usage = "accel [ADDRESS] [--count N] [--json] [--plot FILE.svg]"
+    static let positionalNames = ["ADDRESS"]
+    static let minPositionals = 0
+    static let options = [
+        mtuOption,
+        OptionSpec(name: "count", valueName: "N", help: "stop after N samples"),
+        OptionSpec(name: "json", valueName: nil, help: "one {\"x\",\"y\",\"z\"} object per sample, nothing else on stdout"),
+        OptionSpec(name: "plot", valueName: "FILE.svg", help: "write an SVG chart of the whole session to FILE.svg when it ends"),
+    ]
+    static let discussion = """
+    Without ADDRESS it scans 5 s (no service filter) and lists the devices whose name contains
+    "ble" in any case. On a terminal you pick one by number; otherwise the first listed device
+    that advertises service 0011 is taken. It then connects, discovers service 0011 and
+    characteristic 0012, subscribes, and shows x, y and z (g) as a live chart on a terminal, or
+    one line per sample otherwise. It ends after --count samples, on Ctrl-C, or (status 1) when
+    the peripheral disconnects; --plot is written in every case.
+    """
+
+    var controller: ControllerOptions
+    var central: AccelerometerCentralOptions
+    var json: Bool
+    var plot: String?
+
+    init(_ args: ParsedArguments) throws {
+        controller = try ControllerOptions(args)
+        central = AccelerometerCentralOptions()
+        central.mtu = controller.mtu
+        central.target = try args.positionals.first.map(AddressArgument.init)
+        central.count = try args.int("count")
+        if let count = central.count, count <= 0 { throw UsageError("--count must be positive") }
+        json = args.flag("json")
+        plot = args.option("plot")
+    }
+
+    func run() async throws {
+        // Opened first, so a path that cannot be written fails before the session, not after.
+        let plotFile = try plot.map(PlotFile.init)
+        let live = !json && TerminalScreen.isStandardOutput
+        let output = AccelerometerOutput(mode: json ? .json : (live ? .live : .plain))
+        let ask: AccelerometerCentral.Picker = { @Sendable candidates in try await Self.ask(candidates) }
+        let pick = live && TerminalScreen.isStandardInput ? ask : nil
+        let central = try await controller.openCentral()
+        do {
+            try await AccelerometerCentral(central: central, options: self.central, pick: pick, emit: output.handle).run()
+        } catch {
+            try? plotFile?.write(output.recording.svg())
+            await central.close()
+            throw error
+        }
+        try plotFile?.write(output.recording.svg())
+        await central.close()
+    }
+
+    /// Prints the numbered list and reads the user's choice from the terminal.
+    static func ask(_ candidates: [ScannedDevice]) async throws -> ScannedDevice {
+        while true {
+            print("connect to which device? [1-\(candidates.count), Enter = 1] ", terminator: "")
+            flushOutput()
+            guard let answer = await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
+            if let index = AccelerometerDeviceChoice.parsePick(answer, count: candidates.count) { return candidates[index] }
+            print("'\(answer)' is not one of 1-\(candidates.count)")
+        }
+    }
+}
+
+/// One line from stdin, read on a thread of its own; nil at the end of input.
+func readLineFromStandardInput() async -> String? {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: readLine()) }
+    }
+}
+
+/// The SVG file `--plot` names, opened (created or emptied) when the command starts.
+struct PlotFile: Sendable {
+    let path: String
+    private let file: FileBox
+
+    init(_ path: String) throws {
+        guard let file = fopen(path, "w") else {
+            throw UsageError("--plot: cannot write '\(path)': \(String(cString: strerror(errno)))")
+        }
+        self.path = path
+        self.file = FileBox(file)
+    }
+
+    func write(_ text: String) throws {
+        defer { fclose(file.file) }
+        guard fputs(text, file.file) >= 0, fflush(file.file) == 0 else {
+            throw BLEError.invalidArgument("--plot: writing '\(path)' failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Renders the central's events for `ble accel` and records the session for --plot.
+final class AccelerometerOutput: Sendable {
+    enum Mode: Sendable { case live, plain, json }
+
+    let mode: Mode
+    private let state = Mutex(AccelerometerRecording())
+
+    init(mode: Mode) { self.mode = mode }
+
+    var recording: AccelerometerRecording { state.withLock { $0 } }
+
+    func handle(_ event: AccelerometerCentralEvent) {
+        let recording = state.withLock { r -> AccelerometerRecording in
+            r.record(event)
+            return r
+        }
+        switch (mode, event) {
+        case let (.json, .sample(s, _)):
+            print(AccelerometerLines.json(s))
+            flushOutput()
+        case (.json, _):
+            AccelerometerLines.lines(for: event).forEach(TerminalScreen.note)
+        case (.live, .sample):
+            TerminalScreen.draw(recording.screen(width: TerminalScreen.width, height: 20, colors: true))
+        case (.live, .subscribed):
+            print("\u{1B}[2J", terminator: "")
+            TerminalScreen.draw(recording.screen(width: TerminalScreen.width, height: 20, colors: true))
+        case (.live, _), (.plain, _):
+            AccelerometerLines.lines(for: event).forEach { print($0) }
+            flushOutput()
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import BLE
+import BLEHost
+import BLEProfiles
+import BLEWire
+import Synchronization
+
+/// `ble heart-rate [ADDRESS]`: the heart-rate monitor of SEEDS.md S3 (`HeartRateMonitor`).
+struct HeartRateCommand: BLECommand {
+    static let name = "heart-rate"
+    static let abstract = "Heart-rate monitor: scan for 180D, connect to the strongest (or ADDRESS), show live measurements."
+    static let usage = "heart-rate [ADDRESS] [--min-rssi DBM] [--count N] [--json]"
+    static let positionalNames = ["ADDRESS"]
+    static let minPositionals = 0
+    static let options = [
+        mtuOption,
+        OptionSpec(name: "min-rssi", valueName: "DBM", help: "refuse monitors heard weaker than DBM (default -70)"),
+        OptionSpec(name: "count", valueName: "N", help: "stop after N measurements and exit 0"),
+        OptionSpec(name: "json", valueName: nil, help: "one {\"bpm\",\"contact\",\"energyKJ\",\"rrIntervals\"} object per measurement (RR in seconds), nothing else on stdout"),
+    ]
+    static let discussion = """
+    Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
+    "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to
+    the strongest, reads Body Sensor Location and subscribes to Heart Rate Measurement; when the
+    monitor disconnects it scans again.
+
+    Each monitor is judged by the strongest RSSI heard from it in its first second on the list
+    (one reading is noise). One weaker than --min-rssi is refused with its RSSI. Without ADDRESS
+    the monitor keeps scanning and connects as soon as one is heard strongly enough; with
+    ADDRESS the refusal ends the command with status 1 (you chose that device and it is too far).
+
+    On a terminal the list and then the rate (with a sparkline of recent bpm) are drawn in place;
+    otherwise each event is one line. With --json only measurements go to stdout (refusals and
+    disconnects are noted on stderr).
+    """
+
+    var controller: ControllerOptions
+    var monitor: HeartRateMonitorOptions
+    var json: Bool
+
+    init(_ args: ParsedArguments) throws {
+        controller = try ControllerOptions(args)
+        monitor = HeartRateMonitorOptions()
+        monitor.mtu = controller.mtu
+        if let text = args.positionals.first {
+            let target = try AddressArgument(text)
+            monitor.target = target.address
+            monitor.targetType = target.type
+        }
+        if let text = args.option("min-rssi") {
+            guard let value = Int(text), (-127...20).contains(value) else { throw UsageError("--min-rssi expects dBm between -127 and 20, got '\(text)'") }
+            monitor.minimumRSSI = value
+        }
+        monitor.count = try args.int("count")
+        if let count = monitor.count, count <= 0 { throw UsageError("--count must be positive") }
+        json = args.flag("json")
+    }
+
+    func run() async throws {
+        let central = try await controller.openCentral()
+        let output = HeartRateMonitorOutput(mode: json ? .json : (TerminalScreen.isStandardOutput ? .live : .plain),
+                                            minimumRSSI: monitor.minimumRSSI, clock: central.host.clock)
+        do {
+            try await HeartRateMonitor(central: central, options: monitor, emit: output.handle).run()
+        } catch {
+            output.finish()
+            await central.close()
+            throw error
+        }
+        output.finish()
+        await central.close()
+    }
+}
+
+/// Renders the monitor's events for `ble heart-rate`: the live screen, plain lines, or JSON.
+final class HeartRateMonitorOutput: Sendable {
+    enum Mode: Sendable { case live, plain, json }
+
+    let mode: Mode
+    let clock: any HostClock
+    private let screen: Mutex<(view: HeartRateMonitorScreen, drawn: Duration?)>
+
+    /// Redraws for ticks and repeated hearings at most this often.
+    static let redrawInterval: Duration = .milliseconds(250)
+
+    init(mode: Mode, minimumRSSI: Int, clock: any HostClock) {
+        self.mode = mode
+        self.clock = clock
+        screen = Mutex((HeartRateMonitorScreen(minimumRSSI: minimumRSSI), nil))
+    }
+
+    func handle(_ event: HeartRateMonitorEvent) {
+        switch mode {
+        case .json:
+            switch event {
+            case let .measurement(m, _):
+                print(HeartRateMonitorLines.json(m))
+                flushOutput()
+            case let .refused(d, minimum):
+                TerminalScreen.note(HeartRateMonitorLines.refusal(d, minimumRSSI: minimum))
+            case .disconnected, .malformed:
+                HeartRateMonitorLines.lines(for: event).forEach(TerminalScreen.note)
+            default:
+                break
+            }
+        case .plain:
+            let lines = HeartRateMonitorLines.lines(for: event)
+            guard !lines.isEmpty else { return }
+            lines.forEach { print($0) }
+            flushOutput()
+        case .live:
+            let now = clock.now()
+            let lines = screen.withLock { s -> [String]? in
+                s.view.apply(event, now: now)
+                let routine: Bool
+                switch event {
+                case .tick, .device(.updated): routine = true
+                default: routine = false
+                }
+                if routine, let drawn = s.drawn, now - drawn < Self.redrawInterval { return nil }
+                s.drawn = now
+                return s.view.lines(width: TerminalScreen.width)
+            }
+            if let lines { TerminalScreen.draw(lines) }
+        }
+    }
+
+    /// Leaves the last screen in place.
+    func finish() {
+        guard mode == .live else { return }
+        let lines = screen.withLock { $0.view.lines(width: TerminalScreen.width) }
+        TerminalScreen.draw(lines)
+    }
+}

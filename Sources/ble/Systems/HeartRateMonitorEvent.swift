@@ -1,0 +1,71 @@
+import BLE
+import BLEHost
+import BLEProfiles
+import BLEWire
+
+/// How the heart-rate monitor of SEEDS.md S3 runs (`ble heart-rate`, `ble demo`).
+struct HeartRateMonitorOptions: Sendable {
+    /// Connect to this device only (any address type when `targetType` is nil).
+    var target: BDAddress?
+    var targetType: AddressType?
+    /// The RSSI gate: a monitor heard weaker than this is refused (the article's −70 dBm).
+    var minimumRSSI = -70
+    /// Stop after this many measurements (over all connections); nil runs until cancelled.
+    var count: Int?
+    /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
+    var maximumAge: Duration = .seconds(10)
+    /// How long a monitor is listened to before it is judged by its strongest RSSI (and, without
+    /// a target, before the strongest is picked, so that one heard a moment later is not passed over).
+    var selectionDelay: Duration = .seconds(1)
+    /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
+    var refreshInterval: Duration = .milliseconds(500)
+    var connectTimeout: Duration = .seconds(10)
+    /// The ATT MTU to ask for after connecting (23 skips the exchange).
+    var mtu = 517
+}
+
+/// What the monitor reports, in order, to whatever renders it (a live screen, plain lines,
+/// JSON lines, a test).
+enum HeartRateMonitorEvent: Sendable {
+    /// Scanning for 180D (again, after a disconnect).
+    case scanning
+    /// The live list changed: a monitor appeared, was heard again, or dropped off.
+    case device(DeviceListChange)
+    /// Time passed with no report (ages count up).
+    case tick(now: Duration)
+    /// The strongest (or the named) monitor is weaker than the RSSI gate: not connected to.
+    case refused(ScannedDevice, minimumRSSI: Int)
+    case connecting(ScannedDevice)
+    case connected(DeviceAddress, name: String?, mtu: Int)
+    /// Body Sensor Location (HRS §3.2), by name ("Chest", or "reserved (0x07)").
+    case bodySensorLocation(String)
+    /// Notifications of Heart Rate Measurement are on.
+    case subscribed
+    case measurement(HeartRateMeasurement, at: Duration)
+    /// A notified value that does not decode (counted as nothing, shown as a warning).
+    case malformed([UInt8], HeartRateError)
+    /// The link went down (or connecting failed); the monitor scans again.
+    case disconnected(DeviceAddress, reason: String)
+}
+
+/// Why the monitor stops with an error.
+enum HeartRateMonitorError: Error, CustomStringConvertible {
+    /// The monitor named on the command line is weaker than the RSSI gate.
+    case tooWeak(ScannedDevice, minimumRSSI: Int)
+    /// The device connected to has no Heart Rate service or no Heart Rate Measurement.
+    case notAHeartRateMonitor(DeviceAddress, missing: BluetoothUUID)
+    /// The scan ended by itself (the controller went away).
+    case scanEnded
+
+    var description: String {
+        switch self {
+        case let .tooWeak(device, minimum):
+            return "refusing to connect to \(HeartRateMonitorLines.name(of: device)) (\(device.address)): "
+                + "RSSI \(device.rssi.map { "\($0) dBm" } ?? "unknown") is weaker than \(minimum) dBm (--min-rssi)"
+        case let .notAHeartRateMonitor(address, missing):
+            return "\(address) has no \(missing) (\(AssignedNumbers.name(for: missing) ?? "Heart Rate")): not a heart-rate monitor"
+        case .scanEnded:
+            return "the scan ended: the controller went away"
+        }
+    }
+}
