@@ -4,34 +4,41 @@ import XCTest
 /// `ble demo`, the README's first command: needs nothing attached and nothing installed.
 final class DemoCommandTests: XCTestCase {
     func testDemoRunsBothRolesOnTheVirtualRadio() throws {
-        let result = try BLETool.run(["demo"], timeout: 120)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("demo-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try BLETool.run(["demo", "--output", directory], timeout: 120)
         XCTAssertTrue(result.succeeded, "\(result)")
         let out = result.stdout
         for expected in [
-            "found       HRM", "found       Battery", "found       TestDevice",
-            "read        Body Sensor Location = Chest",
-            "notified    Heart Rate Measurement",
-            "read        Battery Level = 100 %",
-            "read long   512 bytes",
-            "read back equal",
-            "refused     encrypted value: GATT: ATT error Insufficient Authentication (0x05)",
-            "indicated   counter 02000000 (confirmed)",
-            "done: 3 peripherals found",
+            "found       EchoServer", "found       M5Stack", "found       HRM", "found       BLE001",
+            "echo        You said: hello from the demo",
+            "identical to the original",
+            "6 read           e3737b3f-a08d-405b-b32d-35a8f6c64c5d: 48656c6c6f20576f726c64 \"Hello World\"",
+            "7 wrote          e3737b3f-a08d-405b-b32d-35a8f6c64c5d: 5772697465204461746120303432 \"Write Data 042\"",
+            "9 notification   #2",
+            "location    Chest",
+            "measurement 60 bpm",
+            "sample      x",
+            "done: 6 peripherals found",
             "of virtual radio time in",
         ] {
             XCTAssertTrue(out.contains(expected), "missing \"\(expected)\" in:\n\(out)")
         }
         XCTAssertLessThan(result.duration, 60, "the demo takes seconds")
+        let original = try Data(contentsOf: URL(fileURLWithPath: directory + "/demo-image.ppm"))
+        let received = try Data(contentsOf: URL(fileURLWithPath: directory + "/received-image.ppm"))
+        XCTAssertEqual(received, original, "the image came back byte for byte")
+        XCTAssertEqual(out.components(separatedBy: "\nsample      x").count - 1, 5, "five accelerometer samples")
     }
 
     /// `--hci virtual`: every command gets an in-process radio with the demo peripherals on it.
     func testVirtualHCIGivesEveryCommandTheDemoDevices() throws {
         let scan = try BLETool.run(["scan", "--hci", "virtual", "--timeout", "1.5", "--json"], timeout: 60)
         XCTAssertTrue(scan.succeeded, "\(scan)")
-        for name in ["HRM", "Battery", "TestDevice"] {
+        for name in ["EchoServer", "M5Stack", "HRM", "BLE001", "Battery", "TestDevice"] {
             XCTAssertTrue(scan.stdout.contains("\"name\":\"\(name)\""), "missing \(name) in:\n\(scan.stdout)")
         }
-        let read = try BLETool.run(["read", "00:5A:B1:00:00:02", "2A19", "--json"], environment: ["BLE_HCI": "virtual"], timeout: 60)
+        let read = try BLETool.run(["read", "00:5A:B1:00:00:05", "2A19", "--json"], environment: ["BLE_HCI": "virtual"], timeout: 60)
         XCTAssertTrue(read.succeeded, "\(read)")
         XCTAssertTrue(read.stdout.contains("\"hex\":\"64\""), read.stdout)
     }

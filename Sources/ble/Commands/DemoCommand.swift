@@ -1,42 +1,47 @@
 import BLE
 import BLEHost
+import BLEProfiles
 import BLEVirtualRadio
 import BLEWire
 import Foundation
 
-/// `ble demo`: the stack end to end on the built-in virtual radio, with nothing attached. Three
-/// peripherals (the `ble serve` profiles heart-rate, battery and test) and one central run in
-/// this process on one virtual medium; the central scans, connects to each and uses it, and the
-/// account of what happened is printed. The seed systems of SEEDS.md replace these profiles as
-/// they land.
+/// `ble demo`: the four seed systems of SEEDS.md end to end on the built-in virtual radio, with
+/// nothing attached. Their peripherals (DemoPeripherals) and one central run in this process on
+/// one virtual medium, in virtual time; the central finds them all, then runs each system's
+/// central flow (the same code as `ble echo`, `ble fetch`, `ble sample`, `ble heart-rate` and
+/// `ble accel`) and prints what happened.
 struct DemoCommand: BLECommand {
     static let name = "demo"
-    static let abstract = "Run both roles on the built-in virtual radio and print what happens (no hardware needed)."
-    static let usage = "demo"
+    static let abstract = "Run the four seed systems, both roles, on the built-in virtual radio and print what happens (no hardware needed)."
+    static let usage = "demo [--output DIR]"
     static let positionalNames: [String] = []
     static let minPositionals = 0
-    static let options: [OptionSpec] = []
+    static let options: [OptionSpec] = [
+        OptionSpec(name: "output", valueName: "DIR", help: "where the fetched image is saved (default: a new temporary directory)"),
+    ]
 
-    init(_ args: ParsedArguments) throws {}
+    let output: String?
+
+    init(_ args: ParsedArguments) throws {
+        output = args.option("output")
+    }
 
     func run() async throws {
+        let directory = try output ?? Self.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let image = (directory as NSString).appendingPathComponent("demo-image.ppm")
+        try Data(Self.gradientImage(width: 64, height: 48)).write(to: URL(fileURLWithPath: image))
+        let saved = (directory as NSString).appendingPathComponent("received-image.ppm")
         let started = ContinuousClock.now
         let radioTime = try await VirtualWorld.run { world in
-            try await Self.runDemo(in: world)
+            try await Self.runDemo(in: world, image: image, saveTo: saved)
             return world.clock.now()
         }
         let wall = ContinuousClock.now - started
         print("\n(\(Self.format(radioTime)) of virtual radio time in \(Self.format(wall)) of real time)")
     }
 
-    static func format(_ d: Duration) -> String {
-        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return String(format: "%.2f s", seconds)
-    }
-
-    /// The demo itself, in `world` (virtual time): the peripherals of DemoPeripherals, and one
-    /// central that uses each of them.
-    static func runDemo(in world: VirtualWorld) async throws {
+    static func runDemo(in world: VirtualWorld, image: String, saveTo saved: String) async throws {
         print("virtual radio: one medium, all in this process, in virtual time\n")
         let demo = try await DemoPeripherals.start(in: world)
         for e in demo.entries {
@@ -44,88 +49,71 @@ struct DemoCommand: BLECommand {
         }
         let (central, _) = try await world.addCentral(address: BDAddress(rawValue: 0x00_5A_B1_00_00_10))
         print("central     \(central.controllerInfo.address)  scanning for 2 s\n")
-        var found: [String: ScannedDevice] = [:]
+        var found: Set<String> = []
         for try await device in central.scan(timeout: .seconds(2)) {
-            guard let name = device.advertisement.localName, found[name] == nil else { continue }
-            found[name] = device
+            guard let name = device.advertisement.localName, !found.contains(name) else { continue }
+            found.insert(name)
             print("found       \(name.padding(12)) \(device.address)  rssi \(device.rssi.map(String.init) ?? "?")  \(device.advertisement.summary)")
         }
-        guard let hrm = found["HRM"], let battery = found["Battery"], let test = found["TestDevice"] else {
-            throw BLEError.timeout("the demo peripherals were not all found (found: \(found.keys.sorted()))")
-        }
 
-        print("\n— heart-rate monitor")
-        let h = try await central.connect(hrm.address, timeout: .seconds(5))
-        let mtu = try await h.exchangeMTU()
-        print("connected   \(hrm.address), ATT MTU \(mtu)")
-        let hrService = try await service(HeartRateProfile.service, on: h)
-        let hrCharacteristics = try await h.discoverCharacteristics(for: hrService)
-        if let location = hrCharacteristics.first(where: { $0.uuid == HeartRateProfile.bodySensorLocation }) {
-            let value = try await h.readValue(for: location)
-            print("read        Body Sensor Location = \(value.first.map { $0 == 1 ? "Chest" : "code \($0)" } ?? "?")")
-        }
-        if let measurement = hrCharacteristics.first(where: { $0.uuid == HeartRateProfile.measurement }) {
-            let values = await h.notifications(for: measurement)
-            try await h.setNotifyValue(true, for: measurement)
-            var n = 0
-            for await value in values {
-                print("notified    Heart Rate Measurement \(value.hexString) → \(Self.bpm(value).map { "\($0) bpm" } ?? "?")")
-                n += 1
-                if n == 3 { break }
-            }
-        }
-        try await h.disconnect()
-        print("disconnected")
+        print("\n— S1 echo: text over the framed stream")
+        let printer = EchoPrinter(json: false)
+        let reply = try await EchoCentral.exchange(.text("hello from the demo"), using: central, report: printer.show)
+        print("echo        \(reply.text ?? reply.body.hexString)")
 
-        print("\n— battery")
-        let b = try await central.connect(battery.address, timeout: .seconds(5))
-        let levels = try await b.readValues(ofType: BatteryProfile.level)
-        print("read        Battery Level = \(levels.first?.value.first.map { "\($0) %" } ?? "?")")
-        try await b.disconnect()
+        print("\n— S1 fetch: the peripheral fetches a URL and sends the image back")
+        let url = URL(fileURLWithPath: image).absoluteString
+        let picture = try await EchoCentral.exchange(.url(url), using: central, report: printer.show)
+        guard picture.code == .image else { throw BLEError.invalidArgument("the echo server answered: \(picture.text ?? "?")") }
+        try Data(picture.body).write(to: URL(fileURLWithPath: saved))
+        let original = try Data(contentsOf: URL(fileURLWithPath: image))
+        print("image       \(picture.body.count) bytes (a 64×48 PPM), saved to \(saved)\(Data(picture.body) == original ? ", identical to the original" : ", DIFFERENT from the original")")
 
-        print("\n— test device")
-        let t = try await central.connect(test.address, timeout: .seconds(5))
-        let testService = try await service(TestProfile.service, on: t)
-        let characteristics = try await t.discoverCharacteristics(for: testService)
-        func c(_ uuid: BluetoothUUID) throws -> GATTCharacteristic {
-            guard let found = characteristics.first(where: { $0.uuid == uuid }) else { throw BLEError.invalidArgument("no \(uuid)") }
-            return found
-        }
-        let long = try await t.readValue(for: try c(TestProfile.long))
-        print("read long   \(long.count) bytes over ATT MTU \(t.mtu) (Read + Read Blob)")
-        let message = Array("hello from the demo, written as a long write of more than one PDU".utf8)
-        try await t.writeValue(message, for: try c(TestProfile.rw))
-        let back = try await t.readValue(for: try c(TestProfile.rw))
-        print("long write  \(message.count) bytes, read back \(back == message ? "equal" : "DIFFERENT")")
-        do {
-            _ = try await t.readValue(for: try c(TestProfile.encrypted))
-        } catch let error as BLEError {
-            print("refused     encrypted value: \(error)")
-        }
-        let indications = await t.notifications(for: try c(TestProfile.indicate))
-        try await t.setNotifyValue(true, for: try c(TestProfile.indicate))
-        var received = 0
-        for await value in indications {
-            print("indicated   counter \(value.hexString) (confirmed)")
-            received += 1
-            if received == 2 { break }
-        }
-        try await t.disconnect()
+        print("\n— S2 sample: the step-by-step central")
+        var sampleOptions = SampleCentral.Options()
+        sampleOptions.count = 2
+        sampleOptions.writeNumber = 42
+        _ = try await SampleCentral.run(using: central, options: sampleOptions) { print(SampleCommand.line($0)) }
 
-        print("\ndone: 3 peripherals found, 3 connections, reads, long write, notifications and indications on the virtual radio")
+        print("\n— S3 heart rate")
+        var heartOptions = HeartRateMonitorOptions()
+        heartOptions.count = 6
+        let monitor = HeartRateMonitor(central: central, options: heartOptions) { event in
+            for line in HeartRateMonitorLines.lines(for: event) { print(line) }
+        }
+        try await monitor.run()
+
+        print("\n— S4 accelerometer")
+        var accelOptions = AccelerometerCentralOptions()
+        accelOptions.count = 5
+        let accelerometer = AccelerometerCentral(central: central, options: accelOptions) { event in
+            for line in AccelerometerLines.lines(for: event) { print(line) }
+        }
+        try await accelerometer.run()
+
+        print("\ndone: \(found.count) peripherals found; the echo reply, the image, the sample's steps, heart-rate readings and accelerometer samples, all on the virtual radio")
         await central.close()
         await demo.stop()
     }
 
-    private static func service(_ uuid: BluetoothUUID, on p: Peripheral) async throws -> GATTService {
-        guard let s = try await p.discoverServices([uuid]).first else { throw BLEError.invalidArgument("no service \(uuid)") }
-        return s
+    static func temporaryDirectory() throws -> String {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+        return (base as NSString).appendingPathComponent("ble-demo-\(ProcessInfo.processInfo.processIdentifier)")
     }
 
-    /// Heart Rate Measurement value (HRS §3.1): flags bit 0 selects UInt8 or UInt16 little-endian.
-    static func bpm(_ value: [UInt8]) -> Int? {
-        guard let flags = value.first else { return nil }
-        if flags & 0x01 == 0 { return value.count >= 2 ? Int(value[1]) : nil }
-        return value.count >= 3 ? Int(value[1]) | Int(value[2]) << 8 : nil
+    /// A small binary PPM (Netpbm P6): a colour gradient, the "image" the echo server fetches.
+    static func gradientImage(width: Int, height: Int) -> [UInt8] {
+        var bytes = Array("P6\n\(width) \(height)\n255\n".utf8)
+        for y in 0..<height {
+            for x in 0..<width {
+                bytes += [UInt8(x * 255 / max(1, width - 1)), UInt8(y * 255 / max(1, height - 1)), 128]
+            }
+        }
+        return bytes
+    }
+
+    static func format(_ d: Duration) -> String {
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return String(format: "%.2f s", seconds)
     }
 }

@@ -1,11 +1,14 @@
 import Foundation
 import BLE
+import BLEProfiles
 import BLEVirtualRadio
 import BLEWire
 
 /// The peripherals of the built-in virtual world: one `ble serve` profile each, advertising on a
-/// `VirtualWorld` from fixed addresses. `ble demo` runs its central flows against them, and
-/// `--hci virtual` puts them on the shared radio so every command has something to talk to.
+/// `VirtualWorld` from fixed addresses: the four seed systems of SEEDS.md (echo, sample, heart
+/// rate, accelerometer) and the battery and test profiles. `ble demo` runs the seed systems'
+/// central flows against them, and `--hci virtual` puts them on the shared radio so every
+/// command has something to talk to.
 struct DemoPeripherals: Sendable {
     struct Entry: Sendable {
         let name: String
@@ -19,9 +22,12 @@ struct DemoPeripherals: Sendable {
 
     /// The profiles the world starts, with their device names and addresses.
     static let lineup: [(profile: any DemoStartable.Type, name: String, address: UInt64)] = [
-        (HeartRateProfile.self, "HRM", 0x00_5A_B1_00_00_01),
-        (BatteryProfile.self, "Battery", 0x00_5A_B1_00_00_02),
-        (TestProfile.self, "TestDevice", 0x00_5A_B1_00_00_03),
+        (EchoServeProfile.self, "EchoServer", 0x00_5A_B1_00_00_01),
+        (SampleServeProfile.self, "M5Stack", 0x00_5A_B1_00_00_02),
+        (HeartRateProfile.self, "HRM", 0x00_5A_B1_00_00_03),
+        (AccelerometerServeProfile.self, AccelerometerProfile.localName, 0x00_5A_B1_00_00_04),
+        (BatteryProfile.self, "Battery", 0x00_5A_B1_00_00_05),
+        (TestProfile.self, "TestDevice", 0x00_5A_B1_00_00_06),
     ]
 
     /// Starts every peripheral of the lineup in `world` (advertising, running its profile).
@@ -64,6 +70,9 @@ extension DemoStartable where Self: ServeProfile {
     }
 }
 
+extension EchoServeProfile: DemoStartable {}
+extension SampleServeProfile: DemoStartable {}
+extension AccelerometerServeProfile: DemoStartable {}
 extension HeartRateProfile: DemoStartable {}
 extension BatteryProfile: DemoStartable {}
 extension TestProfile: DemoStartable {}
