@@ -125,6 +125,63 @@ final class VirtualWorldTests: XCTestCase {
         }
     }
 
+    /// With LE 2M, 251-octet PDUs and a 7.5 ms interval, notifications stream at the air-time
+    /// model's figure (5 PDUs per event, about 1.3 Mbit/s) and never faster.
+    func testThroughputReachesButNeverExceedsTheAirTimeFigure() async throws {
+        let perInterval = try await VirtualWorld.run { world -> [Int] in
+            var controller = VirtualControllerConfiguration()
+            controller.leACLBufferLength = 251
+            var host = HostConfiguration()
+            host.preferredDataLength = 251
+            host.preferredPHY = .le2M
+            host.connectionIntervalMin = 6
+            host.connectionIntervalMax = 6
+            let (manager, _) = try await world.addPeripheralManager(name: "World", configuration: host, controller: controller)
+            let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
+                GATTCharacteristicDefinition(uuid: Self.notify, properties: [.notify], permissions: [.read], value: [0]),
+            ]))
+            let ad = AdvertisingData.Builder().flags([.leGeneralDiscoverable, .brEdrNotSupported]).localName("World").build()
+            try await manager.startAdvertising(ad, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let (central, _) = try await world.addCentral(configuration: host, controller: controller)
+            let found = try await central.find(filter: ScanFilter(nameContains: "World"), timeout: .seconds(10))
+            let peripheral = try await central.connect(found.address)
+            _ = try await peripheral.exchangeMTU(517)
+            guard let service = try await peripheral.discoverServices([Self.service]).first,
+                  let characteristic = try await peripheral.discoverCharacteristics([Self.notify], for: service).first else {
+                throw BLEError.notConnected
+            }
+            let values = await peripheral.notifications(for: characteristic)
+            try await peripheral.setNotifyValue(true, for: characteristic)
+            try await world.clock.sleep(for: .milliseconds(100))
+            XCTAssertEqual(peripheral.phy, .le2M)
+            let valueHandle = handles.characteristics[0].valueHandle
+            let sender = Task(executorPreference: world.clock.taskExecutor) {
+                for _ in 0..<200 { _ = try await manager.updateValueWaiting([UInt8](repeating: 1, count: 244), forHandle: valueHandle) }
+            }
+            var arrivals: [Duration] = []
+            for await _ in values {
+                arrivals.append(world.clock.now())
+                if arrivals.count == 200 { break }
+            }
+            try await sender.value
+            await central.close()
+            await manager.close()
+            // Notifications per 7.5 ms window, from the first arrival.
+            let first = arrivals[0]
+            var counts: [Int] = []
+            for t in arrivals {
+                let slot = Int((t - first) / .microseconds(7500))
+                while counts.count <= slot { counts.append(0) }
+                counts[slot] += 1
+            }
+            return counts
+        }
+        let perEvent = AirTime.packetsPerEvent(payload: 251, phy: .le2M, interval: .microseconds(7500))
+        XCTAssertEqual(perEvent, 5)
+        XCTAssertLessThanOrEqual(perInterval.max() ?? 0, perEvent, "never more than the air allows: \(perInterval)")
+        XCTAssertEqual(perInterval.dropLast().filter { $0 == perEvent }.count, perInterval.count - 1, "every full interval carries 5: \(perInterval)")
+    }
+
     // MARK: Faults
 
     static func assertDisconnected(_ error: (any Error)?, file: StaticString = #filePath, line: UInt = #line) {
