@@ -96,9 +96,8 @@ extension HostController {
         case .response, .notification, .indication:
             break
         }
-        guard var link = links[handle] else { return }
-        let actions = link.bearer.receive(payload, now: now)
-        links[handle] = link
+        let t = now
+        guard let actions = withLink(handle, { $0.bearer.receive(payload, now: t) }) else { return }
         perform(actions, handle: handle)
     }
 

@@ -185,14 +185,12 @@ extension HostController {
     /// couple of PDUs waiting for controller credits so the server's bounded queue is where
     /// backpressure shows (and "queue full" means something).
     func pumpNotifications(handle: UInt16) {
-        while var link = links[handle], aclFlow.queuedPDUs(handle: handle) < 2, let pdu = link.server.nextOutgoing(now: now) {
-            links[handle] = link
+        let t = now
+        while aclFlow.queuedPDUs(handle: handle) < 2, let pdu = withLink(handle, { $0.server.nextOutgoing(now: t) }) ?? nil {
             sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: pdu)
         }
         // Signals a drained queue produced (readyToUpdate) come out here.
-        guard var link = links[handle] else { return }
-        let events = link.server.takeEvents()
-        links[handle] = link
+        guard let events = withLink(handle, { $0.server.takeEvents() }) else { return }
         if !events.isEmpty { performServer(events, handle: handle) }
     }
 
@@ -211,18 +209,18 @@ extension HostController {
             return .queueFull
         }
         var queued = 0
+        let t = now
         for handle in targets {
-            guard var link = links[handle] else { continue }
-            let result: UpdateResult
-            if link.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 {
-                result = link.server.notify(valueHandle: valueHandle, value: value)
+            guard let notifies = links[handle].map({ $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
+            let result: UpdateResult?
+            if notifies {
+                result = withLink(handle) { $0.server.notify(valueHandle: valueHandle, value: value) }
             } else {
                 let id = nextToken
                 nextToken += 1
-                result = link.server.indicate(valueHandle: valueHandle, value: value, id: id, now: now)
+                result = withLink(handle) { $0.server.indicate(valueHandle: valueHandle, value: value, id: id, now: t) }
                 if case .queued = result { indicationWaiters[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle, continuation: nil) }
             }
-            links[handle] = link
             if case .queued = result { queued += 1 }
             pumpNotifications(handle: handle)
         }

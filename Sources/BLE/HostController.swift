@@ -284,10 +284,7 @@ public actor HostController {
         next.forEach(sendCommandPacket)
         resolveCommands(expired)
         for handle in Array(links.keys) {
-            guard var link = links[handle] else { continue }
-            let actions = link.bearer.expire(now: t)
-            let serverActions = link.server.expire(now: t)
-            links[handle] = link
+            guard let (actions, serverActions) = withLink(handle, { ($0.bearer.expire(now: t), $0.server.expire(now: t)) }) else { continue }
             perform(actions, handle: handle)
             performServer(serverActions, handle: handle)
         }
@@ -305,5 +302,17 @@ public actor HostController {
 
     nonisolated func log(_ message: String) {
         if HostDiagnostics.verbose { HostDiagnostics.write("[host] \(message)") }
+    }
+}
+
+extension HostController {
+    /// Runs `body` on the link in place. A `var link = links[h]` … `links[h] = link` round trip
+    /// copies the link, and its first mutation then copies every buffer it holds (the ATT
+    /// server's queues, the bearer's state): on the notification path that was the largest cost.
+    /// `body` must touch only the link, not the actor (the dictionary is being accessed).
+    @discardableResult
+    func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R? {
+        guard let index = links.index(forKey: handle) else { return nil }
+        return body(&links.values[index])
     }
 }
