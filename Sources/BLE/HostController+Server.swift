@@ -28,7 +28,7 @@ extension HostController {
 
     func removeService(_ service: GATTServiceHandles) throws {
         try database.remove(serviceStartingAt: service.range.lowerBound)
-        for handle in Array(links.keys) { links[handle]?.server.forgetHandles(in: service.range) }
+        for handle in links.keys.sorted() { links[handle]?.server.forgetHandles(in: service.range) }
         readHandlers = readHandlers.filter { !service.range.contains($0.key) }
         writeHandlers = writeHandlers.filter { !service.range.contains($0.key) }
         announceDatabaseChange()
@@ -39,7 +39,7 @@ extension HostController {
         database.serviceChangedRange = nil
         let scHandle = database.serviceChangedHandle
         let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
-        for handle in Array(links.keys) {
+        for handle in links.keys.sorted() {
             guard var link = links[handle], link.server.cccd(valueHandle: scHandle) & 0x0002 != 0 else { continue }
             let id = nextToken
             nextToken += 1

@@ -245,7 +245,7 @@ public actor HostController {
         let hciError: HCIError
         if case let .hci(e) = error { hciError = e } else { hciError = .transportClosed }
         resolveCommands(commandFlow.failAll(hciError))
-        for (handle, _) in links { linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: error) }
+        for handle in links.keys.sorted() { linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: error) }
         scan?.finish(throwing: error)
         scan = nil
         pendingConnection?.result.fail(error)
@@ -283,7 +283,7 @@ public actor HostController {
         let (expired, next) = commandFlow.expire(now: t)
         next.forEach(sendCommandPacket)
         resolveCommands(expired)
-        for handle in Array(links.keys) {
+        for handle in links.keys.sorted() {
             guard let (actions, serverActions) = withLink(handle, { ($0.bearer.expire(now: t), $0.server.expire(now: t)) }) else { continue }
             perform(actions, handle: handle)
             performServer(serverActions, handle: handle)

@@ -65,8 +65,10 @@ extension VirtualController {
     /// new handle and the Connection Complete for the host.
     public mutating func connected(role: LERole, peer: DeviceAddress, interval: UInt16, latency: UInt16,
                                    supervisionTimeout: UInt16) -> (handle: UInt16, toHost: [HostBoundPacket]) {
-        let handle = nextHandle
-        nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
+        // Handles count up from 0x0040 and wrap at 0x0EFF, skipping those still in use.
+        var handle = nextHandle
+        while connections[handle] != nil { handle = handle >= 0x0EFF ? 0x0040 : handle + 1 }
+        nextHandle = handle >= 0x0EFF ? 0x0040 : handle + 1
         switch role {
         case .central: initiation = nil
         case .peripheral: isAdvertising = false
@@ -116,6 +118,16 @@ extension VirtualController {
         return out
     }
 
+    /// High duty cycle directed advertising ran 1.28 s without a connection (§7.8.9).
+    public mutating func directedAdvertisingTimedOut() -> [HostBoundPacket] {
+        isAdvertising = false
+        let peer = advertisingPeer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
+        guard let e = connectionCompleteEvent(LEConnectionComplete(
+            status: HCIStatus(0x3C), handle: 0, role: .peripheral, peer: peer, interval: 0, latency: 0,
+            supervisionTimeout: 0, centralClockAccuracy: 0)) else { return [] }
+        return [.event(e)]
+    }
+
     /// The link ended from the far side (`reason` as the peer gave it, or a timeout).
     public mutating func linkLost(handle: UInt16, reason: HCIStatus) -> [HostBoundPacket] {
         guard connections.removeValue(forKey: handle) != nil, eventEnabled(bit: 4) else { return [] }
@@ -148,10 +160,10 @@ extension VirtualController {
 
     /// The link's payload sizes changed (LE Data Length Change, §7.7.65.7).
     public func dataLengthChanged(handle: UInt16, maxTxOctets: UInt16, maxRxOctets: UInt16) -> [HostBoundPacket] {
-        guard let c = connections[handle], leEventEnabled(bit: 6) else { return [] }
-        func time(_ octets: UInt16) -> UInt16 {
-            UInt16(clamping: AirTime.packet(payload: Int(octets), phy: c.phy).components.attoseconds / 1_000_000_000_000)
-        }
+        guard connections[handle] != nil, leEventEnabled(bit: 6) else { return [] }
+        // The time of that many octets on LE 1M with a MIC, (octets + 14) × 8 µs, in the range
+        // §7.7.65.7 allows (0x0148–0x4290).
+        func time(_ octets: UInt16) -> UInt16 { UInt16(min(max((Int(octets) + 14) * 8, 328), 17_040)) }
         return [.event(.le(.dataLengthChange(handle: handle, maxTxOctets: maxTxOctets, maxTxTime: time(maxTxOctets),
                                              maxRxOctets: maxRxOctets, maxRxTime: time(maxRxOctets))))]
     }

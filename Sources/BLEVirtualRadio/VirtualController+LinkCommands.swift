@@ -20,15 +20,15 @@ extension VirtualController {
             let txOctets = try r.readU16()
             let txTime = try r.readU16()
             guard connections[handle] != nil else {
-                out.event(complete(op, handleBytes(handle), status: .unknownConnectionIdentifier))
+                out.event(complete(op, handle: handle, status: .unknownConnectionIdentifier))
                 break
             }
             guard (27...251).contains(txOctets), (328...17_040).contains(txTime) else {
-                out.event(complete(op, handleBytes(handle), status: .invalidHCICommandParameters))
+                out.event(complete(op, handle: handle, status: .invalidHCICommandParameters))
                 break
             }
             connections[handle]?.maxTxOctets = txOctets
-            out.event(complete(op, handleBytes(handle)))
+            out.event(complete(op, handle: handle))
             out.air.append(.dataLengthChanged(handle: handle))
         case .leReadSuggestedDefaultDataLength:
             var w = ByteWriter()
@@ -52,14 +52,20 @@ extension VirtualController {
         case .leReadPHY:
             let handle = try r.readU16() & 0x0FFF
             guard let c = connections[handle] else {
-                out.event(complete(op, handleBytes(handle), status: .unknownConnectionIdentifier))
+                out.event(complete(op, handle: handle, status: .unknownConnectionIdentifier))
                 break
             }
-            out.event(complete(op, handleBytes(handle) + [c.phy.rawValue, c.phy.rawValue]))
+            out.event(complete(op, handle: handle, [c.phy.rawValue, c.phy.rawValue]))
         case .leSetDefaultPHY:
             let all = try r.readU8()
             let tx = LEPHYSet(rawValue: try r.readU8())
             let rx = LEPHYSet(rawValue: try r.readU8())
+            // LE Coded is not supported (LE features bit 11 clear): asking for it alone is
+            // Unsupported Feature or Parameter Value (§7.8.48).
+            if (all & 0x01 == 0 && tx.intersection([.le1M, .le2M]).isEmpty) || (all & 0x02 == 0 && rx.intersection([.le1M, .le2M]).isEmpty) {
+                out.event(complete(op, status: .unsupportedFeatureOrParameterValue))
+                break
+            }
             defaultPHYs = PHYPreference(tx: all & 0x01 != 0 ? PHYPreference.any.tx : tx,
                                         rx: all & 0x02 != 0 ? PHYPreference.any.rx : rx)
             out.event(complete(op))
@@ -73,6 +79,10 @@ extension VirtualController {
                 out.event(status(op, .unknownConnectionIdentifier))
                 break
             }
+            if (all & 0x01 == 0 && tx.intersection([.le1M, .le2M]).isEmpty) || (all & 0x02 == 0 && rx.intersection([.le1M, .le2M]).isEmpty) {
+                out.event(status(op, .unsupportedFeatureOrParameterValue))
+                break
+            }
             out.event(status(op, .success))
             let preference = PHYPreference(tx: all & 0x01 != 0 ? PHYPreference.any.tx : tx,
                                            rx: all & 0x02 != 0 ? PHYPreference.any.rx : rx)
@@ -80,32 +90,34 @@ extension VirtualController {
         case .leRemoteConnectionParameterRequestReply:
             let handle = try r.readU16() & 0x0FFF
             let intervalMin = try r.readU16()
-            _ = try r.readU16() // interval max: the central picks the minimum
+            let intervalMax = try r.readU16() // the central picks the minimum
             let latency = try r.readU16()
             let timeout = try r.readU16()
             _ = try r.readU32() // CE lengths
             guard connections[handle]?.awaitingParameterReply == true else {
-                out.event(complete(op, handleBytes(handle), status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
+                out.event(complete(op, handle: handle, status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
+                break
+            }
+            guard Self.validConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout) else {
+                out.event(complete(op, handle: handle, status: .invalidHCICommandParameters))
                 break
             }
             connections[handle]?.awaitingParameterReply = false
-            out.event(complete(op, handleBytes(handle)))
+            out.event(complete(op, handle: handle))
             out.air.append(.connectionUpdate(handle: handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout))
         case .leRemoteConnectionParameterRequestNegativeReply:
             let handle = try r.readU16() & 0x0FFF
             let reason = HCIStatus(try r.readU8())
             guard connections[handle]?.awaitingParameterReply == true else {
-                out.event(complete(op, handleBytes(handle), status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
+                out.event(complete(op, handle: handle, status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
                 break
             }
             connections[handle]?.awaitingParameterReply = false
-            out.event(complete(op, handleBytes(handle)))
+            out.event(complete(op, handle: handle))
             out.air.append(.connectionParameterRejected(handle: handle, reason: reason))
         default:
             return nil
         }
         return out
     }
-
-    func handleBytes(_ handle: UInt16) -> [UInt8] { [UInt8(handle & 0xFF), UInt8(handle >> 8)] }
 }

@@ -50,11 +50,11 @@ extension VirtualController {
             let handle = try r.readU16() & 0x0FFF
             let key = op == .leLongTermKeyRequestReply ? try r.readBytes(16) : nil
             guard connections[handle]?.awaitingLongTermKey == true else {
-                out.event(complete(op, handleBytes(handle), status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
+                out.event(complete(op, handle: handle, status: connections[handle] == nil ? .unknownConnectionIdentifier : .commandDisallowed))
                 break
             }
             connections[handle]?.awaitingLongTermKey = false
-            out.event(complete(op, handleBytes(handle)))
+            out.event(complete(op, handle: handle))
             out.air.append(.longTermKeyReply(handle: handle, longTermKey: key))
         case .leReadFilterAcceptListSize:
             out.event(complete(op, [UInt8(Self.filterAcceptListCapacity)]))

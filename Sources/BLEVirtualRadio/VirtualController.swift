@@ -186,8 +186,8 @@ public struct VirtualController: Sendable {
                 out.event(complete(op, Self.leFeatures))
             case .leSetRandomAddress:
                 let a = BDAddress(littleEndian: try r.readBytes(6))
-                // §7.8.4: disallowed while advertising or scanning use the random address.
-                if isAdvertising || isScanning {
+                // §7.8.4: disallowed while advertising, scanning or initiating.
+                if isAdvertising || isScanning || initiation != nil {
                     out.event(complete(op, status: .commandDisallowed))
                 } else {
                     randomAddress = a
@@ -216,6 +216,11 @@ public struct VirtualController: Sendable {
                 let enable = try r.readU8()
                 let duplicates = try r.readU8()
                 guard enable <= 1, duplicates <= 1 else { throw WireError.invalid("scan enable") }
+                // §7.8.11: a random own address that was never set.
+                if enable == 1 && ownAddress(type: scanOwnAddressType) == nil {
+                    out.event(complete(op, status: .invalidHCICommandParameters))
+                    break
+                }
                 if enable == 1 && !isScanning { reported = [] }
                 isScanning = enable == 1
                 filterDuplicates = duplicates == 1
@@ -238,6 +243,11 @@ public struct VirtualController: Sendable {
             case .disconnect:
                 let handle = try r.readU16() & 0x0FFF
                 let reason = HCIStatus(try r.readU8())
+                // §7.1.6: the reasons a host may give.
+                guard [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B].contains(reason.rawValue) else {
+                    out.event(status(op, .invalidHCICommandParameters))
+                    break
+                }
                 guard connections.removeValue(forKey: handle) != nil else {
                     out.event(status(op, .unknownConnectionIdentifier))
                     break
@@ -257,7 +267,7 @@ public struct VirtualController: Sendable {
                     out.event(status(op, .unknownConnectionIdentifier))
                     break
                 }
-                guard intervalMin <= intervalMax, (0x0006...0x0C80).contains(intervalMin) else {
+                guard Self.validConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout) else {
                     out.event(status(op, .invalidHCICommandParameters))
                     break
                 }
@@ -362,7 +372,8 @@ public struct VirtualController: Sendable {
                 out.event(status(op, .commandDisallowed))
                 return
             }
-            guard filterPolicy <= 1, peerType <= 3, intervalMin <= intervalMax, let own = ownAddress(type: ownType) else {
+            guard filterPolicy <= 1, peerType <= 3, let own = ownAddress(type: ownType),
+                  Self.validConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout) else {
                 out.event(status(op, .invalidHCICommandParameters))
                 return
             }
@@ -384,11 +395,28 @@ public struct VirtualController: Sendable {
         txPower = power
     }
 
+    /// The ranges of Vol 4 Part E §7.8.12 (and §7.8.18, §7.8.31): interval 0x0006–0x0C80
+    /// (7.5 ms–4 s) with min ≤ max, latency ≤ 0x01F3, supervision timeout 0x000A–0x0C80
+    /// (100 ms–32 s) and longer than (1 + latency) × interval max × 2.
+    static func validConnectionParameters(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) -> Bool {
+        guard (0x0006...0x0C80).contains(intervalMin), (0x0006...0x0C80).contains(intervalMax), intervalMin <= intervalMax,
+              latency <= 0x01F3, (0x000A...0x0C80).contains(timeout) else { return false }
+        // Timeout in 10 ms units, interval in 1.25 ms: timeout·10 > (1 + latency)·interval·1.25·2.
+        return Int(timeout) * 10 * 4 > (1 + Int(latency)) * Int(intervalMax) * 5 * 2
+    }
+
     // MARK: Event builders
 
     func complete(_ op: HCIOpcode, _ parameters: [UInt8] = [], status: HCIStatus = .success) -> HCIEvent {
         // Return parameters beyond the status are only meaningful on success.
         .commandComplete(numHCICommandPackets: 1, opcode: op, returnParameters: [status.rawValue] + (status.isSuccess ? parameters : []))
+    }
+
+    /// Command Complete for a command whose return parameters start with the Connection_Handle:
+    /// the handle is returned whatever the status (as controllers do), the rest only on success.
+    func complete(_ op: HCIOpcode, handle: UInt16, _ rest: [UInt8] = [], status: HCIStatus = .success) -> HCIEvent {
+        .commandComplete(numHCICommandPackets: 1, opcode: op,
+                         returnParameters: [status.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8)] + (status.isSuccess ? rest : []))
     }
 
     func status(_ op: HCIOpcode, _ status: HCIStatus) -> HCIEvent {

@@ -35,6 +35,11 @@ extension VirtualMedium {
         /// The start of the connection event in progress (nil between events) and its exchanges.
         var eventStart: Duration?
         var eventExchanges = 0
+        /// Packets whose last octet went in the exchange in progress: they arrive when it ends.
+        var completed: [(LinkEnd, ACLPacket)] = []
+        /// Procedures a host started while the peer was out of range: they run when contact
+        /// returns (or vanish with the link at its supervision timeout).
+        var deferred: [(AirAction, ControllerID)] = []
 
         var hasQueuedData: Bool { ends.contains { !(queues[$0]?.isEmpty ?? true) } }
         /// When the supervision timeout ends the link (the peer out of range, off, or gone).
@@ -102,57 +107,64 @@ extension VirtualMedium {
         return next
     }
 
-    /// One exchange of a connection event (Vol 6 Part B §4.5.1): the central sends a PDU and the
-    /// peripheral answers (an empty PDU when a side has nothing). The event goes on, exchange
-    /// after exchange, while either side has data, the next exchange still fits in the interval
-    /// and no controller's per-event limit is hit; then it closes and the next waits for the
-    /// next anchor. A packet reaches the peer's host when its last octet is sent, and its sender's
-    /// host gets the buffer back (Number Of Completed Packets) at that moment, so a host can refill
-    /// the controller while the event is still open, as with real controllers.
+    /// One step of a connection event (Vol 6 Part B §4.5.1). First what the previous exchange
+    /// completed arrives: each packet whose last octet has now been sent reaches the peer's host,
+    /// and its sender's host gets the buffer back (Number Of Completed Packets), so a host can
+    /// refill the controller while the event is still open, as with real controllers. Then
+    /// procedures held while the link was out of range run. Then the next exchange: the central
+    /// sends a PDU and the peripheral answers (an empty PDU when a side has nothing). The event
+    /// goes on while either side has data, the next exchange still fits in the interval and no
+    /// controller's per-event limit is hit; then it closes and the next waits for an anchor.
     mutating func connectionEvent(_ linkID: Int, at time: Duration) -> [Delivery] {
         guard var link = links[linkID] else { return [] }
         link.nextEvent = nil
-        let start = link.eventStart ?? time
+        var deliveries: [Delivery] = []
+        for (end, packet) in link.completed {
+            if let peer = link.other(than: end) {
+                deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: packet) }
+            }
+            deliveries += deliver(to: end.id) { $0.completedPackets(handle: end.handle, count: 1) }
+        }
+        link.completed = []
+        let deferred = link.lossDeadline == nil ? link.deferred : []
+        link.deferred = link.lossDeadline == nil ? [] : link.deferred
+        links[linkID] = link
+        for (action, id) in deferred { deliveries += applyLinkProcedure(action, from: id, now: time) }
+        // A procedure may have ended the link (different encryption keys).
+        guard var link = links[linkID] else { return deliveries }
+        guard link.lossDeadline == nil, link.hasQueuedData else {
+            link.eventStart = nil
+            links[linkID] = link
+            return deliveries
+        }
         if link.eventStart == nil {
             link.eventStart = time
             link.eventExchanges = 0
             link.lastEvent = time
         }
-        var deliveries: [Delivery] = []
-        defer { links[linkID] = link }
-        guard link.lossDeadline == nil, link.hasQueuedData else {
-            link.eventStart = nil
-            return []
-        }
+        let start = link.eventStart ?? time
         let limits = link.ends.compactMap { nodes[$0.id.rawValue].controller.configuration.maximumPDUsPerConnectionEvent }
         let c = link.queues[link.central]?.first.map { min($0.remaining, Int(link.txOctets[link.central] ?? 27)) } ?? 0
         let p = link.queues[link.peripheral]?.first.map { min($0.remaining, Int(link.txOctets[link.peripheral] ?? 27)) } ?? 0
         let exchange = AirTime.exchange(payload: c, answer: p, phy: link.phy, encrypted: link.encrypted)
         if link.eventExchanges > 0 && (time + exchange > start + link.interval || link.eventExchanges >= (limits.min() ?? Int.max)) {
-            // This event is full: the rest waits for the next anchor.
+            // This event is full: the rest waits for the next anchor after it.
             link.eventStart = nil
-            link.nextEvent = start + link.interval
-            return []
+            link.nextEvent = nextEventTime(link, after: time)
+            links[linkID] = link
+            return deliveries
         }
         link.eventExchanges += 1
         for (end, sent) in [(link.central, c), (link.peripheral, p)] {
             guard var queue = link.queues[end], !queue.isEmpty else { continue }
             queue[0].remaining -= sent
-            if queue[0].remaining <= 0 {
-                let done = queue.removeFirst()
-                if let peer = link.other(than: end) {
-                    deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: done.packet) }
-                }
-                deliveries += deliver(to: end.id) { $0.completedPackets(handle: end.handle, count: 1) }
-            }
+            if queue[0].remaining <= 0 { link.completed.append((end, queue.removeFirst().packet)) }
             link.queues[end] = queue
         }
-        if link.hasQueuedData {
-            link.nextEvent = time + exchange
-        } else {
-            // Nothing more either way: the event closes (MD = 0, §4.5.6).
-            link.eventStart = nil
-        }
+        // The exchange ends after `exchange`: its packets arrive then, and the event goes on or
+        // closes (MD = 0, §4.5.6) from there.
+        link.nextEvent = time + exchange
+        links[linkID] = link
         return deliveries
     }
 
@@ -180,7 +192,9 @@ extension VirtualMedium {
                 links[linkID]?.lossDeadline = deadline
             } else if connected && !link.doomed && link.lossDeadline != nil {
                 links[linkID]?.lossDeadline = nil
-                if link.ends.contains(where: { !(link.queues[$0]?.isEmpty ?? true) }) {
+                if !link.deferred.isEmpty {
+                    links[linkID]?.nextEvent = now
+                } else if link.hasQueuedData {
                     let next = nextEventTime(link, after: now)
                     links[linkID]?.nextEvent = next
                 }
@@ -221,8 +235,12 @@ extension VirtualMedium {
     mutating func applyLinkProcedure(_ action: AirAction, from id: ControllerID, now: Duration) -> [Delivery] {
         func find(_ handle: UInt16) -> (Int, LinkEnd, LinkEnd)? {
             let end = LinkEnd(id: id, handle: handle)
-            guard let (linkID, _) = link(of: end), let link = links[linkID], link.lossDeadline == nil,
-                  let peer = link.other(than: end) else { return nil }
+            guard let (linkID, _) = link(of: end), let link = links[linkID], let peer = link.other(than: end) else { return nil }
+            guard link.lossDeadline == nil else {
+                // Out of range: the procedure waits for contact (a doomed link never gets it).
+                if !link.doomed { links[linkID]?.deferred.append((action, id)) }
+                return nil
+            }
             return (linkID, end, peer)
         }
         switch action {

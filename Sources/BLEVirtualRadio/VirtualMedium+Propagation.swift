@@ -112,6 +112,6 @@ extension VirtualMedium {
 
     /// Handles of the links a controller currently has (for fault injection by the API).
     public func linkHandles(of id: ControllerID) -> [UInt16] {
-        links.values.flatMap { l in l.ends.filter { $0.id == id }.map(\.handle) }.sorted()
+        links.values.flatMap { l in l.ends.filter { $0.id == id && $0.handle != Self.detachedHandle }.map(\.handle) }.sorted()
     }
 }

@@ -55,12 +55,21 @@ public struct VirtualMedium: Sendable {
     }
 
     var nodes: [Node] = []
-    /// When each advertising controller's next advertising event is due.
+    /// When each advertising controller's next advertising event is due, and since when it
+    /// advertises (high duty cycle directed advertising ends after 1.28 s).
     var nextAdvertisingEvent: [ControllerID: Duration] = [:]
+    var advertisingSince: [ControllerID: Duration] = [:]
     var links: [Int: Link] = [:]
     var nextLinkID = 0
-    /// Signal propagation: path loss and receiver sensitivity.
-    public var propagation = Propagation()
+    /// Signal propagation: path loss and receiver sensitivity. Changing it re-checks every link
+    /// (as of the latest time the medium has seen).
+    public var propagation = Propagation() {
+        didSet {
+            for id in nodes.indices { recheckLinks(of: ControllerID(rawValue: id), now: latest) }
+        }
+    }
+    /// The latest time the medium was given.
+    var latest: Duration = .zero
     /// With the air-time model on, ACL data waits for connection events and each event carries
     /// only what fits (AirTime.swift). Off, data crosses at once: the raw host cost.
     public var airTimeModel = true
@@ -94,6 +103,7 @@ public struct VirtualMedium: Sendable {
     /// answer a packet it cannot parse (Vol 4 Part E §5.4). A controller that is off or removed
     /// hears nothing from its host.
     public mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration) -> [Delivery] {
+        latest = max(latest, now)
         guard exists(id), nodes[id.rawValue].onAir else { return [] }
         switch frame.type {
         case .command:
@@ -110,6 +120,7 @@ public struct VirtualMedium: Sendable {
 
     /// One decoded command from the host of `id`.
     public mutating func receive(_ command: HCICommand, from id: ControllerID, now: Duration) -> [Delivery] {
+        latest = max(latest, now)
         guard exists(id), nodes[id.rawValue].onAir else { return [] }
         let out = nodes[id.rawValue].controller.handle(command)
         return apply(out, from: id, now: now)
@@ -125,6 +136,7 @@ public struct VirtualMedium: Sendable {
                 } else if nextAdvertisingEvent[id] == nil {
                     // The first advertising event follows the enable at once (Vol 6 Part B §4.4.2.2).
                     nextAdvertisingEvent[id] = now
+                    advertisingSince[id] = now
                 }
             case .initiate, .cancelInitiation:
                 // The initiator's state lives in the controller; connections are made at the
@@ -162,11 +174,19 @@ public struct VirtualMedium: Sendable {
     /// Runs everything due at or before `now`, in time order: advertising events, connection
     /// events, supervision timeouts.
     public mutating func advance(to now: Duration) -> [Delivery] {
+        latest = max(latest, now)
         var deliveries: [Delivery] = []
         while let due = nextDeadline, due <= now {
             if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
                 guard let adv = nodes[id.rawValue].controller.advertisement, nodes[id.rawValue].onAir else {
                     nextAdvertisingEvent[id] = nil
+                    continue
+                }
+                if adv.type == .connectableDirectedHighDuty, time - (advertisingSince[id] ?? time) >= .milliseconds(1280) {
+                    // §7.8.9: high duty cycle directed advertising stops after 1.28 s with an
+                    // LE Connection Complete carrying Advertising Timeout (0x3C).
+                    nextAdvertisingEvent[id] = nil
+                    deliveries += deliver(to: id) { $0.directedAdvertisingTimedOut() }
                     continue
                 }
                 // A late driver (a sleep that overslept) skips missed events rather than bursting.

@@ -54,7 +54,8 @@ public actor VirtualRadio {
     private let clock: any VirtualRadioClock
     private var outlets: [VirtualMedium.ControllerID: AsyncStream<H4Frame>.Continuation] = [:]
     private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
-    private var tasks: [Task<Void, Never>] = []
+    /// Each device's two relay tasks (frames to the host, frames from it).
+    private var tasks: [VirtualMedium.ControllerID: [Task<Void, Never>]] = [:]
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
@@ -93,19 +94,23 @@ public actor VirtualRadio {
         paths[id] = HCIPath()
         if closed { continuation.finish() }
         let executor = clock.taskExecutor
-        tasks.append(Task(executorPreference: executor) {
-            for await frame in stream {
-                do { try await controllerEnd.send(frame) } catch { break }
-            }
-        })
-        tasks.append(Task(executorPreference: executor) { [weak self] in
-            do {
-                for try await frame in controllerEnd.incoming {
-                    guard let self else { return }
-                    await self.receive(frame, from: id)
+        tasks[id] = [
+            Task(executorPreference: executor) {
+                for await frame in stream {
+                    do { try await controllerEnd.send(frame) } catch { break }
                 }
-            } catch {}
-        })
+                // The radio shut down or the device was removed: the host's stream ends too.
+                await controllerEnd.close()
+            },
+            Task(executorPreference: executor) { [weak self] in
+                do {
+                    for try await frame in controllerEnd.incoming {
+                        guard let self else { return }
+                        await self.receive(frame, from: id)
+                    }
+                } catch {}
+            },
+        ]
         return VirtualDevice(id: id, address: address, transport: hostEnd)
     }
 
@@ -192,9 +197,13 @@ public actor VirtualRadio {
         schedule()
     }
 
-    /// Takes a device off the medium for good; its peers' links time out.
+    /// Takes a device off the medium for good; its peers' links time out. Its host's transport
+    /// ends, and the radio keeps nothing of it but the inert entry in the medium.
     public func remove(_ id: VirtualMedium.ControllerID) {
         medium.remove(id, now: clock.now())
+        outlets.removeValue(forKey: id)?.finish()
+        tasks.removeValue(forKey: id)?.last?.cancel()
+        paths[id] = nil
         schedule()
     }
 
@@ -203,9 +212,11 @@ public actor VirtualRadio {
         closed = true
         timer?.cancel()
         timer = nil
+        // Finishing an outlet ends its relay task, which closes the controller end: the host's
+        // incoming stream ends.
         for c in outlets.values { c.finish() }
-        for t in tasks { t.cancel() }
-        tasks = []
+        for t in tasks.values.compactMap(\.last) { t.cancel() }
+        tasks = [:]
     }
 
     // MARK: Frames

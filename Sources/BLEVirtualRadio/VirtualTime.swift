@@ -32,8 +32,10 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
 
     private let condition = NSCondition()
     private var state = State()
-    /// Virtual time never passes this point: a world that keeps sleeping past it (a periodic
-    /// timer with nobody waiting for the end) stops advancing instead of spinning forever.
+    /// Virtual time never passes this point: a world whose next deadline lies beyond it (a
+    /// periodic timer with nobody waiting for the end) has every sleeper woken with
+    /// `VirtualTimeError.limitReached`, so the world unwinds with an error instead of spinning
+    /// forever or hanging.
     public let limit: Duration
 
     /// - Parameter limit: how far virtual time may run (default one day).
@@ -45,14 +47,16 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
         thread.start()
     }
 
-    /// Runs `body` as the world's first task, in virtual time, and returns its result. When it
-    /// returns, every task still sleeping on this clock is woken with `CancellationError` and the
-    /// executor hands any later work to the global executor, so nothing is left hanging.
+    /// Runs `body` as the world's first task, in virtual time, and returns its result. The
+    /// calling task itself runs `body` with this executor as its preference, so cancelling the
+    /// caller cancels the world's work. When it returns, every task still sleeping on this clock
+    /// is woken with `CancellationError` and the executor hands any later work to the global
+    /// executor, so nothing is left hanging.
     public static func run<T: Sendable>(limit: Duration = .seconds(86_400),
                                         _ body: @escaping @Sendable (VirtualTime) async throws -> T) async throws -> T {
         let time = VirtualTime(limit: limit)
         defer { time.finish() }
-        return try await Task(executorPreference: time) { try await body(time) }.value
+        return try await withTaskExecutorPreference(time) { try await body(time) }
     }
 
     // MARK: VirtualRadioClock
@@ -120,13 +124,18 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
 
     // MARK: The world's thread
 
+    /// Real seconds of complete idleness before the world reports itself stalled.
+    static let stallReport: TimeInterval = 30
+
     private func runLoop() {
         let me = asUnownedTaskExecutor()
+        var stallReported = false
+        var overdue: [CheckedContinuation<Void, any Error>] = []
         while true {
             condition.lock()
             var job: UnownedJob?
             var woken: [CheckedContinuation<Void, any Error>] = []
-            while job == nil && woken.isEmpty {
+            while job == nil && woken.isEmpty && overdue.isEmpty {
                 if state.head < state.jobs.count {
                     job = state.jobs[state.head]
                     state.head += 1
@@ -139,11 +148,22 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
                     return
                 } else if let due = jumpToNextDeadline() {
                     woken = due
-                } else {
-                    condition.wait()
+                } else if !state.sleepers.isEmpty {
+                    // Everything left sleeps past the limit: fail them all.
+                    overdue = state.sleepers.values.sorted { $0.sequence < $1.sequence }.map(\.continuation)
+                    state.sleepers = [:]
+                    break
+                } else if !condition.wait(until: Date(timeIntervalSinceNow: Self.stallReport)) && !stallReported
+                            && state.head >= state.jobs.count && state.sleepers.isEmpty && !state.finished {
+                    // Nothing runs and nothing sleeps: only work from outside the world can
+                    // wake it. Say so once (a deadlock in the world looks like this).
+                    stallReported = true
+                    FileHandle.standardError.write(Data("VirtualTime: no task has run for \(Int(Self.stallReport)) s and none sleeps on the clock; the world waits for something outside it (or is deadlocked)\n".utf8))
                 }
             }
             condition.unlock()
+            for c in overdue { c.resume(throwing: VirtualTimeError.limitReached(limit)) }
+            overdue = []
             // Resuming enqueues the sleepers' tasks (on this executor, in deadline order).
             for c in woken { c.resume() }
             job?.runSynchronously(on: me)
@@ -182,5 +202,17 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
         condition.unlock()
         for job in pending { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         for s in sleepers { s.continuation.resume(throwing: CancellationError()) }
+    }
+}
+
+/// Why a sleep on a `VirtualTime` clock failed.
+public enum VirtualTimeError: Error, Equatable, CustomStringConvertible {
+    /// The world's next deadline lies beyond the clock's limit.
+    case limitReached(Duration)
+
+    public var description: String {
+        switch self {
+        case let .limitReached(limit): return "virtual time reached its limit of \(limit) with the world still waiting"
+        }
     }
 }

@@ -129,7 +129,8 @@ final class VirtualMediumProcedureTests: XCTestCase {
         let again = medium.receive(.leSetDataLength(handle: h.c, txOctets: 200, txTime: 1712), from: b, now: .zero)
         XCTAssertEqual(events(again, to: a), [], "no change, no event")
         let bad = medium.receive(.leSetDataLength(handle: h.c, txOctets: 300, txTime: 1712), from: b, now: .zero)
-        XCTAssertEqual(events(bad, to: b), [.commandComplete(numHCICommandPackets: 1, opcode: .leSetDataLength, returnParameters: [0x12])])
+        XCTAssertEqual(events(bad, to: b), [.commandComplete(numHCICommandPackets: 1, opcode: .leSetDataLength, returnParameters: [0x12, UInt8(h.c & 0xFF), UInt8(h.c >> 8)])],
+                       "a failed command still returns its Connection_Handle")
     }
 
     func testPHYStaysLE1MWhenThePeerAcceptsOnlyLE1M() {
@@ -201,7 +202,7 @@ final class VirtualMediumProcedureTests: XCTestCase {
         XCTAssertEqual(events(wrong, to: b), [.disconnectionComplete(status: .success, handle: h.c, reason: HCIStatus(0x3D))])
         XCTAssertTrue(events(wrong, to: a).contains(.disconnectionComplete(status: .success, handle: h.p, reason: HCIStatus(0x3D))))
         let late = medium.receive(.leLongTermKeyRequestReply(handle: h.p, longTermKey: key), from: a, now: .zero)
-        XCTAssertEqual(events(late, to: a), [.commandComplete(numHCICommandPackets: 1, opcode: .leLongTermKeyRequestReply, returnParameters: [0x02])])
+        XCTAssertEqual(events(late, to: a), [.commandComplete(numHCICommandPackets: 1, opcode: .leLongTermKeyRequestReply, returnParameters: [0x02, UInt8(h.p & 0xFF), UInt8(h.p >> 8)])])
     }
 
     // MARK: Who hears whom

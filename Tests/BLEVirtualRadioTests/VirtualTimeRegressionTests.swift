@@ -1,0 +1,81 @@
+import BLE
+import BLEHost
+import BLEHCI
+import BLEVirtualRadio
+import BLEWire
+import Foundation
+import XCTest
+
+/// An actor that keeps its thread busy in real time.
+actor BusyActor {
+    let time: VirtualTime
+    init(_ time: VirtualTime) { self.time = time }
+    func work() -> (Duration, String?) {
+        let t0 = time.now()
+        let end = Date().addingTimeInterval(0.05)
+        var x = 0
+        while Date() < end { x &+= 1 }
+        return (time.now() - t0, threadName())
+    }
+}
+
+/// Virtual time's contract: default actors run in the world (the clock cannot move while they
+/// work), a world past its limit fails instead of hanging, cancelling the caller cancels the world.
+final class VirtualTimeRegressionTests: XCTestCase {
+    /// Does a default actor's code run on the world's thread (so the clock cannot jump meanwhile)?
+    func testDefaultActorRunsInTheWorld() async throws {
+        let (elapsed, thread) = try await VirtualTime.run { time -> (Duration, String?) in
+            let sleeper = Task(executorPreference: time) { try await time.sleep(until: .seconds(5)) }
+            let a = BusyActor(time)
+            let r = await a.work()
+            sleeper.cancel()
+            return r
+        }
+        XCTAssertEqual(elapsed, .zero, "the clock moved while the actor worked on \(thread ?? "?")")
+    }
+
+    /// A world whose next deadline lies past the limit fails with `limitReached`, not a hang.
+    func testASleepPastTheLimitFails() async throws {
+        do {
+            try await VirtualTime.run(limit: .seconds(1)) { time in
+                try await time.sleep(until: .seconds(2))
+            }
+            XCTFail("slept past the limit")
+        } catch let error as VirtualTimeError {
+            XCTAssertEqual(error, .limitReached(.seconds(1)))
+        }
+    }
+}
+
+final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = false
+    func set() { lock.lock(); flag = true; lock.unlock() }
+    var value: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+}
+
+func threadName() -> String {
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "?"
+}
+
+final class VirtualTimeCancellationTests: XCTestCase {
+    /// Cancelling the task that awaits `VirtualTime.run` should cancel the world's body.
+    func testCancellingTheCallerCancelsTheWorld() async throws {
+        let sawCancel = ManagedAtomicFlag()
+        let outer = Task {
+            try await VirtualTime.run { time in
+                // A long wait in virtual time (10 minutes of 1 s ticks).
+                for _ in 0..<600 {
+                    do { try await time.sleep(for: .seconds(1)) } catch { sawCancel.set(); throw error }
+                    // Give real time a chance for the cancel below to land.
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        outer.cancel()
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation")
+        _ = await outer.result
+    }
+}
