@@ -39,8 +39,13 @@ struct RunningProfile: Sendable {
 extension VirtualWorld {
     /// Starts profile `P` on a new virtual peripheral named `name`.
     func serve<P: ServeProfile>(_ type: P.Type, name: String) async throws -> RunningProfile {
+        try await serve(P(), name: name)
+    }
+
+    /// Starts `profile`, configured as a test needs it, on a new virtual peripheral named `name`.
+    func serve<P: ServeProfile>(_ profile: P, name: String) async throws -> RunningProfile {
         let (manager, _) = try await addPeripheralManager(name: name)
-        var profile = P()
+        var profile = profile
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)
         try await manager.startAdvertising(data, scanResponse: response)

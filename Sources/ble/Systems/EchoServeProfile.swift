@@ -15,7 +15,10 @@ struct EchoServeProfile: ServeProfile {
     static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https, file) and sent back as I frames"
 
     /// The largest frame body taken from a central, and the largest resource sent back.
-    static let maximumBodySize = 4 * 1024 * 1024
+    static let defaultMaximumBodySize = 4 * 1024 * 1024
+
+    /// This server's limit (`defaultMaximumBodySize`; tests lower it to refuse small frames).
+    var maximumBodySize = EchoServeProfile.defaultMaximumBodySize
 
     var streamHandle: UInt16?
     /// Subscribed at install time, before advertising, so no write can come before we listen.
@@ -39,13 +42,14 @@ struct EchoServeProfile: ServeProfile {
 
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = streamHandle, let events else { return }
-        let fetcher = ResourceFetcher(maximumSize: Self.maximumBodySize)
+        let fetcher = ResourceFetcher(maximumSize: maximumBodySize)
+        let limit = maximumBodySize
         await withDiscardingTaskGroup { group in
             var connections: [UInt64: EchoConnection] = [:]
             func connection(_ central: ConnectedCentral) -> EchoConnection {
                 if let existing = connections[central.id] { return existing }
                 let (work, continuation) = AsyncStream<EchoWork>.makeStream()
-                let made = EchoConnection(central: central, work: continuation, maximumBodySize: Self.maximumBodySize)
+                let made = EchoConnection(central: central, work: continuation, maximumBodySize: limit)
                 connections[central.id] = made
                 group.addTask {
                     await EchoConnection.answer(work, for: central, handle: handle, manager: manager, fetcher: fetcher, log: log)
