@@ -67,3 +67,17 @@ func imageBytes(count: Int, seed: UInt64) -> [UInt8] {
         return UInt8(truncatingIfNeeded: state >> 33)
     }
 }
+
+/// A new empty directory for one test's files, removed when the test ends.
+func temporaryDirectory(for test: XCTestCase) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("ble-test-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    test.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    return url
+}
+
+/// An echo server that serves the files under `directory` (`ble serve echo --files DIR`).
+func echoServer(serving directory: URL) throws -> EchoServeProfile {
+    EchoServeProfile(files: try ServedDirectory(directory.path))
+}

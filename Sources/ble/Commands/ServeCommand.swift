@@ -11,7 +11,7 @@ import Dispatch
 struct ServeCommand: BLECommand {
     static let name = "serve"
     static let abstract = "Run a peripheral: advertise, serve GATT, log connections and requests."
-    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--json]"
+    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--files DIR] [--json]"
     static let positionalNames = ["PROFILE"]
     static let minPositionals = 1
     static let options = [
@@ -21,12 +21,18 @@ struct ServeCommand: BLECommand {
         OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
         OptionSpec(name: "no-advertise", valueName: nil, help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
         OptionSpec(name: "source", valueName: "SRC", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
+        OptionSpec(name: "files", valueName: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
     ]
     static var discussion: String {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
             + "\nOn a terminal, press 'a' to switch advertising off and on (not with --source -, which reads stdin)."
             + "\naccel advertises as \"\(AccelerometerProfile.localName)\" unless --name is given, and notifies only while a central is subscribed."
+            + "\n\necho fetches the URL of every U frame itself, for any central in radio range (no pairing):"
+            + "\n  http and https reach whatever this machine can reach, internal addresses included (localhost,"
+            + "\n  the LAN, a cloud metadata service): run it only where that is acceptable."
+            + "\n  file:// URLs are refused unless --files DIR is given; then only regular files under DIR are"
+            + "\n  served (symlinks resolved, nothing outside DIR, no FIFOs, devices or directories), 4 MiB at most."
     }
 
     var controller: ControllerOptions
@@ -46,6 +52,7 @@ struct ServeCommand: BLECommand {
         profile = args.positionals[0]
         deviceName = args.option("name") ?? (profile == AccelerometerServeProfile.name ? AccelerometerProfile.localName : "SwiftBLE")
         guard args.option("source") == nil || profile == AccelerometerServeProfile.name else { throw UsageError("--source applies to the accel profile only") }
+        guard args.option("files") == nil || profile == EchoServeProfile.name else { throw UsageError("--files applies to the echo profile only") }
         guard deviceName.utf8.count <= 248 else { throw UsageError("--name is limited to 248 bytes (GAP Device Name)") }
         switch args.option("address") {
         case nil, "public"?: address = .public

@@ -12,7 +12,7 @@ import BLEWire
 /// that central only.
 struct EchoServeProfile: ServeProfile {
     static let name = "echo"
-    static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https, file) and sent back as I frames"
+    static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https; file only with --files DIR) and sent back as I frames"
 
     /// The largest frame body taken from a central, and the largest resource sent back.
     static let defaultMaximumBodySize = 4 * 1024 * 1024
@@ -20,9 +20,29 @@ struct EchoServeProfile: ServeProfile {
     /// This server's limit (`defaultMaximumBodySize`; tests lower it to refuse small frames).
     var maximumBodySize = EchoServeProfile.defaultMaximumBodySize
 
+    /// The directory file:// URLs may read from (`--files DIR`); nil refuses them all, since
+    /// any central in range may ask.
+    var files: ServedDirectory?
     var streamHandle: UInt16?
     /// Subscribed at install time, before advertising, so no write can come before we listen.
     var events: AsyncStream<PeripheralManagerEvent>?
+
+    init() {}
+
+    /// A server that serves the regular files under `files` (the demo's image directory).
+    init(files: ServedDirectory?) {
+        self.files = files
+    }
+
+    mutating func configure(_ arguments: ParsedArguments) throws {
+        if let directory = arguments.option("files") {
+            do {
+                files = try ServedDirectory(directory)
+            } catch {
+                throw UsageError("--files: \(error)")
+            }
+        }
+    }
 
     mutating func install(on manager: PeripheralManager) async throws {
         // A dynamic value (nil): every write comes to us as a `.write` event, in order.
@@ -42,7 +62,7 @@ struct EchoServeProfile: ServeProfile {
 
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = streamHandle, let events else { return }
-        let fetcher = ResourceFetcher(maximumSize: maximumBodySize)
+        let fetcher = ResourceFetcher(maximumSize: maximumBodySize, files: files)
         let limit = maximumBodySize
         await withDiscardingTaskGroup { group in
             var connections: [UInt64: EchoConnection] = [:]
