@@ -34,7 +34,9 @@ struct HeartRateProfile: ServeProfile {
         let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.measurement, properties: [.notify], permissions: [], value: first),
             GATTCharacteristicDefinition(uuid: Self.bodySensorLocation, properties: [.read], permissions: [.read], value: Self.location.encoded),
-            GATTCharacteristicDefinition(uuid: Self.controlPoint, properties: [.write], permissions: [.write], value: nil, maximumLength: 1),
+            // No maximum length below ATT's 512: a longer value must reach the handler to get
+            // 0x80 (HRS §3.3), not Invalid Attribute Value Length from the server.
+            GATTCharacteristicDefinition(uuid: Self.controlPoint, properties: [.write], permissions: [.write], value: nil),
         ]))
         self.handles = handles
         if let cp = handles.valueHandle(for: Self.controlPoint) {
@@ -42,6 +44,8 @@ struct HeartRateProfile: ServeProfile {
             await manager.setWriteHandler(forHandle: cp) { request in
                 // The Control Point takes Write Requests only (HRS §3.3); a command is ignored.
                 guard request.kind != .command else { return .success(()) }
+                // A prepared write's piece at an offset is not the command byte either.
+                guard request.offset == 0 else { return .failure(ATTErrorCode(rawValue: BLEProfiles.HeartRateProfile.controlPointNotSupported)) }
                 switch HeartRateControlPoint.command(from: request.value) {
                 case .success(.resetEnergyExpended):
                     cycle.resetEnergyExpended()
