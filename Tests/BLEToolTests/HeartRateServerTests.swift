@@ -39,3 +39,49 @@ final class HeartRateServerTests: XCTestCase {
         for (value, code) in codes { XCTAssertEqual(code, 0x80, "\(value.count) bytes") }
     }
 }
+
+/// The measurement cycle shared by the sending loop and the Control Point.
+final class SharedHeartRateCycleTests: XCTestCase {
+    func testADeliveredMeasurementCountsOneKilojoule() {
+        let cycle = SharedHeartRateCycle()
+        XCTAssertEqual(cycle.make().energyExpended, nil, "measurement 0 has no Energy Expended field")
+        cycle.delivered()
+        _ = cycle.make()
+        cycle.delivered()
+        XCTAssertEqual(cycle.index, 2)
+        XCTAssertEqual(cycle.energyExpended, 2)
+    }
+
+    /// A reset while a measurement is on its way (made, not yet delivered) is not undone when
+    /// the cycle moves past it: the next measurement says 0 kJ, not 1.
+    func testAResetDuringASendStands() {
+        let cycle = SharedHeartRateCycle()
+        for _ in 0..<8 {
+            _ = cycle.make()
+            cycle.delivered()
+        }
+        XCTAssertEqual(cycle.energyExpended, 8)
+        _ = cycle.make()
+        cycle.resetEnergyExpended()
+        cycle.delivered()
+        XCTAssertEqual(cycle.index, 9, "the measurement was still delivered")
+        XCTAssertEqual(cycle.energyExpended, 0, "the reset stands")
+        _ = cycle.make()
+        cycle.delivered()
+        XCTAssertEqual(cycle.energyExpended, 1, "and counting goes on from it")
+    }
+
+    /// A reset before the measurement is made: it carries 0, and its delivery counts.
+    func testAMeasurementMadeAfterAResetCarriesZero() {
+        let cycle = SharedHeartRateCycle()
+        for _ in 0..<6 {
+            _ = cycle.make()
+            cycle.delivered()
+        }
+        cycle.resetEnergyExpended()
+        let m = cycle.make()
+        XCTAssertEqual(m.energyExpended, 0, "measurement 6 carries Energy Expended")
+        cycle.delivered()
+        XCTAssertEqual(cycle.energyExpended, 1)
+    }
+}
