@@ -27,6 +27,37 @@ final class AccelerometerWorldTests: XCTestCase {
         events.compactMap { event -> (AccelerometerSample, Duration)? in if case let .sample(s, at) = event { return (s, at) } else { return nil } }
     }
 
+    /// `ble serve` installs, advertises, then starts `run`: a central that subscribes in between
+    /// still gets samples (the profile listens from `install` on).
+    func testASubscriptionBeforeRunStartsIsNotMissed() async throws {
+        let sent = try await VirtualWorld.run { world -> Int in
+            let (manager, _) = try await world.addPeripheralManager(name: "BLE001")
+            var profile = AccelerometerServeProfile()
+            profile.source = Self.counting(1000)
+            try await profile.install(on: manager)
+            let (data, response) = profile.advertisement(name: "BLE001")
+            try await manager.startAdvertising(data, scanResponse: response)
+            let (central, _) = try await world.addCentral()
+            let found = try await central.find(filter: ScanFilter(nameContains: "BLE001"), timeout: .seconds(5))
+            let peripheral = try await central.connect(found.address)
+            let services = try await peripheral.discoverServices([AccelerometerProfile.service])
+            let service = try XCTUnwrap(services.first)
+            let characteristics = try await peripheral.discoverCharacteristics([AccelerometerProfile.sample], for: service)
+            let sample = try XCTUnwrap(characteristics.first)
+            try await peripheral.setNotifyValue(true, for: sample)
+            let running = profile
+            let task = worldTask(world) { try await running.run(on: manager, log: .silent) }
+            try await world.clock.sleep(for: .seconds(3))
+            task.cancel()
+            _ = await task.result
+            try await peripheral.disconnect()
+            await central.close()
+            await manager.close()
+            return running.state.snapshot.sent
+        }
+        XCTAssertGreaterThanOrEqual(sent, 14, "3 s subscribed at 5 Hz")
+    }
+
     func testSamplesFlowOnlyWhileACentralIsSubscribed() async throws {
         try await VirtualWorld.run { world in
             let accel = try await Self.serve(world, source: Self.counting(1000))
