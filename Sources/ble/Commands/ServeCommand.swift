@@ -6,6 +6,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 import Dispatch
+import Synchronization
 
 /// `ble serve PROFILE`: runs a peripheral until interrupted or for `--duration`.
 struct ServeCommand: BLECommand {
@@ -84,7 +85,8 @@ struct ServeCommand: BLECommand {
         let events = await manager.events
         var instance = P()
         let (data, response) = instance.advertisement(name: deviceName)
-        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
+                                      wanted: advertise)
         do {
             try instance.configure(arguments)
             try await instance.install(on: manager)
@@ -135,21 +137,48 @@ struct ServeCommand: BLECommand {
 
 
 /// Advertising as `ble serve` started it, switched off and on from the keyboard.
-struct Advertising: Sendable {
+///
+/// What the user wants is kept here, not read back from the radio: connectable advertising
+/// stops by itself while a central is connected (and the host restarts it afterwards), so the
+/// radio saying "not advertising" does not mean the user switched it off.
+final class Advertising: Sendable {
     let manager: PeripheralManager
     let data: AdvertisingData
     let scanResponse: AdvertisingData?
+    /// Whether the user wants advertising: on at start unless --no-advertise, flipped by `a`.
+    private let wanted: Mutex<Bool>
+
+    init(manager: PeripheralManager, data: AdvertisingData, scanResponse: AdvertisingData?, wanted: Bool) {
+        self.manager = manager
+        self.data = data
+        self.scanResponse = scanResponse
+        self.wanted = Mutex(wanted)
+    }
+
+    /// Whether the user wants advertising now.
+    var isWanted: Bool { wanted.withLock { $0 } }
 
     func start() async throws {
         try await manager.startAdvertising(data, scanResponse: scanResponse)
     }
 
-    /// Each `a` switches advertising off when it is on and on when it is off; runs until the
-    /// keys end. A failure is logged, not fatal.
+    /// One `a`: flips the wanted state and makes the host follow it (stopping also keeps it
+    /// from restarting after the current connection). Returns the state now wanted.
+    @discardableResult
+    func toggle() async throws -> Bool {
+        let want = wanted.withLock { w -> Bool in
+            w.toggle()
+            return w
+        }
+        if want { try await start() } else { try await manager.stopAdvertising() }
+        return want
+    }
+
+    /// Toggles on each `a` until the keys end. A failure is logged, not fatal.
     func toggle(on keys: AsyncStream<UInt8>, log: ServeLog) async {
         for await key in keys where key == UInt8(ascii: "a") || key == UInt8(ascii: "A") {
             do {
-                if await manager.isAdvertising { try await manager.stopAdvertising() } else { try await start() }
+                try await toggle()
             } catch {
                 log.line("advertising", [("error", .string("\(error)"))], text: "advertising could not be switched: \(error)")
             }
