@@ -5,7 +5,6 @@ import BLE
 import BLEHost
 import BLEProfiles
 import BLEWire
-import Dispatch
 import Synchronization
 
 /// `ble accel [ADDRESS]`: the S4 charting central (`AccelerometerCentral`).
@@ -65,22 +64,16 @@ struct AccelCommand: BLECommand {
         await central.close()
     }
 
-    /// Prints the numbered list and reads the user's choice from the terminal.
+    /// Prints the numbered list and reads the user's choice from the terminal. Ctrl-C or
+    /// SIGTERM (the command's task cancelled) ends the wait with `CancellationError`.
     static func ask(_ candidates: [ScannedDevice]) async throws -> ScannedDevice {
         while true {
             print("connect to which device? [1-\(candidates.count), Enter = 1] ", terminator: "")
             flushOutput()
-            guard let answer = await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
+            guard let answer = try await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
             if let index = AccelerometerDeviceChoice.parsePick(answer, count: candidates.count) { return candidates[index] }
             print("'\(answer)' is not one of 1-\(candidates.count)")
         }
-    }
-}
-
-/// One line from stdin, read on a thread of its own; nil at the end of input.
-func readLineFromStandardInput() async -> String? {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: readLine()) }
     }
 }
 

@@ -76,6 +76,8 @@ struct AccelerometerCentral: Sendable {
     @discardableResult
     func run() async throws -> Int {
         let address = try await chooseAddress()
+        // A choice that came in after Ctrl-C (a prompt answered late) must not start a link.
+        try Task.checkCancellation()
         emit(.connecting(address))
         let peripheral = try await central.connect(address, timeout: options.connectTimeout)
         do {
@@ -103,6 +105,7 @@ struct AccelerometerCentral: Sendable {
         let chosen: ScannedDevice
         if let pick {
             chosen = try await pick(candidates)
+            try Task.checkCancellation()
         } else {
             guard let first = AccelerometerDeviceChoice.automatic(candidates) else { throw AccelerometerCentralError.noAccelerometer(candidates) }
             chosen = first
