@@ -14,8 +14,9 @@ struct HeartRateMonitorOptions: Sendable {
     var count: Int?
     /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
     var maximumAge: Duration = .seconds(10)
-    /// How long a monitor is listened to before it is judged by its strongest RSSI (and, without
-    /// a target, before the strongest is picked, so that one heard a moment later is not passed over).
+    /// The window a monitor's RSSI is judged over: the strongest reading of the last this-long
+    /// counts (`MonitorList`), and a monitor is judged only once it has been listed this long
+    /// (without a target, so that one heard a moment later is not passed over).
     var selectionDelay: Duration = .seconds(1)
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
     var refreshInterval: Duration = .milliseconds(500)
