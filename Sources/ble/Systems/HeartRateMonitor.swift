@@ -113,10 +113,16 @@ struct HeartRateMonitor: Sendable {
         guard let measurement = characteristics.first(where: { $0.uuid == measurementUUID }) else {
             throw HeartRateMonitorError.notAHeartRateMonitor(peripheral.address, missing: measurementUUID)
         }
-        // Body Sensor Location is optional (HRS §3.2): shown when there is one.
+        // Body Sensor Location is optional (HRS §3.2): shown when there is one. A monitor that
+        // refuses the read (an ATT error, e.g. Insufficient Authentication) still measures, so
+        // the location shows as unreadable and the flow goes on; a lost link still ends it.
         if let location = characteristics.first(where: { $0.uuid == BLEProfiles.HeartRateProfile.bodySensorLocation }) {
-            let value = try await peripheral.readValue(for: location)
-            emit(.bodySensorLocation(value.first.map(BodySensorLocation.describe) ?? "(empty)"))
+            do {
+                let value = try await peripheral.readValue(for: location)
+                emit(.bodySensorLocation(value.first.map(BodySensorLocation.describe) ?? "(empty)"))
+            } catch let BLEError.gatt(.att(code, _, _)) {
+                emit(.bodySensorLocation("unreadable (\(code))"))
+            }
         }
         let values = await peripheral.notifications(for: measurement)
         try await peripheral.setNotifyValue(true, for: measurement)
