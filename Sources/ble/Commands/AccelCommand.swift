@@ -46,21 +46,32 @@ struct AccelCommand: BLECommand {
     }
 
     func run() async throws {
-        // Opened first, so a path that cannot be written fails before the session, not after.
+        // Opened first, so a path that cannot be written fails before the session, not after;
+        // then written and closed on every way out, opening the controller included (a chart
+        // with no samples when none came).
         let plotFile = try plot.map(PlotFile.init)
         let live = !json && TerminalScreen.isStandardOutput
         let output = AccelerometerOutput(mode: json ? .json : (live ? .live : .plain))
+        do {
+            try await chart(into: output, live: live)
+        } catch {
+            try? plotFile?.write(output.recording.svg())
+            throw error
+        }
+        try plotFile?.write(output.recording.svg())
+    }
+
+    /// Opens the controller and runs the charting central into `output`.
+    private func chart(into output: AccelerometerOutput, live: Bool) async throws {
         let ask: AccelerometerCentral.Picker = { @Sendable candidates in try await Self.ask(candidates) }
         let pick = live && TerminalScreen.isStandardInput ? ask : nil
         let central = try await controller.openCentral()
         do {
             try await AccelerometerCentral(central: central, options: self.central, pick: pick, emit: output.handle).run()
         } catch {
-            try? plotFile?.write(output.recording.svg())
             await central.close()
             throw error
         }
-        try plotFile?.write(output.recording.svg())
         await central.close()
     }
 
@@ -90,6 +101,7 @@ struct PlotFile: Sendable {
         self.file = FileBox(file)
     }
 
+    /// Writes the chart and closes the file; called once, on whichever way the command ends.
     func write(_ text: String) throws {
         defer { fclose(file.file) }
         guard fputs(text, file.file) >= 0, fflush(file.file) == 0 else {
