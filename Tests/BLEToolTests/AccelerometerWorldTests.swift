@@ -58,6 +58,34 @@ final class AccelerometerWorldTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(sent, 14, "3 s subscribed at 5 Hz")
     }
 
+    /// A peripheral whose source ended stays connected and silent: `--count` does not wait
+    /// for ever, the flow ends with a typed error 10 s after the last sample (a guard cancels
+    /// it at 60 s).
+    func testASilentPeripheralEndsTheRunWithATimeout() async throws {
+        let (outcome, samples) = try await VirtualWorld.run { world -> (Result<Int, any Error>, Int) in
+            let accel = try await Self.serve(world, source: Self.counting(3))
+            let (central, _) = try await world.addCentral()
+            let events = EventLog<AccelerometerCentralEvent>()
+            var options = AccelerometerCentralOptions()
+            options.count = 10
+            options.target = AddressArgument(address: accel.device.address, type: .public)
+            let flow = worldTask(world) { [options] in try await AccelerometerCentral(central: central, options: options, emit: events.emit).run() }
+            let guardTask = worldTask(world) {
+                try await world.clock.sleep(for: .seconds(60))
+                flow.cancel()
+            }
+            let outcome = await flow.result
+            guardTask.cancel()
+            await central.close()
+            await accel.stop()
+            return (outcome, Self.samples(events.all).count)
+        }
+        XCTAssertThrowsError(try outcome.get()) { error in
+            XCTAssertEqual(error as? CentralFlowError, .silent(waitingFor: "sample", limit: .seconds(10)))
+        }
+        XCTAssertEqual(samples, 3)
+    }
+
     func testSamplesFlowOnlyWhileACentralIsSubscribed() async throws {
         try await VirtualWorld.run { world in
             let accel = try await Self.serve(world, source: Self.counting(1000))

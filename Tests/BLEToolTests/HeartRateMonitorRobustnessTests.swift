@@ -61,4 +61,37 @@ final class HeartRateMonitorRobustnessTests: XCTestCase {
         XCTAssertEqual(HeartRateMonitorLines.lines(for: .bodySensorLocation(locations[0])), ["location    unreadable (Insufficient Authentication (0x05))"])
         XCTAssertEqual(HeartRateWorldTests.measurements(events).count, 3)
     }
+
+    /// A sensor that stops measuring while connected: `--count` does not wait for ever, the
+    /// flow ends with a typed error 10 s after the last measurement (a guard cancels it at 60 s).
+    func testASilentSensorEndsTheRunWithATimeout() async throws {
+        let (outcome, events, silentFor) = try await VirtualWorld.run { world -> (Result<Void, any Error>, [HeartRateMonitorEvent], Duration?) in
+            let (manager, sensor) = try await Self.sensor(in: world, locationError: nil, measurements: 2)
+            let (central, _) = try await world.addCentral()
+            let events = EventLog<HeartRateMonitorEvent>()
+            var options = HeartRateMonitorOptions()
+            options.count = 5
+            let monitor = worldTask(world) { [options] in try await HeartRateMonitor(central: central, options: options, emit: events.emit).run() }
+            let guardTask = worldTask(world) {
+                try await world.clock.sleep(for: .seconds(60))
+                monitor.cancel()
+            }
+            let outcome = await monitor.result
+            let ended = world.clock.now()
+            guardTask.cancel()
+            sensor.cancel()
+            await central.close()
+            await manager.close()
+            let last = events.all.compactMap { event -> Duration? in if case let .measurement(_, at) = event { return at } else { return nil } }.last
+            return (outcome, events.all, last.map { ended - $0 })
+        }
+        XCTAssertThrowsError(try outcome.get()) { error in
+            XCTAssertEqual(error as? CentralFlowError, .silent(waitingFor: "heart-rate measurement", limit: .seconds(10)))
+            XCTAssertEqual("\(error)", "timed out: no heart-rate measurement for 10 s")
+        }
+        XCTAssertEqual(HeartRateWorldTests.measurements(events).count, 2)
+        let silent = try XCTUnwrap(silentFor)
+        XCTAssertGreaterThanOrEqual(silent, .seconds(10))
+        XCTAssertLessThan(silent, .seconds(11))
+    }
 }

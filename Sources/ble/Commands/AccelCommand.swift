@@ -26,7 +26,7 @@ struct AccelCommand: BLECommand {
     that advertises service 0011 is taken. It then connects, discovers service 0011 and
     characteristic 0012, subscribes, and shows x, y and z (g) as a live chart on a terminal, or
     one line per sample otherwise. It ends after --count samples, on Ctrl-C, or (status 1) when
-    the peripheral disconnects; --plot is written in every case.
+    the peripheral disconnects or sends nothing for 10 s; --plot is written in every case.
     """
 
     var controller: ControllerOptions

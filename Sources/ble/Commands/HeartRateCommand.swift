@@ -21,7 +21,8 @@ struct HeartRateCommand: BLECommand {
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
     "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to
     the strongest, reads Body Sensor Location and subscribes to Heart Rate Measurement; when the
-    monitor disconnects it scans again.
+    monitor disconnects it scans again; one that stays connected but sends no measurement for
+    10 s ends the command (status 1).
 
     Each monitor is judged by the strongest RSSI heard from it over the last second (one
     reading is noise), once it has been on the list for a second: one brought closer passes as

@@ -14,7 +14,8 @@ import BLEWire
 /// `HeartRateMonitorError.tooWeak` (the user picked that device, and it is refused). Once
 /// connected it discovers 180D, reads Body Sensor Location (2A38, HRS §3.2) and subscribes to
 /// Heart Rate Measurement (2A37, HRS §3.1), reporting each decoded value. When the link goes
-/// down it goes back to scanning.
+/// down it goes back to scanning; when the monitor stays connected but silent for
+/// `silenceLimit` it stops with `CentralFlowError.silent`.
 struct HeartRateMonitor: Sendable {
     let central: Central
     let options: HeartRateMonitorOptions
@@ -127,23 +128,30 @@ struct HeartRateMonitor: Sendable {
         let values = await peripheral.notifications(for: measurement)
         try await peripheral.setNotifyValue(true, for: measurement)
         emit(.subscribed)
-        var total = received
+        // A monitor that stays connected but stops measuring would keep `--count` waiting for
+        // ever: after `silenceLimit` without a notification the flow ends with
+        // `CentralFlowError.silent`.
         let clock = central.host.clock
-        for await value in values {
-            do {
-                emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
-                total += 1
-            } catch {
-                emit(.malformed(value, error))
+        let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "heart-rate measurement")
+        return try await withWatchdog(watchdog) { [self] in
+            var total = received
+            for await value in values {
+                watchdog.touch()
+                do throws(HeartRateError) {
+                    emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
+                    total += 1
+                } catch {
+                    emit(.malformed(value, error))
+                }
+                if let count = options.count, total >= count {
+                    try? await peripheral.setNotifyValue(false, for: measurement)
+                    return total
+                }
             }
-            if let count = options.count, total >= count {
-                try? await peripheral.setNotifyValue(false, for: measurement)
-                return total
-            }
+            try Task.checkCancellation()
+            emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
+            return total
         }
-        try Task.checkCancellation()
-        emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
-        return total
     }
 }
 

@@ -21,6 +21,9 @@ struct HeartRateMonitorOptions: Sendable {
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
     var refreshInterval: Duration = .milliseconds(500)
     var connectTimeout: Duration = .seconds(10)
+    /// Once subscribed, how long the monitor may send nothing before the flow ends with
+    /// `CentralFlowError.silent` (a monitor measures about once a second).
+    var silenceLimit: Duration = .seconds(10)
     /// The ATT MTU to ask for after connecting (23 skips the exchange).
     var mtu = 517
 }
