@@ -230,11 +230,12 @@ extension HostController {
 
     /// `updateValue` that waits for room instead of reporting a full queue. The check and the
     /// wait happen inside the actor with no suspension between them, so a ready signal cannot
-    /// slip past; cancelling the task ends the wait.
-    func updateValueWaiting(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?) async throws -> Int {
+    /// slip past; cancelling the task ends the wait. The value is made at each attempt, inside
+    /// the actor, right before it is queued.
+    func updateValueWaiting(valueHandle: UInt16, centrals: Set<UInt64>?, _ makeValue: @Sendable () -> [UInt8]) async throws -> Int {
         while true {
             try Task.checkCancellation()
-            if case let .queued(n) = updateValueStoring(value, valueHandle: valueHandle, centrals: centrals) { return n }
+            if case let .queued(n) = updateValueStoring(makeValue(), valueHandle: valueHandle, centrals: centrals) { return n }
             try await waitForRoom()
         }
     }

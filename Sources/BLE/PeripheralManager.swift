@@ -132,7 +132,18 @@ public final class PeripheralManager: Sendable {
     /// number of centrals the value was queued for.
     @discardableResult
     public func updateValueWaiting(_ value: [UInt8], forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil) async throws -> Int {
-        try await host.updateValueWaiting(value, valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) })
+        try await host.updateValueWaiting(valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) }) { value }
+    }
+
+    /// Like `updateValueWaiting(_:forHandle:onSubscribedCentrals:)`, but `makeValue` makes the
+    /// value at each attempt, on the host, with nothing in between it and the queueing: after a
+    /// wait for room the value sent is the one current then, not one made before the wait, and
+    /// whatever the application changes concurrently (a control point write) is either wholly
+    /// before the value was made or wholly after it was queued.
+    @discardableResult
+    public func updateValueWaiting(forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil,
+                                   makingValue makeValue: @Sendable () -> [UInt8]) async throws -> Int {
+        try await host.updateValueWaiting(valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) }, makeValue)
     }
 
     /// Grants or withdraws authorization for a central: attributes with `.readAuthorized` /

@@ -64,9 +64,11 @@ public struct Frame: Equatable, Sendable {
     /// The frame on the wire: code, zero-filled seven-digit size, body.
     ///
     /// Throws `FrameError.bodyTooLongToEncode` when the body has more than 9,999,999 bytes, the
-    /// most seven digits can say.
+    /// most seven digits can say, and `FrameError.notifyWithBody` for an `N` frame with a body
+    /// (a decoder would refuse it).
     public func encoded() throws(FrameError) -> [UInt8] {
         guard body.count <= Self.maximumEncodableBodySize else { throw .bodyTooLongToEncode(body.count) }
+        guard code != .notify || body.isEmpty else { throw .notifyWithBody(size: body.count) }
         var out: [UInt8] = []
         out.reserveCapacity(Self.headerLength + body.count)
         out.append(code.rawValue)

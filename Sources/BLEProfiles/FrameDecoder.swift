@@ -9,12 +9,29 @@
 /// per byte, and, for input that is neither an array nor an array slice, one copy of each push
 /// into an array first (the loop is non-generic so that it is fast across module boundaries).
 ///
-/// A malformed header (unknown code, a SIZE that is not seven digits, a size over
-/// `maximumBodySize`) is an error: an unknown code as soon as that byte arrives, the others as
-/// soon as the eight header bytes are in, before any of that frame's body is buffered. Then the
-/// stream is out of sync: the decoder stays failed, and every later push throws the same error
-/// until `reset()`.
+/// A bad header is an error: an unknown code as soon as that byte arrives, the others (a SIZE
+/// that is not seven digits, a size over `maximumBodySize`, an `N` frame announcing a body) as
+/// soon as the eight header bytes are in, before any of that frame's body is buffered.
+///
+/// Two kinds of bad header call for different handling:
+/// - out of sync (`unknownCode`, `invalidSize`): nothing says where the next frame starts. The
+///   decoder stays failed and every later push throws the same error until `reset()`.
+/// - refused (`bodyTooLarge`, `notifyWithBody`): the header is well formed, so the stream is in
+///   step; only this frame is unwanted. `push(_:)` and `push(_:into:)` treat it like the first
+///   kind (a receiver that expects nothing of the sort gives up). `push(_:skippingRefused:)`
+///   reports it once as `.refused` and then skips exactly the announced body, across as many
+///   pushes as it takes, so that none of its bytes is read as a header (an `I` frame's body can
+///   hold anything, including bytes that look like a `U` frame).
 public struct FrameDecoder: Sendable {
+    /// What `push(_:skippingRefused:)` found, in stream order.
+    public enum Output: Equatable, Sendable {
+        /// A complete frame.
+        case frame(Frame)
+        /// A frame refused for what its well-formed header announces (`FrameError.isRefusal`);
+        /// its body is skipped, not buffered.
+        case refused(FrameError)
+    }
+
     /// A header that has been read in full: what the body being collected belongs to.
     private struct Announced: Sendable {
         var code: FrameCode
@@ -29,6 +46,8 @@ public struct FrameDecoder: Sendable {
     private var header: [UInt8] = []
     private var announced: Announced?
     private var body: [UInt8] = []
+    /// Body bytes of a refused frame still to come, skipped as they arrive.
+    public private(set) var bytesToSkip = 0
 
     /// Bytes taken from input plus bytes moved when the body buffer grew: the decoder's work,
     /// which tests check stays proportional to the input (no timing involved).
@@ -57,6 +76,7 @@ public struct FrameDecoder: Sendable {
         header.removeAll(keepingCapacity: true)
         announced = nil
         body = []
+        bytesToSkip = 0
         failure = nil
     }
 
@@ -73,6 +93,23 @@ public struct FrameDecoder: Sendable {
     /// Like `push(_:)`, but appends completed frames to `frames`, so those that came before a
     /// malformed header are already there when the error is thrown and can still be delivered.
     public mutating func push(_ bytes: some Collection<UInt8>, into frames: inout [Frame]) throws(FrameError) {
+        var outputs: [Output] = []
+        defer {
+            for case let .frame(frame) in outputs { frames.append(frame) }
+        }
+        try decode(bytes, skippingRefused: false, into: &outputs)
+    }
+
+    /// Appends bytes for a receiver that carries on after a refused frame (the echo server):
+    /// appends every frame they complete and every refusal (`FrameError.isRefusal`), in stream
+    /// order, skipping each refused frame's body. Throws only when the stream is out of sync
+    /// (`unknownCode`, `invalidSize`), after appending what came before; the decoder then stays
+    /// failed until `reset()`.
+    public mutating func push(_ bytes: some Collection<UInt8>, skippingRefused outputs: inout [Output]) throws(FrameError) {
+        try decode(bytes, skippingRefused: true, into: &outputs)
+    }
+
+    private mutating func decode(_ bytes: some Collection<UInt8>, skippingRefused: Bool, into outputs: inout [Output]) throws(FrameError) {
         if let failure { throw failure }
         // One non-generic loop over array storage (a generic one is not specialized across
         // modules and costs ~10x per byte); arrays and slices are used in place, any other
@@ -87,22 +124,27 @@ public struct FrameDecoder: Sendable {
             bytesHandled += slice.count
         }
         do {
-            try consume(slice, into: &frames)
+            try consume(slice, skippingRefused: skippingRefused, into: &outputs)
         } catch {
             fail(error)
             throw error
         }
     }
 
-    private mutating func consume(_ bytes: ArraySlice<UInt8>, into frames: inout [Frame]) throws(FrameError) {
+    private mutating func consume(_ bytes: ArraySlice<UInt8>, skippingRefused: Bool, into outputs: inout [Output]) throws(FrameError) {
         var index = bytes.startIndex
         while index < bytes.endIndex {
-            if let current = announced {
+            if bytesToSkip > 0 {
+                let skipped = min(bytesToSkip, bytes.endIndex - index)
+                bytesToSkip -= skipped
+                bytesHandled += skipped
+                index += skipped
+            } else if let current = announced {
                 let end = min(bytes.endIndex, index + (current.size - body.count))
                 appendToBody(bytes[index..<end])
                 index = end
                 if body.count == current.size {
-                    frames.append(Frame(code: current.code, body: body))
+                    outputs.append(.frame(Frame(code: current.code, body: body)))
                     body = []
                     announced = nil
                 }
@@ -110,7 +152,13 @@ public struct FrameDecoder: Sendable {
                 header.append(bytes[index])
                 bytesHandled += 1
                 index += 1
-                if let empty = try headerByteArrived() { frames.append(empty) }
+                do {
+                    if let empty = try headerByteArrived() { outputs.append(.frame(empty)) }
+                } catch let refusal where skippingRefused && refusal.isRefusal {
+                    header.removeAll(keepingCapacity: true)
+                    bytesToSkip = refusal.announcedBodySize ?? 0
+                    outputs.append(.refused(refusal))
+                }
             }
         }
     }
@@ -128,6 +176,8 @@ public struct FrameDecoder: Sendable {
             size = size * 10 + Int(digit - 0x30)
         }
         guard size <= maximumBodySize else { throw .bodyTooLarge(size: size, limit: maximumBodySize) }
+        // SEEDS.md S1: `N` is a bare notification; a body means the peer does not speak the protocol.
+        guard code != .notify || size == 0 else { throw .notifyWithBody(size: size) }
 
         header.removeAll(keepingCapacity: true)
         if size == 0 { return Frame(code: code) }
@@ -149,5 +199,6 @@ public struct FrameDecoder: Sendable {
         header.removeAll(keepingCapacity: true)
         announced = nil
         body = []
+        bytesToSkip = 0
     }
 }

@@ -11,8 +11,23 @@ public enum FrameError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidSize([UInt8])
     /// The header announces a body larger than the decoder's configured limit.
     case bodyTooLarge(size: Int, limit: Int)
+    /// An `N` frame announces a body; `N` is a bare notification and never has one.
+    case notifyWithBody(size: Int)
     /// A body of this many bytes does not fit the seven-digit SIZE field (at most 9,999,999).
     case bodyTooLongToEncode(Int)
+
+    /// Whether the header was well formed and only its frame is refused (too large, an `N`
+    /// with a body): the announced body can be skipped and the stream stays in step. The other
+    /// decoding errors leave nothing that says where the next frame starts.
+    public var isRefusal: Bool { announcedBodySize != nil }
+
+    /// The body size a refused frame's header announced: the bytes to skip after it.
+    public var announcedBodySize: Int? {
+        switch self {
+        case let .bodyTooLarge(size, _), let .notifyWithBody(size): return size
+        case .unknownCode, .invalidSize, .bodyTooLongToEncode: return nil
+        }
+    }
 
     public var description: String {
         switch self {
@@ -23,6 +38,8 @@ public enum FrameError: Error, Equatable, Sendable, CustomStringConvertible {
             return "framed stream: size field \"\(text)\" (\(bytes.hexString)) is not \(Frame.sizeDigits) ASCII decimal digits"
         case let .bodyTooLarge(size, limit):
             return "framed stream: frame announces a body of \(size) bytes, more than the limit of \(limit)"
+        case let .notifyWithBody(size):
+            return "framed stream: an N frame announces a body of \(size) bytes; N frames have none"
         case let .bodyTooLongToEncode(size):
             return "framed stream: a body of \(size) bytes cannot be sent; the size field holds at most \(Frame.maximumEncodableBodySize)"
         }

@@ -23,9 +23,16 @@ public struct HeartRateVariantCycle: Sequence, IteratorProtocol, Sendable {
     /// The next measurement; the cycle never ends.
     public mutating func next() -> HeartRateMeasurement? {
         let measurement = Self.measurement(at: index, energyExpended: energyExpended)
-        index &+= 1
-        if energyExpended < .max { energyExpended += 1 }
+        advance(countingEnergy: true)
         return measurement
+    }
+
+    /// Moves past the measurement at `index`. Energy Expended grows by 1 kJ only when
+    /// `countingEnergy`: a server whose count was reset while that measurement was on its way
+    /// keeps the reset's 0 for the next one.
+    public mutating func advance(countingEnergy: Bool) {
+        index &+= 1
+        if countingEnergy && energyExpended < .max { energyExpended += 1 }
     }
 
     /// What the Control Point's Reset Energy Expended does (HRS §3.3).

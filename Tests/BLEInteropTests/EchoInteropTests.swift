@@ -5,18 +5,28 @@ import XCTest
 /// (`peers/echo_client.py`), and `ble echo` / `ble fetch` against Bumble's echo server
 /// (`peers/echo_server.py`).
 final class EchoInteropTests: XCTestCase {
-    func serve(_ env: InteropEnvironment) throws -> ServeProcess {
-        let process = try ServeProcess(profile: "echo", name: "EchoServer", environment: env)
+    /// `ble serve echo`, serving the files under `files` (`--files DIR`) when given.
+    func serve(_ env: InteropEnvironment, files: URL? = nil) throws -> ServeProcess {
+        let process = try ServeProcess(profile: "echo", name: "EchoServer", arguments: files.map { ["--files", $0.path] } ?? [], environment: env)
         addTeardownBlock { process.stop() }
         return process
+    }
+
+    /// A new directory for the files a test serves, removed after the test.
+    func servedDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("echo-interop-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        return url
     }
 
     func ble(_ arguments: [String], _ env: InteropEnvironment, timeout: TimeInterval = 120) throws -> ProcessResult {
         try BLETool.run(arguments + ["--hci", env.rootcanal], timeout: timeout)
     }
 
-    /// A temporary file of `count` bytes (every byte value, not UTF-8), removed after the test.
-    func temporaryFile(_ count: Int) throws -> (URL, Data) {
+    /// A temporary file of `count` bytes (every byte value, not UTF-8) in `directory`, removed
+    /// after the test.
+    func temporaryFile(_ count: Int, in directory: URL = FileManager.default.temporaryDirectory) throws -> (URL, Data) {
         var state: UInt32 = 0x2545_F491
         let bytes = (0..<count).map { _ -> UInt8 in
             state ^= state << 13
@@ -24,8 +34,7 @@ final class EchoInteropTests: XCTestCase {
             state ^= state << 5
             return UInt8(truncatingIfNeeded: state)
         }
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("echo-interop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).bin")
+        let url = directory.appendingPathComponent("echo-interop-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).bin")
         try Data(bytes).write(to: url)
         addTeardownBlock { try? FileManager.default.removeItem(at: url) }
         return (url, Data(bytes))
@@ -43,8 +52,9 @@ final class EchoInteropTests: XCTestCase {
     /// order, the image byte for byte.
     func testBumbleClientGetsEchoesAnImageAndAnError() throws {
         let env = try InteropEnvironment.current()
-        let server = try serve(env)
-        let (file, contents) = try temporaryFile(30_000)
+        let files = try servedDirectory()
+        let server = try serve(env, files: files)
+        let (file, contents) = try temporaryFile(30_000, in: files)
         let output = file.appendingPathExtension("copy")
         addTeardownBlock { try? FileManager.default.removeItem(at: output) }
         let long = String(repeating: "a longer text than one write ", count: 20)
@@ -98,8 +108,9 @@ final class EchoInteropTests: XCTestCase {
     /// Two Bumble clients at once: each gets its own answers.
     func testTwoBumbleClientsAtOnce() throws {
         let env = try InteropEnvironment.current()
-        let server = try serve(env)
-        let (file, contents) = try temporaryFile(20_000)
+        let files = try servedDirectory()
+        let server = try serve(env, files: files)
+        let (file, contents) = try temporaryFile(20_000, in: files)
         let output = file.appendingPathExtension("copy")
         addTeardownBlock { try? FileManager.default.removeItem(at: output) }
         let a = try startPeer("echo_client.py", arguments: [
@@ -115,6 +126,30 @@ final class EchoInteropTests: XCTestCase {
         try b.waitForEvent("done", timeout: 30)
         XCTAssertEqual(try Data(contentsOf: output), contents)
         XCTAssertEqual(Set(server.events.filter { $0["event"] as? String == "reply" }.compactMap { $0["connection"] as? Int }).count, 2)
+    }
+
+    /// file:// URLs: refused by a server started without `--files`, and outside the directory
+    /// by one started with it, each with a `T` error the client receives.
+    func testFileURLsAreRefusedWithoutFilesAndOutsideTheDirectory() throws {
+        let env = try InteropEnvironment.current()
+        let plain = try serve(env)
+        let client = try startPeer("echo_client.py", arguments: [
+            "--target", plain.address.description, "--url", "file:///etc/passwd",
+        ], environment: env)
+        XCTAssertEqual(try client.waitForEvent("reply", timeout: 60).string("text"),
+                       "error: file:// URLs are not served; start the server with --files DIR")
+        try client.waitForEvent("done", timeout: 30)
+        plain.stop()
+
+        let files = try servedDirectory()
+        let real = files.resolvingSymlinksInPath().path
+        let serving = try serve(env, files: files)
+        let outside = try startPeer("echo_client.py", arguments: [
+            "--target", serving.address.description, "--url", files.absoluteString + "/../../etc/passwd",
+        ], environment: env)
+        let refused = try outside.waitForEvent("reply", timeout: 60)
+        XCTAssertEqual(refused.string("text"), "error: cannot serve \(files.path)/../../etc/passwd: it is outside \(real)")
+        try outside.waitForEvent("done", timeout: 30)
     }
 
     // MARK: ble echo / ble fetch → Bumble server

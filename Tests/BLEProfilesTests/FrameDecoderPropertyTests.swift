@@ -50,6 +50,46 @@ final class FrameDecoderPropertyTests: XCTestCase {
         }
     }
 
+    /// Refused frames (too large, `N` with a body) mixed in, bodies of any bytes, the stream cut
+    /// anywhere: the skipping push reports each refusal once and every good frame, in order.
+    func testRefusedFramesAreSkippedWhereverTheStreamIsCut() throws {
+        for seed in UInt64(500)...600 {
+            var rng = SplitMix64(seed: seed)
+            var expected: [FrameDecoder.Output] = []
+            var stream: [UInt8] = []
+            for frame in randomFrames(&rng) {
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0:
+                    let size = Int.random(in: 2001...6000, using: &rng)
+                    stream += Array("I\(String(repeating: "0", count: 7 - String(size).count))\(size)".utf8)
+                    // A body that is a valid stream of frames: none of it may come out.
+                    let decoy = try Frame.text("decoy").encoded()
+                    stream += (0..<size).map { decoy[$0 % decoy.count] }
+                    expected.append(.refused(.bodyTooLarge(size: size, limit: 2000)))
+                case 1:
+                    let size = Int.random(in: 1...30, using: &rng)
+                    stream += Array("N00000\(size < 10 ? "0" : "")\(size)".utf8) + [UInt8](repeating: 0x4E, count: size)
+                    expected.append(.refused(.notifyWithBody(size: size)))
+                default:
+                    guard frame.body.count <= 2000 else { continue }
+                    stream += try frame.encoded()
+                    expected.append(.frame(frame))
+                }
+            }
+            var decoder = FrameDecoder(maximumBodySize: 2000)
+            var outputs: [FrameDecoder.Output] = []
+            var start = 0
+            while start < stream.count {
+                let end = min(stream.count, start + chunkLength(&rng))
+                try decoder.push(stream[start..<end], skippingRefused: &outputs)
+                start = end
+            }
+            XCTAssertEqual(outputs, expected, "seed \(seed)")
+            XCTAssertEqual(decoder.bufferedByteCount + decoder.bytesToSkip, 0, "seed \(seed)")
+            XCTAssertLessThanOrEqual(decoder.bytesHandled, 2 * stream.count, "seed \(seed)")
+        }
+    }
+
     func testWholeStreamAndByteByByteGiveTheSameFrames() throws {
         for seed in UInt64(1000)...1010 {
             var rng = SplitMix64(seed: seed)

@@ -151,9 +151,93 @@ final class FrameDecoderTests: XCTestCase {
         XCTAssertEqual(frames.count, 2)
     }
 
-    func testNotifyWithABodyIsPassedThrough() throws {
-        // The decoder does not police what a code's body means; N with a body is still a frame.
+    /// SEEDS.md S1: `N` is a bare notification. One that announces a body is an error as soon
+    /// as its header is in, before any of the body is taken.
+    func testNotifyWithABodyIsAnError() throws {
         var decoder = FrameDecoder()
-        XCTAssertEqual(try decoder.push(bytes("N0000001!")), [Frame(code: .notify, body: [0x21])])
+        XCTAssertEqual(try decoder.push(bytes("N0000000")), [.notify])
+        XCTAssertThrowsError(try decoder.push(bytes("N0000001!"))) { error in
+            XCTAssertEqual(error as? FrameError, .notifyWithBody(size: 1))
+            XCTAssertEqual("\(error)", "framed stream: an N frame announces a body of 1 bytes; N frames have none")
+        }
+        XCTAssertEqual(decoder.failure, .notifyWithBody(size: 1), "the plain push gives up, as for any bad header")
+        XCTAssertThrowsError(try Frame(code: .notify, body: [0x21]).encoded()) { error in
+            XCTAssertEqual(error as? FrameError, .notifyWithBody(size: 1), "nor is one encoded")
+        }
+    }
+
+    func testRefusalsAreTheErrorsWhoseHeaderSaysWhereTheNextFrameStarts() {
+        XCTAssertTrue(FrameError.bodyTooLarge(size: 11, limit: 10).isRefusal)
+        XCTAssertEqual(FrameError.bodyTooLarge(size: 11, limit: 10).announcedBodySize, 11)
+        XCTAssertTrue(FrameError.notifyWithBody(size: 3).isRefusal)
+        XCTAssertFalse(FrameError.unknownCode(0x58).isRefusal)
+        XCTAssertFalse(FrameError.invalidSize(bytes("00x0001")).isRefusal)
+        XCTAssertFalse(FrameError.bodyTooLongToEncode(10_000_000).isRefusal)
+    }
+
+    /// A frame refused for its size is reported once, and then exactly its body is skipped,
+    /// across later pushes: body bytes that look like a header are not read as one, and the
+    /// frame after it decodes.
+    func testARefusedBodyIsSkippedAcrossPushesAndTheStreamStaysInStep() throws {
+        var decoder = FrameDecoder(maximumBodySize: 10)
+        var outputs: [FrameDecoder.Output] = []
+        try decoder.push(bytes("T0000001aI0000020U000000"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [.frame(.text("a")), .refused(.bodyTooLarge(size: 20, limit: 10))])
+        XCTAssertEqual(decoder.bytesToSkip, 13, "20 announced, 7 of them in this push")
+        XCTAssertEqual(decoder.bufferedByteCount, 0, "nothing of a refused body is buffered")
+        XCTAssertNil(decoder.announcedBodySize)
+        XCTAssertNil(decoder.failure)
+        outputs = []
+        try decoder.push(bytes("3abcT000000"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [], "headers inside the body are body")
+        XCTAssertEqual(decoder.bytesToSkip, 2)
+        try decoder.push(bytes("1x"), skippingRefused: &outputs)
+        XCTAssertEqual(decoder.bytesToSkip, 0)
+        try decoder.push(bytes("T0000002ok"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [.frame(.text("ok"))], "the next frame starts right after the 20 bytes")
+        XCTAssertEqual(decoder.bytesToSkip, 0)
+    }
+
+    func testAnNFrameWithABodyIsRefusedAndSkippedInOnePush() throws {
+        var decoder = FrameDecoder()
+        var outputs: [FrameDecoder.Output] = []
+        try decoder.push(bytes("N0000003T00N0000000T0000002hi"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [.refused(.notifyWithBody(size: 3)), .frame(.notify), .frame(.text("hi"))])
+    }
+
+    /// Out-of-sync errors still stop the skipping push: what came before is kept, the decoder
+    /// stays failed until reset, and reset also forgets a skip in progress.
+    func testSkippingPushStillFailsWhenTheStreamIsOutOfSync() throws {
+        var decoder = FrameDecoder(maximumBodySize: 4)
+        var outputs: [FrameDecoder.Output] = []
+        try decoder.push(bytes("T0000001aT0000009xX"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [.frame(.text("a")), .refused(.bodyTooLarge(size: 9, limit: 4))])
+        XCTAssertEqual(decoder.bytesToSkip, 7, "9 announced, x and X skipped: the X is body, not a code")
+        XCTAssertNil(decoder.failure)
+
+        outputs = []
+        XCTAssertThrowsError(try decoder.push(bytes("1234567Z"), skippingRefused: &outputs)) { error in
+            XCTAssertEqual(error as? FrameError, .unknownCode(0x5A))
+        }
+        XCTAssertEqual(decoder.failure, .unknownCode(0x5A))
+        XCTAssertThrowsError(try decoder.push(bytes("T0000000"), skippingRefused: &outputs))
+
+        decoder.reset()
+        try decoder.push(bytes("I0000005ab"), skippingRefused: &outputs)
+        XCTAssertEqual(decoder.bytesToSkip, 3)
+        decoder.reset()
+        XCTAssertEqual(decoder.bytesToSkip, 0)
+        try decoder.push(bytes("T0000001b"), skippingRefused: &outputs)
+        XCTAssertEqual(outputs, [.refused(.bodyTooLarge(size: 5, limit: 4)), .frame(.text("b"))])
+    }
+
+    /// The strict pushes do not skip: a refusal stops them like any bad header.
+    func testPlainPushStillStopsAtARefusal() {
+        var decoder = FrameDecoder(maximumBodySize: 4)
+        var frames: [Frame] = []
+        XCTAssertThrowsError(try decoder.push(bytes("T0000001aT0000009"), into: &frames))
+        XCTAssertEqual(frames, [.text("a")])
+        XCTAssertEqual(decoder.failure, .bodyTooLarge(size: 9, limit: 4))
+        XCTAssertEqual(decoder.bytesToSkip, 0)
     }
 }

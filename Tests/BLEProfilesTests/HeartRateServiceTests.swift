@@ -107,3 +107,13 @@ final class HeartRateServiceTests: XCTestCase {
         XCTAssertEqual(cycle.energyExpended, 0xFFFF)
     }
 }
+
+extension HeartRateServiceTests {
+    func testAdvancingWithoutCountingEnergyKeepsTheCount() {
+        var cycle = HeartRateVariantCycle()
+        cycle.advance(countingEnergy: true)
+        cycle.advance(countingEnergy: false)
+        XCTAssertEqual(cycle.index, 2)
+        XCTAssertEqual(cycle.energyExpended, 1)
+    }
+}

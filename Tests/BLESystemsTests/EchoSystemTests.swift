@@ -90,11 +90,12 @@ final class EchoSystemTests: XCTestCase {
     /// the server waiting for room whenever the link's queue is full.
     func testFetchOfAFileURLIsByteExact() async throws {
         let bytes = imageBytes(count: 100 * 1024, seed: 7)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("echo-fetch-\(ProcessInfo.processInfo.processIdentifier).bin")
+        let directory = try temporaryDirectory(for: self)
+        let file = directory.appendingPathComponent("echo-fetch.bin")
         try Data(bytes).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
+        let profile = try echoServer(serving: directory)
         let (reply, events, fetched, readySignals) = try await VirtualWorld.run { world in
-            let server = try await world.serve(EchoServeProfile.self, name: "EchoServer")
+            let server = try await world.serve(profile, name: "EchoServer")
             let managerEvents = await server.manager.events
             let (central, _) = try await world.addCentral()
             let events = Collected<EchoCentralEvent>()
@@ -128,17 +129,20 @@ final class EchoSystemTests: XCTestCase {
     /// A URL the server cannot fetch is answered with a `T` frame carrying the error, and the
     /// fetch command's error says what the server said.
     func testAFailingURLIsAnsweredWithATextError() async throws {
+        let directory = try temporaryDirectory(for: self)
+        let profile = try echoServer(serving: directory)
+        let missingPath = directory.appendingPathComponent("echo-test.png").path
         let (missing, scheme) = try await VirtualWorld.run { world in
-            let server = try await world.serve(EchoServeProfile.self, name: "EchoServer")
+            let server = try await world.serve(profile, name: "EchoServer")
             let (central, _) = try await world.addCentral()
-            let missing = try await EchoCentral.exchange(.url("file:///nonexistent/echo-test.png"), using: central) { _ in }
+            let missing = try await EchoCentral.exchange(.url("file://" + missingPath), using: central) { _ in }
             let scheme = try await EchoCentral.exchange(.url("gopher://example.org/x"), using: central) { _ in }
             await central.close()
             await server.stop()
             return (missing, scheme)
         }
         XCTAssertEqual(missing.code, .text)
-        XCTAssertEqual(missing.text, "error: cannot read /nonexistent/echo-test.png: No such file or directory")
+        XCTAssertEqual(missing.text, "error: cannot read \(missingPath): No such file or directory")
         XCTAssertEqual(scheme.text, "error: cannot fetch a gopher: URL (only http, https and file)")
     }
 
@@ -177,12 +181,13 @@ final class EchoSystemTests: XCTestCase {
     /// Two centrals at once on one server: each gets its own answer, and only its own.
     func testTwoCentralsAtOnceEachGetTheirOwnReply() async throws {
         let bytes = imageBytes(count: 20_000, seed: 3)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("echo-two-\(ProcessInfo.processInfo.processIdentifier).bin")
+        let directory = try temporaryDirectory(for: self)
+        let file = directory.appendingPathComponent("echo-two.bin")
         try Data(bytes).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
+        let profile = try echoServer(serving: directory)
         let text = String(repeating: "two at once ", count: 40)
         let (first, second, connections) = try await VirtualWorld.run { world in
-            let server = try await world.serve(EchoServeProfile.self, name: "EchoServer")
+            let server = try await world.serve(profile, name: "EchoServer")
             let (a, _) = try await world.addCentral()
             let (b, _) = try await world.addCentral()
             var small = EchoCentral.Options()

@@ -39,8 +39,13 @@ struct RunningProfile: Sendable {
 extension VirtualWorld {
     /// Starts profile `P` on a new virtual peripheral named `name`.
     func serve<P: ServeProfile>(_ type: P.Type, name: String) async throws -> RunningProfile {
+        try await serve(P(), name: name)
+    }
+
+    /// Starts `profile`, configured as a test needs it, on a new virtual peripheral named `name`.
+    func serve<P: ServeProfile>(_ profile: P, name: String) async throws -> RunningProfile {
         let (manager, _) = try await addPeripheralManager(name: name)
-        var profile = P()
+        var profile = profile
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)
         try await manager.startAdvertising(data, scanResponse: response)
@@ -61,4 +66,18 @@ func imageBytes(count: Int, seed: UInt64) -> [UInt8] {
         state = state &* 6364136223846793005 &+ 1442695040888963407
         return UInt8(truncatingIfNeeded: state >> 33)
     }
+}
+
+/// A new empty directory for one test's files, removed when the test ends.
+func temporaryDirectory(for test: XCTestCase) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("ble-test-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    test.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    return url
+}
+
+/// An echo server that serves the files under `directory` (`ble serve echo --files DIR`).
+func echoServer(serving directory: URL) throws -> EchoServeProfile {
+    EchoServeProfile(files: try ServedDirectory(directory.path))
 }

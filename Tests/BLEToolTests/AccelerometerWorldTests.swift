@@ -27,6 +27,65 @@ final class AccelerometerWorldTests: XCTestCase {
         events.compactMap { event -> (AccelerometerSample, Duration)? in if case let .sample(s, at) = event { return (s, at) } else { return nil } }
     }
 
+    /// `ble serve` installs, advertises, then starts `run`: a central that subscribes in between
+    /// still gets samples (the profile listens from `install` on).
+    func testASubscriptionBeforeRunStartsIsNotMissed() async throws {
+        let sent = try await VirtualWorld.run { world -> Int in
+            let (manager, _) = try await world.addPeripheralManager(name: "BLE001")
+            var profile = AccelerometerServeProfile()
+            profile.source = Self.counting(1000)
+            try await profile.install(on: manager)
+            let (data, response) = profile.advertisement(name: "BLE001")
+            try await manager.startAdvertising(data, scanResponse: response)
+            let (central, _) = try await world.addCentral()
+            let found = try await central.find(filter: ScanFilter(nameContains: "BLE001"), timeout: .seconds(5))
+            let peripheral = try await central.connect(found.address)
+            let services = try await peripheral.discoverServices([AccelerometerProfile.service])
+            let service = try XCTUnwrap(services.first)
+            let characteristics = try await peripheral.discoverCharacteristics([AccelerometerProfile.sample], for: service)
+            let sample = try XCTUnwrap(characteristics.first)
+            try await peripheral.setNotifyValue(true, for: sample)
+            let running = profile
+            let task = worldTask(world) { try await running.run(on: manager, log: .silent) }
+            try await world.clock.sleep(for: .seconds(3))
+            task.cancel()
+            _ = await task.result
+            try await peripheral.disconnect()
+            await central.close()
+            await manager.close()
+            return running.state.snapshot.sent
+        }
+        XCTAssertGreaterThanOrEqual(sent, 14, "3 s subscribed at 5 Hz")
+    }
+
+    /// A peripheral whose source ended stays connected and silent: `--count` does not wait
+    /// for ever, the flow ends with a typed error 10 s after the last sample (a guard cancels
+    /// it at 60 s).
+    func testASilentPeripheralEndsTheRunWithATimeout() async throws {
+        let (outcome, samples) = try await VirtualWorld.run { world -> (Result<Int, any Error>, Int) in
+            let accel = try await Self.serve(world, source: Self.counting(3))
+            let (central, _) = try await world.addCentral()
+            let events = EventLog<AccelerometerCentralEvent>()
+            var options = AccelerometerCentralOptions()
+            options.count = 10
+            options.target = AddressArgument(address: accel.device.address, type: .public)
+            let flow = worldTask(world) { [options] in try await AccelerometerCentral(central: central, options: options, emit: events.emit).run() }
+            let guardTask = worldTask(world) {
+                try await world.clock.sleep(for: .seconds(60))
+                flow.cancel()
+            }
+            let outcome = await flow.result
+            guardTask.cancel()
+            await central.close()
+            await accel.stop()
+            return (outcome, Self.samples(events.all).count)
+        }
+        XCTAssertThrowsError(try outcome.get()) { error in
+            XCTAssertEqual(error as? CentralFlowError, .silent(waitingFor: "sample", limit: .seconds(10)))
+        }
+        XCTAssertEqual(samples, 3)
+    }
+
     func testSamplesFlowOnlyWhileACentralIsSubscribed() async throws {
         try await VirtualWorld.run { world in
             let accel = try await Self.serve(world, source: Self.counting(1000))

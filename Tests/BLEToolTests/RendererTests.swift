@@ -186,6 +186,46 @@ final class RendererTests: XCTestCase {
         XCTAssertEqual(list.decide(options, now: .seconds(3)), .wait, "the named type must match")
     }
 
+    /// The window slides: a monitor heard at −60 dBm in its first second and at −80 since is
+    /// judged at −80 two seconds on (the strongest of the last second), not by the −60 it was
+    /// once heard at; brought back close, it passes again.
+    func testMonitorListJudgesByTheLastSecondNotTheStrongestEver() {
+        var options = HeartRateMonitorOptions()
+        var list = MonitorList(window: options.selectionDelay)
+        var device = Self.device(name: "Walker", rssi: -60, at: .zero)
+        list.apply(.appeared(device))
+        for ms in stride(from: 500, through: 2_500, by: 500) {
+            device.rssi = -80
+            device.lastSeen = .milliseconds(ms)
+            list.apply(.updated(device))
+        }
+        options.target = device.address.address
+        var judged = device
+        judged.rssi = -80
+        XCTAssertEqual(list.decide(options, now: .milliseconds(2_500)), .fail(judged), "carried away: −80 dBm now")
+        options.target = nil
+        XCTAssertEqual(list.decide(options, now: .milliseconds(2_500)), .refuse(judged))
+
+        device.rssi = -50
+        device.lastSeen = .seconds(3)
+        list.apply(.updated(device))
+        device.rssi = -75
+        device.lastSeen = .milliseconds(3_500)
+        list.apply(.updated(device))
+        judged = device
+        judged.rssi = -50
+        XCTAssertEqual(list.decide(options, now: .milliseconds(3_500)), .connect(judged), "brought closer: the best of the last second")
+    }
+
+    /// A monitor advertising less than once a second is judged by its latest reading.
+    func testMonitorListKeepsTheLatestReadingOfASlowAdvertiser() {
+        let options = HeartRateMonitorOptions()
+        var list = MonitorList(window: options.selectionDelay)
+        let slow = Self.device(name: "Slow", rssi: -65, at: .zero)
+        list.apply(.appeared(slow))
+        XCTAssertEqual(list.decide(options, now: .seconds(3)), .connect(slow))
+    }
+
     // MARK: Accelerometer
 
     func testAccelerometerLines() {

@@ -5,7 +5,6 @@ import BLE
 import BLEHost
 import BLEProfiles
 import BLEWire
-import Dispatch
 import Synchronization
 
 /// `ble accel [ADDRESS]`: the S4 charting central (`AccelerometerCentral`).
@@ -27,7 +26,7 @@ struct AccelCommand: BLECommand {
     that advertises service 0011 is taken. It then connects, discovers service 0011 and
     characteristic 0012, subscribes, and shows x, y and z (g) as a live chart on a terminal, or
     one line per sample otherwise. It ends after --count samples, on Ctrl-C, or (status 1) when
-    the peripheral disconnects; --plot is written in every case.
+    the peripheral disconnects or sends nothing for 10 s; --plot is written in every case.
     """
 
     var controller: ControllerOptions
@@ -47,40 +46,45 @@ struct AccelCommand: BLECommand {
     }
 
     func run() async throws {
-        // Opened first, so a path that cannot be written fails before the session, not after.
+        // Opened first, so a path that cannot be written fails before the session, not after;
+        // then written and closed on every way out, opening the controller included (a chart
+        // with no samples when none came).
         let plotFile = try plot.map(PlotFile.init)
         let live = !json && TerminalScreen.isStandardOutput
         let output = AccelerometerOutput(mode: json ? .json : (live ? .live : .plain))
+        do {
+            try await chart(into: output, live: live)
+        } catch {
+            try? plotFile?.write(output.recording.svg())
+            throw error
+        }
+        try plotFile?.write(output.recording.svg())
+    }
+
+    /// Opens the controller and runs the charting central into `output`.
+    private func chart(into output: AccelerometerOutput, live: Bool) async throws {
         let ask: AccelerometerCentral.Picker = { @Sendable candidates in try await Self.ask(candidates) }
         let pick = live && TerminalScreen.isStandardInput ? ask : nil
         let central = try await controller.openCentral()
         do {
             try await AccelerometerCentral(central: central, options: self.central, pick: pick, emit: output.handle).run()
         } catch {
-            try? plotFile?.write(output.recording.svg())
             await central.close()
             throw error
         }
-        try plotFile?.write(output.recording.svg())
         await central.close()
     }
 
-    /// Prints the numbered list and reads the user's choice from the terminal.
+    /// Prints the numbered list and reads the user's choice from the terminal. Ctrl-C or
+    /// SIGTERM (the command's task cancelled) ends the wait with `CancellationError`.
     static func ask(_ candidates: [ScannedDevice]) async throws -> ScannedDevice {
         while true {
             print("connect to which device? [1-\(candidates.count), Enter = 1] ", terminator: "")
             flushOutput()
-            guard let answer = await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
+            guard let answer = try await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
             if let index = AccelerometerDeviceChoice.parsePick(answer, count: candidates.count) { return candidates[index] }
             print("'\(answer)' is not one of 1-\(candidates.count)")
         }
-    }
-}
-
-/// One line from stdin, read on a thread of its own; nil at the end of input.
-func readLineFromStandardInput() async -> String? {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: readLine()) }
     }
 }
 
@@ -97,6 +101,7 @@ struct PlotFile: Sendable {
         self.file = FileBox(file)
     }
 
+    /// Writes the chart and closes the file; called once, on whichever way the command ends.
     func write(_ text: String) throws {
         defer { fclose(file.file) }
         guard fputs(text, file.file) >= 0, fflush(file.file) == 0 else {

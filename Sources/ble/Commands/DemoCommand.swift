@@ -33,17 +33,19 @@ struct DemoCommand: BLECommand {
         try Data(Self.gradientImage(width: 64, height: 48)).write(to: URL(fileURLWithPath: image))
         let saved = (directory as NSString).appendingPathComponent("received-image.ppm")
         let started = ContinuousClock.now
+        // The echo server may hand out this directory's files and nothing else (`--files`).
+        let served = try ServedDirectory(directory)
         let radioTime = try await VirtualWorld.run { world in
-            try await Self.runDemo(in: world, image: image, saveTo: saved)
+            try await Self.runDemo(in: world, image: image, saveTo: saved, served: served)
             return world.clock.now()
         }
         let wall = ContinuousClock.now - started
         print("\n(\(Self.format(radioTime)) of virtual radio time in \(Self.format(wall)) of real time)")
     }
 
-    static func runDemo(in world: VirtualWorld, image: String, saveTo saved: String) async throws {
+    static func runDemo(in world: VirtualWorld, image: String, saveTo saved: String, served: ServedDirectory) async throws {
         print("virtual radio: one medium, all in this process, in virtual time\n")
-        let demo = try await DemoPeripherals.start(in: world)
+        let demo = try await DemoPeripherals.start(in: world, setup: DemoSetup(echoFiles: served))
         for e in demo.entries {
             print("peripheral  \(e.name.padding(12)) \(e.address)  advertising \(e.profile)")
         }

@@ -21,10 +21,13 @@ struct HeartRateCommand: BLECommand {
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
     "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to
     the strongest, reads Body Sensor Location and subscribes to Heart Rate Measurement; when the
-    monitor disconnects it scans again.
+    monitor disconnects it scans again; one that stays connected but sends no measurement for
+    10 s ends the command (status 1).
 
-    Each monitor is judged by the strongest RSSI heard from it in its first second on the list
-    (one reading is noise). One weaker than --min-rssi is refused with its RSSI. Without ADDRESS
+    Each monitor is judged by the strongest RSSI heard from it over the last second (one
+    reading is noise), once it has been on the list for a second: one brought closer passes as
+    soon as it is heard strongly enough, one carried away is judged by where it is now. One
+    weaker than --min-rssi is refused with its RSSI. Without ADDRESS
     the monitor keeps scanning and connects as soon as one is heard strongly enough; with
     ADDRESS the refusal ends the command with status 1 (you chose that device and it is too far).
 

@@ -6,12 +6,13 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 import Dispatch
+import Synchronization
 
 /// `ble serve PROFILE`: runs a peripheral until interrupted or for `--duration`.
 struct ServeCommand: BLECommand {
     static let name = "serve"
     static let abstract = "Run a peripheral: advertise, serve GATT, log connections and requests."
-    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--json]"
+    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--files DIR] [--json]"
     static let positionalNames = ["PROFILE"]
     static let minPositionals = 1
     static let options = [
@@ -21,12 +22,18 @@ struct ServeCommand: BLECommand {
         OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
         OptionSpec(name: "no-advertise", valueName: nil, help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
         OptionSpec(name: "source", valueName: "SRC", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
+        OptionSpec(name: "files", valueName: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
     ]
     static var discussion: String {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
             + "\nOn a terminal, press 'a' to switch advertising off and on (not with --source -, which reads stdin)."
             + "\naccel advertises as \"\(AccelerometerProfile.localName)\" unless --name is given, and notifies only while a central is subscribed."
+            + "\n\necho fetches the URL of every U frame itself, for any central in radio range (no pairing):"
+            + "\n  http and https reach whatever this machine can reach, internal addresses included (localhost,"
+            + "\n  the LAN, a cloud metadata service): run it only where that is acceptable."
+            + "\n  file:// URLs are refused unless --files DIR is given; then only regular files under DIR are"
+            + "\n  served (symlinks resolved, nothing outside DIR, no FIFOs, devices or directories), 4 MiB at most."
     }
 
     var controller: ControllerOptions
@@ -46,6 +53,7 @@ struct ServeCommand: BLECommand {
         profile = args.positionals[0]
         deviceName = args.option("name") ?? (profile == AccelerometerServeProfile.name ? AccelerometerProfile.localName : "SwiftBLE")
         guard args.option("source") == nil || profile == AccelerometerServeProfile.name else { throw UsageError("--source applies to the accel profile only") }
+        guard args.option("files") == nil || profile == EchoServeProfile.name else { throw UsageError("--files applies to the echo profile only") }
         guard deviceName.utf8.count <= 248 else { throw UsageError("--name is limited to 248 bytes (GAP Device Name)") }
         switch args.option("address") {
         case nil, "public"?: address = .public
@@ -77,7 +85,8 @@ struct ServeCommand: BLECommand {
         let events = await manager.events
         var instance = P()
         let (data, response) = instance.advertisement(name: deviceName)
-        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
+                                      wanted: advertise)
         do {
             try instance.configure(arguments)
             try await instance.install(on: manager)
@@ -128,21 +137,48 @@ struct ServeCommand: BLECommand {
 
 
 /// Advertising as `ble serve` started it, switched off and on from the keyboard.
-struct Advertising: Sendable {
+///
+/// What the user wants is kept here, not read back from the radio: connectable advertising
+/// stops by itself while a central is connected (and the host restarts it afterwards), so the
+/// radio saying "not advertising" does not mean the user switched it off.
+final class Advertising: Sendable {
     let manager: PeripheralManager
     let data: AdvertisingData
     let scanResponse: AdvertisingData?
+    /// Whether the user wants advertising: on at start unless --no-advertise, flipped by `a`.
+    private let wanted: Mutex<Bool>
+
+    init(manager: PeripheralManager, data: AdvertisingData, scanResponse: AdvertisingData?, wanted: Bool) {
+        self.manager = manager
+        self.data = data
+        self.scanResponse = scanResponse
+        self.wanted = Mutex(wanted)
+    }
+
+    /// Whether the user wants advertising now.
+    var isWanted: Bool { wanted.withLock { $0 } }
 
     func start() async throws {
         try await manager.startAdvertising(data, scanResponse: scanResponse)
     }
 
-    /// Each `a` switches advertising off when it is on and on when it is off; runs until the
-    /// keys end. A failure is logged, not fatal.
+    /// One `a`: flips the wanted state and makes the host follow it (stopping also keeps it
+    /// from restarting after the current connection). Returns the state now wanted.
+    @discardableResult
+    func toggle() async throws -> Bool {
+        let want = wanted.withLock { w -> Bool in
+            w.toggle()
+            return w
+        }
+        if want { try await start() } else { try await manager.stopAdvertising() }
+        return want
+    }
+
+    /// Toggles on each `a` until the keys end. A failure is logged, not fatal.
     func toggle(on keys: AsyncStream<UInt8>, log: ServeLog) async {
         for await key in keys where key == UInt8(ascii: "a") || key == UInt8(ascii: "A") {
             do {
-                if await manager.isAdvertising { try await manager.stopAdvertising() } else { try await start() }
+                try await toggle()
             } catch {
                 log.line("advertising", [("error", .string("\(error)"))], text: "advertising could not be switched: \(error)")
             }

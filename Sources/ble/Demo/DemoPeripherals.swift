@@ -31,13 +31,14 @@ struct DemoPeripherals: Sendable {
     ]
 
     /// Starts every peripheral of the lineup in `world` (advertising, running its profile).
-    static func start(in world: VirtualWorld) async throws -> DemoPeripherals {
+    /// `setup` is what the profiles may differ in from `ble serve`'s defaults.
+    static func start(in world: VirtualWorld, setup: DemoSetup = DemoSetup()) async throws -> DemoPeripherals {
         var entries: [Entry] = []
         var runners: [Task<Void, Never>] = []
         for (type, name, raw) in lineup {
             let address = BDAddress(rawValue: raw)
             let (manager, _) = try await world.addPeripheralManager(name: name, address: address)
-            runners.append(try await type.startServing(on: manager, name: name))
+            runners.append(try await type.startServing(on: manager, name: name, setup: setup))
             entries.append(Entry(name: name, profile: type.profileName, address: address, manager: manager))
         }
         return DemoPeripherals(entries: entries, runners: runners)
@@ -49,18 +50,30 @@ struct DemoPeripherals: Sendable {
     }
 }
 
+/// What the demo world's peripherals are configured with, where they differ from `ble serve`'s
+/// defaults (the options `ble serve` would take on its command line).
+struct DemoSetup: Sendable {
+    /// The echo server's `--files` directory: `ble demo` lets it serve the image it wrote; the
+    /// shared `--hci virtual` world serves no files, like `ble serve echo`.
+    var echoFiles: ServedDirectory?
+}
+
 /// A serve profile the demo world can start without knowing its type statically.
 protocol DemoStartable: Sendable {
     static var profileName: String { get }
+    /// The profile as configured by `setup` (`Self()` unless the profile has a setting there).
+    static func demoProfile(_ setup: DemoSetup) -> Self
     /// Installs the profile, starts advertising, and runs it in a task on the host's clock.
-    static func startServing(on manager: PeripheralManager, name: String) async throws -> Task<Void, Never>
+    static func startServing(on manager: PeripheralManager, name: String, setup: DemoSetup) async throws -> Task<Void, Never>
 }
 
 extension DemoStartable where Self: ServeProfile {
     static var profileName: String { name }
 
-    static func startServing(on manager: PeripheralManager, name: String) async throws -> Task<Void, Never> {
-        var profile = Self()
+    static func demoProfile(_ setup: DemoSetup) -> Self { Self() }
+
+    static func startServing(on manager: PeripheralManager, name: String, setup: DemoSetup) async throws -> Task<Void, Never> {
+        var profile = demoProfile(setup)
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)
         try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
@@ -70,7 +83,9 @@ extension DemoStartable where Self: ServeProfile {
     }
 }
 
-extension EchoServeProfile: DemoStartable {}
+extension EchoServeProfile: DemoStartable {
+    static func demoProfile(_ setup: DemoSetup) -> EchoServeProfile { EchoServeProfile(files: setup.echoFiles) }
+}
 extension SampleServeProfile: DemoStartable {}
 extension AccelerometerServeProfile: DemoStartable {}
 extension HeartRateProfile: DemoStartable {}

@@ -23,6 +23,9 @@ struct AccelerometerServeProfile: ServeProfile {
     var interval = AccelerometerProfile.sampleInterval
     var handles: GATTServiceHandles?
     let state = AccelerometerServeState()
+    /// Taken in `install`, before advertising starts (as `EchoServeProfile` does): a central
+    /// quick to subscribe, before `run` begins, is still seen as a subscriber.
+    var events: AsyncStream<PeripheralManagerEvent>?
 
     mutating func configure(_ arguments: ParsedArguments) throws {
         if let text = arguments.option("source") { source = try .open(text) }
@@ -36,6 +39,7 @@ struct AccelerometerServeProfile: ServeProfile {
                                          maximumLength: AccelerometerSample.encodedLength),
         ]))
         self.handles = handles
+        events = await manager.events
         if let handle = handles.valueHandle(for: AccelerometerProfile.sample) {
             let state = self.state
             await manager.setReadHandler(forHandle: handle) { request in
@@ -52,9 +56,8 @@ struct AccelerometerServeProfile: ServeProfile {
     }
 
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
-        guard let handle = handles?.valueHandle(for: AccelerometerProfile.sample) else { return }
+        guard let handle = handles?.valueHandle(for: AccelerometerProfile.sample), let events else { return }
         state.setLog(log)
-        let events = await manager.events
         // Wake-ups for the sampler: a subscription changed, a central left, or a full queue has
         // room again. Only the latest matters (the sampler looks at the state when it wakes).
         let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))

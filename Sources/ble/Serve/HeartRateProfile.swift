@@ -34,7 +34,9 @@ struct HeartRateProfile: ServeProfile {
         let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.measurement, properties: [.notify], permissions: [], value: first),
             GATTCharacteristicDefinition(uuid: Self.bodySensorLocation, properties: [.read], permissions: [.read], value: Self.location.encoded),
-            GATTCharacteristicDefinition(uuid: Self.controlPoint, properties: [.write], permissions: [.write], value: nil, maximumLength: 1),
+            // No maximum length below ATT's 512: a longer value must reach the handler to get
+            // 0x80 (HRS §3.3), not Invalid Attribute Value Length from the server.
+            GATTCharacteristicDefinition(uuid: Self.controlPoint, properties: [.write], permissions: [.write], value: nil),
         ]))
         self.handles = handles
         if let cp = handles.valueHandle(for: Self.controlPoint) {
@@ -42,6 +44,8 @@ struct HeartRateProfile: ServeProfile {
             await manager.setWriteHandler(forHandle: cp) { request in
                 // The Control Point takes Write Requests only (HRS §3.3); a command is ignored.
                 guard request.kind != .command else { return .success(()) }
+                // A prepared write's piece at an offset is not the command byte either.
+                guard request.offset == 0 else { return .failure(ATTErrorCode(rawValue: BLEProfiles.HeartRateProfile.controlPointNotSupported)) }
                 switch HeartRateControlPoint.command(from: request.value) {
                 case .success(.resetEnergyExpended):
                     cycle.resetEnergyExpended()
@@ -62,39 +66,63 @@ struct HeartRateProfile: ServeProfile {
 
     /// Every second, the cycle's next measurement to every subscribed central; with nobody
     /// subscribed the measurement is kept for the next one.
+    ///
+    /// The measurement is made on the host right before it is queued (also after a wait for
+    /// room), so one made after a Control Point reset always counts from 0; a reset while it is
+    /// on its way is not undone when the cycle moves on (`SharedHeartRateCycle`).
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = handles?.valueHandle(for: Self.measurement) else { return }
+        let cycle = self.cycle
         while !Task.isCancelled {
             try await manager.host.clock.sleep(for: Self.measurementInterval)
-            let next = cycle.peek()
-            let sent = try await manager.updateValueWaiting(next.encoded(), forHandle: handle)
-            if sent > 0 { cycle.advance() }
+            let sent = try await manager.updateValueWaiting(forHandle: handle) { cycle.make().encoded() }
+            if sent > 0 { cycle.delivered() }
         }
     }
 }
 
 /// The measurement cycle, shared by the sending loop and the Control Point handler.
+///
+/// Making a measurement and moving past it once delivered are two steps with a send between
+/// them, and a reset can come in between. Each reset starts a new generation; the cycle moves
+/// past a delivered measurement counting its 1 kJ only if no reset came since it was made, so
+/// the reset's 0 is what the next measurement says.
 final class SharedHeartRateCycle: Sendable {
-    private let cycle = Mutex(HeartRateVariantCycle())
-
-    /// The measurement that goes out next, without consuming it.
-    func peek() -> HeartRateMeasurement {
-        cycle.withLock { HeartRateVariantCycle.measurement(at: $0.index, energyExpended: $0.energyExpended) }
+    private struct State {
+        var cycle = HeartRateVariantCycle()
+        /// Resets so far.
+        var generation: UInt64 = 0
+        /// The generation the last measurement was made in.
+        var madeIn: UInt64 = 0
     }
 
-    /// The peeked measurement was delivered: move on (Energy Expended grows by 1 kJ).
-    func advance() {
-        cycle.withLock { _ = $0.next() }
+    private let state = Mutex(State())
+
+    /// The measurement that goes out next, without consuming it; remembers the generation.
+    func make() -> HeartRateMeasurement {
+        state.withLock { s in
+            s.madeIn = s.generation
+            return HeartRateVariantCycle.measurement(at: s.cycle.index, energyExpended: s.cycle.energyExpended)
+        }
+    }
+
+    /// The last measurement made was delivered: move on, counting its 1 kJ unless a reset came
+    /// since it was made.
+    func delivered() {
+        state.withLock { s in s.cycle.advance(countingEnergy: s.madeIn == s.generation) }
     }
 
     /// Heart Rate Control Point 0x01 (HRS §3.3).
     func resetEnergyExpended() {
-        cycle.withLock { $0.resetEnergyExpended() }
+        state.withLock { s in
+            s.cycle.resetEnergyExpended()
+            s.generation &+= 1
+        }
     }
 
     /// Measurements delivered so far.
-    var index: UInt64 { cycle.withLock { $0.index } }
+    var index: UInt64 { state.withLock { $0.cycle.index } }
 
     /// The Energy Expended count the next measurement carries (when it has the field).
-    var energyExpended: UInt16 { cycle.withLock { $0.energyExpended } }
+    var energyExpended: UInt16 { state.withLock { $0.cycle.energyExpended } }
 }

@@ -14,6 +14,9 @@ struct AccelerometerCentralOptions: Sendable {
     var scanDuration = AccelerometerProfile.scanDuration
     var connectTimeout: Duration = .seconds(10)
     var mtu = 517
+    /// Once subscribed, how long the peripheral may send nothing before the flow ends with
+    /// `CentralFlowError.silent` (samples come every 0.2 s).
+    var silenceLimit: Duration = .seconds(10)
 }
 
 /// What the charting central reports, in order.
@@ -76,6 +79,8 @@ struct AccelerometerCentral: Sendable {
     @discardableResult
     func run() async throws -> Int {
         let address = try await chooseAddress()
+        // A choice that came in after Ctrl-C (a prompt answered late) must not start a link.
+        try Task.checkCancellation()
         emit(.connecting(address))
         let peripheral = try await central.connect(address, timeout: options.connectTimeout)
         do {
@@ -103,6 +108,7 @@ struct AccelerometerCentral: Sendable {
         let chosen: ScannedDevice
         if let pick {
             chosen = try await pick(candidates)
+            try Task.checkCancellation()
         } else {
             guard let first = AccelerometerDeviceChoice.automatic(candidates) else { throw AccelerometerCentralError.noAccelerometer(candidates) }
             chosen = first
@@ -126,22 +132,29 @@ struct AccelerometerCentral: Sendable {
         let values = await peripheral.notifications(for: sample)
         try await peripheral.setNotifyValue(true, for: sample)
         emit(.subscribed)
+        // A peripheral that stays connected but stops sampling (its source ended) would keep
+        // `--count` waiting for ever: after `silenceLimit` without a notification the flow ends
+        // with `CentralFlowError.silent`.
         let clock = central.host.clock
-        var received = 0
-        for await value in values {
-            do {
-                emit(.sample(try AccelerometerSample(decoding: value), at: clock.now()))
-                received += 1
-            } catch {
-                emit(.malformed(value, error))
+        let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "sample")
+        return try await withWatchdog(watchdog) { [self] in
+            var received = 0
+            for await value in values {
+                watchdog.touch()
+                do throws(AccelerometerError) {
+                    emit(.sample(try AccelerometerSample(decoding: value), at: clock.now()))
+                    received += 1
+                } catch {
+                    emit(.malformed(value, error))
+                }
+                if let count = options.count, received >= count {
+                    try? await peripheral.setNotifyValue(false, for: sample)
+                    return received
+                }
             }
-            if let count = options.count, received >= count {
-                try? await peripheral.setNotifyValue(false, for: sample)
-                return received
-            }
+            try Task.checkCancellation()
+            throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
         }
-        try Task.checkCancellation()
-        throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
     }
 }
 

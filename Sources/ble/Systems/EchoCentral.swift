@@ -112,15 +112,19 @@ enum EchoCentral {
             count += 1
             let began = start ?? clock.now()
             start = began
+            // push(_:into:) keeps the frames completed before a bad header in the same
+            // notification: a reply that came whole is the reply, whatever garbage follows it.
             var frames: [Frame] = []
+            var failure: FrameError?
             do {
                 try decoder.push(value, into: &frames)
             } catch {
-                throw CentralFlowError.malformedReply(error)
+                failure = error
             }
             if let frame = frames.first(where: { $0.code == .text || $0.code == .image }) {
                 return (frame, count, clock.now() - began)
             }
+            if let failure { throw CentralFlowError.malformedReply(failure) }
             if let total = decoder.announcedBodySize {
                 report(.receiving(received: decoder.bufferedByteCount, total: total, elapsed: clock.now() - began))
             }

@@ -26,18 +26,33 @@ final class EchoConnection {
         decoder = FrameDecoder(maximumBodySize: maximumBodySize)
     }
 
-    /// Takes one write's bytes. Frames it completes are queued for answers; a malformed header
-    /// queues an error answer and resets the decoder, dropping the rest of this write, so the
-    /// central's next write starts a new header (as the Python reference server does).
+    /// Takes one write's bytes. Frames it completes are queued for answers, in order with an
+    /// error answer for each bad header:
+    /// - a frame refused for what its header announces (a body over the limit, an `N` with a
+    ///   body) is answered once, and then exactly its body is skipped, however many writes it
+    ///   spans, so none of its bytes is read as a header (an image body may hold anything,
+    ///   `U` frames included) and the frame after it is served;
+    /// - a header out of sync (unknown code, a SIZE that is not digits) resets the decoder,
+    ///   dropping the rest of this write, so the central's next write starts a new header (as
+    ///   the Python reference server does).
     func receive(_ bytes: [UInt8]) {
-        var frames: [Frame] = []
+        var outputs: [FrameDecoder.Output] = []
         do {
-            try decoder.push(bytes, into: &frames)
-            for frame in frames { work.yield(.frame(frame, mtu: mtu)) }
+            try decoder.push(bytes, skippingRefused: &outputs)
+            queue(outputs)
         } catch {
-            for frame in frames { work.yield(.frame(frame, mtu: mtu)) }
+            queue(outputs)
             work.yield(.malformed(error, mtu: mtu))
             decoder.reset()
+        }
+    }
+
+    private func queue(_ outputs: [FrameDecoder.Output]) {
+        for output in outputs {
+            switch output {
+            case let .frame(frame): work.yield(.frame(frame, mtu: mtu))
+            case let .refused(error): work.yield(.malformed(error, mtu: mtu))
+            }
         }
     }
 

@@ -12,14 +12,37 @@ import BLEWire
 /// that central only.
 struct EchoServeProfile: ServeProfile {
     static let name = "echo"
-    static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https, file) and sent back as I frames"
+    static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https; file only with --files DIR) and sent back as I frames"
 
     /// The largest frame body taken from a central, and the largest resource sent back.
-    static let maximumBodySize = 4 * 1024 * 1024
+    static let defaultMaximumBodySize = 4 * 1024 * 1024
 
+    /// This server's limit (`defaultMaximumBodySize`; tests lower it to refuse small frames).
+    var maximumBodySize = EchoServeProfile.defaultMaximumBodySize
+
+    /// The directory file:// URLs may read from (`--files DIR`); nil refuses them all, since
+    /// any central in range may ask.
+    var files: ServedDirectory?
     var streamHandle: UInt16?
     /// Subscribed at install time, before advertising, so no write can come before we listen.
     var events: AsyncStream<PeripheralManagerEvent>?
+
+    init() {}
+
+    /// A server that serves the regular files under `files` (the demo's image directory).
+    init(files: ServedDirectory?) {
+        self.files = files
+    }
+
+    mutating func configure(_ arguments: ParsedArguments) throws {
+        if let directory = arguments.option("files") {
+            do {
+                files = try ServedDirectory(directory)
+            } catch {
+                throw UsageError("--files: \(error)")
+            }
+        }
+    }
 
     mutating func install(on manager: PeripheralManager) async throws {
         // A dynamic value (nil): every write comes to us as a `.write` event, in order.
@@ -39,13 +62,14 @@ struct EchoServeProfile: ServeProfile {
 
     func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = streamHandle, let events else { return }
-        let fetcher = ResourceFetcher(maximumSize: Self.maximumBodySize)
+        let fetcher = ResourceFetcher(maximumSize: maximumBodySize, files: files)
+        let limit = maximumBodySize
         await withDiscardingTaskGroup { group in
             var connections: [UInt64: EchoConnection] = [:]
             func connection(_ central: ConnectedCentral) -> EchoConnection {
                 if let existing = connections[central.id] { return existing }
                 let (work, continuation) = AsyncStream<EchoWork>.makeStream()
-                let made = EchoConnection(central: central, work: continuation, maximumBodySize: Self.maximumBodySize)
+                let made = EchoConnection(central: central, work: continuation, maximumBodySize: limit)
                 connections[central.id] = made
                 group.addTask {
                     await EchoConnection.answer(work, for: central, handle: handle, manager: manager, fetcher: fetcher, log: log)

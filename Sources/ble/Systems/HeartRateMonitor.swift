@@ -14,7 +14,8 @@ import BLEWire
 /// `HeartRateMonitorError.tooWeak` (the user picked that device, and it is refused). Once
 /// connected it discovers 180D, reads Body Sensor Location (2A38, HRS §3.2) and subscribes to
 /// Heart Rate Measurement (2A37, HRS §3.1), reporting each decoded value. When the link goes
-/// down it goes back to scanning.
+/// down it goes back to scanning; when the monitor stays connected but silent for
+/// `silenceLimit` it stops with `CentralFlowError.silent`.
 struct HeartRateMonitor: Sendable {
     let central: Central
     let options: HeartRateMonitorOptions
@@ -56,7 +57,7 @@ struct HeartRateMonitor: Sendable {
         emit(.scanning)
         let clock = central.host.clock
         let watch = central.watch(filter: ScanFilter(serviceUUIDs: [BLEProfiles.HeartRateProfile.service]), maximumAge: options.maximumAge)
-        var list = MonitorList()
+        var list = MonitorList(window: options.selectionDelay)
         for try await item in ticking(watch, every: options.refreshInterval, on: clock) {
             switch item {
             case let .element(change):
@@ -113,64 +114,96 @@ struct HeartRateMonitor: Sendable {
         guard let measurement = characteristics.first(where: { $0.uuid == measurementUUID }) else {
             throw HeartRateMonitorError.notAHeartRateMonitor(peripheral.address, missing: measurementUUID)
         }
-        // Body Sensor Location is optional (HRS §3.2): shown when there is one.
+        // Body Sensor Location is optional (HRS §3.2): shown when there is one. A monitor that
+        // refuses the read (an ATT error, e.g. Insufficient Authentication) still measures, so
+        // the location shows as unreadable and the flow goes on; a lost link still ends it.
         if let location = characteristics.first(where: { $0.uuid == BLEProfiles.HeartRateProfile.bodySensorLocation }) {
-            let value = try await peripheral.readValue(for: location)
-            emit(.bodySensorLocation(value.first.map(BodySensorLocation.describe) ?? "(empty)"))
+            do {
+                let value = try await peripheral.readValue(for: location)
+                emit(.bodySensorLocation(value.first.map(BodySensorLocation.describe) ?? "(empty)"))
+            } catch let BLEError.gatt(.att(code, _, _)) {
+                emit(.bodySensorLocation("unreadable (\(code))"))
+            }
         }
         let values = await peripheral.notifications(for: measurement)
         try await peripheral.setNotifyValue(true, for: measurement)
         emit(.subscribed)
-        var total = received
+        // A monitor that stays connected but stops measuring would keep `--count` waiting for
+        // ever: after `silenceLimit` without a notification the flow ends with
+        // `CentralFlowError.silent`.
         let clock = central.host.clock
-        for await value in values {
-            do {
-                emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
-                total += 1
-            } catch {
-                emit(.malformed(value, error))
+        let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "heart-rate measurement")
+        return try await withWatchdog(watchdog) { [self] in
+            var total = received
+            for await value in values {
+                watchdog.touch()
+                do throws(HeartRateError) {
+                    emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
+                    total += 1
+                } catch {
+                    emit(.malformed(value, error))
+                }
+                if let count = options.count, total >= count {
+                    try? await peripheral.setNotifyValue(false, for: measurement)
+                    return total
+                }
             }
-            if let count = options.count, total >= count {
-                try? await peripheral.setNotifyValue(false, for: measurement)
-                return total
-            }
+            try Task.checkCancellation()
+            emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
+            return total
         }
-        try Task.checkCancellation()
-        emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
-        return total
     }
 }
 
 /// The monitors heard, and the rule that picks one (pure, so it is tested on its own).
 ///
-/// A monitor is judged by the strongest RSSI heard from it in this scan, and only once it has
-/// been heard for `selectionDelay`: one reading is noise (real RSSI swings by 10 dB from one
-/// advertisement to the next, rootcanal draws it at random), the best of a second's worth is
-/// what the link can do. Without a target the strongest such monitor is chosen.
+/// A monitor is judged by the strongest RSSI heard from it over the last `window` (one second),
+/// and only once it has been on the list that long: one reading is noise (real RSSI swings by
+/// 10 dB from one advertisement to the next, rootcanal draws it at random), the best of a
+/// second's worth is what the link can do now. The window slides, so a monitor carried away
+/// is judged by where it is now, not by how close it once was, and one brought closer passes
+/// as soon as it is heard strongly enough. The latest reading always counts, however old (a
+/// monitor that advertises less than once a second). Without a target the strongest such
+/// monitor is chosen.
 struct MonitorList: Sendable {
     enum Decision: Equatable, Sendable {
         case wait
         /// Too weak to connect to; tell the user (once per monitor while it is in the list).
-        /// The device carries its strongest RSSI.
+        /// The device carries the RSSI it was judged by.
         case refuse(ScannedDevice)
         /// The named monitor is too weak: stop.
         case fail(ScannedDevice)
         case connect(ScannedDevice)
     }
 
+    private struct Reading: Sendable {
+        let at: Duration
+        let rssi: Int
+    }
+
+    /// How far back readings count (`HeartRateMonitorOptions.selectionDelay`).
+    let window: Duration
     private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
-    /// The strongest RSSI heard from each listed device.
-    private var peak: [DeviceAddress: Int] = [:]
+    /// Each listed device's readings within `window` of its latest, oldest first (the latest
+    /// always kept).
+    private var readings: [DeviceAddress: [Reading]] = [:]
     private var refused: Set<DeviceAddress> = []
+
+    init(window: Duration = .seconds(1)) {
+        self.window = window
+    }
 
     mutating func apply(_ change: DeviceListChange) {
         switch change {
         case let .appeared(d), let .updated(d):
             devices[d.address] = d
-            peak[d.address] = max(peak[d.address] ?? -127, Int(d.rssi ?? -127))
+            var kept = readings[d.address] ?? []
+            kept.append(Reading(at: d.lastSeen, rssi: Int(d.rssi ?? -127)))
+            kept.removeAll { d.lastSeen - $0.at > window }
+            readings[d.address] = kept
         case let .disappeared(d):
             devices[d.address] = nil
-            peak[d.address] = nil
+            readings[d.address] = nil
             refused.remove(d.address)
         }
     }
@@ -180,16 +213,19 @@ struct MonitorList: Sendable {
         devices.values.sorted { (Int($0.rssi ?? -127), $1.address.description) > (Int($1.rssi ?? -127), $0.address.description) }
     }
 
-    /// `device` with its strongest RSSI.
-    private func judged(_ device: ScannedDevice) -> (device: ScannedDevice, rssi: Int) {
+    /// `device` with the RSSI it is judged by at `now`: the strongest within the window, or
+    /// the latest reading when the window holds none.
+    private func judged(_ device: ScannedDevice, now: Duration) -> (device: ScannedDevice, rssi: Int) {
+        let heard = readings[device.address] ?? []
+        let recent = heard.filter { now - $0.at <= window }.map(\.rssi)
+        let best = recent.max() ?? heard.last?.rssi ?? Int(device.rssi ?? -127)
         var d = device
-        let best = peak[device.address] ?? Int(device.rssi ?? -127)
         d.rssi = Int8(clamping: best)
         return (d, best)
     }
 
     mutating func decide(_ options: HeartRateMonitorOptions, now: Duration) -> Decision {
-        let heardLongEnough = devices.values.filter { now - $0.firstSeen >= options.selectionDelay }.map(judged)
+        let heardLongEnough = devices.values.filter { now - $0.firstSeen >= window }.map { judged($0, now: now) }
         if let target = options.target {
             let type = options.targetType?.peerType
             guard let (device, rssi) = heardLongEnough.first(where: { d, _ in d.address.address == target && (type == nil || type == d.address.type.peerType) }) else { return .wait }

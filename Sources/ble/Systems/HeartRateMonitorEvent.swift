@@ -14,12 +14,16 @@ struct HeartRateMonitorOptions: Sendable {
     var count: Int?
     /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
     var maximumAge: Duration = .seconds(10)
-    /// How long a monitor is listened to before it is judged by its strongest RSSI (and, without
-    /// a target, before the strongest is picked, so that one heard a moment later is not passed over).
+    /// The window a monitor's RSSI is judged over: the strongest reading of the last this-long
+    /// counts (`MonitorList`), and a monitor is judged only once it has been listed this long
+    /// (without a target, so that one heard a moment later is not passed over).
     var selectionDelay: Duration = .seconds(1)
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
     var refreshInterval: Duration = .milliseconds(500)
     var connectTimeout: Duration = .seconds(10)
+    /// Once subscribed, how long the monitor may send nothing before the flow ends with
+    /// `CentralFlowError.silent` (a monitor measures about once a second).
+    var silenceLimit: Duration = .seconds(10)
     /// The ATT MTU to ask for after connecting (23 skips the exchange).
     var mtu = 517
 }

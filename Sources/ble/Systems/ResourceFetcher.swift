@@ -7,11 +7,18 @@ import FoundationNetworking
 /// `T` frame instead of an image (SEEDS.md S1: "a `T` frame with an error message when the fetch
 /// fails").
 enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The text is not a URL at all.
+    /// The text is not a URL at all (or a file:// URL naming another host).
     case invalidURL(String)
     /// A scheme other than http, https or file.
     case unsupportedScheme(String)
-    /// A file:// URL whose file cannot be read (missing, a directory, no permission).
+    /// A file:// URL, and the server was started without `--files DIR`.
+    case filesNotServed
+    /// A file:// URL whose path is not under the `--files` directory (as written, or once its
+    /// symlinks are resolved).
+    case outsideServedDirectory(path: String, directory: String)
+    /// A file:// URL naming something other than a regular file (a directory, a FIFO, a device).
+    case notRegularFile(path: String)
+    /// A file:// URL whose file cannot be read (missing, no permission).
     case file(path: String, reason: String)
     /// The server answered with a status outside 200...299.
     case httpStatus(Int, url: String)
@@ -24,6 +31,9 @@ enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .invalidURL(text): return "cannot fetch \"\(text)\": not a URL"
         case let .unsupportedScheme(scheme): return "cannot fetch a \(scheme): URL (only http, https and file)"
+        case .filesNotServed: return "file:// URLs are not served; start the server with --files DIR"
+        case let .outsideServedDirectory(path, directory): return "cannot serve \(path): it is outside \(directory)"
+        case let .notRegularFile(path): return "cannot serve \(path): not a regular file"
         case let .file(path, reason): return "cannot read \(path): \(reason)"
         case let .httpStatus(status, url): return "cannot fetch \(url): HTTP status \(status)"
         case let .network(url, reason): return "cannot fetch \(url): \(reason)"
@@ -33,67 +43,43 @@ enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Fetches what a `U` frame names, for the echo server (SEEDS.md S1: the peripheral "fetches that
-/// URL itself"): http and https through Foundation's URLSession, file:// by reading the file.
+/// URL itself"): http and https through Foundation's URLSession (`HTTPDownload`), file:// from
+/// the `--files` directory only (`ServedDirectory`), never more than `maximumSize` bytes of either.
 ///
-/// A file is read synchronously on the calling task, so a world in virtual time sees no pause.
-/// An http fetch waits on real sockets: in virtual time the world's clock may run on meanwhile,
-/// so the virtual-radio tests use file:// URLs only.
+/// Neither runs on Swift's cooperative pool while it waits: files are read on a Dispatch thread,
+/// downloads wait on URLSession's. In virtual time the world's clock runs on meanwhile (a file
+/// read takes a fraction of a connection interval; an http fetch waits on real sockets, so the
+/// virtual-radio tests use file:// URLs).
 struct ResourceFetcher: Sendable {
     /// The most bytes a resource may have (an `I` frame's body can say at most 9,999,999).
     var maximumSize: Int
+    /// Where file:// URLs may point; nil refuses them all.
+    var files: ServedDirectory?
     /// How long an http request may take, in real seconds.
     var timeout: TimeInterval = 10
+
+    init(maximumSize: Int, files: ServedDirectory? = nil) {
+        self.maximumSize = maximumSize
+        self.files = files
+    }
 
     func fetch(_ text: String) async throws(FetchError) -> [UInt8] {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else { throw .invalidURL(text) }
         switch scheme {
-        case "file": return try readFile(url.path)
-        case "http", "https": return try await download(url)
-        default: throw .unsupportedScheme(scheme)
+        case "file":
+            guard let files else { throw .filesNotServed }
+            // file://HOST/path names a file on another machine (RFC 8089 §2); only ours is served.
+            guard (url.host ?? "").isEmpty || url.host?.lowercased() == "localhost" else { throw .invalidURL(text) }
+            return try await files.read(url.path, limit: maximumSize)
+        case "http", "https":
+            return try await HTTPDownload(url: url, limit: maximumSize, timeout: timeout).run()
+        default:
+            throw .unsupportedScheme(scheme)
         }
-    }
-
-    /// Reads at most `maximumSize + 1` bytes, so an oversized file is refused without reading it all.
-    private func readFile(_ path: String) throws(FetchError) -> [UInt8] {
-        let handle: FileHandle
-        do {
-            handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        } catch {
-            throw .file(path: path, reason: Self.reason(error))
-        }
-        defer { try? handle.close() }
-        let data: Data
-        do {
-            data = try handle.read(upToCount: maximumSize + 1) ?? Data()
-        } catch {
-            throw .file(path: path, reason: Self.reason(error))
-        }
-        guard data.count <= maximumSize else { throw .tooLarge(size: data.count, limit: maximumSize) }
-        return [UInt8](data)
-    }
-
-    private func download(_ url: URL) async throws(FetchError) -> [UInt8] {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(from: url)
-        } catch {
-            throw .network(url: url.absoluteString, reason: Self.reason(error))
-        }
-        if let http = response as? HTTPURLResponse, !(200...299).contains(http.statusCode) {
-            throw .httpStatus(http.statusCode, url: url.absoluteString)
-        }
-        guard data.count <= maximumSize else { throw .tooLarge(size: data.count, limit: maximumSize) }
-        return [UInt8](data)
     }
 
     /// A short human reason: Foundation's description of a POSIX or URL error.
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         let ns = error as NSError
         if ns.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(ns.code)) {
             return String(cString: strerror(code.rawValue))
