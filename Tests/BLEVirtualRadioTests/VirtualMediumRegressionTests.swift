@@ -147,7 +147,7 @@ final class VirtualRadioShutdownTests: XCTestCase {
             return true
         }
         let timer = Task { () -> Bool in
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: .seconds(20))
             return false
         }
         let result = await withTaskGroup(of: Bool.self) { g -> Bool in
