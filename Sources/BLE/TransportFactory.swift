@@ -28,7 +28,7 @@ public enum TransportFactory {
 
 extension TransportFactory {
     static func open(_ spec: TransportSpec) async throws -> any HCITransport {
-        if case .virtual = spec { return await VirtualWorld.shared.radio.addDevice().transport }
+        if case .virtual = spec { return try await VirtualWorld.sharedController() }
         return try await openTransport(spec)
     }
 

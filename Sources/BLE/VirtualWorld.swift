@@ -63,4 +63,36 @@ extension VirtualWorld {
     /// The process's shared world in real time: what the transport spec `virtual` (`--hci
     /// virtual`, `BLE_HCI=virtual`) attaches to. Each open adds a controller to it.
     public static let shared = VirtualWorld()
+
+    /// Sets what runs once in `shared` before its first controller is handed out (the `ble` tool
+    /// puts its demo peripherals there). Has no effect once the shared world has been opened.
+    public static func setSharedSetup(_ setup: @escaping @Sendable (VirtualWorld) async throws -> Void) async {
+        await SharedWorldGate.instance.set(setup)
+    }
+
+    /// A new controller on `shared`, after its setup has run.
+    static func sharedController() async throws -> any HCITransport {
+        try await SharedWorldGate.instance.ready(shared)
+        return await shared.radio.addDevice().transport
+    }
+}
+
+/// Runs the shared world's setup exactly once, however many opens race for it.
+private actor SharedWorldGate {
+    static let instance = SharedWorldGate()
+    private var setup: (@Sendable (VirtualWorld) async throws -> Void)?
+    private var running: Task<Void, any Error>?
+
+    func set(_ body: @escaping @Sendable (VirtualWorld) async throws -> Void) {
+        guard running == nil else { return }
+        setup = body
+    }
+
+    func ready(_ world: VirtualWorld) async throws {
+        if running == nil {
+            let body = setup
+            running = Task { try await body?(world) }
+        }
+        try await running?.value
+    }
 }

@@ -74,7 +74,7 @@ let status: Int32 = await {
         do {
             let parsed = try ParsedArguments(rest, spec: command.options + commonOptions, positionalNames: command.positionalNames, minPositionals: command.minPositionals)
             let instance = try command.init(parsed)
-            await populateSharedVirtualWorldIfNeeded(arguments: rest)
+            await installDemoPeripheralsInSharedWorld()
             try await instance.run()
             return 0
         } catch let e as UsageError {

@@ -22,12 +22,14 @@ enum ReadmeExamples {
 
     static func peripheral() async throws {
         let manager = try await PeripheralManager.open(spec: "tcp:127.0.0.1:6402", name: "Thermo",
-                                                       address: .staticRandom(BDAddress(string: "C1:00:00:00:00:01")!))
+                                                       address: .staticRandom(BDAddress(rawValue: 0xC1_00_00_00_00_01)))
         let handles = try await manager.add(GATTServiceDefinition(uuid: "181A", characteristics: [
             GATTCharacteristicDefinition(uuid: "2A6E", properties: [.read, .notify], permissions: [.read], value: [0x00, 0x08]),
         ]))
         try await manager.startAdvertising(AdvertisingData.Builder()
             .flags([.leGeneralDiscoverable, .brEdrNotSupported]).serviceUUIDs(["181A"]).localName("Thermo").build())
-        try await manager.updateValueWaiting([0x10, 0x08], forHandle: handles.valueHandle(for: "2A6E")!)
+        if let temperature = handles.valueHandle(for: "2A6E") {
+            try await manager.updateValueWaiting([0x10, 0x08], forHandle: temperature)
+        }
     }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import BLE
 import BLEProfiles
 import BLEVirtualRadio
@@ -92,17 +91,14 @@ extension HeartRateProfile: DemoStartable {}
 extension BatteryProfile: DemoStartable {}
 extension TestProfile: DemoStartable {}
 
-/// `--hci virtual` (or BLE_HCI=virtual): the command runs against the shared in-process radio,
-/// populated with the demo peripherals first.
-func populateSharedVirtualWorldIfNeeded(arguments: [String]) async {
-    var spec: String? = nil
-    if let i = arguments.firstIndex(of: "--hci"), i + 1 < arguments.count { spec = arguments[i + 1] }
-    if let inline = arguments.first(where: { $0.hasPrefix("--hci=") }) { spec = String(inline.dropFirst(6)) }
-    let effective = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"]
-    guard effective == "virtual" else { return }
-    do {
-        _ = try await DemoPeripherals.start(in: VirtualWorld.shared)
-    } catch {
-        writeError("virtual radio: the demo peripherals did not start: \(error)")
+/// `--hci virtual` (or BLE_HCI=virtual): the shared in-process radio gets the demo
+/// peripherals before the command's own controller joins it.
+func installDemoPeripheralsInSharedWorld() async {
+    await VirtualWorld.setSharedSetup { world in
+        do {
+            _ = try await DemoPeripherals.start(in: world)
+        } catch {
+            throw BLEError.transport("virtual radio: the demo peripherals did not start: \(error)")
+        }
     }
 }
