@@ -115,7 +115,6 @@ struct DemoCommand: BLECommand {
     }
 
     static func format(_ d: Duration) -> String {
-        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return String(format: "%.2f s", seconds)
+        String(format: "%.2f s", d.seconds)
     }
 }
