@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "BLE", targets: ["BLE"]),
+        // The in-process virtual radio as a world of hosts, and `Controllers.open` for every spec.
+        .library(name: "BLEVirtual", targets: ["BLEVirtual"]),
         .executable(name: "ble", targets: ["ble"]),
         .executable(name: "ble-fuzz", targets: ["BLEFuzz"]),
         .executable(name: "ble-bench", targets: ["BLEBench"]),
@@ -18,33 +20,39 @@ let package = Package(
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "BLECrypto", dependencies: ["CLibcrypto"]),
         .target(name: "BLEHCI", dependencies: ["BLEWire"]),
-        .target(name: "BLETransport", dependencies: ["BLEHCI"]),
+        // The seams the protocol code is driven through, with no I/O: the transport protocol, the
+        // in-memory transport, the one clock protocol (system and manual clocks).
+        .target(name: "BLERuntime", dependencies: ["BLEHCI"]),
+        .target(name: "BLETransport", dependencies: ["BLEHCI", "BLERuntime"]),
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
         // The in-process virtual LE controller and medium, virtual time, fault injection (issue 4).
-        .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLETransport", "BLECrypto"]),
-        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLETransport", "BLEVirtualRadio"]),
+        .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLERuntime", "BLECrypto"]),
+        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport"]),
+        // Above both the API and the simulator: virtual worlds of hosts, and opening any
+        // controller by its spec string (`virtual` included).
+        .target(name: "BLEVirtual", dependencies: ["BLE", "BLERuntime", "BLETransport", "BLEVirtualRadio"]),
         // Sans-IO codecs and constants of the four systems in SEEDS.md (framed stream, sample,
         // heart rate, accelerometer): bytes in, values out, nothing else.
         .target(name: "BLEProfiles", dependencies: ["BLEWire"]),
-        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtualRadio", "BLETransport", "BLEProfiles"]),
+        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtual", "BLEVirtualRadio", "BLERuntime", "BLETransport", "BLEProfiles"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
         // Benchmarks (README "Performance"): throughput against theory, raw host cost.
-        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEVirtualRadio", "BLEWire"]),
+        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLERuntime"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
         .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
-        .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLE", "BLEHCI", "BLEHost", "BLETransport", "BLEWire"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire"]),
+        .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
-        .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtualRadio", "BLEWire"]),
+        .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles"], exclude: ["peers"]),
         // The ble tool's seed-system flows and renderers, in-process on the virtual radio.
-        .testTarget(name: "BLEToolTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtualRadio", "BLEWire"]),
+        .testTarget(name: "BLEToolTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -24,12 +25,12 @@ public final class Central: Sendable {
 
     /// Opens the transport named by `spec` (or `BLE_HCI`), initialises the controller, and
     /// optionally records every HCI packet to a btsnoop file.
-    public static func open(spec: String? = nil, capture: String? = nil, clock: any HostClock = SystemHostClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+    public static func open(spec: String? = nil, capture: String? = nil, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
         let transport = try await TransportFactory.open(spec: spec, capture: capture)
         return try await open(transport: transport, clock: clock, configuration: configuration)
     }
 
-    public static func open(transport: any HCITransport, clock: any HostClock = SystemHostClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+    public static func open(transport: any HCITransport, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {
             let info = try await host.start()

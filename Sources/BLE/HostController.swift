@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -51,7 +52,7 @@ public struct HostConfiguration: Sendable {
 /// sends what they return. Transports only move bytes.
 public actor HostController {
     public nonisolated let transport: any HCITransport
-    public nonisolated let clock: any HostClock
+    public nonisolated let clock: any BLEClock
     public let configuration: HostConfiguration
 
     var commandFlow = CommandFlowController()
@@ -92,7 +93,7 @@ public actor HostController {
     private var timerTask: Task<Void, Never>?
     private var scheduledDeadline: Duration?
 
-    public init(transport: any HCITransport, clock: any HostClock = SystemHostClock(), configuration: HostConfiguration = HostConfiguration()) {
+    public init(transport: any HCITransport, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) {
         self.transport = transport
         self.clock = clock
         self.configuration = configuration

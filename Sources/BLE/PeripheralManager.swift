@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -18,7 +19,7 @@ public final class PeripheralManager: Sendable {
 
     /// Opens a controller for the peripheral role. `name` and `appearance` fill the GAP service.
     public static func open(spec: String? = nil, capture: String? = nil, name: String = "SwiftBLE", appearance: UInt16 = 0,
-                            address: OwnAddress = .public, clock: any HostClock = SystemHostClock(),
+                            address: OwnAddress = .public, clock: any BLEClock = SystemClock(),
                             configuration: HostConfiguration = HostConfiguration()) async throws -> PeripheralManager {
         let transport = try await TransportFactory.open(spec: spec, capture: capture)
         return try await open(transport: transport, name: name, appearance: appearance, address: address, clock: clock, configuration: configuration)
@@ -26,7 +27,7 @@ public final class PeripheralManager: Sendable {
 
     /// Opens the peripheral role on a transport (a virtual radio's controller, a test double).
     public static func open(transport: any HCITransport, name: String = "SwiftBLE", appearance: UInt16 = 0,
-                            address: OwnAddress = .public, clock: any HostClock = SystemHostClock(),
+                            address: OwnAddress = .public, clock: any BLEClock = SystemClock(),
                             configuration: HostConfiguration = HostConfiguration()) async throws -> PeripheralManager {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {

@@ -1,40 +1,46 @@
 import BLEHCI
+import BLERuntime
 import BLETransport
 
-/// Opens the transport a spec string names, optionally recording a btsnoop capture.
+/// Opens the real transports a spec string names (`tcp:`, `serial:`, `hciN`), optionally
+/// recording a btsnoop capture. The in-process virtual radio is not part of this library: the
+/// spec `virtual` is opened by `Controllers.open` in the `BLEVirtual` module, the one place that
+/// knows every kind of controller (ARCHITECTURE.md: the BLE library does not link the simulator).
 public enum TransportFactory {
     /// `spec` falls back to `BLE_HCI` from the environment; with neither, the first Linux
-    /// adapter that opens is used. `virtual` is a new controller on this process's shared
-    /// virtual radio (`VirtualWorld.shared`).
+    /// adapter that opens is used. `virtual` fails with `TransportError.Kind.notAvailable`.
     public static func open(spec: String?, capture: String? = nil) async throws -> any HCITransport {
-        let base: any HCITransport
+        let parsed: TransportSpec?
         if let spec {
-            base = try await open(try TransportSpec.parse(spec))
-        } else if let env = try TransportSpec.fromEnvironment() {
-            base = try await open(env)
+            parsed = try TransportSpec.parse(spec)
+        } else {
+            parsed = try TransportSpec.fromEnvironment()
+        }
+        let base: any HCITransport
+        if let parsed {
+            base = try await openTransport(parsed)
         } else {
             base = try await openFirstAdapter()
         }
-        guard let capture else { return base }
+        return try await capturing(base, to: capture)
+    }
+
+    /// Wraps `base` so every HCI packet is also written to a btsnoop file at `path` (no-op when
+    /// `path` is nil). Closes `base` when the file cannot be created.
+    public static func capturing(_ base: any HCITransport, to path: String?) async throws -> any HCITransport {
+        guard let path else { return base }
         do {
-            let writer = try BTSnoopWriter(path: capture)
+            let writer = try BTSnoopWriter(path: path)
             return CapturingTransport(wrapping: base, sink: writer)
         } catch {
             await base.close()
             throw error
         }
     }
-}
-
-extension TransportFactory {
-    static func open(_ spec: TransportSpec) async throws -> any HCITransport {
-        if case .virtual = spec { return try await VirtualWorld.sharedController() }
-        return try await openTransport(spec)
-    }
 
     /// The first Linux adapter (in /sys/class/bluetooth order) whose HCI user channel opens;
     /// failing that, an error that lists every choice.
-    static func openFirstAdapter() async throws -> any HCITransport {
+    public static func openFirstAdapter() async throws -> any HCITransport {
         var failures: [String] = []
         #if canImport(Glibc)
         for index in HCIUserChannelTransport.adapterIndices() {

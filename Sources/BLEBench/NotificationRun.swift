@@ -1,4 +1,5 @@
 import BLE
+import BLEVirtual
 import BLEHCI
 import BLEHost
 import BLEVirtualRadio

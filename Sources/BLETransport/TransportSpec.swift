@@ -1,3 +1,4 @@
+import BLERuntime
 import Foundation
 
 /// Which controller to talk to, written as one string (the `BLE_HCI` environment variable, the

@@ -1,5 +1,5 @@
 import BLEHCI
-import BLETransport
+import BLERuntime
 import BLEWire
 
 /// Attaching an outside host (a `ble --hci tcp:...` process, a Bumble host) to the radio over any

@@ -1,37 +1,6 @@
 import BLEHCI
-import BLETransport
+import BLERuntime
 import BLEWire
-
-/// The time source of a `VirtualRadio`: the radio asks it for "now" and sleeps on it until the
-/// medium's next deadline. Injected so that a virtual clock can replace real time (issue 4,
-/// "Time") without touching the medium, which only ever sees `Duration`s. Its shape matches the
-/// host's `HostClock` (module BLE), so one manual clock can drive hosts and radio together.
-public protocol VirtualRadioClock: Sendable {
-    /// Time since an arbitrary fixed origin.
-    func now() -> Duration
-    /// Returns at `deadline` (or throws `CancellationError` when the task is cancelled).
-    func sleep(until deadline: Duration) async throws
-    /// The executor the radio's own tasks must prefer: nil for real time, the world's executor
-    /// for `VirtualTime`.
-    var taskExecutor: (any TaskExecutor)? { get }
-}
-
-extension VirtualRadioClock {
-    public var taskExecutor: (any TaskExecutor)? { nil }
-}
-
-/// Real time, from the continuous clock.
-public struct SystemRadioClock: VirtualRadioClock {
-    private let origin = ContinuousClock.now
-
-    public init() {}
-
-    public func now() -> Duration { ContinuousClock.now - origin }
-
-    public func sleep(until deadline: Duration) async throws {
-        try await Task.sleep(until: origin + deadline, clock: .continuous)
-    }
-}
 
 /// A controller on a `VirtualRadio`: its identifier for the fault-injection API, its public
 /// address, and the host end of its HCI transport.
@@ -51,7 +20,7 @@ public struct VirtualDevice: Sendable {
 /// them in exactly the order the medium produced them, whatever the actor's reentrancy.
 public actor VirtualRadio {
     private var medium = VirtualMedium()
-    private let clock: any VirtualRadioClock
+    private let clock: any BLEClock
     private var outlets: [VirtualMedium.ControllerID: AsyncStream<H4Frame>.Continuation] = [:]
     private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
     /// Each device's two relay tasks (frames to the host, frames from it).
@@ -74,7 +43,7 @@ public actor VirtualRadio {
     /// - Parameters:
     ///   - clock: real time by default; a `VirtualTime` for virtual time.
     ///   - airTimeModel: whether ACL data waits for connection events (see `VirtualMedium`).
-    public init(clock: any VirtualRadioClock = SystemRadioClock(), airTimeModel: Bool = true) {
+    public init(clock: any BLEClock = SystemClock(), airTimeModel: Bool = true) {
         self.clock = clock
         medium.airTimeModel = airTimeModel
     }

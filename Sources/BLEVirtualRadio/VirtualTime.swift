@@ -1,3 +1,4 @@
+import BLERuntime
 import Foundation
 import Synchronization
 
@@ -12,7 +13,7 @@ import Synchronization
 /// preference. Library code that starts unstructured tasks passes the clock's `taskExecutor`
 /// (`Task(executorPreference:)`), so they stay in the world too. Code in the world must sleep on
 /// this clock, never on `Task.sleep`: a real-time sleep would let virtual time run ahead.
-public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Sendable {
+public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
     // @unchecked: all mutable state is behind `lock`; `thread` is set once in init.
     private struct Sleeper {
         let deadline: Duration
@@ -59,7 +60,7 @@ public final class VirtualTime: TaskExecutor, VirtualRadioClock, @unchecked Send
         return try await withTaskExecutorPreference(time) { try await body(time) }
     }
 
-    // MARK: VirtualRadioClock
+    // MARK: BLEClock
 
     public func now() -> Duration {
         condition.lock()

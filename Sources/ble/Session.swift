@@ -1,4 +1,5 @@
 import BLE
+import BLEVirtual
 import BLEHost
 import BLEWire
 
@@ -17,7 +18,7 @@ struct ControllerOptions {
     }
 
     func openCentral() async throws -> Central {
-        try await Central.open(spec: hci, capture: capture)
+        try await Central.open(transport: Controllers.open(spec: hci, capture: capture))
     }
 }
 

@@ -1,4 +1,6 @@
 #if canImport(Glibc)
+import BLERuntime
+import BLEVirtual
 import Glibc
 #endif
 import BLE

@@ -1,3 +1,5 @@
+import BLERuntime
+import BLEVirtual
 import BLE
 import BLEHost
 import BLEProfiles

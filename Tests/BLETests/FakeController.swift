@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLETransport
 import BLEWire

@@ -1,4 +1,5 @@
 @testable import BLE
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -8,7 +9,7 @@ import XCTest
 final class HostConnectionTests: XCTestCase {
     let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
 
-    func open(_ t: HostUnderTest, clock: any HostClock = SystemHostClock()) async throws -> Central {
+    func open(_ t: HostUnderTest, clock: any BLEClock = SystemClock()) async throws -> Central {
         await t.controller.start()
         return try await Central.open(transport: t.hostEnd, clock: clock)
     }
@@ -29,7 +30,7 @@ final class HostConnectionTests: XCTestCase {
     func testConnectTimeoutCancelsOnTheRadio() async throws {
         let t = HostUnderTest()
         await t.controller.configure { $0.acceptConnections = false }
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let central = try await open(t, clock: clock)
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(10)) }

@@ -1,4 +1,5 @@
 @testable import BLE
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -11,7 +12,7 @@ final class HostGATTTests: XCTestCase {
     let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
     let handle: UInt16 = 0x0040
 
-    func connected(clock: any HostClock = SystemHostClock()) async throws -> (HostUnderTest, Central, Peripheral) {
+    func connected(clock: any BLEClock = SystemClock()) async throws -> (HostUnderTest, Central, Peripheral) {
         let t = HostUnderTest()
         await t.controller.start()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
@@ -104,7 +105,7 @@ final class HostGATTTests: XCTestCase {
     }
 
     func testTransactionTimeoutFailsTheRequestAndClosesTheLink() async throws {
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let (t, central, p) = try await connected(clock: clock)
         let read = Task { try await p.readShortValue(handle: 0x0010) }
         _ = await attPDU(t, 0)

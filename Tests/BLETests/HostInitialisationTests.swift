@@ -1,4 +1,5 @@
 @testable import BLE
+import BLERuntime
 import BLEHCI
 import BLETransport
 import BLEWire
@@ -70,7 +71,7 @@ final class HostInitialisationTests: XCTestCase {
         let t = HostUnderTest()
         await t.controller.set(.reset) { _ in nil }
         await t.controller.start()
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let open = Task { try await Central.open(transport: t.hostEnd, clock: clock) }
         await waitUntil { clock.sleeperCount > 0 }
         clock.advance(by: .seconds(6))

@@ -1,4 +1,5 @@
 @testable import BLE
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -63,7 +64,7 @@ final class HostRobustnessTests: XCTestCase {
     func testSilentDisconnectEndsAtItsDeadline() async throws {
         let t = HostUnderTest()
         await t.controller.start()
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
@@ -87,7 +88,7 @@ final class HostRobustnessTests: XCTestCase {
             [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]
         }
         await t.controller.start()
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(1)) }
@@ -116,7 +117,7 @@ final class HostRobustnessTests: XCTestCase {
     func testWriteWithoutResponseAfterTheBearerClosedFails() async throws {
         let t = HostUnderTest()
         await t.controller.start()
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }

@@ -1,4 +1,5 @@
 @testable import BLE
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLETransport
@@ -36,7 +37,7 @@ final class HostScanTests: XCTestCase {
     func testScanEndsAtItsTimeout() async throws {
         let t = HostUnderTest()
         await t.controller.start()
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
         let scan = Task { () -> Int in
             var n = 0

@@ -1,3 +1,4 @@
+import BLERuntime
 import Foundation
 import XCTest
 import BLEHCI

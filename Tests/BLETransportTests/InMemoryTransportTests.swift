@@ -1,3 +1,4 @@
+import BLERuntime
 import XCTest
 import BLEHCI
 @testable import BLETransport

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BLERuntime
 import Glibc
 import Foundation
 import XCTest

@@ -1,3 +1,4 @@
+import BLERuntime
 import XCTest
 @testable import BLETransport
 

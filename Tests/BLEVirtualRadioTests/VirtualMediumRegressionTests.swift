@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHCI
 import BLETransport
@@ -139,7 +140,7 @@ final class VirtualMediumRegressionTests: XCTestCase {
 final class VirtualRadioShutdownTests: XCTestCase {
     /// `shutdown` says hosts see their transports' streams end.
     func testShutdownEndsTheHostsStreams() async throws {
-        let radio = VirtualRadio(clock: ManualHostClock())
+        let radio = VirtualRadio(clock: ManualClock())
         let transport = await radio.makeController()
         await radio.shutdown()
         let ended = Task { () -> Bool in

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHCI
 import BLETransport
@@ -7,7 +8,7 @@ import XCTest
 
 /// The radio's time is injected: with a manual clock, advertising events happen only when the
 /// clock moves, at the advertising interval.
-final class VirtualRadioClockTests: XCTestCase {
+final class BLEClockTests: XCTestCase {
     /// A bare-bones host: sends commands and reads what the controller sends back.
     final class RawHost: @unchecked Sendable {
         let transport: any HCITransport
@@ -35,7 +36,7 @@ final class VirtualRadioClockTests: XCTestCase {
     }
 
     func testAdvertisingEventsFollowTheInjectedClock() async throws {
-        let clock = ManualHostClock()
+        let clock = ManualClock()
         let radio = VirtualRadio(clock: clock)
         let advertiser = RawHost(await radio.makeController(address: BDAddress(rawValue: 0xA1)))
         let scanner = RawHost(await radio.makeController(address: BDAddress(rawValue: 0xB2)))

@@ -1,4 +1,5 @@
 import BLE
+import BLEVirtual
 import BLEHost
 import BLEProfiles
 import BLEVirtualRadio

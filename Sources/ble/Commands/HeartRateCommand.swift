@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHost
 import BLEProfiles
@@ -79,13 +80,13 @@ final class HeartRateMonitorOutput: Sendable {
     enum Mode: Sendable { case live, plain, json }
 
     let mode: Mode
-    let clock: any HostClock
+    let clock: any BLEClock
     private let screen: Mutex<(view: HeartRateMonitorScreen, drawn: Duration?)>
 
     /// Redraws for ticks and repeated hearings at most this often.
     static let redrawInterval: Duration = .milliseconds(250)
 
-    init(mode: Mode, minimumRSSI: Int, clock: any HostClock) {
+    init(mode: Mode, minimumRSSI: Int, clock: any BLEClock) {
         self.mode = mode
         self.clock = clock
         screen = Mutex((HeartRateMonitorScreen(minimumRSSI: minimumRSSI), nil))

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLE
+import BLEVirtual
 import BLEHost
 import BLEProfiles
 import BLEWire
@@ -80,7 +81,7 @@ struct ServeCommand: BLECommand {
     }
 
     private func serve<P: ServeProfile>(_ type: P.Type) async throws {
-        let manager = try await PeripheralManager.open(spec: controller.hci, capture: controller.capture, name: deviceName, address: address)
+        let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture), name: deviceName, address: address)
         let log = ServeLog(json: json)
         let events = await manager.events
         var instance = P()

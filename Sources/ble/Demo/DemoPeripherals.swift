@@ -1,4 +1,5 @@
 import BLE
+import BLEVirtual
 import BLEProfiles
 import BLEVirtualRadio
 import BLEWire

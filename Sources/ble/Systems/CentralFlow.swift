@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHCI
 import BLEHost
@@ -93,7 +94,7 @@ func exchangeMTU(_ preferred: Int, on peripheral: Peripheral) async throws {
 
 /// Disconnects in a task of its own, so that it also happens when the flow was cancelled
 /// (Ctrl-C): the peer sees Remote User Terminated Connection, not a supervision timeout.
-func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any HostClock) async {
+func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any BLEClock) async {
     guard peripheral.state == .connected else { return }
     await Task(executorPreference: clock.taskExecutor) { try? await peripheral.disconnect() }.value
 }
@@ -103,11 +104,11 @@ func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any HostClock) a
 /// virtual time.
 final class SilenceWatchdog: Sendable {
     private let lastHeard: Mutex<Duration>
-    private let clock: any HostClock
+    private let clock: any BLEClock
     private let limit: Duration
     private let what: String
 
-    init(clock: any HostClock, limit: Duration, waitingFor what: String) {
+    init(clock: any BLEClock, limit: Duration, waitingFor what: String) {
         self.clock = clock
         self.limit = limit
         self.what = what

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHCI
 import BLEHost
@@ -70,7 +71,7 @@ enum EchoCentral {
     }
 
     /// Everything between connected and the reply, on one link.
-    private static func converse(_ encoded: [UInt8], code: FrameCode, with peripheral: Peripheral, clock: any HostClock,
+    private static func converse(_ encoded: [UInt8], code: FrameCode, with peripheral: Peripheral, clock: any BLEClock,
                                  options: Options, report: @escaping @Sendable (EchoCentralEvent) -> Void) async throws -> Frame {
         try await exchangeMTU(options.mtu, on: peripheral)
         let stream = try await discover(EchoProfile.service, on: peripheral).characteristic(EchoProfile.stream)
@@ -101,7 +102,7 @@ enum EchoCentral {
 
     /// Feeds notifications to a `FrameDecoder` until a `T` or `I` frame is complete. Nil when
     /// the stream ends first (the link went down).
-    private static func receive(_ notifications: AsyncStream<[UInt8]>, maximumBodySize: Int, clock: any HostClock,
+    private static func receive(_ notifications: AsyncStream<[UInt8]>, maximumBodySize: Int, clock: any BLEClock,
                                 watchdog: SilenceWatchdog,
                                 report: @Sendable (EchoCentralEvent) -> Void) async throws -> (Frame, Int, Duration)? {
         var decoder = FrameDecoder(maximumBodySize: maximumBodySize)

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 import BLEHCI
 import BLEHost
@@ -75,7 +76,7 @@ enum SampleCentral {
     }
 
     /// Steps 4 to 9 on the connected peripheral.
-    private static func steps(on peripheral: Peripheral, clock: any HostClock, options: Options,
+    private static func steps(on peripheral: Peripheral, clock: any BLEClock, options: Options,
                               report: @escaping @Sendable (SampleCentralEvent) -> Void) async throws -> SampleCentralResult {
         try await exchangeMTU(options.mtu, on: peripheral)
         let found = try await discover(SampleProfile.service, on: peripheral)

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLE
 
 /// An element of a stream, or a tick of the host's clock between elements.
@@ -11,7 +12,7 @@ enum Ticked<Element: Sendable>: Sendable {
 /// its executor, so this runs in virtual time too. The result ends (or fails) with `stream`;
 /// ending its consumer stops both tasks and so ends the consumer's interest in `stream`.
 func ticking<Element: Sendable>(_ stream: AsyncThrowingStream<Element, any Error>, every interval: Duration,
-                                on clock: any HostClock) -> AsyncThrowingStream<Ticked<Element>, any Error> {
+                                on clock: any BLEClock) -> AsyncThrowingStream<Ticked<Element>, any Error> {
     let (merged, continuation) = AsyncThrowingStream<Ticked<Element>, any Error>.makeStream()
     let feeder = Task(executorPreference: clock.taskExecutor) {
         do {

@@ -1,4 +1,5 @@
 import BLEHCI
+import Synchronization
 
 /// Two linked transport ends in one process: what one end sends, the other receives, in order.
 /// Tests put the host on one end and a scripted fake controller on the other (the Bumble idea
@@ -20,7 +21,7 @@ public final class InMemoryTransport: HCITransport {
             var frames: [Int] = [0, 0]
         }
         let continuations: [AsyncThrowingStream<H4Frame, any Error>.Continuation]
-        let state = Locked(State())
+        let state = Mutex(State())
 
         init(_ continuations: [AsyncThrowingStream<H4Frame, any Error>.Continuation]) {
             self.continuations = continuations

@@ -1,4 +1,5 @@
-import BLETransport
+import BLE
+import BLERuntime
 import BLEVirtualRadio
 import BLEWire
 
@@ -15,11 +16,11 @@ import BLEWire
 /// ```
 public final class VirtualWorld: Sendable {
     /// The world's clock: a `VirtualTime`, or real time.
-    public let clock: any HostClock
+    public let clock: any BLEClock
     public let radio: VirtualRadio
 
     /// A world on `clock` (real time by default; see `run` for virtual time).
-    public init(clock: any HostClock & VirtualRadioClock = SystemHostClock(), airTimeModel: Bool = true) {
+    public init(clock: any BLEClock = SystemClock(), airTimeModel: Bool = true) {
         self.clock = clock
         self.radio = VirtualRadio(clock: clock, airTimeModel: airTimeModel)
     }

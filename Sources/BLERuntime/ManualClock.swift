@@ -2,7 +2,7 @@ import Synchronization
 
 /// A clock that moves only when told to: tests advance it past a protocol timer (a command
 /// timeout, a connect deadline, the ATT transaction timeout) without waiting in real time.
-public final class ManualHostClock: HostClock {
+public final class ManualClock: BLEClock {
     private struct Sleeper {
         let deadline: Duration
         let continuation: CheckedContinuation<Void, any Error>
@@ -16,6 +16,7 @@ public final class ManualHostClock: HostClock {
 
     private let state = Mutex(State())
 
+    /// A clock at time zero with nobody sleeping.
     public init() {}
 
     public func now() -> Duration { state.withLock { $0.now } }

@@ -1,0 +1,21 @@
+import BLE
+import BLERuntime
+import BLETransport
+
+/// The one place that opens a controller of any kind by its spec string: the real transports
+/// (through `TransportFactory` in `BLE`) and the in-process virtual radio (`virtual`, a new
+/// controller on `VirtualWorld.shared`). Used by the `ble` tool; anything else that takes a
+/// `--hci`-style string should use it too, so every kind works everywhere.
+public enum Controllers {
+    /// Opens the controller `spec` names (`virtual`, `tcp:HOST:PORT`, `serial:PATH[@BAUD]`,
+    /// `hciN`). `spec` falls back to `BLE_HCI`; with neither, the first Linux adapter that opens.
+    /// With `capture`, every HCI packet is also written to that btsnoop file.
+    public static func open(spec: String?, capture: String? = nil) async throws -> any HCITransport {
+        let parsed = try spec.map(TransportSpec.parse) ?? TransportSpec.fromEnvironment()
+        guard parsed == .virtual else {
+            return try await TransportFactory.open(spec: parsed?.description, capture: capture)
+        }
+        let base = try await VirtualWorld.sharedController()
+        return try await TransportFactory.capturing(base, to: capture)
+    }
+}
