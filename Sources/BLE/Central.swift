@@ -41,6 +41,10 @@ public final class Central: Sendable {
         }
     }
 
+    /// The clock this central's host runs on: sleep on it (not `Task.sleep`) so code keeps to
+    /// virtual time in a `VirtualWorld`.
+    public var clock: any BLEClock { host.clock }
+
     init(host: HostController, info: ControllerInfo) {
         self.host = host
         self.controllerInfo = info

@@ -47,6 +47,10 @@ public final class PeripheralManager: Sendable {
         self.host = host
     }
 
+    /// The clock this manager's host runs on: sleep on it (not `Task.sleep`) so code keeps to
+    /// virtual time in a `VirtualWorld`.
+    public var clock: any BLEClock { host.clock }
+
     public var state: ManagerState {
         get async { await host.failure == nil ? .poweredOn : .poweredOff }
     }

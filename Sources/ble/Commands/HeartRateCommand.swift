@@ -62,7 +62,7 @@ struct HeartRateCommand: BLECommand {
     func run() async throws {
         let central = try await controller.openCentral()
         let output = HeartRateMonitorOutput(mode: json ? .json : (TerminalScreen.isStandardOutput ? .live : .plain),
-                                            minimumRSSI: monitor.minimumRSSI, clock: central.host.clock)
+                                            minimumRSSI: monitor.minimumRSSI, clock: central.clock)
         do {
             try await HeartRateMonitor(central: central, options: monitor, emit: output.handle).run()
         } catch {

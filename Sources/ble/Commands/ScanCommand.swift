@@ -57,7 +57,7 @@ struct ScanCommand: BLECommand {
         let live = !json && isatty(1) == 1
         var table = ScanTable()
         var printed: [DeviceAddress: AdvertisingData] = [:]
-        let clock = central.host.clock
+        let clock = central.clock
         var lastDraw = Duration.zero
         let scan = central.scan(filter: filter, active: !passive, timeout: timeout)
         if live {

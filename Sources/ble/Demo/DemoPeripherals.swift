@@ -79,7 +79,7 @@ extension DemoStartable where Self: ServeProfile {
         try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
         let running = profile
         let log = ServeLog.silent
-        return Task(executorPreference: manager.host.clock.taskExecutor) { try? await running.run(on: manager, log: log) }
+        return Task(executorPreference: manager.clock.taskExecutor) { try? await running.run(on: manager, log: log) }
     }
 }
 

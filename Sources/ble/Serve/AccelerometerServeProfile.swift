@@ -84,7 +84,7 @@ struct AccelerometerServeProfile: ServeProfile {
     /// the ready signal whenever the queue is full.
     static func sample(on manager: PeripheralManager, handle: UInt16, source: AccelerometerSampleSource, interval: Duration,
                        state: AccelerometerServeState, wakeups: AsyncStream<Void>) async throws {
-        let clock = manager.host.clock
+        let clock = manager.clock
         let start = clock.now()
         var reader = AccelerometerSampleReader(source)
         var wake = wakeups.makeAsyncIterator()

@@ -27,7 +27,7 @@ struct BatteryProfile: ServeProfile {
         guard let handle = handles?.valueHandle(for: Self.level) else { return }
         var level = 100
         while !Task.isCancelled {
-            try await manager.host.clock.sleep(for: .seconds(10))
+            try await manager.clock.sleep(for: .seconds(10))
             level = level <= 20 ? 100 : level - 1
             _ = try await manager.updateValueWaiting([UInt8(level)], forHandle: handle)
             await manager.setValue([UInt8(level)], forHandle: handle)

@@ -74,7 +74,7 @@ struct HeartRateProfile: ServeProfile {
         guard let handle = handles?.valueHandle(for: Self.measurement) else { return }
         let cycle = self.cycle
         while !Task.isCancelled {
-            try await manager.host.clock.sleep(for: Self.measurementInterval)
+            try await manager.clock.sleep(for: Self.measurementInterval)
             let sent = try await manager.updateValueWaiting(forHandle: handle) { cycle.make().encoded() }
             if sent > 0 { cycle.delivered() }
         }

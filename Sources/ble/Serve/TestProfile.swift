@@ -62,7 +62,7 @@ struct TestProfile: ServeProfile {
             group.addTask {
                 var notified: UInt32 = 0
                 while !Task.isCancelled {
-                    try await manager.host.clock.sleep(for: .milliseconds(500))
+                    try await manager.clock.sleep(for: .milliseconds(500))
                     notified &+= 1
                     if try await manager.updateValueWaiting(counterBytes(notified), forHandle: notifyHandle) == 0 { notified = 0 }
                 }
@@ -70,14 +70,14 @@ struct TestProfile: ServeProfile {
             group.addTask {
                 var indicated: UInt32 = 0
                 while !Task.isCancelled {
-                    try await manager.host.clock.sleep(for: .milliseconds(500))
+                    try await manager.clock.sleep(for: .milliseconds(500))
                     indicated &+= 1
                     let before = confirmed.value
                     let sent = try await manager.updateValueWaiting(counterBytes(indicated), forHandle: indicateHandle)
                     if sent == 0 { indicated = 0; continue }
                     // The next indication waits for this one's confirmations (at most 5 s).
                     for _ in 0..<250 where confirmed.value < before + sent {
-                        try await manager.host.clock.sleep(for: .milliseconds(20))
+                        try await manager.clock.sleep(for: .milliseconds(20))
                     }
                 }
             }

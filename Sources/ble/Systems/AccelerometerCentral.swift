@@ -135,7 +135,7 @@ struct AccelerometerCentral: Sendable {
         // A peripheral that stays connected but stops sampling (its source ended) would keep
         // `--count` waiting for ever: after `silenceLimit` without a notification the flow ends
         // with `CentralFlowError.silent`.
-        let clock = central.host.clock
+        let clock = central.clock
         let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "sample")
         return try await withWatchdog(watchdog) { [self] in
             var received = 0

@@ -60,12 +60,12 @@ enum EchoCentral {
         let peripheral = try await central.connect(device.address, timeout: options.connectTimeout)
         let reply: Frame
         do {
-            reply = try await converse(encoded, code: frame.code, with: peripheral, clock: central.host.clock, options: options, report: report)
+            reply = try await converse(encoded, code: frame.code, with: peripheral, clock: central.clock, options: options, report: report)
         } catch {
-            await disconnectEvenIfCancelled(peripheral, clock: central.host.clock)
+            await disconnectEvenIfCancelled(peripheral, clock: central.clock)
             throw error
         }
-        await disconnectEvenIfCancelled(peripheral, clock: central.host.clock)
+        await disconnectEvenIfCancelled(peripheral, clock: central.clock)
         report(.closed)
         return reply
     }

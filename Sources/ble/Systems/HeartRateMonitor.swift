@@ -55,7 +55,7 @@ struct HeartRateMonitor: Sendable {
     /// Scans until a monitor passes the rules above; returns it with the scan stopped.
     func choose() async throws -> ScannedDevice {
         emit(.scanning)
-        let clock = central.host.clock
+        let clock = central.clock
         let watch = central.watch(filter: ScanFilter(serviceUUIDs: [BLEProfiles.HeartRateProfile.service]), maximumAge: options.maximumAge)
         var list = MonitorList(window: options.selectionDelay)
         for try await item in ticking(watch, every: options.refreshInterval, on: clock) {
@@ -131,7 +131,7 @@ struct HeartRateMonitor: Sendable {
         // A monitor that stays connected but stops measuring would keep `--count` waiting for
         // ever: after `silenceLimit` without a notification the flow ends with
         // `CentralFlowError.silent`.
-        let clock = central.host.clock
+        let clock = central.clock
         let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "heart-rate measurement")
         return try await withWatchdog(watchdog) { [self] in
             var total = received

@@ -65,12 +65,12 @@ enum SampleCentral {
         report(.connected(device.address, peripheral.state == .connected))
         let result: SampleCentralResult
         do {
-            result = try await steps(on: peripheral, clock: central.host.clock, options: options, report: report)
+            result = try await steps(on: peripheral, clock: central.clock, options: options, report: report)
         } catch {
-            await disconnectEvenIfCancelled(peripheral, clock: central.host.clock)
+            await disconnectEvenIfCancelled(peripheral, clock: central.clock)
             throw error
         }
-        await disconnectEvenIfCancelled(peripheral, clock: central.host.clock)
+        await disconnectEvenIfCancelled(peripheral, clock: central.clock)
         report(.disconnected)
         return result
     }

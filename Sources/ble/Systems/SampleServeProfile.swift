@@ -41,7 +41,7 @@ struct SampleServeProfile: ServeProfile {
         guard let handle = notifyHandle else { return }
         var n = 0
         while !Task.isCancelled {
-            try await manager.host.clock.sleep(for: Self.interval)
+            try await manager.clock.sleep(for: Self.interval)
             let text = SampleProfile.notifyData(n + 1)
             let centrals = try await manager.updateValueWaiting(Array(text.utf8), forHandle: handle)
             guard centrals > 0 else {
