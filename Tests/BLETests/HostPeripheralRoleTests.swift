@@ -14,10 +14,7 @@ final class HostPeripheralRoleTests: XCTestCase {
 
     func manager(_ t: HostUnderTest) async throws -> PeripheralManager {
         await t.controller.start()
-        let host = HostController(transport: t.hostEnd)
-        try await host.start()
-        try await host.setOwnAddress(.staticRandom(own))
-        return PeripheralManager(host: host)
+        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own))
     }
 
     func connect(_ t: HostUnderTest, handle: UInt16 = 0x0041) async {

@@ -15,10 +15,10 @@ final class VirtualRadioEndToEndTests: XCTestCase {
             let peripheralAddress = BDAddress(rawValue: 0x00_1B_DC_00_00_01)
             let centralAddress = BDAddress(rawValue: 0x00_1B_DC_00_00_02)
 
-            let host = HostController(transport: await radio.makeController(address: peripheralAddress), clock: time)
-            let info = try await host.start()
+            let peripheralHost = try await Central.open(transport: await radio.makeController(address: peripheralAddress), clock: time)
+            let info = peripheralHost.controllerInfo
             XCTAssertEqual(info.address, peripheralAddress)
-            let manager = PeripheralManager(host: host)
+            let manager = PeripheralManager(sharingControllerWith: peripheralHost)
             let events = await manager.events
             let serviceUUID = BluetoothUUID(0x180F)
             let characteristicUUID = BluetoothUUID(0x2A19)
@@ -87,10 +87,7 @@ final class VirtualRadioEndToEndTests: XCTestCase {
             XCTAssertNil(initiating, "LE Create Connection Cancel stopped the initiator")
 
             // A peripheral appearing afterwards is found and connected to.
-            let host = HostController(transport: await radio.makeController(), clock: time)
-            _ = try await host.start()
-            try await host.setOwnAddress(.staticRandom(BDAddress(rawValue: 0xC1_00_00_00_00_07)))
-            let manager = PeripheralManager(host: host)
+            let manager = try await PeripheralManager.open(transport: await radio.makeController(), address: .staticRandom(BDAddress(rawValue: 0xC1_00_00_00_00_07)), clock: time)
             try await manager.startAdvertising(AdvertisingData.Builder().localName("Late").build(),
                                                parameters: AdvertisingParameters(interval: .milliseconds(20)))
             let found = try await central.find(filter: ScanFilter(nameContains: "Late"), timeout: .seconds(5))

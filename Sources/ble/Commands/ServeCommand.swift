@@ -96,7 +96,7 @@ struct ServeCommand: BLECommand {
             await manager.close()
             throw error
         }
-        let own = await manager.host.ownDeviceAddress
+        let own = await manager.address
         log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(own.map { $0.address.description })),
                            ("addressType", .optional(own.map { $0.type == .public ? "public" : "random" }))],
                  text: "serving \(P.name) as \"\(deviceName)\" at \(own.map { "\($0)" } ?? "?")")

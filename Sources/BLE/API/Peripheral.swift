@@ -58,13 +58,13 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// (LE Set Data Length, Core spec Vol 4 Part E §7.8.33). `dataLength` changes when the
     /// procedure completes.
     public func setDataLength(_ octets: Int) async throws {
-        try await host.setDataLength(linkID: linkID, octets: octets)
+        try await host.run { [linkID] in try await $0.connections.setDataLength(linkID: linkID, octets: octets, $0) }
     }
 
     /// Asks for a PHY on this link (LE Set PHY, §7.8.49). `phy` changes when the PHY Update
     /// procedure completes; the peer may keep the current one.
     public func setPHY(_ phy: LEPHY) async throws {
-        try await host.setPHY(linkID: linkID, phy)
+        try await host.run { [linkID] in try await $0.connections.setPHY(linkID: linkID, phy, $0) }
     }
 
     /// The longest value one write can carry: ATT_MTU − 3 without response; with response,
@@ -79,20 +79,20 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Disconnects with a reason (default Remote User Terminated Connection) and waits until
     /// the controller reports the link down.
     public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        try await host.disconnect(linkID: linkID, reason: reason)
+        try await host.run { [linkID] in try await $0.connections.disconnect(linkID: linkID, reason: reason, $0) }
     }
 
     /// Waits until every write sent on this link has left the host and the controller has
     /// reported it transmitted (or `limit` passes): call before disconnecting right after
     /// writes without response, which the controller may otherwise flush.
     public func flush(limit: Duration = .seconds(2)) async {
-        await host.drain(linkID: linkID, limit: limit)
+        await host.run { [linkID] in await $0.client.drain(linkID: linkID, limit: limit, $0) }
     }
 
     // MARK: Procedures
 
     func run(_ procedure: some GATTProcedure) async throws -> GATTOutput {
-        try await host.perform(AnyGATTProcedure(procedure), onLink: linkID)
+        try await host.run { [linkID] in try await $0.client.perform(AnyGATTProcedure(procedure), onLink: linkID, $0) }
     }
 
     /// Exchanges the ATT MTU (Vol 3 Part G §4.3.1), asking for `preferred` (default 517).
@@ -201,7 +201,7 @@ public final class Peripheral: Sendable, CustomStringConvertible {
             guard value.count <= mtu - 3 else {
                 throw BLEError.invalidArgument("\(value.count) bytes do not fit one write without response (max \(mtu - 3))")
             }
-            try await host.writeWithoutResponse(handle: handle, value: value, onLink: linkID)
+            try await host.run { [linkID] in try await $0.client.writeWithoutResponse(handle: handle, value: value, onLink: linkID, $0) }
         case .withResponse:
             guard value.count <= 512 else { throw BLEError.invalidArgument("attribute values are at most 512 bytes (got \(value.count))") }
             if value.count <= mtu - 3 {
@@ -230,11 +230,11 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Values notified or indicated on this characteristic, from now until the link goes down or
     /// the consumer stops. Indications are confirmed by the stack as they arrive.
     public func notifications(for characteristic: GATTCharacteristic) async -> AsyncStream<[UInt8]> {
-        await host.notificationStream(valueHandle: characteristic.valueHandle, onLink: linkID)
+        await host.run { [linkID] in $0.client.notificationStream(valueHandle: characteristic.valueHandle, onLink: linkID, $0) }
     }
 
     public func notifications(valueHandle: UInt16) async -> AsyncStream<[UInt8]> {
-        await host.notificationStream(valueHandle: valueHandle, onLink: linkID)
+        await host.run { [linkID] in $0.client.notificationStream(valueHandle: valueHandle, onLink: linkID, $0) }
     }
 
     /// Turns notifications (or indications, when the characteristic only indicates) on or off by
@@ -267,7 +267,7 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// after which discovered handles in it are stale. Active once the GATT service's
     /// characteristics have been discovered.
     public func servicesChanged() async -> AsyncStream<ClosedRange<UInt16>> {
-        await host.servicesChangedStream(onLink: linkID)
+        await host.run { [linkID] in $0.client.servicesChangedStream(onLink: linkID, $0) }
     }
 
     /// A server indicates Service Changed only to clients that enabled it (Vol 3 Part G §7.1),
@@ -275,7 +275,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// itself, once per link, the first time the GATT service's characteristics are discovered.
     /// A peer that refuses leaves discovery unaffected.
     private func subscribeToServiceChanged(_ characteristic: GATTCharacteristic) async {
-        guard await host.noteServiceChangedHandle(characteristic.valueHandle, onLink: linkID) else { return }
+        let linkID = self.linkID
+        let firstTime = await host.run { $0.client.noteServiceChangedHandle(characteristic.valueHandle, onLink: linkID, $0) }
+        guard firstTime else { return }
         guard characteristic.properties.contains(.indicate),
               let descriptors = try? await discoverDescriptors(for: characteristic),
               let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return }

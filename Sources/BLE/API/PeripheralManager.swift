@@ -15,7 +15,7 @@ import BLEWire
 /// for await event in manager.events { ... }
 /// ```
 public final class PeripheralManager: Sendable {
-    public let host: HostController
+    let host: HostController
 
     /// Opens a controller for the peripheral role. `name` and `appearance` fill the GAP service.
     public static func open(spec: String? = nil, capture: String? = nil, name: String = "SwiftBLE", appearance: UInt16 = 0,
@@ -32,8 +32,10 @@ public final class PeripheralManager: Sendable {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {
             try await host.start()
-            try await host.setOwnAddress(address)
-            await host.setDeviceName(name, appearance: appearance)
+            try await host.run { host in
+                try await host.setOwnAddress(address)
+                host.server.database.setDeviceName(name, appearance: appearance)
+            }
             return PeripheralManager(host: host)
         } catch {
             await host.close()
@@ -41,9 +43,13 @@ public final class PeripheralManager: Sendable {
         }
     }
 
-    /// Serves on a host that is already started (e.g. one a `Central` also uses: both roles on
-    /// one controller).
-    public init(host: HostController) {
+    /// Serves on the controller `central` already uses: both roles on one controller, one
+    /// host (Core spec Vol 6 Part B §1.1 lets a device be central and peripheral at once).
+    public convenience init(sharingControllerWith central: Central) {
+        self.init(host: central.host)
+    }
+
+    init(host: HostController) {
         self.host = host
     }
 
@@ -52,13 +58,13 @@ public final class PeripheralManager: Sendable {
     public var clock: any BLEClock { host.clock }
 
     public var state: ManagerState {
-        get async { await host.failure == nil ? .poweredOn : .poweredOff }
+        get async { await host.run { $0.failure } == nil ? .poweredOn : .poweredOff }
     }
 
     /// Everything that happens from now on: connections, subscriptions, requests, ready signals.
     /// Each call returns a new stream; every stream sees every event.
     public var events: AsyncStream<PeripheralManagerEvent> {
-        get async { await host.peripheralManagerEvents() }
+        get async { await host.run { $0.server.events($0) } }
     }
 
     // MARK: Database
@@ -66,42 +72,42 @@ public final class PeripheralManager: Sendable {
     /// Adds a service; returns its handles. Clients subscribed to Service Changed are told.
     @discardableResult
     public func add(_ service: GATTServiceDefinition) async throws -> GATTServiceHandles {
-        try await host.addService(service)
+        try await host.run { try $0.server.addService(service, $0) }
     }
 
     public func remove(_ service: GATTServiceHandles) async throws {
-        try await host.removeService(service)
+        try await host.run { try $0.server.removeService(service, $0) }
     }
 
     /// Answers reads of a dynamic value (`value: nil` in its definition) with `handler`
     /// instead of `.read` events. The handler may take its time (it runs in its own task).
     public func setReadHandler(forHandle handle: UInt16, _ handler: GATTReadHandler?) async {
-        await host.setReadHandler(handler, forHandle: handle)
+        await host.run { $0.server.setReadHandler(handler, forHandle: handle) }
     }
 
     /// Answers writes of a dynamic value with `handler` instead of `.write` events.
     public func setWriteHandler(forHandle handle: UInt16, _ handler: GATTWriteHandler?) async {
-        await host.setWriteHandler(handler, forHandle: handle)
+        await host.run { $0.server.setWriteHandler(handler, forHandle: handle) }
     }
 
     /// Answers a `.read` event (CoreBluetooth's `respond(to:withResult:)`).
     public func respond(to request: GATTReadRequest, with result: Result<[UInt8], ATTErrorCode>) async {
-        await host.respond(toRead: request.id, with: result)
+        await host.run { $0.server.respond(toRead: request.id, with: result, $0) }
     }
 
     /// Answers a `.write` event (ignored for Write Commands, which get no answer).
     public func respond(to request: GATTWriteRequest, with result: Result<Void, ATTErrorCode>) async {
-        await host.respond(toWrite: request.id, with: result)
+        await host.run { $0.server.respond(toWrite: request.id, with: result, $0) }
     }
 
     /// The current stored value of an attribute (for values the server keeps).
     public func value(forHandle handle: UInt16) async -> [UInt8]? {
-        await host.database.value(forHandle: handle)
+        await host.run { $0.server.database.value(forHandle: handle) }
     }
 
     /// Changes a stored value without notifying anyone (use `updateValue` to notify).
     public func setValue(_ value: [UInt8], forHandle handle: UInt16) async {
-        await host.setStoredValue(value, forHandle: handle)
+        _ = await host.run { host in host.server.database.setValue(value, forHandle: handle) }
     }
 
     // MARK: Advertising
@@ -110,17 +116,21 @@ public final class PeripheralManager: Sendable {
     /// 31-byte legacy limit is refused with `.invalidArgument` saying by how much.
     public func startAdvertising(_ data: AdvertisingData, scanResponse: AdvertisingData? = nil,
                                  parameters: AdvertisingParameters = AdvertisingParameters()) async throws {
-        try await host.startAdvertising(parameters, data: data, scanResponse: scanResponse)
-        await host.emit(.advertisingStarted)
+        try await host.run { host in
+            try await host.advertising.start(parameters, data: data, scanResponse: scanResponse, ownAddressType: host.ownAddress.type, host)
+            host.server.emit(.advertisingStarted)
+        }
     }
 
     public func stopAdvertising() async throws {
-        try await host.stopAdvertising()
-        await host.emit(.advertisingStopped)
+        try await host.run { host in
+            try await host.advertising.stop(host)
+            host.server.emit(.advertisingStopped)
+        }
     }
 
     public var isAdvertising: Bool {
-        get async { await host.advertising?.enabled ?? false }
+        get async { await host.run { $0.advertising.isEnabled } }
     }
 
     // MARK: Updates
@@ -130,14 +140,16 @@ public final class PeripheralManager: Sendable {
     /// queue has no room: wait for `.readyToUpdateSubscribers` and send again.
     @discardableResult
     public func updateValue(_ value: [UInt8], forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil) async -> UpdateValueResult {
-        await host.updateValueStoring(value, valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) })
+        let targets = centrals.map { Set($0.map(\.id)) }
+        return await host.run { $0.server.updateValue(value, valueHandle: valueHandle, centrals: targets, $0) }
     }
 
     /// Like `updateValue`, but waits for room instead of reporting a full queue. Returns the
     /// number of centrals the value was queued for.
     @discardableResult
     public func updateValueWaiting(_ value: [UInt8], forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil) async throws -> Int {
-        try await host.updateValueWaiting(valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) }) { value }
+        let targets = centrals.map { Set($0.map(\.id)) }
+        return try await host.run { try await $0.server.updateValueWaiting(valueHandle: valueHandle, centrals: targets, { value }, $0) }
     }
 
     /// Like `updateValueWaiting(_:forHandle:onSubscribedCentrals:)`, but `makeValue` makes the
@@ -148,62 +160,51 @@ public final class PeripheralManager: Sendable {
     @discardableResult
     public func updateValueWaiting(forHandle valueHandle: UInt16, onSubscribedCentrals centrals: [ConnectedCentral]? = nil,
                                    makingValue makeValue: @Sendable () -> [UInt8]) async throws -> Int {
-        try await host.updateValueWaiting(valueHandle: valueHandle, centrals: centrals.map { Set($0.map(\.id)) }, makeValue)
+        let targets = centrals.map { Set($0.map(\.id)) }
+        return try await host.run { try await $0.server.updateValueWaiting(valueHandle: valueHandle, centrals: targets, makeValue, $0) }
     }
 
     /// Grants or withdraws authorization for a central: attributes with `.readAuthorized` /
     /// `.writeAuthorized` permissions answer Insufficient Authorization (Vol 3 Part F §3.4.1.1)
     /// until the application authorizes the central that asks.
     public func authorize(_ central: ConnectedCentral, _ authorized: Bool = true) async {
-        await host.setAuthorized(authorized, linkID: central.id)
+        await host.run { host in
+            guard let handle = host.connections.links.handle(forID: central.id) else { return }
+            host.connections.links.withLink(handle) { $0.security.authorized = authorized }
+        }
+    }
+
+    /// The address centrals see: the static random address it was opened with, or the
+    /// controller's public address.
+    public var address: DeviceAddress? {
+        get async { await host.run { $0.ownDeviceAddress } }
     }
 
     /// The centrals connected now.
     public var connectedCentrals: [ConnectedCentral] {
-        get async { await host.connectedCentrals() }
+        get async {
+            await host.run { host in
+                host.connections.links.all.filter { $0.role == .peripheral }.map(\.central).sorted { $0.id < $1.id }
+            }
+        }
     }
 
     /// Disconnects a central with a reason.
     public func disconnect(_ central: ConnectedCentral, reason: HCIStatus = .remoteUserTerminatedConnection) async throws {
-        try await host.disconnect(linkID: central.id, reason: reason)
+        try await host.run { try await $0.connections.disconnect(linkID: central.id, reason: reason, $0) }
     }
 
     /// Asks for LL payloads of `octets` (27...251) towards a central (LE Set Data Length).
     public func setDataLength(_ octets: Int, for central: ConnectedCentral) async throws {
-        try await host.setDataLength(linkID: central.id, octets: octets)
+        try await host.run { try await $0.connections.setDataLength(linkID: central.id, octets: octets, $0) }
     }
 
     /// Asks for a PHY on a central's link (LE Set PHY).
     public func setPHY(_ phy: LEPHY, for central: ConnectedCentral) async throws {
-        try await host.setPHY(linkID: central.id, phy)
+        try await host.run { try await $0.connections.setPHY(linkID: central.id, phy, $0) }
     }
 
     public func close() async {
         await host.close()
-    }
-}
-
-extension HostController {
-    func connectedCentrals() -> [ConnectedCentral] {
-        links.values.filter { $0.role == .peripheral }.map { ConnectedCentral(id: $0.id, address: $0.peer) }.sorted { $0.id < $1.id }
-    }
-
-    func setAuthorized(_ authorized: Bool, linkID: UInt64) {
-        guard let handle = linkHandle(forID: linkID) else { return }
-        links[handle]?.security.authorized = authorized
-    }
-
-    func setStoredValue(_ value: [UInt8], forHandle handle: UInt16) {
-        database.setValue(value, forHandle: handle)
-    }
-
-    /// Sends the update and, when it was queued and the server stores this value, stores it too,
-    /// so a later read returns what was last notified.
-    func updateValueStoring(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?) -> UpdateValueResult {
-        let result = updateValue(value, valueHandle: valueHandle, centrals: centrals)
-        if case .queued = result, database.value(forHandle: valueHandle) != nil {
-            database.setValue(value, forHandle: valueHandle)
-        }
-        return result
     }
 }

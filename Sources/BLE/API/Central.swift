@@ -20,7 +20,7 @@ public enum ManagerState: String, Sendable {
 /// }
 /// ```
 public final class Central: Sendable {
-    public let host: HostController
+    let host: HostController
     public let controllerInfo: ControllerInfo
 
     /// Opens the transport named by `spec` (or `BLE_HCI`), initialises the controller, and
@@ -52,7 +52,7 @@ public final class Central: Sendable {
 
     /// `poweredOn` once the controller is initialised; `poweredOff` after a transport or hardware failure.
     public var state: ManagerState {
-        get async { await host.failure == nil ? .poweredOn : .poweredOff }
+        get async { await host.run { $0.failure } == nil ? .poweredOn : .poweredOff }
     }
 
     /// Scans and yields devices as they are heard (merged with their scan response when
@@ -63,9 +63,9 @@ public final class Central: Sendable {
         let host = self.host
         let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
-                let id = try await host.startScan(active: active, filter: filter, timeout: timeout, continuation: continuation)
-                continuation.onTermination = { _ in Task(executorPreference: host.clock.taskExecutor) { await host.finishScan(id: id) } }
-                if Task.isCancelled { await host.finishScan(id: id) }
+                let id = try await host.run { try await $0.scanning.start(active: active, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, continuation: continuation, $0) }
+                continuation.onTermination = { _ in Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
+                if Task.isCancelled { await host.run { $0.scanning.finish(id, $0) } }
             } catch {
                 continuation.finish(throwing: error)
             }
@@ -76,13 +76,13 @@ public final class Central: Sendable {
 
     /// Stops any running scan and waits for the controller to confirm.
     public func stopScan() async {
-        await host.stopScan()
+        await host.run { await $0.scanning.stop($0) }
     }
 
     /// Scans until the first device matching `filter` is heard, or fails with `.timeout`.
     public func find(filter: ScanFilter, active: Bool = true, timeout: Duration) async throws -> ScannedDevice {
         for try await device in scan(filter: filter, active: active, timeout: timeout) {
-            await host.stopScan()
+            await host.run { await $0.scanning.stop($0) }
             return device
         }
         throw BLEError.timeout("no device matching the filter was found in \(timeout)")
@@ -92,8 +92,8 @@ public final class Central: Sendable {
     /// attempt is cancelled on the radio with LE Create Connection Cancel). Cancelling the
     /// calling task cancels the attempt the same way.
     public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> Peripheral {
-        await host.stopScan()
-        let link = try await host.connect(to: address, timeout: timeout)
+        await host.run { await $0.scanning.stop($0) }
+        let link = try await host.run { try await $0.connections.connect(to: address, timeout: timeout, ownAddressType: $0.ownAddress.type, $0) }
         return Peripheral(host: host, link: link)
     }
 

@@ -1,0 +1,111 @@
+import BLEHCI
+import BLEWire
+
+/// The advertising the host last asked for, kept so it can restart after a connection starts or
+/// ends, and the decisions about restarting it. Pure: no commands, no time.
+struct AdvertisingState {
+    var parameters: AdvertisingParameters
+    var data: [UInt8]
+    var scanResponse: [UInt8]
+    /// Whether the controller is advertising now.
+    var enabled: Bool
+    /// Whether the application wants advertising (false after `stop`).
+    var wanted: Bool
+    /// Bumped by every start, stop and connection, so a restart scheduled before one of them
+    /// does nothing after it.
+    var generation: UInt64 = 0
+
+    /// Whether advertising should be turned back on now: after a peripheral-role link starts
+    /// (`continueWhileConnected`) or ends (`restartAfterDisconnect`). Legacy connectable
+    /// advertising stops by itself when a connection is made (Vol 6 Part B §4.4.2.2).
+    func wantsRestart(afterConnection: Bool) -> Bool {
+        guard wanted, parameters.kind == .connectable, !enabled else { return false }
+        return afterConnection ? parameters.continueWhileConnected : parameters.restartAfterDisconnect
+    }
+
+    /// A connection made from connectable advertising ended it on the controller.
+    mutating func endedByConnection() {
+        guard parameters.kind == .connectable else { return }
+        enabled = false
+        generation &+= 1
+    }
+}
+
+/// Advertising (Vol 4 Part E §7.8.5–9): sets parameters and data, turns advertising on and off,
+/// and turns it back on around connections when the application asked for that. Isolated to the
+/// host actor that owns it.
+final class AdvertisingCoordinator {
+    private(set) var state: AdvertisingState?
+
+    /// Whether the controller is advertising now.
+    var isEnabled: Bool { state?.enabled ?? false }
+
+    /// Starts legacy advertising. The data and scan response must each fit 31 bytes (Vol 6 Part
+    /// B §2.3.1.1); longer data is refused with a clear error.
+    func start(_ parameters: AdvertisingParameters, data: AdvertisingData, scanResponse: AdvertisingData?,
+               ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+        if let failure = host.failure { throw failure }
+        let advertisingBytes: [UInt8]
+        let responseBytes: [UInt8]
+        do {
+            advertisingBytes = try data.encode(limit: AdvertisingData.legacyLimit)
+            responseBytes = try scanResponse?.encode(limit: AdvertisingData.legacyLimit) ?? []
+        } catch {
+            throw BLEError.invalidArgument("advertising data: \(error)")
+        }
+        let (lo, hi) = try parameters.units()
+        state?.generation &+= 1
+        state?.wanted = false
+        if state?.enabled == true {
+            do {
+                try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+            } catch {
+                // The parameters below fail too if it is still on; say why then.
+                host.log("LE Set Advertising Enable (off) before new parameters: \(error)")
+            }
+        }
+        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: ownAddressType))
+        try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
+        try await host.commandReturning(.leSetScanResponseData(responseBytes))
+        try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+        state = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: true, wanted: true,
+                                 generation: (state?.generation ?? 0) &+ 1)
+    }
+
+    func stop(_ host: isolated HostController) async throws {
+        guard var s = state else { return }
+        s.enabled = false
+        s.wanted = false
+        s.generation &+= 1
+        state = s
+        try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+    }
+
+    /// A central connected to our advertising; advertising may be turned back on.
+    func endedByConnection(_ host: isolated HostController) {
+        state?.endedByConnection()
+        restartIfWanted(afterConnection: true, host)
+    }
+
+    /// Advertises again after a peripheral-role link starts or ends, if the parameters ask for it.
+    func restartIfWanted(afterConnection: Bool, _ host: isolated HostController) {
+        guard let s = state, s.wantsRestart(afterConnection: afterConnection) else { return }
+        let generation = s.generation
+        host.spawn("advertising restart") { await host.run { await $0.advertising.restart(generation: generation, $0) } }
+    }
+
+    private func restart(generation: UInt64, _ host: isolated HostController) async {
+        // Stopped, restarted or connected meanwhile: this restart is stale.
+        guard let current = state, current.wanted, !current.enabled, current.generation == generation else { return }
+        do {
+            try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+            if state?.generation == generation {
+                state?.enabled = true
+                host.server.emit(.advertisingStarted)
+            }
+        } catch {
+            host.log("advertising restart failed: \(error)")
+            host.server.emit(.advertisingFailed("\(error)"))
+        }
+    }
+}

@@ -1,0 +1,322 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// What a new connection looks like to the API.
+struct LinkHandle: Sendable {
+    let id: UInt64
+    let handle: UInt16
+    let peer: DeviceAddress
+    let observation: LinkObservation
+}
+
+/// The host's connections: creating (central), cancelling and disconnecting them, the link
+/// table, and the controller's events about links (parameters, data length, PHY, encryption,
+/// the peer's requests). The attempt's decisions are the sans-IO `ConnectionInitiator`'s; this
+/// part keeps the callers waiting on them. Isolated to the host actor that owns it.
+final class ConnectionManager {
+    var links = LinkTable()
+    private var initiator = ConnectionInitiator()
+    /// The caller of the running attempt, waiting for its connection handle.
+    private var attemptResult: (id: UInt64, result: OneShot<UInt16>)?
+    private var disconnectAttempts: [UInt16: [OneShot<Void>]] = [:]
+    private let configuration: HostConfiguration
+
+    init(configuration: HostConfiguration) {
+        self.configuration = configuration
+    }
+
+    var nextDeadline: Duration? {
+        [initiator.nextDeadline, links.nextDeadline].compactMap { $0 }.min()
+    }
+
+    // MARK: - Connecting
+
+    /// Connects as central (LE Create Connection, Vol 4 Part E §7.8.12). At the deadline, or when
+    /// the calling task is cancelled, LE Create Connection Cancel (§7.8.13) stops the initiator;
+    /// the controller then reports the connection as failed with Unknown Connection Identifier.
+    func connect(to peer: DeviceAddress, timeout: Duration, ownAddressType: OwnAddressType,
+                 _ host: isolated HostController) async throws -> LinkHandle {
+        if let failure = host.failure { throw failure }
+        guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
+            throw BLEError.busy("another connection attempt is in progress")
+        }
+        let result = OneShot<UInt16>()
+        attemptResult = (id, result)
+        defer {
+            initiator.end(id)
+            if attemptResult?.id == id { attemptResult = nil }
+        }
+        let c = configuration
+        try await host.command(.leCreateConnection(
+            scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: DeviceAddress(peer.address, type: peer.type.peerType),
+            ownAddressType: ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
+            maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0))
+        host.rescheduleTimer()
+        let handle: UInt16 = try await withTaskCancellationHandler {
+            try await result.wait()
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.connections.cancelByCaller(id, $0) } }
+        }
+        guard let link = links[handle] else { throw BLEError.notConnected }
+        return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
+    }
+
+    func cancelByCaller(_ id: UInt64, _ host: isolated HostController) {
+        if initiator.cancelByCaller(id) { sendCreateConnectionCancel(id, host) }
+    }
+
+    /// LE Create Connection Cancel (Vol 4 Part E §7.8.13). The attempt then ends with the
+    /// controller's LE Connection Complete (status Unknown Connection Identifier), or with a
+    /// completed connection that won the race. If neither comes within a command timeout (the
+    /// cancel failed or the event was lost), the attempt fails anyway: it never hangs.
+    private func sendCreateConnectionCancel(_ id: UInt64, _ host: isolated HostController) {
+        let limit = configuration.commandTimeout
+        let clock = host.clock
+        host.spawn("LE Create Connection Cancel") {
+            do {
+                try await host.commandReturning(.leCreateConnectionCancel)
+            } catch {
+                // Command Disallowed: the connection completed meanwhile; its event settles it.
+                host.log("LE Create Connection Cancel: \(error)")
+            }
+            try await clock.sleep(for: limit)
+            await host.run { $0.connections.abandon(id) }
+        }
+    }
+
+    func abandon(_ id: UInt64) {
+        guard let failure = initiator.abandoned(id), let waiting = attemptResult, waiting.id == id else { return }
+        waiting.result.fail(Self.error(failure))
+    }
+
+    private static func error(_ failure: ConnectionInitiator.Failure) -> any Error {
+        switch failure {
+        case let .timeout(peer): return BLEError.timeout("connecting to \(peer)")
+        case .cancelled: return CancellationError()
+        case let .refused(status): return BLEError.connectionFailed(status)
+        }
+    }
+
+    private func connectionCompleted(_ event: LEConnectionComplete, _ host: isolated HostController) {
+        if event.status == .success {
+            let parameters = LinkParameters(interval: event.interval, latency: event.latency, supervisionTimeout: event.supervisionTimeout)
+            let role: ConnectionRole = event.role == .central ? .central : .peripheral
+            links[event.handle] = Link(
+                id: links.makeID(), handle: event.handle, peer: event.peer, role: role, parameters: parameters,
+                bearer: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout),
+                server: ATTServer(preferredMTU: configuration.preferredATTMTU),
+                observation: LinkObservation(parameters: parameters))
+            host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
+            applyLinkPreferences(handle: event.handle, host)
+            if role == .peripheral {
+                // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
+                host.advertising.endedByConnection(host)
+                if let link = links[event.handle] { host.server.emit(.connected(link.central)) }
+                return
+            }
+        }
+        switch initiator.connectionComplete(status: event.status, handle: event.handle) {
+        case let .connected(id, handle):
+            if let waiting = attemptResult, waiting.id == id { waiting.result.succeed(handle) }
+        case let .failed(id, failure):
+            if let waiting = attemptResult, waiting.id == id { waiting.result.fail(Self.error(failure)) }
+        case let .unwanted(handle, id, failure):
+            if let id, let failure, let waiting = attemptResult, waiting.id == id { waiting.result.fail(Self.error(failure)) }
+            host.spawn("disconnecting an unwanted link") {
+                try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
+            }
+        case .ignored:
+            break
+        }
+    }
+
+    // MARK: - Disconnecting
+
+    /// Disconnects (Vol 4 Part E §7.1.6) and waits for Disconnection Complete.
+    ///
+    /// Ends when the link is down, when the controller reports the disconnect failed (the link
+    /// stays up and the error is thrown), or at a deadline of the command timeout plus the
+    /// supervision timeout, after which the controller must have dropped the link.
+    func disconnect(handle: UInt16, reason: HCIStatus, _ host: isolated HostController) async throws {
+        guard let link = links[handle] else { return }
+        link.observation.update { $0.state = .disconnecting }
+        let attempt = OneShot<Void>()
+        disconnectAttempts[handle, default: []].append(attempt)
+        let linkID = link.id
+        let limit = configuration.commandTimeout + .milliseconds(Int64(link.parameters.supervisionTimeoutMilliseconds))
+        let clock = host.clock
+        let owned = ActorOwned(attempt)
+        host.spawn("disconnect deadline") {
+            try await clock.sleep(for: limit)
+            await host.run { $0.connections.disconnectTimedOut(owned.value, linkID: linkID, $0) }
+        }
+        do {
+            try await host.command(.disconnect(handle: handle, reason: reason))
+        } catch BLEError.hci(.commandFailed(_, .unknownConnectionIdentifier)) {
+            linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .notConnected, host)
+            return
+        } catch {
+            link.observation.update { $0.state = .connected }
+            throw error
+        }
+        try await attempt.wait()
+    }
+
+    func disconnectTimedOut(_ attempt: OneShot<Void>, linkID: UInt64, _ host: isolated HostController) {
+        guard !attempt.isFulfilled else { return }
+        attempt.fail(BLEError.timeout("the controller did not report the disconnect"))
+        // The controller never reported the link down: treat it as gone, so nothing waits on it.
+        if let handle = links.handle(forID: linkID) {
+            linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .timeout("disconnecting"), host)
+        }
+    }
+
+    /// Removes a link and has every part tear down its state for it.
+    func linkClosed(handle: UInt16, reason: HCIStatus, error: BLEError, _ host: isolated HostController) {
+        guard let link = links.remove(handle) else { return }
+        for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] { attempt.succeed(()) }
+        link.observation.update { $0.state = .disconnected(reason: reason) }
+        host.linkEnded(link, reason: reason, error: error)
+    }
+
+    /// Closes every link and fails the running attempt: the controller or transport is gone.
+    func closeAll(error: BLEError, _ host: isolated HostController) {
+        for handle in links.handles { linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: error, host) }
+        attemptResult?.result.fail(error)
+    }
+
+    func expire(now: Duration, _ host: isolated HostController) {
+        if let id = attemptResult?.id, initiator.expire(now: now) { sendCreateConnectionCancel(id, host) }
+        for handle in links.handles {
+            guard let (client, server) = links.withLink(handle, { ($0.bearer.expire(now: now), $0.server.expire(now: now)) }) else { continue }
+            host.client.perform(client, handle: handle, host)
+            host.server.perform(server, handle: handle, host)
+        }
+    }
+
+    // MARK: - Controller events about links
+
+    func handle(_ event: HCIEvent, _ host: isolated HostController) {
+        switch event {
+        case let .disconnectionComplete(status, handle, reason):
+            guard status == .success else {
+                // The link stays up (Vol 4 Part E §7.7.5).
+                links[handle]?.observation.update { $0.state = .connected }
+                for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] {
+                    attempt.fail(BLEError.hci(.commandFailed(opcode: .disconnect, status: status)))
+                }
+                return
+            }
+            linkClosed(handle: handle, reason: reason, error: .disconnected(reason: reason), host)
+        case let .encryptionChange(status, handle, enabled):
+            if status == .success { links[handle]?.security.encrypted = enabled }
+        default:
+            break
+        }
+    }
+
+    func handle(_ meta: LEMetaEvent, _ host: isolated HostController) {
+        switch meta {
+        case let .connectionComplete(c):
+            connectionCompleted(c, host)
+        case let .connectionUpdateComplete(status, handle, interval, latency, timeout):
+            guard status == .success else { return }
+            links.withLink(handle) {
+                $0.parameters = LinkParameters(interval: interval, latency: latency, supervisionTimeout: timeout)
+                $0.publish()
+            }
+        case let .dataLengthChange(handle, maxTxOctets, _, maxRxOctets, _):
+            links.withLink(handle) {
+                $0.maxTxOctets = Int(maxTxOctets)
+                $0.maxRxOctets = Int(maxRxOctets)
+                $0.publish()
+            }
+        case let .phyUpdateComplete(status, handle, txPHY, rxPHY):
+            guard status == .success else { return }
+            links.withLink(handle) {
+                $0.txPHY = txPHY
+                $0.rxPHY = rxPHY
+                $0.publish()
+            }
+        case let .remoteConnectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
+            // Accept what the peer asks if it is within the spec's ranges (Vol 4 Part E §7.7.65.6);
+            // otherwise refuse with Unacceptable Connection Parameters.
+            let valid = LinkParameters.isValid(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout)
+            let reply: HCICommand = valid
+                ? .leRemoteConnectionParameterRequestReply(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout, minCELength: 0, maxCELength: 0)
+                : .leRemoteConnectionParameterRequestNegativeReply(handle: handle, reason: .unacceptableConnectionParameters)
+            host.sendInBackground(reply, "answering the peer's connection parameter request")
+        case let .longTermKeyRequest(handle, _, _):
+            // No bonding yet (SMP arrives with the pairing issue): refuse, so the peer learns at once.
+            host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+        default:
+            host.log("ignored LE event \(meta)")
+        }
+    }
+
+    /// Carries out what a link's L2CAP control channels asked for.
+    func perform(_ actions: [L2CAPControlAction], handle: UInt16, _ host: isolated HostController) {
+        for action in actions {
+            switch action {
+            case let .send(channel, payload):
+                host.sendL2CAP(handle: handle, channel: channel, payload: payload)
+            case let .updateConnectionParameters(p):
+                // The central answers a peripheral's request (Vol 3 Part A §4.20) by applying it
+                // with LE Connection Update (Vol 4 Part E §7.8.18).
+                host.sendInBackground(.leConnectionUpdate(
+                    handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                    maxLatency: p.latency, supervisionTimeout: p.timeout, minCELength: 0, maxCELength: 0),
+                    "LE Connection Update for the peer's request")
+            }
+        }
+    }
+
+    // MARK: - Data length and PHY
+
+    /// LE Set Data Length (Core spec Vol 4 Part E §7.8.33) for one link; the controller then
+    /// runs the Data Length Update procedure with the peer.
+    func setDataLength(linkID: UInt64, octets: Int, _ host: isolated HostController) async throws {
+        guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard (27...251).contains(octets) else { throw BLEError.invalidArgument("data length \(octets) is outside 27...251 octets") }
+        // TxTime for that many octets on LE 1M: (octets + 14) × 8 µs (Vol 6 Part B §4.5.10).
+        try await host.commandReturning(.leSetDataLength(handle: handle, txOctets: UInt16(octets), txTime: UInt16((octets + 14) * 8)))
+    }
+
+    /// LE Set PHY (§7.8.49) for one link, both directions.
+    func setPHY(linkID: UInt64, _ phy: LEPHY, _ host: isolated HostController) async throws {
+        guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
+        let set: LEPHYSet
+        switch phy {
+        case .le1M: set = .le1M
+        case .le2M: set = .le2M
+        case .leCoded: set = .leCoded
+        default: throw BLEError.invalidArgument("unknown PHY \(phy)")
+        }
+        try await host.command(.leSetPHY(handle: handle, tx: set, rx: set))
+    }
+
+    /// Applies `HostConfiguration.preferredDataLength` / `preferredPHY` to a new link, in the
+    /// background: a controller that refuses (or lacks the feature) leaves the link as it is.
+    private func applyLinkPreferences(handle: UInt16, _ host: isolated HostController) {
+        let dataLength = configuration.preferredDataLength
+        let phy = configuration.preferredPHY
+        guard dataLength != nil || phy != nil, let id = links[handle]?.id else { return }
+        host.spawn("link preferences") {
+            if let dataLength {
+                do { try await host.run { try await $0.connections.setDataLength(linkID: id, octets: dataLength, $0) } } catch { host.log("LE Set Data Length: \(error)") }
+            }
+            if let phy {
+                do { try await host.run { try await $0.connections.setPHY(linkID: id, phy, $0) } } catch { host.log("LE Set PHY: \(error)") }
+            }
+        }
+    }
+}
+
+extension ConnectionManager {
+    /// Disconnects the link with this id (resolved here, so a reused handle is never hit).
+    func disconnect(linkID: UInt64, reason: HCIStatus, _ host: isolated HostController) async throws {
+        guard let handle = links.handle(forID: linkID) else { return }
+        try await disconnect(handle: handle, reason: reason, host)
+    }
+}

@@ -1,0 +1,50 @@
+import BLEHCI
+import BLEWire
+
+/// The initialisation sequence of Core spec Vol 4 Part E §4 and Vol 6 Part D §2 (the LE
+/// controller set-up message sequence): Reset, then reads of version, commands, features,
+/// address and buffer sizes, then the event masks. Commands a controller does not know
+/// ("Unknown HCI Command", 0x01) are taken as capability answers, not failures.
+enum ControllerInitialisation {
+    static func run(_ host: isolated HostController) async throws -> ControllerInfo {
+        _ = try await host.commandReturning(.reset)
+
+        let version = try? LocalVersionInformation(returnParameters: try await host.commandReturning(.readLocalVersionInformation))
+        let commands = try? LocalSupportedCommands(returnParameters: try await host.commandReturning(.readLocalSupportedCommands))
+        let features = try? LocalSupportedFeatures(returnParameters: try await host.commandReturning(.readLocalSupportedFeatures))
+        let address = try BDAddressReturn(returnParameters: try await host.commandReturning(.readBDADDR)).address
+
+        // LE Read Buffer Size v2 when the controller lists it, else v1; an LE length of 0 means the
+        // controller shares its BR/EDR ACL buffers (Vol 4 Part E §7.8.2).
+        var length = 0, count = 0
+        if commands?.leReadBufferSizeV2 == true,
+           let v2 = try? LEBufferSizeV2(returnParameters: try await host.commandReturning(.leReadBufferSizeV2)) {
+            length = Int(v2.aclDataPacketLength)
+            count = Int(v2.totalNumACLDataPackets)
+        }
+        if length == 0 {
+            let v1 = try LEBufferSizeV1(returnParameters: try await host.commandReturning(.leReadBufferSizeV1))
+            length = Int(v1.aclDataPacketLength)
+            count = Int(v1.totalNumACLDataPackets)
+        }
+        if length == 0 || count == 0 {
+            let shared = try BufferSize(returnParameters: try await host.commandReturning(.readBufferSize))
+            length = Int(shared.aclDataPacketLength)
+            count = Int(shared.totalNumACLDataPackets)
+        }
+        guard length > 0, count > 0 else {
+            throw BLEError.unsupported("the controller reports no ACL data buffers")
+        }
+        host.aclFlow = ACLFlowController(bufferCount: count, bufferLength: length)
+
+        _ = try await host.commandReturning(.setEventMask(EventMask.default))
+        _ = try await host.commandReturning(.leSetEventMask(LEEventMask.default))
+        let leFeatures = try? LESupportedFeatures(returnParameters: try await host.commandReturning(.leReadLocalSupportedFeatures))
+
+        let info = ControllerInfo(
+            address: address, version: version, supportedCommands: commands, features: features,
+            leFeatures: leFeatures, aclBufferLength: length, aclBufferCount: count)
+        host.info = info
+        return info
+    }
+}

@@ -1,0 +1,217 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// Our GATT client on every link: runs procedures on each link's `ATTClientBearer` (one
+/// request outstanding per bearer, Vol 3 Part F §3.3.2), delivers notifications and
+/// indications to their streams, watches Service Changed (Vol 3 Part G §7.1), and paces Write
+/// Commands by the controller's ACL buffers. Isolated to the host actor that owns it.
+final class GATTClientSessions {
+    /// One link's waiting callers and streams.
+    private struct Session {
+        var procedures = ContinuationTable<GATTOutput>()
+        var notificationSinks: [UInt16: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
+        /// Value handles of Service Changed characteristics learned by discovery.
+        var serviceChangedHandles: Set<UInt16> = []
+        var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
+    }
+
+    /// A task waiting for a link's ACL queue to reach a state (room for a write, fully sent).
+    private struct ACLWaiter {
+        let handle: UInt16
+        let condition: (ACLFlowController) -> Bool
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private var sessions: [UInt16: Session] = [:]
+    private var aclWaiters: [ACLWaiter] = []
+
+    // MARK: - Procedures
+
+    /// Runs one GATT procedure on a link's ATT bearer and waits for its output. Cancelling the
+    /// task drops the procedure.
+    func perform(_ procedure: AnyGATTProcedure, onLink linkID: UInt64, _ host: isolated HostController) async throws -> GATTOutput {
+        if let failure = host.failure { throw failure }
+        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        let id = host.makeToken()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<GATTOutput, any Error>) in
+                let t = host.now
+                guard let actions = host.connections.links.withLink(handle, { $0.bearer.submit(procedure, id: id, now: t) }) else {
+                    c.resume(throwing: BLEError.notConnected)
+                    return
+                }
+                sessions[handle, default: Session()].procedures.insert(id, c)
+                perform(actions, handle: handle, host)
+                host.rescheduleTimer()
+            }
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.client.cancel(id: id, handle: handle, $0) } }
+        }
+    }
+
+    private func cancel(id: UInt64, handle: UInt16, _ host: isolated HostController) {
+        guard sessions[handle]?.procedures.resume(id, with: .failure(CancellationError())) == true,
+              let actions = host.connections.links.withLink(handle, { $0.bearer.cancel(id: id) }) else { return }
+        perform(actions, handle: handle, host)
+    }
+
+    /// Sends a Write Command (Vol 3 Part G §4.9.1): no response and no transaction, but not
+    /// unbounded either: it waits while earlier data for this link still waits for controller
+    /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
+    func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        guard host.connections.links.handle(forID: linkID) == handle,
+              let result = host.connections.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
+        else { throw BLEError.notConnected }
+        do {
+            perform(try result.get(), handle: handle, host)
+        } catch let error as GATTError {
+            throw BLEError.gatt(error)
+        }
+    }
+
+    /// Waits until everything sent on this link has left the host and the controller has
+    /// reported it sent (Number Of Completed Packets), or `limit` passes. Used before a
+    /// deliberate disconnect so queued writes are not flushed away.
+    func drain(linkID: UInt64, limit: Duration, _ host: isolated HostController) async {
+        guard let handle = host.connections.links.handle(forID: linkID) else { return }
+        let clock = host.clock
+        let deadline = Task(executorPreference: clock.taskExecutor) {
+            try? await clock.sleep(for: limit) // cancelled once drained: nothing to report
+            await host.run { $0.client.releaseACLWaiters(handle: handle, force: true, $0) }
+        }
+        await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 && flow.inFlight(handle: handle) == 0 }
+        deadline.cancel()
+    }
+
+    private func waitForACL(handle: UInt16, _ host: isolated HostController, until condition: @escaping (ACLFlowController) -> Bool) async {
+        guard host.connections.links[handle] != nil, !condition(host.aclFlow) else { return }
+        await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
+            aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
+        }
+    }
+
+    /// The controller reported packets sent: wakes writers waiting for room.
+    func aclProgressed(_ host: isolated HostController) {
+        if !aclWaiters.isEmpty { releaseACLWaiters(handle: nil, force: false, host) }
+    }
+
+    /// Wakes ACL waiters whose condition now holds (or all of a closed link's, or on `force`).
+    private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated HostController) {
+        var keep: [ACLWaiter] = []
+        for w in aclWaiters {
+            if (handle == nil || w.handle == handle) && (force || host.connections.links[w.handle] == nil || w.condition(host.aclFlow)) {
+                w.continuation.resume()
+            } else {
+                keep.append(w)
+            }
+        }
+        aclWaiters = keep
+    }
+
+    // MARK: - Incoming
+
+    /// A response, notification or indication for our client on this link.
+    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        let t = host.now
+        guard let actions = host.connections.links.withLink(handle, { $0.bearer.receive(payload, now: t) }) else { return }
+        perform(actions, handle: handle, host)
+    }
+
+    /// Carries out what a bearer asked for.
+    func perform(_ actions: [BearerAction], handle: UInt16, _ host: isolated HostController) {
+        for action in actions {
+            switch action {
+            case let .send(bytes):
+                host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
+            case let .complete(id, result):
+                sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
+            case let .notification(valueHandle, value), let .indication(valueHandle, value):
+                deliver(value, from: valueHandle, handle: handle, host)
+            case let .mtuChanged(mtu):
+                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
+                host.connections.links.withLink(handle) {
+                    $0.server.mtu = mtu
+                    $0.publish()
+                }
+            case .closeBearer:
+                // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
+                // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
+                host.spawn("closing a timed-out ATT bearer") {
+                    try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
+                }
+            case let .peerRequest(bytes):
+                host.server.receive(bytes, handle: handle, host)
+            }
+        }
+    }
+
+    private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {
+        guard let session = sessions[handle] else { return }
+        if session.serviceChangedHandles.contains(valueHandle), let link = host.connections.links[handle] {
+            // Service Changed (Vol 3 Part G §7.1): the affected range's discovery is stale.
+            var range: ClosedRange<UInt16> = 0x0001...0xFFFF
+            if value.count >= 4 {
+                let start = UInt16(value[0]) | UInt16(value[1]) << 8
+                let end = UInt16(value[2]) | UInt16(value[3]) << 8
+                if start <= end { range = start...end }
+            }
+            link.observation.invalidateServices(in: range)
+            for s in session.servicesChangedSinks.values { s.yield(range) }
+        }
+        for sink in (session.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }
+    }
+
+    // MARK: - Streams
+
+    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(host.configuration.notificationBufferLimit))
+        guard let handle = host.connections.links.handle(forID: linkID) else {
+            continuation.finish()
+            return stream
+        }
+        let id = host.makeToken()
+        sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][id] = continuation
+        continuation.onTermination = { _ in
+            Task(executorPreference: host.clock.taskExecutor) {
+                await host.run { $0.client.removeNotificationSink(id: id, valueHandle: valueHandle, linkID: linkID, $0) }
+            }
+        }
+        return stream
+    }
+
+    private func removeNotificationSink(id: UInt64, valueHandle: UInt16, linkID: UInt64, _ host: isolated HostController) {
+        guard let handle = host.connections.links.handle(forID: linkID) else { return }
+        sessions[handle]?.notificationSinks[valueHandle]?[id] = nil
+    }
+
+    func servicesChangedStream(onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<ClosedRange<UInt16>> {
+        let (stream, continuation) = AsyncStream<ClosedRange<UInt16>>.makeStream()
+        guard let handle = host.connections.links.handle(forID: linkID) else {
+            continuation.finish()
+            return stream
+        }
+        sessions[handle, default: Session()].servicesChangedSinks[host.makeToken()] = continuation
+        return stream
+    }
+
+    /// Records a Service Changed value handle; true the first time it is seen on this link.
+    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> Bool {
+        guard let handle = host.connections.links.handle(forID: linkID) else { return false }
+        return sessions[handle, default: Session()].serviceChangedHandles.insert(valueHandle).inserted
+    }
+
+    /// The link is gone: its procedures fail with `error`, its streams finish, its writers wake.
+    func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
+        var bearer = link.bearer
+        _ = bearer.close()
+        if var session = sessions.removeValue(forKey: link.handle) {
+            session.procedures.resumeAll(with: .failure(error))
+            for sinks in session.notificationSinks.values { for s in sinks.values { s.finish() } }
+            for s in session.servicesChangedSinks.values { s.finish() }
+        }
+        releaseACLWaiters(handle: link.handle, force: false, host)
+    }
+}

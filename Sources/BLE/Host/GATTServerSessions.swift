@@ -1,0 +1,323 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// Our GATT server: the attribute database, each link's `ATTServer`, the dynamic reads and
+/// writes waiting on the application, notifications and indications with their bounded queues,
+/// and the peripheral manager's event streams. Isolated to the host actor that owns it.
+final class GATTServerSessions {
+    /// A dynamic read or write the server is waiting on the application for. `serverID` is the
+    /// link's ATT server's own number for it; the host-wide token that keys this entry is what
+    /// the application sees (two links' servers number their requests independently).
+    private struct PendingRequest {
+        enum Kind { case read, write }
+        let kind: Kind
+        let linkHandle: UInt16
+        let serverID: UInt64
+        /// When the request is answered with Unlikely Error if the application has not
+        /// answered: well inside the client's 30-second transaction timeout (Vol 3 Part F §3.3.3).
+        let deadline: Duration
+    }
+
+    /// An indication queued by `updateValue`, until its confirmation (or the link closing).
+    private struct IndicationWaiter {
+        let valueHandle: UInt16
+        let linkHandle: UInt16
+    }
+
+    var database = GATTServerDatabase(deviceName: "SwiftBLE", appearance: 0)
+    private var readHandlers: [UInt16: GATTReadHandler] = [:]
+    private var writeHandlers: [UInt16: GATTWriteHandler] = [:]
+    private var pending: [UInt64: PendingRequest] = [:]
+    private var indications: [UInt64: IndicationWaiter] = [:]
+    /// Callers of `updateValueWaiting` waiting for room in a full queue.
+    private var roomWaiters = ContinuationTable<Void>()
+    private var eventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
+
+    var nextDeadline: Duration? { pending.values.map(\.deadline).min() }
+
+    // MARK: - Database
+
+    /// Adds a service; connected clients subscribed to Service Changed are told (Vol 3 Part G §7.1).
+    func addService(_ definition: GATTServiceDefinition, _ host: isolated HostController) throws -> GATTServiceHandles {
+        let handles = try database.add(definition)
+        announceDatabaseChange(host)
+        return handles
+    }
+
+    func removeService(_ service: GATTServiceHandles, _ host: isolated HostController) throws {
+        try database.remove(serviceStartingAt: service.range.lowerBound)
+        for handle in host.connections.links.handles { host.connections.links.withLink(handle) { $0.server.forgetHandles(in: service.range) } }
+        readHandlers = readHandlers.filter { !service.range.contains($0.key) }
+        writeHandlers = writeHandlers.filter { !service.range.contains($0.key) }
+        announceDatabaseChange(host)
+    }
+
+    private func announceDatabaseChange(_ host: isolated HostController) {
+        guard let range = database.serviceChangedRange else { return }
+        database.serviceChangedRange = nil
+        let scHandle = database.serviceChangedHandle
+        let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
+        let t = host.now
+        for handle in host.connections.links.handles {
+            guard let link = host.connections.links[handle], link.server.cccd(valueHandle: scHandle) & 0x0002 != 0 else { continue }
+            let id = host.makeToken()
+            host.connections.links.withLink(handle) { _ = $0.server.indicate(valueHandle: scHandle, value: value, id: id, now: t) }
+            pumpNotifications(handle: handle, host)
+        }
+    }
+
+    func setReadHandler(_ handler: GATTReadHandler?, forHandle handle: UInt16) {
+        readHandlers[handle] = handler
+    }
+
+    func setWriteHandler(_ handler: GATTWriteHandler?, forHandle handle: UInt16) {
+        writeHandlers[handle] = handler
+    }
+
+    // MARK: - Incoming ATT
+
+    /// A request, command or confirmation for our server on this link.
+    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        if !eventSinks.isEmpty, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
+            emit(.request(link.central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
+        }
+        let t = host.now
+        let actions = host.connections.links.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
+        perform(actions, handle: handle, host)
+    }
+
+    /// The handle a request names first (after the opcode), if its layout has one.
+    static func firstHandle(of pdu: [UInt8]) -> UInt16? {
+        guard pdu.count >= 3 else { return nil }
+        switch ATTOpcode(rawValue: pdu[0]).kind {
+        case .request, .command:
+            if pdu[0] == ATTOpcode.exchangeMTURequest.rawValue || pdu[0] == ATTOpcode.executeWriteRequest.rawValue { return nil }
+            return UInt16(pdu[1]) | UInt16(pdu[2]) << 8
+        default:
+            return nil
+        }
+    }
+
+    /// Carries out what a link's ATT server asked for.
+    func perform(_ actions: [ServerAction], handle: UInt16, _ host: isolated HostController) {
+        guard let central = host.connections.links[handle]?.central else { return }
+        for action in actions {
+            switch action {
+            case let .send(bytes):
+                host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
+            case let .read(id, attribute, offset):
+                let token = host.makeToken()
+                pending[token] = PendingRequest(kind: .read, linkHandle: handle, serverID: id, deadline: host.now + host.configuration.applicationResponseTimeout)
+                let request = GATTReadRequest(id: token, central: central, handle: attribute, offset: offset)
+                if let handler = readHandlers[attribute] {
+                    host.spawn("read handler for 0x\(String(attribute, radix: 16))") {
+                        let result = await handler(request)
+                        await host.run { $0.server.respond(toRead: request.id, with: result, $0) }
+                    }
+                } else if eventSinks.isEmpty {
+                    // Nobody could answer: say so now rather than leave the central waiting.
+                    respond(toRead: token, with: .failure(.unlikelyError), host)
+                } else {
+                    emit(.read(request))
+                }
+            case let .write(id, attribute, value, offset, kind):
+                let publicKind: GATTWriteRequest.Kind
+                switch kind {
+                case .request: publicKind = .request
+                case .command: publicKind = .command
+                case .prepared: publicKind = .prepared
+                }
+                let token = host.makeToken()
+                // A Write Command gets no answer (Vol 3 Part F §3.4.5.3): nothing to keep pending.
+                if publicKind != .command {
+                    pending[token] = PendingRequest(kind: .write, linkHandle: handle, serverID: id, deadline: host.now + host.configuration.applicationResponseTimeout)
+                }
+                let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
+                if let handler = writeHandlers[attribute] {
+                    host.spawn("write handler for 0x\(String(attribute, radix: 16))") {
+                        let result = await handler(request)
+                        await host.run { $0.server.respond(toWrite: request.id, with: result, $0) }
+                    }
+                } else if eventSinks.isEmpty {
+                    respond(toWrite: token, with: .failure(.unlikelyError), host)
+                } else {
+                    emit(.write(request))
+                }
+            case let .valueWritten(attribute, value):
+                emit(.valueWritten(central, handle: attribute, value: value))
+            case let .subscriptionChanged(valueHandle, notifications, indications):
+                emit(.subscriptionChanged(central, valueHandle: valueHandle, notifications: notifications, indications: indications))
+            case let .indicationConfirmed(id):
+                if let waiter = indications.removeValue(forKey: id) {
+                    emit(.indicationConfirmed(central, valueHandle: waiter.valueHandle))
+                }
+            case let .indicationTimedOut(id):
+                indications[id] = nil
+            case .readyToUpdate:
+                emit(.readyToUpdateSubscribers(central))
+                roomWaiters.resumeAll(with: .success(()))
+            case let .mtuChanged(mtu):
+                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our client uses it too.
+                host.connections.links.withLink(handle) {
+                    _ = $0.bearer.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu)
+                    $0.publish()
+                }
+                emit(.mtuChanged(central, mtu: mtu))
+            case .closeBearer:
+                host.spawn("closing a timed-out ATT bearer") {
+                    try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
+                }
+            }
+        }
+        pumpNotifications(handle: handle, host)
+        host.rescheduleTimer()
+    }
+
+    /// Answers a dynamic read the application was asked for.
+    func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>, _ host: isolated HostController) {
+        guard let request = pending[token], request.kind == .read else { return }
+        pending[token] = nil
+        let t = host.now
+        guard let actions = host.connections.links.withLink(request.linkHandle, {
+            $0.server.completeRead(id: request.serverID, result: result, database: &database, now: t)
+        }) else { return }
+        perform(actions, handle: request.linkHandle, host)
+    }
+
+    /// Answers a dynamic write the application was asked for.
+    func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>, _ host: isolated HostController) {
+        guard let request = pending[token], request.kind == .write else { return }
+        pending[token] = nil
+        let t = host.now
+        guard let actions = host.connections.links.withLink(request.linkHandle, {
+            $0.server.completeWrite(id: request.serverID, result: result, database: &database, now: t)
+        }) else { return }
+        perform(actions, handle: request.linkHandle, host)
+    }
+
+    /// Requests the application did not answer in time get Unlikely Error.
+    func expire(now: Duration, _ host: isolated HostController) {
+        for (token, request) in pending.sorted(by: { $0.key < $1.key }) where request.deadline <= now {
+            host.log("the application did not answer a dynamic \(request.kind) in time: Unlikely Error")
+            switch request.kind {
+            case .read: respond(toRead: token, with: .failure(.unlikelyError), host)
+            case .write: respond(toWrite: token, with: .failure(.unlikelyError), host)
+            }
+        }
+    }
+
+    // MARK: - Notifications and indications
+
+    /// Moves queued notifications and indications from a link's server into ACL, keeping only a
+    /// couple of PDUs waiting for controller credits so the server's bounded queue is where
+    /// backpressure shows (and "queue full" means something).
+    func pumpNotifications(handle: UInt16, _ host: isolated HostController) {
+        let t = host.now
+        while host.aclFlow.queuedPDUs(handle: handle) < 2,
+              let pdu = host.connections.links.withLink(handle, { $0.server.nextOutgoing(now: t) }) ?? nil {
+            host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: pdu)
+        }
+        // Signals a drained queue produced (readyToUpdate) come out here.
+        guard let events = host.connections.links.withLink(handle, { $0.server.takeEvents() }) else { return }
+        if !events.isEmpty { perform(events, handle: handle, host) }
+    }
+
+    /// Notifies or indicates `value` to every central subscribed to `valueHandle` (or to the
+    /// given ones), as CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`, and stores it
+    /// when the server keeps this value, so a later read returns what was last sent. All or
+    /// nothing: if any target central's queue is full, nothing is queued anywhere (so sending
+    /// again after the ready signal never duplicates a value for the others).
+    func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
+        let links = host.connections.links
+        let targets = links.handles.filter { handle in
+            guard let link = links[handle] else { return false }
+            return (centrals?.contains(link.id) ?? true) && link.server.cccd(valueHandle: valueHandle) != 0
+        }
+        let full = targets.filter { links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
+        if !full.isEmpty {
+            // Nothing is queued anywhere; the full ones send the ready signal once they drain.
+            for h in full { host.connections.links.withLink(h) { $0.server.signalReadyWhenRoom() } }
+            return .queueFull
+        }
+        var queued = 0
+        let t = host.now
+        for handle in targets {
+            guard let notifies = host.connections.links[handle].map({ $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
+            let result: UpdateResult?
+            if notifies {
+                result = host.connections.links.withLink(handle) { $0.server.notify(valueHandle: valueHandle, value: value) }
+            } else {
+                let id = host.makeToken()
+                result = host.connections.links.withLink(handle) { $0.server.indicate(valueHandle: valueHandle, value: value, id: id, now: t) }
+                if case .queued = result { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle) }
+            }
+            if case .queued = result { queued += 1 }
+            pumpNotifications(handle: handle, host)
+        }
+        host.rescheduleTimer()
+        if database.value(forHandle: valueHandle) != nil {
+            database.setValue(value, forHandle: valueHandle)
+        }
+        return .queued(centrals: queued)
+    }
+
+    /// `updateValue` that waits for room instead of reporting a full queue. The check and the
+    /// wait happen with no suspension between them, so a ready signal cannot slip past;
+    /// cancelling the task ends the wait. The value is made at each attempt, right before it is
+    /// queued.
+    func updateValueWaiting(valueHandle: UInt16, centrals: Set<UInt64>?, _ makeValue: @Sendable () -> [UInt8],
+                            _ host: isolated HostController) async throws -> Int {
+        while true {
+            try Task.checkCancellation()
+            if case let .queued(n) = updateValue(makeValue(), valueHandle: valueHandle, centrals: centrals, host) { return n }
+            try await waitForRoom(host)
+        }
+    }
+
+    /// Waits until some link's server reports room again, a link closes, or the task is cancelled.
+    private func waitForRoom(_ host: isolated HostController) async throws {
+        let id = host.makeToken()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
+                if Task.isCancelled {
+                    c.resume(throwing: CancellationError())
+                } else {
+                    roomWaiters.insert(id, c)
+                }
+            }
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) {
+                await host.run { $0.server.roomWaiters.resume(id, with: .failure(CancellationError())) }
+            }
+        }
+    }
+
+    /// The link is gone: its pending requests and indications are dropped, writers waiting for
+    /// room try again, and the application hears of the disconnect.
+    func linkClosed(_ link: Link, reason: HCIStatus, _ host: isolated HostController) {
+        pending = pending.filter { $0.value.linkHandle != link.handle }
+        indications = indications.filter { $0.value.linkHandle != link.handle }
+        roomWaiters.resumeAll(with: .success(()))
+        if link.role == .peripheral {
+            emit(.disconnected(link.central, reason: reason))
+        }
+    }
+
+    // MARK: - Events
+
+    func emit(_ event: PeripheralManagerEvent) {
+        for sink in eventSinks.values { sink.yield(event) }
+    }
+
+    func events(_ host: isolated HostController) -> AsyncStream<PeripheralManagerEvent> {
+        let (stream, continuation) = AsyncStream<PeripheralManagerEvent>.makeStream(bufferingPolicy: .unbounded)
+        let id = host.makeToken()
+        eventSinks[id] = continuation
+        continuation.onTermination = { _ in
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.server.eventSinks[id] = nil } }
+        }
+        return stream
+    }
+}

@@ -1,0 +1,341 @@
+import BLEHCI
+import BLEHost
+import BLERuntime
+
+/// The one actor that owns a controller's state (ARCHITECTURE.md), as a thin driver: it moves
+/// bytes between the transport and the parts, hands them the time, runs the one timer they
+/// share, and owns every task it starts. What to do with an event lives in the parts:
+///
+/// - HCI command flow (`CommandFlowController`) and ACL credits (`ACLFlowController`), here;
+/// - `L2CAPRouter`: reassembly, fixed channels, LE signaling, the SMP channel;
+/// - `ConnectionManager`: create, cancel and disconnect, the link table, link events;
+/// - `ScanCoordinator` and `AdvertisingCoordinator`: the GAP roles' radio work;
+/// - `GATTClientSessions` and `GATTServerSessions`: each link's ATT bearer, both sides.
+///
+/// The sans-IO state machines behind the parts (in `BLEHost` and `BLEHCI`) take bytes, events
+/// and `now` and return what to send; the parts keep the continuations of the callers waiting
+/// on them. Everything runs isolated to this actor.
+actor HostController {
+    nonisolated let transport: any HCITransport
+    nonisolated let clock: any BLEClock
+    nonisolated let configuration: HostConfiguration
+
+    let connections: ConnectionManager
+    let scanning = ScanCoordinator()
+    let advertising = AdvertisingCoordinator()
+    let client = GATTClientSessions()
+    let server = GATTServerSessions()
+
+    var commandFlow = CommandFlowController()
+    var aclFlow = ACLFlowController(bufferCount: 1, bufferLength: 27)
+    var router = L2CAPRouter()
+    var ownAddress = OwnAddressSetting()
+    private var commandWaiters = ContinuationTable<CommandResult>()
+    private var nextToken: UInt64 = 1
+
+    /// What the controller reported during initialisation.
+    var info: ControllerInfo?
+    /// Set when the controller or transport failed for good; every later call fails with it.
+    private(set) var failure: BLEError?
+
+    private let outbound: AsyncStream<H4Frame>.Continuation
+    private var tasks = HostTasks()
+    private var readerStarted = false
+    private var timerTask: Task<Void, Never>?
+    private var scheduledDeadline: Duration?
+
+    init(transport: any HCITransport, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) {
+        self.transport = transport
+        self.clock = clock
+        self.configuration = configuration
+        self.connections = ConnectionManager(configuration: configuration)
+        let (stream, continuation) = AsyncStream<H4Frame>.makeStream(bufferingPolicy: .unbounded)
+        self.outbound = continuation
+        // One writer drains the outbound queue so frames reach the transport in the order the actor
+        // produced them, and the actor never waits on a socket. It ends when `close` finishes the
+        // queue, or at the first failed write (the reader then sees the transport end).
+        let writer = Task(executorPreference: clock.taskExecutor) { [transport] in
+            for await frame in stream {
+                do { try await transport.send(frame) } catch {
+                    HostDiagnostics.log("[host] transport write failed: \(error)")
+                    break
+                }
+            }
+        }
+        tasks.record(tasks.reserve(), writer)
+    }
+
+    /// Starts reading from the transport and initialises the controller.
+    @discardableResult
+    func start() async throws -> ControllerInfo {
+        if let info { return info }
+        if !readerStarted {
+            readerStarted = true
+            startReader()
+        }
+        return try await ControllerInitialisation.run(self)
+    }
+
+    /// Stops everything: fails pending work with `.closed`, cancels the host's tasks, closes the
+    /// transport.
+    func close() async {
+        if failure == nil { fail(.closed) }
+        timerTask?.cancel()
+        tasks.cancelAll()
+        outbound.finish()
+        await transport.close()
+    }
+
+    var now: Duration { clock.now() }
+
+    /// Runs `body` on this actor with the host in hand: how the API objects and the parts' own
+    /// tasks reach the parts, which are isolated to the host.
+    func run<T: Sendable>(_ body: @Sendable (isolated HostController) async throws -> T) async rethrows -> T {
+        try await body(self)
+    }
+
+    /// A new number for a waiter, a stream or a request, unique in this host.
+    func makeToken() -> UInt64 {
+        defer { nextToken += 1 }
+        return nextToken
+    }
+
+    // MARK: - Background work
+
+    /// Starts `body` as a task the host owns: cancelled on close; an error other than
+    /// cancellation goes to the diagnostics log under `name`, never silently away.
+    func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) {
+        let id = tasks.reserve()
+        let task = Task(executorPreference: clock.taskExecutor) { [weak self] in
+            do {
+                try await body()
+            } catch is CancellationError {
+            } catch {
+                self?.log("\(name): \(error)")
+            }
+            await self?.taskEnded(id)
+        }
+        tasks.record(id, task)
+    }
+
+    private func taskEnded(_ id: UInt64) {
+        tasks.ended(id)
+    }
+
+    /// Sends `command` in the background (an answer to the peer, a radio change nobody waits
+    /// for); a failure is logged under `name`.
+    func sendInBackground(_ command: HCICommand, _ name: String) {
+        spawn(name) { try await self.commandReturning(command) }
+    }
+
+    // MARK: - Outbound
+
+    func sendFrame(_ frame: H4Frame) {
+        outbound.yield(frame)
+    }
+
+    func sendCommandPacket(_ command: HCICommand) {
+        sendFrame(H4Frame(type: .command, payload: command.encode()))
+    }
+
+    func sendACL(_ packets: [ACLPacket]) {
+        for p in packets { sendFrame(H4Frame(type: .acl, payload: p.encode())) }
+    }
+
+    /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1).
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
+        guard connections.links[handle] != nil else { return }
+        let pdu = L2CAPFrame(channelID: channel, payload: payload).encode()
+        sendACL(aclFlow.enqueue(handle: handle, pdu: pdu))
+    }
+
+    // MARK: - Commands
+
+    /// Sends one HCI command and waits for its Command Complete (return parameters) or Command
+    /// Status. An error status, a timeout, or a hardware error throws `BLEError.hci`.
+    @discardableResult
+    func command(_ command: HCICommand, timeout: Duration? = nil) async throws -> CommandResult {
+        if let failure { throw failure }
+        let token = makeToken()
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<CommandResult, any Error>) in
+            commandWaiters.insert(token, c)
+            let toSend = commandFlow.enqueue(command, token: token, now: now, timeout: timeout ?? configuration.commandTimeout)
+            toSend.forEach(sendCommandPacket)
+            rescheduleTimer()
+        }
+    }
+
+    /// Runs a command that answers with Command Complete and returns its return parameters after
+    /// checking the status byte.
+    @discardableResult
+    func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
+        let result = try await command(cmd)
+        switch result {
+        case let .complete(parameters):
+            if let status = parameters.first, status != 0 {
+                throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: HCIStatus(rawValue: status)))
+            }
+            return parameters
+        case .status:
+            return []
+        }
+    }
+
+    private func resolveCommands(_ completions: [CommandCompletion]) {
+        for c in completions {
+            commandWaiters.resume(c.token, with: c.result.mapError { BLEError.hci($0) })
+        }
+    }
+
+    // MARK: - Inbound
+
+    private func startReader() {
+        let stream = transport.incoming
+        spawn("transport reader") { [weak self] in
+            do {
+                for try await frame in stream {
+                    guard let self else { return }
+                    await self.receive(frame)
+                }
+                await self?.transportEnded(nil)
+            } catch {
+                await self?.transportEnded(error)
+            }
+        }
+    }
+
+    private func transportEnded(_ error: (any Error)?) {
+        guard failure == nil else { return }
+        let message = error.map { "\($0)" } ?? "the controller closed the connection"
+        fail(.transport(message))
+    }
+
+    func receive(_ frame: H4Frame) {
+        switch frame.type {
+        case .event:
+            do {
+                handle(try HCIEvent.decode(frame.payload))
+            } catch {
+                // A garbled event from the controller: report and keep serving.
+                log("dropped malformed HCI event: \(error)")
+            }
+        case .acl:
+            do {
+                receiveACL(try ACLPacket.decode(frame.payload))
+            } catch {
+                log("dropped malformed ACL packet: \(error)")
+            }
+        default:
+            break
+        }
+        rescheduleTimer()
+    }
+
+    /// Hands one HCI event to the part it concerns. Core spec Vol 4 Part E §7.7.
+    private func handle(_ event: HCIEvent) {
+        switch event {
+        case .commandComplete, .commandStatus:
+            let (completions, toSend) = commandFlow.receive(event, now: now)
+            toSend.forEach(sendCommandPacket)
+            resolveCommands(completions)
+        case let .numberOfCompletedPackets(entries):
+            sendACL(aclFlow.completed(entries))
+            for entry in entries { server.pumpNotifications(handle: entry.handle, self) }
+            client.aclProgressed(self)
+        case .disconnectionComplete, .encryptionChange:
+            connections.handle(event, self)
+        case .hardwareError(let code):
+            fail(.hci(.hardwareError(code: code)))
+        case let .le(.advertisingReport(reports)):
+            for r in reports { scanning.receive(r, self) }
+        case let .le(.extendedAdvertisingReport(reports)):
+            for r in reports { scanning.receive(r, self) }
+        case let .le(meta):
+            connections.handle(meta, self)
+        default:
+            log("ignored event \(event)")
+        }
+    }
+
+    /// Routes a fragment through L2CAP to the link's ATT bearer or control channels.
+    private func receiveACL(_ packet: ACLPacket) {
+        switch router.receive(packet) {
+        case .none:
+            break
+        case let .att(payload):
+            receiveATT(payload, handle: packet.handle)
+        case let .control(actions):
+            connections.perform(actions, handle: packet.handle, self)
+        case let .dropped(why):
+            log(why)
+        }
+    }
+
+    /// Splits one ATT bearer between our client and our server by opcode (Vol 3 Part F §3.3):
+    /// requests, commands and confirmations are for the server; the rest for the client.
+    func receiveATT(_ payload: [UInt8], handle: UInt16) {
+        guard let first = payload.first else { return }
+        switch ATTOpcode(rawValue: first).kind {
+        case .request, .command, .confirmation, .unknown:
+            server.receive(payload, handle: handle, self)
+        case .response, .notification, .indication:
+            client.receive(payload, handle: handle, self)
+        }
+    }
+
+    /// Fails all pending work and refuses new work: after a hardware error or a lost transport
+    /// nothing the host believed about the controller holds.
+    func fail(_ error: BLEError) {
+        if failure == nil { failure = error }
+        let hciError: HCIError
+        if case let .hci(e) = error { hciError = e } else { hciError = .transportClosed }
+        resolveCommands(commandFlow.failAll(hciError))
+        connections.closeAll(error: error, self)
+        scanning.fail(error, self)
+    }
+
+    /// Tears a link down in every part: its GATT work fails with `error`, its streams finish,
+    /// its ACL credits return. Called by the connection manager when a link ends.
+    func linkEnded(_ link: Link, reason: HCIStatus, error: BLEError) {
+        client.linkClosed(link, error: error, self)
+        sendACL(aclFlow.connectionClosed(handle: link.handle))
+        router.linkClosed(handle: link.handle)
+        server.linkClosed(link, reason: reason, self)
+        if link.role == .peripheral, failure == nil {
+            advertising.restartIfWanted(afterConnection: false, self)
+        }
+    }
+
+    // MARK: - Timers
+
+    /// Arms one timer for the earliest deadline of all the parts.
+    func rescheduleTimer() {
+        let next = [commandFlow.nextDeadline, connections.nextDeadline, scanning.nextDeadline, server.nextDeadline]
+            .compactMap { $0 }.min()
+        guard next != scheduledDeadline else { return }
+        timerTask?.cancel()
+        scheduledDeadline = next
+        guard let next else { timerTask = nil; return }
+        let clock = self.clock
+        timerTask = Task(executorPreference: clock.taskExecutor) { [weak self] in
+            do { try await clock.sleep(until: next) } catch { return }
+            await self?.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        scheduledDeadline = nil
+        let t = now
+        let (expired, next) = commandFlow.expire(now: t)
+        next.forEach(sendCommandPacket)
+        resolveCommands(expired)
+        connections.expire(now: t, self)
+        scanning.expire(now: t, self)
+        server.expire(now: t, self)
+        rescheduleTimer()
+    }
+
+    nonisolated func log(_ message: String) {
+        HostDiagnostics.log("[host] \(message)")
+    }
+}

@@ -1,0 +1,94 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// One LE connection as the host keeps it: who and what it is, and the sans-IO state of both
+/// sides of its ATT bearer. The continuations of callers waiting on the link live in the GATT
+/// parts, keyed by its handle; what the API reads synchronously is published to `observation`.
+struct Link {
+    let id: UInt64
+    let handle: UInt16
+    let peer: DeviceAddress
+    let role: ConnectionRole
+    var parameters: LinkParameters
+    /// Our GATT client's side of this link's ATT bearer.
+    var bearer: ATTClientBearer
+    /// Our GATT server's side of this link's ATT bearer (CCCDs, MTU, queues are per connection).
+    var server: ATTServer
+    var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
+    var maxTxOctets = 27
+    var maxRxOctets = 27
+    var txPHY: LEPHY = .le1M
+    var rxPHY: LEPHY = .le1M
+    let observation: LinkObservation
+
+    /// A central's view of this link, for the peripheral manager's events.
+    var central: ConnectedCentral { ConnectedCentral(id: id, address: peer) }
+
+    /// Copies what the API shows (parameters, MTU, PHY, data length) to the observation.
+    func publish() {
+        let p = parameters
+        // One ATT_MTU per bearer: whichever side exchanged last set it for both (Vol 3 Part F §3.4.2).
+        let mtu = max(bearer.mtu, server.mtu)
+        let (phy, tx, rx) = (txPHY, maxTxOctets, maxRxOctets)
+        observation.update { s in
+            s.parameters = p
+            s.mtu = mtu
+            s.phy = phy
+            s.maxTxOctets = tx
+            s.maxRxOctets = rx
+        }
+    }
+}
+
+/// The host's links by connection handle. Links also have an id that is never reused, which the
+/// API holds instead of the handle (a controller reuses handles once a link is gone).
+struct LinkTable {
+    private var links: [UInt16: Link] = [:]
+    private var nextID: UInt64 = 1
+
+    subscript(handle: UInt16) -> Link? {
+        get { links[handle] }
+        set { links[handle] = newValue }
+    }
+
+    /// Handles of the open links, in order (so work over all links is deterministic).
+    var handles: [UInt16] { links.keys.sorted() }
+
+    var all: Dictionary<UInt16, Link>.Values { links.values }
+
+    mutating func makeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    mutating func remove(_ handle: UInt16) -> Link? {
+        links.removeValue(forKey: handle)
+    }
+
+    /// The handle of the link with this id, if it is still open.
+    func handle(forID id: UInt64) -> UInt16? {
+        links.first(where: { $0.value.id == id })?.key
+    }
+
+    /// Runs `body` on the link in place. A `var link = links[h]` … `links[h] = link` round trip
+    /// copies the link, and its first mutation then copies every buffer it holds (the ATT
+    /// server's queues, the bearer's state): on the notification path that was the largest cost.
+    @discardableResult
+    mutating func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R? {
+        guard let index = links.index(forKey: handle) else { return nil }
+        return body(&links.values[index])
+    }
+
+    /// The earliest protocol deadline of any link's bearer (transaction timeout) or server
+    /// (indication confirmation timeout).
+    var nextDeadline: Duration? {
+        var next: Duration?
+        for link in links.values {
+            for d in [link.bearer.nextDeadline, link.server.nextDeadline] {
+                if let d, next.map({ d < $0 }) ?? true { next = d }
+            }
+        }
+        return next
+    }
+}

@@ -1,0 +1,40 @@
+import BLEHCI
+import BLEWire
+
+/// The address this host uses on the air (Core spec Vol 6 Part B §1.3): the controller's public
+/// address, or a static random one set with LE Set Random Address (Vol 4 Part E §7.8.4). Scans,
+/// connection attempts and advertising all name it.
+struct OwnAddressSetting {
+    var type: OwnAddressType = .public
+    var random: BDAddress?
+
+    /// Checks that `address` may be used as a static random address: the two top bits 1, the
+    /// rest neither all 0 nor all 1 (Vol 6 Part B §1.3.2.1).
+    static func validateStaticRandom(_ address: BDAddress) throws {
+        guard address.randomKind == .staticRandom, address != BDAddress(rawValue: 0xFFFF_FFFF_FFFF),
+              address.rawValue & 0x3FFF_FFFF_FFFF != 0 else {
+            throw BLEError.invalidArgument("\(address) is not a static random address (the two top bits must be 1, the rest neither all 0 nor all 1)")
+        }
+    }
+}
+
+extension HostController {
+    /// Uses a static random address for everything this controller does on the air from now
+    /// on, or goes back to the public address.
+    func setOwnAddress(_ address: OwnAddress) async throws {
+        switch address {
+        case .public:
+            ownAddress.type = .public
+        case let .staticRandom(a):
+            try OwnAddressSetting.validateStaticRandom(a)
+            try await commandReturning(.leSetRandomAddress(a))
+            ownAddress = OwnAddressSetting(type: .random, random: a)
+        }
+    }
+
+    /// The address peers see.
+    var ownDeviceAddress: DeviceAddress? {
+        if ownAddress.type == .random, let a = ownAddress.random { return DeviceAddress(a, type: .random) }
+        return info.map { DeviceAddress($0.address, type: .public) }
+    }
+}
