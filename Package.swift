@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLERuntime"]),
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLEWire"]),
         .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire"]),

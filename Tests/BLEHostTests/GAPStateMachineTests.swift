@@ -1,0 +1,92 @@
+import XCTest
+import BLEHCI
+import BLEWire
+@testable import BLEHost
+
+/// The central's connection attempt: every way it ends, and the race with a cancel.
+final class ConnectionInitiatorTests: XCTestCase {
+    let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
+
+    func testOneAttemptAtATimeAndItsLink() {
+        var initiator = ConnectionInitiator()
+        let id = initiator.begin(peer: peer, deadline: .seconds(10))
+        XCTAssertNotNil(id)
+        XCTAssertNil(initiator.begin(peer: peer, deadline: .seconds(10)), "the controller has one initiator")
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x40), .connected(attempt: id ?? 0, handle: 0x40))
+        initiator.end(id ?? 0)
+        XCTAssertFalse(initiator.isBusy)
+    }
+
+    func testTimeoutSendsOneCancelAndTheCancelledCompletionIsATimeout() {
+        var initiator = ConnectionInitiator()
+        let id = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        XCTAssertEqual(initiator.nextDeadline, .seconds(10))
+        XCTAssertFalse(initiator.expire(now: .seconds(9)))
+        XCTAssertTrue(initiator.expire(now: .seconds(10)))
+        XCTAssertFalse(initiator.expire(now: .seconds(11)), "one cancel per attempt")
+        XCTAssertNil(initiator.nextDeadline, "no deadline once the cancel is out")
+        XCTAssertEqual(initiator.connectionComplete(status: .unknownConnectionIdentifier, handle: 0),
+                       .failed(attempt: id, .timeout(peer)))
+    }
+
+    func testALinkThatWinsTheRaceWithTheCancelIsUnwanted() {
+        var initiator = ConnectionInitiator()
+        let id = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        XCTAssertTrue(initiator.cancelByCaller(id))
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x41),
+                       .unwanted(handle: 0x41, attempt: id, failure: .cancelled))
+    }
+
+    func testAStaleCancelNeverStopsALaterAttempt() {
+        var initiator = ConnectionInitiator()
+        let first = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        initiator.end(first)
+        let second = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        XCTAssertFalse(initiator.cancelByCaller(first))
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x40), .connected(attempt: second, handle: 0x40))
+    }
+
+    func testRefusalLostEventAndNobodyWaiting() {
+        var initiator = ConnectionInitiator()
+        let id = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        XCTAssertNil(initiator.abandoned(id), "nothing to abandon before a cancel")
+        XCTAssertEqual(initiator.connectionComplete(status: .connectionFailedToBeEstablished, handle: 0),
+                       .failed(attempt: id, .refused(.connectionFailedToBeEstablished)))
+        XCTAssertTrue(initiator.cancelByCaller(id))
+        XCTAssertEqual(initiator.abandoned(id), .cancelled, "a lost completion still ends the attempt")
+        initiator.end(id)
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x42), .unwanted(handle: 0x42, attempt: nil, failure: nil))
+        XCTAssertEqual(initiator.connectionComplete(status: .unknownConnectionIdentifier, handle: 0), .ignored)
+    }
+}
+
+/// The scan session: one at a time, a timeout that starts when the controller confirms, reports
+/// into devices.
+final class ScannerTests: XCTestCase {
+    let address = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_02), type: .random)
+
+    func testOneScanAtATimeAndItsDeadlineStartsWhenEnabled() {
+        var scanner = Scanner()
+        let id = scanner.begin(active: false, filter: ScanFilter(), timeout: .seconds(5)) ?? 0
+        XCTAssertNil(scanner.begin(active: false, filter: ScanFilter(), timeout: nil))
+        XCTAssertNil(scanner.nextDeadline, "the timeout waits for the controller")
+        scanner.enabled(id, now: .seconds(1))
+        XCTAssertEqual(scanner.nextDeadline, .seconds(6))
+        XCTAssertNil(scanner.expired(now: .seconds(5)))
+        XCTAssertEqual(scanner.expired(now: .seconds(6)), id)
+        XCTAssertTrue(scanner.end(id))
+        XCTAssertFalse(scanner.end(id), "ends once")
+        XCTAssertNil(scanner.runningID)
+    }
+
+    func testReportsBecomeDevicesOnlyWhileScanning() {
+        var scanner = Scanner()
+        let data = AdvertisingData.Builder().localName("Thermo").build().encode()
+        let report = LEAdvertisingReport(legacy: .advNonconnInd, address: address, data: data, rssi: -40)
+        XCTAssertEqual(scanner.receive(report, now: .zero), [], "no scan, no devices")
+        _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+        let devices = scanner.receive(report, now: .seconds(1))
+        XCTAssertEqual(devices.map(\.address), [address])
+        XCTAssertEqual(devices.first?.advertisement.localName, "Thermo")
+    }
+}
