@@ -1,9 +1,8 @@
 import BLE
-import BLEHost
-import BLEWire
 
-/// The README's library examples, kept here so they keep compiling as the API changes.
-/// Never called: they need a controller at tcp:127.0.0.1:6402.
+/// The README's library examples, kept here so they keep compiling as the API changes, with
+/// `import BLE` alone (the API stands alone). Never called: they need a controller at
+/// tcp:127.0.0.1:6402.
 enum ReadmeExamples {
     static func central() async throws {
         let central = try await Central.open(spec: "tcp:127.0.0.1:6402")

@@ -5,6 +5,8 @@ import BLEWire
 /// Part E §7.8.5–9) is what every controller supports; `kind` leaves room for extended
 /// advertising sets (§7.8.53 onwards), which would add a case here without changing callers.
 public struct AdvertisingParameters: Sendable, Hashable {
+    /// Which legacy advertising PDU is sent, and so whether centrals may scan and connect
+    /// (Vol 6 Part B §2.3.1).
     public enum Kind: Sendable, Hashable {
         /// ADV_IND: centrals may connect and scan.
         case connectable
@@ -22,9 +24,12 @@ public struct AdvertisingParameters: Sendable, Hashable {
         }
     }
 
+    /// Connectable (the default), scannable only, or a non-connectable beacon.
     public var kind: Kind
     /// Advertising interval range. The spec allows 20 ms to 10.24 s (units of 0.625 ms).
     public var intervalMin: Duration
+    /// The upper end of the interval range; the controller advertises at an interval between
+    /// `intervalMin` and this. Equal to `intervalMin` for a fixed interval.
     public var intervalMax: Duration
     /// Advertise again when a connection made from this advertising ends.
     public var restartAfterDisconnect: Bool
@@ -33,6 +38,8 @@ public struct AdvertisingParameters: Sendable, Hashable {
     /// and a controller that cannot serve another link answers Command Disallowed).
     public var continueWhileConnected: Bool
 
+    /// Makes parameters advertising every `interval` (100 ms by default) or, with `intervalMax`, at
+    /// an interval in that range; the range is checked against 20 ms ... 10.24 s when advertising starts.
     public init(kind: Kind = .connectable, interval: Duration = .milliseconds(100), intervalMax: Duration? = nil,
                 restartAfterDisconnect: Bool = true, continueWhileConnected: Bool = true) {
         self.kind = kind

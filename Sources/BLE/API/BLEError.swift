@@ -29,6 +29,8 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
     /// The stack was closed.
     case closed
 
+    /// The layer that failed, as a short tag for logs and metrics: `hci`, `att`, `transport`,
+    /// `link` or `host`.
     public var layer: String {
         switch self {
         case .hci, .connectionFailed: return "hci"
@@ -39,6 +41,7 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A readable form for logs, e.g. `connection failed: …` or `timed out: …`.
     public var description: String {
         switch self {
         case let .hci(e): return "HCI: \(e)"

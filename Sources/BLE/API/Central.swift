@@ -21,6 +21,8 @@ public enum ManagerState: String, Sendable {
 /// ```
 public final class Central: Sendable {
     let host: HostController
+    /// What the controller reported about itself when it was initialised: address, versions,
+    /// supported commands and features, ACL buffers.
     public let controllerInfo: ControllerInfo
 
     /// Opens the transport named by `spec` (or `BLE_HCI`), initialises the controller, and
@@ -30,6 +32,8 @@ public final class Central: Sendable {
         return try await open(transport: transport, clock: clock, configuration: configuration)
     }
 
+    /// Initialises the controller behind an open transport (a virtual radio's controller, a test
+    /// double) and returns a central on it; if initialisation fails the transport is closed and the error thrown.
     public static func open(transport: any HCITransport, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {

@@ -14,9 +14,12 @@ public enum DeviceListChange: Sendable, Hashable {
 /// The list behind `Central.watch`: devices keyed by address, each dropped when not heard for
 /// `maximumAge` (the seed heart-rate app's 10 s rule). Sans-IO: fed scan results and the time.
 public struct DeviceList: Sendable {
+    /// How long a device may go unheard before `expire(now:)` drops it.
     public let maximumAge: Duration
+    /// The devices heard and not yet expired, keyed by address, each as last heard.
     public private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
 
+    /// Makes an empty list that drops devices not heard for `maximumAge`.
     public init(maximumAge: Duration) { self.maximumAge = maximumAge }
 
     /// A scan result arrived.

@@ -3,24 +3,39 @@ import BLEWire
 
 /// A peer's whole GATT database as discovery found it: what `ble gatt` prints.
 public struct GATTDatabaseSnapshot: Sendable {
+    /// A discovered descriptor and, when values were read, its value.
     public struct Descriptor: Sendable {
+        /// The descriptor as discovery found it: handle and type UUID.
         public var descriptor: GATTDescriptor
+        /// The value read, or the ATT error the peer refused with (Vol 3 Part F §3.4.1.1); nil
+        /// when the dump did not read values.
         public var value: Result<[UInt8], BLEError>?
     }
 
+    /// A discovered characteristic with its value and descriptors.
     public struct Characteristic: Sendable {
+        /// The characteristic declaration: UUID, properties and value handle.
         public var characteristic: GATTCharacteristic
+        /// The value read, or the ATT error the peer refused with (Vol 3 Part F §3.4.1.1); nil
+        /// when the dump did not read values or the characteristic lacks the read property.
         public var value: Result<[UInt8], BLEError>?
+        /// The characteristic's descriptors, in handle order.
         public var descriptors: [Descriptor]
     }
 
+    /// A primary service with the services it includes and its characteristics.
     public struct Service: Sendable {
+        /// The primary service: UUID and handle range.
         public var service: GATTService
+        /// The services this one includes (Vol 3 Part G §4.5).
         public var includedServices: [GATTIncludedService]
+        /// The service's characteristics, in handle order.
         public var characteristics: [Characteristic]
     }
 
+    /// Every primary service of the peer, in handle order.
     public var services: [Service]
+    /// The link's ATT_MTU when the dump was taken; it bounds what a single read returned.
     public var mtu: Int
 }
 

@@ -13,6 +13,7 @@ public enum WriteType: Sendable {
 /// A connected remote device, as the central sees it: CoreBluetooth's `CBPeripheral`, async.
 /// Every operation ends with its result, a typed `BLEError`, or cancellation.
 public final class Peripheral: Sendable, CustomStringConvertible {
+    /// The peripheral's address and its type, as the connection was made to it.
     public let address: DeviceAddress
     let host: HostController
     let linkID: UInt64
@@ -25,10 +26,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         self.observation = link.observation
     }
 
+    /// A readable form for logs, e.g. `Peripheral(C0:11:22:33:44:55/random)`.
     public var description: String { "Peripheral(\(address))" }
 
     // MARK: State
 
+    /// The connection's state now; `stateUpdates` streams its changes.
     public var state: ConnectionState { observation.snapshot.state }
 
     /// The HCI reason of the disconnect, once the link is down.
@@ -40,6 +43,8 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Every connection-state change, starting with the current state; ends after the disconnect.
     public var stateUpdates: AsyncStream<ConnectionState> { observation.stateUpdates() }
 
+    /// The link's connection parameters in controller units (Core spec Vol 4 Part E §7.8.12:
+    /// interval × 1.25 ms, supervision timeout × 10 ms), as of the last connection or update event.
     public var connectionParameters: LinkParameters { observation.snapshot.parameters }
 
     /// The current ATT_MTU of this link.
@@ -160,10 +165,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return v
     }
 
+    /// Reads a characteristic's whole value at its value handle (see `readValue(handle:)`).
     public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
         try await readValue(handle: characteristic.valueHandle)
     }
 
+    /// Reads a descriptor's whole value at its handle (see `readValue(handle:)`).
     public func readValue(for descriptor: GATTDescriptor) async throws -> [UInt8] {
         try await readValue(handle: descriptor.handle)
     }
@@ -212,10 +219,14 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Writes a characteristic's value at its value handle; lengths and write types as for
+    /// `writeValue(_:handle:type:)`.
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws {
         try await writeValue(value, handle: characteristic.valueHandle, type: type)
     }
 
+    /// Writes a descriptor's value, always with response as descriptor writes are made
+    /// (Vol 3 Part G §4.12.3); a value longer than ATT_MTU − 3 goes as a long write.
     public func writeValue(_ value: [UInt8], for descriptor: GATTDescriptor) async throws {
         try await writeValue(value, handle: descriptor.handle, type: .withResponse)
     }
@@ -233,6 +244,8 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         await host.run { [linkID] in $0.client.notificationStream(valueHandle: characteristic.valueHandle, onLink: linkID, $0) }
     }
 
+    /// Like `notifications(for:)`, by value handle: for a characteristic whose handle is known
+    /// without discovering it.
     public func notifications(valueHandle: UInt16) async -> AsyncStream<[UInt8]> {
         await host.run { [linkID] in $0.client.notificationStream(valueHandle: valueHandle, onLink: linkID, $0) }
     }

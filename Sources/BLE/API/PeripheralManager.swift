@@ -57,6 +57,7 @@ public final class PeripheralManager: Sendable {
     /// virtual time in a `VirtualWorld`.
     public var clock: any BLEClock { host.clock }
 
+    /// `poweredOn` once the controller is initialised; `poweredOff` after a transport or hardware failure.
     public var state: ManagerState {
         get async { await host.run { $0.failure } == nil ? .poweredOn : .poweredOff }
     }
@@ -75,6 +76,8 @@ public final class PeripheralManager: Sendable {
         try await host.run { try $0.server.addService(service, $0) }
     }
 
+    /// Removes a service added with `add(_:)`, with its read and write handlers. Clients subscribed
+    /// to Service Changed are told its handle range changed.
     public func remove(_ service: GATTServiceHandles) async throws {
         try await host.run { try $0.server.removeService(service, $0) }
     }
@@ -122,6 +125,8 @@ public final class PeripheralManager: Sendable {
         }
     }
 
+    /// Stops advertising, waits for the controller to confirm, and emits `.advertisingStopped`.
+    /// Advertising stays off, also after disconnects, until `startAdvertising` is called again.
     public func stopAdvertising() async throws {
         try await host.run { host in
             try await host.advertising.stop(host)
@@ -129,6 +134,8 @@ public final class PeripheralManager: Sendable {
         }
     }
 
+    /// Whether the controller is advertising now. Legacy connectable advertising stops at each
+    /// connection until the host turns it back on, so this can be briefly false while connected.
     public var isAdvertising: Bool {
         get async { await host.run { $0.advertising.isEnabled } }
     }
@@ -204,6 +211,8 @@ public final class PeripheralManager: Sendable {
         try await host.run { try await $0.connections.setPHY(linkID: central.id, phy, $0) }
     }
 
+    /// Closes the transport; every pending operation fails with `.closed`. A manager made with
+    /// `init(sharingControllerWith:)` closes the central's host too, as they share it.
     public func close() async {
         await host.close()
     }

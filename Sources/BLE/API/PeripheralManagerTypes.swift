@@ -6,15 +6,19 @@ import BLEWire
 public struct ConnectedCentral: Sendable, Hashable, CustomStringConvertible {
     /// Identifies this connection; a central that reconnects gets a new one.
     public let id: UInt64
+    /// The central's address and its type, as the controller reported them at connection.
     public let address: DeviceAddress
 
+    /// A readable form for logs: address and connection id, e.g. `C0:11:22:33:44:55/random#3`.
     public var description: String { "\(address)#\(id)" }
 }
 
 /// A read of a dynamic value (one whose definition had `value: nil`), to be answered with
 /// `PeripheralManager.respond(to:with:)` or by a read handler.
 public struct GATTReadRequest: Sendable, Hashable {
+    /// Identifies this request when answering with `respond(to:with:)`; unique within the host.
     public let id: UInt64
+    /// The central that sent the read.
     public let central: ConnectedCentral
     /// The attribute handle read (a characteristic value or descriptor).
     public let handle: UInt16
@@ -25,6 +29,7 @@ public struct GATTReadRequest: Sendable, Hashable {
 /// A write to a dynamic value, answered with `respond(to:with:)` (ignored for commands) or by a
 /// write handler.
 public struct GATTWriteRequest: Sendable, Hashable {
+    /// Which ATT procedure carried the write, and so whether the central expects an answer.
     public enum Kind: Sendable, Hashable {
         /// Write Request: the central waits for the answer.
         case request
@@ -34,11 +39,18 @@ public struct GATTWriteRequest: Sendable, Hashable {
         case prepared
     }
 
+    /// Identifies this request when answering with `respond(to:with:)`; unique within the host.
     public let id: UInt64
+    /// The central that wrote.
     public let central: ConnectedCentral
+    /// The attribute handle written (a characteristic value or descriptor).
     public let handle: UInt16
+    /// The bytes written, to be stored from `offset` on.
     public let value: [UInt8]
+    /// Where in the attribute value `value` starts: 0 except for prepared writes, whose offset the
+    /// central chose (Prepare Write Request, Vol 3 Part F §3.4.6.1).
     public let offset: Int
+    /// How the value was written: a request, a command, or an executed prepared write.
     public let kind: Kind
 }
 

@@ -4,13 +4,25 @@ import BLEWire
 
 /// What the controller told us about itself during initialisation.
 public struct ControllerInfo: Sendable {
+    /// The controller's public BD_ADDR (Read BD_ADDR, Core spec Vol 4 Part E §7.4.6); what centrals
+    /// see when a peripheral advertises with `OwnAddress.public`.
     public var address: BDAddress
+    /// HCI/LMP versions and manufacturer (Read Local Version Information, Vol 4 Part E §7.4.1);
+    /// nil when the controller did not answer it.
     public var version: LocalVersionInformation?
+    /// Which HCI commands the controller implements (Read Local Supported Commands, Vol 4 Part E
+    /// §7.4.2), used to choose e.g. LE Read Buffer Size v2; nil when the controller did not answer it.
     public var supportedCommands: LocalSupportedCommands?
+    /// The controller's LMP features (Read Local Supported Features, Vol 4 Part E §7.4.3); nil
+    /// when the controller did not answer it.
     public var features: LocalSupportedFeatures?
+    /// The controller's LE features, such as Data Length Extension or the 2M PHY (LE Read Local
+    /// Supported Features, Vol 4 Part E §7.8.3); nil when the controller did not answer it.
     public var leFeatures: LESupportedFeatures?
-    /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
+    /// The longest ACL data payload the controller accepts in one packet, in octets (LE Read Buffer
+    /// Size, Vol 4 Part E §7.8.2, or the shared Read Buffer Size, §7.4.5, when LE reports none).
     public var aclBufferLength: Int
+    /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
     public var aclBufferCount: Int
 }
 
@@ -24,11 +36,19 @@ public struct HostConfiguration: Sendable {
     public var preferredATTMTU: Int = 517
     /// Connection parameters for LE Create Connection (units of 1.25 ms / 10 ms, Vol 4 Part E §7.8.12).
     public var connectionIntervalMin: UInt16 = 24 // 30 ms
+    /// Longest connection interval we accept, in 1.25 ms units (40 = 50 ms, range 6...3200,
+    /// Vol 6 Part B §4.5.1); the controller picks an interval between the minimum and this.
     public var connectionIntervalMax: UInt16 = 40 // 50 ms
+    /// How long a link may go without a packet before it is considered lost, in 10 ms units
+    /// (420 = 4.2 s, range 10...3200); must exceed (1 + maxLatency) × connectionIntervalMax × 2 (§7.8.12).
     public var supervisionTimeout: UInt16 = 420 // 4.2 s
+    /// Peripheral latency: connection events the peripheral may skip when it has nothing to send
+    /// (0...499, Vol 4 Part E §7.8.12); 0 makes it answer every event.
     public var maxLatency: UInt16 = 0
     /// Scan timing in units of 0.625 ms (Vol 4 Part E §7.8.10).
     public var scanInterval: UInt16 = 0x0060 // 60 ms
+    /// How long the controller listens within each scan interval, in 0.625 ms units (0x0030 = 30 ms);
+    /// at most `scanInterval` (Vol 4 Part E §7.8.10), so 30 of every 60 ms by default.
     public var scanWindow: UInt16 = 0x0030 // 30 ms
     /// How long a dynamic read or write may wait for the application before the server answers
     /// Unlikely Error (the central's own transaction timeout is 30 s).
@@ -41,5 +61,6 @@ public struct HostConfiguration: Sendable {
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
 
+    /// Makes a configuration with the defaults above; change the fields you need before opening.
     public init() {}
 }

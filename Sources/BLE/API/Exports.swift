@@ -1,0 +1,46 @@
+// What `import BLE` brings with it: everything an application names when it uses the API, so
+// that `import BLE` alone is enough (ARCHITECTURE.md: the public API stands alone). The protocol
+// machinery of the lower layers (ATT bearers, the ATT server, L2CAP, HCI packets) stays out of
+// sight; import those modules by name to work at that level.
+
+// Addresses, UUIDs, advertising data and the SIG name tables.
+@_exported import BLEWire
+// The clock and transport seams: `BLEClock`, `SystemClock`, `ManualClock`, `HCITransport`,
+// `InMemoryTransport`, `TransportError`.
+@_exported import BLERuntime
+
+// Controller facts and HCI outcomes that reach the API (ControllerInfo, BLEError, Peripheral).
+@_exported import struct BLEHCI.HCIStatus
+@_exported import enum BLEHCI.HCIError
+@_exported import struct BLEHCI.HCIOpcode
+@_exported import struct BLEHCI.LEPHY
+@_exported import struct BLEHCI.LocalVersionInformation
+@_exported import struct BLEHCI.LocalSupportedCommands
+@_exported import struct BLEHCI.LocalSupportedFeatures
+@_exported import struct BLEHCI.LESupportedFeatures
+
+// Scanning.
+@_exported import struct BLEHost.ScanFilter
+@_exported import struct BLEHost.ScannedDevice
+@_exported import enum BLEHost.AdvertisingEventKind
+
+// The GATT client's view of a peer's database, and its errors.
+@_exported import struct BLEHost.GATTService
+@_exported import struct BLEHost.GATTIncludedService
+@_exported import struct BLEHost.GATTCharacteristic
+@_exported import struct BLEHost.GATTDescriptor
+@_exported import struct BLEHost.ATTHandleValue
+@_exported import struct BLEHost.ATTErrorCode
+@_exported import struct BLEHost.ATTOpcode
+@_exported import enum BLEHost.GATTError
+@_exported import enum BLEHost.GATTUUID
+
+// The GATT server's database definitions.
+@_exported import struct BLEHost.GATTServiceDefinition
+@_exported import struct BLEHost.GATTCharacteristicDefinition
+@_exported import struct BLEHost.GATTDescriptorDefinition
+@_exported import struct BLEHost.GATTServiceHandles
+@_exported import struct BLEHost.GATTCharacteristicHandles
+@_exported import struct BLEHost.CharacteristicProperties
+@_exported import struct BLEHost.AttributePermissions
+@_exported import struct BLEHost.GATTDatabaseError
