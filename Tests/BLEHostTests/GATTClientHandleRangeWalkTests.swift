@@ -97,9 +97,7 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
             "C: 06 0100 ffff 0028 0f18",
             "S: 07 0500 0100",
         ])
-        guard case .malformedResponse? = outcome.result?.gattError else {
-            return XCTFail("expected malformed, got \(String(describing: outcome.result))")
-        }
+        assertMalformed(outcome)
     }
 
     func testIncludedServices_declarationThatDoesNotAdvanceFailsAfterTheReadBack() {
@@ -120,15 +118,13 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
             "C: 10 0100 ffff 0028",
             "S: 11 08 0100 0500 0d180000 0100 0500 0f180000",  // bad UUID, then a repeat
         ])
-        guard case .malformedResponse? = outcome.result?.gattError else {
-            return XCTFail("expected malformed, got \(String(describing: outcome.result))")
-        }
+        assertMalformed(outcome)
     }
 
     /// The bearer never passes on an empty list (the decoder rejects it), but the walk must not
     /// rely on that: an answer with no entries would ask the same request again forever.
     func testAnAnswerWithNoEntriesFailsInsteadOfRepeatingTheRequest() {
-        var walk = GATTHandleRangeWalk(AnyAttributes(), range: 0x0001...0xFFFF)
+        var walk = GATTHandleRangeWalk(CharacteristicDescriptors(), range: 0x0001...0xFFFF)
         XCTAssertEqual(walk.request, .findInformationRequest(startHandle: 0x0001, endHandle: 0xFFFF))
         guard case .failure(.protocolViolation) = walk.receive(.findInformationResponse([])) else {
             return XCTFail("an empty answer must fail the walk")
@@ -136,10 +132,10 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
     }
 
     func testAnswerAfterTheWalkFinishedIsRejected() {
-        var walk = GATTHandleRangeWalk(AnyAttributes(), range: 0x0001...0x0002)
-        XCTAssertEqual(walk.receive(.findInformationResponse([ATTHandleUUID(handle: 2, uuid: BluetoothUUID(0x2902))])),
-                       .success(.finished))
-        guard case .failure(.protocolViolation) = walk.receive(.findInformationResponse([ATTHandleUUID(handle: 2, uuid: BluetoothUUID(0x2902))])) else {
+        var walk = GATTHandleRangeWalk(CharacteristicDescriptors(), range: 0x0001...0x0002)
+        let answer = ATTPDU.findInformationResponse([ATTHandleUUID(handle: 2, uuid: GATTUUID.clientCharacteristicConfiguration)])
+        XCTAssertEqual(walk.receive(answer), .success(.finished))
+        guard case .failure(.protocolViolation) = walk.receive(answer) else {
             return XCTFail("a finished walk takes no more entries")
         }
     }
@@ -156,24 +152,15 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
         XCTAssertEqual(outcome.result, .failure(.att(code: .insufficientAuthentication, handle: 6, request: .readByGroupTypeRequest)))
     }
 
-    func testReadByUUID_errorAfterEntriesFails() {
-        let outcome = runGATTClientScript(ReadByUUIDProcedure(uuid: BluetoothUUID(0x2A37), range: 0x0001...0x0020), [
-            "C: 08 0100 2000 372a",
-            "S: 09 03 0300 01",
-            "C: 08 0400 2000 372a",
-            "S: 01 08 0900 0f",
-        ])
-        XCTAssertEqual(outcome.result, .failure(.att(code: .insufficientEncryption, handle: 9, request: .readByTypeRequest)))
-    }
-
-    func testReadByUUID_attributeNotFoundAfterEntriesEndsTheWalk() {
-        let outcome = runGATTClientScript(ReadByUUIDProcedure(uuid: BluetoothUUID(0x2A37), range: 0x0001...0x0020), [
-            "C: 08 0100 2000 372a",
-            "S: 09 03 0300 01",
-            "C: 08 0400 2000 372a",
-            "S: 01 08 0400 0a",
-        ])
-        XCTAssertEqual(outcome.result, .success(.handleValues([ATTHandleValue(handle: 3, value: [1])])))
+    /// After entries, Attribute Not Found ends Read Using Characteristic UUID (§4.8.2); any
+    /// other error fails it.
+    func testReadByUUID_errorAfterEntries() {
+        let procedure = ReadByUUIDProcedure(uuid: BluetoothUUID(0x2A37), range: 0x0001...0x0020)
+        let firstPage = ["C: 08 0100 2000 372a", "S: 09 03 0300 01", "C: 08 0400 2000 372a"]
+        XCTAssertEqual(runGATTClientScript(procedure, firstPage + ["S: 01 08 0400 0a"]).result,
+                       .success(.handleValues([ATTHandleValue(handle: 3, value: [1])])))
+        XCTAssertEqual(runGATTClientScript(procedure, firstPage + ["S: 01 08 0900 0f"]).result,
+                       .failure(.att(code: .insufficientEncryption, handle: 9, request: .readByTypeRequest)))
     }
 
     func testIncludedServices_errorOnTheReadBackFails() {
@@ -216,11 +203,7 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
             (DiscoverDescriptorsProcedure(range: 0x0004...0x0010), "C: 04 0400 1000", "S: 05 01"),
         ]
         for (procedure, request, answer) in emptyAnswers {
-            let outcome = runGATTClientScript(AnyGATTProcedure(procedure), [request, answer])
-            guard case .malformedResponse? = outcome.result?.gattError else {
-                XCTFail("\(answer): expected malformed, got \(String(describing: outcome.result))")
-                continue
-            }
+            assertMalformed(runGATTClientScript(AnyGATTProcedure(procedure), [request, answer]), "\(answer): ")
         }
     }
 
@@ -229,9 +212,7 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
             "C: 10 0100 ffff 0028",
             "S: 11 06 0100 0500 0018 0600",  // a second entry cut short
         ])
-        guard case .malformedResponse? = outcome.result?.gattError else {
-            return XCTFail("expected malformed, got \(String(describing: outcome.result))")
-        }
+        assertMalformed(outcome)
     }
 
     /// A page with fewer entries than the MTU allows does not mean the range is done: only
@@ -253,19 +234,10 @@ final class GATTClientHandleRangeWalkTests: XCTestCase {
             return XCTFail("expected a protocol violation, got \(String(describing: outcome.result))", file: file, line: line)
         }
     }
-}
 
-/// Find Information over a range, every entry taken as it is: the smallest query, for driving
-/// the walk directly with answers the bearer would never pass on.
-private struct AnyAttributes: HandleRangeQuery {
-    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
-        .findInformationRequest(startHandle: startHandle, endHandle: endHandle)
+    private func assertMalformed(_ outcome: GATTClientScriptOutcome, _ context: String = "", file: StaticString = #filePath, line: UInt = #line) {
+        guard case .malformedResponse? = outcome.result?.gattError else {
+            return XCTFail("\(context)expected a malformed response, got \(String(describing: outcome.result))", file: file, line: line)
+        }
     }
-
-    func entries(of response: ATTPDU) -> [ATTHandleUUID]? {
-        guard case let .findInformationResponse(entries) = response else { return nil }
-        return entries
-    }
-
-    func value(of entry: ATTHandleUUID) -> Result<ATTHandleUUID, GATTError> { .success(entry) }
 }

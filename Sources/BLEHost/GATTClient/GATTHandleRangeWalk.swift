@@ -18,15 +18,19 @@ extension ATTHandleRange: ATTHandleListEntry {
     var lastHandle: UInt16 { groupEndHandle }
 }
 
-extension ATTHandleValue: ATTHandleListEntry {
+/// A list element that names a single attribute: Find Information's handle and type, Read By
+/// Type's handle and value.
+protocol ATTSingleAttributeEntry: ATTHandleListEntry {
+    var handle: UInt16 { get }
+}
+
+extension ATTSingleAttributeEntry {
     var firstHandle: UInt16 { handle }
     var lastHandle: UInt16 { handle }
 }
 
-extension ATTHandleUUID: ATTHandleListEntry {
-    var firstHandle: UInt16 { handle }
-    var lastHandle: UInt16 { handle }
-}
+extension ATTHandleValue: ATTSingleAttributeEntry {}
+extension ATTHandleUUID: ATTSingleAttributeEntry {}
 
 /// One of the ATT requests that search a handle range (Core spec Vol 3 Part F §3.4.3.1 Find
 /// Information, §3.4.3.3 Find By Type Value, §3.4.4.1 Read By Type, §3.4.4.9 Read By Group
@@ -58,6 +62,24 @@ protocol HandleRangeQuery: Sendable {
 
 extension HandleRangeQuery {
     var failsWhenNothingFound: Bool { false }
+}
+
+/// Read By Type (Vol 3 Part F §3.4.4.1) for the attributes of one type: the request three
+/// procedures walk with (Find Included Services, Discover Characteristics, Read Using
+/// Characteristic UUID), which differ only in the type and in what they make of a value.
+protocol ReadByTypeQuery: HandleRangeQuery where Entry == ATTHandleValue {
+    var attributeType: BluetoothUUID { get }
+}
+
+extension ReadByTypeQuery {
+    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
+        .readByTypeRequest(startHandle: startHandle, endHandle: endHandle, attributeType: attributeType)
+    }
+
+    func entries(of response: ATTPDU) -> [ATTHandleValue]? {
+        guard case let .readByTypeResponse(pairs) = response else { return nil }
+        return pairs
+    }
 }
 
 /// Walks a handle range with a cursor, the loop the GATT discovery procedures (Core spec Vol 3

@@ -107,7 +107,7 @@ public struct ReadByUUIDProcedure: GATTProcedure {
     public init(uuid: BluetoothUUID, range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = 23) {
         self.uuid = uuid
         self.mtu = mtu
-        self.walk = GATTHandleRangeWalk(AttributesOfType(type: uuid), range: range)
+        self.walk = GATTHandleRangeWalk(AttributesOfType(attributeType: uuid), range: range)
     }
 
     public mutating func start() -> ProcedureStep<[ATTHandleValue]> { .send(walk.request) }
@@ -115,20 +115,11 @@ public struct ReadByUUIDProcedure: GATTProcedure {
     public static func gattOutput(_ output: [ATTHandleValue]) -> GATTOutput { .handleValues(output) }
 }
 
-/// Read By Type for attributes of `type` (Vol 3 Part F §3.4.4.1), each entry taken as it comes:
+/// Read By Type for attributes of `attributeType` (Vol 3 Part F §3.4.4.1), each entry taken as it comes:
 /// a handle and its (possibly truncated) value.
-private struct AttributesOfType: HandleRangeQuery {
-    let type: BluetoothUUID
+private struct AttributesOfType: ReadByTypeQuery {
+    let attributeType: BluetoothUUID
     var failsWhenNothingFound: Bool { true }
-
-    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
-        .readByTypeRequest(startHandle: startHandle, endHandle: endHandle, attributeType: type)
-    }
-
-    func entries(of response: ATTPDU) -> [ATTHandleValue]? {
-        guard case let .readByTypeResponse(pairs) = response else { return nil }
-        return pairs
-    }
 
     func value(of pair: ATTHandleValue) -> Result<ATTHandleValue, GATTError> { .success(pair) }
 }

@@ -150,7 +150,7 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
 /// Read By Type for «Include» (Vol 3 Part F §3.4.4.1): each entry is an include declaration,
 /// its value the included service's start and end handles, then its UUID only if that is 16-bit
 /// (Vol 3 Part G §3.2).
-private struct IncludeDeclarations: HandleRangeQuery {
+private struct IncludeDeclarations: ReadByTypeQuery {
     /// An include declaration as read; `uuid` is nil until read back for a 128-bit service.
     struct Include: Sendable {
         var declaration: UInt16
@@ -158,14 +158,7 @@ private struct IncludeDeclarations: HandleRangeQuery {
         var uuid: BluetoothUUID?
     }
 
-    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
-        .readByTypeRequest(startHandle: startHandle, endHandle: endHandle, attributeType: GATTUUID.include)
-    }
-
-    func entries(of response: ATTPDU) -> [ATTHandleValue]? {
-        guard case let .readByTypeResponse(pairs) = response else { return nil }
-        return pairs
-    }
+    var attributeType: BluetoothUUID { GATTUUID.include }
 
     func value(of pair: ATTHandleValue) -> Result<Include, GATTError> {
         var r = ByteReader(pair.value)
