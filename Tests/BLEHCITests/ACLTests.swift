@@ -1,6 +1,7 @@
 import BLEWire
 @testable import BLEHCI
 import XCTest
+import BLETestSupport
 
 /// ACL packets, fragmentation and reassembly. Core spec Vol 4 Part E §5.4.2, Vol 3 Part A §7.2.
 final class ACLTests: XCTestCase {
@@ -15,22 +16,22 @@ final class ACLTests: XCTestCase {
 
     func testGoldenPackets() throws {
         // Host -> controller: handle 0x0040, first non-flushable, ATT Read Request for 0x0001.
-        let out = ACLPacket(handle: 0x0040, boundary: .firstNonFlushable, data: h("0300 0400 0A0100"))
-        XCTAssertEqual(out.h4Frame.bytes, h("02 4000 0700 0300 0400 0A0100"))
+        let out = ACLPacket(handle: 0x0040, boundary: .firstNonFlushable, data: hexBytes("0300 0400 0A0100"))
+        XCTAssertEqual(out.h4Frame.bytes, hexBytes("02 4000 0700 0300 0400 0A0100"))
         // Controller -> host: first flushable (PB 0b10) sets bit 13 of the header.
-        let incoming = try ACLPacket.decode(h("4020 0500 0100 0400 13"))
-        XCTAssertEqual(incoming, ACLPacket(handle: 0x0040, boundary: .firstFlushable, data: h("0100 0400 13")))
+        let incoming = try ACLPacket.decode(hexBytes("4020 0500 0100 0400 13"))
+        XCTAssertEqual(incoming, ACLPacket(handle: 0x0040, boundary: .firstFlushable, data: hexBytes("0100 0400 13")))
         // Continuation, broadcast bits, and the largest handle.
-        let cont = try ACLPacket.decode(h("FF5E 0100 AA"))
+        let cont = try ACLPacket.decode(hexBytes("FF5E 0100 AA"))
         XCTAssertEqual(cont.handle, 0x0EFF)
         XCTAssertEqual(cont.boundary, .continuing)
         XCTAssertEqual(cont.broadcast, 1)
-        XCTAssertEqual(cont.encode(), h("FF5E 0100 AA"))
-        XCTAssertEqual(try ACLPacket.decode(h("0130 0000")).boundary, .complete)
+        XCTAssertEqual(cont.encode(), hexBytes("FF5E 0100 AA"))
+        XCTAssertEqual(try ACLPacket.decode(hexBytes("0130 0000")).boundary, .complete)
     }
 
     func testDecodeRejectsBadLengths() {
-        let good = h("4020 0300 010203")
+        let good = hexBytes("4020 0300 010203")
         for n in 0..<good.count {
             XCTAssertThrowsError(try ACLPacket.decode(Array(good.prefix(n))))
         }
@@ -95,7 +96,7 @@ final class ACLTests: XCTestCase {
         XCTAssertNil(try r.push(ACLPacket(handle: 5, boundary: .continuing, data: Array(small[1..<3]))))
         XCTAssertEqual(try r.push(ACLPacket(handle: 5, boundary: .continuing, data: Array(small[3...]))), small)
         // An empty L2CAP payload is complete at 4 bytes.
-        XCTAssertEqual(try r.push(ACLPacket(handle: 5, boundary: .firstFlushable, data: h("0000 0500"))), h("0000 0500"))
+        XCTAssertEqual(try r.push(ACLPacket(handle: 5, boundary: .firstFlushable, data: hexBytes("0000 0500"))), hexBytes("0000 0500"))
     }
 
     func testContinuationWithoutStart() {
@@ -123,23 +124,23 @@ final class ACLTests: XCTestCase {
     func testOverflowDiscardsState() throws {
         var r = ACLReassembler()
         // Declares 2 payload bytes but the start alone carries 3.
-        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: h("0200 0400 010203")))) { error in
+        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: hexBytes("0200 0400 010203")))) { error in
             XCTAssertEqual(error as? ACLReassemblyError, .overflow(handle: 1, expected: 6, received: 7))
         }
         // Overflow by a continuation.
-        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: h("0400 0400 01"))))
-        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .continuing, data: h("02030405"))))
+        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: hexBytes("0400 0400 01"))))
+        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .continuing, data: hexBytes("02030405"))))
         XCTAssertTrue(r.handlesInProgress.isEmpty)
-        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .continuing, data: h("01"))))
+        XCTAssertThrowsError(try r.push(ACLPacket(handle: 1, boundary: .continuing, data: hexBytes("01"))))
     }
 
     func testResetHandle() throws {
         var r = ACLReassembler()
-        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: h("0A00 0400 01"))))
-        XCTAssertNil(try r.push(ACLPacket(handle: 2, boundary: .firstFlushable, data: h("0A00 0400 01"))))
+        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: hexBytes("0A00 0400 01"))))
+        XCTAssertNil(try r.push(ACLPacket(handle: 2, boundary: .firstFlushable, data: hexBytes("0A00 0400 01"))))
         r.reset(handle: 1)
         XCTAssertEqual(r.handlesInProgress, [2])
-        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: h("0A00 0400 01"))))
+        XCTAssertNil(try r.push(ACLPacket(handle: 1, boundary: .firstFlushable, data: hexBytes("0A00 0400 01"))))
         r.resetAll()
         XCTAssertTrue(r.handlesInProgress.isEmpty)
     }

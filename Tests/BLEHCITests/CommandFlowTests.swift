@@ -1,5 +1,6 @@
 @testable import BLEHCI
 import XCTest
+import BLETestSupport
 
 /// Command flow control, Core spec Vol 4 Part E §4.4, §7.7.14, §7.7.15.
 final class CommandFlowTests: XCTestCase {
@@ -52,7 +53,7 @@ final class CommandFlowTests: XCTestCase {
         XCTAssertEqual(send.count, 3)
         XCTAssertEqual(flow.outstandingCount, 3)
         // Same opcodes end oldest first.
-        let next = flow.receive(complete(.leRand, credits: 1, h("00 0102030405060708")), now: .zero)
+        let next = flow.receive(complete(.leRand, credits: 1, hexBytes("00 0102030405060708")), now: .zero)
         XCTAssertEqual(next.completions.map(\.token), [2])
         XCTAssertEqual(next.toSend.count, 1)
     }
@@ -74,9 +75,9 @@ final class CommandFlowTests: XCTestCase {
     func testCommandCompleteWithErrorStatusIsReturnedRaw() {
         var flow = CommandFlowController()
         _ = flow.enqueue(.leSetDataLength(handle: 1, txOctets: 251, txTime: 2120), token: 1, now: .zero, timeout: timeout)
-        let (done, _) = flow.receive(complete(.leSetDataLength, h("01 0100")), now: .zero)
+        let (done, _) = flow.receive(complete(.leSetDataLength, hexBytes("01 0100")), now: .zero)
         guard let completion = done.first, case let .success(result) = completion.result else { return XCTFail() }
-        XCTAssertEqual(result, .complete(returnParameters: h("01 0100")))
+        XCTAssertEqual(result, .complete(returnParameters: hexBytes("01 0100")))
         XCTAssertEqual(result.controllerStatus, .unknownCommand)
         XCTAssertThrowsError(try completion.get()) { error in
             XCTAssertEqual(error as? HCIError, .commandFailed(opcode: .leSetDataLength, status: .unknownCommand))

@@ -1,6 +1,7 @@
 import BLEWire
 @testable import BLEHCI
 import XCTest
+import BLETestSupport
 
 /// Golden event layouts, Core spec Vol 4 Part E §7.7, and decoder robustness.
 final class EventTests: XCTestCase {
@@ -56,7 +57,7 @@ final class EventTests: XCTestCase {
 
     func testGoldenDecodeAndEncode() throws {
         for (hex, expected) in Self.goldens {
-            let bytes = h(hex)
+            let bytes = hexBytes(hex)
             XCTAssertEqual(try HCIEvent.decode(bytes), expected, hex)
             XCTAssertEqual(expected.encode(), bytes, hex)
         }
@@ -64,12 +65,12 @@ final class EventTests: XCTestCase {
 
     func testCommandCompleteWithIndicator() {
         let e = HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: .reset, returnParameters: [0])
-        XCTAssertEqual(e.h4Frame.bytes, h("04 0E04 01030C00"))
+        XCTAssertEqual(e.h4Frame.bytes, hexBytes("04 0E04 01030C00"))
     }
 
     func testEveryPrefixOfEveryGoldenThrows() {
         for (hex, _) in Self.goldens {
-            let bytes = h(hex)
+            let bytes = hexBytes(hex)
             for n in 0..<bytes.count {
                 XCTAssertThrowsError(try HCIEvent.decode(Array(bytes.prefix(n))), "\(hex) prefix \(n)")
             }
@@ -82,7 +83,7 @@ final class EventTests: XCTestCase {
     /// are required.
     func testEveryParameterPrefixThrowsOrDecodes() {
         for (hex, expected) in Self.goldens {
-            let bytes = h(hex)
+            let bytes = hexBytes(hex)
             let params = Array(bytes.dropFirst(2))
             for n in 0..<params.count {
                 let cut = Array(params.prefix(n))
@@ -97,10 +98,10 @@ final class EventTests: XCTestCase {
     }
 
     func testUnknownEventsNeverThrow() throws {
-        XCTAssertEqual(try HCIEvent.decode(h("FF03 010203")), .unknown(code: 0xFF, parameters: [1, 2, 3]))
-        XCTAssertEqual(try HCIEvent.decode(h("0300")), .unknown(code: 0x03, parameters: []))
-        XCTAssertEqual(try HCIEvent.decode(h("3E03 1401 02")), .le(.unknown(subevent: 0x14, parameters: [1, 2])))
-        XCTAssertThrowsError(try HCIEvent.decode(h("3E00")), "LE Meta without a subevent")
+        XCTAssertEqual(try HCIEvent.decode(hexBytes("FF03 010203")), .unknown(code: 0xFF, parameters: [1, 2, 3]))
+        XCTAssertEqual(try HCIEvent.decode(hexBytes("0300")), .unknown(code: 0x03, parameters: []))
+        XCTAssertEqual(try HCIEvent.decode(hexBytes("3E03 1401 02")), .le(.unknown(subevent: 0x14, parameters: [1, 2])))
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E00")), "LE Meta without a subevent")
         for e in [HCIEvent.unknown(code: 0xFF, parameters: [9]), .le(.unknown(subevent: 0x22, parameters: [7, 8]))] {
             XCTAssertEqual(try HCIEvent.decode(e.encode()), e)
         }
@@ -108,23 +109,23 @@ final class EventTests: XCTestCase {
 
     func testExtraTrailingParametersAreIgnored() throws {
         // A later spec version may append fields; the known ones still decode.
-        XCTAssertEqual(try HCIEvent.decode(h("0505 00 4000 13 99")),
+        XCTAssertEqual(try HCIEvent.decode(hexBytes("0505 00 4000 13 99")),
                        .disconnectionComplete(status: .success, handle: 0x0040, reason: .remoteUserTerminatedConnection))
     }
 
     func testGarbledValuesThrow() {
         // Address type 0x07 in a successful connection complete.
-        XCTAssertThrowsError(try HCIEvent.decode(h("3E13 01 00 4000 00 07 5544332211C0 1800 0000 F401 00")))
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E13 01 00 4000 00 07 5544332211C0 1800 0000 F401 00")))
         // Role 0x05.
-        XCTAssertThrowsError(try HCIEvent.decode(h("3E13 01 00 4000 05 01 5544332211C0 1800 0000 F401 00")))
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E13 01 00 4000 05 01 5544332211C0 1800 0000 F401 00")))
         // Legacy advertising event type 0x09.
-        XCTAssertThrowsError(try HCIEvent.decode(h("3E0C 02 01 09 00 5544332211C0 00 C5")))
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E0C 02 01 09 00 5544332211C0 00 C5")))
         // Directed extended report with direct address type 0x09.
-        XCTAssertThrowsError(try HCIEvent.decode(h("3E1A 0D 01 1500 01 5544332211C0 01 00 FF 7F C4 0000 09 000000000000 00")))
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E1A 0D 01 1500 01 5544332211C0 01 00 FF 7F C4 0000 09 000000000000 00")))
     }
 
     func testFailedConnectionCompleteToleratesGarbage() throws {
-        let e = try HCIEvent.decode(h("3E13 01 02 0000 FF FF 000000000000 0000 0000 0000 00"))
+        let e = try HCIEvent.decode(hexBytes("3E13 01 02 0000 FF FF 000000000000 0000 0000 0000 00"))
         guard case let .le(.connectionComplete(c)) = e else { return XCTFail("\(e)") }
         XCTAssertEqual(c.status, .unknownConnectionIdentifier)
     }
@@ -134,7 +135,7 @@ final class EventTests: XCTestCase {
         // tx power -4, periodic interval 0x0050, target unresolved RPA (0xFE).
         let props = AdvertisingEventProperties(rawValue: 0x0025)
         XCTAssertEqual(props.dataStatus, .incompleteMoreToCome)
-        let bytes = h("3E1C 0D 01 2500 FF 000000000000 03 02 03 FC B5 5000 FE 112233445566 02 AABB")
+        let bytes = hexBytes("3E1C 0D 01 2500 FF 000000000000 03 02 03 FC B5 5000 FE 112233445566 02 AABB")
         let e = try HCIEvent.decode(bytes)
         guard case let .le(.extendedAdvertisingReport(reports)) = e, let r = reports.first else { return XCTFail("\(e)") }
         XCTAssertTrue(r.isAnonymous)

@@ -1,6 +1,7 @@
 import BLEWire
 @testable import BLEHCI
 import XCTest
+import BLETestSupport
 
 final class OpcodeStatusTests: XCTestCase {
     func testOGFAndOCF() {
@@ -90,8 +91,8 @@ final class OpcodeStatusTests: XCTestCase {
     func testEventMaskBits() {
         XCTAssertEqual(EventMask.default.rawValue, 0x2000_8000_0200_8890)
         XCTAssertEqual(LEEventMask.default.rawValue, 0x0000_0000_0000_1A7F)
-        XCTAssertEqual(HCICommand.setEventMask(.default).encode(), h("010C08 9088000200800020"))
-        XCTAssertEqual(HCICommand.leSetEventMask(.default).encode(), h("012008 7F1A000000000000"))
+        XCTAssertEqual(HCICommand.setEventMask(.default).encode(), hexBytes("010C08 9088000200800020"))
+        XCTAssertEqual(HCICommand.leSetEventMask(.default).encode(), hexBytes("012008 7F1A000000000000"))
         XCTAssertEqual(HCICommand.setEventMask(EventMask.default.rawValue), HCICommand.setEventMask(.default))
     }
 }

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// ATT PDU layouts, Core spec Vol 3 Part F §3.4: golden bytes for every PDU both ways, and the
 /// length checks that keep a malformed PDU from being acted on.
@@ -61,7 +62,7 @@ final class ATTCodecTests: XCTestCase {
 
     func testEveryPDURoundTrips() throws {
         for (pdu, hex) in golden {
-            let bytes = gattHex(hex)
+            let bytes = hexBytes(hex)
             XCTAssertEqual(pdu.encode().hexString, bytes.hexString, "\(pdu)")
             XCTAssertEqual(try ATTPDU.decode(bytes), pdu, hex)
             XCTAssertEqual(pdu.opcode.rawValue, bytes[0])
@@ -70,7 +71,7 @@ final class ATTCodecTests: XCTestCase {
 
     func testEveryPrefixOfEveryGoldenPDUDecodesOrThrows() {
         for (_, hex) in golden {
-            let bytes = gattHex(hex)
+            let bytes = hexBytes(hex)
             for length in 0..<bytes.count {
                 // Must not trap; most prefixes throw, some are themselves valid PDUs.
                 _ = try? ATTPDU.decode(Array(bytes.prefix(length)))
@@ -80,7 +81,7 @@ final class ATTCodecTests: XCTestCase {
 
     func testFindInformationWith128BitAliasReEncodesShort() throws {
         // Format 2 carrying a Bluetooth Base UUID decodes to the same UUID as the 16-bit form.
-        let long = try ATTPDU.decode(gattHex("05 02 0400 fb349b5f800000800010000002290000"))
+        let long = try ATTPDU.decode(hexBytes("05 02 0400 fb349b5f800000800010000002290000"))
         XCTAssertEqual(long, .findInformationResponse([ATTHandleUUID(handle: 4, uuid: BluetoothUUID(0x2902))]))
         XCTAssertEqual(long.encode().hexString, "050104000229")
     }
@@ -88,7 +89,7 @@ final class ATTCodecTests: XCTestCase {
     // MARK: Rejections (never a trap)
 
     private func assertInvalid(_ hex: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertThrowsError(try ATTPDU.decode(gattHex(hex)), hex, file: file, line: line) { error in
+        XCTAssertThrowsError(try ATTPDU.decode(hexBytes(hex)), hex, file: file, line: line) { error in
             XCTAssertTrue(error is WireError, file: file, line: line)
         }
     }

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// The ATT client bearer: GAN/GAI, the transaction model (Core spec Vol 3 Part F §3.3.2, §3.3.3),
 /// cancellation, and robustness against malformed and misdirected PDUs.
@@ -9,33 +10,33 @@ final class GATTClientBearerTests: XCTestCase {
 
     func testGAN_CL_BV_01_C_notificationsDeliveredWhileARequestIsOutstanding() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(gattHex("0a 0300"))])
-        XCTAssertEqual(bearer.receive(gattHex("1b 0500 aabb"), now: .seconds(1)),
+        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(hexBytes("0a 0300"))])
+        XCTAssertEqual(bearer.receive(hexBytes("1b 0500 aabb"), now: .seconds(1)),
                        [.notification(handle: 5, value: [0xAA, 0xBB])])
-        XCTAssertEqual(bearer.receive(gattHex("23 0500 0100 aa 0600 0200 bbcc"), now: .seconds(1)), [
+        XCTAssertEqual(bearer.receive(hexBytes("23 0500 0100 aa 0600 0200 bbcc"), now: .seconds(1)), [
             .notification(handle: 5, value: [0xAA]),
             .notification(handle: 6, value: [0xBB, 0xCC]),
         ])
         XCTAssertTrue(bearer.hasOutstandingRequest)
-        XCTAssertEqual(bearer.receive(gattHex("0b 07"), now: .seconds(2)), [.complete(id: 1, .success(.value([7])))])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 07"), now: .seconds(2)), [.complete(id: 1, .success(.value([7])))])
     }
 
     func testGAI_CL_BV_01_C_indicationIsConfirmedImmediately() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.receive(gattHex("1d 0500 01"), now: .zero),
+        XCTAssertEqual(bearer.receive(hexBytes("1d 0500 01"), now: .zero),
                        [.indication(handle: 5, value: [1]), .send([0x1E])])
         // Also while a request is outstanding: the confirmation is not a request.
         _ = bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero)
-        XCTAssertEqual(bearer.receive(gattHex("1d 0900 0100ffff"), now: .seconds(1)),
+        XCTAssertEqual(bearer.receive(hexBytes("1d 0900 0100ffff"), now: .seconds(1)),
                        [.indication(handle: 9, value: [0x01, 0x00, 0xFF, 0xFF]), .send([0x1E])])
         XCTAssertTrue(bearer.hasOutstandingRequest)
     }
 
     func testMalformedNotificationsAndIndicationsAreDropped() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.receive(gattHex("1b 05"), now: .zero), [])
-        XCTAssertEqual(bearer.receive(gattHex("1d 05"), now: .zero), [])
-        XCTAssertEqual(bearer.receive(gattHex("23 0500 0500 aa"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("1b 05"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("1d 05"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("23 0500 0500 aa"), now: .zero), [])
         XCTAssertEqual(bearer.receive([], now: .zero), [])
     }
 
@@ -43,14 +44,14 @@ final class GATTClientBearerTests: XCTestCase {
 
     func testSecondSubmitIsQueuedUntilTheFirstResponse() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(gattHex("0a 0300"))])
+        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(hexBytes("0a 0300"))])
         XCTAssertEqual(bearer.submit(WriteProcedure(handle: 4, value: [9]), id: 2, now: .zero), [])
         XCTAssertEqual(bearer.queuedCount, 1)
-        XCTAssertEqual(bearer.receive(gattHex("0b 01"), now: .seconds(1)), [
+        XCTAssertEqual(bearer.receive(hexBytes("0b 01"), now: .seconds(1)), [
             .complete(id: 1, .success(.value([1]))),
-            .send(gattHex("12 0400 09")),
+            .send(hexBytes("12 0400 09")),
         ])
-        XCTAssertEqual(bearer.receive(gattHex("13"), now: .seconds(2)), [.complete(id: 2, .success(.none))])
+        XCTAssertEqual(bearer.receive(hexBytes("13"), now: .seconds(2)), [.complete(id: 2, .success(.none))])
         XCTAssertFalse(bearer.hasOutstandingRequest)
         XCTAssertNil(bearer.nextDeadline)
     }
@@ -60,11 +61,11 @@ final class GATTClientBearerTests: XCTestCase {
         _ = bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero)
         _ = bearer.submit(ReadMultipleProcedure(handles: [1]), id: 2, now: .zero)  // fails at start
         _ = bearer.submit(ReadProcedure(handle: 4), id: 3, now: .zero)
-        let actions = bearer.receive(gattHex("0b"), now: .seconds(1))
+        let actions = bearer.receive(hexBytes("0b"), now: .seconds(1))
         XCTAssertEqual(actions.count, 3)
         XCTAssertEqual(actions.first, .complete(id: 1, .success(.value([]))))
         guard case .complete(2, .failure(.invalidArgument))? = actions.dropFirst().first else { return XCTFail("\(actions)") }
-        XCTAssertEqual(actions.last, .send(gattHex("0a 0400")))
+        XCTAssertEqual(actions.last, .send(hexBytes("0a 0400")))
     }
 
     func testErrorResponseForAnotherRequestIsAProtocolError() {
@@ -81,18 +82,18 @@ final class GATTClientBearerTests: XCTestCase {
 
     func testUnsolicitedResponseIsDropped() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.receive(gattHex("0b 0102"), now: .zero), [])
-        XCTAssertEqual(bearer.receive(gattHex("01 0a 0300 01"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 0102"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("01 0a 0300 01"), now: .zero), [])
     }
 
     func testPeerRequestsGoToTheServerRole() {
         var bearer = ATTClientBearer()
         _ = bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero)
         for hex in ["0a 0100", "02 1700", "52 0300 01", "1e", "3f 01"] {
-            XCTAssertEqual(bearer.receive(gattHex(hex), now: .zero), [.peerRequest(gattHex(hex))], hex)
+            XCTAssertEqual(bearer.receive(hexBytes(hex), now: .zero), [.peerRequest(hexBytes(hex))], hex)
         }
         // An unknown command is ignored (§3.3).
-        XCTAssertEqual(bearer.receive(gattHex("7f 01"), now: .zero), [])
+        XCTAssertEqual(bearer.receive(hexBytes("7f 01"), now: .zero), [])
         XCTAssertTrue(bearer.hasOutstandingRequest)
     }
 
@@ -112,8 +113,8 @@ final class GATTClientBearerTests: XCTestCase {
         XCTAssertTrue(bearer.isClosed)
         XCTAssertNil(bearer.nextDeadline)
         XCTAssertEqual(bearer.submit(ReadProcedure(handle: 5), id: 3, now: .seconds(36)), [.complete(id: 3, .failure(.bearerClosed))])
-        XCTAssertEqual(bearer.receive(gattHex("0b 01"), now: .seconds(36)), [])
-        XCTAssertEqual(bearer.receive(gattHex("1d 0500 01"), now: .seconds(36)), [])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 01"), now: .seconds(36)), [])
+        XCTAssertEqual(bearer.receive(hexBytes("1d 0500 01"), now: .seconds(36)), [])
         XCTAssertThrowsError(try bearer.writeWithoutResponse(handle: 3, value: [1]))
         XCTAssertEqual(bearer.expire(now: .seconds(100)), [])
     }
@@ -122,10 +123,10 @@ final class GATTClientBearerTests: XCTestCase {
         var bearer = ATTClientBearer()
         _ = bearer.submit(DiscoverAllPrimaryServicesProcedure(), id: 1, now: .zero)
         XCTAssertEqual(bearer.nextDeadline, .seconds(30))
-        XCTAssertEqual(bearer.receive(gattHex("11 06 0100 0500 0018"), now: .seconds(20)), [.send(gattHex("10 0600 ffff 0028"))])
+        XCTAssertEqual(bearer.receive(hexBytes("11 06 0100 0500 0018"), now: .seconds(20)), [.send(hexBytes("10 0600 ffff 0028"))])
         XCTAssertEqual(bearer.nextDeadline, .seconds(50))
         XCTAssertEqual(bearer.expire(now: .seconds(31)), [])
-        XCTAssertEqual(bearer.receive(gattHex("01 10 0600 0a"), now: .seconds(40)),
+        XCTAssertEqual(bearer.receive(hexBytes("01 10 0600 0a"), now: .seconds(40)),
                        [.complete(id: 1, .success(.services([GATTService(uuid: BluetoothUUID(0x1800), handleRange: 1...5)])))])
         XCTAssertNil(bearer.nextDeadline)
     }
@@ -163,7 +164,7 @@ final class GATTClientBearerTests: XCTestCase {
         _ = bearer.submit(ReadProcedure(handle: 4), id: 2, now: .zero)
         XCTAssertEqual(bearer.cancel(id: 2), [.complete(id: 2, .failure(.cancelled))])
         XCTAssertEqual(bearer.cancel(id: 2), [])
-        XCTAssertEqual(bearer.receive(gattHex("0b 01"), now: .seconds(1)), [.complete(id: 1, .success(.value([1])))])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 01"), now: .seconds(1)), [.complete(id: 1, .success(.value([1])))])
         XCTAssertFalse(bearer.hasOutstandingRequest)
     }
 
@@ -174,8 +175,8 @@ final class GATTClientBearerTests: XCTestCase {
         XCTAssertEqual(bearer.cancel(id: 1), [.complete(id: 1, .failure(.cancelled))])
         XCTAssertTrue(bearer.hasOutstandingRequest)  // ATT cannot abort a request
         // The answer is swallowed (no continuation of the discovery) and the next one starts.
-        XCTAssertEqual(bearer.receive(gattHex("11 06 0100 0500 0018"), now: .seconds(1)), [.send(gattHex("0a 0400"))])
-        XCTAssertEqual(bearer.receive(gattHex("0b 02"), now: .seconds(2)), [.complete(id: 2, .success(.value([2])))])
+        XCTAssertEqual(bearer.receive(hexBytes("11 06 0100 0500 0018"), now: .seconds(1)), [.send(hexBytes("0a 0400"))])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 02"), now: .seconds(2)), [.complete(id: 2, .success(.value([2])))])
     }
 
     func testCancelledInFlightProcedureStillTimesOutTheBearerWithoutReportingAgain() {
@@ -189,14 +190,14 @@ final class GATTClientBearerTests: XCTestCase {
         var bearer = ATTClientBearer()
         let value = [UInt8](repeating: 7, count: 40)
         XCTAssertEqual(bearer.submit(LongWriteProcedure(handle: 3, value: value), id: 1, now: .zero),
-                       [.send(gattHex("16 0300 0000") + Array(value[0..<18]))])
+                       [.send(hexBytes("16 0300 0000") + Array(value[0..<18]))])
         _ = bearer.submit(ReadProcedure(handle: 4), id: 2, now: .zero)
         XCTAssertEqual(bearer.cancel(id: 1), [.complete(id: 1, .failure(.cancelled))])
         // The prepare's echo arrives: instead of the next part, the queue is cancelled.
-        XCTAssertEqual(bearer.receive(gattHex("17 0300 0000") + Array(value[0..<18]), now: .seconds(1)),
-                       [.send(gattHex("18 00"))])
-        XCTAssertEqual(bearer.receive(gattHex("19"), now: .seconds(2)), [.send(gattHex("0a 0400"))])
-        XCTAssertEqual(bearer.receive(gattHex("0b"), now: .seconds(3)), [.complete(id: 2, .success(.value([])))])
+        XCTAssertEqual(bearer.receive(hexBytes("17 0300 0000") + Array(value[0..<18]), now: .seconds(1)),
+                       [.send(hexBytes("18 00"))])
+        XCTAssertEqual(bearer.receive(hexBytes("19"), now: .seconds(2)), [.send(hexBytes("0a 0400"))])
+        XCTAssertEqual(bearer.receive(hexBytes("0b"), now: .seconds(3)), [.complete(id: 2, .success(.value([])))])
     }
 
     // MARK: Malformed responses never trap
@@ -222,7 +223,7 @@ final class GATTClientBearerTests: XCTestCase {
 
     func testEveryPrefixOfAGoldenResponseIsHandledWithoutTrapping() {
         for (procedure, hex) in goldenResponses {
-            let golden = gattHex(hex)
+            let golden = hexBytes(hex)
             for length in 0...golden.count {
                 let prefix = Array(golden.prefix(length))
                 var bearer = ATTClientBearer()
@@ -238,7 +239,7 @@ final class GATTClientBearerTests: XCTestCase {
                         if case .complete(1, .failure(.malformedResponse)) = $0 { return true }
                         return false
                     }
-                    XCTAssertTrue(failedMalformed || actions == [.send(gattHex("18 00"))],
+                    XCTAssertTrue(failedMalformed || actions == [.send(hexBytes("18 00"))],
                                   "\(prefix.hexString): \(actions)")
                 }
             }

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// GATT client scripts for the GAC (MTU exchange) and GAD (discovery) test-suite categories.
 /// Core spec Vol 3 Part G §4.3–§4.7.
@@ -62,7 +63,7 @@ final class GATTClientDiscoveryTests: XCTestCase {
 
     func testGAC_exchangeMTU_onlyOncePerConnection() {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.submit(ExchangeMTUProcedure(), id: 1, now: .zero), [.send(gattHex("02 0502"))])
+        XCTAssertEqual(bearer.submit(ExchangeMTUProcedure(), id: 1, now: .zero), [.send(hexBytes("02 0502"))])
         let second = bearer.submit(ExchangeMTUProcedure(), id: 2, now: .zero)
         XCTAssertEqual(second.count, 1)
         guard case let .complete(2, .failure(.invalidArgument(text)))? = second.first else {
@@ -75,11 +76,11 @@ final class GATTClientDiscoveryTests: XCTestCase {
         var bearer = ATTClientBearer()
         _ = bearer.submit(ExchangeMTUProcedure(), id: 1, now: .zero)
         XCTAssertEqual(bearer.submit(ReadLongProcedure(handle: 3), id: 2, now: .zero), [])
-        XCTAssertEqual(bearer.receive(gattHex("03 f700"), now: .seconds(1)),
-                       [.mtuChanged(247), .complete(id: 1, .success(.mtu(247))), .send(gattHex("0a 0300"))])
+        XCTAssertEqual(bearer.receive(hexBytes("03 f700"), now: .seconds(1)),
+                       [.mtuChanged(247), .complete(id: 1, .success(.mtu(247))), .send(hexBytes("0a 0300"))])
         // 246 octets = ATT_MTU − 1 at the new MTU: a full part, so a blob follows.
         let full = [UInt8](repeating: 0xAB, count: 246)
-        XCTAssertEqual(bearer.receive([0x0B] + full, now: .seconds(2)), [.send(gattHex("0c 0300 f600"))])
+        XCTAssertEqual(bearer.receive([0x0B] + full, now: .seconds(2)), [.send(hexBytes("0c 0300 f600"))])
         XCTAssertEqual(bearer.receive([0x0D, 0x01], now: .seconds(3)), [.complete(id: 2, .success(.value(full + [0x01])))])
     }
 

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// Qualification-style PDU scripts for the GATT client (the shape of BlueZ's unit/test-gatt.c,
 /// with our own scripts): each line is either
@@ -15,14 +16,6 @@ struct GATTClientScriptOutcome {
     /// Actions other than `.send` and the procedure's `.complete` (notifications, MTU changes…).
     var events: [BearerAction]
     var bearer: ATTClientBearer
-}
-
-func gattHex(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
-    guard let bytes = [UInt8](hexString: text) else {
-        XCTFail("bad hex in script: \(text)", file: file, line: line)
-        return []
-    }
-    return bytes
 }
 
 /// Runs `procedure` against the script and checks every client PDU and that the procedure
@@ -52,7 +45,7 @@ func runGATTClientScript<P: GATTProcedure>(_ procedure: P, mtu: Int = 23, _ scri
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let body = String(trimmed.dropFirst(2))
         if trimmed.hasPrefix("C:") {
-            let expected = gattHex(body, file: file, line: line)
+            let expected = hexBytes(body, file: file, line: line)
             guard !sent.isEmpty else {
                 XCTFail("step \(step): expected the client to send \(expected.hexString), it sent nothing", file: file, line: line)
                 break
@@ -63,7 +56,7 @@ func runGATTClientScript<P: GATTProcedure>(_ procedure: P, mtu: Int = 23, _ scri
             XCTAssertTrue(sent.isEmpty, "step \(step): client sent \(sent.map(\.hexString)) not in the script", file: file, line: line)
             sent.removeAll()
             XCTAssertNil(outcome.result, "step \(step): procedure already completed", file: file, line: line)
-            absorb(bearer.receive(gattHex(body, file: file, line: line), now: .seconds(step)), step: step)
+            absorb(bearer.receive(hexBytes(body, file: file, line: line), now: .seconds(step)), step: step)
         } else {
             XCTFail("step \(step): script line must start with C: or S:", file: file, line: line)
         }

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// GATT client scripts for the GAW (write) test-suite category. Core spec Vol 3 Part G §4.9,
 /// §4.12.3.
@@ -50,11 +51,11 @@ final class GATTClientWriteTests: XCTestCase {
 
     func testGAW_CL_BV_01_C_writeWithoutResponseSendsACommandAtOnce() throws {
         var bearer = ATTClientBearer()
-        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(gattHex("0a 0300"))])
+        XCTAssertEqual(bearer.submit(ReadProcedure(handle: 3), id: 1, now: .zero), [.send(hexBytes("0a 0300"))])
         // A request is outstanding; the command still goes out at once and needs no answer.
-        XCTAssertEqual(try bearer.writeWithoutResponse(handle: 5, value: [0xAA, 0xBB]), [.send(gattHex("52 0500 aabb"))])
+        XCTAssertEqual(try bearer.writeWithoutResponse(handle: 5, value: [0xAA, 0xBB]), [.send(hexBytes("52 0500 aabb"))])
         XCTAssertTrue(bearer.hasOutstandingRequest)
-        XCTAssertEqual(bearer.receive(gattHex("0b 01"), now: .seconds(1)), [.complete(id: 1, .success(.value([1])))])
+        XCTAssertEqual(bearer.receive(hexBytes("0b 01"), now: .seconds(1)), [.complete(id: 1, .success(.value([1])))])
         XCTAssertFalse(bearer.hasOutstandingRequest)
     }
 
@@ -68,7 +69,7 @@ final class GATTClientWriteTests: XCTestCase {
         // The non-throwing form sends nothing for a non-command or an over-long command.
         XCTAssertEqual(bearer.sendCommand(.readRequest(handle: 3)), [])
         XCTAssertEqual(bearer.sendCommand(.writeCommand(handle: 5, value: [UInt8](repeating: 0, count: 21))), [])
-        XCTAssertEqual(bearer.sendCommand(.writeCommand(handle: 5, value: [1])), [.send(gattHex("52 0500 01"))])
+        XCTAssertEqual(bearer.sendCommand(.writeCommand(handle: 5, value: [1])), [.send(hexBytes("52 0500 01"))])
     }
 
     func testGAW_signedWriteIsNotSupportedYet() {

@@ -1,6 +1,7 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// Robustness of the ATT server: unsupported and malformed PDUs (Vol 3 Part F §3.3), every
 /// prefix of every golden request, and random bytes. Never a trap, and exactly one answer to
@@ -59,7 +60,7 @@ final class GATTServerRobustnessTests: XCTestCase {
         "0a 1000", "0a 2100", "0c 1400 1600", "0e 1000 1400", "10 0100 ffff 0028", "12 1000 6869",
         "12 1700 0100", "16 1000 0000 6162", "18 01", "18 00", "20 1000 2100 1400", "52 1000 41", "1e",
         "d2 1000 41 000102030405060708090a0b",
-    ].compactMap { [UInt8](hexString: $0) }
+    ].map { hexBytes($0) }
 
     /// Sends `pdu` and checks the answer count: one send for a request-type opcode (known or
     /// unknown), none for commands and everything else.

@@ -1,46 +1,45 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// The LE signaling channel as a PDU script: exact frames in, exact answers out.
 final class L2CAPSignalingChannelTests: XCTestCase {
     typealias Command = LESignalingCommand
     let good = LESignalingCommand.ConnectionParameters(intervalMin: 6, intervalMax: 12, latency: 0, timeout: 200)
 
-    private func hex(_ s: String) -> [UInt8] { [UInt8](hexString: s) ?? [] }
-
     // MARK: Central
 
     func testCentralAcceptsValidParameterUpdate() {
         var channel = LESignalingChannel()
-        let actions = channel.receive(hex("12 2A 0800 0600 0C00 0000 C800"), role: .central)
-        XCTAssertEqual(actions, [.send(hex("13 2A 0200 0000")), .updateConnectionParameters(good, identifier: 0x2A)])
+        let actions = channel.receive(hexBytes("12 2A 0800 0600 0C00 0000 C800"), role: .central)
+        XCTAssertEqual(actions, [.send(hexBytes("13 2A 0200 0000")), .updateConnectionParameters(good, identifier: 0x2A)])
     }
 
     func testCentralRejectsInvalidParameters() {
         var channel = LESignalingChannel()
         // Minimum above maximum.
-        XCTAssertEqual(channel.receive(hex("12 03 0800 0C00 0600 0000 C800"), role: .central), [.send(hex("13 03 0200 0100"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 03 0800 0C00 0600 0000 C800"), role: .central), [.send(hexBytes("13 03 0200 0100"))])
         // Supervision timeout too short for the interval and latency.
-        XCTAssertEqual(channel.receive(hex("12 04 0800 0600 2800 0400 3200"), role: .central), [.send(hex("13 04 0200 0100"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 04 0800 0600 2800 0400 3200"), role: .central), [.send(hexBytes("13 04 0200 0100"))])
         // Latency 500.
-        XCTAssertEqual(channel.receive(hex("12 05 0800 0600 0C00 F401 800C"), role: .central), [.send(hex("13 05 0200 0100"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 05 0800 0600 0C00 F401 800C"), role: .central), [.send(hexBytes("13 05 0200 0100"))])
     }
 
     func testCentralPolicyCanRejectEverything() {
         var channel = LESignalingChannel()
         channel.acceptsConnectionParameterUpdates = false
-        XCTAssertEqual(channel.receive(hex("12 01 0800 0600 0C00 0000 C800"), role: .central), [.send(hex("13 01 0200 0100"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 01 0800 0600 0C00 0000 C800"), role: .central), [.send(hexBytes("13 01 0200 0100"))])
     }
 
     func testCentralIgnoresUnsolicitedResponses() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.receive(hex("13 01 0200 0000"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("01 01 0200 0000"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("07 01 0400 4000 4100"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("15 01 0A00 4100 0001 6400 0500 0000"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("18 01 0A00 0000 0000 0000 0200 0000"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("1A 01 0200 0000"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("13 01 0200 0000"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("01 01 0200 0000"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("07 01 0400 4000 4100"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("15 01 0A00 4100 0001 6400 0500 0000"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("18 01 0A00 0000 0000 0000 0200 0000"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("1A 01 0200 0000"), role: .central), [])
     }
 
     // MARK: Either role
@@ -48,69 +47,69 @@ final class L2CAPSignalingChannelTests: XCTestCase {
     func testUnknownCommandGetsRejectWithSameIdentifier() {
         var channel = LESignalingChannel()
         // Information Request is BR/EDR only.
-        XCTAssertEqual(channel.receive(hex("0A 07 0200 0200"), role: .central), [.send(hex("01 07 0200 0000"))])
-        XCTAssertEqual(channel.receive(hex("FE 99 0000"), role: .peripheral), [.send(hex("01 99 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("0A 07 0200 0200"), role: .central), [.send(hexBytes("01 07 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("FE 99 0000"), role: .peripheral), [.send(hexBytes("01 99 0200 0000"))])
     }
 
     func testMalformedCommandGetsReject() {
         var channel = LESignalingChannel()
         // Length field 8 with 7 data bytes.
-        XCTAssertEqual(channel.receive(hex("12 11 0800 0600 0C00 0000 C8"), role: .central), [.send(hex("01 11 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 11 0800 0600 0C00 0000 C8"), role: .central), [.send(hexBytes("01 11 0200 0000"))])
         // Right length field, wrong size for the command.
-        XCTAssertEqual(channel.receive(hex("12 12 0600 0600 0C00 0000"), role: .central), [.send(hex("01 12 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 12 0600 0600 0C00 0000"), role: .central), [.send(hexBytes("01 12 0200 0000"))])
         // A header cut short still names its identifier.
-        XCTAssertEqual(channel.receive(hex("12 13 08"), role: .central), [.send(hex("01 13 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 13 08"), role: .central), [.send(hexBytes("01 13 0200 0000"))])
         // Nothing to name: no answer.
-        XCTAssertEqual(channel.receive(hex("12"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("12"), role: .central), [])
         XCTAssertEqual(channel.receive([], role: .central), [])
         // A malformed reject or response is never answered.
-        XCTAssertEqual(channel.receive(hex("01 14 0300 0000 00"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("13 15 0100 00"), role: .peripheral), [])
+        XCTAssertEqual(channel.receive(hexBytes("01 14 0300 0000 00"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("13 15 0100 00"), role: .peripheral), [])
     }
 
     func testIdentifierZeroIsIgnored() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.receive(hex("12 00 0800 0600 0C00 0000 C800"), role: .central), [])
-        XCTAssertEqual(channel.receive(hex("0A 00 0200 0200"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("12 00 0800 0600 0C00 0000 C800"), role: .central), [])
+        XCTAssertEqual(channel.receive(hexBytes("0A 00 0200 0200"), role: .central), [])
     }
 
     func testOversizedFrameGetsMTUExceeded() {
         var channel = LESignalingChannel()
-        let big = hex("0A 21 1400") + [UInt8](repeating: 0, count: 20)   // 24 bytes > MTU_sig 23
-        XCTAssertEqual(channel.receive(big, role: .central), [.send(hex("01 21 0400 0100 1700"))])
+        let big = hexBytes("0A 21 1400") + [UInt8](repeating: 0, count: 20)   // 24 bytes > MTU_sig 23
+        XCTAssertEqual(channel.receive(big, role: .central), [.send(hexBytes("01 21 0400 0100 1700"))])
         channel.signalingMTU = 64
-        XCTAssertEqual(channel.receive(big, role: .central), [.send(hex("01 21 0200 0000"))])
+        XCTAssertEqual(channel.receive(big, role: .central), [.send(hexBytes("01 21 0200 0000"))])
     }
 
     func testDisconnectionRequestForUnknownChannel() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.receive(hex("06 08 0400 4000 4100"), role: .peripheral), [.send(hex("01 08 0600 0200 4000 4100"))])
+        XCTAssertEqual(channel.receive(hexBytes("06 08 0400 4000 4100"), role: .peripheral), [.send(hexBytes("01 08 0600 0200 4000 4100"))])
     }
 
     func testCreditBasedConnectionsRefused() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.receive(hex("14 0B 0A00 8000 4000 0002 F700 0A00"), role: .central),
-                       [.send(hex("15 0B 0A00 0000 0000 0000 0000 0200"))])
-        XCTAssertEqual(channel.receive(hex("17 0C 0E00 2700 4000 4000 0200 4000 4100 4200"), role: .peripheral),
-                       [.send(hex("18 0C 0E00 0000 0000 0000 0200 0000 0000 0000"))])
-        XCTAssertEqual(channel.receive(hex("16 0D 0400 4000 0100"), role: .central), [], "credits for no channel are ignored")
+        XCTAssertEqual(channel.receive(hexBytes("14 0B 0A00 8000 4000 0002 F700 0A00"), role: .central),
+                       [.send(hexBytes("15 0B 0A00 0000 0000 0000 0000 0200"))])
+        XCTAssertEqual(channel.receive(hexBytes("17 0C 0E00 2700 4000 4000 0200 4000 4100 4200"), role: .peripheral),
+                       [.send(hexBytes("18 0C 0E00 0000 0000 0000 0200 0000 0000 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("16 0D 0400 4000 0100"), role: .central), [], "credits for no channel are ignored")
     }
 
     // MARK: Peripheral
 
     func testPeripheralRejectsParameterUpdateRequest() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.receive(hex("12 05 0800 0600 0C00 0000 C800"), role: .peripheral), [.send(hex("01 05 0200 0000"))])
+        XCTAssertEqual(channel.receive(hexBytes("12 05 0800 0600 0C00 0000 C800"), role: .peripheral), [.send(hexBytes("01 05 0200 0000"))])
     }
 
     func testPeripheralRequestAndAcceptedResponse() {
         var channel = LESignalingChannel()
-        XCTAssertEqual(channel.requestConnectionParameterUpdate(good), hex("12 01 0800 0600 0C00 0000 C800"))
+        XCTAssertEqual(channel.requestConnectionParameterUpdate(good), hexBytes("12 01 0800 0600 0C00 0000 C800"))
         XCTAssertEqual(channel.pendingParameterUpdateIdentifier, 1)
-        XCTAssertEqual(channel.receive(hex("13 02 0200 0000"), role: .peripheral), [], "another identifier")
-        XCTAssertEqual(channel.receive(hex("13 01 0200 0000"), role: .peripheral), [.connectionParameterUpdateResult(accepted: true)])
+        XCTAssertEqual(channel.receive(hexBytes("13 02 0200 0000"), role: .peripheral), [], "another identifier")
+        XCTAssertEqual(channel.receive(hexBytes("13 01 0200 0000"), role: .peripheral), [.connectionParameterUpdateResult(accepted: true)])
         XCTAssertNil(channel.pendingParameterUpdateIdentifier)
-        XCTAssertEqual(channel.receive(hex("13 01 0200 0000"), role: .peripheral), [], "answered once only")
+        XCTAssertEqual(channel.receive(hexBytes("13 01 0200 0000"), role: .peripheral), [], "answered once only")
     }
 
     func testPeripheralRequestRejected() {
@@ -118,21 +117,21 @@ final class L2CAPSignalingChannelTests: XCTestCase {
         _ = channel.requestConnectionParameterUpdate(good)
         let second = channel.requestConnectionParameterUpdate(good)
         XCTAssertEqual(second[1], 2)
-        XCTAssertEqual(channel.receive(hex("13 01 0200 0100"), role: .peripheral), [], "superseded request")
-        XCTAssertEqual(channel.receive(hex("13 02 0200 0100"), role: .peripheral), [.connectionParameterUpdateResult(accepted: false)])
+        XCTAssertEqual(channel.receive(hexBytes("13 01 0200 0100"), role: .peripheral), [], "superseded request")
+        XCTAssertEqual(channel.receive(hexBytes("13 02 0200 0100"), role: .peripheral), [.connectionParameterUpdateResult(accepted: false)])
     }
 
     func testPeripheralRequestAnsweredByCommandReject() {
         var channel = LESignalingChannel()
         _ = channel.requestConnectionParameterUpdate(good)
-        XCTAssertEqual(channel.receive(hex("01 01 0200 0000"), role: .peripheral), [.connectionParameterUpdateResult(accepted: false)])
+        XCTAssertEqual(channel.receive(hexBytes("01 01 0200 0000"), role: .peripheral), [.connectionParameterUpdateResult(accepted: false)])
     }
 
     func testCancelPendingRequest() {
         var channel = LESignalingChannel()
         _ = channel.requestConnectionParameterUpdate(good)
         channel.cancelPendingRequest()
-        XCTAssertEqual(channel.receive(hex("13 01 0200 0000"), role: .peripheral), [])
+        XCTAssertEqual(channel.receive(hexBytes("13 01 0200 0000"), role: .peripheral), [])
     }
 
     func testIdentifiersWrapAndSkipZero() {

@@ -1,13 +1,14 @@
 import XCTest
 import BLEWire
 @testable import BLEHost
+import BLETestSupport
 
 /// LE signaling command layouts, golden bytes from Core spec Vol 3 Part A §4.
 final class L2CAPSignalingCommandTests: XCTestCase {
     typealias Command = LESignalingCommand
 
     private func check(_ command: Command, _ hex: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let bytes = try XCTUnwrap([UInt8](hexString: hex), file: file, line: line)
+        let bytes = hexBytes(hex, file: file, line: line)
         XCTAssertEqual(command.encode(), bytes, "encode", file: file, line: line)
         XCTAssertEqual(try Command(pdu: bytes), command, "decode", file: file, line: line)
     }
@@ -75,7 +76,7 @@ final class L2CAPSignalingCommandTests: XCTestCase {
             "17 01 1600 2700 4000 4000 0200 4000 4100 4200 4300 4400 4500 4600", // 7 CIDs
         ]
         for hex in bad {
-            let bytes = [UInt8](hexString: hex) ?? []
+            let bytes = hexBytes(hex)
             XCTAssertThrowsError(try Command(pdu: bytes), hex)
         }
     }

@@ -5,6 +5,7 @@ import BLEHost
 import BLETransport
 import BLEWire
 import XCTest
+import BLETestSupport
 
 final class HostConnectionTests: XCTestCase {
     let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
@@ -35,7 +36,7 @@ final class HostConnectionTests: XCTestCase {
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(10)) }
         _ = await t.controller.waitForCommand(.leCreateConnection)
-        await waitUntil { clock.nextDeadline == .seconds(10) }
+        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
         clock.advance(by: .seconds(10))
         _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
         do {
@@ -119,7 +120,7 @@ final class HostConnectionTests: XCTestCase {
         XCTAssertEqual(a.state, .connected)
         XCTAssertEqual(b.state, .connected)
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0040, reason: .remoteUserTerminatedConnection))
-        await waitUntil { a.state != .connected }
+        await waitUntil(within: .seconds(10)) { a.state != .connected }
         XCTAssertEqual(b.state, .connected, "one link going down leaves the other up")
         await central.close()
     }
@@ -133,7 +134,7 @@ final class HostConnectionTests: XCTestCase {
         let update = await t.controller.waitForCommand(.leConnectionUpdate)
         XCTAssertEqual(Array(update.parameters[0..<10]), [0x40, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01])
         await t.controller.waitForACL { _ in true }
-        await waitUntil { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
+        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0005)
         XCTAssertEqual(responses.first, [0x13, 0x07, 0x02, 0x00, 0x00, 0x00], "Connection Parameter Update Response, accepted")
         await central.close()
@@ -144,7 +145,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0005, payload: [0x7F, 0x09, 0x00, 0x00])
-        await waitUntil { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
+        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0005)
         XCTAssertEqual(responses.first, [0x01, 0x09, 0x02, 0x00, 0x00, 0x00], "Command Reject, not understood, same identifier")
         await central.close()
@@ -155,7 +156,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
-        await waitUntil { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
+        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0006)
         XCTAssertEqual(responses.first, [0x05, 0x05], "Pairing Failed: Pairing Not Supported")
         await central.close()

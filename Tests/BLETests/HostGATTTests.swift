@@ -5,6 +5,7 @@ import BLEHost
 import BLETransport
 import BLEWire
 import XCTest
+import BLETestSupport
 
 /// The host actor's ATT path end to end over a fake controller: L2CAP fragmentation both ways,
 /// ACL credits, notifications, indications, peer requests and the transaction timeout.
@@ -28,7 +29,7 @@ final class HostGATTTests: XCTestCase {
 
     /// Waits for the n-th ATT PDU from the host and returns it.
     func attPDU(_ t: HostUnderTest, _ n: Int) async -> [UInt8] {
-        await waitUntil { await t.controller.l2capPayloads(channel: 0x0004).count > n }
+        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).count > n }
         return await t.controller.l2capPayloads(channel: 0x0004)[n]
     }
 
@@ -109,7 +110,7 @@ final class HostGATTTests: XCTestCase {
         let (t, central, p) = try await connected(clock: clock)
         let read = Task { try await p.readShortValue(handle: 0x0010) }
         _ = await attPDU(t, 0)
-        await waitUntil { clock.nextDeadline == .seconds(30) }
+        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(30) }
         clock.advance(by: .seconds(30))
         do {
             _ = try await read.value

@@ -4,6 +4,7 @@ import BLEHCI
 import BLETransport
 import BLEWire
 import XCTest
+import BLETestSupport
 
 final class HostInitialisationTests: XCTestCase {
     func testInitialisationSequenceFollowsTheSpec() async throws {
@@ -73,7 +74,7 @@ final class HostInitialisationTests: XCTestCase {
         await t.controller.start()
         let clock = ManualClock()
         let open = Task { try await Central.open(transport: t.hostEnd, clock: clock) }
-        await waitUntil { clock.sleeperCount > 0 }
+        await waitUntil(within: .seconds(10)) { clock.sleeperCount > 0 }
         clock.advance(by: .seconds(6))
         do {
             _ = try await open.value
@@ -114,20 +115,10 @@ final class HostInitialisationTests: XCTestCase {
         await t.controller.start()
         let central = try await Central.open(transport: t.hostEnd)
         t.hostEnd.fail()
-        await waitUntil { await central.state == .poweredOff }
+        await waitUntil(within: .seconds(10)) { await central.state == .poweredOff }
         do {
             _ = try await central.connect(DeviceAddress(BDAddress(rawValue: 1), type: .public))
             XCTFail("expected a transport error")
         } catch BLEError.transport {}
     }
-}
-
-/// Polls a condition with short real sleeps (only to let other tasks run; no protocol timer
-/// depends on it), failing after a generous bound.
-func waitUntil(_ condition: @Sendable () async -> Bool, file: StaticString = #filePath, line: UInt = #line) async {
-    for _ in 0..<2000 {
-        if await condition() { return }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    XCTFail("condition not met within 10 s", file: file, line: line)
 }

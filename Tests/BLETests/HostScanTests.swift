@@ -5,6 +5,7 @@ import BLEHost
 import BLETransport
 import BLEWire
 import XCTest
+import BLETestSupport
 
 final class HostScanTests: XCTestCase {
     let device = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
@@ -46,7 +47,7 @@ final class HostScanTests: XCTestCase {
         }
         _ = await t.controller.waitForCommand(.leSetScanEnable)
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])))
-        await waitUntil { clock.nextDeadline == .seconds(10) }
+        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
         clock.advance(by: .seconds(10))
         let count = try await scan.value
         XCTAssertEqual(count, 1)

@@ -3,22 +3,22 @@ import Foundation
 import XCTest
 import BLEHCI
 @testable import BLETransport
+import BLETestSupport
 
 final class BTSnoopTests: XCTestCase {
     func testFileHeaderGolden() {
-        XCTAssertEqual(BTSnoop.fileHeader.hex,
-                       "6274736e6f6f7000" + "00000001" + "000003ea")
+        XCTAssertEqual(BTSnoop.fileHeader, hexBytes("6274736e6f6f7000 00000001 000003ea"))
     }
 
     func testRecordGolden() {
         // HCI Reset sent at the Unix epoch: flags 2 (command, host→controller).
         XCTAssertEqual(BTSnoop.record(frame: Sample.reset, direction: .sent,
-                                      timestamp: BTSnoop.timestamp(unixMicroseconds: 0)).hex,
-                       "00000004" + "00000004" + "00000002" + "00000000" + "00dcddb30f2f8000" + "01030c00")
+                                      timestamp: BTSnoop.timestamp(unixMicroseconds: 0)),
+                       hexBytes("00000004 00000004 00000002 00000000 00dcddb30f2f8000 01030c00"))
         // Its Command Complete one second later: flags 3 (event, controller→host).
         XCTAssertEqual(BTSnoop.record(frame: Sample.resetComplete, direction: .received,
-                                      timestamp: BTSnoop.timestamp(unixMicroseconds: 1_000_000)).hex,
-                       "00000007" + "00000007" + "00000003" + "00000000" + "00dcddb30f3ec240" + "040e0401030c00")
+                                      timestamp: BTSnoop.timestamp(unixMicroseconds: 1_000_000)),
+                       hexBytes("00000007 00000007 00000003 00000000 00dcddb30f3ec240 040e0401030c00"))
         XCTAssertEqual(BTSnoop.flags(for: .acl, direction: .sent), 0)
         XCTAssertEqual(BTSnoop.flags(for: .acl, direction: .received), 1)
         XCTAssertEqual(BTSnoop.flags(for: .iso, direction: .received), 1)

@@ -173,7 +173,3 @@ enum Peer {
     }
 }
 #endif
-
-extension Array where Element == UInt8 {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
-}

@@ -4,6 +4,7 @@ import BLEHCI
 import BLETransport
 import BLEVirtualRadio
 import BLEWire
+import BLETestSupport
 import XCTest
 
 /// The radio's time is injected: with a manual clock, advertising events happen only when the
@@ -53,12 +54,10 @@ final class BLEClockTests: XCTestCase {
         guard case let .le(.advertisingReport(first))? = try await scanner.next() else { return XCTFail("no report") }
         XCTAssertEqual(first.first?.legacyEventType, .advNonconnInd)
         XCTAssertEqual(first.first?.data, [2, 1, 4])
-        for _ in 0..<2000 where clock.nextDeadline != .seconds(1) { try await Task.sleep(for: .milliseconds(1)) }
-        XCTAssertEqual(clock.nextDeadline, .seconds(1))
+        await waitUntil("the radio asleep until 1 s", within: .seconds(10)) { clock.nextDeadline == .seconds(1) }
         clock.advance(by: .seconds(1))
         guard case .le(.advertisingReport)? = try await scanner.next() else { return XCTFail("no second report") }
-        for _ in 0..<2000 where clock.nextDeadline != .seconds(2) { try await Task.sleep(for: .milliseconds(1)) }
-        XCTAssertEqual(clock.nextDeadline, .seconds(2))
+        await waitUntil("the radio asleep until 2 s", within: .seconds(10)) { clock.nextDeadline == .seconds(2) }
         await radio.shutdown()
     }
 }

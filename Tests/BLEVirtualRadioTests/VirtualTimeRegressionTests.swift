@@ -3,6 +3,7 @@ import BLEHost
 import BLEHCI
 import BLEVirtualRadio
 import BLEWire
+import BLETestSupport
 import Foundation
 import XCTest
 
@@ -74,7 +75,7 @@ final class VirtualTimeCancellationTests: XCTestCase {
                 }
             }
         }
-        while !started.value { try await Task.sleep(for: .milliseconds(1)) }
+        await waitUntil("the world's body to start", within: .seconds(10)) { started.value }
         outer.cancel()
         _ = await outer.result
         XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation")

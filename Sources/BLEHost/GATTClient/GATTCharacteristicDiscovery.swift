@@ -15,8 +15,7 @@ public struct DiscoverCharacteristicsProcedure: GATTProcedure {
     public var mtu: Int
     /// Only characteristics of this type, if set.
     public let uuid: BluetoothUUID?
-    private var cursor: GATTHandleCursor
-    private var found: [GATTCharacteristic] = []
+    private var walk: GATTHandleRangeWalk<CharacteristicDeclarations>
 
     public init(service: GATTService, uuid: BluetoothUUID? = nil, mtu: Int = 23) {
         self.init(range: service.handleRange, uuid: uuid, mtu: mtu)
@@ -25,54 +24,46 @@ public struct DiscoverCharacteristicsProcedure: GATTProcedure {
     public init(range: ClosedRange<UInt16>, uuid: BluetoothUUID? = nil, mtu: Int = 23) {
         self.mtu = mtu
         self.uuid = uuid
-        self.cursor = GATTHandleCursor(range)
+        self.walk = GATTHandleRangeWalk(CharacteristicDeclarations(rangeEnd: range.upperBound), range: range)
     }
 
-    private var request: ATTPDU {
-        .readByTypeRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound, attributeType: GATTUUID.characteristic)
-    }
-
-    public mutating func start() -> ProcedureStep<[GATTCharacteristic]> { .send(request) }
+    public mutating func start() -> ProcedureStep<[GATTCharacteristic]> { .send(walk.request) }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTCharacteristic]> {
-        switch ATTAnswer(pdu, to: .readByTypeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _):
-            return finish()
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .readByTypeRequest))
-        case let .response(response):
-            guard case let .readByTypeResponse(pairs) = response else {
-                return .failed(.unexpected(response, for: .readByTypeRequest))
+        walk.step(receiving: pdu).map { found in
+            var all = found
+            // Declarations are strictly increasing (the walk rejects any that do not advance), so
+            // next − 1 ≥ this declaration.
+            for i in all.indices.dropLast() {
+                all[i].endHandle = all[i + 1].declarationHandle - 1
             }
-            for pair in pairs {
-                if let error = cursor.advance(handle: pair.handle, groupEnd: pair.handle) { return .failed(error) }
-                var r = ByteReader(pair.value)
-                guard pair.value.count == 5 || pair.value.count == 19,
-                      let properties = try? r.readU8(), let valueHandle = try? r.readU16(),
-                      let uuid = try? BluetoothUUID(littleEndian: r.readRemaining()) else {
-                    return .failed(.malformedResponse(.invalid("characteristic declaration value \(pair.value.hexString)")))
-                }
-                found.append(GATTCharacteristic(uuid: uuid, declarationHandle: pair.handle, valueHandle: valueHandle,
-                                                properties: CharacteristicProperties(rawValue: properties),
-                                                endHandle: cursor.range.upperBound))
-            }
-            return cursor.isFinished ? finish() : .send(request)
+            if let uuid { all = all.filter { $0.uuid == uuid } }
+            return all
         }
-    }
-
-    private func finish() -> ProcedureStep<[GATTCharacteristic]> {
-        var all = found
-        // Declarations are strictly increasing (GATTHandleCursor), so next − 1 ≥ this declaration.
-        for i in all.indices.dropLast() {
-            all[i].endHandle = all[i + 1].declarationHandle - 1
-        }
-        if let uuid { all = all.filter { $0.uuid == uuid } }
-        return .done(all)
     }
 
     public static func gattOutput(_ output: [GATTCharacteristic]) -> GATTOutput { .characteristics(output) }
+}
+
+/// Read By Type for «Characteristic» (Vol 3 Part F §3.4.4.1): each entry is a characteristic
+/// declaration, its value properties (1) + value handle (2) + UUID (2 or 16), Vol 3 Part G §3.3.1.
+private struct CharacteristicDeclarations: ReadByTypeQuery {
+    /// Where the last characteristic found ends (§3.3); the procedure ends the others before the
+    /// next declaration once all are known.
+    let rangeEnd: UInt16
+
+    var attributeType: BluetoothUUID { GATTUUID.characteristic }
+
+    func value(of pair: ATTHandleValue) -> Result<GATTCharacteristic, GATTError> {
+        var r = ByteReader(pair.value)
+        guard pair.value.count == 5 || pair.value.count == 19,
+              let properties = try? r.readU8(), let valueHandle = try? r.readU16(),
+              let uuid = try? BluetoothUUID(littleEndian: r.readRemaining()) else {
+            return .failure(.malformedResponse(.invalid("characteristic declaration value \(pair.value.hexString)")))
+        }
+        return .success(GATTCharacteristic(uuid: uuid, declarationHandle: pair.handle, valueHandle: valueHandle,
+                                           properties: CharacteristicProperties(rawValue: properties), endHandle: rangeEnd))
+    }
 }
 
 /// Discover All Characteristic Descriptors, Core spec Vol 3 Part G §4.7.1.
@@ -83,49 +74,48 @@ public struct DiscoverCharacteristicsProcedure: GATTProcedure {
 public struct DiscoverDescriptorsProcedure: GATTProcedure {
     public typealias Output = [GATTDescriptor]
     public var mtu: Int
-    private var cursor: GATTHandleCursor?
-    private var found: [GATTDescriptor] = []
+    /// Nil when the characteristic has no room for descriptors.
+    private var walk: GATTHandleRangeWalk<CharacteristicDescriptors>?
 
     public init(characteristic: GATTCharacteristic, mtu: Int = 23) {
         self.mtu = mtu
-        self.cursor = characteristic.descriptorRange.map(GATTHandleCursor.init)
+        self.walk = characteristic.descriptorRange.map { GATTHandleRangeWalk(CharacteristicDescriptors(), range: $0) }
     }
 
     public init(range: ClosedRange<UInt16>, mtu: Int = 23) {
         self.mtu = mtu
-        self.cursor = GATTHandleCursor(range)
-    }
-
-    private func request(_ cursor: GATTHandleCursor) -> ATTPDU {
-        .findInformationRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound)
+        self.walk = GATTHandleRangeWalk(CharacteristicDescriptors(), range: range)
     }
 
     public mutating func start() -> ProcedureStep<[GATTDescriptor]> {
-        guard let cursor else { return .done([]) }
-        return .send(request(cursor))
+        guard let walk else { return .done([]) }
+        return .send(walk.request)
     }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTDescriptor]> {
-        guard var cursor else { return .failed(.unexpected(pdu, for: .findInformationRequest)) }
-        defer { self.cursor = cursor }
-        switch ATTAnswer(pdu, to: .findInformationRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _):
-            return .done(found)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .findInformationRequest))
-        case let .response(response):
-            guard case let .findInformationResponse(entries) = response else {
-                return .failed(.unexpected(response, for: .findInformationRequest))
-            }
-            for entry in entries {
-                if let error = cursor.advance(handle: entry.handle, groupEnd: entry.handle) { return .failed(error) }
-                found.append(GATTDescriptor(handle: entry.handle, uuid: entry.uuid))
-            }
-            return cursor.isFinished ? .done(found) : .send(request(cursor))
-        }
+        guard var current = walk else { return .failed(.unexpected(pdu, for: .findInformationRequest)) }
+        let step = current.step(receiving: pdu)
+        walk = current
+        return step
     }
 
     public static func gattOutput(_ output: [GATTDescriptor]) -> GATTOutput { .descriptors(output) }
+}
+
+/// Find Information (Vol 3 Part F §3.4.3.1): each entry is an attribute's handle and type, which
+/// in a characteristic's descriptor range is a descriptor (Vol 3 Part G §3.3.3). Not private: the
+/// walk's own tests drive it with answers the bearer would never pass on.
+struct CharacteristicDescriptors: HandleRangeQuery {
+    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
+        .findInformationRequest(startHandle: startHandle, endHandle: endHandle)
+    }
+
+    func entries(of response: ATTPDU) -> [ATTHandleUUID]? {
+        guard case let .findInformationResponse(entries) = response else { return nil }
+        return entries
+    }
+
+    func value(of entry: ATTHandleUUID) -> Result<GATTDescriptor, GATTError> {
+        .success(GATTDescriptor(handle: entry.handle, uuid: entry.uuid))
+    }
 }

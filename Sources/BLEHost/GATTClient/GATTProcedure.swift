@@ -178,42 +178,6 @@ extension GATTError {
     }
 }
 
-/// Walks a handle range over several responses (the discovery procedures of Vol 3 Part G §4.4–
-/// §4.7 continue "from the last handle + 1" until the range end). Rejects entries that do not
-/// advance, so a faulty or hostile server cannot make the client loop forever.
-struct GATTHandleCursor: Sendable {
-    let range: ClosedRange<UInt16>
-    /// Where the next request starts.
-    private(set) var next: UInt16
-    /// The last entry reached the end of the range: no further request.
-    private(set) var isFinished = false
-
-    init(_ range: ClosedRange<UInt16>) {
-        self.range = range
-        self.next = range.lowerBound
-    }
-
-    /// Accepts an entry at `handle` whose group ends at `groupEnd` (equal to `handle` for
-    /// non-grouping attributes).
-    mutating func advance(handle: UInt16, groupEnd: UInt16) -> GATTError? {
-        guard !isFinished, handle >= next else {
-            return .protocolViolation("handle 0x\(attHex16(handle)) does not advance (expected ≥ 0x\(attHex16(next)))")
-        }
-        guard handle <= range.upperBound else {
-            return .protocolViolation("handle 0x\(attHex16(handle)) outside the requested range ...0x\(attHex16(range.upperBound))")
-        }
-        guard groupEnd >= handle else {
-            return .malformedResponse(.invalid("group end 0x\(attHex16(groupEnd)) before its start 0x\(attHex16(handle))"))
-        }
-        if groupEnd >= range.upperBound {
-            isFinished = true
-        } else {
-            next = groupEnd + 1
-        }
-        return nil
-    }
-}
-
 extension BluetoothUUID {
     /// A UUID carried in an attribute value: 2 or 16 octets (Vol 3 Part F §3.2.1).
     static func attValue(_ bytes: [UInt8], _ context: String) -> Result<BluetoothUUID, GATTError> {

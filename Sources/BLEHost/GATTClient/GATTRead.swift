@@ -102,42 +102,26 @@ public struct ReadByUUIDProcedure: GATTProcedure {
     public typealias Output = [ATTHandleValue]
     public var mtu: Int
     public let uuid: BluetoothUUID
-    private var cursor: GATTHandleCursor
-    private var found: [ATTHandleValue] = []
+    private var walk: GATTHandleRangeWalk<AttributesOfType>
 
     public init(uuid: BluetoothUUID, range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = 23) {
         self.uuid = uuid
         self.mtu = mtu
-        self.cursor = GATTHandleCursor(range)
+        self.walk = GATTHandleRangeWalk(AttributesOfType(attributeType: uuid), range: range)
     }
 
-    private var request: ATTPDU {
-        .readByTypeRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound, attributeType: uuid)
-    }
-
-    public mutating func start() -> ProcedureStep<[ATTHandleValue]> { .send(request) }
-
-    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[ATTHandleValue]> {
-        switch ATTAnswer(pdu, to: .readByTypeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _) where !found.isEmpty:
-            return .done(found)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .readByTypeRequest))
-        case let .response(response):
-            guard case let .readByTypeResponse(pairs) = response else {
-                return .failed(.unexpected(response, for: .readByTypeRequest))
-            }
-            for pair in pairs {
-                if let error = cursor.advance(handle: pair.handle, groupEnd: pair.handle) { return .failed(error) }
-                found.append(pair)
-            }
-            return cursor.isFinished ? .done(found) : .send(request)
-        }
-    }
-
+    public mutating func start() -> ProcedureStep<[ATTHandleValue]> { .send(walk.request) }
+    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[ATTHandleValue]> { walk.step(receiving: pdu) }
     public static func gattOutput(_ output: [ATTHandleValue]) -> GATTOutput { .handleValues(output) }
+}
+
+/// Read By Type for attributes of `attributeType` (Vol 3 Part F §3.4.4.1), each entry taken as it comes:
+/// a handle and its (possibly truncated) value.
+private struct AttributesOfType: ReadByTypeQuery {
+    let attributeType: BluetoothUUID
+    var failsWhenNothingFound: Bool { true }
+
+    func value(of pair: ATTHandleValue) -> Result<ATTHandleValue, GATTError> { .success(pair) }
 }
 
 /// Read Multiple Characteristic Values, Core spec Vol 3 Part G §4.8.4.

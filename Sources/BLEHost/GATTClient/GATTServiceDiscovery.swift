@@ -1,52 +1,5 @@
 import BLEWire
 
-/// Exchange MTU, Core spec Vol 3 Part G §4.3.1 / Vol 3 Part F §3.4.2.
-///
-/// Output: the ATT_MTU now in effect, min(client Rx MTU, server Rx MTU) and never below the LE
-/// default 23 (§3.4.2.2 forbids smaller values; a server that sends one is taken as 23). A server
-/// that answers Request Not Supported keeps the default 23, which is success, not failure.
-public struct ExchangeMTUProcedure: GATTProcedure {
-    public typealias Output = Int
-    /// The LE default and minimum ATT_MTU (Vol 3 Part F §3.2.8).
-    public static let minimumMTU = 23
-    /// 512 octets of value plus the largest header, the most any ATT PDU needs.
-    public static let defaultClientMTU = 517
-
-    public var mtu: Int
-    /// The Client Rx MTU to offer: 23...65535.
-    public let clientMTU: Int
-
-    public init(clientMTU: Int = ExchangeMTUProcedure.defaultClientMTU, mtu: Int = ExchangeMTUProcedure.minimumMTU) {
-        self.clientMTU = clientMTU
-        self.mtu = mtu
-    }
-
-    public mutating func start() -> ProcedureStep<Int> {
-        guard clientMTU >= Self.minimumMTU, let offered = UInt16(exactly: clientMTU) else {
-            return .failed(.invalidArgument("client Rx MTU \(clientMTU) is outside \(Self.minimumMTU)...65535"))
-        }
-        return .send(.exchangeMTURequest(clientMTU: offered))
-    }
-
-    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<Int> {
-        switch ATTAnswer(pdu, to: .exchangeMTURequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.requestNotSupported, _):
-            return .done(Self.minimumMTU)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .exchangeMTURequest))
-        case let .response(response):
-            guard case let .exchangeMTUResponse(serverRx) = response else {
-                return .failed(.unexpected(response, for: .exchangeMTURequest))
-            }
-            return .done(max(Self.minimumMTU, min(clientMTU, Int(serverRx))))
-        }
-    }
-
-    public static func gattOutput(_ output: Int) -> GATTOutput { .mtu(output) }
-}
-
 /// Discover All Primary Services, Core spec Vol 3 Part G §4.4.1.
 ///
 /// Read By Group Type Requests for «Primary Service» from `range.lowerBound` (0x0001), each next
@@ -56,45 +9,35 @@ public struct ExchangeMTUProcedure: GATTProcedure {
 public struct DiscoverAllPrimaryServicesProcedure: GATTProcedure {
     public typealias Output = [GATTService]
     public var mtu: Int
-    private var cursor: GATTHandleCursor
-    private var services: [GATTService] = []
+    private var walk: GATTHandleRangeWalk<PrimaryServiceDeclarations>
 
     public init(range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = 23) {
         self.mtu = mtu
-        self.cursor = GATTHandleCursor(range)
+        self.walk = GATTHandleRangeWalk(PrimaryServiceDeclarations(), range: range)
     }
 
-    private var request: ATTPDU {
-        .readByGroupTypeRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound, groupType: GATTUUID.primaryService)
+    public mutating func start() -> ProcedureStep<[GATTService]> { .send(walk.request) }
+    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> { walk.step(receiving: pdu) }
+    public static func gattOutput(_ output: [GATTService]) -> GATTOutput { .services(output) }
+}
+
+/// Read By Group Type for «Primary Service» (Vol 3 Part F §3.4.4.9): each entry is a service
+/// declaration, its value the service UUID (2 or 16 octets, Vol 3 Part G §3.1).
+private struct PrimaryServiceDeclarations: HandleRangeQuery {
+    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
+        .readByGroupTypeRequest(startHandle: startHandle, endHandle: endHandle, groupType: GATTUUID.primaryService)
     }
 
-    public mutating func start() -> ProcedureStep<[GATTService]> { .send(request) }
+    func entries(of response: ATTPDU) -> [ATTGroupData]? {
+        guard case let .readByGroupTypeResponse(entries) = response else { return nil }
+        return entries
+    }
 
-    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> {
-        switch ATTAnswer(pdu, to: .readByGroupTypeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _):
-            return .done(services)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .readByGroupTypeRequest))
-        case let .response(response):
-            guard case let .readByGroupTypeResponse(entries) = response else {
-                return .failed(.unexpected(response, for: .readByGroupTypeRequest))
-            }
-            for entry in entries {
-                if let error = cursor.advance(handle: entry.handle, groupEnd: entry.endGroupHandle) { return .failed(error) }
-                switch BluetoothUUID.attValue(entry.value, "service declaration") {
-                case let .failure(error): return .failed(error)
-                case let .success(uuid):
-                    services.append(GATTService(uuid: uuid, isPrimary: true, handleRange: entry.handle...entry.endGroupHandle))
-                }
-            }
-            return cursor.isFinished ? .done(services) : .send(request)
+    func value(of entry: ATTGroupData) -> Result<GATTService, GATTError> {
+        BluetoothUUID.attValue(entry.value, "service declaration").map { uuid in
+            GATTService(uuid: uuid, isPrimary: true, handleRange: entry.handle...entry.endGroupHandle)
         }
     }
-
-    public static func gattOutput(_ output: [GATTService]) -> GATTOutput { .services(output) }
 }
 
 /// Discover Primary Service by Service UUID, Core spec Vol 3 Part G §4.4.2.
@@ -106,43 +49,36 @@ public struct DiscoverPrimaryServiceByUUIDProcedure: GATTProcedure {
     public typealias Output = [GATTService]
     public var mtu: Int
     public let uuid: BluetoothUUID
-    private var cursor: GATTHandleCursor
-    private var services: [GATTService] = []
+    private var walk: GATTHandleRangeWalk<PrimaryServicesByUUID>
 
     public init(uuid: BluetoothUUID, range: ClosedRange<UInt16> = 0x0001...0xFFFF, mtu: Int = 23) {
         self.uuid = uuid
         self.mtu = mtu
-        self.cursor = GATTHandleCursor(range)
+        self.walk = GATTHandleRangeWalk(PrimaryServicesByUUID(uuid: uuid), range: range)
     }
 
-    private var request: ATTPDU {
-        .findByTypeValueRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound,
-                                attributeType: 0x2800, value: uuid.attBytes)
-    }
-
-    public mutating func start() -> ProcedureStep<[GATTService]> { .send(request) }
-
-    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> {
-        switch ATTAnswer(pdu, to: .findByTypeValueRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _):
-            return .done(services)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .findByTypeValueRequest))
-        case let .response(response):
-            guard case let .findByTypeValueResponse(ranges) = response else {
-                return .failed(.unexpected(response, for: .findByTypeValueRequest))
-            }
-            for r in ranges {
-                if let error = cursor.advance(handle: r.foundHandle, groupEnd: r.groupEndHandle) { return .failed(error) }
-                services.append(GATTService(uuid: uuid, isPrimary: true, handleRange: r.foundHandle...r.groupEndHandle))
-            }
-            return cursor.isFinished ? .done(services) : .send(request)
-        }
-    }
-
+    public mutating func start() -> ProcedureStep<[GATTService]> { .send(walk.request) }
+    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> { walk.step(receiving: pdu) }
     public static func gattOutput(_ output: [GATTService]) -> GATTOutput { .services(output) }
+}
+
+/// Find By Type Value for «Primary Service» declarations whose value is `uuid` (Vol 3 Part F
+/// §3.4.3.3): each entry is the handle range of one instance of the service.
+private struct PrimaryServicesByUUID: HandleRangeQuery {
+    let uuid: BluetoothUUID
+
+    func request(startHandle: UInt16, endHandle: UInt16) -> ATTPDU {
+        .findByTypeValueRequest(startHandle: startHandle, endHandle: endHandle, attributeType: 0x2800, value: uuid.attBytes)
+    }
+
+    func entries(of response: ATTPDU) -> [ATTHandleRange]? {
+        guard case let .findByTypeValueResponse(ranges) = response else { return nil }
+        return ranges
+    }
+
+    func value(of entry: ATTHandleRange) -> Result<GATTService, GATTError> {
+        .success(GATTService(uuid: uuid, isPrimary: true, handleRange: entry.foundHandle...entry.groupEndHandle))
+    }
 }
 
 /// Find Included Services, Core spec Vol 3 Part G §4.5.1.
@@ -154,9 +90,8 @@ public struct DiscoverPrimaryServiceByUUIDProcedure: GATTProcedure {
 public struct FindIncludedServicesProcedure: GATTProcedure {
     public typealias Output = [GATTIncludedService]
     public var mtu: Int
-    private var cursor: GATTHandleCursor
-    private var found: [(declaration: UInt16, range: ClosedRange<UInt16>, uuid: BluetoothUUID?)] = []
-    /// Index into `found` whose UUID is being read back.
+    private var walk: GATTHandleRangeWalk<IncludeDeclarations>
+    /// Index into `walk.found` whose UUID is being read back.
     private var reading: Int?
 
     public init(service: GATTService, mtu: Int = 23) {
@@ -165,39 +100,16 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
 
     public init(range: ClosedRange<UInt16>, mtu: Int = 23) {
         self.mtu = mtu
-        self.cursor = GATTHandleCursor(range)
+        self.walk = GATTHandleRangeWalk(IncludeDeclarations(), range: range)
     }
 
-    private var searchRequest: ATTPDU {
-        .readByTypeRequest(startHandle: cursor.next, endHandle: cursor.range.upperBound, attributeType: GATTUUID.include)
-    }
-
-    public mutating func start() -> ProcedureStep<[GATTIncludedService]> { .send(searchRequest) }
+    public mutating func start() -> ProcedureStep<[GATTIncludedService]> { .send(walk.request) }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTIncludedService]> {
         if let index = reading { return receiveUUID(pdu, for: index) }
-        switch ATTAnswer(pdu, to: .readByTypeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case .error(.attributeNotFound, _):
-            return finish()
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .readByTypeRequest))
-        case let .response(response):
-            guard case let .readByTypeResponse(pairs) = response else {
-                return .failed(.unexpected(response, for: .readByTypeRequest))
-            }
-            for pair in pairs {
-                if let error = cursor.advance(handle: pair.handle, groupEnd: pair.handle) { return .failed(error) }
-                var r = ByteReader(pair.value)
-                guard pair.value.count == 4 || pair.value.count == 6,
-                      let start = try? r.readU16(), let end = try? r.readU16(), start <= end else {
-                    return .failed(.malformedResponse(.invalid("include declaration value \(pair.value.hexString)")))
-                }
-                let uuid = pair.value.count == 6 ? try? BluetoothUUID(littleEndian: r.readRemaining()) : nil
-                found.append((pair.handle, start...end, uuid))
-            }
-            return next()
+        switch walk.receive(pdu) {
+        case let .failure(error): return .failed(error)
+        case .success: return next()
         }
     }
 
@@ -214,7 +126,7 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
             guard value.count == 16, let uuid = try? BluetoothUUID(littleEndian: value) else {
                 return .failed(.malformedResponse(.invalid("included service UUID of \(value.count) octets")))
             }
-            found[index].uuid = uuid
+            walk.found[index].uuid = uuid
             reading = nil
             return next()
         }
@@ -222,18 +134,39 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
 
     /// Reads back the first missing UUID, else continues the search, else ends.
     private mutating func next() -> ProcedureStep<[GATTIncludedService]> {
-        if let index = found.firstIndex(where: { $0.uuid == nil }) {
+        if let index = walk.found.firstIndex(where: { $0.uuid == nil }) {
             reading = index
-            return .send(.readRequest(handle: found[index].range.lowerBound))
+            return .send(.readRequest(handle: walk.found[index].range.lowerBound))
         }
-        return cursor.isFinished ? finish() : .send(searchRequest)
-    }
-
-    private func finish() -> ProcedureStep<[GATTIncludedService]> {
-        .done(found.compactMap { entry in
+        guard walk.isFinished else { return .send(walk.request) }
+        return .done(walk.found.compactMap { entry in
             entry.uuid.map { GATTIncludedService(declarationHandle: entry.declaration, serviceHandleRange: entry.range, uuid: $0) }
         })
     }
 
     public static func gattOutput(_ output: [GATTIncludedService]) -> GATTOutput { .includedServices(output) }
+}
+
+/// Read By Type for «Include» (Vol 3 Part F §3.4.4.1): each entry is an include declaration,
+/// its value the included service's start and end handles, then its UUID only if that is 16-bit
+/// (Vol 3 Part G §3.2).
+private struct IncludeDeclarations: ReadByTypeQuery {
+    /// An include declaration as read; `uuid` is nil until read back for a 128-bit service.
+    struct Include: Sendable {
+        var declaration: UInt16
+        var range: ClosedRange<UInt16>
+        var uuid: BluetoothUUID?
+    }
+
+    var attributeType: BluetoothUUID { GATTUUID.include }
+
+    func value(of pair: ATTHandleValue) -> Result<Include, GATTError> {
+        var r = ByteReader(pair.value)
+        guard pair.value.count == 4 || pair.value.count == 6,
+              let start = try? r.readU16(), let end = try? r.readU16(), start <= end else {
+            return .failure(.malformedResponse(.invalid("include declaration value \(pair.value.hexString)")))
+        }
+        let uuid = pair.value.count == 6 ? try? BluetoothUUID(littleEndian: r.readRemaining()) : nil
+        return .success(Include(declaration: pair.handle, range: start...end, uuid: uuid))
+    }
 }

@@ -1,39 +1,48 @@
-import BLERuntime
 import BLEHCI
-import BLETransport
+import BLERuntime
 import BLEWire
-import XCTest
 
 /// A scripted LE controller on the far end of an in-memory transport: it answers the host's
 /// commands the way a conforming controller does (or the way a test tells it to misbehave),
 /// records everything, and lets the test inject events and ACL data.
-actor FakeController {
-    let end: InMemoryTransport
-    private(set) var commands: [HCICommand] = []
-    private(set) var acl: [ACLPacket] = []
+public actor FakeController {
+    /// The controller's end of the in-memory transport; the host under test holds the other.
+    public let end: InMemoryTransport
+    /// Every command the host sent, in order.
+    public private(set) var commands: [HCICommand] = []
+    /// Every ACL packet the host sent, in order (see `l2capPayloads`).
+    public private(set) var acl: [ACLPacket] = []
     /// Per-opcode override: return the events to send, or nil to stay silent (a hung controller).
     private var overrides: [HCIOpcode: @Sendable (HCICommand) -> [HCIEvent]?] = [:]
     private var waiters: [(predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, Never>)] = []
     private var aclWaiters: [(predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     private var reader: Task<Void, Never>?
 
-    var address = BDAddress(rawValue: 0x00_1B_DC_00_00_01)
-    var leBufferV2: (length: UInt16, count: UInt8)? = (27, 4)
-    var leBufferV1: (length: UInt16, count: UInt8) = (27, 4)
-    var sharedBuffer: (length: UInt16, count: UInt16) = (1021, 8)
+    /// What HCI_Read_BD_ADDR answers.
+    public var address = BDAddress(rawValue: 0x00_1B_DC_00_00_01)
+    /// HCI_LE_Read_Buffer_Size [v2]'s answer; nil makes the controller lack the command, so the
+    /// host must fall back to v1 (Core spec Vol 4 Part E §7.8.2).
+    public var leBufferV2: (length: UInt16, count: UInt8)? = (27, 4)
+    /// HCI_LE_Read_Buffer_Size [v1]'s answer.
+    public var leBufferV1: (length: UInt16, count: UInt8) = (27, 4)
+    /// HCI_Read_Buffer_Size's answer, used when the LE buffer size is 0 (shared buffers).
+    public var sharedBuffer: (length: UInt16, count: UInt16) = (1021, 8)
     /// Answer LE Create Connection with a completed connection to this handle after the status.
-    var acceptConnections = true
-    var nextHandle: UInt16 = 0x0040
-    var pendingConnectPeer: DeviceAddress?
+    public var acceptConnections = true
+    /// The handle the next accepted connection gets.
+    public var nextHandle: UInt16 = 0x0040
+    /// The peer of an LE Create Connection not yet completed (`acceptConnections` off).
+    public var pendingConnectPeer: DeviceAddress?
     /// Return an ACL credit for every packet at once (a fast controller); off to build a backlog.
-    var returnCredits = true
+    public var returnCredits = true
     private var heldCredits: [UInt16: UInt16] = [:]
 
-    init(end: InMemoryTransport) {
+    public init(end: InMemoryTransport) {
         self.end = end
     }
 
-    func start() {
+    /// Starts answering the host's commands and recording its ACL data.
+    public func start() {
         let stream = end.incoming
         reader = Task {
             do {
@@ -42,29 +51,33 @@ actor FakeController {
         }
     }
 
-    func set(_ opcode: HCIOpcode, _ response: @escaping @Sendable (HCICommand) -> [HCIEvent]?) {
+    /// Overrides the answer to `opcode`: `response` returns the events to send, or nil for none.
+    public func set(_ opcode: HCIOpcode, _ response: @escaping @Sendable (HCICommand) -> [HCIEvent]?) {
         overrides[opcode] = response
     }
 
-    func configure(_ body: @Sendable (isolated FakeController) -> Void) { body(self) }
+    /// Changes several settings at once, on the actor.
+    public func configure(_ body: @Sendable (isolated FakeController) -> Void) { body(self) }
 
     /// Returns every credit held back while `returnCredits` was off.
-    func returnAllCredits(handle: UInt16) {
+    public func returnAllCredits(handle: UInt16) {
         guard let n = heldCredits.removeValue(forKey: handle), n > 0 else { return }
         send(.numberOfCompletedPackets([CompletedPackets(handle: handle, count: n)]))
     }
 
-    func send(_ event: HCIEvent) {
+    /// Sends an event without waiting for the transport to take it.
+    public func send(_ event: HCIEvent) {
         let frame = event.h4Frame
         Task { try? await end.send(frame) }
     }
 
-    func sendNow(_ event: HCIEvent) async {
+    /// Sends an event and waits until the transport took it.
+    public func sendNow(_ event: HCIEvent) async {
         try? await end.send(event.h4Frame)
     }
 
     /// Sends an L2CAP frame on `channel`, fragmented to `fragment` bytes per ACL packet.
-    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8], fragment: Int = 27) async {
+    public func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8], fragment: Int = 27) async {
         var pdu = ByteWriter()
         pdu.u16(UInt16(payload.count))
         pdu.u16(channel)
@@ -82,23 +95,24 @@ actor FakeController {
     }
 
     /// Waits until the host sends a command matching `predicate` (or returns an earlier one).
-    func waitForCommand(_ predicate: @escaping @Sendable (HCICommand) -> Bool) async -> HCICommand {
+    public func waitForCommand(_ predicate: @escaping @Sendable (HCICommand) -> Bool) async -> HCICommand {
         if let c = commands.first(where: predicate) { return c }
         return await withCheckedContinuation { waiters.append((predicate, $0)) }
     }
 
-    func waitForCommand(_ opcode: HCIOpcode) async -> HCICommand {
+    /// Waits until the host sends a command with `opcode` (or returns an earlier one).
+    public func waitForCommand(_ opcode: HCIOpcode) async -> HCICommand {
         await waitForCommand { $0.opcode == opcode }
     }
 
     /// Waits until the ACL packets received so far satisfy `predicate`.
-    func waitForACL(_ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async {
+    public func waitForACL(_ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async {
         if predicate(acl) { return }
         await withCheckedContinuation { aclWaiters.append((predicate, $0)) }
     }
 
     /// The L2CAP payloads the host sent on `channel`, reassembled.
-    func l2capPayloads(channel: UInt16) -> [[UInt8]] {
+    public func l2capPayloads(channel: UInt16) -> [[UInt8]] {
         var out: [[UInt8]] = []
         var current: [UInt8] = []
         for p in acl {
@@ -210,11 +224,13 @@ actor FakeController {
 }
 
 /// A host on one end and a fake controller on the other.
-struct HostUnderTest {
-    let controller: FakeController
-    let hostEnd: InMemoryTransport
+public struct HostUnderTest: Sendable {
+    /// The scripted controller; call `start()` before opening the host.
+    public let controller: FakeController
+    /// The transport end to open the host on.
+    public let hostEnd: InMemoryTransport
 
-    init() {
+    public init() {
         let (host, controller) = InMemoryTransport.pair()
         self.hostEnd = host
         self.controller = FakeController(end: controller)

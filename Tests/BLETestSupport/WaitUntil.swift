@@ -1,0 +1,31 @@
+import XCTest
+
+/// Waits until `condition` holds, for tests that must let other tasks (a host actor, a fake
+/// controller's reader) catch up before they look.
+///
+/// The bound is explicit because a condition that never holds is a test failure, not a hang:
+/// when `bound` of real time has passed, the test fails at the caller's line saying what was
+/// awaited and for how long, and the function returns false so the caller can stop early.
+///
+/// It only polls, sleeping a millisecond between looks to let other tasks run. It never moves a
+/// test clock: protocol time (a `ManualClock`, virtual time) is stepped by the test itself, so
+/// what a test checks never depends on how fast the machine is; only the safety bound is real time.
+@discardableResult
+public func waitUntil(_ what: String = "the condition", within bound: Duration,
+                      file: StaticString = #filePath, line: UInt = #line,
+                      _ condition: @Sendable () async -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + bound
+    while true {
+        if await condition() { return true }
+        if Task.isCancelled {
+            XCTFail("cancelled while waiting for \(what)", file: file, line: line)
+            return false
+        }
+        if clock.now >= deadline {
+            XCTFail("\(what) still did not hold after \(bound)", file: file, line: line)
+            return false
+        }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+}
