@@ -14,7 +14,7 @@ public struct ParsedArguments: Sendable {
     public let signature: CommandSignature
     public private(set) var positionals: [String] = []
     /// Every value given per option name, in order (one for a single-value option).
-    private var values: [String: [String]] = [:]
+    private var valuesByOption: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     public init(_ arguments: [String], for signature: CommandSignature) throws {
@@ -62,10 +62,10 @@ public struct ParsedArguments: Sendable {
         guard let value = inlineValue ?? words.popFirst() else {
             throw UsageError(.missingValue(option: spelling, valueName: valueName))
         }
-        if !option.isRepeatable, values[option.name] != nil {
+        if !option.isRepeatable, valuesByOption[option.name] != nil {
             throw UsageError(.repeatedOption(spelling))
         }
-        values[option.name, default: []].append(value)
+        valuesByOption[option.name, default: []].append(value)
     }
 
     private func checkCounts() throws {
@@ -76,7 +76,7 @@ public struct ParsedArguments: Sendable {
         if positionals.count > count.upperBound {
             throw UsageError(.unexpectedArgument(positionals[count.upperBound]))
         }
-        if let missing = signature.allOptions.first(where: { $0.isRequired && values[$0.name] == nil }) {
+        if let missing = signature.allOptions.first(where: { $0.isRequired && valuesByOption[$0.name] == nil }) {
             throw UsageError(.missingArgument(missing.synopsis))
         }
     }
@@ -85,10 +85,10 @@ public struct ParsedArguments: Sendable {
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// The value of the option `--name`, nil when not given (the last one of a repeatable one).
-    public func option(_ name: String) -> String? { values[name]?.last }
+    public func option(_ name: String) -> String? { valuesByOption[name]?.last }
 
     /// Every value of a repeatable option, in the order given; empty when not given.
-    public func options(_ name: String) -> [String] { values[name] ?? [] }
+    public func values(_ name: String) -> [String] { valuesByOption[name] ?? [] }
 
     /// The value of an option declared required, which the parser has made sure is there.
     public func requiredOption(_ name: String) throws -> String {

@@ -59,8 +59,8 @@ final class ParsedArgumentsTests: XCTestCase {
 
     func testRepeatableOptionCollectsEveryValueInOrder() throws {
         let args = try parse(["AA:BB", "--service", "180D", "--service=180F,1812"])
-        XCTAssertEqual(args.options("service"), ["180D", "180F,1812"])
-        XCTAssertEqual(try parse(["AA:BB"]).options("service"), [])
+        XCTAssertEqual(args.values("service"), ["180D", "180F,1812"])
+        XCTAssertEqual(try parse(["AA:BB"]).values("service"), [])
     }
 
     func testRepeatedFlagIsStillJustSet() throws {

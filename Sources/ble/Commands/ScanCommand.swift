@@ -33,7 +33,7 @@ struct ScanCommand: BLECommand {
         controller = try ControllerOptions(args)
         timeout = try args.seconds("timeout")
         var services: [BluetoothUUID] = []
-        for list in args.options("service") {
+        for list in args.values("service") {
             for part in list.split(separator: ",") {
                 guard let u = BluetoothUUID(string: String(part)) else { throw UsageError("'\(part)' is not a UUID") }
                 services.append(u)
