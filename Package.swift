@@ -34,7 +34,10 @@ let package = Package(
         // Sans-IO codecs and constants of the four systems in SEEDS.md (framed stream, sample,
         // heart rate, accelerometer): bytes in, values out, nothing else.
         .target(name: "BLEProfiles", dependencies: ["BLEWire"]),
-        .executableTarget(name: "ble", dependencies: ["BLE", "BLEVirtual", "BLEVirtualRadio", "BLERuntime", "BLETransport", "BLEProfiles"]),
+        // The ble tool's declarative options, parser and generated help (no dependencies: the
+        // toolchain-only stand-in for swift-argument-parser).
+        .target(name: "BLECommandLine"),
+        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLE", "BLEVirtual", "BLEVirtualRadio", "BLERuntime", "BLETransport", "BLEProfiles"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
@@ -54,6 +57,7 @@ let package = Package(
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles"], exclude: ["peers"]),
+        .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         // The ble tool's seed-system flows and renderers, in-process on the virtual radio.
         .testTarget(name: "BLEToolTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
     ],

@@ -22,6 +22,13 @@ struct ControllerOptions {
     }
 }
 
+extension CommandPositional {
+    /// The peer to connect to, as `AddressArgument` reads it.
+    static let address = CommandPositional.required("ADDRESS", help: "XX:XX:XX:XX:XX:XX, optionally /public or /random (else a scan learns the type)")
+    /// The characteristic to use, as `CharacteristicArgument` reads it.
+    static let characteristic = CommandPositional.required("CHARACTERISTIC", help: "a UUID (2A37, 128-bit) or a handle (0x0010)")
+}
+
 /// `XX:XX:XX:XX:XX:XX`, optionally `/public` or `/random`. Without the suffix the type is
 /// learned by scanning for the address.
 struct AddressArgument {

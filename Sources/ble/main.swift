@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLE
+import BLECommandLine
 import BLEHCI
 import BLETransport
 
@@ -24,11 +25,13 @@ func topLevelHelp() -> String {
     for c in commands {
         lines.append("  " + c.name.padding(12) + c.abstract)
     }
+    let withoutController = commands.filter { !$0.needs.contains(.controller) }.map { $0.name }
     lines += [
         "",
-        "Every command takes --hci SPEC (virtual, tcp:HOST:PORT, serial:PATH[@BAUD], hci0, hci:N; default $BLE_HCI,",
-        "else the first Linux adapter that opens; virtual is an in-process radio with demo peripherals),",
-        "--capture FILE (btsnoop of all HCI traffic) and --help.",
+        "Every command takes --help (-h). Those that use a controller (all but \(withoutController.joined(separator: ", "))) take",
+        "--hci SPEC (virtual, tcp:HOST:PORT, serial:PATH[@BAUD], hci0, hci:N; default $BLE_HCI, else the first",
+        "Linux adapter that opens; virtual is an in-process radio with demo peripherals), --capture FILE",
+        "(btsnoop of all HCI traffic) and --verbose.",
     ]
     return lines.joined(separator: "\n")
 }
@@ -61,9 +64,12 @@ guard let command = commands.first(where: { $0.name == name }) else {
     exit(64)
 }
 let rest = Array(argv.dropFirst())
-// Help flags count before a `--` (after it everything is a positional, e.g. a VALUE of "-h").
-if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
-    print(command.help)
+// A mistake in a command's declaration (two options of one name, say), not in what was typed.
+assert(command.signature.declarationProblems.isEmpty, "ble \(name): \(command.signature.declarationProblems)")
+// Help flags count before a `--` (after it everything is a positional, e.g. a VALUE of "-h"),
+// and before any other check, so help is shown even for an otherwise wrong command line.
+if CommandSignature.asksForHelp(rest) {
+    print(command.signature.help(tool: "ble"))
     exit(0)
 }
 
@@ -72,13 +78,12 @@ if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == 
 let status: Int32 = await {
     let work = Task { () -> Int32 in
         do {
-            let parsed = try ParsedArguments(rest, spec: command.options + commonOptions, positionalNames: command.positionalNames, minPositionals: command.minPositionals)
-            let instance = try command.init(parsed)
-            await installDemoPeripheralsInSharedWorld()
+            let instance = try command.init(command.parse(rest))
+            if command.needs.contains(.demoPeripheralsOnVirtualRadio) { await installDemoPeripheralsInSharedWorld() }
             try await instance.run()
             return 0
         } catch let e as UsageError {
-            writeError("\(e)\nUSAGE: ble \(command.usage)   (ble \(command.name) --help for more)")
+            writeError("\(e)\n" + command.signature.usageReminder(tool: "ble"))
             return 64
         } catch is CancellationError {
             return 130
@@ -87,8 +92,8 @@ let status: Int32 = await {
             return 1
         }
     }
-    if command.name == ServeCommand.name || command.name == RadioCommand.name {
-        // `serve` and `radio` handle interrupts themselves: they are their normal way to stop.
+    if command.needs.contains(.handlesInterrupts) {
+        // An interrupt is such a command's normal way to stop; it waits for it itself.
         return await work.value
     }
     let interrupted = Task { () -> Bool in

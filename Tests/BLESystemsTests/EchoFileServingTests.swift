@@ -151,13 +151,11 @@ final class EchoFileServingTests: XCTestCase {
             XCTAssertEqual("\(error)", "cannot serve the files of '\(directory.path)/missing': No such file or directory")
         }
         var profile = EchoServeProfile()
-        let args = try ParsedArguments(["echo", "--files", file.path], spec: ServeCommand.options + commonOptions,
-                                       positionalNames: ServeCommand.positionalNames, minPositionals: 1)
+        let args = try ServeCommand.parse(["echo", "--files", file.path])
         XCTAssertThrowsError(try profile.configure(args)) { error in
             XCTAssertTrue(error is UsageError, "\(error)")
         }
-        let good = try ParsedArguments(["echo", "--files", directory.path], spec: ServeCommand.options + commonOptions,
-                                       positionalNames: ServeCommand.positionalNames, minPositionals: 1)
+        let good = try ServeCommand.parse(["echo", "--files", directory.path])
         try profile.configure(good)
         XCTAssertEqual(profile.files?.realPath, ServedDirectory.realPath(of: directory.path))
     }

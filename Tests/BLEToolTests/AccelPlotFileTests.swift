@@ -10,9 +10,7 @@ final class AccelPlotFileTests: XCTestCase {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let plot = directory.appendingPathComponent("session.svg").path
-        let args = try ParsedArguments(["--hci", "serial:" + directory.appendingPathComponent("no-such-tty").path, "--plot", plot, "--json"],
-                                       spec: AccelCommand.options + commonOptions, positionalNames: AccelCommand.positionalNames,
-                                       minPositionals: AccelCommand.minPositionals)
+        let args = try AccelCommand.parse(["--hci", "serial:" + directory.appendingPathComponent("no-such-tty").path, "--plot", plot, "--json"])
         let command = try AccelCommand(args)
         do {
             try await command.run()

@@ -11,15 +11,14 @@ import Synchronization
 struct AccelCommand: BLECommand {
     static let name = "accel"
     static let abstract = "Accelerometer central: find a device named *ble*, subscribe to 0012, chart x, y, z live."
-    static let usage = "accel [ADDRESS] [--count N] [--json] [--plot FILE.svg]"
-    static let positionalNames = ["ADDRESS"]
-    static let minPositionals = 0
-    static let options = [
+    static let positionals: [CommandPositional] = [.optional("ADDRESS")]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "count", valueName: "N", help: "stop after N samples"),
-        OptionSpec(name: "json", valueName: nil, help: "one {\"x\",\"y\",\"z\"} object per sample, nothing else on stdout"),
-        OptionSpec(name: "plot", valueName: "FILE.svg", help: "write an SVG chart of the whole session to FILE.svg when it ends"),
+        .single("count", value: "N", help: "stop after N samples"),
+        .flag("json", help: "one {\"x\",\"y\",\"z\"} object per sample, nothing else on stdout"),
+        .single("plot", value: "FILE.svg", help: "write an SVG chart of the whole session to FILE.svg when it ends"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     Without ADDRESS it scans 5 s (no service filter) and lists the devices whose name contains
     "ble" in any case. On a terminal you pick one by number; otherwise the first listed device

@@ -14,12 +14,11 @@ import Foundation
 struct DemoCommand: BLECommand {
     static let name = "demo"
     static let abstract = "Run the four seed systems, both roles, on the built-in virtual radio and print what happens (no hardware needed)."
-    static let usage = "demo [--output DIR]"
-    static let positionalNames: [String] = []
-    static let minPositionals = 0
-    static let options: [OptionSpec] = [
-        OptionSpec(name: "output", valueName: "DIR", help: "where the fetched image is saved (default: a new temporary directory)"),
+    static let options: [CommandOption] = [
+        .single("output", value: "DIR", help: "where the fetched image is saved (default: a new temporary directory)"),
     ]
+    /// Its own virtual world, in virtual time: no controller, nothing on the shared radio.
+    static let needs: CommandNeeds = []
 
     let output: String?
 

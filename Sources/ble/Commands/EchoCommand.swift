@@ -8,14 +8,13 @@ import BLEWire
 struct EchoCommand: BLECommand {
     static let name = "echo"
     static let abstract = "S1: send text to an echo server over the framed stream and print the reply."
-    static let usage = "echo TEXT [ADDRESS] [--json] [--mtu N] [--timeout S]"
-    static let positionalNames = ["TEXT", "ADDRESS"]
-    static let minPositionals = 1
-    static let options = [
+    static let positionals: [CommandPositional] = [.required("TEXT"), .optional("ADDRESS")]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "timeout", valueName: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
-        OptionSpec(name: "json", valueName: nil, help: "print only {\"reply\": TEXT} (or {\"image\": BYTES})"),
+        .single("timeout", value: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
+        .flag("json", help: "print only {\"reply\": TEXT} (or {\"image\": BYTES})"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     Scans for service \(EchoProfile.service) (10 s; with ADDRESS only that device), connects
     (10 s), exchanges the ATT MTU, subscribes, writes the frame in pieces of at most ATT_MTU - 3

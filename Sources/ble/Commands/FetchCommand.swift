@@ -8,15 +8,14 @@ import Foundation
 struct FetchCommand: BLECommand {
     static let name = "fetch"
     static let abstract = "S1: have an echo server fetch a URL and save the bytes it sends back."
-    static let usage = "fetch URL -o FILE [ADDRESS] [--json] [--mtu N] [--timeout S]"
-    static let positionalNames = ["URL", "ADDRESS"]
-    static let minPositionals = 1
-    static let options = [
-        OptionSpec(name: "output", valueName: "FILE", help: "where to save the bytes (required)", short: "o"),
+    static let positionals: [CommandPositional] = [.required("URL"), .optional("ADDRESS")]
+    static let options: [CommandOption] = [
+        .single("output", short: "o", value: "FILE", help: "where to save the bytes (required)", isRequired: true),
         mtuOption,
-        OptionSpec(name: "timeout", valueName: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
-        OptionSpec(name: "json", valueName: nil, help: "print only {\"file\": FILE, \"bytes\": N}"),
+        .single("timeout", value: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
+        .flag("json", help: "print only {\"file\": FILE, \"bytes\": N}"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     The server fetches http and https URLs and reads file:// URLs on its own machine. On a
     terminal a progress bar shows the reply arriving, with bytes/s; otherwise a line per tenth.
@@ -32,7 +31,8 @@ struct FetchCommand: BLECommand {
     init(_ args: ParsedArguments) throws {
         controller = try ControllerOptions(args)
         url = args.positionals[0]
-        guard let output = args.option("output"), !output.isEmpty else { throw UsageError("missing -o FILE") }
+        let output = try args.requiredOption("output")
+        guard !output.isEmpty else { throw UsageError("missing -o FILE") }
         self.output = output
         options = try echoOptions(args, controller: controller)
         json = args.flag("json")

@@ -6,16 +6,14 @@ import BLEWire
 struct GattCommand: BLECommand {
     static let name = "gatt"
     static let abstract = "Connect and print the whole GATT database: services, characteristics, descriptors, values."
-    static let usage = "gatt ADDRESS [--json] [--no-values]"
-    static let positionalNames = ["ADDRESS"]
-    static let minPositionals = 1
-    static let options = [
+    static let positionals: [CommandPositional] = [.address]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "json", valueName: nil, help: "print the database as one JSON object"),
-        OptionSpec(name: "no-values", valueName: nil, help: "do not read values"),
-        OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
+        .flag("json", help: "print the database as one JSON object"),
+        .flag("no-values", help: "do not read values"),
+        .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let discussion = "ADDRESS is XX:XX:XX:XX:XX:XX, optionally /public or /random (else a scan learns the type)."
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
 
     var controller: ControllerOptions
     var target: AddressArgument

@@ -9,15 +9,14 @@ import Synchronization
 struct HeartRateCommand: BLECommand {
     static let name = "heart-rate"
     static let abstract = "Heart-rate monitor: scan for 180D, connect to the strongest (or ADDRESS), show live measurements."
-    static let usage = "heart-rate [ADDRESS] [--min-rssi DBM] [--count N] [--json]"
-    static let positionalNames = ["ADDRESS"]
-    static let minPositionals = 0
-    static let options = [
+    static let positionals: [CommandPositional] = [.optional("ADDRESS")]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "min-rssi", valueName: "DBM", help: "refuse monitors heard weaker than DBM (default -70)"),
-        OptionSpec(name: "count", valueName: "N", help: "stop after N measurements and exit 0"),
-        OptionSpec(name: "json", valueName: nil, help: "one {\"bpm\",\"contact\",\"energyKJ\",\"rrIntervals\"} object per measurement (RR in seconds), nothing else on stdout"),
+        .single("min-rssi", value: "DBM", help: "refuse monitors heard weaker than DBM (default -70)"),
+        .single("count", value: "N", help: "stop after N measurements and exit 0"),
+        .flag("json", help: "one {\"bpm\",\"contact\",\"energyKJ\",\"rrIntervals\"} object per measurement (RR in seconds), nothing else on stdout"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
     "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to

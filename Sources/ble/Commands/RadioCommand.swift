@@ -14,14 +14,13 @@ import Synchronization
 struct RadioCommand: BLECommand {
     static let name = "radio"
     static let abstract = "Serve a virtual LE radio over TCP: each connection is a new controller."
-    static let usage = "radio --listen tcp:HOST:PORT [--json]"
-    static let positionalNames: [String] = []
-    static let minPositionals = 0
-    static let options = [
-        OptionSpec(name: "listen", valueName: "tcp:HOST:PORT", help: "where hosts connect (H4 over TCP); port 0 picks a free port, printed on start"),
-        OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
-        OptionSpec(name: "no-air-time", valueName: nil, help: "carry ACL data at once instead of in timed connection events"),
+    static let options: [CommandOption] = [
+        .single("listen", value: "tcp:HOST:PORT", help: "where hosts connect (H4 over TCP); port 0 picks a free port, printed on start", isRequired: true),
+        .flag("json", help: "one JSON object per event"),
+        .flag("no-air-time", help: "carry ACL data at once instead of in timed connection events"),
     ]
+    /// It is the radio others' controllers are on, and serves until interrupted.
+    static let needs: CommandNeeds = [.handlesInterrupts]
     static var discussion: String {
         """
         Each controller gets its own public address (00:5A:B1:xx:xx:xx, counting up). A host that
@@ -42,7 +41,7 @@ struct RadioCommand: BLECommand {
     var airTime: Bool
 
     init(_ args: ParsedArguments) throws {
-        guard let text = args.option("listen") else { throw UsageError("missing --listen tcp:HOST:PORT") }
+        let text = try args.requiredOption("listen")
         // TransportSpec rejects port 0 (a host cannot connect to it); a listener may ask for it.
         let anyPort = text.hasSuffix(":0")
         let spec: TransportSpec

@@ -6,15 +6,13 @@ import BLEWire
 struct ReadCommand: BLECommand {
     static let name = "read"
     static let abstract = "Read a characteristic value (Read, then Read Blob for long values)."
-    static let usage = "read ADDRESS CHARACTERISTIC [--json]"
-    static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
-    static let minPositionals = 2
-    static let options = [
+    static let positionals: [CommandPositional] = [.address, .characteristic]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "json", valueName: nil, help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
-        OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
+        .flag("json", help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
+        .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let discussion = "CHARACTERISTIC is a UUID (2A37, 128-bit) or a handle (0x0010)."
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
 
     var controller: ControllerOptions
     var target: AddressArgument

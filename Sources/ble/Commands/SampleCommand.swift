@@ -8,15 +8,14 @@ import BLEWire
 struct SampleCommand: BLECommand {
     static let name = "sample"
     static let abstract = "S2: the step-by-step sample central (scan, connect, discover, read, write, notify)."
-    static let usage = "sample [ADDRESS] [--count N] [--number NNN] [--mtu N] [--timeout S]"
-    static let positionalNames = ["ADDRESS"]
-    static let minPositionals = 0
-    static let options = [
-        OptionSpec(name: "count", valueName: "N", help: "notifications to print before disconnecting (default 3)"),
-        OptionSpec(name: "number", valueName: "NNN", help: "write \"Write Data NNN\" with this number (default: random 000-999)"),
+    static let positionals: [CommandPositional] = [.optional("ADDRESS")]
+    static let options: [CommandOption] = [
+        .single("count", value: "N", help: "notifications to print before disconnecting (default 3)"),
+        .single("number", value: "NNN", help: "write \"Write Data NNN\" with this number (default: random 000-999)"),
         mtuOption,
-        OptionSpec(name: "timeout", valueName: "S", help: "how long the peripheral may go without notifying (default 10)"),
+        .single("timeout", value: "S", help: "how long the peripheral may go without notifying (default 10)"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     Steps: 1 manager state, 2 device found (scanning for \(SampleProfile.service), no
     duplicates; with ADDRESS only that device), 3 connected, 4 service, 5 characteristics, 6 each

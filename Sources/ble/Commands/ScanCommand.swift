@@ -9,17 +9,15 @@ import BLEWire
 struct ScanCommand: BLECommand {
     static let name = "scan"
     static let abstract = "Scan for advertising devices."
-    static let usage = "scan [--timeout S] [--service UUID] [--name TEXT] [--min-rssi DBM] [--passive] [--json]"
-    static let positionalNames: [String] = []
-    static let minPositionals = 0
-    static let options = [
-        OptionSpec(name: "timeout", valueName: "S", help: "stop after S seconds (default: run until interrupted)"),
-        OptionSpec(name: "service", valueName: "UUID", help: "only devices advertising this service (repeatable as a comma list)"),
-        OptionSpec(name: "name", valueName: "TEXT", help: "only devices whose name contains TEXT (case-insensitive)"),
-        OptionSpec(name: "min-rssi", valueName: "DBM", help: "only devices heard at DBM or stronger, e.g. -70"),
-        OptionSpec(name: "passive", valueName: nil, help: "passive scan: send no scan requests (no scan responses)"),
-        OptionSpec(name: "json", valueName: nil, help: "one JSON object per line, printed when a device is first heard or its data changes"),
+    static let options: [CommandOption] = [
+        .single("timeout", value: "S", help: "stop after S seconds (default: run until interrupted)"),
+        .repeatable("service", value: "UUID", help: "only devices advertising this service; repeat it or give a comma list for any of several"),
+        .single("name", value: "TEXT", help: "only devices whose name contains TEXT (case-insensitive)"),
+        .single("min-rssi", value: "DBM", help: "only devices heard at DBM or stronger, e.g. -70"),
+        .flag("passive", help: "passive scan: send no scan requests (no scan responses)"),
+        .flag("json", help: "one JSON object per line, printed when a device is first heard or its data changes"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     On a terminal the table is redrawn in place; devices not heard for 10 s are dropped.
     Otherwise each newly heard device (or changed advertisement) is printed as one line.
@@ -35,7 +33,7 @@ struct ScanCommand: BLECommand {
         controller = try ControllerOptions(args)
         timeout = try args.seconds("timeout")
         var services: [BluetoothUUID] = []
-        if let list = args.option("service") {
+        for list in args.values("service") {
             for part in list.split(separator: ",") {
                 guard let u = BluetoothUUID(string: String(part)) else { throw UsageError("'\(part)' is not a UUID") }
                 services.append(u)

@@ -13,18 +13,18 @@ import Synchronization
 struct ServeCommand: BLECommand {
     static let name = "serve"
     static let abstract = "Run a peripheral: advertise, serve GATT, log connections and requests."
-    static let usage = "serve PROFILE [--name NAME] [--address ADDR] [--duration S] [--no-advertise] [--source sim|FILE|-] [--files DIR] [--json]"
-    static let positionalNames = ["PROFILE"]
-    static let minPositionals = 1
-    static let options = [
-        OptionSpec(name: "name", valueName: "NAME", help: "device name (advertised and in the GAP service; default SwiftBLE)"),
-        OptionSpec(name: "address", valueName: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default)"),
-        OptionSpec(name: "duration", valueName: "S", help: "stop after S seconds (default: until interrupted)"),
-        OptionSpec(name: "json", valueName: nil, help: "one JSON object per event"),
-        OptionSpec(name: "no-advertise", valueName: nil, help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
-        OptionSpec(name: "source", valueName: "SRC", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
-        OptionSpec(name: "files", valueName: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
+    static let positionals: [CommandPositional] = [.required("PROFILE", help: "what to serve: one of the PROFILES below")]
+    static let options: [CommandOption] = [
+        .single("name", value: "NAME", help: "device name (advertised and in the GAP service; default SwiftBLE)"),
+        .single("address", value: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default)"),
+        .single("duration", value: "S", help: "stop after S seconds (default: until interrupted)"),
+        .flag("json", help: "one JSON object per event"),
+        .flag("no-advertise", help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
+        .single("source", value: "sim|FILE|-", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
+        .single("files", value: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
     ]
+    /// Serves until interrupted or --duration, then stops advertising and disconnects in order.
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
     static var discussion: String {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."

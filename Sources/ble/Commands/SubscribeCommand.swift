@@ -9,15 +9,14 @@ import BLEWire
 struct SubscribeCommand: BLECommand {
     static let name = "subscribe"
     static let abstract = "Subscribe to notifications or indications and print each value."
-    static let usage = "subscribe ADDRESS CHARACTERISTIC [--count N] [--timeout S] [--json]"
-    static let positionalNames = ["ADDRESS", "CHARACTERISTIC"]
-    static let minPositionals = 2
-    static let options = [
+    static let positionals: [CommandPositional] = [.address, .characteristic]
+    static let options: [CommandOption] = [
         mtuOption,
-        OptionSpec(name: "count", valueName: "N", help: "stop after N values"),
-        OptionSpec(name: "timeout", valueName: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
-        OptionSpec(name: "json", valueName: nil, help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
+        .single("count", value: "N", help: "stop after N values"),
+        .single("timeout", value: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
+        .flag("json", help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
     ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
 
     var controller: ControllerOptions
     var target: AddressArgument

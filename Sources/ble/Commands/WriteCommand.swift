@@ -6,16 +6,18 @@ import BLEWire
 struct WriteCommand: BLECommand {
     static let name = "write"
     static let abstract = "Write a characteristic value (long values go as prepared writes)."
-    static let usage = "write ADDRESS CHARACTERISTIC VALUE [--hex] [--without-response]"
-    static let positionalNames = ["ADDRESS", "CHARACTERISTIC", "VALUE"]
-    static let minPositionals = 3
-    static let options = [
-        mtuOption,
-        OptionSpec(name: "hex", valueName: nil, help: "VALUE is hex bytes (e.g. 0102ff or \"01 02 ff\"), not UTF-8 text"),
-        OptionSpec(name: "without-response", valueName: nil, help: "send a Write Command (no response; must fit ATT MTU - 3)"),
-        OptionSpec(name: "json", valueName: nil, help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
-        OptionSpec(name: "timeout", valueName: "S", help: "connection timeout (default 10)"),
+    static let positionals: [CommandPositional] = [
+        .address, .characteristic,
+        .required("VALUE", help: "UTF-8 text, or hex bytes with --hex; one starting with '-' goes after --"),
     ]
+    static let options: [CommandOption] = [
+        mtuOption,
+        .flag("hex", help: "VALUE is hex bytes (e.g. 0102ff or \"01 02 ff\"), not UTF-8 text"),
+        .flag("without-response", help: "send a Write Command (no response; must fit ATT MTU - 3)"),
+        .flag("json", help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
+        .single("timeout", value: "S", help: "connection timeout (default 10)"),
+    ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
 
     var controller: ControllerOptions
     var target: AddressArgument
