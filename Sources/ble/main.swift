@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLEHCI
+import BLESystems
 import BLETransport
 
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
@@ -40,11 +41,6 @@ extension String {
 func writeError(_ message: String) {
     let text = "ble: \(message)\n"
     _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
-}
-
-/// Flushes stdout (and every other stdio stream) so streamed lines reach a pipe at once.
-func flushOutput() {
-    fflush(nil)
 }
 
 // Unbuffered-enough output for pipes: each line is flushed by the commands that stream.

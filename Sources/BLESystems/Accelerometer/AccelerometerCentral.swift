@@ -4,23 +4,28 @@ import BLEProfiles
 import BLEWire
 
 /// How the S4 charting central runs (`ble accel`, `ble demo`).
-struct AccelerometerCentralOptions: Sendable {
+public struct AccelerometerCentralOptions: Sendable {
     /// Connect to this device instead of scanning and choosing (its type is learned by scanning
     /// when the argument has none).
-    var target: AddressArgument?
+    public var target: AddressArgument?
     /// Stop after this many samples; nil runs until the link goes down or the task is cancelled.
-    var count: Int?
+    public var count: Int?
     /// How long to scan before listing (SEEDS.md S4: 5 s).
-    var scanDuration = AccelerometerProfile.scanDuration
-    var connectTimeout: Duration = .seconds(10)
-    var mtu = 517
+    public var scanDuration = AccelerometerProfile.scanDuration
+    /// How long a connection attempt may take.
+    public var connectTimeout: Duration = .seconds(10)
+    /// The ATT MTU to ask for.
+    public var mtu = 517
     /// Once subscribed, how long the peripheral may send nothing before the flow ends with
     /// `CentralFlowError.silent` (samples come every 0.2 s).
-    var silenceLimit: Duration = .seconds(10)
+    public var silenceLimit: Duration = .seconds(10)
+
+    /// The defaults above; set the fields that differ.
+    public init() {}
 }
 
 /// What the charting central reports, in order.
-enum AccelerometerCentralEvent: Sendable {
+public enum AccelerometerCentralEvent: Sendable {
     case scanning(Duration)
     /// The scan is over: the devices whose name contains "ble", in the order first heard.
     case found([ScannedDevice])
@@ -34,13 +39,15 @@ enum AccelerometerCentralEvent: Sendable {
     case malformed([UInt8], AccelerometerError)
 }
 
-enum AccelerometerCentralError: Error, CustomStringConvertible {
+/// Why the charting central stops with an error.
+public enum AccelerometerCentralError: Error, CustomStringConvertible {
     case nothingFound(Duration)
     case noAccelerometer([ScannedDevice])
     case notPicked
     case missing(DeviceAddress, BluetoothUUID)
 
-    var description: String {
+    /// The message shown to the user.
+    public var description: String {
         switch self {
         case let .nothingFound(duration):
             return "no device whose name contains \"ble\" was heard in \(NumberText.seconds(duration))"
@@ -58,16 +65,21 @@ enum AccelerometerCentralError: Error, CustomStringConvertible {
 /// picked (by the user through `pick`, else by `AccelerometerDeviceChoice.automatic`), connect,
 /// discover 0011/0012, subscribe, and report each sample until the count, a disconnect (a typed
 /// `BLEError.disconnected`) or cancellation. Sleeps only on the host's clock.
-struct AccelerometerCentral: Sendable {
+public struct AccelerometerCentral: Sendable {
     /// Asks the user to choose from the list; nil when there is no user to ask.
-    typealias Picker = @Sendable ([ScannedDevice]) async throws -> ScannedDevice
+    public typealias Picker = @Sendable ([ScannedDevice]) async throws -> ScannedDevice
 
-    let central: Central
-    let options: AccelerometerCentralOptions
-    let pick: Picker?
-    let emit: @Sendable (AccelerometerCentralEvent) -> Void
+    /// The central it scans and connects with.
+    public let central: Central
+    /// How it runs.
+    public let options: AccelerometerCentralOptions
+    /// The user's choice from the list; nil chooses automatically.
+    public let pick: Picker?
+    /// Where its events go.
+    public let emit: @Sendable (AccelerometerCentralEvent) -> Void
 
-    init(central: Central, options: AccelerometerCentralOptions, pick: Picker? = nil,
+    /// A flow on `central`; nothing happens until `run`.
+    public init(central: Central, options: AccelerometerCentralOptions, pick: Picker? = nil,
          emit: @escaping @Sendable (AccelerometerCentralEvent) -> Void) {
         self.central = central
         self.options = options
@@ -77,7 +89,7 @@ struct AccelerometerCentral: Sendable {
 
     /// Runs the flow; returns the number of samples received.
     @discardableResult
-    func run() async throws -> Int {
+    public func run() async throws -> Int {
         let address = try await chooseAddress()
         // A choice that came in after Ctrl-C (a prompt answered late) must not start a link.
         try Task.checkCancellation()
@@ -118,11 +130,7 @@ struct AccelerometerCentral: Sendable {
     }
 
     private func follow(_ peripheral: Peripheral) async throws -> Int {
-        if options.mtu > 23 {
-            do { _ = try await peripheral.exchangeMTU(options.mtu) } catch BLEError.gatt(.att) {
-                // Request Not Supported: ATT_MTU stays 23 (Vol 3 Part G §4.3.1).
-            }
-        }
+        try await exchangeMTU(options.mtu, on: peripheral)
         emit(.connected(peripheral.address, mtu: peripheral.mtu))
         guard let service = try await peripheral.discoverServices([AccelerometerProfile.service]).first else {
             throw AccelerometerCentralError.missing(peripheral.address, AccelerometerProfile.service)
@@ -155,13 +163,5 @@ struct AccelerometerCentral: Sendable {
             try Task.checkCancellation()
             throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
         }
-    }
-}
-
-extension AddressArgument {
-    /// An address given in code rather than typed (the demo, tests).
-    init(address: BDAddress, type: AddressType?) {
-        self.address = address
-        self.type = type
     }
 }

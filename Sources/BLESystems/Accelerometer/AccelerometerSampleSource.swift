@@ -6,7 +6,7 @@ import Dispatch
 
 /// Where `ble serve accel` takes its readings from. SEEDS.md S4: a Linux machine has no
 /// accelerometer, so samples come from a simulated motion, a file, or stdin.
-enum AccelerometerSampleSource: Sendable {
+public enum AccelerometerSampleSource: Sendable {
     /// `SimulatedMotion`, sampled at the time since serving began.
     case simulated(SimulatedMotion)
     /// Lines of "x y z" (or "x, y, z"), one sample each, in order; lines that are not a sample
@@ -15,7 +15,7 @@ enum AccelerometerSampleSource: Sendable {
 
     /// `sim`, `-` (stdin) or a file path, as `--source` takes it. A file that cannot be opened
     /// is a clear error here, before anything starts.
-    static func open(_ argument: String) throws -> AccelerometerSampleSource {
+    public static func open(_ argument: String) throws -> AccelerometerSampleSource {
         switch argument {
         case "sim":
             return .simulated(SimulatedMotion())
@@ -23,18 +23,19 @@ enum AccelerometerSampleSource: Sendable {
             return .lines(LineStream(.standardInput), origin: "stdin")
         default:
             guard let file = fopen(argument, "r") else {
-                throw UsageError("--source: cannot open '\(argument)': \(String(cString: strerror(errno)))")
+                throw ServeOptionError("--source: cannot open '\(argument)': \(String(cString: strerror(errno)))")
             }
             return .lines(LineStream(.file(FileBox(file))), origin: argument)
         }
     }
 
     /// A source of fixed samples, as lines (tests, demos).
-    static func samples(_ samples: [AccelerometerSample]) -> AccelerometerSampleSource {
+    public static func samples(_ samples: [AccelerometerSample]) -> AccelerometerSampleSource {
         .lines(LineStream(samples.map { "\($0.x) \($0.y) \($0.z)" }), origin: "\(samples.count) samples")
     }
 
-    var readsStandardInput: Bool {
+    /// Whether samples come from stdin (the keyboard then cannot toggle advertising).
+    public var readsStandardInput: Bool {
         if case .lines(_, "stdin") = self { return true }
         return false
     }
@@ -69,75 +70,5 @@ struct AccelerometerSampleReader {
             }
             return nil
         }
-    }
-}
-
-/// An open C `FILE`, handed to the one reading thread.
-struct FileBox: @unchecked Sendable {
-    let file: UnsafeMutablePointer<FILE>
-    init(_ file: UnsafeMutablePointer<FILE>) { self.file = file }
-}
-
-/// Reads text lines from a file or stdin on a thread of its own (blocking reads never hold a
-/// thread of Swift's cooperative pool) and hands them over as a stream. The thread stays at most
-/// `window` lines ahead of the consumer, who acknowledges each line it takes, so a fast
-/// producer on stdin (`yes 0 0 1 | ble serve accel --source -`) is slowed to the sample rate
-/// instead of filling memory.
-struct LineStream: Sendable {
-    let lines: AsyncStream<String>
-    private let slots: DispatchSemaphore
-
-    enum Input: Sendable {
-        case standardInput
-        case file(FileBox)
-    }
-
-    static let window = 64
-
-    init(_ input: Input) {
-        let (stream, continuation) = AsyncStream<String>.makeStream()
-        let slots = DispatchSemaphore(value: Self.window)
-        self.lines = stream
-        self.slots = slots
-        // A consumer that goes away frees the reader wherever it waits.
-        continuation.onTermination = { _ in for _ in 0...Self.window { slots.signal() } }
-        DispatchQueue.global().async {
-            let opened: UnsafeMutablePointer<FILE>?
-            switch input {
-            case .standardInput: opened = fdopen(STDIN_FILENO, "r")
-            case let .file(box): opened = box.file
-            }
-            guard let file = opened else {
-                continuation.finish()
-                return
-            }
-            var buffer: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            while true {
-                slots.wait()
-                let count = getline(&buffer, &capacity, file)
-                guard count >= 0, let buffer else { break }
-                var line = String(cString: buffer)
-                if line.hasSuffix("\n") { line.removeLast() }
-                if case .terminated = continuation.yield(line) { break }
-            }
-            free(buffer)
-            fclose(file)
-            continuation.finish()
-        }
-    }
-
-    /// The consumer took a line: the reader may read one more.
-    func taken() { slots.signal() }
-}
-
-extension LineStream {
-    /// Lines given up front (tests, demos): no reading thread.
-    init(_ lines: [String]) {
-        let (stream, continuation) = AsyncStream<String>.makeStream()
-        for line in lines { continuation.yield(line) }
-        continuation.finish()
-        self.lines = stream
-        self.slots = DispatchSemaphore(value: 0)
     }
 }

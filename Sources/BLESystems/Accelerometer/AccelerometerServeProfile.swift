@@ -14,26 +14,37 @@ import Synchronization
 /// and sends the same sample again, so nothing is dropped and the order is kept. Subscriptions,
 /// reads and writes are logged. Reads return the last sample taken (zeros before the first);
 /// writes are refused by the server with Write Not Permitted (no write permission).
-struct AccelerometerServeProfile: ServeProfile {
-    static let name = "accel"
-    static let summary = "accelerometer service 0011: x, y, z notified on 0012 at 5 Hz while subscribed (--source sim|FILE|-)"
+public struct AccelerometerServeProfile: ServeProfile {
+    /// The name `ble serve` takes.
+    public static let name = "accel"
+    /// The line `ble serve --help` shows.
+    public static let summary = "accelerometer service 0011: x, y, z notified on 0012 at 5 Hz while subscribed (--source sim|FILE|-)"
 
-    var source = AccelerometerSampleSource.simulated(SimulatedMotion())
+    /// Where samples come from (`--source`).
+    public var source = AccelerometerSampleSource.simulated(SimulatedMotion())
     /// Time between samples (the article's 0.2 s; tests shorten it to load the link).
-    var interval = AccelerometerProfile.sampleInterval
+    public var interval = AccelerometerProfile.sampleInterval
     var handles: GATTServiceHandles?
-    let state = AccelerometerServeState()
+    /// Subscribers, the last sample and counts, shared with the event and read handlers.
+    public let state = AccelerometerServeState()
     /// Taken in `install`, before advertising starts (as `EchoServeProfile` does): a central
     /// quick to subscribe, before `run` begins, is still seen as a subscriber.
     var events: AsyncStream<PeripheralManagerEvent>?
 
-    mutating func configure(_ arguments: ParsedArguments) throws {
-        if let text = arguments.option("source") { source = try .open(text) }
+    /// `--source sim|FILE|-`, opened now so a file that cannot be read stops the server before
+    /// it starts.
+    public mutating func configure(_ options: ServeProfileOptions) throws {
+        if let text = options.source { source = try .open(text) }
     }
 
-    var usesStandardInput: Bool { source.readsStandardInput }
+    /// True with `--source -`: stdin carries samples, not keys.
+    public var usesStandardInput: Bool { source.readsStandardInput }
 
-    mutating func install(on manager: PeripheralManager) async throws {
+    /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
+    public init() {}
+
+    /// Adds service 0011 and the read handler that answers with the last sample.
+    public mutating func install(on manager: PeripheralManager) async throws {
         let handles = try await manager.add(GATTServiceDefinition(uuid: AccelerometerProfile.service, characteristics: [
             GATTCharacteristicDefinition(uuid: AccelerometerProfile.sample, properties: [.notify], permissions: [.read], value: nil,
                                          maximumLength: AccelerometerSample.encodedLength),
@@ -51,11 +62,13 @@ struct AccelerometerServeProfile: ServeProfile {
         }
     }
 
-    func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+    /// 0011 and the name.
+    public func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         (AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([AccelerometerProfile.service]).localName(name).build(), nil)
     }
 
-    func run(on manager: PeripheralManager, log: ServeLog) async throws {
+    /// Follows subscriptions and samples while anyone is subscribed, until cancelled.
+    public func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = handles?.valueHandle(for: AccelerometerProfile.sample), let events else { return }
         state.setLog(log)
         // Wake-ups for the sampler: a subscription changed, a central left, or a full queue has
@@ -127,20 +140,27 @@ struct AccelerometerServeProfile: ServeProfile {
 
 /// What the accelerometer peripheral knows while it runs: who is subscribed, the last sample,
 /// and counts a test or the log can show.
-final class AccelerometerServeState: Sendable {
-    struct Snapshot: Sendable {
-        var subscribers: Set<ConnectedCentral> = []
-        var last: AccelerometerSample?
-        var sent = 0
+public final class AccelerometerServeState: Sendable {
+    /// The state at one moment.
+    public struct Snapshot: Sendable {
+        /// The centrals subscribed to 0012.
+        public var subscribers: Set<ConnectedCentral> = []
+        /// The last sample sent.
+        public var last: AccelerometerSample?
+        /// Samples sent.
+        public var sent = 0
         /// Times an update found a queue full and waited for the ready signal.
-        var queueFullWaits = 0
-        var waitingForRoom = false
-        var log: ServeLog?
+        public var queueFullWaits = 0
+        /// Whether the sampler waits for the ready-to-update signal now.
+        public var waitingForRoom = false
+        /// Where the profile logs.
+        public var log: ServeLog?
     }
 
     private let state = Mutex(Snapshot())
 
-    var snapshot: Snapshot { state.withLock { $0 } }
+    /// The state now.
+    public var snapshot: Snapshot { state.withLock { $0 } }
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
     var lastValue: [UInt8] { state.withLock { $0.last?.encoded() ?? [UInt8](repeating: 0, count: AccelerometerSample.encodedLength) } }
 

@@ -7,7 +7,7 @@ import BLEWire
 import Synchronization
 
 /// Why a seed system's central flow (SEEDS.md S1, S2) stopped short, in words a user can act on.
-enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The controller is not usable (CoreBluetooth's states other than poweredOn).
     case notPoweredOn(ManagerState)
     /// Nothing advertising the service (at the given address, if any) was heard in time.
@@ -25,15 +25,16 @@ enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The link went down before the flow was done.
     case disconnected(HCIStatus, while: String)
 
-    var description: String {
+    /// The message shown to the user.
+    public var description: String {
         switch self {
         case let .notPoweredOn(state): return "Bluetooth is \(state), not poweredOn"
         case let .notFound(service, target, timeout):
             let which = target.map { "\($0) advertising \(service)" } ?? "no device advertising \(service)"
-            return "not found: \(target == nil ? which : "no " + which) within \(seconds(timeout))"
+            return "not found: \(target == nil ? which : "no " + which) within \(NumberText.spacedSeconds(timeout))"
         case let .missingService(uuid): return "the peer has no service \(uuid)"
         case let .missingCharacteristic(uuid): return "the peer's service has no characteristic \(uuid)"
-        case let .silent(what, limit): return "timed out: no \(what) for \(seconds(limit))"
+        case let .silent(what, limit): return "timed out: no \(what) for \(NumberText.spacedSeconds(limit))"
         case let .malformedReply(error): return "malformed reply: \(error)"
         case let .serverError(text): return "the server answered: \(text)"
         case let .disconnected(reason, what): return "disconnected (\(reason)) while \(what)"
@@ -41,17 +42,10 @@ enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// "10 s", "2.5 s": a duration as the flows print it.
-func seconds(_ duration: Duration) -> String {
-    let (whole, atto) = duration.components
-    let tenths = Int(atto / 100_000_000_000_000_000)
-    return tenths == 0 ? "\(whole) s" : "\(whole).\(tenths) s"
-}
-
 /// Scans for a device advertising `service` (Central.scan reports each device once unless its
 /// data changes: SEEDS.md S2's "without duplicates"), taking the first one, or the first with
 /// address `target`. The scan stops on the radio as soon as one is found, or at `timeout`.
-func findAdvertiser(of service: BluetoothUUID, target: BDAddress?, using central: Central,
+public func findAdvertiser(of service: BluetoothUUID, target: BDAddress?, using central: Central,
                     timeout: Duration) async throws -> ScannedDevice {
     for try await device in central.scan(filter: ScanFilter(serviceUUIDs: [service]), timeout: timeout) {
         if let target, device.address.address != target { continue }
@@ -63,19 +57,21 @@ func findAdvertiser(of service: BluetoothUUID, target: BDAddress?, using central
 }
 
 /// A service and its characteristics, as a flow discovered them.
-struct DiscoveredService: Sendable {
-    let service: GATTService
-    let characteristics: [GATTCharacteristic]
+public struct DiscoveredService: Sendable {
+    /// The service.
+    public let service: GATTService
+    /// All its characteristics.
+    public let characteristics: [GATTCharacteristic]
 
     /// The characteristic with `uuid`, or `.missingCharacteristic`.
-    func characteristic(_ uuid: BluetoothUUID) throws(CentralFlowError) -> GATTCharacteristic {
+    public func characteristic(_ uuid: BluetoothUUID) throws(CentralFlowError) -> GATTCharacteristic {
         guard let c = characteristics.first(where: { $0.uuid == uuid }) else { throw .missingCharacteristic(uuid) }
         return c
     }
 }
 
 /// Discovers `service` by UUID and all its characteristics (Vol 3 Part G §4.4.2, §4.6.1).
-func discover(_ service: BluetoothUUID, on peripheral: Peripheral) async throws -> DiscoveredService {
+public func discover(_ service: BluetoothUUID, on peripheral: Peripheral) async throws -> DiscoveredService {
     guard let found = try await peripheral.discoverServices([service]).first else {
         throw CentralFlowError.missingService(service)
     }
@@ -83,7 +79,7 @@ func discover(_ service: BluetoothUUID, on peripheral: Peripheral) async throws 
 }
 
 /// Exchanges the ATT MTU (Vol 3 Part G §4.3.1); a peer that refuses keeps ATT_MTU 23.
-func exchangeMTU(_ preferred: Int, on peripheral: Peripheral) async throws {
+public func exchangeMTU(_ preferred: Int, on peripheral: Peripheral) async throws {
     guard preferred > 23 else { return }
     do {
         _ = try await peripheral.exchangeMTU(preferred)
@@ -97,51 +93,4 @@ func exchangeMTU(_ preferred: Int, on peripheral: Peripheral) async throws {
 func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any BLEClock) async {
     guard peripheral.state == .connected else { return }
     await Task(executorPreference: clock.taskExecutor) { try? await peripheral.disconnect() }.value
-}
-
-/// Fails with `CentralFlowError.silent` when `limit` passes on the host's clock without a
-/// `touch()`: the flows' "every operation ends", without a real-time sleep, so it also runs in
-/// virtual time.
-final class SilenceWatchdog: Sendable {
-    private let lastHeard: Mutex<Duration>
-    private let clock: any BLEClock
-    private let limit: Duration
-    private let what: String
-
-    init(clock: any BLEClock, limit: Duration, waitingFor what: String) {
-        self.clock = clock
-        self.limit = limit
-        self.what = what
-        lastHeard = Mutex(clock.now())
-    }
-
-    /// Something arrived: the limit counts from now.
-    func touch() {
-        let now = clock.now()
-        lastHeard.withLock { $0 = now }
-    }
-
-    /// Does not return: throws `.silent` once the limit has passed since the last touch, or
-    /// `CancellationError`.
-    func watch() async throws {
-        while true {
-            let deadline = lastHeard.withLock { $0 } + limit
-            if clock.now() >= deadline { throw CentralFlowError.silent(waitingFor: what, limit: limit) }
-            try await clock.sleep(until: deadline)
-        }
-    }
-}
-
-/// Runs `body` while `watchdog` watches; the first to finish wins and the other is cancelled.
-func withWatchdog<T: Sendable>(_ watchdog: SilenceWatchdog, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await watchdog.watch()
-            throw CancellationError()
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        return first
-    }
 }

@@ -1,7 +1,6 @@
 import BLE
 import BLEVirtual
 import BLEProfiles
-import BLEVirtualRadio
 import BLEWire
 
 /// The peripherals of the built-in virtual world: one `ble serve` profile each, advertising on a
@@ -9,30 +8,36 @@ import BLEWire
 /// rate, accelerometer) and the battery and test profiles. `ble demo` runs the seed systems'
 /// central flows against them, and `--hci virtual` puts them on the shared radio so every
 /// command has something to talk to.
-struct DemoPeripherals: Sendable {
-    struct Entry: Sendable {
-        let name: String
-        let profile: String
-        let address: BDAddress
-        let manager: PeripheralManager
+public struct DemoPeripherals: Sendable {
+    /// One peripheral of the world.
+    public struct Entry: Sendable {
+        /// Its device name.
+        public let name: String
+        /// The `ble serve` profile it runs.
+        public let profile: String
+        /// Its public address.
+        public let address: BDAddress
+        /// Its peripheral manager.
+        public let manager: PeripheralManager
     }
 
-    let entries: [Entry]
+    /// The peripherals, in lineup order.
+    public let entries: [Entry]
     let runners: [Task<Void, Never>]
 
     /// The profiles the world starts, with their device names and addresses.
     static let lineup: [(profile: any DemoStartable.Type, name: String, address: UInt64)] = [
         (EchoServeProfile.self, "EchoServer", 0x00_5A_B1_00_00_01),
         (SampleServeProfile.self, "M5Stack", 0x00_5A_B1_00_00_02),
-        (HeartRateProfile.self, "HRM", 0x00_5A_B1_00_00_03),
+        (HeartRateServeProfile.self, "HRM", 0x00_5A_B1_00_00_03),
         (AccelerometerServeProfile.self, AccelerometerProfile.localName, 0x00_5A_B1_00_00_04),
-        (BatteryProfile.self, "Battery", 0x00_5A_B1_00_00_05),
-        (TestProfile.self, "TestDevice", 0x00_5A_B1_00_00_06),
+        (BatteryServeProfile.self, "Battery", 0x00_5A_B1_00_00_05),
+        (TestServeProfile.self, "TestDevice", 0x00_5A_B1_00_00_06),
     ]
 
     /// Starts every peripheral of the lineup in `world` (advertising, running its profile).
     /// `setup` is what the profiles may differ in from `ble serve`'s defaults.
-    static func start(in world: VirtualWorld, setup: DemoSetup = DemoSetup()) async throws -> DemoPeripherals {
+    public static func start(in world: VirtualWorld, setup: DemoSetup = DemoSetup()) async throws -> DemoPeripherals {
         var entries: [Entry] = []
         var runners: [Task<Void, Never>] = []
         for (type, name, raw) in lineup {
@@ -44,7 +49,8 @@ struct DemoPeripherals: Sendable {
         return DemoPeripherals(entries: entries, runners: runners)
     }
 
-    func stop() async {
+    /// Stops every profile and closes the peripherals.
+    public func stop() async {
         runners.forEach { $0.cancel() }
         for e in entries { await e.manager.close() }
     }
@@ -52,10 +58,15 @@ struct DemoPeripherals: Sendable {
 
 /// What the demo world's peripherals are configured with, where they differ from `ble serve`'s
 /// defaults (the options `ble serve` would take on its command line).
-struct DemoSetup: Sendable {
+public struct DemoSetup: Sendable {
     /// The echo server's `--files` directory: `ble demo` lets it serve the image it wrote; the
     /// shared `--hci virtual` world serves no files, like `ble serve echo`.
-    var echoFiles: ServedDirectory?
+    public var echoFiles: ServedDirectory?
+
+    /// `ble serve`'s defaults unless given: no files served.
+    public init(echoFiles: ServedDirectory? = nil) {
+        self.echoFiles = echoFiles
+    }
 }
 
 /// A serve profile the demo world can start without knowing its type statically.
@@ -88,13 +99,13 @@ extension EchoServeProfile: DemoStartable {
 }
 extension SampleServeProfile: DemoStartable {}
 extension AccelerometerServeProfile: DemoStartable {}
-extension HeartRateProfile: DemoStartable {}
-extension BatteryProfile: DemoStartable {}
-extension TestProfile: DemoStartable {}
+extension HeartRateServeProfile: DemoStartable {}
+extension BatteryServeProfile: DemoStartable {}
+extension TestServeProfile: DemoStartable {}
 
 /// `--hci virtual` (or BLE_HCI=virtual): the shared in-process radio gets the demo
 /// peripherals before the command's own controller joins it.
-func installDemoPeripheralsInSharedWorld() async {
+public func installDemoPeripheralsInSharedWorld() async {
     await VirtualWorld.setSharedSetup { world in
         do {
             _ = try await DemoPeripherals.start(in: world)

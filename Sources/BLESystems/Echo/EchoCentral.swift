@@ -8,7 +8,7 @@ import BLEWire
 /// What the S1 central reports as it goes: the states of SEEDS.md S1's user flow, in order
 /// (poweredOn → scanning → discovered → connecting → connected → sending → reply → closed),
 /// plus progress while a reply arrives. A failure ends the flow with a thrown error instead.
-enum EchoCentralEvent: Sendable {
+public enum EchoCentralEvent: Sendable {
     case poweredOn
     case scanning(service: BluetoothUUID, timeout: Duration)
     case discovered(name: String?, address: DeviceAddress, rssi: Int8?)
@@ -25,27 +25,31 @@ enum EchoCentralEvent: Sendable {
 /// The central of SEEDS.md S1 (the phone app of the article), as one reusable function: `ble echo`
 /// and `ble fetch` call it, and so can `ble demo` and the tests, with any `Central` (a controller,
 /// the virtual radio).
-enum EchoCentral {
-    struct Options: Sendable {
+public enum EchoCentral {
+    /// How the exchange runs; the defaults are SEEDS.md S1's.
+    public struct Options: Sendable {
         /// Connect only to this address (any device advertising the service when nil).
-        var target: BDAddress?
+        public var target: BDAddress?
         /// SEEDS.md S1: scanning stops after 10 s with "not found".
-        var scanTimeout: Duration = .seconds(10)
+        public var scanTimeout: Duration = .seconds(10)
         /// SEEDS.md S1: connecting gives up after 10 s.
-        var connectTimeout: Duration = .seconds(10)
+        public var connectTimeout: Duration = .seconds(10)
         /// The ATT MTU to ask for; writes carry at most ATT_MTU − 3 bytes.
-        var mtu = 517
+        public var mtu = 517
         /// How long the peer may stay silent while its reply is due.
-        var replyTimeout: Duration = .seconds(30)
+        public var replyTimeout: Duration = .seconds(30)
         /// The largest reply body accepted (an `I` frame holds at most 9,999,999 bytes anyway).
-        var maximumReplySize = Frame.maximumEncodableBodySize
+        public var maximumReplySize = Frame.maximumEncodableBodySize
+
+        /// The defaults above; set the fields that differ.
+        public init() {}
     }
 
     /// Finds an echo server, connects, sends `frame` in writes of at most ATT_MTU − 3 bytes,
     /// reassembles the notified reply and disconnects. The reply is the first `T` or `I` frame
     /// (`N` frames carry nothing and are skipped). Cancelling the task stops whichever step is
     /// running (scan, connection attempt, writes, the wait) and disconnects.
-    static func exchange(_ frame: Frame, using central: Central, options: Options = Options(),
+    public static func exchange(_ frame: Frame, using central: Central, options: Options = Options(),
                          report: @escaping @Sendable (EchoCentralEvent) -> Void) async throws -> Frame {
         let state = await central.state
         guard state == .poweredOn else { throw CentralFlowError.notPoweredOn(state) }

@@ -10,41 +10,47 @@ import BLEWire
 /// `FrameDecoder` and its frames are answered in order by its own task (`EchoConnection`), so
 /// several centrals are served at once and a slow fetch for one delays nobody else. Replies go to
 /// that central only.
-struct EchoServeProfile: ServeProfile {
-    static let name = "echo"
-    static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https; file only with --files DIR) and sent back as I frames"
+public struct EchoServeProfile: ServeProfile {
+    /// The name `ble serve` takes.
+    public static let name = "echo"
+    /// The line `ble serve --help` shows.
+    public static let summary = "S1 framed stream: T frames echoed (\"You said: …\"), U frames fetched (http, https; file only with --files DIR) and sent back as I frames"
 
     /// The largest frame body taken from a central, and the largest resource sent back.
-    static let defaultMaximumBodySize = 4 * 1024 * 1024
+    public static let defaultMaximumBodySize = 4 * 1024 * 1024
 
     /// This server's limit (`defaultMaximumBodySize`; tests lower it to refuse small frames).
-    var maximumBodySize = EchoServeProfile.defaultMaximumBodySize
+    public var maximumBodySize = EchoServeProfile.defaultMaximumBodySize
 
     /// The directory file:// URLs may read from (`--files DIR`); nil refuses them all, since
     /// any central in range may ask.
-    var files: ServedDirectory?
+    public var files: ServedDirectory?
     var streamHandle: UInt16?
     /// Subscribed at install time, before advertising, so no write can come before we listen.
     var events: AsyncStream<PeripheralManagerEvent>?
 
-    init() {}
+    /// The profile with `ble serve`'s defaults: no files served.
+    public init() {}
 
     /// A server that serves the regular files under `files` (the demo's image directory).
-    init(files: ServedDirectory?) {
+    public init(files: ServedDirectory?) {
         self.files = files
     }
 
-    mutating func configure(_ arguments: ParsedArguments) throws {
-        if let directory = arguments.option("files") {
+    /// `--files DIR`: resolved once, now, so a directory that cannot be served stops the server
+    /// before it starts.
+    public mutating func configure(_ options: ServeProfileOptions) throws {
+        if let directory = options.files {
             do {
                 files = try ServedDirectory(directory)
             } catch {
-                throw UsageError("--files: \(error)")
+                throw ServeOptionError("--files: \(error)")
             }
         }
     }
 
-    mutating func install(on manager: PeripheralManager) async throws {
+    /// Adds the service and subscribes to the manager's events before advertising starts.
+    public mutating func install(on manager: PeripheralManager) async throws {
         // A dynamic value (nil): every write comes to us as a `.write` event, in order.
         let handles = try await manager.add(GATTServiceDefinition(uuid: EchoProfile.service, characteristics: [
             GATTCharacteristicDefinition(uuid: EchoProfile.stream, properties: [.write, .notify], permissions: [.write], value: nil),
@@ -54,13 +60,14 @@ struct EchoServeProfile: ServeProfile {
     }
 
     /// The 128-bit service UUID and as much of the name as fits; the whole name in the scan response.
-    func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+    public func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         let data = AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([EchoProfile.service]).localName(name).build()
         let response = AdvertisingData.Builder().localName(name).build()
         return (data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), response.shorteningLocalName(toFit: AdvertisingData.legacyLimit))
     }
 
-    func run(on manager: PeripheralManager, log: ServeLog) async throws {
+    /// Serves every central until cancelled: one decoder and one answering task per central.
+    public func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = streamHandle, let events else { return }
         let fetcher = ResourceFetcher(maximumSize: maximumBodySize, files: files)
         let limit = maximumBodySize

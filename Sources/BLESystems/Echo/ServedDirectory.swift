@@ -11,24 +11,28 @@ import Dispatch
 /// with realpath(3) so a symlink cannot lead out of the directory, and opened only if it is a
 /// regular file (a FIFO would block the reader forever, a device could be endless or have side
 /// effects, a directory has no bytes to send).
-struct ServedDirectory: Sendable, Equatable, CustomStringConvertible {
+public struct ServedDirectory: Sendable, Equatable, CustomStringConvertible {
     /// Why `--files DIR` cannot be used.
-    struct Unusable: Error, Equatable, CustomStringConvertible {
-        let path: String
-        let reason: String
-        var description: String { "cannot serve the files of '\(path)': \(reason)" }
+    public struct Unusable: Error, Equatable, CustomStringConvertible {
+        /// The path as given.
+        public let path: String
+        /// Why it cannot be served ("not a directory", the system's error).
+        public let reason: String
+        /// The message shown to the user.
+        public var description: String { "cannot serve the files of '\(path)': \(reason)" }
     }
 
     /// The directory with every symlink resolved: served paths must resolve to below it.
-    let realPath: String
+    public let realPath: String
     /// The directory as given, made absolute and normalized: a path written under it is looked
     /// at on disk (the real path may differ when DIR goes through a symlink).
-    let givenPath: String
+    public let givenPath: String
 
-    var description: String { realPath }
+    /// The real path: where files are served from.
+    public var description: String { realPath }
 
     /// Resolves `path` (relative to the working directory) once, when the server starts.
-    init(_ path: String) throws(Unusable) {
+    public init(_ path: String) throws(Unusable) {
         guard let real = Self.realPath(of: path) else {
             throw Unusable(path: path, reason: String(cString: strerror(errno)))
         }
@@ -58,7 +62,8 @@ struct ServedDirectory: Sendable, Equatable, CustomStringConvertible {
         return "/" + parts.joined(separator: "/")
     }
 
-    static func realPath(of path: String) -> String? {
+    /// `path` with every symlink resolved (realpath(3)), nil when it does not exist.
+    public static func realPath(of path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
@@ -75,7 +80,7 @@ struct ServedDirectory: Sendable, Equatable, CustomStringConvertible {
     /// The bytes of the regular file at `path` under this directory, at most `limit` of them.
     /// Read on a Dispatch thread, off Swift's cooperative pool: a slow disk holds up only the
     /// central that asked, never the tasks of the server (or, in virtual time, of the world).
-    func read(_ path: String, limit: Int) async throws(FetchError) -> [UInt8] {
+    public func read(_ path: String, limit: Int) async throws(FetchError) -> [UInt8] {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], FetchError>, Never>) in
             DispatchQueue.global(qos: .utility).async {
                 continuation.resume(returning: Result { () throws(FetchError) in try self.readBlocking(path, limit: limit) })

@@ -16,12 +16,16 @@ import BLEWire
 /// Heart Rate Measurement (2A37, HRS §3.1), reporting each decoded value. When the link goes
 /// down it goes back to scanning; when the monitor stays connected but silent for
 /// `silenceLimit` it stops with `CentralFlowError.silent`.
-struct HeartRateMonitor: Sendable {
-    let central: Central
-    let options: HeartRateMonitorOptions
-    let emit: @Sendable (HeartRateMonitorEvent) -> Void
+public struct HeartRateMonitor: Sendable {
+    /// The central it scans and connects with.
+    public let central: Central
+    /// How it runs.
+    public let options: HeartRateMonitorOptions
+    /// Where its events go.
+    public let emit: @Sendable (HeartRateMonitorEvent) -> Void
 
-    init(central: Central, options: HeartRateMonitorOptions, emit: @escaping @Sendable (HeartRateMonitorEvent) -> Void) {
+    /// A monitor on `central`; nothing happens until `run`.
+    public init(central: Central, options: HeartRateMonitorOptions, emit: @escaping @Sendable (HeartRateMonitorEvent) -> Void) {
         self.central = central
         self.options = options
         self.emit = emit
@@ -29,7 +33,7 @@ struct HeartRateMonitor: Sendable {
 
     /// Runs until `options.count` measurements have arrived (then returns), or until cancelled
     /// or a failure that scanning again would not cure.
-    func run() async throws {
+    public func run() async throws {
         var received = 0
         while true {
             let device = try await choose()
@@ -56,7 +60,7 @@ struct HeartRateMonitor: Sendable {
     func choose() async throws -> ScannedDevice {
         emit(.scanning)
         let clock = central.clock
-        let watch = central.watch(filter: ScanFilter(serviceUUIDs: [BLEProfiles.HeartRateProfile.service]), maximumAge: options.maximumAge)
+        let watch = central.watch(filter: ScanFilter(serviceUUIDs: [HeartRateProfile.service]), maximumAge: options.maximumAge)
         var list = MonitorList(window: options.selectionDelay)
         for try await item in ticking(watch, every: options.refreshInterval, on: clock) {
             switch item {
@@ -99,25 +103,21 @@ struct HeartRateMonitor: Sendable {
     }
 
     private func subscribe(_ peripheral: Peripheral, name: String?, received: Int) async throws -> Int {
-        if options.mtu > 23 {
-            do { _ = try await peripheral.exchangeMTU(options.mtu) } catch BLEError.gatt(.att) {
-                // Request Not Supported: ATT_MTU stays 23 (Vol 3 Part G §4.3.1).
-            }
-        }
+        try await exchangeMTU(options.mtu, on: peripheral)
         emit(.connected(peripheral.address, name: name, mtu: peripheral.mtu))
-        let service = BLEProfiles.HeartRateProfile.service
+        let service = HeartRateProfile.service
         guard let heartRate = try await peripheral.discoverServices([service]).first else {
             throw HeartRateMonitorError.notAHeartRateMonitor(peripheral.address, missing: service)
         }
         let characteristics = try await peripheral.discoverCharacteristics(for: heartRate)
-        let measurementUUID = BLEProfiles.HeartRateProfile.measurement
+        let measurementUUID = HeartRateProfile.measurement
         guard let measurement = characteristics.first(where: { $0.uuid == measurementUUID }) else {
             throw HeartRateMonitorError.notAHeartRateMonitor(peripheral.address, missing: measurementUUID)
         }
         // Body Sensor Location is optional (HRS §3.2): shown when there is one. A monitor that
         // refuses the read (an ATT error, e.g. Insufficient Authentication) still measures, so
         // the location shows as unreadable and the flow goes on; a lost link still ends it.
-        if let location = characteristics.first(where: { $0.uuid == BLEProfiles.HeartRateProfile.bodySensorLocation }) {
+        if let location = characteristics.first(where: { $0.uuid == HeartRateProfile.bodySensorLocation }) {
             do {
                 let value = try await peripheral.readValue(for: location)
                 emit(.bodySensorLocation(value.first.map(BodySensorLocation.describe) ?? "(empty)"))
@@ -152,88 +152,5 @@ struct HeartRateMonitor: Sendable {
             emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
             return total
         }
-    }
-}
-
-/// The monitors heard, and the rule that picks one (pure, so it is tested on its own).
-///
-/// A monitor is judged by the strongest RSSI heard from it over the last `window` (one second),
-/// and only once it has been on the list that long: one reading is noise (real RSSI swings by
-/// 10 dB from one advertisement to the next, rootcanal draws it at random), the best of a
-/// second's worth is what the link can do now. The window slides, so a monitor carried away
-/// is judged by where it is now, not by how close it once was, and one brought closer passes
-/// as soon as it is heard strongly enough. The latest reading always counts, however old (a
-/// monitor that advertises less than once a second). Without a target the strongest such
-/// monitor is chosen.
-struct MonitorList: Sendable {
-    enum Decision: Equatable, Sendable {
-        case wait
-        /// Too weak to connect to; tell the user (once per monitor while it is in the list).
-        /// The device carries the RSSI it was judged by.
-        case refuse(ScannedDevice)
-        /// The named monitor is too weak: stop.
-        case fail(ScannedDevice)
-        case connect(ScannedDevice)
-    }
-
-    private struct Reading: Sendable {
-        let at: Duration
-        let rssi: Int
-    }
-
-    /// How far back readings count (`HeartRateMonitorOptions.selectionDelay`).
-    let window: Duration
-    private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
-    /// Each listed device's readings within `window` of its latest, oldest first (the latest
-    /// always kept).
-    private var readings: [DeviceAddress: [Reading]] = [:]
-    private var refused: Set<DeviceAddress> = []
-
-    init(window: Duration = .seconds(1)) {
-        self.window = window
-    }
-
-    mutating func apply(_ change: DeviceListChange) {
-        switch change {
-        case let .appeared(d), let .updated(d):
-            devices[d.address] = d
-            var kept = readings[d.address] ?? []
-            kept.append(Reading(at: d.lastSeen, rssi: Int(d.rssi ?? -127)))
-            kept.removeAll { d.lastSeen - $0.at > window }
-            readings[d.address] = kept
-        case let .disappeared(d):
-            devices[d.address] = nil
-            readings[d.address] = nil
-            refused.remove(d.address)
-        }
-    }
-
-    /// Strongest (latest RSSI) first, as `DeviceList.sorted`: the order the list is shown in.
-    var sorted: [ScannedDevice] {
-        devices.values.sorted { (Int($0.rssi ?? -127), $1.address.description) > (Int($1.rssi ?? -127), $0.address.description) }
-    }
-
-    /// `device` with the RSSI it is judged by at `now`: the strongest within the window, or
-    /// the latest reading when the window holds none.
-    private func judged(_ device: ScannedDevice, now: Duration) -> (device: ScannedDevice, rssi: Int) {
-        let heard = readings[device.address] ?? []
-        let recent = heard.filter { now - $0.at <= window }.map(\.rssi)
-        let best = recent.max() ?? heard.last?.rssi ?? Int(device.rssi ?? -127)
-        var d = device
-        d.rssi = Int8(clamping: best)
-        return (d, best)
-    }
-
-    mutating func decide(_ options: HeartRateMonitorOptions, now: Duration) -> Decision {
-        let heardLongEnough = devices.values.filter { now - $0.firstSeen >= window }.map { judged($0, now: now) }
-        if let target = options.target {
-            let type = options.targetType?.peerType
-            guard let (device, rssi) = heardLongEnough.first(where: { d, _ in d.address.address == target && (type == nil || type == d.address.type.peerType) }) else { return .wait }
-            return rssi >= options.minimumRSSI ? .connect(device) : .fail(device)
-        }
-        guard let (best, rssi) = heardLongEnough.max(by: { ($0.rssi, $1.device.address.description) < ($1.rssi, $0.device.address.description) }) else { return .wait }
-        if rssi >= options.minimumRSSI { return .connect(best) }
-        guard refused.insert(best.address).inserted else { return .wait }
-        return .refuse(best)
     }
 }

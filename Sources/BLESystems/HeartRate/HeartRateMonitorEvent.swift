@@ -4,33 +4,38 @@ import BLEProfiles
 import BLEWire
 
 /// How the heart-rate monitor of SEEDS.md S3 runs (`ble heart-rate`, `ble demo`).
-struct HeartRateMonitorOptions: Sendable {
+public struct HeartRateMonitorOptions: Sendable {
     /// Connect to this device only (any address type when `targetType` is nil).
-    var target: BDAddress?
-    var targetType: AddressType?
+    public var target: BDAddress?
+    /// The target's address type, when given (`/public`, `/random`).
+    public var targetType: AddressType?
     /// The RSSI gate: a monitor heard weaker than this is refused (the article's −70 dBm).
-    var minimumRSSI = -70
+    public var minimumRSSI = -70
     /// Stop after this many measurements (over all connections); nil runs until cancelled.
-    var count: Int?
+    public var count: Int?
     /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
-    var maximumAge: Duration = .seconds(10)
+    public var maximumAge: Duration = .seconds(10)
     /// The window a monitor's RSSI is judged over: the strongest reading of the last this-long
     /// counts (`MonitorList`), and a monitor is judged only once it has been listed this long
     /// (without a target, so that one heard a moment later is not passed over).
-    var selectionDelay: Duration = .seconds(1)
+    public var selectionDelay: Duration = .seconds(1)
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
-    var refreshInterval: Duration = .milliseconds(500)
-    var connectTimeout: Duration = .seconds(10)
+    public var refreshInterval: Duration = .milliseconds(500)
+    /// How long a connection attempt may take (SEEDS.md S3: 10 s).
+    public var connectTimeout: Duration = .seconds(10)
     /// Once subscribed, how long the monitor may send nothing before the flow ends with
     /// `CentralFlowError.silent` (a monitor measures about once a second).
-    var silenceLimit: Duration = .seconds(10)
+    public var silenceLimit: Duration = .seconds(10)
     /// The ATT MTU to ask for after connecting (23 skips the exchange).
-    var mtu = 517
+    public var mtu = 517
+
+    /// The defaults above; set the fields that differ.
+    public init() {}
 }
 
 /// What the monitor reports, in order, to whatever renders it (a live screen, plain lines,
 /// JSON lines, a test).
-enum HeartRateMonitorEvent: Sendable {
+public enum HeartRateMonitorEvent: Sendable {
     /// Scanning for 180D (again, after a disconnect).
     case scanning
     /// The live list changed: a monitor appeared, was heard again, or dropped off.
@@ -53,7 +58,7 @@ enum HeartRateMonitorEvent: Sendable {
 }
 
 /// Why the monitor stops with an error.
-enum HeartRateMonitorError: Error, CustomStringConvertible {
+public enum HeartRateMonitorError: Error, CustomStringConvertible {
     /// The monitor named on the command line is weaker than the RSSI gate.
     case tooWeak(ScannedDevice, minimumRSSI: Int)
     /// The device connected to has no Heart Rate service or no Heart Rate Measurement.
@@ -61,7 +66,8 @@ enum HeartRateMonitorError: Error, CustomStringConvertible {
     /// The scan ended by itself (the controller went away).
     case scanEnded
 
-    var description: String {
+    /// The message shown to the user.
+    public var description: String {
         switch self {
         case let .tooWeak(device, minimum):
             return "refusing to connect to \(HeartRateMonitorLines.name(of: device)) (\(device.address)): "

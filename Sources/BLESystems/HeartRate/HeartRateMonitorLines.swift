@@ -5,14 +5,14 @@ import BLEWire
 
 /// The heart-rate monitor's output when stdout is not a terminal: one plain line per event,
 /// or with `--json` one object per measurement. Pure functions of the event, for tests.
-enum HeartRateMonitorLines {
+public enum HeartRateMonitorLines {
     /// The name the article shows: the advertised local name, or "unnamed device".
-    static func name(of device: ScannedDevice) -> String {
+    public static func name(of device: ScannedDevice) -> String {
         device.advertisement.localName ?? "unnamed device"
     }
 
     /// "detected", "not detected", "not supported" (HRS §3.1 flags bits 1–2).
-    static func contact(_ contact: HeartRateMeasurement.SensorContact) -> String {
+    public static func contact(_ contact: HeartRateMeasurement.SensorContact) -> String {
         switch contact {
         case .detected: return "detected"
         case .notDetected: return "not detected"
@@ -21,7 +21,7 @@ enum HeartRateMonitorLines {
     }
 
     /// The JSON name of a contact state, as the Bumble peers print it.
-    static func contactKey(_ contact: HeartRateMeasurement.SensorContact) -> String {
+    public static func contactKey(_ contact: HeartRateMeasurement.SensorContact) -> String {
         switch contact {
         case .detected: return "detected"
         case .notDetected: return "notDetected"
@@ -30,7 +30,7 @@ enum HeartRateMonitorLines {
     }
 
     /// "72 bpm  contact detected  energy 15 kJ  RR 0.833 s 0.829 s"; absent fields are left out.
-    static func measurement(_ m: HeartRateMeasurement) -> String {
+    public static func measurement(_ m: HeartRateMeasurement) -> String {
         var parts = ["\(m.beatsPerMinute) bpm", "contact \(contact(m.sensorContact))"]
         if let energy = m.energyExpended { parts.append("energy \(energy) kJ") }
         if !m.rrIntervals.isEmpty {
@@ -41,7 +41,7 @@ enum HeartRateMonitorLines {
 
     /// `{"bpm":72,"contact":"detected","energyKJ":15,"rrIntervals":[0.8330078125]}`: RR intervals
     /// in seconds (exact: n/1024), Energy Expended null when the measurement has none.
-    static func json(_ m: HeartRateMeasurement) -> String {
+    public static func json(_ m: HeartRateMeasurement) -> String {
         JSON.object([
             ("bpm", .int(Int(m.beatsPerMinute))),
             ("contact", .string(contactKey(m.sensorContact))),
@@ -51,19 +51,20 @@ enum HeartRateMonitorLines {
     }
 
     /// A device line of the list: name, address and type, RSSI, age, decoded advertisement.
-    static func device(_ d: ScannedDevice, now: Duration) -> String {
+    public static func device(_ d: ScannedDevice, now: Duration) -> String {
         let type = d.address.type.peerType == .public ? "pub" : "rnd"
         return NumberText.left(name(of: d), 20) + " " + NumberText.left("\(d.address.address) \(type)", 21) + " "
             + NumberText.right(d.rssi.map { "\($0)" } ?? "?", 4) + " dBm " + NumberText.right(NumberText.seconds(now - d.lastSeen), 6)
             + "  " + d.advertisement.summary
     }
 
-    static func refusal(_ d: ScannedDevice, minimumRSSI: Int) -> String {
+    /// The line for a monitor refused for its RSSI (also a stderr note with `--json`).
+    public static func refusal(_ d: ScannedDevice, minimumRSSI: Int) -> String {
         "refused     \(name(of: d)) \(d.address): RSSI \(d.rssi.map { "\($0) dBm" } ?? "unknown") is weaker than \(minimumRSSI) dBm; waiting for a stronger monitor"
     }
 
     /// The plain lines for one event (none for ticks and repeated hearings).
-    static func lines(for event: HeartRateMonitorEvent) -> [String] {
+    public static func lines(for event: HeartRateMonitorEvent) -> [String] {
         switch event {
         case .scanning:
             return ["scanning    for heart-rate monitors (180D)"]

@@ -7,32 +7,46 @@ import BLEWire
 /// (name or "unnamed device", RSSI, age, decoded advertisement), then the connected monitor's
 /// rate, contact, energy and RR intervals with a sparkline of recent bpm. A pure state machine:
 /// fed the monitor's events, it returns the lines to draw, so it is tested without a terminal.
-struct HeartRateMonitorScreen: Sendable {
-    struct Connection: Sendable {
-        var address: DeviceAddress
-        var name: String?
-        var mtu: Int
-        var location: String?
-        var last: HeartRateMeasurement?
-        var count = 0
+public struct HeartRateMonitorScreen: Sendable {
+    /// The monitor connected to, as far as the screen knows it.
+    public struct Connection: Sendable {
+        /// Its address.
+        public var address: DeviceAddress
+        /// Its advertised name, if any.
+        public var name: String?
+        /// The ATT MTU of the link.
+        public var mtu: Int
+        /// Body Sensor Location as read (nil before the read).
+        public var location: String?
+        /// The latest measurement.
+        public var last: HeartRateMeasurement?
+        /// Measurements on this connection.
+        public var count = 0
     }
 
-    let minimumRSSI: Int
+    /// The RSSI gate the header states.
+    public let minimumRSSI: Int
     /// How many recent rates the sparkline shows.
-    let history: Int
-    private(set) var list = MonitorList()
-    private(set) var connection: Connection?
-    private(set) var recentBPM: [Double] = []
+    public let history: Int
+    /// The monitors heard while scanning.
+    public private(set) var list = MonitorList()
+    /// The monitor connected to, nil while scanning.
+    public private(set) var connection: Connection?
+    /// The last `history` rates, for the sparkline.
+    public private(set) var recentBPM: [Double] = []
     /// The last notice worth keeping on screen (a refusal, a disconnect).
-    private(set) var notice: String?
-    private(set) var now: Duration = .zero
+    public private(set) var notice: String?
+    /// The host clock's time of the last event: what ages are counted to.
+    public private(set) var now: Duration = .zero
 
-    init(minimumRSSI: Int, history: Int = 60) {
+    /// An empty screen for the gate `minimumRSSI`, keeping `history` rates.
+    public init(minimumRSSI: Int, history: Int = 60) {
         self.minimumRSSI = minimumRSSI
         self.history = history
     }
 
-    mutating func apply(_ event: HeartRateMonitorEvent, now: Duration) {
+    /// Takes the monitor's next event, at `now` on the host clock.
+    public mutating func apply(_ event: HeartRateMonitorEvent, now: Duration) {
         self.now = now
         switch event {
         case .scanning:
@@ -67,7 +81,7 @@ struct HeartRateMonitorScreen: Sendable {
     }
 
     /// The screen, top to bottom, cut to `width` columns.
-    func lines(width: Int = 100) -> [String] {
+    public func lines(width: Int = 100) -> [String] {
         var out: [String]
         if let c = connection {
             out = connected(c, width: width)

@@ -1,7 +1,7 @@
 import BLEWire
 
 /// A JSON value with keys kept in the order written, so each output line reads predictably.
-enum JSON {
+public enum JSON {
     case string(String)
     case number(Double)
     case int(Int)
@@ -10,7 +10,8 @@ enum JSON {
     case array([JSON])
     case object([(String, JSON)])
 
-    var text: String {
+    /// The value as compact JSON text, keys in the order written.
+    public var text: String {
         switch self {
         case let .string(s): return JSON.quote(s)
         case let .number(d): return d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)) : "null"
@@ -43,11 +44,12 @@ enum JSON {
         return out + "\""
     }
 
-    static func optional(_ s: String?) -> JSON { s.map(JSON.string) ?? .null }
+    /// A string, or null when there is none.
+    public static func optional(_ s: String?) -> JSON { s.map(JSON.string) ?? .null }
 }
 
 /// A value as `ble` prints it with `--json`: always `hex`, and `utf8` when the bytes are valid UTF-8.
-func valueJSON(_ bytes: [UInt8]) -> [(String, JSON)] {
+public func valueJSON(_ bytes: [UInt8]) -> [(String, JSON)] {
     var fields: [(String, JSON)] = [("hex", .string(bytes.hexString))]
     if let text = String(validating: bytes, as: UTF8.self) {
         fields.append(("utf8", .string(text)))
@@ -56,7 +58,7 @@ func valueJSON(_ bytes: [UInt8]) -> [(String, JSON)] {
 }
 
 /// A value for people: UTF-8 text in quotes when it is printable, else hex.
-func valueText(_ bytes: [UInt8]) -> String {
+public func valueText(_ bytes: [UInt8]) -> String {
     if !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self),
        text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F || $0 == "\n" || $0 == "\t" }) {
         return "\"\(text)\" (\(bytes.count) bytes)"

@@ -5,25 +5,48 @@ import Glibc
 /// An SVG line chart written by hand (no library): axes with round-numbered ticks and grid
 /// lines, one polyline per series, a legend and a title. `ble accel --plot FILE.svg` writes the
 /// whole session's x, y and z with it. Pure: the same input gives the same text.
-struct SVGChart: Sendable {
-    struct Series: Sendable {
-        var name: String
+public struct SVGChart: Sendable {
+    /// One line of the chart.
+    public struct Series: Sendable {
+        /// Its legend entry.
+        public var name: String
         /// Any SVG colour ("#d62728").
-        var color: String
+        public var color: String
         /// One value per time; non-finite values break the line.
-        var values: [Double]
+        public var values: [Double]
+
+        /// A series named `name` (the legend), drawn in `color`.
+        public init(name: String, color: String, values: [Double]) {
+            self.name = name
+            self.color = color
+            self.values = values
+        }
     }
 
-    var title: String
-    var xLabel: String
-    var yLabel: String
-    var width = 800
-    var height = 400
+    /// The title above the plot.
+    public var title: String
+    /// The horizontal axis' label.
+    public var xLabel: String
+    /// The vertical axis' label.
+    public var yLabel: String
+    /// Width in pixels.
+    public var width = 800
+    /// Height in pixels.
+    public var height = 400
+
+    /// A chart `width` by `height` pixels with these labels.
+    public init(title: String, xLabel: String, yLabel: String, width: Int = 800, height: Int = 400) {
+        self.title = title
+        self.xLabel = xLabel
+        self.yLabel = yLabel
+        self.width = width
+        self.height = height
+    }
     /// Space for the tick labels, the title and the axis labels.
-    static let margin = (left: 70.0, right: 20.0, top: 40.0, bottom: 50.0)
+    public static let margin = (left: 70.0, right: 20.0, top: 40.0, bottom: 50.0)
 
     /// The SVG document for `series` over `times` (seconds; as many as values).
-    func render(times: [Double], series: [Series]) -> String {
+    public func render(times: [Double], series: [Series]) -> String {
         let m = Self.margin
         let plotWidth = Double(width) - m.left - m.right
         let plotHeight = Double(height) - m.top - m.bottom
@@ -90,7 +113,7 @@ struct SVGChart: Sendable {
     }
 
     /// Round tick values inside `low...high`: steps of 1, 2 or 5 × 10^k, about five of them.
-    static func ticks(_ low: Double, _ high: Double) -> [Double] {
+    public static func ticks(_ low: Double, _ high: Double) -> [Double] {
         let span = high - low
         guard span > 0, span.isFinite else { return [] }
         let rough = span / 5
@@ -106,7 +129,7 @@ struct SVGChart: Sendable {
     }
 
     /// A tick label: as few decimals as the value needs, at most three.
-    static func label(_ value: Double) -> String {
+    public static func label(_ value: Double) -> String {
         for decimals in 0...3 {
             var scale = 1.0
             for _ in 0..<decimals { scale *= 10 }
@@ -116,7 +139,7 @@ struct SVGChart: Sendable {
     }
 
     /// A coordinate with two decimals, trailing zeros dropped ("12.5", "40").
-    static func n(_ value: Double) -> String {
+    public static func n(_ value: Double) -> String {
         var text = NumberText.fixed(value, 2)
         while text.contains("."), text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }

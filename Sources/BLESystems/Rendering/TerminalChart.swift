@@ -1,22 +1,31 @@
 /// A line chart of several series drawn with characters, newest values on the right: what
 /// `ble accel` shows live for x, y and z (SEEDS.md S4 charts them). Pure, for tests.
-struct TerminalChart: Sendable {
-    struct Series: Sendable {
+public struct TerminalChart: Sendable {
+    /// One line of the chart.
+    public struct Series: Sendable {
         /// The character the series is drawn with (and its legend key).
-        var mark: Character
+        public var mark: Character
         /// ANSI SGR colour code (31 red, 32 green, 34 blue), used when colours are on.
-        var color: Int
-        var values: [Double]
+        public var color: Int
+        /// The values, oldest first.
+        public var values: [Double]
+
+        /// A series drawn with `mark`, in ANSI colour `color` when colours are on.
+        public init(mark: Character, color: Int, values: [Double]) {
+            self.mark = mark
+            self.color = color
+            self.values = values
+        }
     }
 
     /// Columns taken by the value labels and the axis.
-    static let labelWidth = 9
+    public static let labelWidth = 9
 
     /// `height` plot rows (at least 2) under one another, each `width` columns wide (at least
     /// `labelWidth + 1`), then the time axis. The value range covers every shown value (a
     /// flat range is widened by 0.5 each way); the top, middle and bottom rows are labelled.
     /// Where series meet, the later one is drawn. Non-finite values are not drawn.
-    static func render(_ series: [Series], width: Int, height: Int, colors: Bool = false) -> [String] {
+    public static func render(_ series: [Series], width: Int, height: Int, colors: Bool = false) -> [String] {
         let rows = max(2, height)
         let columns = max(1, width - labelWidth)
         let shown = series.map { Array($0.values.suffix(columns)) }

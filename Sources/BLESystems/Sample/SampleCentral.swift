@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 
 /// The numbered steps of SEEDS.md S2's sample central, each reported as it happens.
-enum SampleCentralEvent: Sendable {
+public enum SampleCentralEvent: Sendable {
     /// 1: the manager's state, by CoreBluetooth's name.
     case managerState(ManagerState)
     /// 2: the device found by scanning for the service (no duplicates).
@@ -29,30 +29,43 @@ enum SampleCentralEvent: Sendable {
 }
 
 /// What the sample central did, for callers that check it (the demo, the tests).
-struct SampleCentralResult: Sendable, Equatable {
-    var initialValue: [UInt8]
-    var written: [UInt8]
-    var readBack: [UInt8]
-    var notifications: [[UInt8]]
+public struct SampleCentralResult: Sendable, Equatable {
+    /// The read/write characteristic's value before the write.
+    public var initialValue: [UInt8]
+    /// What was written ("Write Data NNN").
+    public var written: [UInt8]
+    /// The value read back after the write.
+    public var readBack: [UInt8]
+    /// The notified values, in order.
+    public var notifications: [[UInt8]]
 }
 
 /// The sample central of SEEDS.md S2 as a reusable function: "the article's point is that this
 /// logic lives in a reusable package, not in the app". `ble sample` prints its steps.
-enum SampleCentral {
-    struct Options: Sendable {
-        var target: BDAddress?
-        var scanTimeout: Duration = .seconds(10)
-        var connectTimeout: Duration = .seconds(10)
-        var mtu = 517
+public enum SampleCentral {
+    /// How the sample central runs; the defaults are SEEDS.md S2's.
+    public struct Options: Sendable {
+        /// Only this address (any device advertising the service when nil).
+        public var target: BDAddress?
+        /// How long to scan before "not found".
+        public var scanTimeout: Duration = .seconds(10)
+        /// How long a connection attempt may take.
+        public var connectTimeout: Duration = .seconds(10)
+        /// The ATT MTU to ask for.
+        public var mtu = 517
         /// Notifications to take before unsubscribing and disconnecting.
-        var count = 3
+        public var count = 3
         /// How long the peripheral may go without notifying while more are due.
-        var notificationTimeout: Duration = .seconds(10)
+        public var notificationTimeout: Duration = .seconds(10)
         /// NNN of "Write Data NNN"; random in 0...999 when nil, as in the article.
-        var writeNumber: Int?
+        public var writeNumber: Int?
+
+        /// The defaults above; set the fields that differ.
+        public init() {}
     }
 
-    static func run(using central: Central, options: Options = Options(),
+    /// Runs steps 1 to 9, reporting each; returns what was read, written and notified.
+    public static func run(using central: Central, options: Options = Options(),
                     report: @escaping @Sendable (SampleCentralEvent) -> Void) async throws -> SampleCentralResult {
         let state = await central.state
         report(.managerState(state))

@@ -7,16 +7,22 @@ import BLEWire
 /// (properties 0x0A) that reads "Hello World" until a central writes something else (ServeLog
 /// prints each write), and a notify characteristic (0x10) that sends "Notify Data NNN" every
 /// second while anyone is subscribed.
-struct SampleServeProfile: ServeProfile {
-    static let name = "sample"
-    static let summary = "S2 step-by-step sample: read/write \"\(SampleProfile.initialValue)\" and \"Notify Data NNN\" every second"
+public struct SampleServeProfile: ServeProfile {
+    /// The name `ble serve` takes.
+    public static let name = "sample"
+    /// The line `ble serve --help` shows.
+    public static let summary = "S2 step-by-step sample: read/write \"\(SampleProfile.initialValue)\" and \"Notify Data NNN\" every second"
 
     /// How often the notify characteristic sends.
-    static let interval: Duration = .seconds(1)
+    public static let interval: Duration = .seconds(1)
 
     var notifyHandle: UInt16?
 
-    mutating func install(on manager: PeripheralManager) async throws {
+    /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
+    public init() {}
+
+    /// Adds the service with its two characteristics.
+    public mutating func install(on manager: PeripheralManager) async throws {
         let handles = try await manager.add(GATTServiceDefinition(uuid: SampleProfile.service, characteristics: [
             // Read (0x02) | Write (0x08) = SampleProfile.readWriteProperties; writes replace the value.
             GATTCharacteristicDefinition(uuid: SampleProfile.readWrite, properties: [.read, .write], permissions: [.read, .write],
@@ -29,7 +35,7 @@ struct SampleServeProfile: ServeProfile {
     }
 
     /// The 128-bit service UUID and as much of the name as fits; the whole name in the scan response.
-    func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+    public func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         let data = AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([SampleProfile.service]).localName(name).build()
         let response = AdvertisingData.Builder().localName(name).build()
         return (data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), response.shorteningLocalName(toFit: AdvertisingData.legacyLimit))
@@ -37,7 +43,7 @@ struct SampleServeProfile: ServeProfile {
 
     /// Every second: the next "Notify Data NNN" to every subscribed central, waiting for room
     /// rather than dropping one. The count starts again at 001 when nobody is subscribed.
-    func run(on manager: PeripheralManager, log: ServeLog) async throws {
+    public func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handle = notifyHandle else { return }
         var n = 0
         while !Task.isCancelled {

@@ -6,33 +6,34 @@ import BLEHost
 import BLEWire
 import Synchronization
 
-/// A counter several tasks share (the simulated Energy Expended, values received).
-final class Counter: Sendable {
-    private let count = Mutex<Int>(0)
-    var value: Int { count.withLock { $0 } }
-    @discardableResult
-    func increment(by n: Int = 1) -> Int { count.withLock { $0 += n; return $0 } }
-    func reset() { count.withLock { $0 = 0 } }
-}
-
 /// What `ble serve` prints: one readable line per event, or one JSON object with `--json`.
-struct ServeLog: Sendable {
-    let json: Bool
+public struct ServeLog: Sendable {
+    /// Whether lines are JSON objects (`--json`, for programs) rather than text for people.
+    public let json: Bool
     /// Where each finished line goes: stdout by default; tests and the demo collect them (or
     /// drop them: `ServeLog.silent`).
-    var output: @Sendable (String) -> Void = { text in
+    public var output: @Sendable (String) -> Void
+
+    /// A log in the given form, writing each line to `output` (stdout, flushed, by default so a
+    /// pipe sees each event as it happens).
+    public init(json: Bool, output: @escaping @Sendable (String) -> Void = { text in
         print(text)
         flushOutput()
+    }) {
+        self.json = json
+        self.output = output
     }
 
     /// A log that prints nothing (the demo world's peripherals run silently).
-    static let silent = ServeLog(json: false, output: { _ in })
+    public static let silent = ServeLog(json: false, output: { _ in })
 
-    func line(_ event: String, _ fields: [(String, JSON)], text: String) {
+    /// One event: `fields` under `"event": event` with `--json`, else `text`.
+    public func line(_ event: String, _ fields: [(String, JSON)], text: String) {
         output(json ? JSON.object([("event", .string(event))] + fields).text : text)
     }
 
-    func log(_ event: PeripheralManagerEvent) {
+    /// The peripheral manager's own events (connections, requests, subscriptions), as lines.
+    public func log(_ event: PeripheralManagerEvent) {
         switch event {
         case let .connected(c):
             line("connected", central(c), text: "connected: \(c.address)")
@@ -70,7 +71,8 @@ struct ServeLog: Sendable {
         }
     }
 
-    func central(_ c: ConnectedCentral) -> [(String, JSON)] {
+    /// The fields that name a central in every line about it.
+    public func central(_ c: ConnectedCentral) -> [(String, JSON)] {
         [("central", .string(c.address.address.description)), ("connection", .int(Int(c.id)))]
     }
 }

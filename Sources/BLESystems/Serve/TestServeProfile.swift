@@ -5,26 +5,42 @@ import BLEWire
 /// `ble serve test`: one custom service whose eight characteristics cover what interop and
 /// conformance checks need (issue 3: long, rw, read-only, write-only, notify, indicate,
 /// encrypted, described).
-struct TestProfile: ServeProfile {
-    static let name = "test"
-    static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted and described characteristics"
+public struct TestServeProfile: ServeProfile {
+    /// The name `ble serve` takes.
+    public static let name = "test"
+    /// The line `ble serve --help` shows.
+    public static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted and described characteristics"
 
-    static func uuid(_ n: UInt16) -> BluetoothUUID {
+    /// The service's 128-bit UUIDs differ only in bits 32–47: `n` picks one.
+    public static func uuid(_ n: UInt16) -> BluetoothUUID {
         BluetoothUUID(high: 0x8F3C_0000_6C5A_4D2E | UInt64(n) << 32, low: 0x9B1F_2F0A_1C3B_4D5E)
     }
-    static let service = uuid(0x0001)
-    static let long = uuid(0x0002)
-    static let rw = uuid(0x0003)
-    static let readOnly = uuid(0x0004)
-    static let writeOnly = uuid(0x0005)
-    static let notify = uuid(0x0006)
-    static let indicate = uuid(0x0007)
-    static let encrypted = uuid(0x0008)
-    static let described = uuid(0x0009)
+    /// The custom service.
+    public static let service = uuid(0x0001)
+    /// 512 bytes, read with Read Blob.
+    public static let long = uuid(0x0002)
+    /// Readable and writable, with reliable writes.
+    public static let rw = uuid(0x0003)
+    /// Readable only.
+    public static let readOnly = uuid(0x0004)
+    /// Writable only, with or without response.
+    public static let writeOnly = uuid(0x0005)
+    /// A counter notified every 500 ms.
+    public static let notify = uuid(0x0006)
+    /// A counter indicated every 500 ms.
+    public static let indicate = uuid(0x0007)
+    /// Readable only over an encrypted link.
+    public static let encrypted = uuid(0x0008)
+    /// A characteristic with a User Description descriptor.
+    public static let described = uuid(0x0009)
 
     var handles: GATTServiceHandles?
 
-    mutating func install(on manager: PeripheralManager) async throws {
+    /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
+    public init() {}
+
+    /// Adds the service with its eight characteristics.
+    public mutating func install(on manager: PeripheralManager) async throws {
         let longValue = (0..<512).map { UInt8($0 % 256) }
         handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
             GATTCharacteristicDefinition(uuid: Self.long, properties: [.read], permissions: [.read], value: longValue),
@@ -39,7 +55,8 @@ struct TestProfile: ServeProfile {
         ]))
     }
 
-    func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+    /// The name in the advertisement, the 128-bit UUID in the scan response.
+    public func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         let data = AdvertisingData.Builder().flags(discoverableFlags).localName(name).build()
         let response = AdvertisingData.Builder().serviceUUIDs([Self.service]).build()
         return (data, response)
@@ -49,7 +66,7 @@ struct TestProfile: ServeProfile {
     /// every 500 ms where the next indication waits until every central it went to has
     /// confirmed the previous one (or 5 s pass). A central that confirms slowly does not hold
     /// up the notifications.
-    func run(on manager: PeripheralManager, log: ServeLog) async throws {
+    public func run(on manager: PeripheralManager, log: ServeLog) async throws {
         guard let handles, let notifyHandle = handles.valueHandle(for: Self.notify), let indicateHandle = handles.valueHandle(for: Self.indicate) else { return }
         let events = await manager.events
         let confirmed = Counter()

@@ -8,7 +8,7 @@ import Synchronization
 /// `CancellationError`, whatever the line does: nothing can interrupt the blocked read(2), so
 /// that thread stays in it until a line comes or the process exits, and its line is dropped.
 /// `read` is the reading itself (`readLine()`; tests pass their own).
-func readLineFromStandardInput(reading read: @escaping @Sendable () -> String? = { readLine() }) async throws -> String? {
+public func readLineFromStandardInput(reading read: @escaping @Sendable () -> String? = { readLine() }) async throws -> String? {
     let answer = OneAnswer<String?>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
@@ -22,7 +22,7 @@ func readLineFromStandardInput(reading read: @escaping @Sendable () -> String? =
 
 /// A continuation resumed exactly once, by whichever comes first: the answer or a cancellation
 /// (which may even come before the continuation exists).
-final class OneAnswer<Value: Sendable>: Sendable {
+public final class OneAnswer<Value: Sendable>: Sendable {
     private enum State {
         case idle
         case waiting(CheckedContinuation<Value, any Error>)
@@ -35,7 +35,7 @@ final class OneAnswer<Value: Sendable>: Sendable {
 
     /// Starts waiting; false when the outcome was already given (the continuation has been
     /// resumed with it, and there is nothing to start).
-    func wait(_ continuation: CheckedContinuation<Value, any Error>) -> Bool {
+    public func wait(_ continuation: CheckedContinuation<Value, any Error>) -> Bool {
         let early = state.withLock { s -> Result<Value, any Error>? in
             switch s {
             case let .given(result):
@@ -54,7 +54,7 @@ final class OneAnswer<Value: Sendable>: Sendable {
     }
 
     /// Gives the outcome; only the first one counts.
-    func give(_ result: Result<Value, any Error>) {
+    public func give(_ result: Result<Value, any Error>) {
         let waiting = state.withLock { s -> CheckedContinuation<Value, any Error>? in
             switch s {
             case .idle:

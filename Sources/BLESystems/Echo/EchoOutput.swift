@@ -10,7 +10,7 @@ import Synchronization
 /// states), and, while a large reply arrives, a progress bar with bytes/s on a terminal or a line
 /// per tenth of the reply otherwise. With `--json` it shows nothing; the command prints its one
 /// result object.
-final class EchoPrinter: Sendable {
+public final class EchoOutput: Sendable {
     private struct Progress {
         var shown = -1
         var barDrawn = false
@@ -20,22 +20,24 @@ final class EchoPrinter: Sendable {
     private let terminal: Bool
     private let progress = Mutex(Progress())
 
-    init(json: Bool) {
+    /// A printer for `--json` (silent) or for people (lines, and a bar when stdout is a terminal).
+    public init(json: Bool) {
         quiet = json
         terminal = !json && isatty(1) == 1
     }
 
-    func show(_ event: EchoCentralEvent) {
+    /// Prints what `event` says; pass it as the flow's `report` (`EchoCentral.exchange`).
+    public func show(_ event: EchoCentralEvent) {
         guard !quiet else { return }
         switch event {
         case .poweredOn:
             line("poweredOn", "")
         case let .scanning(service, timeout):
-            line("scanning", "for \(service), up to \(seconds(timeout))")
+            line("scanning", "for \(service), up to \(NumberText.spacedSeconds(timeout))")
         case let .discovered(name, address, rssi):
             line("discovered", "\(name ?? "(unnamed)")  \(address)  rssi \(rssi.map(String.init) ?? "?")")
         case let .connecting(address, timeout):
-            line("connecting", "\(address), up to \(seconds(timeout))")
+            line("connecting", "\(address), up to \(NumberText.spacedSeconds(timeout))")
         case let .connected(mtu, length):
             line("connected", "ATT MTU \(mtu), writes of up to \(length) bytes, notifications on")
         case let .sending(code, bytes, writes):
@@ -45,7 +47,7 @@ final class EchoPrinter: Sendable {
         case let .reply(frame, notifications, elapsed):
             clearBar()
             var text = "\(frame.code) frame, \(frame.body.count) bytes in \(notifications) notification\(notifications == 1 ? "" : "s")"
-            if frame.code == .image { text += ", \(seconds(elapsed))" + rate(frame.body.count, elapsed).map { ", \($0)" }.orEmpty }
+            if frame.code == .image { text += ", \(NumberText.spacedSeconds(elapsed))" + (rate(frame.body.count, elapsed).map { ", \($0)" } ?? "") }
             line("reply", text)
         case .closed:
             line("closed", "")
@@ -53,7 +55,7 @@ final class EchoPrinter: Sendable {
     }
 
     private func line(_ label: String, _ text: String) {
-        print(text.isEmpty ? label : label.padding(12) + text)
+        print(text.isEmpty ? label : NumberText.left(label, 12) + text)
         flushOutput()
     }
 
@@ -71,11 +73,11 @@ final class EchoPrinter: Sendable {
             return true
         }
         guard due else { return }
-        let speed = rate(received, elapsed).map { "  \($0)" }.orEmpty
+        let speed = rate(received, elapsed).map { "  \($0)" } ?? ""
         if terminal {
             let filled = percent * 30 / 100
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
-            print("\r[\(bar)] \(String(percent).leftPadded(3))%  \(received)/\(total) bytes\(speed)\u{1B}[K", terminator: "")
+            print("\r[\(bar)] \(NumberText.right(String(percent), 3))%  \(received)/\(total) bytes\(speed)\u{1B}[K", terminator: "")
             flushOutput()
         } else {
             line("receiving", "\(received) of \(total) bytes (\(step) %)\(speed)")
@@ -94,14 +96,6 @@ final class EchoPrinter: Sendable {
         let (whole, atto) = elapsed.components
         let secondsElapsed = Double(whole) + Double(atto) / 1e18
         guard secondsElapsed >= 0.1 else { return nil }
-        return String(format1: Double(bytes) / secondsElapsed / 1000) + " kB/s"
+        return NumberText.fixed(Double(bytes) / secondsElapsed / 1000, 1) + " kB/s"
     }
-}
-
-extension Optional<String> {
-    var orEmpty: String { self ?? "" }
-}
-
-extension String {
-    func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }
