@@ -140,28 +140,18 @@ public struct AccelerometerCentral: Sendable {
         let values = await peripheral.notifications(for: sample)
         try await peripheral.setNotifyValue(true, for: sample)
         emit(.subscribed)
-        // A peripheral that stays connected but stops sampling (its source ended) would keep
-        // `--count` waiting for ever: after `silenceLimit` without a notification the flow ends
-        // with `CentralFlowError.silent`.
         let clock = central.clock
-        let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "sample")
-        return try await withWatchdog(watchdog) { [self] in
-            var received = 0
-            for await value in values {
-                watchdog.touch()
-                do throws(AccelerometerError) {
-                    emit(.sample(try AccelerometerSample(decoding: value), at: clock.now()))
-                    received += 1
-                } catch {
-                    emit(.malformed(value, error))
-                }
-                if let count = options.count, received >= count {
-                    try? await peripheral.setNotifyValue(false, for: sample)
-                    return received
-                }
+        let (received, linkDown) = try await countNotifications(values, of: sample, on: peripheral, clock: clock, limit: options.count,
+                                                                silenceLimit: options.silenceLimit, waitingFor: "sample") { [self] value in
+            do throws(AccelerometerError) {
+                emit(.sample(try AccelerometerSample(decoding: value), at: clock.now()))
+                return true
+            } catch {
+                emit(.malformed(value, error))
+                return false
             }
-            try Task.checkCancellation()
-            throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
         }
+        guard linkDown else { return received }
+        throw BLEError.disconnected(reason: peripheral.disconnectReason ?? .remoteUserTerminatedConnection)
     }
 }

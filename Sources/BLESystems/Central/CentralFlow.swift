@@ -94,3 +94,28 @@ func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any BLEClock) as
     guard peripheral.state == .connected else { return }
     await Task(executorPreference: clock.taskExecutor) { try? await peripheral.disconnect() }.value
 }
+
+/// Takes the notified `values` of `characteristic` until `limit` of them count (then turns
+/// notifications off), the stream ends because the link went down (`linkDown`), or the task is
+/// cancelled. `start` is what was counted before (over earlier connections); `decoded` shows each
+/// value and says whether it counts (a malformed one does not). A peer that stays connected but
+/// stops sending would keep a `--count` waiting for ever: after `silenceLimit` without a
+/// notification this ends with `CentralFlowError.silent` (`what` names what was due).
+func countNotifications(_ values: AsyncStream<[UInt8]>, of characteristic: GATTCharacteristic, on peripheral: Peripheral,
+                        clock: any BLEClock, start: Int = 0, limit: Int?, silenceLimit: Duration, waitingFor what: String,
+                        decoded: @escaping @Sendable ([UInt8]) -> Bool) async throws -> (count: Int, linkDown: Bool) {
+    let watchdog = SilenceWatchdog(clock: clock, limit: silenceLimit, waitingFor: what)
+    return try await withWatchdog(watchdog) {
+        var count = start
+        for await value in values {
+            watchdog.touch()
+            if decoded(value) { count += 1 }
+            if let limit, count >= limit {
+                try? await peripheral.setNotifyValue(false, for: characteristic)
+                return (count, false)
+            }
+        }
+        try Task.checkCancellation()
+        return (count, true)
+    }
+}

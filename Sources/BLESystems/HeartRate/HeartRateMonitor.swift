@@ -128,29 +128,21 @@ public struct HeartRateMonitor: Sendable {
         let values = await peripheral.notifications(for: measurement)
         try await peripheral.setNotifyValue(true, for: measurement)
         emit(.subscribed)
-        // A monitor that stays connected but stops measuring would keep `--count` waiting for
-        // ever: after `silenceLimit` without a notification the flow ends with
-        // `CentralFlowError.silent`.
         let clock = central.clock
-        let watchdog = SilenceWatchdog(clock: clock, limit: options.silenceLimit, waitingFor: "heart-rate measurement")
-        return try await withWatchdog(watchdog) { [self] in
-            var total = received
-            for await value in values {
-                watchdog.touch()
-                do throws(HeartRateError) {
-                    emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
-                    total += 1
-                } catch {
-                    emit(.malformed(value, error))
-                }
-                if let count = options.count, total >= count {
-                    try? await peripheral.setNotifyValue(false, for: measurement)
-                    return total
-                }
+        let (total, linkDown) = try await countNotifications(values, of: measurement, on: peripheral, clock: clock, start: received,
+                                                             limit: options.count, silenceLimit: options.silenceLimit,
+                                                             waitingFor: "heart-rate measurement") { [self] value in
+            do throws(HeartRateError) {
+                emit(.measurement(try HeartRateMeasurement(decoding: value), at: clock.now()))
+                return true
+            } catch {
+                emit(.malformed(value, error))
+                return false
             }
-            try Task.checkCancellation()
-            emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
-            return total
         }
+        if linkDown {
+            emit(.disconnected(peripheral.address, reason: peripheral.disconnectReason.map { "\($0)" } ?? "link closed"))
+        }
+        return total
     }
 }
