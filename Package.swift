@@ -37,7 +37,11 @@ let package = Package(
         // The ble tool's declarative options, parser and generated help (no dependencies: the
         // toolchain-only stand-in for swift-argument-parser).
         .target(name: "BLECommandLine"),
-        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLE", "BLEVirtual", "BLEVirtualRadio", "BLERuntime", "BLETransport", "BLEProfiles"]),
+        // The tool's logic as a library: the seed systems' central flows and their renderers, the
+        // `ble serve` profiles, and the demo peripherals of the virtual world.
+        .target(name: "BLESystems", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire"]),
+        // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
+        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
@@ -55,11 +59,11 @@ let package = Package(
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
-        .testTarget(name: "BLESystemsTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
-        // The ble tool's seed-system flows and renderers, in-process on the virtual radio.
-        .testTarget(name: "BLEToolTests", dependencies: ["ble", "BLE", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.
+        .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

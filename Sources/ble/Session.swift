@@ -1,4 +1,5 @@
 import BLE
+import BLESystems
 import BLEVirtual
 import BLEHost
 import BLEWire
@@ -29,18 +30,15 @@ extension CommandPositional {
     static let characteristic = CommandPositional.required("CHARACTERISTIC", help: "a UUID (2A37, 128-bit) or a handle (0x0010)")
 }
 
-/// `XX:XX:XX:XX:XX:XX`, optionally `/public` or `/random`. Without the suffix the type is
-/// learned by scanning for the address.
-struct AddressArgument {
-    var address: BDAddress
-    var type: AddressType?
-
+extension AddressArgument {
+    /// `XX:XX:XX:XX:XX:XX`, optionally `/public` or `/random`, as typed on the command line.
+    /// Without the suffix the type is learned by scanning (`resolve`).
     init(_ text: String) throws {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard let first = parts.first, let a = BDAddress(string: first) else {
             throw UsageError("'\(text)' is not an address: expected XX:XX:XX:XX:XX:XX[/public|/random]")
         }
-        address = a
+        var type: AddressType?
         if parts.count == 2 {
             switch parts[1].lowercased() {
             case "public": type = .public
@@ -48,16 +46,7 @@ struct AddressArgument {
             default: throw UsageError("address type must be /public or /random, not /\(parts[1])")
             }
         }
-    }
-
-    /// The full device address; scans up to `timeout` to learn the type when it was not given.
-    func resolve(using central: Central, timeout: Duration = .seconds(10)) async throws -> DeviceAddress {
-        if let type { return DeviceAddress(address, type: type) }
-        for try await device in central.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) where device.address.address == address {
-            await central.stopScan()
-            return DeviceAddress(address, type: device.address.type.peerType)
-        }
-        throw BLEError.timeout("\(address) was not heard advertising within \(timeout); give its type as \(address)/public or /random")
+        self.init(address: a, type: type)
     }
 }
 
@@ -104,26 +93,11 @@ extension CharacteristicArgument: CustomStringConvertible {
     }
 }
 
-extension String {
-    /// Four upper-case hex digits, as handles are written.
-    init(format4 value: UInt16) {
-        let digits = Swift.String(value, radix: 16, uppercase: true)
-        self.init(Swift.String(repeating: "0", count: Swift.max(0, 4 - digits.count)) + digits)
-    }
-}
-
-/// Connects to an address argument, learning its type by scanning if needed.
 /// Connects to an address argument, learning its type by scanning if needed, and exchanges the
 /// ATT MTU (a peer that refuses the exchange keeps the default 23).
 func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10)) async throws -> Peripheral {
     let address = try await target.resolve(using: central)
     let peripheral = try await central.connect(address, timeout: timeout)
-    if mtu > 23 {
-        do {
-            _ = try await peripheral.exchangeMTU(mtu)
-        } catch BLEError.gatt(.att) {
-            // Request Not Supported: the peer stays at ATT_MTU 23 (Vol 3 Part G §4.3.1).
-        }
-    }
+    try await exchangeMTU(mtu, on: peripheral)
     return peripheral
 }

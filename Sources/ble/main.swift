@@ -4,6 +4,7 @@ import Glibc
 import BLE
 import BLECommandLine
 import BLEHCI
+import BLESystems
 import BLETransport
 
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
@@ -43,11 +44,6 @@ extension String {
 func writeError(_ message: String) {
     let text = "ble: \(message)\n"
     _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
-}
-
-/// Flushes stdout (and every other stdio stream) so streamed lines reach a pipe at once.
-func flushOutput() {
-    fflush(nil)
 }
 
 // Unbuffered-enough output for pipes: each line is flushed by the commands that stream.

@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 import Foundation
 import XCTest
-@testable import ble
+import BLESystems
 
 /// `ble echo`'s central against a server that misbehaves after its reply.
 final class EchoCentralReplyTests: XCTestCase {

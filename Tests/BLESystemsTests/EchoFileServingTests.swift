@@ -7,7 +7,7 @@ import BLE
 import BLEProfiles
 import Foundation
 import XCTest
-@testable import ble
+import BLESystems
 
 /// `ble serve echo` and file:// URLs: off unless `--files DIR`, and then the regular files under
 /// DIR only. Any central in range may send a `U` frame, so this is what keeps it from reading
@@ -151,12 +151,10 @@ final class EchoFileServingTests: XCTestCase {
             XCTAssertEqual("\(error)", "cannot serve the files of '\(directory.path)/missing': No such file or directory")
         }
         var profile = EchoServeProfile()
-        let args = try ServeCommand.parse(["echo", "--files", file.path])
-        XCTAssertThrowsError(try profile.configure(args)) { error in
-            XCTAssertTrue(error is UsageError, "\(error)")
+        XCTAssertThrowsError(try profile.configure(ServeProfileOptions(files: file.path))) { error in
+            XCTAssertEqual(error as? ServeOptionError, ServeOptionError("--files: cannot serve the files of '\(file.path)': not a directory"))
         }
-        let good = try ServeCommand.parse(["echo", "--files", directory.path])
-        try profile.configure(good)
+        try profile.configure(ServeProfileOptions(files: directory.path))
         XCTAssertEqual(profile.files?.realPath, ServedDirectory.realPath(of: directory.path))
     }
 }

@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 import Foundation
 import XCTest
-@testable import ble
+import BLESystems
 
 /// The echo server after a frame it refuses for its header (SEEDS.md S1: reject, do not crash):
 /// one error answer, the refused body skipped however many writes it spans, and the stream

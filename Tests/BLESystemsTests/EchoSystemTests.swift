@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 import Foundation
 import XCTest
-@testable import ble
+import BLESystems
 
 /// SEEDS.md S1 end to end on the virtual radio, in virtual time: `ble serve echo`'s profile
 /// against `ble echo`/`ble fetch`'s central flow (the very functions the commands run).

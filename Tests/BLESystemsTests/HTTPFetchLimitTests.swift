@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ble
+import BLESystems
 
 /// The echo server's http fetches hold at most the size limit in memory: a response announcing
 /// more is refused at its headers, and a body that grows past the limit is cancelled as it

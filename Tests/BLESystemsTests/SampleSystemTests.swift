@@ -5,7 +5,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// SEEDS.md S2 end to end on the virtual radio, in virtual time: `ble serve sample`'s profile
 /// against `ble sample`'s central (the functions the commands run).
@@ -31,7 +31,7 @@ final class SampleSystemTests: XCTestCase {
         XCTAssertEqual(stored, Array("Write Data 042".utf8), "the write replaced the peripheral's value")
         XCTAssertEqual(Array(notified.prefix(3)), ["Notify Data 001", "Notify Data 002", "Notify Data 003"])
 
-        let lines = events.map(SampleCommand.line)
+        let lines = events.map(SampleCentralLines.line(for:))
         let steps = lines.map { $0.prefix(1) }
         XCTAssertEqual(steps, ["1", "2", "3", "4", "5", "5", "6", "7", "8", "9", "9", "9", "8", " "], lines.joined(separator: "\n"))
         XCTAssertEqual(lines[0], "1 state          poweredOn")

@@ -6,7 +6,7 @@ import BLEWire
 import Foundation
 import Synchronization
 import XCTest
-@testable import ble
+import BLESystems
 
 /// What a test collects from a flow or a profile: reported events, or ServeLog's JSON lines.
 final class Collected<Element: Sendable>: Sendable {

@@ -1,22 +1,24 @@
-import Foundation
+import BLE
+import BLESystems
+import Synchronization
 import XCTest
-@testable import ble
 
-/// `ble accel --plot FILE.svg` is written however the command ends ("--plot is written in every
+/// `ble accel --plot FILE.svg` is written however the session ends ("--plot is written in every
 /// case"), also when the controller cannot even be opened.
 final class AccelPlotFileTests: XCTestCase {
+    struct NoController: Error {}
+
     func testThePlotIsWrittenWhenTheControllerCannotBeOpened() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("plot-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let plot = directory.appendingPathComponent("session.svg").path
-        let args = try AccelCommand.parse(["--hci", "serial:" + directory.appendingPathComponent("no-such-tty").path, "--plot", plot, "--json"])
-        let command = try AccelCommand(args)
+        let written = Mutex<[String]>([])
+        let output = AccelerometerOutput(mode: .json)
         do {
-            try await command.run()
+            try await output.chart(opening: { throw NoController() }, options: AccelerometerCentralOptions(), pick: nil,
+                                   plot: { svg in written.withLock { $0.append(svg) } })
             XCTFail("a controller that does not exist was opened")
-        } catch {}
-        let svg = try String(contentsOfFile: plot, encoding: .utf8)
+        } catch is NoController {}
+        let plots = written.withLock { $0 }
+        XCTAssertEqual(plots.count, 1, "written once")
+        let svg = plots.first ?? ""
         XCTAssertTrue(svg.hasPrefix("<svg") || svg.hasPrefix("<?xml"), "an SVG, not an empty file: \(svg.prefix(80))")
         XCTAssertTrue(svg.contains("0 samples"), "the empty session's chart")
     }

@@ -7,7 +7,7 @@ import BLEVirtualRadio
 import BLEWire
 import Dispatch
 import XCTest
-@testable import ble
+import BLESystems
 
 /// `ble accel`'s device prompt and Ctrl-C: the wait for a line ends on cancellation, and a
 /// choice that comes after it starts no connection.

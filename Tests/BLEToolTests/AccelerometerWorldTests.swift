@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEVirtualRadio
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// SEEDS.md S4 end to end on the virtual radio in virtual time: `ble serve accel`'s profile and
 /// `ble accel`'s charting central.

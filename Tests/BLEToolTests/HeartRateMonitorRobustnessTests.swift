@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEVirtualRadio
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// `ble heart-rate`'s monitor against sensors that are not `ble serve heart-rate`: one that
 /// refuses to tell its location, one that goes quiet.
@@ -16,18 +16,18 @@ final class HeartRateMonitorRobustnessTests: XCTestCase {
     /// central subscribes, then nothing.
     static func sensor(in world: VirtualWorld, locationError: ATTErrorCode?, measurements: Int) async throws -> (PeripheralManager, Task<Void, Never>) {
         let (manager, _) = try await world.addPeripheralManager(name: "Odd HRM")
-        let handles = try await manager.add(GATTServiceDefinition(uuid: BLEProfiles.HeartRateProfile.service, characteristics: [
-            GATTCharacteristicDefinition(uuid: BLEProfiles.HeartRateProfile.measurement, properties: [.notify], permissions: [], value: nil),
-            GATTCharacteristicDefinition(uuid: BLEProfiles.HeartRateProfile.bodySensorLocation, properties: [.read], permissions: [.read], value: nil),
+        let handles = try await manager.add(GATTServiceDefinition(uuid: HeartRateProfile.service, characteristics: [
+            GATTCharacteristicDefinition(uuid: HeartRateProfile.measurement, properties: [.notify], permissions: [], value: nil),
+            GATTCharacteristicDefinition(uuid: HeartRateProfile.bodySensorLocation, properties: [.read], permissions: [.read], value: nil),
         ]))
-        let measurement = try XCTUnwrap(handles.valueHandle(for: BLEProfiles.HeartRateProfile.measurement))
-        let location = try XCTUnwrap(handles.valueHandle(for: BLEProfiles.HeartRateProfile.bodySensorLocation))
+        let measurement = try XCTUnwrap(handles.valueHandle(for: HeartRateProfile.measurement))
+        let location = try XCTUnwrap(handles.valueHandle(for: HeartRateProfile.bodySensorLocation))
         await manager.setReadHandler(forHandle: location) { _ in
             if let locationError { return .failure(locationError) }
             return .success(BodySensorLocation.wrist.encoded)
         }
         let events = await manager.events
-        let data = AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([BLEProfiles.HeartRateProfile.service]).localName("Odd HRM").build()
+        let data = AdvertisingData.Builder().flags(discoverableFlags).serviceUUIDs([HeartRateProfile.service]).localName("Odd HRM").build()
         try await manager.startAdvertising(data)
         let clock = world.clock
         let task = Task(executorPreference: clock.taskExecutor) {

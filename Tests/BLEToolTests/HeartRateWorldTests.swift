@@ -6,13 +6,13 @@ import BLEProfiles
 import BLEVirtualRadio
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// SEEDS.md S3 end to end on the virtual radio in virtual time: `ble serve heart-rate`'s profile
 /// and `ble heart-rate`'s monitor flow, both ours, one world.
 final class HeartRateWorldTests: XCTestCase {
-    static func serve(_ world: VirtualWorld, name: String = "HRM", at position: VirtualMedium.Position = .origin) async throws -> ServedProfile<ble.HeartRateProfile> {
-        try await ServedProfile.start(ble.HeartRateProfile(), in: world, name: name, at: position)
+    static func serve(_ world: VirtualWorld, name: String = "HRM", at position: VirtualMedium.Position = .origin) async throws -> ServedProfile<HeartRateServeProfile> {
+        try await ServedProfile.start(HeartRateServeProfile(), in: world, name: name, at: position)
     }
 
     static func measurements(_ events: [HeartRateMonitorEvent]) -> [HeartRateMeasurement] {

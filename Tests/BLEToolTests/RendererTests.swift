@@ -2,7 +2,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// The pure renderers of `ble heart-rate` and `ble accel` on fixed input: sparkline, number
 /// text, the terminal chart, the SVG chart, plain and JSON lines, the live screen.

@@ -5,7 +5,7 @@ import BLEHost
 import BLEVirtualRadio
 import BLEWire
 import XCTest
-@testable import ble
+import BLESystems
 
 /// `ble serve`'s `a` key switches the advertising the user wants, whatever the radio is doing
 /// at that moment.
@@ -18,7 +18,7 @@ final class ServeAdvertisingToggleTests: XCTestCase {
     func testAToggleWhileConnectedSwitchesTheWantedStateOff() async throws {
         let states = try await VirtualWorld.run { world -> [Bool] in
             let (manager, _) = try await world.addPeripheralManager(name: "Toggle")
-            let advertising = Advertising(manager: manager, data: Self.data, scanResponse: nil, wanted: true)
+            let advertising = AdvertisingSwitch(manager: manager, data: Self.data, scanResponse: nil, wanted: true)
             try await manager.startAdvertising(Self.data, parameters: AdvertisingParameters(continueWhileConnected: false))
             let (central, _) = try await world.addCentral()
             let found = try await central.find(filter: ScanFilter(nameContains: "Toggle"), timeout: .seconds(5))
@@ -44,7 +44,7 @@ final class ServeAdvertisingToggleTests: XCTestCase {
     func testTogglingFromNotAdvertising() async throws {
         let states = try await VirtualWorld.run { world -> [Bool] in
             let (manager, _) = try await world.addPeripheralManager(name: "Toggle")
-            let advertising = Advertising(manager: manager, data: Self.data, scanResponse: nil, wanted: false)
+            let advertising = AdvertisingSwitch(manager: manager, data: Self.data, scanResponse: nil, wanted: false)
             var states = [advertising.isWanted, await manager.isAdvertising]
             states.append(try await advertising.toggle())
             states.append(await manager.isAdvertising)

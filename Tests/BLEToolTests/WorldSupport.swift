@@ -6,7 +6,7 @@ import BLEVirtualRadio
 import BLEWire
 import Synchronization
 import XCTest
-@testable import ble
+import BLESystems
 
 /// A `ble serve` profile running on a peripheral of a virtual world, as `ble serve` runs it
 /// (installed, advertising, its `run` loop in a task on the world's executor).

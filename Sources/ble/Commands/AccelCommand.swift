@@ -4,8 +4,8 @@ import Glibc
 import BLE
 import BLEHost
 import BLEProfiles
+import BLESystems
 import BLEWire
-import Synchronization
 
 /// `ble accel [ADDRESS]`: the S4 charting central (`AccelerometerCentral`).
 struct AccelCommand: BLECommand {
@@ -51,27 +51,9 @@ struct AccelCommand: BLECommand {
         let plotFile = try plot.map(PlotFile.init)
         let live = !json && TerminalScreen.isStandardOutput
         let output = AccelerometerOutput(mode: json ? .json : (live ? .live : .plain))
-        do {
-            try await chart(into: output, live: live)
-        } catch {
-            try? plotFile?.write(output.recording.svg())
-            throw error
-        }
-        try plotFile?.write(output.recording.svg())
-    }
-
-    /// Opens the controller and runs the charting central into `output`.
-    private func chart(into output: AccelerometerOutput, live: Bool) async throws {
         let ask: AccelerometerCentral.Picker = { @Sendable candidates in try await Self.ask(candidates) }
-        let pick = live && TerminalScreen.isStandardInput ? ask : nil
-        let central = try await controller.openCentral()
-        do {
-            try await AccelerometerCentral(central: central, options: self.central, pick: pick, emit: output.handle).run()
-        } catch {
-            await central.close()
-            throw error
-        }
-        await central.close()
+        try await output.chart(opening: controller.openCentral, options: central, pick: live && TerminalScreen.isStandardInput ? ask : nil,
+                               plot: plotFile.map { file in { try file.write($0) } })
     }
 
     /// Prints the numbered list and reads the user's choice from the terminal. Ctrl-C or
@@ -105,40 +87,6 @@ struct PlotFile: Sendable {
         defer { fclose(file.file) }
         guard fputs(text, file.file) >= 0, fflush(file.file) == 0 else {
             throw BLEError.invalidArgument("--plot: writing '\(path)' failed: \(String(cString: strerror(errno)))")
-        }
-    }
-}
-
-/// Renders the central's events for `ble accel` and records the session for --plot.
-final class AccelerometerOutput: Sendable {
-    enum Mode: Sendable { case live, plain, json }
-
-    let mode: Mode
-    private let state = Mutex(AccelerometerRecording())
-
-    init(mode: Mode) { self.mode = mode }
-
-    var recording: AccelerometerRecording { state.withLock { $0 } }
-
-    func handle(_ event: AccelerometerCentralEvent) {
-        let recording = state.withLock { r -> AccelerometerRecording in
-            r.record(event)
-            return r
-        }
-        switch (mode, event) {
-        case let (.json, .sample(s, _)):
-            print(AccelerometerLines.json(s))
-            flushOutput()
-        case (.json, _):
-            AccelerometerLines.lines(for: event).forEach(TerminalScreen.note)
-        case (.live, .sample):
-            TerminalScreen.draw(recording.screen(width: TerminalScreen.width, height: 20, colors: true))
-        case (.live, .subscribed):
-            print("\u{1B}[2J", terminator: "")
-            TerminalScreen.draw(recording.screen(width: TerminalScreen.width, height: 20, colors: true))
-        case (.live, _), (.plain, _):
-            AccelerometerLines.lines(for: event).forEach { print($0) }
-            flushOutput()
         }
     }
 }

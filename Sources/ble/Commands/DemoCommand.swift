@@ -2,6 +2,7 @@ import BLE
 import BLEVirtual
 import BLEHost
 import BLEProfiles
+import BLESystems
 import BLEVirtualRadio
 import BLEWire
 import Foundation
@@ -59,7 +60,7 @@ struct DemoCommand: BLECommand {
         }
 
         print("\n— S1 echo: text over the framed stream")
-        let printer = EchoPrinter(json: false)
+        let printer = EchoOutput(json: false)
         let reply = try await EchoCentral.exchange(.text("hello from the demo"), using: central, report: printer.show)
         print("echo        \(reply.text ?? reply.body.hexString)")
 
@@ -75,7 +76,7 @@ struct DemoCommand: BLECommand {
         var sampleOptions = SampleCentral.Options()
         sampleOptions.count = 2
         sampleOptions.writeNumber = 42
-        _ = try await SampleCentral.run(using: central, options: sampleOptions) { print(SampleCommand.line($0)) }
+        _ = try await SampleCentral.run(using: central, options: sampleOptions) { print(SampleCentralLines.line(for: $0)) }
 
         print("\n— S3 heart rate")
         var heartOptions = HeartRateMonitorOptions()

@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLESystems
 import BLEWire
 
 /// `ble echo TEXT [ADDRESS]`: the S1 phone app's text exchange (SEEDS.md S1). Sends TEXT as a `T`
@@ -35,7 +36,7 @@ struct EchoCommand: BLECommand {
     }
 
     func run() async throws {
-        let printer = EchoPrinter(json: json)
+        let printer = EchoOutput(json: json)
         let reply = try await withCentral(controller) { central in
             try await EchoCentral.exchange(Frame.forMessage(text), using: central, options: options) { printer.show($0) }
         }

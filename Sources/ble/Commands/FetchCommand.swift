@@ -1,5 +1,6 @@
 import BLE
 import BLEProfiles
+import BLESystems
 import BLEWire
 import Foundation
 
@@ -39,7 +40,7 @@ struct FetchCommand: BLECommand {
     }
 
     func run() async throws {
-        let printer = EchoPrinter(json: json)
+        let printer = EchoOutput(json: json)
         let reply = try await withCentral(controller) { central in
             try await EchoCentral.exchange(.url(url), using: central, options: options) { printer.show($0) }
         }

@@ -1,5 +1,6 @@
 import BLE
 import BLEHost
+import BLESystems
 import BLEWire
 
 /// `ble gatt ADDRESS`: the peer's whole GATT database as a tree.

@@ -1,9 +1,8 @@
-import BLERuntime
 import BLE
 import BLEHost
 import BLEProfiles
+import BLESystems
 import BLEWire
-import Synchronization
 
 /// `ble heart-rate [ADDRESS]`: the heart-rate monitor of SEEDS.md S3 (`HeartRateMonitor`).
 struct HeartRateCommand: BLECommand {
@@ -71,66 +70,5 @@ struct HeartRateCommand: BLECommand {
         }
         output.finish()
         await central.close()
-    }
-}
-
-/// Renders the monitor's events for `ble heart-rate`: the live screen, plain lines, or JSON.
-final class HeartRateMonitorOutput: Sendable {
-    enum Mode: Sendable { case live, plain, json }
-
-    let mode: Mode
-    let clock: any BLEClock
-    private let screen: Mutex<(view: HeartRateMonitorScreen, drawn: Duration?)>
-
-    /// Redraws for ticks and repeated hearings at most this often.
-    static let redrawInterval: Duration = .milliseconds(250)
-
-    init(mode: Mode, minimumRSSI: Int, clock: any BLEClock) {
-        self.mode = mode
-        self.clock = clock
-        screen = Mutex((HeartRateMonitorScreen(minimumRSSI: minimumRSSI), nil))
-    }
-
-    func handle(_ event: HeartRateMonitorEvent) {
-        switch mode {
-        case .json:
-            switch event {
-            case let .measurement(m, _):
-                print(HeartRateMonitorLines.json(m))
-                flushOutput()
-            case let .refused(d, minimum):
-                TerminalScreen.note(HeartRateMonitorLines.refusal(d, minimumRSSI: minimum))
-            case .disconnected, .malformed:
-                HeartRateMonitorLines.lines(for: event).forEach(TerminalScreen.note)
-            default:
-                break
-            }
-        case .plain:
-            let lines = HeartRateMonitorLines.lines(for: event)
-            guard !lines.isEmpty else { return }
-            lines.forEach { print($0) }
-            flushOutput()
-        case .live:
-            let now = clock.now()
-            let lines = screen.withLock { s -> [String]? in
-                s.view.apply(event, now: now)
-                let routine: Bool
-                switch event {
-                case .tick, .device(.updated): routine = true
-                default: routine = false
-                }
-                if routine, let drawn = s.drawn, now - drawn < Self.redrawInterval { return nil }
-                s.drawn = now
-                return s.view.lines(width: TerminalScreen.width)
-            }
-            if let lines { TerminalScreen.draw(lines) }
-        }
-    }
-
-    /// Leaves the last screen in place.
-    func finish() {
-        guard mode == .live else { return }
-        let lines = screen.withLock { $0.view.lines(width: TerminalScreen.width) }
-        TerminalScreen.draw(lines)
     }
 }

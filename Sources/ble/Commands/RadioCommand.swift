@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BLE
+import BLESystems
 import BLETransport
 import BLEVirtualRadio
 import BLEWire

@@ -1,5 +1,6 @@
 import BLE
 import BLEHost
+import BLESystems
 import BLEWire
 
 /// `ble read ADDRESS CHARACTERISTIC`: reads a whole value (long reads included).

@@ -1,6 +1,7 @@
 import BLE
 import BLEHost
 import BLEProfiles
+import BLESystems
 import BLEWire
 
 /// `ble sample [ADDRESS]`: the step-by-step sample central of SEEDS.md S2, printing each step
@@ -44,45 +45,9 @@ struct SampleCommand: BLECommand {
     func run() async throws {
         _ = try await withCentral(controller) { central in
             try await SampleCentral.run(using: central, options: options) { event in
-                print(Self.line(event))
+                print(SampleCentralLines.line(for: event))
                 flushOutput()
             }
         }
-    }
-
-    /// One printed line per step.
-    static func line(_ event: SampleCentralEvent) -> String {
-        func step(_ n: Int?, _ label: String, _ text: String) -> String {
-            (n.map { "\($0) " } ?? "  ") + (text.isEmpty ? label : label.padding(15) + text)
-        }
-        switch event {
-        case let .managerState(state):
-            return step(1, "state", state.rawValue)
-        case let .found(name, address, rssi):
-            return step(2, "found", "\(name ?? "(unnamed)")  \(address)  rssi \(rssi.map(String.init) ?? "?")")
-        case let .connected(address, connected):
-            return step(3, "connected", "\(address): \(connected ? "yes" : "no")")
-        case let .service(s):
-            return step(4, "service", "\(s.uuid) [0x\(String(format4: s.startHandle))–0x\(String(format4: s.endHandle))]")
-        case let .characteristic(c):
-            let bits = String(c.properties.rawValue, radix: 16, uppercase: true)
-            return step(5, "characteristic", "\(c.uuid) [0x\(String(format4: c.valueHandle))] properties 0x\(bits.count < 2 ? "0" + bits : bits) \(c.properties)")
-        case let .value(uuid, bytes):
-            return step(6, "read", "\(uuid): \(bytesAndText(bytes))")
-        case let .wrote(uuid, bytes, back):
-            return step(7, "wrote", "\(uuid): \(bytesAndText(bytes)) with response; reads back \(bytesAndText(back))")
-        case let .notificationState(uuid, on):
-            return step(8, "notifying", "\(uuid): \(on)")
-        case let .notification(n, uuid, bytes):
-            return step(9, "notification", "#\(n) \(uuid): \(bytesAndText(bytes))")
-        case .disconnected:
-            return step(nil, "disconnected", "")
-        }
-    }
-
-    /// Bytes as hex and, when they are UTF-8, as text (SEEDS.md S2 prints both).
-    static func bytesAndText(_ bytes: [UInt8]) -> String {
-        let text = String(validating: bytes, as: UTF8.self).map { " \"\($0)\"" } ?? " (not UTF-8)"
-        return (bytes.isEmpty ? "(empty)" : bytes.hexString) + text
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLEHost
+import BLESystems
 import BLEWire
 
 /// `ble scan`: a live table of advertisers, or JSON lines.

@@ -5,9 +5,9 @@ import BLE
 import BLEVirtual
 import BLEHost
 import BLEProfiles
+import BLESystems
 import BLEWire
 import Dispatch
-import Synchronization
 
 /// `ble serve PROFILE`: runs a peripheral until interrupted or for `--duration`.
 struct ServeCommand: BLECommand {
@@ -71,12 +71,12 @@ struct ServeCommand: BLECommand {
 
     func run() async throws {
         switch profile {
-        case HeartRateProfile.name: try await serve(HeartRateProfile.self)
-        case BatteryProfile.name: try await serve(BatteryProfile.self)
+        case HeartRateServeProfile.name: try await serve(HeartRateServeProfile.self)
+        case BatteryServeProfile.name: try await serve(BatteryServeProfile.self)
         case EchoServeProfile.name: try await serve(EchoServeProfile.self)
         case SampleServeProfile.name: try await serve(SampleServeProfile.self)
         case AccelerometerServeProfile.name: try await serve(AccelerometerServeProfile.self)
-        default: try await serve(TestProfile.self)
+        default: try await serve(TestServeProfile.self)
         }
     }
 
@@ -86,10 +86,14 @@ struct ServeCommand: BLECommand {
         let events = await manager.events
         var instance = P()
         let (data, response) = instance.advertisement(name: deviceName)
-        let advertising = Advertising(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
-                                      wanted: advertise)
+        let advertising = AdvertisingSwitch(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
+                                            wanted: advertise)
         do {
-            try instance.configure(arguments)
+            do {
+                try instance.configure(ServeProfileOptions(source: arguments.option("source"), files: arguments.option("files")))
+            } catch let refused as ServeOptionError {
+                throw UsageError(refused.description)
+            }
             try await instance.install(on: manager)
             if advertise { try await advertising.start() }
         } catch {
@@ -137,44 +141,7 @@ struct ServeCommand: BLECommand {
 }
 
 
-/// Advertising as `ble serve` started it, switched off and on from the keyboard.
-///
-/// What the user wants is kept here, not read back from the radio: connectable advertising
-/// stops by itself while a central is connected (and the host restarts it afterwards), so the
-/// radio saying "not advertising" does not mean the user switched it off.
-final class Advertising: Sendable {
-    let manager: PeripheralManager
-    let data: AdvertisingData
-    let scanResponse: AdvertisingData?
-    /// Whether the user wants advertising: on at start unless --no-advertise, flipped by `a`.
-    private let wanted: Mutex<Bool>
-
-    init(manager: PeripheralManager, data: AdvertisingData, scanResponse: AdvertisingData?, wanted: Bool) {
-        self.manager = manager
-        self.data = data
-        self.scanResponse = scanResponse
-        self.wanted = Mutex(wanted)
-    }
-
-    /// Whether the user wants advertising now.
-    var isWanted: Bool { wanted.withLock { $0 } }
-
-    func start() async throws {
-        try await manager.startAdvertising(data, scanResponse: scanResponse)
-    }
-
-    /// One `a`: flips the wanted state and makes the host follow it (stopping also keeps it
-    /// from restarting after the current connection). Returns the state now wanted.
-    @discardableResult
-    func toggle() async throws -> Bool {
-        let want = wanted.withLock { w -> Bool in
-            w.toggle()
-            return w
-        }
-        if want { try await start() } else { try await manager.stopAdvertising() }
-        return want
-    }
-
+extension AdvertisingSwitch {
     /// Toggles on each `a` until the keys end. A failure is logged, not fatal.
     func toggle(on keys: AsyncStream<UInt8>, log: ServeLog) async {
         for await key in keys where key == UInt8(ascii: "a") || key == UInt8(ascii: "A") {

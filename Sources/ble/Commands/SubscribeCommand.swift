@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLEHost
+import BLESystems
 import BLEWire
 
 /// `ble subscribe ADDRESS CHARACTERISTIC`: prints notifications or indications as they come.

@@ -1,5 +1,6 @@
 import BLE
 import BLEHost
+import BLESystems
 import BLEWire
 
 /// `ble write ADDRESS CHARACTERISTIC VALUE`.
