@@ -48,10 +48,19 @@ final class VirtualTimeRegressionTests: XCTestCase {
 }
 
 final class ManagedAtomicFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var flag = false
-    func set() { lock.lock(); flag = true; lock.unlock() }
+    func set() { lock.lock(); flag = true; lock.broadcast(); lock.unlock() }
     var value: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+
+    /// Blocks the calling thread until `set()` or `seconds` pass; false on a time-out.
+    func waitBlocking(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        lock.lock()
+        defer { lock.unlock() }
+        while !flag { if !lock.wait(until: deadline) { break } }
+        return flag
+    }
 }
 
 func threadName() -> String {
@@ -59,24 +68,42 @@ func threadName() -> String {
 }
 
 final class VirtualTimeCancellationTests: XCTestCase {
-    /// Cancelling the task that awaits `VirtualTime.run` cancels the world's body. Not timed:
-    /// without the cancellation the body would run all 600 virtual seconds and never see it.
+    /// Cancelling the task that awaits `VirtualTime.run` cancels the world's body, waking a
+    /// sleep already parked on the clock. Not timed: a task in the world holds the world's thread
+    /// (so the clock cannot jump past the parked sleep) until the test has cancelled; without
+    /// the cancellation the body would run all 600 virtual seconds and never see it.
     func testCancellingTheCallerCancelsTheWorld() async throws {
         let sawCancel = ManagedAtomicFlag()
-        let started = ManagedAtomicFlag()
+        let parked = ManagedAtomicFlag()
+        let cancelled = ManagedAtomicFlag()
         let outer = Task {
             try await VirtualTime.run { time in
+                // Runs once the body below has parked its first sleep and given up the thread.
+                Task(executorPreference: time) {
+                    parked.set()
+                    XCTAssertTrue(cancelled.waitBlocking(seconds: 10), "the test never cancelled")
+                }
                 for _ in 0..<600 {
-                    started.set()
                     do { try await time.sleep(for: .seconds(1)) } catch { sawCancel.set(); throw error }
-                    // Real time passes too, so the cancel below lands while the loop runs.
-                    try? await Task.sleep(for: .milliseconds(5))
                 }
             }
         }
-        while !started.value { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitFor("the world's body to park its sleep") { parked.value }
         outer.cancel()
+        cancelled.set()
         _ = await outer.result
         XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation")
     }
+}
+
+/// Waits for an explicit event, polling with short real sleeps (only to let other threads run),
+/// and fails the test after a generous bound instead of hanging.
+func waitFor(_ what: String, file: StaticString = #filePath, line: UInt = #line,
+             _ condition: @Sendable () -> Bool) async throws {
+    for _ in 0..<2000 {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    XCTFail("timed out waiting for \(what)", file: file, line: line)
+    throw CancellationError()
 }
