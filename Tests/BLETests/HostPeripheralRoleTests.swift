@@ -161,9 +161,13 @@ final class HostPeripheralRoleTests: XCTestCase {
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0x2A29), properties: [.read], permissions: [.read], value: nil),
         ]))
         let valueHandle = try XCTUnwrap(handles.valueHandle(for: BluetoothUUID(0x2A29)))
+        let controller = t.controller
         await m.setReadHandler(forHandle: valueHandle) { request in
-            // Answer the first central late, so the two requests overlap.
-            if request.central.id == 1 { try? await Task.sleep(for: .milliseconds(50)) }
+            // Answer the first central only once the second has had its answer, so the two
+            // requests overlap and the answers go out in the other order.
+            if request.central.id == 1 {
+                await waitUntil { await controller.acl.contains { $0.handle == 0x0042 } }
+            }
             return .success([UInt8(request.central.id)])
         }
         await connect(t, handle: 0x0041)

@@ -29,11 +29,17 @@ final class HostRobustnessTests: XCTestCase {
             return n
         }
         await waitUntil { gate.isOpen }
-        let stopper = Task { await central.stopScan() }
-        await t.controller.sendNow(.commandComplete(numHCICommandPackets: 1, opcode: .leSetScanParameters, returnParameters: [0]))
-        await stopper.value
+        // The stop takes effect (the scan's stream ends) before the controller answers.
+        await central.stopScan()
         _ = try? await scan.value
-        try await Task.sleep(for: .milliseconds(50))
+        await t.controller.sendNow(.commandComplete(numHCICommandPackets: 1, opcode: .leSetScanParameters, returnParameters: [0]))
+        // Two commands through the host's one-at-a-time command queue: the first goes out only
+        // once the answer above has been handled (resuming the starting scan), the second only
+        // after the first's answer, by when the resumed start would have queued any Set Scan
+        // Enable ahead of it. The fake controller records frames in order, so once it has the
+        // second, it has everything the start sent.
+        _ = try await central.host.commandReturning(.readBDADDR)
+        _ = try await central.host.commandReturning(.readBDADDR)
         let enables = await t.controller.commands.filter { $0.opcode == .leSetScanEnable }.map(\.parameters.first)
         XCTAssertFalse(enables.contains(0x01), "the stopped scan was never turned on: \(enables)")
         await central.close()
@@ -96,20 +102,23 @@ final class HostRobustnessTests: XCTestCase {
         await waitUntil { clock.nextDeadline == .seconds(1) }
         clock.advance(by: .seconds(1))
         _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
-        // No Connection Complete will come: step virtual time until the attempt gives up.
+        // No Connection Complete will come: each time the host has armed its next timer, move
+        // the clock to it, until the attempt gives up (a bounded number of timers).
         let done = Gate()
         let stepper = Task {
-            for _ in 0..<60 where !done.isOpen {
-                try? await Task.sleep(for: .milliseconds(10))
-                clock.advance(by: .seconds(1))
+            for _ in 0..<60 {
+                await waitUntil { done.isOpen || clock.nextDeadline != nil }
+                guard !done.isOpen, let next = clock.nextDeadline else { return }
+                clock.advance(by: max(next - clock.now(), .zero))
             }
+            XCTFail("the connect attempt still runs after 60 of the host's timers")
         }
-        defer { stepper.cancel() }
         do {
             defer { done.open() }
             _ = try await attempt.value
             XCTFail("expected a timeout")
         } catch BLEError.timeout {}
+        await stepper.value
         await central.close()
     }
 
