@@ -1,6 +1,10 @@
 import BLERuntime
-import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Virtual time for a whole simulated world: one clock and one executor together. Every task of
 /// the world (hosts, radio, the test or demo driving them) runs on this executor's single
@@ -13,8 +17,7 @@ import Synchronization
 /// preference. Library code that starts unstructured tasks passes the clock's `taskExecutor`
 /// (`Task(executorPreference:)`), so they stay in the world too. Code in the world must sleep on
 /// this clock, never on `Task.sleep`: a real-time sleep would let virtual time run ahead.
-public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
-    // @unchecked: all mutable state is behind `lock`; `thread` is set once in init.
+public final class VirtualTime: TaskExecutor, BLEClock {
     private struct Sleeper {
         let deadline: Duration
         let sequence: UInt64
@@ -29,10 +32,31 @@ public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
         var nextSequence: UInt64 = 0
         var finished = false
         var jumps = 0
+        /// The world's thread found nothing to do and waits on its latch: only then does new
+        /// work need to signal it (no system call per job while the world is busy).
+        var idle = false
+
+        var hasNothingToDo: Bool { head >= jobs.count && sleepers.isEmpty && !finished }
+
+        /// Marks the thread awake again; true if it was idle and so needs a signal.
+        mutating func wakeIfIdle() -> Bool {
+            defer { idle = false }
+            return idle
+        }
     }
 
-    private let condition = NSCondition()
-    private var state = State()
+    /// What the world's thread does next: decided with the lock held, carried out without it
+    /// (resuming a continuation enqueues a job, which takes the lock again).
+    private enum Step {
+        case run(UnownedJob)
+        case wake([CheckedContinuation<Void, any Error>])
+        case failPastLimit([CheckedContinuation<Void, any Error>])
+        case waitForWork
+        case exit
+    }
+
+    private let state = Mutex(State())
+    private let thread = VirtualTimeThread()
     /// Virtual time never passes this point: a world whose next deadline lies beyond it (a
     /// periodic timer with nobody waiting for the end) has every sleeper woken with
     /// `VirtualTimeError.limitReached`, so the world unwinds with an error instead of spinning
@@ -43,9 +67,7 @@ public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
     public init(limit: Duration = .seconds(86_400)) {
         self.limit = limit
         // The thread holds the clock until `finish()` lets it exit.
-        let thread = Thread { self.runLoop() }
-        thread.name = "VirtualTime"
-        thread.start()
+        thread.start(name: "VirtualTime") { self.runLoop() }
     }
 
     /// Runs `body` as the world's first task, in virtual time, and returns its result. The
@@ -63,9 +85,7 @@ public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
     // MARK: BLEClock
 
     public func now() -> Duration {
-        condition.lock()
-        defer { condition.unlock() }
-        return state.now
+        state.withLock { $0.now }
     }
 
     /// The executor tasks of this world must prefer.
@@ -73,38 +93,37 @@ public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
 
     /// How many times the clock has jumped (for tests and the benchmark's diagnostics).
     public var jumps: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return state.jumps
+        state.withLock { $0.jumps }
     }
 
-    private func locked<T>(_ body: (inout State) -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(&state)
+    private enum Parking {
+        case parked(signal: Bool)
+        case due
+        case cancelled
     }
 
     public func sleep(until deadline: Duration) async throws {
-        let id = locked { s -> UInt64 in
+        let id = state.withLock { s -> UInt64 in
             s.nextSequence += 1
             return s.nextSequence
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                condition.lock()
-                let cancelled = Task.isCancelled || state.finished
-                let due = deadline <= state.now
-                if !cancelled && !due {
-                    state.sleepers[id] = Sleeper(deadline: deadline, sequence: id, continuation: c)
-                    condition.signal()
+                let cancelled = Task.isCancelled
+                let parking = state.withLock { s -> Parking in
+                    if cancelled || s.finished { return .cancelled }
+                    if deadline <= s.now { return .due }
+                    s.sleepers[id] = Sleeper(deadline: deadline, sequence: id, continuation: c)
+                    return .parked(signal: s.wakeIfIdle())
                 }
-                condition.unlock()
-                if cancelled { c.resume(throwing: CancellationError()) } else if due { c.resume() }
+                switch parking {
+                case .cancelled: c.resume(throwing: CancellationError())
+                case .due: c.resume()
+                case let .parked(signal): if signal { thread.signal() }
+                }
             }
         } onCancel: {
-            condition.lock()
-            let s = state.sleepers.removeValue(forKey: id)
-            condition.unlock()
+            let s = state.withLock { $0.sleepers.removeValue(forKey: id) }
             s?.continuation.resume(throwing: CancellationError())
         }
     }
@@ -112,97 +131,118 @@ public final class VirtualTime: TaskExecutor, BLEClock, @unchecked Sendable {
     // MARK: TaskExecutor
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        condition.lock()
-        if state.finished {
-            condition.unlock()
-            globalConcurrentExecutor.enqueue(job)
-            return
+        let job = UnownedJob(job)
+        let queued = state.withLock { s -> (accepted: Bool, signal: Bool) in
+            if s.finished { return (false, false) }
+            s.jobs.append(job)
+            return (true, s.wakeIfIdle())
         }
-        state.jobs.append(UnownedJob(job))
-        condition.signal()
-        condition.unlock()
+        if !queued.accepted {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        } else if queued.signal {
+            thread.signal()
+        }
     }
 
     // MARK: The world's thread
 
-    /// Real seconds of complete idleness before the world reports itself stalled.
-    static let stallReport: TimeInterval = 30
+    /// Real time of complete idleness before the world reports itself stalled.
+    static let stallReport: Duration = .seconds(30)
 
     private func runLoop() {
         let me = asUnownedTaskExecutor()
         var stallReported = false
-        var overdue: [CheckedContinuation<Void, any Error>] = []
         while true {
-            condition.lock()
-            var job: UnownedJob?
-            var woken: [CheckedContinuation<Void, any Error>] = []
-            while job == nil && woken.isEmpty && overdue.isEmpty {
-                if state.head < state.jobs.count {
-                    job = state.jobs[state.head]
-                    state.head += 1
-                    if state.head > 1024 && state.head * 2 > state.jobs.count {
-                        state.jobs.removeFirst(state.head)
-                        state.head = 0
-                    }
-                } else if state.finished {
-                    condition.unlock()
-                    return
-                } else if let due = jumpToNextDeadline() {
-                    woken = due
-                } else if !state.sleepers.isEmpty {
-                    // Everything left sleeps past the limit: fail them all.
-                    overdue = state.sleepers.values.sorted { $0.sequence < $1.sequence }.map(\.continuation)
-                    state.sleepers = [:]
-                    break
-                } else if !condition.wait(until: Date(timeIntervalSinceNow: Self.stallReport)) && !stallReported
-                            && state.head >= state.jobs.count && state.sleepers.isEmpty && !state.finished {
+            switch state.withLock({ nextStep(&$0) }) {
+            case let .run(job):
+                job.runSynchronously(on: me)
+            case let .wake(due):
+                // Resuming enqueues the sleepers' tasks (on this executor, in deadline order).
+                for c in due { c.resume() }
+            case let .failPastLimit(overdue):
+                for c in overdue { c.resume(throwing: VirtualTimeError.limitReached(limit)) }
+            case .exit:
+                return
+            case .waitForWork:
+                if !thread.wait(timeout: Self.stallReport) && !stallReported
+                    && state.withLock({ $0.hasNothingToDo }) {
                     // Nothing runs and nothing sleeps: only work from outside the world can
                     // wake it. Say so once (a deadlock in the world looks like this).
                     stallReported = true
-                    FileHandle.standardError.write(Data("VirtualTime: no task has run for \(Int(Self.stallReport)) s and none sleeps on the clock; the world waits for something outside it (or is deadlocked)\n".utf8))
+                    Self.writeToStandardError("VirtualTime: no task has run for \(Self.stallReport.components.seconds) s and none sleeps on the clock; the world waits for something outside it (or is deadlocked)\n")
                 }
             }
-            condition.unlock()
-            for c in overdue { c.resume(throwing: VirtualTimeError.limitReached(limit)) }
-            overdue = []
-            // Resuming enqueues the sleepers' tasks (on this executor, in deadline order).
-            for c in woken { c.resume() }
-            job?.runSynchronously(on: me)
         }
+    }
+
+    /// Called with the lock held: the next queued job, else the sleepers due at the next
+    /// deadline, else (everything left sleeps past the limit) all sleepers to fail, else a wait.
+    private func nextStep(_ s: inout State) -> Step {
+        if s.head < s.jobs.count {
+            let job = s.jobs[s.head]
+            s.head += 1
+            if s.head > 1024 && s.head * 2 > s.jobs.count {
+                s.jobs.removeFirst(s.head)
+                s.head = 0
+            }
+            return .run(job)
+        }
+        if s.finished { return .exit }
+        if let due = jumpToNextDeadline(&s) { return .wake(due) }
+        if !s.sleepers.isEmpty {
+            let overdue = s.sleepers.values.sorted { $0.sequence < $1.sequence }.map(\.continuation)
+            s.sleepers = [:]
+            return .failPastLimit(overdue)
+        }
+        s.idle = true
+        return .waitForWork
     }
 
     /// Called with the lock held and no job queued: moves `now` to the earliest deadline (not
     /// past `limit`) and removes the sleepers due then, in (deadline, arrival) order.
-    private func jumpToNextDeadline() -> [CheckedContinuation<Void, any Error>]? {
-        guard let next = state.sleepers.values.min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
+    private func jumpToNextDeadline(_ s: inout State) -> [CheckedContinuation<Void, any Error>]? {
+        guard let next = s.sleepers.values.min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
               next.deadline <= limit else { return nil }
-        if next.deadline > state.now {
-            state.now = next.deadline
-            state.jumps += 1
+        if next.deadline > s.now {
+            s.now = next.deadline
+            s.jumps += 1
         }
-        let due = state.sleepers.values.filter { $0.deadline <= state.now }.sorted { $0.sequence < $1.sequence }
-        for s in due { state.sleepers[s.sequence] = nil }
+        let now = s.now
+        let due = s.sleepers.values.filter { $0.deadline <= now }.sorted { $0.sequence < $1.sequence }
+        for sleeper in due { s.sleepers[sleeper.sequence] = nil }
         return due.map(\.continuation)
+    }
+
+    /// The stall report goes straight to file descriptor 2: no Foundation, no buffering to lose
+    /// if the process is then killed for hanging.
+    private static func writeToStandardError(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            if written <= 0 { return }
+            offset += written
+        }
     }
 
     /// Ends the world: sleepers get `CancellationError`, queued and later jobs go to the global
     /// executor, and the thread exits.
     public func finish() {
-        condition.lock()
-        guard !state.finished else {
-            condition.unlock()
-            return
+        let ended = state.withLock { s -> (jobs: [UnownedJob], sleepers: [Sleeper])? in
+            guard !s.finished else { return nil }
+            s.finished = true
+            s.idle = false
+            let pending = Array(s.jobs[s.head...])
+            s.jobs = []
+            s.head = 0
+            let sleepers = Array(s.sleepers.values)
+            s.sleepers = [:]
+            return (pending, sleepers)
         }
-        state.finished = true
-        let pending = Array(state.jobs[state.head...])
-        state.jobs = []
-        state.head = 0
-        let sleepers = Array(state.sleepers.values)
-        state.sleepers = [:]
-        condition.signal()
-        condition.unlock()
-        for job in pending { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-        for s in sleepers { s.continuation.resume(throwing: CancellationError()) }
+        guard let ended else { return }
+        thread.signal()
+        for job in ended.jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        for s in ended.sleepers { s.continuation.resume(throwing: CancellationError()) }
     }
 }
 

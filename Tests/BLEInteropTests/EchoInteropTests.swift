@@ -201,7 +201,10 @@ final class EchoInteropTests: XCTestCase {
     }
 
     /// SIGINT in the middle of a fetch: exit status 130, and the peer sees the link closed by us
-    /// (Remote User Terminated Connection, 19), not a supervision timeout.
+    /// (Remote User Terminated Connection, 19), not a supervision timeout. "In the middle" is an
+    /// explicit event, not a guess at the link's speed: the first progress line says a tenth has
+    /// arrived, and the peer is then frozen (SIGSTOP) so the rest cannot arrive before the
+    /// interrupt, however fast the link.
     func testFetchStopsCleanlyOnInterrupt() throws {
         let env = try InteropEnvironment.current()
         let peer = try startPeer("echo_server.py", environment: env)
@@ -210,18 +213,87 @@ final class EchoInteropTests: XCTestCase {
         let process = Process()
         process.executableURL = try BLETool.executableURL()
         process.arguments = ["fetch", file.absoluteString, "-o", output.path, peer.address.description, "--hci", env.rootcanal]
-        process.standardOutput = FileHandle.nullDevice
+        let progress = OutputLines()
+        process.standardOutput = progress.pipe
         process.standardError = FileHandle.nullDevice
         try process.run()
+        progress.startReading()
         addTeardownBlock { if process.isRunning { process.terminate() } }
         try peer.waitForEvent("fetched", timeout: 60)
-        Thread.sleep(forTimeInterval: 1)
-        XCTAssertTrue(process.isRunning, "2 MB take longer than a second")
+        let receiving = progress.waitForLine(startingWith: "receiving", timeout: 60)
+        XCTAssertNotNil(receiving, "no progress line from ble fetch; output: \(progress.all)")
+        kill(peer.pid, SIGSTOP)
+        var frozen = true
+        defer { if frozen { kill(peer.pid, SIGCONT) } }
         kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 130)
+        guard waitForExit(process, timeout: 30) else {
+            process.terminate()
+            return XCTFail("ble fetch still runs 30 s after SIGINT; output: \(progress.all)")
+        }
+        kill(peer.pid, SIGCONT)
+        frozen = false
+        XCTAssertEqual(process.terminationStatus, 130, "interrupted, not finished; output: \(progress.all)")
+        XCTAssertFalse(progress.all.contains { $0.hasPrefix("saved") }, "the fetch was interrupted before it finished")
         let disconnected = try peer.waitForEvent("disconnected", timeout: 10)
         XCTAssertEqual(disconnected.int("reason"), 19)
         XCTAssertFalse(FileManager.default.fileExists(atPath: output.path), "nothing is saved")
+    }
+
+    /// Waits for `process` to exit, up to `timeout` seconds; false if it still runs.
+    private func waitForExit(_ process: Process, timeout: TimeInterval) -> Bool {
+        let exited = DispatchSemaphore(value: 0)
+        let watcher = Thread {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        watcher.start()
+        return exited.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// A child process's standard output as lines, collected on a thread so a test can wait, with a
+/// bound, for the line that marks an event.
+private final class OutputLines: @unchecked Sendable {
+    // @unchecked: `lines` is only touched with `condition` held.
+    let pipe = Pipe()
+    private let condition = NSCondition()
+    private var lines: [String] = []
+
+    /// Every line so far.
+    var all: [String] {
+        condition.lock()
+        defer { condition.unlock() }
+        return lines
+    }
+
+    func startReading() {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    condition.lock()
+                    lines.append(line)
+                    condition.broadcast()
+                    condition.unlock()
+                }
+            }
+        }
+    }
+
+    /// The first line starting with `prefix`, waiting up to `timeout` seconds for it.
+    func waitForLine(startingWith prefix: String, timeout: TimeInterval) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let line = lines.first(where: { $0.hasPrefix(prefix) }) { return line }
+            if !condition.wait(until: deadline) { return nil }
+        }
     }
 }

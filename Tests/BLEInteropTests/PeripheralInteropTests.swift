@@ -198,14 +198,13 @@ final class PeripheralInteropTests: XCTestCase {
     func testCommandsStopOnSignalsAndDuration() throws {
         let env = try InteropEnvironment.current()
         let peripheral = try serve(env)
-        let started = Date()
         peripheral.stop()
-        XCTAssertLessThan(Date().timeIntervalSince(started), 4.9, "SIGTERM ends serve without the SIGKILL fallback")
-        XCTAssertEqual(peripheral.exitStatus, 0)
+        // The SIGKILL fallback (after 5 s) would leave status 9: 0 means SIGTERM ended it.
+        XCTAssertEqual(peripheral.exitStatus, 0, "SIGTERM ends serve without the SIGKILL fallback")
 
+        // A bound, not a measurement: serve ignoring --duration would be stopped at it and fail.
         let timed = try BLETool.run(["serve", "battery", "--duration", "2", "--hci", env.rootcanal], timeout: 30)
         XCTAssertTrue(timed.succeeded, "\(timed)")
-        XCTAssertLessThan(timed.duration, 15)
 
         let scan = Process()
         scan.executableURL = try BLETool.executableURL()

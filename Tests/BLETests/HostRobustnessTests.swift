@@ -4,6 +4,7 @@ import BLEHCI
 import BLEHost
 import BLETransport
 import BLEWire
+import BLETestSupport
 import Synchronization
 import XCTest
 
@@ -28,12 +29,18 @@ final class HostRobustnessTests: XCTestCase {
             for try await _ in central.scan() { n += 1 }
             return n
         }
-        await waitUntil { gate.isOpen }
-        let stopper = Task { await central.stopScan() }
-        await t.controller.sendNow(.commandComplete(numHCICommandPackets: 1, opcode: .leSetScanParameters, returnParameters: [0]))
-        await stopper.value
+        await waitUntil(within: .seconds(10)) { gate.isOpen }
+        // The stop takes effect (the scan's stream ends) before the controller answers.
+        await central.stopScan()
         _ = try? await scan.value
-        try await Task.sleep(for: .milliseconds(50))
+        await t.controller.sendNow(.commandComplete(numHCICommandPackets: 1, opcode: .leSetScanParameters, returnParameters: [0]))
+        // Two commands through the host's one-at-a-time command queue: the first goes out only
+        // once the answer above has been handled (resuming the starting scan), the second only
+        // after the first's answer, by when the resumed start would have queued any Set Scan
+        // Enable ahead of it. The fake controller records frames in order, so once it has the
+        // second, it has everything the start sent.
+        _ = try await central.host.commandReturning(.readBDADDR)
+        _ = try await central.host.commandReturning(.readBDADDR)
         let enables = await t.controller.commands.filter { $0.opcode == .leSetScanEnable }.map(\.parameters.first)
         XCTAssertFalse(enables.contains(0x01), "the stopped scan was never turned on: \(enables)")
         await central.close()
@@ -70,7 +77,7 @@ final class HostRobustnessTests: XCTestCase {
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let attempt = Task { try await p.disconnect() }
         _ = await t.controller.waitForCommand(.disconnect)
-        await waitUntil { clock.sleeperCount > 0 }
+        await waitUntil(within: .seconds(10)) { clock.sleeperCount > 0 }
         clock.advance(by: .seconds(10))
         do {
             try await attempt.value
@@ -93,23 +100,26 @@ final class HostRobustnessTests: XCTestCase {
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(1)) }
         _ = await t.controller.waitForCommand(.leCreateConnection)
-        await waitUntil { clock.nextDeadline == .seconds(1) }
+        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(1) }
         clock.advance(by: .seconds(1))
         _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
-        // No Connection Complete will come: step virtual time until the attempt gives up.
+        // No Connection Complete will come: each time the host has armed its next timer, move
+        // the clock to it, until the attempt gives up (a bounded number of timers).
         let done = Gate()
         let stepper = Task {
-            for _ in 0..<60 where !done.isOpen {
-                try? await Task.sleep(for: .milliseconds(10))
-                clock.advance(by: .seconds(1))
+            for _ in 0..<60 {
+                await waitUntil(within: .seconds(10)) { done.isOpen || clock.nextDeadline != nil }
+                guard !done.isOpen, let next = clock.nextDeadline else { return }
+                clock.advance(by: max(next - clock.now(), .zero))
             }
+            XCTFail("the connect attempt still runs after 60 of the host's timers")
         }
-        defer { stepper.cancel() }
         do {
             defer { done.open() }
             _ = try await attempt.value
             XCTFail("expected a timeout")
         } catch BLEError.timeout {}
+        await stepper.value
         await central.close()
     }
 
@@ -122,8 +132,8 @@ final class HostRobustnessTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let read = Task { try await p.readShortValue(handle: 3) }
-        await waitUntil { await !t.controller.l2capPayloads(channel: 4).isEmpty }
-        await waitUntil { clock.nextDeadline == .seconds(30) }
+        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 4).isEmpty }
+        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(30) }
         clock.advance(by: .seconds(30))
         _ = try? await read.value
         do {

@@ -49,10 +49,19 @@ final class VirtualTimeRegressionTests: XCTestCase {
 }
 
 final class ManagedAtomicFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var flag = false
-    func set() { lock.lock(); flag = true; lock.unlock() }
+    func set() { lock.lock(); flag = true; lock.broadcast(); lock.unlock() }
     var value: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+
+    /// Blocks the calling thread until `set()` or `seconds` pass; false on a time-out.
+    func waitBlocking(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        lock.lock()
+        defer { lock.unlock() }
+        while !flag { if !lock.wait(until: deadline) { break } }
+        return flag
+    }
 }
 
 func threadName() -> String {
@@ -60,24 +69,40 @@ func threadName() -> String {
 }
 
 final class VirtualTimeCancellationTests: XCTestCase {
-    /// Cancelling the task that awaits `VirtualTime.run` cancels the world's body. Not timed:
-    /// without the cancellation the body would run all 600 virtual seconds and never see it.
+    /// Cancelling the task that awaits `VirtualTime.run` cancels the world's body, waking a
+    /// sleep already parked on the clock. Not timed: a task in the world holds the world's thread
+    /// (so the clock cannot jump past the parked sleep) until the test has cancelled; without
+    /// the cancellation the body would run all 600 virtual seconds and never see it.
     func testCancellingTheCallerCancelsTheWorld() async throws {
         let sawCancel = ManagedAtomicFlag()
-        let started = ManagedAtomicFlag()
+        let parked = ManagedAtomicFlag()
+        let cancelled = ManagedAtomicFlag()
         let outer = Task {
             try await VirtualTime.run { time in
+                // Runs once the body below has parked its first sleep and given up the thread.
+                Task(executorPreference: time) {
+                    parked.set()
+                    XCTAssertTrue(cancelled.waitBlocking(seconds: 10), "the test never cancelled")
+                }
                 for _ in 0..<600 {
-                    started.set()
-                    do { try await time.sleep(for: .seconds(1)) } catch { sawCancel.set(); throw error }
-                    // Real time passes too, so the cancel below lands while the loop runs.
-                    try? await Task.sleep(for: .milliseconds(5))
+                    do { try await time.sleep(for: .seconds(1)) } catch {
+                        // At virtual zero: the cancel woke the parked sleep, not a later one.
+                        if time.now() == .zero { sawCancel.set() }
+                        throw error
+                    }
                 }
             }
         }
-        await waitUntil("the world's body to start", within: .seconds(10)) { started.value }
+        guard await waitUntil("the world's body to park its sleep", within: .seconds(10), { parked.value }) else { return }
         outer.cancel()
-        _ = await outer.result
-        XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation")
+        cancelled.set()
+        // Bounded: a cancel that never reaches the parked sleep would leave the world hanging.
+        let ended = ManagedAtomicFlag()
+        Task {
+            _ = await outer.result
+            ended.set()
+        }
+        guard await waitUntil("the world to end after the cancel", within: .seconds(10), { ended.value }) else { return }
+        XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation in its parked sleep")
     }
 }
