@@ -198,6 +198,14 @@ final class PeripheralInteropTests: XCTestCase {
     func testCommandsStopOnSignalsAndDuration() throws {
         let env = try InteropEnvironment.current()
         let peripheral = try serve(env)
+
+        // The scan is interrupted once it has heard the peripheral: an explicit sign that it is
+        // up (its signal handlers installed, the radio scanning), not a guess at how long that takes.
+        let scan = try BLEToolProcess(["scan", "--json", "--hci", env.rootcanal])
+        addTeardownBlock { scan.stop() }
+        try scan.waitForAnyLine(timeout: 30)
+        XCTAssertEqual(scan.interrupt(timeout: 10), 130, "Ctrl-C stops an open-ended scan with status 130")
+
         peripheral.stop()
         // The SIGKILL fallback (after 5 s) would leave status 9: 0 means SIGTERM ended it.
         XCTAssertEqual(peripheral.exitStatus, 0, "SIGTERM ends serve without the SIGKILL fallback")
@@ -205,21 +213,6 @@ final class PeripheralInteropTests: XCTestCase {
         // A bound, not a measurement: serve ignoring --duration would be stopped at it and fail.
         let timed = try BLETool.run(["serve", "battery", "--duration", "2", "--hci", env.rootcanal], timeout: 30)
         XCTAssertTrue(timed.succeeded, "\(timed)")
-
-        let scan = Process()
-        scan.executableURL = try BLETool.executableURL()
-        scan.arguments = ["scan", "--json", "--hci", env.rootcanal]
-        scan.standardOutput = FileHandle.nullDevice
-        scan.standardError = FileHandle.nullDevice
-        try scan.run()
-        Thread.sleep(forTimeInterval: 2)
-        kill(scan.processIdentifier, SIGINT)
-        let deadline = Date().addingTimeInterval(10)
-        while scan.isRunning, Date() < deadline { usleep(20_000) }
-        XCTAssertFalse(scan.isRunning, "Ctrl-C stops an open-ended scan")
-        if scan.isRunning { kill(scan.processIdentifier, SIGKILL) }
-        scan.waitUntilExit()
-        XCTAssertEqual(scan.terminationStatus, 130)
     }
 
     func assertATTError(_ codes: Set<ATTErrorCode>, file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void) async {

@@ -291,10 +291,14 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         let linkID = self.linkID
         let firstTime = await host.run { $0.client.noteServiceChangedHandle(characteristic.valueHandle, onLink: linkID, $0) }
         guard firstTime else { return }
-        guard characteristic.properties.contains(.indicate),
-              let descriptors = try? await discoverDescriptors(for: characteristic),
-              let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return }
-        _ = try? await run(WriteProcedure(handle: cccd.handle, value: [0x02, 0x00]))
+        guard characteristic.properties.contains(.indicate) else { return }
+        do {
+            let descriptors = try await discoverDescriptors(for: characteristic)
+            guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return }
+            _ = try await run(WriteProcedure(handle: cccd.handle, value: [0x02, 0x00]))
+        } catch {
+            HostDiagnostics.log("[host] enabling Service Changed indications on \(address): \(error)")
+        }
     }
 
     private func unexpected(_ what: String) -> BLEError {

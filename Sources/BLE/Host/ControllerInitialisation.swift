@@ -9,16 +9,22 @@ enum ControllerInitialisation {
     static func run(_ host: isolated HostController) async throws -> ControllerInfo {
         _ = try await host.commandReturning(.reset)
 
-        let version = try? LocalVersionInformation(returnParameters: try await host.commandReturning(.readLocalVersionInformation))
-        let commands = try? LocalSupportedCommands(returnParameters: try await host.commandReturning(.readLocalSupportedCommands))
-        let features = try? LocalSupportedFeatures(returnParameters: try await host.commandReturning(.readLocalSupportedFeatures))
+        let version = await capability("Read Local Version Information", host) {
+            try LocalVersionInformation(returnParameters: try await $0.commandReturning(.readLocalVersionInformation))
+        }
+        let commands = await capability("Read Local Supported Commands", host) {
+            try LocalSupportedCommands(returnParameters: try await $0.commandReturning(.readLocalSupportedCommands))
+        }
+        let features = await capability("Read Local Supported Features", host) {
+            try LocalSupportedFeatures(returnParameters: try await $0.commandReturning(.readLocalSupportedFeatures))
+        }
         let address = try BDAddressReturn(returnParameters: try await host.commandReturning(.readBDADDR)).address
 
         // LE Read Buffer Size v2 when the controller lists it, else v1; an LE length of 0 means the
         // controller shares its BR/EDR ACL buffers (Vol 4 Part E §7.8.2).
         var length = 0, count = 0
         if commands?.leReadBufferSizeV2 == true,
-           let v2 = try? LEBufferSizeV2(returnParameters: try await host.commandReturning(.leReadBufferSizeV2)) {
+           let v2 = await capability("LE Read Buffer Size v2", host, { try LEBufferSizeV2(returnParameters: try await $0.commandReturning(.leReadBufferSizeV2)) }) {
             length = Int(v2.aclDataPacketLength)
             count = Int(v2.totalNumACLDataPackets)
         }
@@ -39,12 +45,27 @@ enum ControllerInitialisation {
 
         _ = try await host.commandReturning(.setEventMask(EventMask.default))
         _ = try await host.commandReturning(.leSetEventMask(LEEventMask.default))
-        let leFeatures = try? LESupportedFeatures(returnParameters: try await host.commandReturning(.leReadLocalSupportedFeatures))
+        let leFeatures = await capability("LE Read Local Supported Features", host) {
+            try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
+        }
 
         let info = ControllerInfo(
             address: address, version: version, supportedCommands: commands, features: features,
             leFeatures: leFeatures, aclBufferLength: length, aclBufferCount: count)
         host.info = info
         return info
+    }
+
+    /// A read whose failure means "this controller does not say" (an unknown command, a
+    /// malformed answer): the answer is nil and the reason goes to the diagnostics log. A lost
+    /// transport still fails the initialisation at the next required command.
+    private static func capability<T>(_ what: String, _ host: isolated HostController,
+                                      _ read: (isolated HostController) async throws -> T) async -> T? {
+        do {
+            return try await read(host)
+        } catch {
+            host.log("\(what): \(error); taken as not supported")
+            return nil
+        }
     }
 }

@@ -75,6 +75,29 @@ class BLEToolProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits for the next not-yet-taken JSON line of any kind (e.g. a device `ble scan` heard).
+    @discardableResult
+    func waitForAnyLine(timeout: TimeInterval = 20) throws -> [String: Any] {
+        try wait(for: "a JSON line", timeout: timeout) { lines, taken in
+            lines.count > taken ? (lines[taken], taken + 1) : nil
+        }
+    }
+
+    /// SIGINT, as Ctrl-C; waits up to `timeout` for the exit and returns its status (nil when
+    /// the process is still running then: it is killed, and the caller fails the test).
+    func interrupt(timeout: TimeInterval = 10) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, SIGINT)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
     /// Waits until `match` finds something in the lines (and the new "taken" mark).
     private func wait(for what: String, timeout: TimeInterval, _ match: ([[String: Any]], Int) -> ([String: Any], Int)?) throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(timeout)
