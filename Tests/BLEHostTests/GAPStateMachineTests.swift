@@ -37,6 +37,21 @@ final class ConnectionInitiatorTests: XCTestCase {
                        .unwanted(handle: 0x41, attempt: id, failure: .cancelled))
     }
 
+    func testNoCancelOnceTheCompletionHasDecidedTheAttempt() {
+        var initiator = ConnectionInitiator()
+        let id = initiator.begin(peer: peer, deadline: .seconds(5)) ?? 0
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x40), .connected(attempt: id, handle: 0x40))
+        // The caller has not taken its answer yet (its task waits for the actor), and meanwhile
+        // the deadline passes and the caller's task is cancelled: neither may send a cancel, which
+        // would stop the next attempt on the controller.
+        XCTAssertNil(initiator.nextDeadline)
+        XCTAssertFalse(initiator.expire(now: .seconds(6)))
+        XCTAssertFalse(initiator.cancelByCaller(id))
+        XCTAssertNil(initiator.abandoned(id))
+        // A second completion is not about this attempt.
+        XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x41), .unwanted(handle: 0x41, attempt: nil, failure: nil))
+    }
+
     func testAStaleCancelNeverStopsALaterAttempt() {
         var initiator = ConnectionInitiator()
         let first = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
@@ -52,9 +67,11 @@ final class ConnectionInitiatorTests: XCTestCase {
         XCTAssertNil(initiator.abandoned(id), "nothing to abandon before a cancel")
         XCTAssertEqual(initiator.connectionComplete(status: .connectionFailedToBeEstablished, handle: 0),
                        .failed(attempt: id, .refused(.connectionFailedToBeEstablished)))
-        XCTAssertTrue(initiator.cancelByCaller(id))
-        XCTAssertEqual(initiator.abandoned(id), .cancelled, "a lost completion still ends the attempt")
         initiator.end(id)
+        let second = initiator.begin(peer: peer, deadline: .seconds(10)) ?? 0
+        XCTAssertTrue(initiator.cancelByCaller(second))
+        XCTAssertEqual(initiator.abandoned(second), .cancelled, "a lost completion still ends the attempt")
+        initiator.end(second)
         XCTAssertEqual(initiator.connectionComplete(status: .success, handle: 0x42), .unwanted(handle: 0x42, attempt: nil, failure: nil))
         XCTAssertEqual(initiator.connectionComplete(status: .unknownConnectionIdentifier, handle: 0), .ignored)
     }

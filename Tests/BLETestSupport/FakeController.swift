@@ -14,8 +14,9 @@ public actor FakeController {
     public private(set) var acl: [ACLPacket] = []
     /// Per-opcode override: return the events to send, or nil to stay silent (a hung controller).
     private var overrides: [HCIOpcode: @Sendable (HCICommand) -> [HCIEvent]?] = [:]
-    private var waiters: [(predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, Never>)] = []
-    private var aclWaiters: [(predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiters: [(id: UInt64, predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, any Error>)] = []
+    private var aclWaiters: [(id: UInt64, predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var nextWaiterID: UInt64 = 0
     private var reader: Task<Void, Never>?
 
     /// What HCI_Read_BD_ADDR answers.
@@ -95,20 +96,49 @@ public actor FakeController {
     }
 
     /// Waits until the host sends a command matching `predicate` (or returns an earlier one).
-    public func waitForCommand(_ predicate: @escaping @Sendable (HCICommand) -> Bool) async -> HCICommand {
+    /// Bounded: after `bound` of real time it throws `FakeControllerTimeout`, so a host that never
+    /// sends the command fails the test instead of hanging it.
+    public func waitForCommand(within bound: Duration = .seconds(10),
+                               _ predicate: @escaping @Sendable (HCICommand) -> Bool) async throws -> HCICommand {
         if let c = commands.first(where: predicate) { return c }
-        return await withCheckedContinuation { waiters.append((predicate, $0)) }
+        let id = makeWaiterID()
+        expire(id, after: bound, "the host's command")
+        return try await withCheckedThrowingContinuation { waiters.append((id, predicate, $0)) }
     }
 
-    /// Waits until the host sends a command with `opcode` (or returns an earlier one).
-    public func waitForCommand(_ opcode: HCIOpcode) async -> HCICommand {
-        await waitForCommand { $0.opcode == opcode }
+    /// Waits until the host sends a command with `opcode` (or returns an earlier one), within `bound`.
+    public func waitForCommand(_ opcode: HCIOpcode, within bound: Duration = .seconds(10)) async throws -> HCICommand {
+        try await waitForCommand(within: bound) { $0.opcode == opcode }
     }
 
-    /// Waits until the ACL packets received so far satisfy `predicate`.
-    public func waitForACL(_ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async {
+    /// Waits until the ACL packets received so far satisfy `predicate`, within `bound`.
+    public func waitForACL(within bound: Duration = .seconds(10), _ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async throws {
         if predicate(acl) { return }
-        await withCheckedContinuation { aclWaiters.append((predicate, $0)) }
+        let id = makeWaiterID()
+        expire(id, after: bound, "ACL data from the host")
+        try await withCheckedThrowingContinuation { aclWaiters.append((id, predicate, $0)) }
+    }
+
+    private func makeWaiterID() -> UInt64 {
+        nextWaiterID += 1
+        return nextWaiterID
+    }
+
+    /// Fails waiter `id` with `FakeControllerTimeout` if it is still waiting after `bound`.
+    private func expire(_ id: UInt64, after bound: Duration, _ what: String) {
+        Task {
+            try? await Task.sleep(for: bound)
+            self.timeOut(id, "no \(what) within \(bound)")
+        }
+    }
+
+    private func timeOut(_ id: UInt64, _ message: String) {
+        if let i = waiters.firstIndex(where: { $0.id == id }) {
+            waiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
+        }
+        if let i = aclWaiters.firstIndex(where: { $0.id == id }) {
+            aclWaiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
+        }
     }
 
     /// The L2CAP payloads the host sent on `channel`, reassembled.
@@ -235,4 +265,10 @@ public struct HostUnderTest: Sendable {
         self.hostEnd = host
         self.controller = FakeController(end: controller)
     }
+}
+
+/// A fake controller's wait that passed its bound: the host never sent what the test expected.
+public struct FakeControllerTimeout: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
 }

@@ -21,7 +21,7 @@ final class HostConnectionTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         XCTAssertEqual(p.state, .connected)
         XCTAssertEqual(p.address, peer)
-        let create = await t.controller.waitForCommand(.leCreateConnection)
+        let create = try await t.controller.waitForCommand(.leCreateConnection)
         XCTAssertEqual(create.parameters[5], 0x01, "peer address type random")
         XCTAssertEqual(Array(create.parameters[6..<12]), peer.address.littleEndianBytes)
         XCTAssertEqual(p.connectionParameters.interval, 24)
@@ -35,10 +35,10 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t, clock: clock)
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(10)) }
-        _ = await t.controller.waitForCommand(.leCreateConnection)
+        _ = try await t.controller.waitForCommand(.leCreateConnection)
         await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
         clock.advance(by: .seconds(10))
-        _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
+        _ = try await t.controller.waitForCommand(.leCreateConnectionCancel)
         do {
             _ = try await attempt.value
             XCTFail("expected a timeout")
@@ -52,13 +52,43 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(60)) }
-        _ = await t.controller.waitForCommand(.leCreateConnection)
+        _ = try await t.controller.waitForCommand(.leCreateConnection)
         attempt.cancel()
-        _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
+        _ = try await t.controller.waitForCommand(.leCreateConnectionCancel)
         do {
             _ = try await attempt.value
             XCTFail("expected cancellation")
         } catch is CancellationError {}
+        await central.close()
+    }
+
+    /// The end of our own high duty cycle directed advertising (LE Connection Complete, status
+    /// Advertising Timeout, role peripheral) is not the answer to a connection attempt running at
+    /// the same time; a repeated completion for a live handle does not replace its link.
+    func testAdvertisingTimeoutAndRepeatedCompletionDoNotDecideTheAttempt() async throws {
+        let t = HostUnderTest()
+        let central = try await open(t)
+        let peer = self.peer
+        let complete = LEConnectionComplete(status: .success, handle: 0x0040, role: .central, peer: peer,
+                                            interval: 24, latency: 0, supervisionTimeout: 420, centralClockAccuracy: 0, format: .legacy)
+        await t.controller.set(.leCreateConnection) { c in
+            [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode),
+             .le(.connectionComplete(LEConnectionComplete(status: .advertisingTimeout, handle: 0, role: .peripheral, peer: peer,
+                                                        interval: 0, latency: 0, supervisionTimeout: 0, centralClockAccuracy: 0, format: .legacy))),
+             .le(.connectionComplete(complete))]
+        }
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        XCTAssertEqual(p.state, .connected)
+        // The same completion again, then a command round trip behind it (events are handled in
+        // order) and the end of any background work it started.
+        let baseline = await central.host.run { $0.backgroundTaskCount }
+        await t.controller.sendNow(.le(.connectionComplete(complete)))
+        try await p.setPHY(.le2M)
+        await waitUntil("background work to end", within: .seconds(10)) { await central.host.run { $0.backgroundTaskCount } <= baseline }
+        // It neither replaced the link nor disconnected it as "unwanted".
+        let disconnects = await t.controller.commands.filter { $0.opcode == .disconnect }
+        XCTAssertEqual(disconnects.count, 0)
+        XCTAssertEqual(p.state, .connected)
         await central.close()
     }
 
@@ -86,7 +116,7 @@ final class HostConnectionTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         let updates = p.stateUpdates
         let read = Task { try await p.readShortValue(handle: 0x0003) }
-        await t.controller.waitForACL { !$0.isEmpty }
+        try await t.controller.waitForACL { !$0.isEmpty }
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0040, reason: .remoteUserTerminatedConnection))
         do {
             _ = try await read.value
@@ -106,7 +136,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         let p = try await central.connect(peer, timeout: .seconds(5))
         try await p.disconnect(reason: .remoteDeviceTerminatedPowerOff)
-        let d = await t.controller.waitForCommand(.disconnect)
+        let d = try await t.controller.waitForCommand(.disconnect)
         XCTAssertEqual(d.parameters, [0x40, 0x00, HCIStatus.remoteDeviceTerminatedPowerOff.rawValue])
         XCTAssertEqual(p.state, .disconnected(reason: .connectionTerminatedByLocalHost))
         await central.close()
@@ -131,9 +161,9 @@ final class HostConnectionTests: XCTestCase {
         _ = try await central.connect(peer, timeout: .seconds(5))
         // L2CAP Connection Parameter Update Request (Vol 3 Part A §4.20): id 7, interval 40-56, latency 0, timeout 500.
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0005, payload: [0x12, 0x07, 0x08, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01])
-        let update = await t.controller.waitForCommand(.leConnectionUpdate)
+        let update = try await t.controller.waitForCommand(.leConnectionUpdate)
         XCTAssertEqual(Array(update.parameters[0..<10]), [0x40, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01])
-        await t.controller.waitForACL { _ in true }
+        try await t.controller.waitForACL { _ in true }
         await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0005)
         XCTAssertEqual(responses.first, [0x13, 0x07, 0x02, 0x00, 0x00, 0x00], "Connection Parameter Update Response, accepted")

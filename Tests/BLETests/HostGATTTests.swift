@@ -116,7 +116,7 @@ final class HostGATTTests: XCTestCase {
             _ = try await read.value
             XCTFail("expected a timeout")
         } catch BLEError.gatt(.timeout) {}
-        let d = await t.controller.waitForCommand(.disconnect)
+        let d = try await t.controller.waitForCommand(.disconnect)
         XCTAssertEqual(d.parameters.prefix(2), [0x40, 0x00])
         await central.close()
     }

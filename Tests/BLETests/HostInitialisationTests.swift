@@ -95,7 +95,7 @@ final class HostInitialisationTests: XCTestCase {
                 return nil
             } catch { return error }
         }
-        _ = await t.controller.waitForCommand(.leSetScanParameters)
+        _ = try await t.controller.waitForCommand(.leSetScanParameters)
         await t.controller.sendNow(.hardwareError(code: 0x42))
         let error = await scan.value
         guard case BLEError.hci(.hardwareError(code: 0x42))? = error else {

@@ -67,6 +67,35 @@ final class HostRobustnessTests: XCTestCase {
         await central.close()
     }
 
+    /// A Disconnect command the controller refuses outright (Command Status with an error): the
+    /// call fails, and the link stays up also after the attempt's deadline has passed (the
+    /// deadline once tore the live link down in the host while the controller kept it).
+    func testRefusedDisconnectCommandLeavesTheLinkUpPastItsDeadline() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        await t.controller.set(.disconnect) { c in [.commandStatus(status: .commandDisallowed, numHCICommandPackets: 1, opcode: c.opcode)] }
+        let baseline = await central.host.run { $0.backgroundTaskCount }
+        do {
+            try await p.disconnect()
+            XCTFail("expected the controller's refusal")
+        } catch let BLEError.hci(.commandFailed(opcode, status)) {
+            XCTAssertEqual(opcode, .disconnect)
+            XCTAssertEqual(status, .commandDisallowed)
+        }
+        XCTAssertEqual(p.state, .connected)
+        // Past the deadline (command timeout + supervision timeout): wait until the deadline task
+        // has run to its end, then the link must still be up.
+        clock.advance(by: .seconds(60))
+        await waitUntil("the disconnect deadline task to end", within: .seconds(10)) {
+            await central.host.run { $0.backgroundTaskCount } <= baseline
+        }
+        XCTAssertEqual(p.state, .connected, "a refused disconnect must not drop the live link later")
+        await central.close()
+    }
+
     /// A controller that never reports the disconnect: the call ends at its deadline.
     func testSilentDisconnectEndsAtItsDeadline() async throws {
         let t = HostUnderTest()
@@ -76,7 +105,7 @@ final class HostRobustnessTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let attempt = Task { try await p.disconnect() }
-        _ = await t.controller.waitForCommand(.disconnect)
+        _ = try await t.controller.waitForCommand(.disconnect)
         await waitUntil(within: .seconds(10)) { clock.sleeperCount > 0 }
         clock.advance(by: .seconds(10))
         do {
@@ -99,20 +128,26 @@ final class HostRobustnessTests: XCTestCase {
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(1)) }
-        _ = await t.controller.waitForCommand(.leCreateConnection)
+        _ = try await t.controller.waitForCommand(.leCreateConnection)
         await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(1) }
         clock.advance(by: .seconds(1))
-        _ = await t.controller.waitForCommand(.leCreateConnectionCancel)
+        _ = try await t.controller.waitForCommand(.leCreateConnectionCancel)
         // No Connection Complete will come: each time the host has armed its next timer, move
         // the clock to it, until the attempt gives up (a bounded number of timers).
         let done = Gate()
+        // A timer can be cancelled between the test seeing it and advancing to it (a command
+        // answered meanwhile): then look again rather than stop stepping. Every wait is bounded,
+        // and giving up closes the central, which ends the attempt, so the test always ends.
         let stepper = Task {
             for _ in 0..<60 {
-                await waitUntil(within: .seconds(10)) { done.isOpen || clock.nextDeadline != nil }
-                guard !done.isOpen, let next = clock.nextDeadline else { return }
-                clock.advance(by: max(next - clock.now(), .zero))
+                guard await waitUntil("a host timer or the end of the attempt", within: .seconds(10), {
+                    done.isOpen || clock.nextDeadline != nil
+                }) else { break }
+                if done.isOpen { return }
+                if let next = clock.nextDeadline { clock.advance(by: max(next - clock.now(), .zero)) }
             }
-            XCTFail("the connect attempt still runs after 60 of the host's timers")
+            XCTFail("the connect attempt did not end while the host's timers were stepped")
+            await central.close()
         }
         do {
             defer { done.open() }

@@ -20,9 +20,9 @@ final class HostScanTests: XCTestCase {
             for try await d in central.scan(filter: ScanFilter(serviceUUIDs: [BluetoothUUID(0x180D)]), active: true) { return d }
             return nil
         }
-        let params = await t.controller.waitForCommand(.leSetScanParameters)
+        let params = try await t.controller.waitForCommand(.leSetScanParameters)
         XCTAssertEqual(params.parameters.first, 0x01, "active")
-        let enable = await t.controller.waitForCommand(.leSetScanEnable)
+        let enable = try await t.controller.waitForCommand(.leSetScanEnable)
         XCTAssertEqual(enable.parameters.first, 0x01)
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: device, data: advertisement, rssi: -40)])))
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: device, data: scanResponse, rssi: -41)])))
@@ -31,7 +31,7 @@ final class HostScanTests: XCTestCase {
         XCTAssertEqual(found?.advertisement.localName, "HRM")
         XCTAssertEqual(found?.advertisement.txPowerLevel, 4)
         XCTAssertEqual(found?.rssi, -41)
-        _ = await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
         await central.close()
     }
 
@@ -45,13 +45,13 @@ final class HostScanTests: XCTestCase {
             for try await _ in central.scan(active: false, timeout: .seconds(10)) { n += 1 }
             return n
         }
-        _ = await t.controller.waitForCommand(.leSetScanEnable)
+        _ = try await t.controller.waitForCommand(.leSetScanEnable)
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])))
         await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
         clock.advance(by: .seconds(10))
         let count = try await scan.value
         XCTAssertEqual(count, 1)
-        _ = await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
         await central.close()
     }
 
@@ -60,7 +60,7 @@ final class HostScanTests: XCTestCase {
         await t.controller.start()
         let central = try await Central.open(transport: t.hostEnd)
         let first = central.scan()
-        _ = await t.controller.waitForCommand(.leSetScanEnable)
+        _ = try await t.controller.waitForCommand(.leSetScanEnable)
         do {
             for try await _ in central.scan() {}
             XCTFail("expected busy")

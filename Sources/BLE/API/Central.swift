@@ -26,18 +26,22 @@ public final class Central: Sendable {
     public let controllerInfo: ControllerInfo
 
     /// Opens the transport named by `spec` (or `BLE_HCI`), initialises the controller, and
-    /// optionally records every HCI packet to a btsnoop file.
-    public static func open(spec: String? = nil, capture: String? = nil, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+    /// optionally records every HCI packet to a btsnoop file. `address` is what peers see of this
+    /// central when it scans actively and connects (Core spec Vol 6 Part B §1.3).
+    public static func open(spec: String? = nil, capture: String? = nil, address: OwnAddress = .public, clock: any BLEClock = SystemClock(),
+                            configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
         let transport = try await TransportFactory.open(spec: spec, capture: capture)
-        return try await open(transport: transport, clock: clock, configuration: configuration)
+        return try await open(transport: transport, address: address, clock: clock, configuration: configuration)
     }
 
     /// Initialises the controller behind an open transport (a virtual radio's controller, a test
     /// double) and returns a central on it; if initialisation fails the transport is closed and the error thrown.
-    public static func open(transport: any HCITransport, clock: any BLEClock = SystemClock(), configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
+    public static func open(transport: any HCITransport, address: OwnAddress = .public, clock: any BLEClock = SystemClock(),
+                            configuration: HostConfiguration = HostConfiguration()) async throws -> Central {
         let host = HostController(transport: transport, clock: clock, configuration: configuration)
         do {
             let info = try await host.start()
+            try await host.run { try await $0.setOwnAddress(address) }
             return Central(host: host, info: info)
         } catch {
             await host.close()

@@ -99,6 +99,16 @@ final class ConnectionManager {
     }
 
     private func connectionCompleted(_ event: LEConnectionComplete, _ host: isolated HostController) {
+        if event.status == .advertisingTimeout {
+            // High duty cycle directed advertising ended with no connection (Vol 4 Part E
+            // §7.7.65.1): about our advertising, never about a connection attempt of ours.
+            host.log("directed advertising timed out")
+            return
+        }
+        if event.status == .success, links[event.handle] != nil {
+            host.log("LE Connection Complete for live handle 0x\(String(event.handle, radix: 16)) ignored")
+            return
+        }
         if event.status == .success {
             let parameters = LinkParameters(interval: event.interval, latency: event.latency, supervisionTimeout: event.supervisionTimeout)
             let role: ConnectionRole = event.role == .central ? .central : .peripheral
@@ -123,9 +133,7 @@ final class ConnectionManager {
             if let waiting = attemptResult, waiting.id == id { waiting.result.fail(Self.error(failure)) }
         case let .unwanted(handle, id, failure):
             if let id, let failure, let waiting = attemptResult, waiting.id == id { waiting.result.fail(Self.error(failure)) }
-            host.spawn("disconnecting an unwanted link") {
-                try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
-            }
+            disconnectInBackground(handle: handle, "disconnecting an unwanted link", host)
         case .ignored:
             break
         }
@@ -157,7 +165,11 @@ final class ConnectionManager {
             linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .notConnected, host)
             return
         } catch {
-            link.observation.update { $0.state = .connected }
+            // The controller refused (or never answered) the command: the link stays up, and this
+            // attempt is over, so its deadline must not tear the live link down later.
+            disconnectAttempts[handle]?.removeAll { $0 === attempt }
+            attempt.fail(error)
+            if links[handle]?.id == linkID { link.observation.update { $0.state = .connected } }
             throw error
         }
         try await attempt.wait()
@@ -169,6 +181,16 @@ final class ConnectionManager {
         // The controller never reported the link down: treat it as gone, so nothing waits on it.
         if let handle = links.handle(forID: linkID) {
             linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: .timeout("disconnecting"), host)
+        }
+    }
+
+    /// Disconnects the link now on `handle` in the background (a link nobody wants, a bearer
+    /// that timed out). The link is named by its id, so a handle the controller has reused by
+    /// the time the task runs is never hit.
+    func disconnectInBackground(handle: UInt16, _ name: String, _ host: isolated HostController) {
+        guard let linkID = links[handle]?.id else { return }
+        host.spawn(name) {
+            try await host.run { try await $0.connections.disconnect(linkID: linkID, reason: .remoteUserTerminatedConnection, $0) }
         }
     }
 

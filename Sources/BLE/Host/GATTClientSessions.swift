@@ -139,9 +139,7 @@ final class GATTClientSessions {
             case .closeBearer:
                 // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
                 // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
-                host.spawn("closing a timed-out ATT bearer") {
-                    try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
-                }
+                host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
             case let .peerRequest(bytes):
                 host.server.receive(bytes, handle: handle, host)
             }

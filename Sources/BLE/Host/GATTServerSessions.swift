@@ -166,9 +166,7 @@ final class GATTServerSessions {
                 }
                 emit(.mtuChanged(central, mtu: mtu))
             case .closeBearer:
-                host.spawn("closing a timed-out ATT bearer") {
-                    try await host.run { try await $0.connections.disconnect(handle: handle, reason: .remoteUserTerminatedConnection, $0) }
-                }
+                host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
             }
         }
         pumpNotifications(handle: handle, host)
@@ -230,12 +228,13 @@ final class GATTServerSessions {
     /// nothing: if any target central's queue is full, nothing is queued anywhere (so sending
     /// again after the ready signal never duplicates a value for the others).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
-        let links = host.connections.links
-        let targets = links.handles.filter { handle in
-            guard let link = links[handle] else { return false }
+        // Read through `host.connections.links` each time, never a local copy of the table: a
+        // copy alive while `withLink` mutates a link would copy its server's queues.
+        let targets = host.connections.links.handles.filter { handle in
+            guard let link = host.connections.links[handle] else { return false }
             return (centrals?.contains(link.id) ?? true) && link.server.cccd(valueHandle: valueHandle) != 0
         }
-        let full = targets.filter { links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
+        let full = targets.filter { host.connections.links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
         if !full.isEmpty {
             // Nothing is queued anywhere; the full ones send the ready signal once they drain.
             for h in full { host.connections.links.withLink(h) { $0.server.signalReadyWhenRoom() } }

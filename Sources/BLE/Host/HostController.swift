@@ -118,6 +118,10 @@ actor HostController {
         tasks.record(id, task)
     }
 
+    /// How many background tasks the host has running (the writer and reader included), so a
+    /// test can wait for one to have run to its end instead of guessing how long it takes.
+    var backgroundTaskCount: Int { tasks.count }
+
     private func taskEnded(_ id: UInt64) {
         tasks.ended(id)
     }

@@ -38,6 +38,9 @@ public struct ConnectionInitiator: Sendable {
         var cancelSent = false
         var timedOut = false
         var cancelledByCaller = false
+        /// LE Connection Complete has decided the attempt: no cancel is sent after that, even
+        /// while its caller has not yet taken the answer and ended it.
+        var completed = false
 
         var failure: Failure { timedOut ? .timeout(peer) : .cancelled }
     }
@@ -65,13 +68,13 @@ public struct ConnectionInitiator: Sendable {
 
     /// When the running attempt times out, until its cancel has been sent.
     public var nextDeadline: Duration? {
-        guard let attempt, !attempt.cancelSent else { return nil }
+        guard let attempt, !attempt.cancelSent, !attempt.completed else { return nil }
         return attempt.deadline
     }
 
     /// Past the deadline: true when the owner must send LE Create Connection Cancel now.
     public mutating func expire(now: Duration) -> Bool {
-        guard var a = attempt, !a.cancelSent, a.deadline <= now else { return false }
+        guard var a = attempt, !a.cancelSent, !a.completed, a.deadline <= now else { return false }
         a.timedOut = true
         a.cancelSent = true
         attempt = a
@@ -81,7 +84,7 @@ public struct ConnectionInitiator: Sendable {
     /// The caller of attempt `id` cancelled: true when the owner must send LE Create Connection
     /// Cancel now (only for that attempt: a stale cancel never stops a later one).
     public mutating func cancelByCaller(_ id: UInt64) -> Bool {
-        guard var a = attempt, a.id == id, !a.cancelSent else { return false }
+        guard var a = attempt, a.id == id, !a.cancelSent, !a.completed else { return false }
         a.cancelledByCaller = true
         a.cancelSent = true
         attempt = a
@@ -91,15 +94,18 @@ public struct ConnectionInitiator: Sendable {
     /// After a cancel, when no LE Connection Complete came within a command timeout (the cancel
     /// failed or the event was lost): how attempt `id` ends, so it never hangs.
     public func abandoned(_ id: UInt64) -> Failure? {
-        guard let a = attempt, a.id == id, a.cancelSent else { return nil }
+        guard let a = attempt, a.id == id, a.cancelSent, !a.completed else { return nil }
         return a.failure
     }
 
-    /// LE Connection Complete for a central-role link or a failed attempt.
-    public func connectionComplete(status: HCIStatus, handle: UInt16) -> Completion {
-        guard let a = attempt else {
+    /// LE Connection Complete for a central-role link or a failed attempt. It decides the
+    /// running attempt once; a second completion is not about it.
+    public mutating func connectionComplete(status: HCIStatus, handle: UInt16) -> Completion {
+        guard var a = attempt, !a.completed else {
             return status == .success ? .unwanted(handle: handle, attempt: nil, failure: nil) : .ignored
         }
+        a.completed = true
+        attempt = a
         if status != .success {
             return .failed(attempt: a.id, a.timedOut || a.cancelledByCaller ? a.failure : .refused(status))
         }
