@@ -62,6 +62,9 @@ public struct CommandSignature: Sendable {
             if let letter = option.short, letter == "-" || letter.isNumber {
                 problems.append("-\(letter) cannot be a short option (it reads as '--' or a negative number)")
             }
+            if option.isRequired && option.valueName == nil {
+                problems.append("--\(option.name) is a flag and cannot be required (it would be missing whenever it is off)")
+            }
         }
         if let firstOptional = positionals.firstIndex(where: { !$0.isRequired }),
            positionals[firstOptional...].contains(where: \.isRequired) {

@@ -109,9 +109,11 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let cancelled = Task.isCancelled
+                // `Task.isCancelled` is read under the lock the cancellation handler also takes:
+                // a cancel from another thread either lands before this (the sleep ends at
+                // once) or finds the sleeper parked and removes it, never in between.
                 let parking = state.withLock { s -> Parking in
-                    if cancelled || s.finished { return .cancelled }
+                    if Task.isCancelled || s.finished { return .cancelled }
                     if deadline <= s.now { return .due }
                     s.sleepers[id] = Sleeper(deadline: deadline, sequence: id, continuation: c)
                     return .parked(signal: s.wakeIfIdle())

@@ -81,6 +81,10 @@ let status: Int32 = await {
         } catch let e as UsageError {
             writeError("\(e)\n" + command.signature.usageReminder(tool: "ble"))
             return 64
+        } catch let e as TransportError where e.kind == .invalidSpec {
+            // A --hci (or BLE_HCI) that names no controller is a usage error too.
+            writeError("\(e)\n" + command.signature.usageReminder(tool: "ble"))
+            return 64
         } catch is CancellationError {
             return 130
         } catch {

@@ -81,12 +81,14 @@ final class CommandHelpTests: XCTestCase {
                 .single("out", short: "h", value: "FILE", help: "c"),
                 .flag("--dashed", help: "d"),
                 .flag("number", short: "7", help: "e"),
+                CommandOption(name: "force", kind: .flag, help: "f", isRequired: true),
             ]
         )
         XCTAssertEqual(faulty.declarationProblems, [
             "--json is declared twice",
             "'--dashed' cannot be an option name (no leading '-', no '=')",
             "-7 cannot be a short option (it reads as '--' or a negative number)",
+            "--force is a flag and cannot be required (it would be missing whenever it is off)",
             "-h is declared twice",
             "a required positional follows the optional ADDRESS",
         ])

@@ -175,6 +175,10 @@ final class CentralCommandInteropTests: XCTestCase {
         let usage = try ble(["read", "not-an-address", "2A19"], env)
         XCTAssertEqual(usage.status, 64)
         XCTAssertTrue(usage.stderr.contains("is not an address"), usage.stderr)
+        // A controller spec that names no controller is a usage error too, with the usage line.
+        let badSpec = try BLETool.run(["scan", "--hci", "bogus", "--timeout", "1"], timeout: 30)
+        XCTAssertEqual(badSpec.status, 64, "\(badSpec)")
+        XCTAssertTrue(badSpec.stderr.contains("invalid transport 'bogus'") && badSpec.stderr.contains("USAGE: ble scan"), badSpec.stderr)
     }
 
     /// `--capture` writes btsnoop that Debian's tshark dissects without a malformed packet.
