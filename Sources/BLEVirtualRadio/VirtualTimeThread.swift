@@ -88,16 +88,17 @@ final class VirtualTimeThread: @unchecked Sendable {
         }
     }
 
-    /// Starts a detached thread called `name` that runs `body` once (nobody joins it: the world
-    /// ends by letting `body` return).
+    /// Starts a detached thread (named `name` where the platform lets us) that runs `body` once
+    /// (nobody joins it: the world ends by letting `body` return).
     func start(name: String, _ body: @escaping @Sendable () -> Void) {
         let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
         #if canImport(Glibc)
         var thread = pthread_t()
         let entry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { raw in
             guard let raw else { return nil }
+            // Unnamed on glibc: its Swift module hides pthread_setname_np, and declaring the C
+            // function ourselves would rely on an unsupported calling convention.
             let start = Unmanaged<Start>.fromOpaque(raw).takeRetainedValue()
-            _ = setThreadName(pthread_self(), String(start.name.utf8.prefix(15)) ?? "VirtualTime")
             start.body()
             return nil
         }
@@ -121,11 +122,3 @@ final class VirtualTimeThread: @unchecked Sendable {
         #endif
     }
 }
-
-#if canImport(Glibc)
-/// glibc's pthread_setname_np, which its Swift module hides behind _GNU_SOURCE. The name (at most
-/// 15 bytes) shows in debuggers, `top -H` and crash reports, where "VirtualTime" says which
-/// thread runs the world.
-@_silgen_name("pthread_setname_np")
-private func setThreadName(_ thread: pthread_t, _ name: UnsafePointer<CChar>) -> Int32
-#endif
