@@ -21,6 +21,7 @@ public enum FuzzTargets {
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
         "advertising-data": GAPFuzzTargets.advertisingData,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
+        "smp-pdu": SMPFuzzTargets.smpPDU,
     ]
 
     /// Target names in a stable order.
@@ -106,6 +107,12 @@ public enum FuzzTargets {
                 .advertisingInterval(160)
                 .build().encode()
             return [[UInt8(ad.count)] + ad + response, [0] + ad, [5, 2, 1, 6, 0, 0, 9, 8, 0x41]]
+        case "smp-pdu":
+            return [
+                [0x01, 0x01, 0x00, 0x00, 0x10, 0x07, 0x07], [0x02, 0x03, 0x00, 0x00, 0x08, 0x00, 0x05],
+                [0x03] + Array(0..<16), [0x05, 0x05], [0x07, 0x34, 0x12] + Array(1...8), [0x09, 0x01] + Array(1...6),
+                [0x0B, 0x0D], [0x0C] + Array(repeating: 0x11, count: 64), [0x0E, 0x01],
+            ]
         case "scan-aggregator":
             let ad = AdvertisingData.Builder().flags([.leGeneralDiscoverable]).serviceUUIDs([BluetoothUUID(0x180D)]).build().encode()
             let name = AdvertisingData.Builder().localName("abc").build().encode()

@@ -147,3 +147,16 @@ enum L2CAPFuzzTargets {
         }
     }
 }
+
+/// Fuzz target for the Security Manager's PDU codec (Core spec Vol 3 Part H §3): any bytes give a
+/// PDU or a typed error, and what decodes re-encodes to bytes that decode to the same PDU.
+enum SMPFuzzTargets {
+    static func smpPDU(_ data: [UInt8]) {
+        guard let pdu = try? SMPPDU.decode(data) else { return }
+        let again = try? SMPPDU.decode(pdu.encode())
+        FuzzCheck.require(again == pdu, "SMP round trip: \(fuzzHex(data)) → \(pdu) → \(fuzzHex(pdu.encode()))")
+        if case .unknown = pdu {} else {
+            FuzzCheck.require(pdu.encode().count == data.count, "SMP \(pdu.code) re-encoded to another length")
+        }
+    }
+}

@@ -34,12 +34,14 @@ final class FuzzSmokeTests: XCTestCase {
     func testATTClientBearer() { smoke("att-client-bearer") }
     func testAdvertisingData() { smoke("advertising-data") }
     func testScanAggregator() { smoke("scan-aggregator") }
+    func testSMPPDU() { smoke("smp-pdu") }
 
     /// A target added to the registry must get a test case above.
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
             "le-signaling-channel", "att-pdu", "att-client-bearer", "advertising-data", "scan-aggregator",
+            "smp-pdu",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)
     }
