@@ -1,4 +1,5 @@
 import BLE
+import BLETestSupport
 import BLEHCI
 import BLEHost
 import BLEWire
@@ -59,9 +60,9 @@ final class CentralAPIInteropTests: XCTestCase {
         for (timeout, label) in [(Duration.seconds(2), "first"), (.milliseconds(500), "second")] {
             let attempt = Task { try await central.connect(absent, timeout: timeout) }
             let deadline = clock.now() + timeout
-            guard await waitForTimer(clock, at: deadline) else {
-                attempt.cancel()
-                return XCTFail("the \(label) attempt never armed its \(timeout) timer (next: \(String(describing: clock.nextDeadline)))")
+            guard await waitUntil("the \(label) attempt's \(timeout) timer", within: .seconds(20), { clock.nextDeadline == deadline }) else {
+                attempt.cancel()  // waitUntil has failed the test, saying which timer never came
+                return
             }
             clock.advance(by: timeout)
             do {
@@ -71,15 +72,6 @@ final class CentralAPIInteropTests: XCTestCase {
             // The initiator was cancelled: the second attempt is not refused as busy.
         }
         await central.close()
-    }
-
-    /// Waits (up to 20 s of real time, polling) until a task sleeps on `clock` until `deadline`.
-    private func waitForTimer(_ clock: ManualClock, at deadline: Duration) async -> Bool {
-        for _ in 0..<2000 {
-            if clock.nextDeadline == deadline { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
     }
 
     func testTwoConnectionsAtOnce() async throws {

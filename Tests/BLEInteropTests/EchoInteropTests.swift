@@ -226,7 +226,7 @@ final class EchoInteropTests: XCTestCase {
         var frozen = true
         defer { if frozen { kill(peer.pid, SIGCONT) } }
         kill(process.processIdentifier, SIGINT)
-        guard waitForExit(process, timeout: 30) else {
+        guard ProcessEvents.waitForExit(process, timeout: 30) else {
             process.terminate()
             return XCTFail("ble fetch still runs 30 s after SIGINT; output: \(progress.all)")
         }
@@ -237,17 +237,6 @@ final class EchoInteropTests: XCTestCase {
         let disconnected = try peer.waitForEvent("disconnected", timeout: 10)
         XCTAssertEqual(disconnected.int("reason"), 19)
         XCTAssertFalse(FileManager.default.fileExists(atPath: output.path), "nothing is saved")
-    }
-
-    /// Waits for `process` to exit, up to `timeout` seconds; false if it still runs.
-    private func waitForExit(_ process: Process, timeout: TimeInterval) -> Bool {
-        let exited = DispatchSemaphore(value: 0)
-        let watcher = Thread {
-            process.waitUntilExit()
-            exited.signal()
-        }
-        watcher.start()
-        return exited.wait(timeout: .now() + timeout) == .success
     }
 }
 
@@ -267,22 +256,11 @@ private final class OutputLines: @unchecked Sendable {
     }
 
     func startReading() {
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    condition.lock()
-                    lines.append(line)
-                    condition.broadcast()
-                    condition.unlock()
-                }
-            }
+        ProcessEvents.readLines(from: pipe.fileHandleForReading) { [self] line in
+            condition.lock()
+            lines.append(line)
+            condition.broadcast()
+            condition.unlock()
         }
     }
 

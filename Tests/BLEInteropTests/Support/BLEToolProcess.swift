@@ -26,8 +26,8 @@ class BLEToolProcess: @unchecked Sendable {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        Self.read(out.fileHandleForReading) { [weak self] line in self?.received(line) } ended: { [weak self] in self?.finish() }
-        Self.read(err.fileHandleForReading) { [weak self] line in self?.receivedError(line) } ended: {}
+        ProcessEvents.readLines(from: out.fileHandleForReading) { [weak self] line in self?.received(line) } ended: { [weak self] in self?.finish() }
+        ProcessEvents.readLines(from: err.fileHandleForReading) { [weak self] line in self?.receivedError(line) }
     }
 
     deinit { stop() }
@@ -36,9 +36,7 @@ class BLEToolProcess: @unchecked Sendable {
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if !ProcessEvents.waitForExit(process, timeout: 5) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
@@ -88,9 +86,7 @@ class BLEToolProcess: @unchecked Sendable {
     func interrupt(timeout: TimeInterval = 10) -> Int32? {
         guard process.isRunning else { return process.terminationStatus }
         kill(process.processIdentifier, SIGINT)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning {
+        if !ProcessEvents.waitForExit(process, timeout: timeout) {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             return nil
@@ -134,23 +130,6 @@ class BLEToolProcess: @unchecked Sendable {
         ended = true
         lock.broadcast()
         lock.unlock()
-    }
-
-    private static func read(_ handle: FileHandle, line: @escaping @Sendable (String) -> Void, ended: @escaping @Sendable () -> Void) {
-        Thread.detachNewThread {
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let text = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    line(text)
-                }
-            }
-            ended()
-        }
     }
 }
 

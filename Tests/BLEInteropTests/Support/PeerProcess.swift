@@ -188,9 +188,7 @@ final class PeerProcess: @unchecked Sendable {
     /// Waits for the peer to exit by itself (e.g. `central.py` after `done`); returns its status,
     /// or nil if it was still running after `timeout` (it is left running).
     func waitForExit(timeout: TimeInterval = 10) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        guard !process.isRunning else { return nil }
+        guard ProcessEvents.waitForExit(process, timeout: timeout) else { return nil }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -204,12 +202,9 @@ final class PeerProcess: @unchecked Sendable {
         guard first else { return }
         guard process.isRunning else { return }
         kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning {
+        if !ProcessEvents.waitForExit(process, timeout: 2) {
             kill(pid, SIGKILL)
-            let killDeadline = Date().addingTimeInterval(2)
-            while process.isRunning, Date() < killDeadline { usleep(20_000) }
+            _ = ProcessEvents.waitForExit(process, timeout: 2)
         }
     }
 }
