@@ -47,6 +47,18 @@ final class HostRobustnessTests: XCTestCase {
     }
 
     /// Disconnection Complete with an error status: the disconnect fails, the link stays up.
+    /// `disconnect()` fails with the controller's Command Disallowed and the link stays up.
+    func assertDisconnectRefused(_ p: Peripheral, file: StaticString = #filePath, line: UInt = #line) async throws {
+        do {
+            try await p.disconnect()
+            XCTFail("expected the controller's refusal", file: file, line: line)
+        } catch let BLEError.hci(.commandFailed(opcode, status)) {
+            XCTAssertEqual(opcode, .disconnect, file: file, line: line)
+            XCTAssertEqual(status, .commandDisallowed, file: file, line: line)
+        }
+        XCTAssertEqual(p.state, .connected, file: file, line: line)
+    }
+
     func testFailedDisconnectIsReportedAndTheLinkStaysUp() async throws {
         let t = HostUnderTest()
         await t.controller.start()
@@ -56,14 +68,7 @@ final class HostRobustnessTests: XCTestCase {
             [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode),
              .disconnectionComplete(status: .commandDisallowed, handle: 0x0040, reason: .success)]
         }
-        do {
-            try await p.disconnect()
-            XCTFail("expected the controller's refusal")
-        } catch let BLEError.hci(.commandFailed(opcode, status)) {
-            XCTAssertEqual(opcode, .disconnect)
-            XCTAssertEqual(status, .commandDisallowed)
-        }
-        XCTAssertEqual(p.state, .connected)
+        try await assertDisconnectRefused(p)
         await central.close()
     }
 
@@ -78,14 +83,7 @@ final class HostRobustnessTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .commandDisallowed, numHCICommandPackets: 1, opcode: c.opcode)] }
         let baseline = await central.host.run { $0.backgroundTaskCount }
-        do {
-            try await p.disconnect()
-            XCTFail("expected the controller's refusal")
-        } catch let BLEError.hci(.commandFailed(opcode, status)) {
-            XCTAssertEqual(opcode, .disconnect)
-            XCTAssertEqual(status, .commandDisallowed)
-        }
-        XCTAssertEqual(p.state, .connected)
+        try await assertDisconnectRefused(p)
         // Past the deadline (command timeout + supervision timeout): wait until the deadline task
         // has run to its end, then the link must still be up.
         clock.advance(by: .seconds(60))
