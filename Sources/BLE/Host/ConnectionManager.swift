@@ -27,7 +27,7 @@ final class ConnectionManager {
     }
 
     var nextDeadline: Duration? {
-        [initiator.nextDeadline, links.nextDeadline].compactMap { $0 }.min()
+        earliest(initiator.nextDeadline, links.nextDeadline)
     }
 
     // MARK: - Connecting

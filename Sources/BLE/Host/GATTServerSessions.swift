@@ -34,7 +34,7 @@ final class GATTServerSessions {
     private var roomWaiters = ContinuationTable<Void>()
     private var eventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
 
-    var nextDeadline: Duration? { pending.values.map(\.deadline).min() }
+    var nextDeadline: Duration? { pending.values.lazy.map(\.deadline).min() }
 
     // MARK: - Database
 
@@ -108,8 +108,7 @@ final class GATTServerSessions {
             case let .send(bytes):
                 host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
             case let .read(id, attribute, offset):
-                let token = host.makeToken()
-                pending[token] = PendingRequest(kind: .read, linkHandle: handle, serverID: id, deadline: host.now + host.configuration.applicationResponseTimeout)
+                let token = pend(.read, serverID: id, handle: handle, host)
                 let request = GATTReadRequest(id: token, central: central, handle: attribute, offset: offset)
                 if let handler = readHandlers[attribute] {
                     host.spawn("read handler for 0x\(String(attribute, radix: 16))") {
@@ -129,11 +128,8 @@ final class GATTServerSessions {
                 case .command: publicKind = .command
                 case .prepared: publicKind = .prepared
                 }
-                let token = host.makeToken()
                 // A Write Command gets no answer (Vol 3 Part F §3.4.5.3): nothing to keep pending.
-                if publicKind != .command {
-                    pending[token] = PendingRequest(kind: .write, linkHandle: handle, serverID: id, deadline: host.now + host.configuration.applicationResponseTimeout)
-                }
+                let token = publicKind == .command ? host.makeToken() : pend(.write, serverID: id, handle: handle, host)
                 let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
                 if let handler = writeHandlers[attribute] {
                     host.spawn("write handler for 0x\(String(attribute, radix: 16))") {
@@ -175,22 +171,34 @@ final class GATTServerSessions {
 
     /// Answers a dynamic read the application was asked for.
     func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>, _ host: isolated HostController) {
-        guard let request = pending[token], request.kind == .read else { return }
-        pending[token] = nil
-        let t = host.now
-        guard let actions = host.connections.links.withLink(request.linkHandle, {
-            $0.server.completeRead(id: request.serverID, result: result, database: &database, now: t)
-        }) else { return }
-        perform(actions, handle: request.linkHandle, host)
+        answer(token, .read, host) { server, id, database, now in
+            server.completeRead(id: id, result: result, database: &database, now: now)
+        }
     }
 
     /// Answers a dynamic write the application was asked for.
     func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>, _ host: isolated HostController) {
-        guard let request = pending[token], request.kind == .write else { return }
+        answer(token, .write, host) { server, id, database, now in
+            server.completeWrite(id: id, result: result, database: &database, now: now)
+        }
+    }
+
+    /// Keeps a request for the application under a new host-wide token, with its deadline.
+    private func pend(_ kind: PendingRequest.Kind, serverID: UInt64, handle: UInt16, _ host: isolated HostController) -> UInt64 {
+        let token = host.makeToken()
+        pending[token] = PendingRequest(kind: kind, linkHandle: handle, serverID: serverID,
+                                        deadline: host.now + host.configuration.applicationResponseTimeout)
+        return token
+    }
+
+    /// Ends the pending request `token` of `kind` (once) by having its link's server complete it.
+    private func answer(_ token: UInt64, _ kind: PendingRequest.Kind, _ host: isolated HostController,
+                        _ complete: (inout ATTServer, UInt64, inout GATTServerDatabase, Duration) -> [ServerAction]) {
+        guard let request = pending[token], request.kind == kind else { return }
         pending[token] = nil
-        let t = host.now
+        let now = host.now
         guard let actions = host.connections.links.withLink(request.linkHandle, {
-            $0.server.completeWrite(id: request.serverID, result: result, database: &database, now: t)
+            complete(&$0.server, request.serverID, &database, now)
         }) else { return }
         perform(actions, handle: request.linkHandle, host)
     }

@@ -82,13 +82,19 @@ struct LinkTable {
 
     /// The earliest protocol deadline of any link's bearer (transaction timeout) or server
     /// (indication confirmation timeout).
+    /// Asked after every frame the host receives, so it allocates nothing.
     var nextDeadline: Duration? {
         var next: Duration?
         for link in links.values {
-            for d in [link.bearer.nextDeadline, link.server.nextDeadline] {
-                if let d, next.map({ d < $0 }) ?? true { next = d }
-            }
+            next = earliest(next, earliest(link.bearer.nextDeadline, link.server.nextDeadline))
         }
         return next
     }
+}
+
+/// The earlier of two optional deadlines (nil when neither is set).
+func earliest(_ a: Duration?, _ b: Duration?) -> Duration? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return min(a, b)
 }
