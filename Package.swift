@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
-        .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire"]),
+        .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLETestSupport"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.

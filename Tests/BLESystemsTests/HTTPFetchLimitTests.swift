@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// The echo server's http fetches hold at most the size limit in memory: a response announcing
 /// more is refused at its headers, and a body that grows past the limit is cancelled as it
@@ -64,5 +65,50 @@ final class HTTPFetchLimitTests: XCTestCase {
         XCTAssertEqual(limit, 100_000)
         XCTAssertGreaterThan(size, 100_000)
         XCTAssertLessThan(size, 100_000 + 1024 * 1024, "stopped within one read of the limit")
+    }
+}
+
+/// The test server itself: a stopped server still answering a client must not take the next
+/// server's connections (it once did, when its descriptor was reused by the next listener).
+final class LoopbackHTTPServerTests: XCTestCase {
+    func testAStoppedServerDoesNotAnswerTheNextServersClients() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let first = try LoopbackHTTPServer { client, server in
+            release.wait()
+            server.send(Array("HTTP/1.1 500 Old Server\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8), to: client)
+        }
+        // A client that the first server holds in `respond` while it is stopped.
+        let held = Thread {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = first.port.bigEndian
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            _ = Array("GET / HTTP/1.1\r\n\r\n".utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var byte: UInt8 = 0
+            while recv(fd, &byte, 1, 0) > 0 {}
+            close(fd)
+        }
+        held.start()
+        await waitUntil("the first server holding a client", within: .seconds(10)) { first.connectionsAccepted.withLock { $0 } == 1 }
+        first.stop()
+        let second = try LoopbackHTTPServer { client, server in
+            server.send(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8), to: client)
+        }
+        defer { second.stop() }
+        release.signal()
+        var fetcher = ResourceFetcher(maximumSize: 1000)
+        fetcher.timeout = 20
+        for _ in 0..<3 {
+            do {
+                _ = try await fetcher.fetch(second.url)
+                XCTFail("a 404 is an error")
+            } catch {
+                XCTAssertEqual(error, .httpStatus(404, url: second.url))
+            }
+        }
     }
 }

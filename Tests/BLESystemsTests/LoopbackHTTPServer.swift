@@ -11,6 +11,8 @@ final class LoopbackHTTPServer: Sendable {
     private let listener: Int32
     /// Bytes written to clients, over all connections.
     let bytesSent = Mutex(0)
+    /// Connections accepted so far.
+    let connectionsAccepted = Mutex(0)
 
     /// `respond` runs on the server's thread with the connected socket and the server.
     init(_ respond: @escaping @Sendable (Int32, LoopbackHTTPServer) -> Void) throws {
@@ -35,7 +37,14 @@ final class LoopbackHTTPServer: Sendable {
         let thread = Thread { [self] in
             while true {
                 let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }
+                guard client >= 0 else {
+                    // Closed here, by the only thread that uses it, not in `stop`: a descriptor
+                    // closed there could be reused by the next test's listener while this thread
+                    // is still in `respond`, and its next `accept` would serve that test's client.
+                    close(fd)
+                    return
+                }
+                connectionsAccepted.withLock { $0 += 1 }
                 Self.readRequest(client)
                 respond(client, self)
                 close(client)
@@ -46,10 +55,10 @@ final class LoopbackHTTPServer: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)/resource" }
 
-    /// Stops accepting (the thread ends at its next accept).
+    /// Stops accepting: the thread's next (or current) accept fails, and the thread closes the
+    /// listener as it ends.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private static func readRequest(_ client: Int32) {
