@@ -1,0 +1,253 @@
+import BLECrypto
+import BLEWire
+
+/// What this device offers and demands when it pairs (Core spec Vol 3 Part H §2.3, §3.5.1).
+public struct SMPPairingSettings: Sendable, Hashable {
+    public var ioCapability: SMPIOCapability
+    /// Bonding_Flags: store the keys for later reconnections.
+    public var bonding: Bool
+    /// Demand MITM protection: pairing that would end unauthenticated fails with
+    /// Authentication Requirements.
+    public var mitm: Bool
+    /// Offer LE Secure Connections.
+    public var secureConnections: Bool
+    /// Secure Connections Only mode (Vol 3 Part C §10.2.4): legacy pairing and keys shorter than
+    /// 16 octets are refused.
+    public var secureConnectionsOnly: Bool
+    /// The smallest encryption key size accepted (7...16 octets, §2.3.4).
+    public var minimumKeySize: UInt8
+    /// The largest key size offered (7...16 octets).
+    public var maximumKeySize: UInt8
+    /// The keys this device gives (LTK only matters for legacy pairing).
+    public var distributes: SMPKeyDistribution
+    /// The keys this device asks the peer for.
+    public var requests: SMPKeyDistribution
+    /// Ask the application before answering a peer's Pairing Request (responder only).
+    public var asksApproval: Bool
+
+    public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
+                secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
+                minimumKeySize: UInt8 = 7, maximumKeySize: UInt8 = 16,
+                distributes: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
+                requests: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
+                asksApproval: Bool = false) {
+        self.ioCapability = ioCapability
+        self.bonding = bonding
+        self.mitm = mitm
+        self.secureConnections = secureConnections
+        self.secureConnectionsOnly = secureConnectionsOnly
+        self.minimumKeySize = minimumKeySize
+        self.maximumKeySize = maximumKeySize
+        self.distributes = distributes
+        self.requests = requests
+        self.asksApproval = asksApproval
+    }
+
+    /// The AuthReq octet these settings send (§3.5.1). Keypress and CT2 are never set: this
+    /// stack sends no keypress notifications and derives no BR/EDR keys.
+    var authRequirements: SMPAuthRequirements {
+        var a: SMPAuthRequirements = []
+        if bonding { a.insert(.bonding) }
+        if mitm { a.insert(.mitm) }
+        if secureConnections || secureConnectionsOnly { a.insert(.secureConnections) }
+        return a
+    }
+}
+
+/// Out-of-band data for one pairing (Core spec Vol 3 Part H §2.3.5.6.4 for Secure Connections,
+/// §2.3.5.4 for legacy).
+public struct SMPOutOfBandData: Sendable, Hashable {
+    /// Legacy pairing: the 128-bit TK both sides got out of band, least significant octet first.
+    public var legacyTemporaryKey: [UInt8]?
+    /// Secure Connections: what this device gave the peer, if anything. The key pair is the one
+    /// the pairing must use, since the confirm value the peer holds was computed over it.
+    public var local: SMPLocalOOB?
+    /// Secure Connections: the random value r and confirm value C (least significant octet first)
+    /// received from the peer.
+    public var peerRandom: [UInt8]?
+    public var peerConfirm: [UInt8]?
+
+    public init(legacyTemporaryKey: [UInt8]? = nil, local: SMPLocalOOB? = nil, peerRandom: [UInt8]? = nil, peerConfirm: [UInt8]? = nil) {
+        self.legacyTemporaryKey = legacyTemporaryKey
+        self.local = local
+        self.peerRandom = peerRandom
+        self.peerConfirm = peerConfirm
+    }
+
+    /// Whether there is peer data to announce with OOB_Data_Flag in this kind of pairing.
+    func hasPeerData(secureConnections: Bool) -> Bool {
+        secureConnections ? (peerRandom != nil && peerConfirm != nil) : legacyTemporaryKey != nil
+    }
+}
+
+/// The OOB data this device generated for Secure Connections: a key pair, a random value r and
+/// C = f4(PKx, PKx, r, 0) (§2.3.5.6.4). Give `random` and `confirm` to the peer out of band.
+public struct SMPLocalOOB: Sendable, Hashable {
+    public let keyPair: P256KeyPair
+    /// r, least significant octet first.
+    public let random: [UInt8]
+    /// C, least significant octet first.
+    public let confirm: [UInt8]
+
+    /// Generates fresh OOB data.
+    public static func generate() throws(CryptoError) -> SMPLocalOOB {
+        let pair = try P256.generateKeyPair()
+        let r = try SecureRandom.bytes(count: 16)
+        let c = try SMPCrypto.f4(u: pair.publicKeyX, v: pair.publicKeyX, x: Array(r.reversed()), z: 0)
+        return SMPLocalOOB(keyPair: pair, random: r, confirm: Array(c.reversed()))
+    }
+
+    public init(keyPair: P256KeyPair, random: [UInt8], confirm: [UInt8]) {
+        self.keyPair = keyPair
+        self.random = random
+        self.confirm = confirm
+    }
+}
+
+/// The keys one side distributed in the key distribution phase (Core spec Vol 3 Part H §3.6).
+/// Keys are least significant octet first, as they travel and as HCI takes them.
+public struct SMPDistributedKeys: Sendable, Hashable {
+    /// LTK, with the EDIV and Rand that name it (legacy pairing only).
+    public var longTermKey: [UInt8]?
+    public var ediv: UInt16 = 0
+    public var rand: UInt64 = 0
+    public var identityResolvingKey: [UInt8]?
+    public var identityAddress: DeviceAddress?
+    public var signatureKey: [UInt8]?
+
+    public init(longTermKey: [UInt8]? = nil, ediv: UInt16 = 0, rand: UInt64 = 0, identityResolvingKey: [UInt8]? = nil,
+                identityAddress: DeviceAddress? = nil, signatureKey: [UInt8]? = nil) {
+        self.longTermKey = longTermKey
+        self.ediv = ediv
+        self.rand = rand
+        self.identityResolvingKey = identityResolvingKey
+        self.identityAddress = identityAddress
+        self.signatureKey = signatureKey
+    }
+
+    /// The kinds present, as the key distribution bits name them.
+    public var kinds: SMPKeyDistribution {
+        var k: SMPKeyDistribution = []
+        if longTermKey != nil { k.insert(.encryptionKey) }
+        if identityResolvingKey != nil { k.insert(.identityKey) }
+        if signatureKey != nil { k.insert(.signingKey) }
+        return k
+    }
+}
+
+/// This device's own long-lived keys, distributed when the peer asks for them.
+public struct SMPLocalIdentity: Sendable, Hashable {
+    public var identityResolvingKey: [UInt8]
+    /// The public or static random address the peer should know us by.
+    public var identityAddress: DeviceAddress
+    public var signatureKey: [UInt8]
+
+    public init(identityResolvingKey: [UInt8], identityAddress: DeviceAddress, signatureKey: [UInt8]) {
+        self.identityResolvingKey = identityResolvingKey
+        self.identityAddress = identityAddress
+        self.signatureKey = signatureKey
+    }
+}
+
+/// What a finished pairing produced.
+public struct SMPPairingOutcome: Sendable, Hashable {
+    public var secureConnections: Bool
+    public var model: SMPAssociationModel
+    /// The negotiated encryption key size, 7...16 octets.
+    public var keySize: Int
+    /// The key is authenticated (MITM-protected).
+    public var authenticated: Bool
+    /// Both sides asked to bond: the keys are meant to be stored.
+    public var bonded: Bool
+    /// The key the link is now encrypted with (the STK in legacy pairing, the LTK under Secure
+    /// Connections), least significant octet first.
+    public var linkKey: [UInt8]
+    /// Secure Connections: the LTK from f5 (both sides store it, EDIV = Rand = 0).
+    public var secureConnectionsLongTermKey: [UInt8]?
+    /// The keys we gave and the keys the peer gave.
+    public var sent: SMPDistributedKeys
+    public var received: SMPDistributedKeys
+
+    /// The level a link encrypted with this pairing's keys has.
+    public var securityLevel: SecurityLevel {
+        .of(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize)
+    }
+}
+
+/// Why a pairing ended without keys. Every case says which side decided and why, in the Pairing
+/// Failed reason's terms where there is one (Core spec Vol 3 Part H §3.5.5).
+public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// We sent Pairing Failed with `reason`; `detail` says what we found.
+    case local(SMPPairingFailedReason, detail: String)
+    /// The peer sent Pairing Failed with `reason`.
+    case peer(SMPPairingFailedReason)
+    /// No SMP command within 30 seconds (§3.4): SMP is closed on this link until it reconnects.
+    case timeout
+    /// The controller could not encrypt the link with the new key (HCI status).
+    case encryptionFailed(status: UInt8)
+    /// Pairing was refused before it started: SMP already timed out on this link, or a pairing
+    /// is in progress.
+    case unavailable(String)
+
+    /// The Pairing Failed reason, when one was sent or received.
+    public var reason: SMPPairingFailedReason? {
+        switch self {
+        case let .local(r, _), let .peer(r): return r
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .local(r, detail): return "pairing failed (\(r)): \(detail)"
+        case let .peer(r): return "peer ended pairing: \(r)"
+        case .timeout: return "pairing timed out (no SMP command for 30 s)"
+        case let .encryptionFailed(status): return "encryption with the new key failed, HCI status 0x\(String(status, radix: 16))"
+        case let .unavailable(why): return "pairing unavailable: \(why)"
+        }
+    }
+}
+
+extension SMPPairingFailedReason: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .passkeyEntryFailed: return "Passkey Entry Failed"
+        case .oobNotAvailable: return "OOB Not Available"
+        case .authenticationRequirements: return "Authentication Requirements"
+        case .confirmValueFailed: return "Confirm Value Failed"
+        case .pairingNotSupported: return "Pairing Not Supported"
+        case .encryptionKeySize: return "Encryption Key Size"
+        case .commandNotSupported: return "Command Not Supported"
+        case .unspecifiedReason: return "Unspecified Reason"
+        case .repeatedAttempts: return "Repeated Attempts"
+        case .invalidParameters: return "Invalid Parameters"
+        case .dhKeyCheckFailed: return "DHKey Check Failed"
+        case .numericComparisonFailed: return "Numeric Comparison Failed"
+        default: return "reason 0x" + String(rawValue, radix: 16)
+        }
+    }
+}
+
+/// What the pairing state machine asks its owner to do.
+public enum SMPAction: Sendable, Hashable {
+    /// Send these bytes on the link's SMP channel (CID 0x0006).
+    case send([UInt8])
+    /// Show the user this passkey (six digits, zero-filled).
+    case displayPasskey(UInt32)
+    /// Ask the user for the passkey the other device shows; answer with `passkeyEntered`.
+    case requestPasskey
+    /// Show this six-digit value and ask whether the peer shows the same; answer with
+    /// `numericComparisonConfirmed`.
+    case confirmNumericComparison(UInt32)
+    /// Ask whether to pair with a peer that sent these features; answer with `approve`.
+    case requestApproval(SMPPairingFeatures)
+    /// Central: encrypt the link with this key (LE Enable Encryption).
+    case startEncryption(longTermKey: [UInt8], ediv: UInt16, rand: UInt64)
+    /// The pairing ended with keys.
+    case completed(SMPPairingOutcome)
+    /// The pairing ended without keys.
+    case failed(SMPPairingError)
+    /// Central: the peripheral asks for security (Security Request, §3.6.7) while no pairing
+    /// runs; the owner re-encrypts with a bond's key or starts pairing.
+    case securityRequested(SMPAuthRequirements)
+}
