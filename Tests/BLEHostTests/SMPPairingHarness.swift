@@ -158,6 +158,7 @@ struct SMPPairingHarness {
     }
 
     private mutating func setOutcome(_ role: SMPPairing.Role, _ r: Result<SMPPairingOutcome, SMPPairingError>) {
-        if role == .initiator { initiatorOutcome = r } else { responderOutcome = r }
+        // The first outcome counts: what a straggler PDU causes afterwards is not the pairing's.
+        if role == .initiator { initiatorOutcome = initiatorOutcome ?? r } else { responderOutcome = responderOutcome ?? r }
     }
 }

@@ -71,6 +71,8 @@ public struct SMPPairing: Sendable {
         case idle
         case awaitingApproval
         case awaitingResponse
+        /// Responder: answering a Pairing Request.
+        case featureExchange
         case legacyConfirm
         case legacyRandom
         case publicKey
@@ -236,6 +238,7 @@ public struct SMPPairing: Sendable {
     private mutating func receiveRequest(_ features: SMPPairingFeatures, now: Duration) throws(Abort) -> [SMPAction] {
         let preq = SMPPDU.pairingRequest(features).encode()
         session = SMPSession(preq: preq, initiator: features)
+        phase = .featureExchange
         if settings.asksApproval {
             phase = .awaitingApproval
             touch(now)
@@ -361,9 +364,13 @@ public struct SMPPairing: Sendable {
     }
 
     /// Ends the pairing on our side: Pairing Failed to the peer, the error to the owner.
+    /// Outside a pairing only the PDU goes out: there is no procedure to report as failed (a
+    /// straggler after a failure, a confirm value out of nowhere).
     mutating func abort(_ error: Abort) -> [SMPAction] {
+        let wasPairing = phase != .idle
         reset()
-        return [.send(SMPPDU.pairingFailed(error.reason).encode()), .failed(.local(error.reason, detail: error.detail))]
+        let reply = SMPAction.send(SMPPDU.pairingFailed(error.reason).encode())
+        return wasPairing ? [reply, .failed(.local(error.reason, detail: error.detail))] : [reply]
     }
 
     private mutating func peerFailed(_ reason: SMPPairingFailedReason) -> [SMPAction] {
