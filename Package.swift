@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
         // The in-process virtual LE controller and medium, virtual time, fault injection (issue 4).
         .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLERuntime", "BLECrypto"]),
-        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport"]),
+        .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLECrypto"]),
         // Above both the API and the simulator: virtual worlds of hosts, and opening any
         // controller by its spec string (`virtual` included).
         .target(name: "BLEVirtual", dependencies: ["BLE", "BLERuntime", "BLETransport", "BLEVirtualRadio"]),

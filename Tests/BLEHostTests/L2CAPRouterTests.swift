@@ -29,11 +29,11 @@ final class L2CAPRouterTests: XCTestCase {
                                          .updateConnectionParameters(parameters)]))
     }
 
-    func testPairingRequestIsRefusedOnTheSMPChannel() {
+    func testSMPFramesGoUpWholeToTheSecurityManager() {
         var r = router()
         let pairingRequest = bytes("0700 0600 01 03 00 01 10 07 07")
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: pairingRequest)),
-                       .control([.send(channel: L2CAPChannel.smp, payload: [0x05, 0x05])]))
+                       .smp(bytes("01 03 00 01 10 07 07")))
     }
 
     func testUnknownHandleUnroutedChannelAndBadFragmentsAreDroppedWithAReason() {
@@ -64,22 +64,5 @@ final class L2CAPRouterTests: XCTestCase {
         guard case .dropped = r.receive(ACLPacket(handle: 0x40, boundary: .continuing, data: bytes("00 0A 0300 AA BB"))) else {
             return XCTFail("the old partial frame must be gone")
         }
-    }
-}
-
-/// The Security Manager channel until pairing exists: refuse at once, never loop.
-final class SMPChannelTests: XCTestCase {
-    func testPairingAndSecurityRequestsGetPairingNotSupported() {
-        var smp = SMPChannel()
-        XCTAssertEqual(smp.receive([0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07]), [0x05, 0x05])
-        XCTAssertEqual(smp.receive([0x0B, 0x01]), [0x05, 0x05])
-    }
-
-    func testEverythingElseIsDroppedSoTwoStacksCannotReplyForever() {
-        var smp = SMPChannel()
-        XCTAssertNil(smp.receive([]))
-        XCTAssertNil(smp.receive([0x05, 0x05]))  // a Pairing Failed is never answered
-        XCTAssertNil(smp.receive([0x03] + [UInt8](repeating: 0, count: 16)))
-        XCTAssertNil(smp.receive([0xFF]))
     }
 }

@@ -181,14 +181,27 @@ final class HostConnectionTests: XCTestCase {
         await central.close()
     }
 
-    func testPairingRequestIsRefusedUntilSMPExists() async throws {
+    func testAPairingRequestToACentralGetsCommandNotSupported() async throws {
         let t = HostUnderTest()
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
         await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0006)
-        XCTAssertEqual(responses.first, [0x05, 0x05], "Pairing Failed: Pairing Not Supported")
+        XCTAssertEqual(responses.first, [0x05, 0x07], "Pairing Failed: Command Not Supported (only a peripheral answers pairing)")
+        await central.close()
+    }
+
+    func testAPeripheralsSecurityRequestMakesTheCentralPair() async throws {
+        let t = HostUnderTest()
+        let central = try await open(t)
+        _ = try await central.connect(peer, timeout: .seconds(5))
+        await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x01])
+        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
+        let responses = await t.controller.l2capPayloads(channel: 0x0006)
+        // Pairing Request: NoInputNoOutput, no OOB, bonding + Secure Connections, 16 octets,
+        // LTK/IRK/CSRK each way.
+        XCTAssertEqual(responses.first, [0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
         await central.close()
     }
 }

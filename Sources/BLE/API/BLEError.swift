@@ -26,17 +26,21 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
     case unsupported(String)
     /// Another operation of the same kind is already running (one scan, one pending connect).
     case busy(String)
+    /// Pairing failed or security could not be raised: the Pairing Failed reason and which side
+    /// gave it, the SMP timeout, or an encryption failure (Core spec Vol 3 Part H §3.5.5).
+    case security(SMPPairingError)
     /// The stack was closed.
     case closed
 
     /// The layer that failed, as a short tag for logs and metrics: `hci`, `att`, `transport`,
-    /// `link` or `host`.
+    /// `link`, `smp` or `host`.
     public var layer: String {
         switch self {
         case .hci, .connectionFailed: return "hci"
         case .gatt: return "att"
         case .transport: return "transport"
         case .disconnected, .notConnected: return "link"
+        case .security: return "smp"
         default: return "host"
         }
     }
@@ -54,6 +58,7 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
         case let .invalidArgument(m): return "invalid argument: \(m)"
         case let .unsupported(m): return "unsupported: \(m)"
         case let .busy(m): return "busy: \(m)"
+        case let .security(e): return "security: \(e)"
         case .closed: return "the host stack is closed"
         }
     }

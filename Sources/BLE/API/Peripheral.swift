@@ -96,8 +96,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     // MARK: Procedures
 
+    /// Every GATT request goes through here, so each one raises security on demand (`securely`).
     func run(_ procedure: some GATTProcedure) async throws -> GATTOutput {
-        try await host.run { [linkID] in try await $0.client.perform(AnyGATTProcedure(procedure), onLink: linkID, $0) }
+        let erased = AnyGATTProcedure(procedure)
+        return try await securely {
+            try await host.run { [linkID] in try await $0.client.perform(erased, onLink: linkID, $0) }
+        }
     }
 
     /// Exchanges the ATT MTU (Vol 3 Part G §4.3.1), asking for `preferred` (default 517).

@@ -75,6 +75,11 @@ public enum PeripheralManagerEvent: Sendable {
     case readyToUpdateSubscribers(ConnectedCentral)
     /// An indication sent with `updateValue` was confirmed by the central.
     case indicationConfirmed(ConnectedCentral, valueHandle: UInt16)
+    /// A central paired with us (Core spec Vol 3 Part H §2.3): the method, level and whether
+    /// the keys were stored.
+    case paired(ConnectedCentral, PairingResult)
+    /// A central's pairing ended without keys, with the Pairing Failed reason and its side.
+    case pairingFailed(ConnectedCentral, SMPPairingError)
     case advertisingStarted
     case advertisingStopped
     /// Turning advertising back on (after a connection or disconnection) failed.

@@ -11,7 +11,7 @@ struct LinkHandle: Sendable {
 }
 
 /// The host's connections: creating (central), cancelling and disconnecting them, the link
-/// table, and the controller's events about links (parameters, data length, PHY, encryption,
+/// table, and the controller's events about links (parameters, data length, PHY,
 /// the peer's requests). The attempt's decisions are the sans-IO `ConnectionInitiator`'s; this
 /// part keeps the callers waiting on them. Isolated to the host actor that owns it.
 final class ConnectionManager {
@@ -118,6 +118,7 @@ final class ConnectionManager {
                 server: ATTServer(preferredMTU: configuration.preferredATTMTU),
                 observation: LinkObservation(parameters: parameters))
             host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
+            host.security.linkOpened(handle: event.handle, host)
             applyLinkPreferences(handle: event.handle, host)
             if role == .peripheral {
                 // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
@@ -231,8 +232,6 @@ final class ConnectionManager {
                 return
             }
             linkClosed(handle: handle, reason: reason, error: .disconnected(reason: reason), host)
-        case let .encryptionChange(status, handle, enabled):
-            if status == .success { links[handle]?.security.encrypted = enabled }
         default:
             break
         }
@@ -269,9 +268,6 @@ final class ConnectionManager {
                 ? .leRemoteConnectionParameterRequestReply(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: latency, supervisionTimeout: timeout, minCELength: 0, maxCELength: 0)
                 : .leRemoteConnectionParameterRequestNegativeReply(handle: handle, reason: .unacceptableConnectionParameters)
             host.sendInBackground(reply, "answering the peer's connection parameter request")
-        case let .longTermKeyRequest(handle, _, _):
-            // No bonding yet (SMP arrives with the pairing issue): refuse, so the peer learns at once.
-            host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
         default:
             host.log("ignored LE event \(meta)")
         }

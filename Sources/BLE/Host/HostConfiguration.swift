@@ -61,6 +61,9 @@ public struct HostConfiguration: Sendable {
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
 
+    /// Pairing, bonding and how the GATT client raises security (Core spec Vol 3 Part H).
+    public var security = SecuritySettings()
+
     /// Makes a configuration with the defaults above; change the fields you need before opening.
     public init() {}
 }

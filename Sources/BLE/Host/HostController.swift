@@ -10,7 +10,8 @@ import BLERuntime
 /// - `L2CAPRouter`: reassembly, fixed channels, LE signaling, the SMP channel;
 /// - `ConnectionManager`: create, cancel and disconnect, the link table, link events;
 /// - `ScanCoordinator` and `AdvertisingCoordinator`: the GAP roles' radio work;
-/// - `GATTClientSessions` and `GATTServerSessions`: each link's ATT bearer, both sides.
+/// - `GATTClientSessions` and `GATTServerSessions`: each link's ATT bearer, both sides;
+/// - `SecurityCoordinator`: pairing (SMP), bonds and encryption.
 ///
 /// The sans-IO state machines behind the parts (in `BLEHost` and `BLEHCI`) take bytes, events
 /// and `now` and return what to send; the parts keep the continuations of the callers waiting
@@ -25,6 +26,7 @@ actor HostController {
     let advertising = AdvertisingCoordinator()
     let client = GATTClientSessions()
     let server = GATTServerSessions()
+    let security: SecurityCoordinator
 
     var commandFlow = CommandFlowController()
     var aclFlow = ACLFlowController(bufferCount: 1, bufferLength: 27)
@@ -49,6 +51,7 @@ actor HostController {
         self.clock = clock
         self.configuration = configuration
         self.connections = ConnectionManager(configuration: configuration)
+        self.security = SecurityCoordinator(settings: configuration.security)
         let (stream, continuation) = AsyncStream<H4Frame>.makeStream(bufferingPolicy: .unbounded)
         self.outbound = continuation
         // One writer drains the outbound queue so frames reach the transport in the order the actor
@@ -246,8 +249,14 @@ actor HostController {
             sendACL(aclFlow.completed(entries))
             for entry in entries { server.pumpNotifications(handle: entry.handle, self) }
             client.aclProgressed(self)
-        case .disconnectionComplete, .encryptionChange:
+        case .disconnectionComplete:
             connections.handle(event, self)
+        case let .encryptionChange(status, handle, enabled):
+            security.encryptionChanged(handle: handle, status: status, enabled: enabled, self)
+        case let .encryptionKeyRefreshComplete(status, handle):
+            security.encryptionChanged(handle: handle, status: status, enabled: status == .success, self)
+        case let .le(.longTermKeyRequest(handle, rand, ediv)):
+            security.longTermKeyRequested(handle: handle, ediv: ediv, rand: rand, self)
         case .hardwareError(let code):
             fail(.hci(.hardwareError(code: code)))
         case let .le(.advertisingReport(reports)):
@@ -268,6 +277,8 @@ actor HostController {
             break
         case let .att(payload):
             receiveATT(payload, handle: packet.handle)
+        case let .smp(payload):
+            security.receive(payload, handle: packet.handle, self)
         case let .control(actions):
             connections.perform(actions, handle: packet.handle, self)
         case let .dropped(why):
@@ -302,6 +313,7 @@ actor HostController {
     /// its ACL credits return. Called by the connection manager when a link ends.
     func linkEnded(_ link: Link, reason: HCIStatus, error: BLEError) {
         client.linkClosed(link, error: error, self)
+        security.linkClosed(link, error: error, self)
         sendACL(aclFlow.connectionClosed(handle: link.handle))
         router.linkClosed(handle: link.handle)
         server.linkClosed(link, reason: reason, self)
@@ -315,8 +327,8 @@ actor HostController {
     /// Arms one timer for the earliest deadline of all the parts.
     func rescheduleTimer() {
         // After every received frame: no array, no allocation.
-        let next = earliest(earliest(commandFlow.nextDeadline, connections.nextDeadline),
-                            earliest(scanning.nextDeadline, server.nextDeadline))
+        let next = earliest(earliest(earliest(commandFlow.nextDeadline, connections.nextDeadline),
+                                     earliest(scanning.nextDeadline, server.nextDeadline)), security.nextDeadline)
         guard next != scheduledDeadline else { return }
         timerTask?.cancel()
         scheduledDeadline = next
@@ -337,6 +349,7 @@ actor HostController {
         connections.expire(now: t, self)
         scanning.expire(now: t, self)
         server.expire(now: t, self)
+        security.expire(now: t, self)
         rescheduleTimer()
     }
 

@@ -46,6 +46,7 @@ extension ATTServer {
         if (encryption || authentication) && !security.encrypted {
             return security.hasLongTermKey ? .insufficientEncryption : .insufficientAuthentication
         }
+        if (encryption || authentication) && security.keySize < security.requiredKeySize { return .encryptionKeySizeTooShort }
         if authentication && !security.authenticated { return .insufficientAuthentication }
         if authorization && !security.authorized { return .insufficientAuthorization }
         return nil

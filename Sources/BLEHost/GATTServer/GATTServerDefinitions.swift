@@ -64,13 +64,23 @@ public struct LinkSecurity: Hashable, Sendable {
     /// encryption. Decides between Insufficient Encryption and Insufficient Authentication on an
     /// unencrypted link (see `ATTServer`'s permission rules).
     public var hasLongTermKey: Bool
+    /// The encryption key's size in octets (7...16); meaningful only while `encrypted`.
+    public var keySize: Int
+    /// The key came from LE Secure Connections pairing.
+    public var secureConnections: Bool
+    /// The server's policy: attributes that need encryption answer Insufficient Encryption Key
+    /// Size on a link whose key is shorter (Vol 3 Part F §3.4.1.1, error 0x0C).
+    public var requiredKeySize: Int
 
     public init(encrypted: Bool = false, authenticated: Bool = false, authorized: Bool = false,
-                hasLongTermKey: Bool = false) {
+                hasLongTermKey: Bool = false, keySize: Int = 16, secureConnections: Bool = false, requiredKeySize: Int = 7) {
         self.encrypted = encrypted
         self.authenticated = authenticated
         self.authorized = authorized
         self.hasLongTermKey = hasLongTermKey
+        self.keySize = keySize
+        self.secureConnections = secureConnections
+        self.requiredKeySize = requiredKeySize
     }
 
     /// A fresh, unencrypted, unbonded link.

@@ -6,13 +6,15 @@ public enum L2CAPRouting: Sendable, Equatable {
     case none
     /// A whole ATT PDU for the link's bearer (fixed CID 0x0004).
     case att([UInt8])
-    /// Replies and requests produced by the link's signaling or SMP channel.
+    /// A whole SMP PDU for the link's Security Manager (fixed CID 0x0006).
+    case smp([UInt8])
+    /// Replies and requests produced by the link's signaling channel.
     case control([L2CAPControlAction])
     /// Traffic the router could not use, with why, for the diagnostics log; the link goes on.
     case dropped(String)
 }
 
-/// What a link's L2CAP control channels (LE signaling, SMP) ask the owner to do.
+/// What a link's LE signaling channel asks the owner to do.
 public enum L2CAPControlAction: Sendable, Equatable {
     /// Send `payload` on the fixed channel `channel` of the link.
     case send(channel: UInt16, payload: [UInt8])
@@ -23,14 +25,14 @@ public enum L2CAPControlAction: Sendable, Equatable {
 
 /// The L2CAP layer of every link, sans-IO: reassembles ACL fragments into basic frames (Core
 /// spec Vol 3 Part A §3.1, §7.2), routes them by channel ID (§2.1: fixed channels 0x0004 ATT,
-/// 0x0005 LE signaling, 0x0006 SMP) and runs the control channels of each link. Dynamic
+/// 0x0005 LE signaling, 0x0006 SMP) and runs the signaling channel of each link; ATT and SMP
+/// PDUs go up whole to their owners (the bearers and the Security Manager). Dynamic
 /// channels (LE credit-based, §4.22) get a route of their own here when they are built; until
 /// then their data is dropped with a reason.
 public struct L2CAPRouter: Sendable {
     private struct LinkChannels: Sendable {
         let role: LESignalingChannel.Role
         var signaling = LESignalingChannel()
-        var smp = SMPChannel()
     }
 
     private var reassembler = ACLReassembler()
@@ -77,8 +79,7 @@ public struct L2CAPRouter: Sendable {
         case L2CAPChannel.leSignaling:
             return .control(receiveSignaling(frame.payload, handle: handle))
         case L2CAPChannel.smp:
-            guard let reply = links[handle]?.smp.receive(frame.payload) else { return .none }
-            return .control([.send(channel: L2CAPChannel.smp, payload: reply)])
+            return .smp(frame.payload)
         default:
             return .dropped("data on unrouted L2CAP channel 0x\(String(frame.channelID, radix: 16))")
         }

@@ -66,6 +66,13 @@ public struct SMPPairing: Sendable {
     /// Whether a pairing is in progress.
     public var isPairing: Bool { phase != .idle }
 
+    /// What the key of the running pairing will be worth, once the feature exchange fixed it:
+    /// the owner marks the link with it when the controller reports encryption.
+    public var negotiatedKey: (secureConnections: Bool, authenticated: Bool, keySize: Int)? {
+        guard let s = session, s.responder != nil else { return nil }
+        return (s.secureConnections, s.method.model.isAuthenticated, s.keySize)
+    }
+
     /// Where a pairing is.
     enum Phase: Hashable, Sendable {
         case idle

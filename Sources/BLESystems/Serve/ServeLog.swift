@@ -62,6 +62,15 @@ public struct ServeLog: Sendable {
             line("readyToUpdate", central(c), text: "ready to update: \(c.address)")
         case let .indicationConfirmed(c, handle):
             line("confirmed", central(c) + [("handle", .int(Int(handle)))], text: "indication confirmed: \(c.address) 0x\(String(format4: handle))")
+        case let .paired(c, r):
+            line("paired", central(c) + [("secureConnections", .bool(r.secureConnections)), ("method", .string(r.method.rawValue)),
+                                         ("keySize", .int(r.keySize)), ("securityLevel", .int(r.securityLevel.rawValue)),
+                                         ("bonded", .bool(r.bonded)), ("keysSent", .array(r.keysSent.names.map { .string($0) })),
+                                         ("keysReceived", .array(r.keysReceived.names.map { .string($0) }))],
+                 text: "paired: \(c.address) \(r)\(r.bonded ? " (keys stored: sent \(r.keysSent.names.joined(separator: ",")), received \(r.keysReceived.names.joined(separator: ",")))" : "")")
+        case let .pairingFailed(c, error):
+            line("pairingFailed", central(c) + [("error", .string("\(error)"))] + (error.reason.map { [("reason", JSON.int(Int($0.rawValue)))] } ?? []),
+                 text: "pairing failed: \(c.address) \(error)")
         case .advertisingStarted:
             line("advertising", [("enabled", .bool(true))], text: "advertising")
         case .advertisingStopped:

@@ -1,0 +1,425 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// The host's Security Manager part: one sans-IO `SMPPairing` per link, the bond store, the
+/// pairing agent, and the controller's side of encryption (LE Enable Encryption as central, the
+/// LE Long Term Key Request as peripheral, Encryption Change and Key Refresh; Core spec Vol 3
+/// Part H §2.4.4, Vol 4 Part E §7.8.24–26). It decides what each link's security is, so the GATT
+/// server's permission checks and the client's retries read it from the link. Isolated to the
+/// host actor that owns it.
+final class SecurityCoordinator {
+    private let settings: SecuritySettings
+    private var machines: [UInt16: SMPPairing] = [:]
+    /// Callers waiting for a pairing (or a re-encryption) on a link to end.
+    private var waiters: [UInt16: [OneShot<PairingResult?>]] = [:]
+    /// What the key being switched on is worth, until the controller confirms encryption.
+    private var pendingKey: [UInt16: KeyWorth] = [:]
+    private var limiter: SMPAttemptLimiter
+    private var cachedBonds: [Bond]?
+    private var ephemeralIdentity: LocalIdentity?
+
+    struct KeyWorth {
+        var secureConnections: Bool
+        var authenticated: Bool
+        var keySize: Int
+        var bonded: Bool
+    }
+
+    init(settings: SecuritySettings) {
+        self.settings = settings
+        self.limiter = settings.attemptLimiter
+    }
+
+    var nextDeadline: Duration? {
+        var next: Duration?
+        for m in machines.values { next = earliest(next, m.nextDeadline) }
+        return next
+    }
+
+    // MARK: - Bonds
+
+    /// Every bond, cached after the first read (the store is read once per host).
+    func bonds(_ host: isolated HostController) -> [Bond] {
+        if let cachedBonds { return cachedBonds }
+        guard let store = settings.bondStore else { return [] }
+        do {
+            let all = try store.bonds()
+            for problem in store.problems() { host.log("bond store: \(problem)") }
+            cachedBonds = all
+            return all
+        } catch {
+            host.log("bond store: \(error)")
+            cachedBonds = []
+            return []
+        }
+    }
+
+    /// The bond for the device at `address` (its identity, or an RPA one of its IRKs resolves).
+    func bond(for address: DeviceAddress, _ host: isolated HostController) -> Bond? {
+        let all = bonds(host)
+        if let direct = all.first(where: { $0.peer.address == address.address && $0.peer.type.peerType == address.type.peerType }) { return direct }
+        guard address.type.peerType == .random, address.address.randomKind == .resolvablePrivate else { return nil }
+        return all.first { b in b.peerIdentityResolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }
+    }
+
+    private func store(_ bond: Bond, _ host: isolated HostController) -> Bool {
+        var all = bonds(host)
+        all.removeAll { $0.peer == bond.peer }
+        all.append(bond)
+        cachedBonds = all
+        guard let store = settings.bondStore else { return true }
+        do {
+            try store.save(bond)
+            return true
+        } catch {
+            host.log("saving the bond of \(bond.peer): \(error)")
+            return false
+        }
+    }
+
+    func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
+        var all = bonds(host)
+        let before = all.count
+        all.removeAll { $0.peer.address == peer.address && $0.peer.type.peerType == peer.type.peerType }
+        cachedBonds = all
+        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
+        return stored || all.count != before
+    }
+
+    /// Our keys for distribution: the stored local identity, or one made for this host's life.
+    private func localIdentity(ownAddress: DeviceAddress, _ host: isolated HostController) -> SMPLocalIdentity? {
+        var identity = ephemeralIdentity
+        if identity == nil {
+            do {
+                identity = try settings.bondStore?.localIdentity() ?? LocalIdentity.generate()
+            } catch {
+                host.log("local identity: \(error)")
+                return nil
+            }
+            ephemeralIdentity = identity
+        }
+        guard let identity else { return nil }
+        // The identity address we give is the one this link uses (public or static random), so
+        // the peer finds us by it next time (Vol 3 Part H §3.6.5).
+        return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey, identityAddress: ownAddress,
+                                signatureKey: identity.signatureKey)
+    }
+
+    // MARK: - Links
+
+    /// A new link: an encrypted reconnection will be judged against the peer's bond.
+    func linkOpened(handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        let hasKey = bond(for: link.peer, host)?.key(as: link.role == .central ? .initiator : .responder) != nil
+        host.connections.links.withLink(handle) {
+            $0.security.hasLongTermKey = hasKey
+            $0.security.requiredKeySize = settings.minimumServerKeySize
+        }
+    }
+
+    func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
+        if let worth = currentWorth(link), worth.bonded { saveSubscriptions(link, host) }
+        machines[link.handle] = nil
+        pendingKey[link.handle] = nil
+        for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
+    }
+
+    private func currentWorth(_ link: Link) -> KeyWorth? {
+        guard link.security.encrypted else { return nil }
+        return KeyWorth(secureConnections: link.security.secureConnections, authenticated: link.security.authenticated,
+                        keySize: link.security.keySize, bonded: link.security.hasLongTermKey)
+    }
+
+    /// Keeps a bonded client's CCCDs with its bond (Vol 3 Part G §3.3.3.3).
+    func saveSubscriptions(_ link: Link, _ host: isolated HostController) {
+        guard link.security.encrypted, var b = bond(for: link.peer, host) else { return }
+        let now = link.server.subscriptions
+        guard b.clientConfigurations != now else { return }
+        b.clientConfigurations = now
+        _ = store(b, host)
+    }
+
+    private func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
+        if let m = machines[handle] { return m }
+        guard let link = host.connections.links[handle], let own = host.ownDeviceAddress,
+              let identity = localIdentity(ownAddress: own, host) else { return nil }
+        let central = link.role == .central
+        let m = SMPPairing(role: central ? .initiator : .responder, settings: settings.pairing, identity: identity,
+                           initiatorAddress: central ? own : link.peer, responderAddress: central ? link.peer : own)
+        machines[handle] = m
+        return m
+    }
+
+    // MARK: - Inbound
+
+    /// One SMP PDU from the link's fixed channel 0x0006.
+    func receive(_ pdu: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle], var m = machine(for: handle, host) else { return }
+        if pdu.first == SMPCode.pairingRequest.rawValue, !m.isPairing, !limiter.mayPair(link.peer, now: host.now) {
+            // Repeated Attempts (§2.3.6): refuse before any work.
+            host.log("pairing from \(link.peer) refused: repeated attempts")
+            host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: SMPPDU.pairingFailed(.repeatedAttempts).encode())
+            return
+        }
+        let actions = m.receive(pdu, now: host.now)
+        machines[handle] = m
+        perform(actions, handle: handle, host)
+    }
+
+    /// Peripheral: the controller asks for the key the central is encrypting with.
+    func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand), let worth = m.negotiatedKey {
+            pendingKey[handle] = KeyWorth(secureConnections: worth.secureConnections, authenticated: worth.authenticated,
+                                          keySize: worth.keySize, bonded: false)
+            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
+            return
+        }
+        if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
+            pendingKey[handle] = KeyWorth(secureConnections: b.secureConnections, authenticated: b.authenticated, keySize: b.keySize, bonded: true)
+            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
+            return
+        }
+        // No key for this peer (never bonded, or it lost ours): the central learns at once.
+        host.log("no key for \(link.peer)'s encryption request")
+        host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+    }
+
+    /// Encryption Change (enabled or failed) or Encryption Key Refresh Complete.
+    func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated HostController) {
+        let worth = pendingKey.removeValue(forKey: handle)
+        if status == .success, enabled {
+            host.connections.links.withLink(handle) { link in
+                link.security.encrypted = true
+                if let worth {
+                    link.security.authenticated = worth.authenticated
+                    link.security.secureConnections = worth.secureConnections
+                    link.security.keySize = worth.keySize
+                    if worth.bonded { link.security.hasLongTermKey = true }
+                }
+            }
+            if let worth, worth.bonded, let link = host.connections.links[handle] {
+                restoreSubscriptions(link, host)
+            }
+        } else if status != .success {
+            host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
+        } else {
+            host.connections.links.withLink(handle) { $0.security.encrypted = false }
+        }
+        if var m = machines[handle], m.isPairing {
+            let actions = m.encryptionChanged(status: status.rawValue, enabled: enabled, now: host.now)
+            machines[handle] = m
+            perform(actions, handle: handle, host)
+            return
+        }
+        // A re-encryption with a bond's key ended.
+        let waiting = waiters.removeValue(forKey: handle) ?? []
+        if status == .success && enabled {
+            for w in waiting { w.succeed(nil) }
+        } else {
+            // A MIC failure or a key the peer no longer has: the bond is stale; pairing again repairs it.
+            for w in waiting { w.fail(BLEError.security(.encryptionFailed(status: status.rawValue))) }
+        }
+    }
+
+    private func restoreSubscriptions(_ link: Link, _ host: isolated HostController) {
+        guard let b = bond(for: link.peer, host), !b.clientConfigurations.isEmpty else { return }
+        host.connections.links.withLink(link.handle) { $0.server.restoreSubscriptions(b.clientConfigurations) }
+    }
+
+    func expire(now: Duration, _ host: isolated HostController) {
+        for handle in machines.keys.sorted() {
+            guard var m = machines[handle], let deadline = m.nextDeadline, now >= deadline else { continue }
+            let actions = m.expire(now: now)
+            machines[handle] = m
+            perform(actions, handle: handle, host)
+        }
+    }
+
+    // MARK: - Outbound
+
+    /// Central: pairs now and waits for the outcome.
+    func pair(linkID: UInt64, _ host: isolated HostController) async throws -> PairingResult {
+        guard let result = try await secure(linkID: linkID, host) else {
+            throw BLEError.security(.unavailable("the link was encrypted with a stored key instead of pairing"))
+        }
+        return result
+    }
+
+    /// Pairs (central), or sends a Security Request (peripheral), and waits until the link is
+    /// secured: the pairing's result, or nil when the central encrypted with a bond's key.
+    func secure(linkID: UInt64, _ host: isolated HostController) async throws -> PairingResult? {
+        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+            throw BLEError.notConnected
+        }
+        guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
+        let waiter = OneShot<PairingResult?>()
+        waiters[handle, default: []].append(waiter)
+        if !m.isPairing {
+            if link.role == .central {
+                guard limiter.mayPair(link.peer, now: host.now) else {
+                    waiters[handle]?.removeAll { $0 === waiter }
+                    throw BLEError.security(.local(.repeatedAttempts, detail: "wait before pairing with \(link.peer) again"))
+                }
+                let actions = m.start(now: host.now)
+                machines[handle] = m
+                perform(actions, handle: handle, host)
+            } else {
+                perform(m.securityRequest(), handle: handle, host)
+            }
+        }
+        return try await waiter.wait()
+    }
+
+    /// The level of the link with this id now.
+    func level(linkID: UInt64, _ host: isolated HostController) -> SecurityLevel {
+        guard let handle = host.connections.links.handle(forID: linkID), let s = host.connections.links[handle]?.security,
+              s.encrypted else { return .none }
+        return .of(authenticated: s.authenticated, secureConnections: s.secureConnections, keySize: s.keySize)
+    }
+
+    /// Central: encrypts with the bond's key and waits for the controller's answer.
+    func encrypt(linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+            throw BLEError.notConnected
+        }
+        guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
+            throw BLEError.security(.unavailable("no bond with \(link.peer)"))
+        }
+        let waiter = OneShot<PairingResult?>()
+        waiters[handle, default: []].append(waiter)
+        startEncryption(handle: handle, key: key, worth: KeyWorth(secureConnections: b.secureConnections, authenticated: b.authenticated,
+                                                                    keySize: b.keySize, bonded: true), host)
+        _ = try await waiter.wait()
+    }
+
+    /// Raises a central's link to what `code` (an ATT security error) asks for: encryption with
+    /// a bond's key when that is enough, else pairing (with MITM when authentication is missing).
+    func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+            throw BLEError.notConnected
+        }
+        let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
+        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil {
+            do {
+                try await encrypt(linkID: linkID, host)
+                return
+            } catch BLEError.security(.encryptionFailed) {
+                host.log("the bond with \(link.peer) no longer works; pairing again")
+            }
+        }
+        if needsAuthentication && !settings.pairing.mitm && !settings.pairing.ioCapability.canProtectMITM {
+            throw BLEError.security(.local(.authenticationRequirements, detail: "the server needs an authenticated key, and this side's IO capability allows only Just Works"))
+        }
+        _ = try await pair(linkID: linkID, host)
+    }
+
+    private func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
+        pendingKey[handle] = worth
+        host.spawn("LE Enable Encryption") {
+            do {
+                try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
+            } catch {
+                let status: HCIStatus
+                if case let BLEError.hci(.commandFailed(_, s)) = error { status = s } else { status = .unspecifiedError }
+                await host.run { $0.security.encryptionChanged(handle: handle, status: status, enabled: false, $0) }
+            }
+        }
+    }
+
+    private func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        let peer = link.peer, linkID = link.id
+        let agent = settings.agent
+        for action in actions {
+            switch action {
+            case let .send(pdu):
+                host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: pdu)
+            case let .displayPasskey(value):
+                host.spawn("passkey display") { await agent.displayPasskey(value, for: peer) }
+            case .requestPasskey:
+                host.spawn("passkey entry") {
+                    let value = await agent.enterPasskey(for: peer)
+                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.passkeyEntered(value, now: now) } }
+                }
+            case let .confirmNumericComparison(value):
+                host.spawn("numeric comparison") {
+                    let ok = await agent.confirmNumericComparison(value, for: peer)
+                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.numericComparisonConfirmed(ok, now: now) } }
+                }
+            case let .requestApproval(features):
+                host.spawn("pairing approval") {
+                    let ok = await agent.approvePairing(with: peer, features: features)
+                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.approve(ok, now: now) } }
+                }
+            case let .startEncryption(ltk, ediv, rand):
+                let worth = machines[handle]?.negotiatedKey
+                startEncryption(handle: handle, key: (ltk, ediv, rand),
+                                worth: KeyWorth(secureConnections: worth?.secureConnections ?? false, authenticated: worth?.authenticated ?? false,
+                                                keySize: worth?.keySize ?? 16, bonded: false), host)
+            case let .completed(outcome):
+                completed(outcome, handle: handle, host)
+            case let .failed(error):
+                if let reason = error.reason { limiter.failed(peer, reason: reason, now: host.now) }
+                host.log("pairing with \(peer): \(error)")
+                for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
+                if link.role == .peripheral { host.server.emit(.pairingFailed(link.central, error)) }
+            case let .securityRequested(auth):
+                securityRequested(auth, handle: handle, host)
+            }
+        }
+        host.rescheduleTimer()
+    }
+
+    /// Hands the user's answer to the link's machine, if the link (by id) is still there.
+    private func answer(linkID: UInt64, _ host: isolated HostController, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
+        guard let handle = host.connections.links.handle(forID: linkID), var m = machines[handle] else { return }
+        let actions = body(&m, host.now)
+        machines[handle] = m
+        perform(actions, handle: handle, host)
+    }
+
+    private func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        limiter.succeeded(link.peer)
+        let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
+        var stored = false
+        if outcome.bonded {
+            var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
+            // A bond made again keeps the subscriptions of the old one.
+            if let old = self.bond(for: bond.peer, host) { bond.clientConfigurations = old.clientConfigurations }
+            stored = store(bond, host)
+        }
+        host.connections.links.withLink(handle) {
+            $0.security.encrypted = true
+            $0.security.authenticated = outcome.authenticated
+            $0.security.secureConnections = outcome.secureConnections
+            $0.security.keySize = outcome.keySize
+            $0.security.hasLongTermKey = stored
+        }
+        let result = PairingResult(secureConnections: outcome.secureConnections, method: outcome.model, keySize: outcome.keySize,
+                                   securityLevel: outcome.securityLevel, bonded: stored, keysSent: outcome.sent.kinds,
+                                   keysReceived: outcome.received.kinds, peerIdentity: outcome.received.identityAddress)
+        host.log("paired with \(link.peer): \(result)")
+        for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
+        if link.role == .peripheral { host.server.emit(.paired(link.central, result)) }
+    }
+
+    /// Central: a peripheral's Security Request (Vol 3 Part H §2.4.6): encrypt with the bond's
+    /// key when it is good enough for what was asked, else pair.
+    private func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
+        guard settings.answersSecurityRequests, let link = host.connections.links[handle], !link.security.encrypted else { return }
+        let linkID = link.id
+        if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || !auth.contains(.mitm) {
+            host.spawn("encryption for a Security Request") { try await host.run { try await $0.security.encrypt(linkID: linkID, $0) } }
+        } else {
+            host.spawn("pairing for a Security Request") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }
+        }
+    }
+}
+
+extension SMPIOCapability {
+    /// Whether this capability can take part in an authenticated association model with some peer.
+    var canProtectMITM: Bool { self != .noInputNoOutput }
+}

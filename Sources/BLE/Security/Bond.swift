@@ -1,0 +1,178 @@
+import BLECrypto
+import BLEHost
+import BLEWire
+import Synchronization
+
+/// What the host keeps about a bonded peer (Core spec Vol 3 Part H §2.4.1, Vol 3 Part C §9.4.4):
+/// the keys from pairing, what they are worth, and what the peer's GATT state was, so a
+/// reconnection re-encrypts without pairing and finds its subscriptions as it left them.
+/// Keys are least significant octet first, as HCI takes them.
+public struct Bond: Sendable, Hashable {
+    /// The peer's identity: its public or static random address (from Identity Address
+    /// Information, or the address it connected with when it sent none).
+    public var peer: DeviceAddress
+    /// LTK to encrypt with as central, and the EDIV/Rand that name it (zero for Secure
+    /// Connections; the peer's distributed values for legacy pairing).
+    public var peerLongTermKey: [UInt8]?
+    public var peerEDIV: UInt16
+    public var peerRand: UInt64
+    /// The LTK we gave (legacy) or derived (Secure Connections), to answer the controller's
+    /// LE Long Term Key Request as peripheral, with its EDIV/Rand.
+    public var localLongTermKey: [UInt8]?
+    public var localEDIV: UInt16
+    public var localRand: UInt64
+    /// The peer's IRK, to resolve its private addresses (Vol 6 Part B §1.3.2.3).
+    public var peerIdentityResolvingKey: [UInt8]?
+    /// The peer's CSRK and the highest sign counter seen from it (signed writes, Vol 3 Part H §2.4.5).
+    public var peerSignatureKey: [UInt8]?
+    public var peerSignCounter: UInt32?
+    /// Our sign counter towards this peer.
+    public var localSignCounter: UInt32
+    public var secureConnections: Bool
+    public var authenticated: Bool
+    public var keySize: Int
+    /// CCCD values this peer wrote to our server, by characteristic value handle (Vol 3 Part G
+    /// §3.3.3.3: they persist for bonded clients).
+    public var clientConfigurations: [UInt16: UInt16]
+    /// The peer's GATT Database Hash when we last discovered it (for GATT caching).
+    public var databaseHash: [UInt8]?
+
+    public init(peer: DeviceAddress, peerLongTermKey: [UInt8]? = nil, peerEDIV: UInt16 = 0, peerRand: UInt64 = 0,
+                localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
+                peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
+                localSignCounter: UInt32 = 0, secureConnections: Bool, authenticated: Bool, keySize: Int,
+                clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil) {
+        self.peer = peer
+        self.peerLongTermKey = peerLongTermKey
+        self.peerEDIV = peerEDIV
+        self.peerRand = peerRand
+        self.localLongTermKey = localLongTermKey
+        self.localEDIV = localEDIV
+        self.localRand = localRand
+        self.peerIdentityResolvingKey = peerIdentityResolvingKey
+        self.peerSignatureKey = peerSignatureKey
+        self.peerSignCounter = peerSignCounter
+        self.localSignCounter = localSignCounter
+        self.secureConnections = secureConnections
+        self.authenticated = authenticated
+        self.keySize = keySize
+        self.clientConfigurations = clientConfigurations
+        self.databaseHash = databaseHash
+    }
+
+    /// The level a link encrypted with this bond's key has.
+    public var securityLevel: SecurityLevel {
+        .of(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize)
+    }
+
+    /// The bond a finished pairing makes, seen from the side in `role`.
+    init(outcome: SMPPairingOutcome, connectedPeer: DeviceAddress, role: SMPPairing.Role) {
+        let peer = outcome.received.identityAddress ?? connectedPeer
+        let sc = outcome.secureConnectionsLongTermKey
+        // Legacy: the central encrypts with the key the peripheral distributed; the peripheral
+        // answers with the key it distributed. Secure Connections: both use the derived LTK.
+        let asCentral = sc ?? outcome.received.longTermKey
+        let asPeripheral = sc ?? outcome.sent.longTermKey
+        self.init(peer: peer,
+                  peerLongTermKey: asCentral, peerEDIV: sc == nil ? outcome.received.ediv : 0, peerRand: sc == nil ? outcome.received.rand : 0,
+                  localLongTermKey: asPeripheral, localEDIV: sc == nil ? outcome.sent.ediv : 0, localRand: sc == nil ? outcome.sent.rand : 0,
+                  peerIdentityResolvingKey: outcome.received.identityResolvingKey, peerSignatureKey: outcome.received.signatureKey,
+                  secureConnections: outcome.secureConnections, authenticated: outcome.authenticated, keySize: outcome.keySize)
+    }
+
+    /// The key to encrypt with in `role`, with its EDIV and Rand.
+    func key(as role: SMPPairing.Role) -> (ltk: [UInt8], ediv: UInt16, rand: UInt64)? {
+        switch role {
+        case .initiator: return peerLongTermKey.map { ($0, peerEDIV, peerRand) }
+        case .responder: return localLongTermKey.map { ($0, localEDIV, localRand) }
+        }
+    }
+}
+
+/// This host's own long-lived identity (Core spec Vol 3 Part H §2.4.2.1, Vol 3 Part C §10.7):
+/// an IRK, a static random identity address and a CSRK, generated on first use and kept with
+/// the bonds so a bonded peer recognises us on the next run, on any controller.
+public struct LocalIdentity: Sendable, Hashable {
+    public var identityResolvingKey: [UInt8]
+    /// The static random address we connect and advertise with when pairing or reconnecting
+    /// to a bonded peer.
+    public var address: BDAddress
+    public var signatureKey: [UInt8]
+
+    public init(identityResolvingKey: [UInt8], address: BDAddress, signatureKey: [UInt8]) {
+        self.identityResolvingKey = identityResolvingKey
+        self.address = address
+        self.signatureKey = signatureKey
+    }
+
+    /// A fresh identity from the system's secure random source: the static random address has
+    /// its two top bits set and is neither all ones nor all zeros below them (Vol 6 Part B §1.3.2.1).
+    public static func generate() throws -> LocalIdentity {
+        let irk = try SecureRandom.bytes(count: 16)
+        let csrk = try SecureRandom.bytes(count: 16)
+        var address: BDAddress
+        repeat {
+            let raw = try SecureRandom.bytes(count: 6).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+            address = BDAddress(rawValue: raw | 0xC000_0000_0000)
+        } while address.rawValue == 0xFFFF_FFFF_FFFF || address.rawValue & 0x3FFF_FFFF_FFFF == 0
+        return LocalIdentity(identityResolvingKey: irk, address: address, signatureKey: csrk)
+    }
+}
+
+/// Where bonds live. `DirectoryBondStore` (BLETransport) keeps one file per bond; tests and
+/// short-lived programs can use `InMemoryBondStore`. Implementations are safe to call from any
+/// task; a corrupt entry is reported through `problems` and skipped, never a crash.
+public protocol BondStore: Sendable {
+    /// Every bond, in a stable order.
+    func bonds() throws -> [Bond]
+    /// Writes (replaces) the bond of `bond.peer`.
+    func save(_ bond: Bond) throws
+    /// Removes the bond of `peer`; true when there was one.
+    @discardableResult func remove(_ peer: DeviceAddress) throws -> Bool
+    /// The local identity, generated and stored on first use.
+    func localIdentity() throws -> LocalIdentity
+    /// Entries that could not be read, with why (for `ble bonds` and the logs).
+    func problems() -> [String]
+}
+
+extension BondStore {
+    /// The bond whose identity is `peer`, or whose IRK resolves `peer` when it is a resolvable
+    /// private address (Vol 6 Part B §1.3.2.3).
+    public func bond(for peer: DeviceAddress) throws -> Bond? {
+        let all = try bonds()
+        if let direct = all.first(where: { $0.peer.address == peer.address && $0.peer.type.peerType == peer.type.peerType }) { return direct }
+        guard peer.type.peerType == .random, peer.address.randomKind == .resolvablePrivate else { return nil }
+        return all.first { bond in
+            guard let irk = bond.peerIdentityResolvingKey else { return false }
+            return ResolvablePrivateAddress.resolves(peer.address, irk: irk)
+        }
+    }
+}
+
+/// Bonds in memory only: gone when the process ends.
+public final class InMemoryBondStore: BondStore {
+    private struct State {
+        var stored: [DeviceAddress: Bond] = [:]
+        var identity: LocalIdentity?
+    }
+    private let state: Mutex<State>
+
+    /// An empty store; `identity` fixes the local identity instead of generating one.
+    public init(identity: LocalIdentity? = nil) { state = Mutex(State(identity: identity)) }
+
+    public func bonds() throws -> [Bond] {
+        state.withLock { s in s.stored.values.sorted { ($0.peer.address, $0.peer.type.rawValue) < ($1.peer.address, $1.peer.type.rawValue) } }
+    }
+    public func save(_ bond: Bond) throws { state.withLock { $0.stored[bond.peer] = bond } }
+    public func remove(_ peer: DeviceAddress) throws -> Bool { state.withLock { $0.stored.removeValue(forKey: peer) != nil } }
+    public func localIdentity() throws -> LocalIdentity {
+        if let existing = state.withLock({ $0.identity }) { return existing }
+        let made = try LocalIdentity.generate()
+        return state.withLock { s in
+            if let raced = s.identity { return raced }
+            s.identity = made
+            return made
+        }
+    }
+    public func problems() -> [String] { [] }
+}

@@ -1,0 +1,46 @@
+import BLEHost
+import BLEWire
+
+/// The user's side of pairing: what CoreBluetooth leaves to iOS's own dialogs. Each method is
+/// called on the host's behalf while a pairing waits for the answer (the 30-second SMP timer
+/// runs meanwhile, Core spec Vol 3 Part H §3.4).
+public protocol PairingAgent: Sendable {
+    /// Show `passkey` (six digits, zero-filled) to the user, who types it on `peer`.
+    func displayPasskey(_ passkey: UInt32, for peer: DeviceAddress) async
+    /// Ask the user for the passkey `peer` shows; nil when the user cancels (Pairing Failed
+    /// "Passkey Entry Failed").
+    func enterPasskey(for peer: DeviceAddress) async -> UInt32?
+    /// Show `value` and ask whether `peer` shows the same six digits (Numeric Comparison).
+    func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool
+    /// Whether to pair with `peer` at all (asked when `SecuritySettings.asksApproval` is set).
+    func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool
+}
+
+extension PairingAgent {
+    public func displayPasskey(_ passkey: UInt32, for peer: DeviceAddress) async {}
+    public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { nil }
+    public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { false }
+    public func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool { true }
+}
+
+/// An agent with fixed answers: a passkey to type (or to show, when this side displays one of
+/// its own choosing is not needed) and a numeric-comparison answer. What `ble pair --passkey
+/// --confirm` and the tests use.
+public struct FixedPairingAgent: PairingAgent {
+    /// Typed when asked for a passkey; nil cancels.
+    public var passkey: UInt32?
+    /// The answer to a numeric comparison.
+    public var confirms: Bool
+    /// Called with each passkey this side displays.
+    public var onDisplay: @Sendable (UInt32, DeviceAddress) -> Void
+
+    public init(passkey: UInt32? = nil, confirms: Bool = true, onDisplay: @escaping @Sendable (UInt32, DeviceAddress) -> Void = { _, _ in }) {
+        self.passkey = passkey
+        self.confirms = confirms
+        self.onDisplay = onDisplay
+    }
+
+    public func displayPasskey(_ passkey: UInt32, for peer: DeviceAddress) async { onDisplay(passkey, peer) }
+    public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { passkey }
+    public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { confirms }
+}

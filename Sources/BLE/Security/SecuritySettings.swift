@@ -1,0 +1,62 @@
+import BLEHost
+import BLEWire
+
+/// How the host secures links: what it offers in pairing, where bonds live, who answers the
+/// user's questions, and whether GATT raises security by itself the way iOS does.
+public struct SecuritySettings: Sendable {
+    /// IO capability, bonding, MITM, Secure Connections (Only), key sizes and key distribution
+    /// (Core spec Vol 3 Part H §3.5.1).
+    public var pairing = SMPPairingSettings()
+    /// Where bonds are kept; nil keeps them only for this host's lifetime.
+    public var bondStore: (any BondStore)?
+    /// Answers passkey, numeric comparison and approval questions.
+    public var agent: any PairingAgent = FixedPairingAgent(confirms: false)
+    /// The GATT client, on Insufficient Authentication / Encryption / Encryption Key Size,
+    /// encrypts with a bond's key or pairs, then retries the request once (`--no-pair` clears it).
+    public var raisesSecurityOnDemand = true
+    /// The central answers a peripheral's Security Request (Vol 3 Part H §3.6.7) by encrypting
+    /// with a bond's key, or by pairing.
+    public var answersSecurityRequests = true
+    /// The GATT server's shortest acceptable encryption key for attributes that need
+    /// encryption (Insufficient Encryption Key Size below it).
+    public var minimumServerKeySize = 7
+    /// Back-off after failed pairings (Repeated Attempts, Vol 3 Part H §2.3.6).
+    public var attemptLimiter = SMPAttemptLimiter()
+
+    /// Defaults: Just Works with bonding, Secure Connections preferred, keys in memory.
+    public init() {}
+}
+
+/// What a finished pairing gave a link.
+public struct PairingResult: Sendable, Hashable, CustomStringConvertible {
+    /// LE Secure Connections (true) or LE legacy pairing.
+    public var secureConnections: Bool
+    /// The association model the IO capabilities chose.
+    public var method: SMPAssociationModel
+    /// The negotiated encryption key size, 7...16 octets.
+    public var keySize: Int
+    /// The level the link is at now.
+    public var securityLevel: SecurityLevel
+    /// Both sides asked to bond, and the keys were stored.
+    public var bonded: Bool
+    /// The key kinds each side distributed.
+    public var keysSent: SMPKeyDistribution
+    public var keysReceived: SMPKeyDistribution
+    /// The peer's identity address, when it distributed one.
+    public var peerIdentity: DeviceAddress?
+
+    public var description: String {
+        "\(secureConnections ? "Secure Connections" : "legacy") \(method), key size \(keySize), level \(securityLevel.rawValue)\(bonded ? ", bonded" : "")"
+    }
+}
+
+extension SMPKeyDistribution {
+    /// The key kinds by name: `ltk`, `irk`, `csrk`.
+    public var names: [String] {
+        var n: [String] = []
+        if contains(.encryptionKey) { n.append("ltk") }
+        if contains(.identityKey) { n.append("irk") }
+        if contains(.signingKey) { n.append("csrk") }
+        return n
+    }
+}

@@ -1,0 +1,50 @@
+import BLEWire
+
+/// Repeated Attempts (Core spec Vol 3 Part H §2.3.6): after an authentication failure a peer
+/// must wait before the next pairing is accepted, the wait doubling with each failure up to a
+/// ceiling and reset by a success. A peer that tries too soon gets Pairing Failed "Repeated
+/// Attempts" without any pairing work. Sans-IO: `now` comes from the owner. The table is bounded,
+/// so a flood of made-up addresses cannot grow it without limit.
+public struct SMPAttemptLimiter: Sendable {
+    public var initialInterval: Duration
+    public var maximumInterval: Duration
+    public var capacity: Int
+    private var peers: [DeviceAddress: (failures: Int, until: Duration)] = [:]
+
+    public init(initialInterval: Duration = .seconds(2), maximumInterval: Duration = .seconds(64), capacity: Int = 256) {
+        self.initialInterval = initialInterval
+        self.maximumInterval = maximumInterval
+        self.capacity = capacity
+    }
+
+    /// The failures that prove nothing but a wrong guess, which is what the back-off slows down.
+    public static func counts(_ reason: SMPPairingFailedReason) -> Bool {
+        [.confirmValueFailed, .passkeyEntryFailed, .dhKeyCheckFailed, .numericComparisonFailed].contains(reason)
+    }
+
+    /// Whether `peer` may pair now.
+    public func mayPair(_ peer: DeviceAddress, now: Duration) -> Bool {
+        guard let entry = peers[peer] else { return true }
+        return now >= entry.until
+    }
+
+    /// When `peer` may pair again, if it has to wait.
+    public func waitingUntil(_ peer: DeviceAddress) -> Duration? { peers[peer]?.until }
+
+    /// A pairing with `peer` failed with `reason`.
+    public mutating func failed(_ peer: DeviceAddress, reason: SMPPairingFailedReason, now: Duration) {
+        guard Self.counts(reason) else { return }
+        let failures = (peers[peer]?.failures ?? 0) + 1
+        var wait = initialInterval
+        for _ in 1..<min(failures, 32) where wait < maximumInterval { wait = wait * 2 }
+        peers[peer] = (failures, now + min(wait, maximumInterval))
+        if peers.count > capacity, let oldest = peers.min(by: { $0.value.until < $1.value.until })?.key {
+            peers[oldest] = nil
+        }
+    }
+
+    /// A pairing with `peer` succeeded: no more waiting.
+    public mutating func succeeded(_ peer: DeviceAddress) {
+        peers[peer] = nil
+    }
+}
