@@ -44,3 +44,17 @@
 @_exported import struct BLEHost.CharacteristicProperties
 @_exported import struct BLEHost.AttributePermissions
 @_exported import struct BLEHost.GATTDatabaseError
+
+// Pairing and security: what `SecuritySettings`, `PairingAgent`, `Bond` and the errors name.
+@_exported import struct BLEHost.SMPPairingSettings
+@_exported import struct BLEHost.SMPIOCapability
+@_exported import struct BLEHost.SMPAuthRequirements
+@_exported import struct BLEHost.SMPKeyDistribution
+@_exported import struct BLEHost.SMPPairingFeatures
+@_exported import struct BLEHost.SMPPairingFailedReason
+@_exported import struct BLEHost.SMPOutOfBandData
+@_exported import struct BLEHost.SMPLocalOOB
+@_exported import struct BLEHost.SMPAttemptLimiter
+@_exported import enum BLEHost.SMPPairingError
+@_exported import enum BLEHost.SMPAssociationModel
+@_exported import enum BLEHost.SecurityLevel

@@ -57,15 +57,12 @@ final class SecurityCoordinator {
 
     /// The bond for the device at `address` (its identity, or an RPA one of its IRKs resolves).
     func bond(for address: DeviceAddress, _ host: isolated HostController) -> Bond? {
-        let all = bonds(host)
-        if let direct = all.first(where: { $0.peer.address == address.address && $0.peer.type.peerType == address.type.peerType }) { return direct }
-        guard address.type.peerType == .random, address.address.randomKind == .resolvablePrivate else { return nil }
-        return all.first { b in b.peerIdentityResolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }
+        bonds(host).first { $0.matches(address) }
     }
 
     private func store(_ bond: Bond, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
-        all.removeAll { $0.peer == bond.peer }
+        all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
         cachedBonds = all
         guard let store = settings.bondStore else { return true }
@@ -81,7 +78,7 @@ final class SecurityCoordinator {
     func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
         var all = bonds(host)
         let before = all.count
-        all.removeAll { $0.peer.address == peer.address && $0.peer.type.peerType == peer.type.peerType }
+        all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         return stored || all.count != before

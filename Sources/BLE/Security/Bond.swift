@@ -11,6 +11,10 @@ public struct Bond: Sendable, Hashable {
     /// The peer's identity: its public or static random address (from Identity Address
     /// Information, or the address it connected with when it sent none).
     public var peer: DeviceAddress
+    /// The address the peer used on the link it paired over, when that was not its identity
+    /// (some stacks, Bumble among them, connect with a static random address and distribute
+    /// their public one): a later connection from the same address finds the bond too.
+    public var connectionAddress: DeviceAddress?
     /// LTK to encrypt with as central, and the EDIV/Rand that name it (zero for Secure
     /// Connections; the peer's distributed values for legacy pairing).
     public var peerLongTermKey: [UInt8]?
@@ -37,12 +41,13 @@ public struct Bond: Sendable, Hashable {
     /// The peer's GATT Database Hash when we last discovered it (for GATT caching).
     public var databaseHash: [UInt8]?
 
-    public init(peer: DeviceAddress, peerLongTermKey: [UInt8]? = nil, peerEDIV: UInt16 = 0, peerRand: UInt64 = 0,
+    public init(peer: DeviceAddress, connectionAddress: DeviceAddress? = nil, peerLongTermKey: [UInt8]? = nil, peerEDIV: UInt16 = 0, peerRand: UInt64 = 0,
                 localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
                 peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
                 localSignCounter: UInt32 = 0, secureConnections: Bool, authenticated: Bool, keySize: Int,
                 clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil) {
         self.peer = peer
+        self.connectionAddress = connectionAddress
         self.peerLongTermKey = peerLongTermKey
         self.peerEDIV = peerEDIV
         self.peerRand = peerRand
@@ -60,6 +65,16 @@ public struct Bond: Sendable, Hashable {
         self.databaseHash = databaseHash
     }
 
+    /// Whether a device at `address` is this bond's peer: its identity, the address it paired
+    /// from, or a resolvable private address its IRK resolves (Vol 6 Part B §1.3.2.3).
+    public func matches(_ address: DeviceAddress) -> Bool {
+        if peer.sameDevice(as: address) { return true }
+        if let connectionAddress, connectionAddress.sameDevice(as: address) { return true }
+        guard address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
+              let irk = peerIdentityResolvingKey else { return false }
+        return ResolvablePrivateAddress.resolves(address.address, irk: irk)
+    }
+
     /// The level a link encrypted with this bond's key has.
     public var securityLevel: SecurityLevel {
         .of(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize)
@@ -73,7 +88,7 @@ public struct Bond: Sendable, Hashable {
         // answers with the key it distributed. Secure Connections: both use the derived LTK.
         let asCentral = sc ?? outcome.received.longTermKey
         let asPeripheral = sc ?? outcome.sent.longTermKey
-        self.init(peer: peer,
+        self.init(peer: peer, connectionAddress: peer.sameDevice(as: connectedPeer) ? nil : connectedPeer,
                   peerLongTermKey: asCentral, peerEDIV: sc == nil ? outcome.received.ediv : 0, peerRand: sc == nil ? outcome.received.rand : 0,
                   localLongTermKey: asPeripheral, localEDIV: sc == nil ? outcome.sent.ediv : 0, localRand: sc == nil ? outcome.sent.rand : 0,
                   peerIdentityResolvingKey: outcome.received.identityResolvingKey, peerSignatureKey: outcome.received.signatureKey,
@@ -136,16 +151,16 @@ public protocol BondStore: Sendable {
 }
 
 extension BondStore {
-    /// The bond whose identity is `peer`, or whose IRK resolves `peer` when it is a resolvable
-    /// private address (Vol 6 Part B §1.3.2.3).
+    /// The bond of the device at `peer` (see `Bond.matches`).
     public func bond(for peer: DeviceAddress) throws -> Bond? {
-        let all = try bonds()
-        if let direct = all.first(where: { $0.peer.address == peer.address && $0.peer.type.peerType == peer.type.peerType }) { return direct }
-        guard peer.type.peerType == .random, peer.address.randomKind == .resolvablePrivate else { return nil }
-        return all.first { bond in
-            guard let irk = bond.peerIdentityResolvingKey else { return false }
-            return ResolvablePrivateAddress.resolves(peer.address, irk: irk)
-        }
+        try bonds().first { $0.matches(peer) }
+    }
+}
+
+extension DeviceAddress {
+    /// The same address and kind (public or random), ignoring whether it was resolved.
+    func sameDevice(as other: DeviceAddress) -> Bool {
+        address == other.address && type.peerType == other.type.peerType
     }
 }
 

@@ -18,6 +18,7 @@ enum BondFileFormat {
     static func encode(_ b: Bond) -> String {
         var lines = [header, "peer=\(b.peer.address)/\(b.peer.type.peerType)"]
         func add(_ key: String, _ value: String?) { if let value { lines.append("\(key)=\(value)") } }
+        add("connection-address", b.connectionAddress.map { "\($0.address)/\($0.type.peerType)" })
         add("peer-ltk", b.peerLongTermKey?.hexString)
         add("peer-ediv", String(b.peerEDIV))
         add("peer-rand", String(b.peerRand))
@@ -53,8 +54,13 @@ enum BondFileFormat {
             guard parts.count == 2, let h = UInt16(parts[0]), let v = UInt16(parts[1]) else { throw Malformed(why: "bad cccd=\(entry)") }
             clientConfigurations[h] = v
         }
+        var connectionAddress: DeviceAddress?
+        if let text = fields.values["connection-address"]?.first {
+            guard let a = DeviceAddress(string: text) else { throw Malformed(why: "bad connection-address=\(text)") }
+            connectionAddress = a
+        }
         return Bond(
-            peer: peer,
+            peer: peer, connectionAddress: connectionAddress,
             peerLongTermKey: try fields.key("peer-ltk"), peerEDIV: try fields.number("peer-ediv") ?? 0,
             peerRand: try fields.number("peer-rand") ?? 0,
             localLongTermKey: try fields.key("local-ltk"), localEDIV: try fields.number("local-ediv") ?? 0,

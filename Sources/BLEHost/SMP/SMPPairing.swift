@@ -342,7 +342,13 @@ public struct SMPPairing: Sendable {
         case .bothInput: displays = false
         }
         if displays {
-            let passkey = try randomPasskey()
+            let passkey: UInt32
+            if let fixed = settings.displayedPasskey {
+                guard fixed <= 999_999 else { throw Abort(.passkeyEntryFailed, "the configured passkey \(fixed) has more than six digits") }
+                passkey = fixed
+            } else {
+                passkey = try randomPasskey()
+            }
             s.passkey = passkey
             session = s
             return [.displayPasskey(passkey)]

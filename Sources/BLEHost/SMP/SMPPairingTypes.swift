@@ -24,13 +24,16 @@ public struct SMPPairingSettings: Sendable, Hashable {
     public var requests: SMPKeyDistribution
     /// Ask the application before answering a peer's Pairing Request (responder only).
     public var asksApproval: Bool
+    /// The passkey to show when this side displays one (`ble --passkey`); nil draws a fresh
+    /// random one per pairing, as §2.3.5.3 recommends.
+    public var displayedPasskey: UInt32?
 
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
                 minimumKeySize: UInt8 = 7, maximumKeySize: UInt8 = 16,
                 distributes: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
                 requests: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
-                asksApproval: Bool = false) {
+                asksApproval: Bool = false, displayedPasskey: UInt32? = nil) {
         self.ioCapability = ioCapability
         self.bonding = bonding
         self.mitm = mitm
@@ -41,6 +44,7 @@ public struct SMPPairingSettings: Sendable, Hashable {
         self.distributes = distributes
         self.requests = requests
         self.asksApproval = asksApproval
+        self.displayedPasskey = displayedPasskey
     }
 
     /// The AuthReq octet these settings send (§3.5.1). Keypress and CT2 are never set: this
