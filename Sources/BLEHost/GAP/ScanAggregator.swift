@@ -80,6 +80,19 @@ public struct ScannedDevice: Sendable, Hashable {
     public var firstSeen: Duration
     /// True once a scan response has been merged in.
     public var hasScanResponse: Bool
+
+    /// A device as a scan reports it. Scans make these; the initializer is for code that shows
+    /// devices to be tried on fixed input.
+    public init(address: DeviceAddress, advertisement: AdvertisingData, rssi: Int8?, isConnectable: Bool,
+                lastSeen: Duration, firstSeen: Duration, hasScanResponse: Bool) {
+        self.address = address
+        self.advertisement = advertisement
+        self.rssi = rssi
+        self.isConnectable = isConnectable
+        self.lastSeen = lastSeen
+        self.firstSeen = firstSeen
+        self.hasScanResponse = hasScanResponse
+    }
 }
 
 /// Merges advertising reports into devices and decides which to report. Sans-IO: the owner feeds
