@@ -179,7 +179,10 @@ for module, names in sorted(chosen.items()):
     for path in swift_files(module):
         check_file(path, only=names)
 
-for line in sorted(missing):
+def place(entry):
+    path, line, _ = entry.split(":", 2)
+    return (path, int(line))
+for line in sorted(missing, key=place):
     print(line)
 if missing:
     print(f"check-doc-comments: {len(missing)} public declaration(s) of the API without a /// doc comment", file=sys.stderr)
