@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers (ARCHITECTURE.md): wire <- HCI <- host <- API <- ble; transport is the only layer with I/O.
+// Layers (ARCHITECTURE.md): wire <- HCI <- host <- API <- ble; of the stack, transport alone opens
+// devices, sockets and files (the rest writes at most diagnostic lines to stderr).
 let package = Package(
     name: "SwiftBLE",
     platforms: [.macOS(.v15)],

@@ -11,8 +11,9 @@
 #   2. .venv/ with bumble and rootcanal from PyPI (versions below).
 #   3. .build-tools/rootcanal-nodelay.so from scripts/rootcanal-nodelay.c, an LD_PRELOAD shim that
 #      puts TCP_NODELAY on rootcanal's sockets (without it every HCI round trip takes ~45 ms).
-#   4. `swift build --build-tests`; then, on a full run, scripts/check-ble-product.sh (a package
-#      that depends only on the BLE product builds without the virtual radio).
+#   4. `swift build --build-tests`; then, on a full run, scripts/check-doc-comments.sh (every
+#      public declaration of the API has a doc comment) and scripts/check-ble-product.sh (a
+#      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
 #   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported.
 #      Exit status is swift test's; rootcanal's log tail is printed when it fails.
@@ -25,6 +26,7 @@
 #   BLE_TEST_MEASURE=1       also time HCI_Reset round trips without and with the shim.
 #   BLE_TEST_SKIP_PACKAGES=1 do not check/install Debian packages.
 #   BLE_TEST_PRODUCT_CHECK=0 skip scripts/check-ble-product.sh on a full run.
+#   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh on a full run.
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
 set -euo pipefail
@@ -239,6 +241,11 @@ ensure_shim
 if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
     log "swift build --build-tests"
     swift build --build-tests
+    # Every public declaration of the API has a doc comment (issue 9); seconds, no build.
+    if [[ "${BLE_TEST_DOC_CHECK:-1}" == 1 && $# == 0 ]]; then
+        log "scripts/check-doc-comments.sh"
+        scripts/check-doc-comments.sh
+    fi
     # The BLE library stands alone: a package that depends only on it builds from the README's
     # examples without compiling the virtual radio (issue 9).
     if [[ "${BLE_TEST_PRODUCT_CHECK:-1}" == 1 && $# == 0 ]]; then

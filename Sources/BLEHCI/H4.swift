@@ -2,19 +2,26 @@ import BLEWire
 
 /// HCI packet indicators of the UART transport (H4). Core spec Vol 4 Part A §2.
 public enum HCIPacketType: UInt8, Sendable, Hashable {
+    /// 0x01: an HCI command, host to controller.
     case command = 0x01
+    /// 0x02: ACL data (L2CAP fragments), either direction.
     case acl = 0x02
+    /// 0x03: synchronous (SCO) data, BR/EDR only; an LE host never sees it.
     case sco = 0x03
+    /// 0x04: an HCI event, controller to host.
     case event = 0x04
+    /// 0x05: isochronous data (LE Audio), either direction.
     case iso = 0x05
 }
 
 /// One HCI packet with its H4 indicator: what every transport moves, one at a time.
 public struct H4Frame: Sendable, Hashable {
+    /// Which kind of packet `payload` is.
     public var type: HCIPacketType
     /// The packet without the indicator byte (header + parameters/data).
     public var payload: [UInt8]
 
+    /// A frame of `type` carrying `payload` (the packet's header and parameters or data).
     public init(type: HCIPacketType, payload: [UInt8]) {
         self.type = type
         self.payload = payload

@@ -9,13 +9,19 @@ public enum LERole: UInt8, Hashable, Sendable {
 /// One LE PHY as events report it (1 = LE 1M, 2 = LE 2M, 3 = LE Coded). §7.7.65.12, §7.8.47.
 /// A struct so that a value from a newer controller still decodes.
 public struct LEPHY: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The PHY code as HCI carries it.
     public var rawValue: UInt8
+    /// The PHY `rawValue` names, known here or not.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// LE 1M: 1 Msym/s, the PHY every LE device has and every link starts on.
     public static let le1M = LEPHY(rawValue: 0x01)
+    /// LE 2M: 2 Msym/s, about twice the throughput at somewhat shorter range.
     public static let le2M = LEPHY(rawValue: 0x02)
+    /// LE Coded: 1 Msym/s with forward error correction, for long range.
     public static let leCoded = LEPHY(rawValue: 0x03)
 
+    /// "LE 1M", "LE 2M", "LE Coded", or "PHY 0xNN" for a code not known here.
     public var description: String {
         switch self {
         case .le1M: return "LE 1M"

@@ -6,10 +6,13 @@
 /// this stack sends. Opcode 0x0000 is the "no operation" opcode a controller uses in a Command
 /// Complete/Status that only hands out command credits (Vol 4 Part E §7.7.14).
 public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The opcode as sent, little-endian, in the command packet's first two octets.
     public var rawValue: UInt16
 
+    /// The opcode `rawValue`, named here or not.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// The opcode of command `ocf` in group `ogf` (each cut to its field width).
     public init(ogf: UInt8, ocf: UInt16) {
         self.rawValue = UInt16(ogf & 0x3F) << 10 | (ocf & 0x03FF)
     }

@@ -39,17 +39,21 @@ public func checkStatusReturnParameters(_ opcode: HCIOpcode, _ returnParameters:
 
 /// Read Local Version Information. §7.4.1.
 public struct LocalVersionInformation: HCIReturnParameters, Hashable {
+    /// The command these parameters answer: HCI_Read_Local_Version_Information.
     public static let opcode = HCIOpcode.readLocalVersionInformation
     /// HCI version (Assigned Numbers): 0x06 = 4.0, 0x07 = 4.1, 0x08 = 4.2, 0x09 = 5.0, 0x0A = 5.1,
     /// 0x0B = 5.2, 0x0C = 5.3, 0x0D = 5.4, 0x0E = 6.0.
     public var hciVersion: UInt8
+    /// The manufacturer's revision of its HCI implementation (meaning is theirs).
     public var hciSubversion: UInt16
     /// Link Layer version, same numbering.
     public var lmpVersion: UInt8
     /// Company identifier of the controller's manufacturer.
     public var companyIdentifier: UInt16
+    /// The manufacturer's revision of its Link Layer (meaning is theirs).
     public var lmpSubversion: UInt16
 
+    /// Version information with these fields (a virtual controller's answer, a test's).
     public init(hciVersion: UInt8, hciSubversion: UInt16, lmpVersion: UInt8, companyIdentifier: UInt16, lmpSubversion: UInt16) {
         self.hciVersion = hciVersion
         self.hciSubversion = hciSubversion
@@ -58,6 +62,7 @@ public struct LocalVersionInformation: HCIReturnParameters, Hashable {
         self.lmpSubversion = lmpSubversion
     }
 
+    /// Decodes the Command Complete return parameters; throws on a non-zero status or short data.
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LocalVersionInformation(hciVersion: try r.readU8(), hciSubversion: try r.readU16(), lmpVersion: try r.readU8(),
@@ -75,11 +80,15 @@ public struct LocalVersionInformation: HCIReturnParameters, Hashable {
 
 /// Read Local Supported Commands: a 64-octet bit mask, one bit per command. §7.4.2, table §6.27.
 public struct LocalSupportedCommands: HCIReturnParameters, Hashable {
+    /// The command these parameters answer: HCI_Read_Local_Supported_Commands.
     public static let opcode = HCIOpcode.readLocalSupportedCommands
+    /// The 64 octets of the Supported_Commands mask, octet 0 first.
     public var octets: [UInt8]
 
+    /// A mask from its octets (missing octets read as unsupported).
     public init(octets: [UInt8]) { self.octets = octets }
 
+    /// Decodes the Command Complete return parameters; throws on a non-zero status or fewer than 64 octets.
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LocalSupportedCommands(octets: try r.readBytes(64))
@@ -92,44 +101,78 @@ public struct LocalSupportedCommands: HCIReturnParameters, Hashable {
         return octets[octet] & (1 << UInt8(bit)) != 0
     }
 
+    /// Octet 0 bit 5: the controller supports HCI_Disconnect (§7.1.6).
     public var disconnect: Bool { supports(octet: 0, bit: 5) }
+    /// Octet 2 bit 7: the controller supports HCI_Read_Remote_Version_Information (§7.1.23).
     public var readRemoteVersionInformation: Bool { supports(octet: 2, bit: 7) }
+    /// Octet 5 bit 6: the controller supports HCI_Set_Event_Mask (§7.3.1).
     public var setEventMask: Bool { supports(octet: 5, bit: 6) }
+    /// Octet 5 bit 7: the controller supports HCI_Reset (§7.3.2).
     public var reset: Bool { supports(octet: 5, bit: 7) }
+    /// Octet 15 bit 1: the controller supports HCI_Read_BD_ADDR (§7.4.6).
     public var readBDADDR: Bool { supports(octet: 15, bit: 1) }
+    /// Octet 24 bit 6: the controller supports HCI_Write_LE_Host_Support (§7.3.79).
     public var writeLEHostSupport: Bool { supports(octet: 24, bit: 6) }
+    /// Octet 25 bit 0: the controller supports HCI_LE_Set_Event_Mask (§7.8.1).
     public var leSetEventMask: Bool { supports(octet: 25, bit: 0) }
+    /// Octet 25 bit 1: the controller supports HCI_LE_Read_Buffer_Size [v1] (§7.8.2).
     public var leReadBufferSizeV1: Bool { supports(octet: 25, bit: 1) }
+    /// Octet 25 bit 2: the controller supports HCI_LE_Read_Local_Supported_Features (§7.8.3).
     public var leReadLocalSupportedFeatures: Bool { supports(octet: 25, bit: 2) }
+    /// Octet 25 bit 4: the controller supports HCI_LE_Set_Random_Address (§7.8.4).
     public var leSetRandomAddress: Bool { supports(octet: 25, bit: 4) }
+    /// Octet 26 bit 4: the controller supports HCI_LE_Create_Connection (§7.8.12).
     public var leCreateConnection: Bool { supports(octet: 26, bit: 4) }
+    /// Octet 27 bit 2: the controller supports HCI_LE_Connection_Update (§7.8.18).
     public var leConnectionUpdate: Bool { supports(octet: 27, bit: 2) }
+    /// Octet 27 bit 5: the controller supports HCI_LE_Read_Remote_Features (§7.8.21).
     public var leReadRemoteFeatures: Bool { supports(octet: 27, bit: 5) }
+    /// Octet 27 bit 6: the controller supports HCI_LE_Encrypt (§7.8.22).
     public var leEncrypt: Bool { supports(octet: 27, bit: 6) }
+    /// Octet 27 bit 7: the controller supports HCI_LE_Rand (§7.8.23).
     public var leRand: Bool { supports(octet: 27, bit: 7) }
+    /// Octet 28 bit 0: the controller supports HCI_LE_Enable_Encryption (§7.8.24).
     public var leEnableEncryption: Bool { supports(octet: 28, bit: 0) }
+    /// Octet 28 bit 1: the controller supports HCI_LE_Long_Term_Key_Request_Reply (§7.8.25).
     public var leLongTermKeyRequestReply: Bool { supports(octet: 28, bit: 1) }
+    /// Octet 33 bit 4: the controller supports HCI_LE_Remote_Connection_Parameter_Request_Reply (§7.8.31).
     public var leRemoteConnectionParameterRequestReply: Bool { supports(octet: 33, bit: 4) }
+    /// Octet 33 bit 6: the controller supports HCI_LE_Set_Data_Length (§7.8.33).
     public var leSetDataLength: Bool { supports(octet: 33, bit: 6) }
+    /// Octet 33 bit 7: the controller supports HCI_LE_Read_Suggested_Default_Data_Length (§7.8.34).
     public var leReadSuggestedDefaultDataLength: Bool { supports(octet: 33, bit: 7) }
+    /// Octet 34 bit 0: the controller supports HCI_LE_Write_Suggested_Default_Data_Length (§7.8.35).
     public var leWriteSuggestedDefaultDataLength: Bool { supports(octet: 34, bit: 0) }
+    /// Octet 35 bit 3: the controller supports HCI_LE_Read_Maximum_Data_Length (§7.8.46).
     public var leReadMaximumDataLength: Bool { supports(octet: 35, bit: 3) }
+    /// Octet 35 bit 4: the controller supports HCI_LE_Read_PHY (§7.8.47).
     public var leReadPHY: Bool { supports(octet: 35, bit: 4) }
+    /// Octet 35 bit 5: the controller supports HCI_LE_Set_Default_PHY (§7.8.48).
     public var leSetDefaultPHY: Bool { supports(octet: 35, bit: 5) }
+    /// Octet 35 bit 6: the controller supports HCI_LE_Set_PHY (§7.8.49).
     public var leSetPHY: Bool { supports(octet: 35, bit: 6) }
+    /// Octet 36 bit 2: the controller supports HCI_LE_Set_Extended_Advertising_Parameters (§7.8.53).
     public var leSetExtendedAdvertisingParameters: Bool { supports(octet: 36, bit: 2) }
+    /// Octet 37 bit 5: the controller supports HCI_LE_Set_Extended_Scan_Parameters (§7.8.64).
     public var leSetExtendedScanParameters: Bool { supports(octet: 37, bit: 5) }
+    /// Octet 37 bit 7: the controller supports HCI_LE_Extended_Create_Connection (§7.8.66).
     public var leExtendedCreateConnection: Bool { supports(octet: 37, bit: 7) }
+    /// Octet 41 bit 5: the controller supports HCI_LE_Read_Buffer_Size [v2] (§7.8.2). The host
+    /// reads the LE buffers with it when listed, else with v1.
     public var leReadBufferSizeV2: Bool { supports(octet: 41, bit: 5) }
 }
 
 /// Read Local Supported Features: the LMP feature mask, page 0. §7.4.3; bits in Vol 2 Part C
 /// §3.3. Only the bits an LE host looks at are named.
 public struct LocalSupportedFeatures: OptionSet, HCIReturnParameters, Hashable {
+    /// The command these parameters answer: HCI_Read_Local_Supported_Features.
     public static let opcode = HCIOpcode.readLocalSupportedFeatures
+    /// The 64-bit LMP feature mask, page 0.
     public var rawValue: UInt64
+    /// Features from their mask.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// Decodes the Command Complete return parameters; throws on a non-zero status or short data.
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LocalSupportedFeatures(rawValue: try r.readU64())
@@ -153,32 +196,53 @@ public struct LocalSupportedFeatures: OptionSet, HCIReturnParameters, Hashable {
 /// The LE feature mask (page 0), from LE Read Local Supported Features (§7.8.3) or the peer's
 /// in LE Read Remote Features Complete (§7.7.65.4). Bits: Vol 6 Part B §4.6.
 public struct LESupportedFeatures: OptionSet, HCIReturnParameters, Hashable {
+    /// The command these parameters answer: HCI_LE_Read_Local_Supported_Features.
     public static let opcode = HCIOpcode.leReadLocalSupportedFeatures
+    /// The 64-bit LE feature mask, page 0.
     public var rawValue: UInt64
+    /// Features from their mask.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// Decodes the Command Complete return parameters; throws on a non-zero status or short data.
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LESupportedFeatures(rawValue: try r.readU64())
         }
     }
 
+    /// Bit 0: LE Encryption, the link can be encrypted (needed for pairing and bonding).
     public static let leEncryption = LESupportedFeatures(rawValue: 1 << 0)
+    /// Bit 1: the Connection Parameters Request procedure, so either end may propose parameters.
     public static let connectionParametersRequest = LESupportedFeatures(rawValue: 1 << 1)
+    /// Bit 2: Extended Reject Indication (LL_REJECT_EXT_IND, naming the refused PDU).
     public static let extendedRejectIndication = LESupportedFeatures(rawValue: 1 << 2)
+    /// Bit 3: the peripheral may start the feature exchange.
     public static let peripheralInitiatedFeaturesExchange = LESupportedFeatures(rawValue: 1 << 3)
+    /// Bit 4: LE Ping, checking an encrypted link's peer is still there.
     public static let lePing = LESupportedFeatures(rawValue: 1 << 4)
+    /// Bit 5: LE Data Packet Length Extension, PDUs of up to 251 octets (LE Set Data Length).
     public static let leDataPacketLengthExtension = LESupportedFeatures(rawValue: 1 << 5)
+    /// Bit 6: LL Privacy, the controller resolves and generates resolvable private addresses.
     public static let llPrivacy = LESupportedFeatures(rawValue: 1 << 6)
+    /// Bit 7: Extended Scanner Filter Policies (directed advertising to resolvable addresses).
     public static let extendedScannerFilterPolicies = LESupportedFeatures(rawValue: 1 << 7)
+    /// Bit 8: the LE 2M PHY, twice the symbol rate of LE 1M (LE Set PHY).
     public static let le2MPHY = LESupportedFeatures(rawValue: 1 << 8)
+    /// Bit 9: Stable Modulation Index when transmitting.
     public static let stableModulationIndexTransmitter = LESupportedFeatures(rawValue: 1 << 9)
+    /// Bit 10: Stable Modulation Index when receiving.
     public static let stableModulationIndexReceiver = LESupportedFeatures(rawValue: 1 << 10)
+    /// Bit 11: the LE Coded PHY, long range at 500 or 125 kb/s.
     public static let leCodedPHY = LESupportedFeatures(rawValue: 1 << 11)
+    /// Bit 12: LE Extended Advertising, advertising sets and data beyond 31 octets.
     public static let leExtendedAdvertising = LESupportedFeatures(rawValue: 1 << 12)
+    /// Bit 13: LE Periodic Advertising.
     public static let lePeriodicAdvertising = LESupportedFeatures(rawValue: 1 << 13)
+    /// Bit 14: Channel Selection Algorithm #2 (Vol 6 Part B §4.5.8.3).
     public static let channelSelectionAlgorithm2 = LESupportedFeatures(rawValue: 1 << 14)
+    /// Bit 15: LE Power Class 1, transmit power up to +20 dBm.
     public static let lePowerClass1 = LESupportedFeatures(rawValue: 1 << 15)
+    /// Bit 16: the Minimum Number of Used Channels procedure.
     public static let minimumNumberOfUsedChannels = LESupportedFeatures(rawValue: 1 << 16)
 }
 

@@ -17,6 +17,7 @@ public protocol BLEClock: Sendable {
 }
 
 extension BLEClock {
+    /// No executor preference: real-time clocks let tasks run anywhere.
     public var taskExecutor: (any TaskExecutor)? { nil }
 
     /// Suspends for `duration` from now, or throws `CancellationError`.
@@ -33,8 +34,11 @@ public struct SystemClock: BLEClock {
     /// A clock whose origin is now.
     public init() { origin = clock.now }
 
+    /// Wall time since the clock was made (monotonic: never jumps back).
     public func now() -> Duration { clock.now - origin }
 
+    /// Sleeps in real time until `deadline` after the origin (1 ms tolerance), or throws
+    /// `CancellationError`.
     public func sleep(until deadline: Duration) async throws {
         try await clock.sleep(until: origin + deadline, tolerance: .milliseconds(1))
     }

@@ -13,8 +13,12 @@ import BLEHCI
 /// - `close()` is idempotent, stops the reader, releases the OS resource before it returns, and
 ///   finishes `incoming`. After it, `send` throws `TransportError.Kind.closed`.
 public protocol HCITransport: AnyObject, Sendable {
+    /// The controller's frames in order, for one consumer (the host); see the contract above for
+    /// how it ends.
     var incoming: AsyncThrowingStream<H4Frame, any Error> { get }
+    /// Writes one whole frame to the controller, or throws (`TransportError`, `.closed` after `close()`).
     func send(_ frame: H4Frame) async throws
+    /// Releases the OS resource and finishes `incoming`; idempotent.
     func close() async
     /// The transport in `TransportSpec` form, e.g. "tcp:127.0.0.1:6402", for logs and errors.
     var description: String { get }
@@ -24,9 +28,14 @@ public protocol HCITransport: AnyObject, Sendable {
 /// (the swift-nio style) so new cases do not break callers' switches; `message` is written for a
 /// person and says what to do where we know.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, as one of an open set of kinds (compare with `==`, not by exhaustive
+    /// switch).
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name, e.g. "openFailed".
         public var rawValue: String
+        /// A kind named `rawValue` (a transport of an app's own may define more).
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The kind's name.
         public var description: String { rawValue }
 
         /// The transport string does not match any accepted form.
@@ -45,16 +54,20 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let closed = Kind("closed")
     }
 
+    /// Which kind of failure: what a caller branches on.
     public var kind: Kind
+    /// What happened and, where known, what to do, for a person.
     public var message: String
     /// The errno behind the failure, when there was one.
     public var errno: Int32?
 
+    /// An error of `kind` saying `message`, with the `errno` behind it if there was one.
     public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind
         self.message = message
         self.errno = errno
     }
 
+    /// The message.
     public var description: String { message }
 }

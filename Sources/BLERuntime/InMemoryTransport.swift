@@ -8,7 +8,9 @@ import Synchronization
 /// Closing either end finishes both streams; `fail(_:)` finishes both with an error, to test how
 /// the host reacts to a transport dying.
 public final class InMemoryTransport: HCITransport {
+    /// "in-memory (host end)" or "in-memory (controller end)".
     public let description: String
+    /// What the other end sent, in order; finishes when either end closes or fails.
     public let incoming: AsyncThrowingStream<H4Frame, any Error>
     private let link: Link
     private let side: Int
@@ -61,10 +63,12 @@ public final class InMemoryTransport: HCITransport {
                 InMemoryTransport(description: "in-memory (controller end)", incoming: controllerStream, link: link, side: 1))
     }
 
+    /// Delivers `frame` to the other end at once; throws `.closed` once either end is closed.
     public func send(_ frame: H4Frame) async throws {
         try link.deliver(frame, from: side)
     }
 
+    /// Closes both ends: both `incoming` streams finish normally.
     public func close() async {
         link.close(error: nil)
     }

@@ -19,6 +19,7 @@ public final class ManualClock: BLEClock {
     /// A clock at time zero with nobody sleeping.
     public init() {}
 
+    /// The time the test has advanced the clock to (zero at first).
     public func now() -> Duration { state.withLock { $0.now } }
 
     /// Number of tasks sleeping on this clock (lets a test wait until a timer is armed).
@@ -27,6 +28,8 @@ public final class ManualClock: BLEClock {
     /// The earliest deadline anyone sleeps until.
     public var nextDeadline: Duration? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
 
+    /// Sleeps until `advance(by:)` reaches `deadline` (at once if it has), or throws
+    /// `CancellationError`.
     public func sleep(until deadline: Duration) async throws {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1

@@ -8,6 +8,7 @@ extension AdvertisingData {
         /// One structure's data cannot be described by its one-octet length (at most 254 bytes).
         case structureTooLong(type: ADType, dataLength: Int)
 
+        /// What went wrong, with the sizes, for an error message.
         public var description: String {
             switch self {
             case let .exceedsLimit(size, limit):
@@ -140,10 +141,14 @@ extension AdvertisingData {
     ///         .build()
     ///         .encode(limit: AdvertisingData.legacyLimit)
     public struct Builder: Sendable, Hashable {
+        /// The structures added so far, in the order they will be sent.
         public private(set) var structures: [Structure] = []
 
+        /// An empty builder; each method returns a copy with one more structure.
         public init() {}
 
+        /// The advertising data with the structures added. It is not checked against a size limit
+        /// here: `encode(limit:)` does that (31 bytes for legacy advertising).
         public func build() -> AdvertisingData { AdvertisingData(structures: structures) }
 
         /// Any structure, e.g. a type this builder has no method for.
@@ -153,6 +158,8 @@ extension AdvertisingData {
             return copy
         }
 
+        /// The Flags structure (CSS Part A §1.3): required in connectable or discoverable advertising
+        /// (Core spec Vol 3 Part C §11.1.3), e.g. `[.leGeneralDiscoverable, .brEdrNotSupported]`.
         public func flags(_ flags: Flags) -> Builder { adding(.flags, [flags.rawValue]) }
 
         /// The name, complete (0x09) or shortened (0x08). CSS Part A §1.2.
@@ -194,10 +201,16 @@ extension AdvertisingData {
             return copy
         }
 
+        /// The TX Power Level in dBm, so a scanner can estimate path loss as TX power − RSSI
+        /// (CSS Part A §1.5).
         public func txPowerLevel(_ dBm: Int8) -> Builder { adding(.txPowerLevel, [UInt8(bitPattern: dBm)]) }
 
+        /// The Appearance, a category and subcategory from Assigned Numbers §2.6, e.g. 0x0341 for a
+        /// heart rate belt (CSS Part A §1.12).
         public func appearance(_ value: UInt16) -> Builder { adding(.appearance, [UInt8(value & 0xFF), UInt8(value >> 8)]) }
 
+        /// Manufacturer Specific Data: the company identifier (Assigned Numbers), little-endian, then
+        /// `data` in that company's format (CSS Part A §1.4).
         public func manufacturerData(companyID: UInt16, data: [UInt8]) -> Builder {
             adding(.manufacturerSpecificData, [UInt8(companyID & 0xFF), UInt8(companyID >> 8)] + data)
         }
@@ -233,19 +246,24 @@ extension AdvertisingData {
             return adding(.advertisingIntervalLong, w.bytes)
         }
 
+        /// The LE Role: which roles the device supports and prefers (CSS Part A §1.17).
         public func leRole(_ role: LERole) -> Builder { adding(.leRole, [role.rawValue]) }
 
         /// A URI, its scheme compressed to a code point when this encoder knows it.
         public func uri(_ uri: String) -> Builder { adding(.uri, URI.compress(uri).encoded) }
 
+        /// The public addresses this advertisement is meant for, six octets each (CSS Part A §1.13).
         public func publicTargetAddresses(_ addresses: [BDAddress]) -> Builder {
             adding(.publicTargetAddress, addresses.flatMap(\.littleEndianBytes))
         }
 
+        /// The random addresses this advertisement is meant for, six octets each (CSS Part A §1.14).
         public func randomTargetAddresses(_ addresses: [BDAddress]) -> Builder {
             adding(.randomTargetAddress, addresses.flatMap(\.littleEndianBytes))
         }
 
+        /// The device's LE address and whether it is random (CSS Part A §1.16), as out-of-band
+        /// pairing data carries it.
         public func leDeviceAddress(_ address: DeviceAddress) -> Builder {
             let random: Bool = address.type == .random || address.type == .randomIdentity
             return adding(.leBluetoothDeviceAddress, address.address.littleEndianBytes + [random ? 1 : 0])

@@ -5,6 +5,7 @@ extension AdvertisingData: CustomStringConvertible {
     /// The same as `description`.
     public var summary: String { description }
 
+    /// The one-line summary: typed fields in a fixed order, the rest as `ad[0xNN]=hex`.
     public var description: String {
         var parts: [String] = []
         if let flags { parts.append("flags=\(flags)") }

@@ -6,11 +6,18 @@ extension AdvertisingData {
 
     /// The Flags data type. Only the first octet is defined; bits 5–7 are reserved and kept.
     public struct Flags: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        /// The Flags octet as sent.
         public var rawValue: UInt8
+        /// Flags from their octet, reserved bits included.
         public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+        /// Bit 0: LE Limited Discoverable Mode, discoverable for a limited time only (Core spec Vol 3
+        /// Part C §9.2.3).
         public static let leLimitedDiscoverable = Flags(rawValue: 0x01)
+        /// Bit 1: LE General Discoverable Mode, discoverable until told otherwise (Core spec Vol 3
+        /// Part C §9.2.4).
         public static let leGeneralDiscoverable = Flags(rawValue: 0x02)
+        /// Bit 2: BR/EDR Not Supported, an LE-only device (what every LE-only peripheral sets).
         public static let brEdrNotSupported = Flags(rawValue: 0x04)
         /// Simultaneous LE and BR/EDR to the same device capable (controller).
         public static let simultaneousLEBrEdrController = Flags(rawValue: 0x08)
@@ -115,9 +122,13 @@ extension AdvertisingData {
     /// One Manufacturer Specific Data structure: a company identifier (little-endian) and the
     /// company-defined bytes after it.
     public struct ManufacturerData: Sendable, Hashable {
+        /// The company identifier from Assigned Numbers, e.g. 0x004C for Apple; it says how to read
+        /// `data`.
         public var companyID: UInt16
+        /// The bytes after the company identifier, in that company's own format.
         public var data: [UInt8]
 
+        /// Manufacturer data of company `companyID`.
         public init(companyID: UInt16, data: [UInt8]) {
             self.companyID = companyID
             self.data = data
@@ -140,9 +151,12 @@ extension AdvertisingData {
 
     /// One Service Data structure: the service UUID and the data for it.
     public struct ServiceData: Sendable, Hashable {
+        /// The service the data belongs to.
         public var uuid: BluetoothUUID
+        /// The bytes after the UUID, in the format that service defines.
         public var data: [UInt8]
 
+        /// Service data for `uuid`.
         public init(uuid: BluetoothUUID, data: [UInt8]) {
             self.uuid = uuid
             self.data = data
@@ -178,15 +192,20 @@ extension AdvertisingData {
     /// The connection interval range the peripheral prefers, in units of 1.25 ms (valid values
     /// 0x0006...0x0C80). nil stands for 0xFFFF, "no specific minimum/maximum".
     public struct ConnectionIntervalRange: Sendable, Hashable, CustomStringConvertible {
+        /// The shortest interval wanted, in 1.25 ms units; nil for no specific minimum.
         public var minimum: UInt16?
+        /// The longest interval wanted, in 1.25 ms units; nil for no specific maximum.
         public var maximum: UInt16?
 
+        /// A range from `minimum` to `maximum` (1.25 ms units; nil for an open end).
         public init(minimum: UInt16?, maximum: UInt16?) {
             self.minimum = minimum
             self.maximum = maximum
         }
 
+        /// `minimum` in milliseconds.
         public var minimumMilliseconds: Double? { minimum.map { Double($0) * 1.25 } }
+        /// `maximum` in milliseconds.
         public var maximumMilliseconds: Double? { maximum.map { Double($0) * 1.25 } }
 
         /// "7.5-30ms", with "any" for an open end.
@@ -197,6 +216,7 @@ extension AdvertisingData {
         }
     }
 
+    /// The Peripheral Connection Interval Range (0x12), nil when absent or shorter than 4 octets.
     public var peripheralConnectionIntervalRange: ConnectionIntervalRange? {
         guard let d = firstData(of: .peripheralConnectionIntervalRange), d.count >= 4 else { return nil }
         let lo = UInt16(d[0]) | UInt16(d[1]) << 8, hi = UInt16(d[2]) | UInt16(d[3]) << 8
@@ -219,17 +239,26 @@ extension AdvertisingData {
         return nil
     }
 
+    /// `advertisingInterval` in milliseconds.
     public var advertisingIntervalMilliseconds: Double? { advertisingInterval.map { Double($0) * 0.625 } }
 
     // MARK: LE role (CSS Part A §1.17)
 
+    /// The LE Role data type's value (CSS Part A §1.17): which roles the device can take, and which
+    /// it prefers when it can take both.
     public enum LERole: Sendable, Hashable, CustomStringConvertible {
+        /// 0x00: only the peripheral role.
         case peripheralOnly
+        /// 0x01: only the central role.
         case centralOnly
+        /// 0x02: both roles, peripheral preferred for connection establishment.
         case bothPeripheralPreferred
+        /// 0x03: both roles, central preferred for connection establishment.
         case bothCentralPreferred
+        /// A value the spec reserves (0x04–0xFF), kept as sent.
         case reserved(UInt8)
 
+        /// The role an octet encodes; never fails (reserved values are kept).
         public init(rawValue: UInt8) {
             switch rawValue {
             case 0x00: self = .peripheralOnly
@@ -240,6 +269,7 @@ extension AdvertisingData {
             }
         }
 
+        /// The octet this role is sent as.
         public var rawValue: UInt8 {
             switch self {
             case .peripheralOnly: return 0x00
@@ -250,6 +280,7 @@ extension AdvertisingData {
             }
         }
 
+        /// "peripheral", "both (central preferred)", ...
         public var description: String {
             switch self {
             case .peripheralOnly: return "peripheral"
@@ -261,6 +292,7 @@ extension AdvertisingData {
         }
     }
 
+    /// The LE Role (0x1C), nil when absent.
     public var leRole: LERole? {
         firstData(of: .leRole)?.first.map(LERole.init(rawValue:))
     }
@@ -304,6 +336,7 @@ extension AdvertisingData {
         /// Everything after the scheme code point, e.g. "//example.com".
         public var remainder: String
 
+        /// A URI from its scheme code point and the text after it.
         public init(schemeCode: UInt32, remainder: String) {
             self.schemeCode = schemeCode
             self.remainder = remainder
@@ -322,6 +355,7 @@ extension AdvertisingData {
         /// The full URI, or nil when the scheme code is not one this decoder knows.
         public var string: String? { scheme.map { $0 + remainder } }
 
+        /// The full URI, or the unknown scheme's code point and the remainder.
         public var description: String {
             string ?? "<scheme U+\(String(schemeCode, radix: 16, uppercase: true))>\(remainder)"
         }
@@ -344,6 +378,7 @@ extension AdvertisingData {
         }
     }
 
+    /// The URI (0x24), nil when absent or empty.
     public var uri: URI? {
         guard let d = firstData(of: .uri) else { return nil }
         let text = String(decoding: d, as: UTF8.self)

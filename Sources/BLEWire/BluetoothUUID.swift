@@ -5,19 +5,23 @@
 public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The 128-bit value, most significant half first.
     public var high: UInt64
+    /// The least significant 64 bits (`high` holds the rest).
     public var low: UInt64
 
     /// The Bluetooth Base UUID's fixed parts. Core spec Vol 3 Part B §2.5.1.
     static let baseHighLow32: UInt64 = 0x0000_1000
     static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
 
+    /// The UUID whose 128-bit value is `high` then `low`.
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
+    /// The 16-bit alias `short` in the Base UUID, e.g. `BluetoothUUID(0x180D)` for Heart Rate.
     public init(_ short: UInt16) { self.init(uint32: UInt32(short)) }
 
+    /// The 32-bit alias `uint32` in the Base UUID (Core spec Vol 3 Part B §2.5.1).
     public init(uint32: UInt32) {
         self.init(high: UInt64(uint32) << 32 | Self.baseHighLow32, low: Self.baseLow)
     }
@@ -113,6 +117,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
         return fullString
     }
 
+    /// Orders UUIDs by their 128-bit value, so sorted lists read the same everywhere.
     public static func < (a: BluetoothUUID, b: BluetoothUUID) -> Bool { (a.high, a.low) < (b.high, b.low) }
 }
 

@@ -3,11 +3,13 @@
 public struct SplitMix64: RandomNumberGenerator, Hashable, Sendable {
     private var state: UInt64
 
+    /// A generator whose sequence is fixed by `seed`.
     public init(seed: UInt64) { state = seed }
 
     /// The Weyl increment: the odd 64-bit number nearest 2^64 / golden ratio.
     public static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
 
+    /// The next value of the sequence: the state advanced by `increment`, then mixed.
     public mutating func next() -> UInt64 {
         state &+= Self.increment
         return Self.mix(state)

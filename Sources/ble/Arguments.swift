@@ -1,8 +1,8 @@
 import BLECommandLine
 
-/// The parser's types under the names the tool's files use, so that they need not import
-/// BLECommandLine: the files of Serve/ and Systems/ take `ParsedArguments` and throw
-/// `UsageError`, and each command declares its `CommandOption`s and `CommandPositional`s.
+/// The parser's types under the names the tool's files use, so that the files of Commands/ need
+/// not import BLECommandLine: each command is made from `ParsedArguments`, throws `UsageError`
+/// for what was typed wrong, and declares its `CommandOption`s and `CommandPositional`s.
 typealias ParsedArguments = BLECommandLine.ParsedArguments
 typealias UsageError = BLECommandLine.UsageError
 typealias CommandOption = BLECommandLine.CommandOption

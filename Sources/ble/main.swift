@@ -37,10 +37,6 @@ func topLevelHelp() -> String {
     return lines.joined(separator: "\n")
 }
 
-extension String {
-    func padding(_ n: Int) -> String { count >= n ? self + " " : self + String(repeating: " ", count: n - count) }
-}
-
 func writeError(_ message: String) {
     let text = "ble: \(message)\n"
     _ = text.withCString { Glibc.write(2, $0, strlen($0)) }

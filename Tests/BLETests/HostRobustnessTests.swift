@@ -84,8 +84,15 @@ final class HostRobustnessTests: XCTestCase {
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .commandDisallowed, numHCICommandPackets: 1, opcode: c.opcode)] }
         let baseline = await central.host.run { $0.backgroundTaskCount }
         try await assertDisconnectRefused(p)
-        // Past the deadline (command timeout + supervision timeout): wait until the deadline task
-        // has run to its end, then the link must still be up.
+        // Past the deadline (command timeout + supervision timeout): first wait until the host's
+        // deadline task sleeps on the clock (advancing before it armed would leave it asleep past
+        // the test), then until it has run to its end; the link must still be up. The clock has
+        // not moved, so the deadline is the only sleeper past the command timeout (a Disconnect
+        // command timer the host has yet to cancel would be at the command timeout itself).
+        let commandTimeout = HostConfiguration().commandTimeout
+        await waitUntil("the host to arm the disconnect deadline", within: .seconds(10)) {
+            clock.sleeperCount > 0 && clock.nextDeadline.map { $0 > commandTimeout } == true
+        }
         clock.advance(by: .seconds(60))
         await waitUntil("the disconnect deadline task to end", within: .seconds(10)) {
             await central.host.run { $0.backgroundTaskCount } <= baseline

@@ -6,7 +6,19 @@ import BLEWire
 
 /// The manager's state, named as CoreBluetooth names it (SEEDS.md S2 prints these).
 public enum ManagerState: String, Sendable {
-    case unknown, resetting, unsupported, unauthorized, poweredOff, poweredOn
+    /// Not known yet. CoreBluetooth's starting state; this stack knows the state once open.
+    case unknown
+    /// The controller is being reset. Kept for CoreBluetooth parity; this stack does not report it.
+    case resetting
+    /// The controller cannot do LE. Kept for CoreBluetooth parity; opening such a controller fails.
+    case unsupported
+    /// The app may not use Bluetooth. Kept for CoreBluetooth parity; opening fails with the
+    /// transport's permission error instead.
+    case unauthorized
+    /// The host has failed (transport lost, hardware error) or was closed: nothing more works.
+    case poweredOff
+    /// The controller is initialised and the host is running.
+    case poweredOn
 }
 
 /// The central role: scans for advertisements and connects to peripherals. Shaped like

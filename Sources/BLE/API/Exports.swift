@@ -9,6 +9,11 @@
 // `InMemoryTransport`, `TransportError`.
 @_exported import BLERuntime
 
+// What an `HCITransport` moves: one HCI packet with its H4 indicator (Vol 4 Part A §2), for an
+// application that brings a transport of its own.
+@_exported import struct BLEHCI.H4Frame
+@_exported import enum BLEHCI.HCIPacketType
+
 // Controller facts and HCI outcomes that reach the API (ControllerInfo, BLEError, Peripheral).
 @_exported import struct BLEHCI.HCIStatus
 @_exported import enum BLEHCI.HCIError

@@ -10,6 +10,12 @@ public struct GATTDatabaseSnapshot: Sendable {
         /// The value read, or the ATT error the peer refused with (Vol 3 Part F §3.4.1.1); nil
         /// when the dump did not read values.
         public var value: Result<[UInt8], BLEError>?
+
+        /// A descriptor entry (discovery makes these; `init` is for showing a fixed database).
+        public init(descriptor: GATTDescriptor, value: Result<[UInt8], BLEError>? = nil) {
+            self.descriptor = descriptor
+            self.value = value
+        }
     }
 
     /// A discovered characteristic with its value and descriptors.
@@ -21,6 +27,13 @@ public struct GATTDatabaseSnapshot: Sendable {
         public var value: Result<[UInt8], BLEError>?
         /// The characteristic's descriptors, in handle order.
         public var descriptors: [Descriptor]
+
+        /// A characteristic entry (discovery makes these; `init` is for showing a fixed database).
+        public init(characteristic: GATTCharacteristic, value: Result<[UInt8], BLEError>? = nil, descriptors: [Descriptor] = []) {
+            self.characteristic = characteristic
+            self.value = value
+            self.descriptors = descriptors
+        }
     }
 
     /// A primary service with the services it includes and its characteristics.
@@ -31,12 +44,26 @@ public struct GATTDatabaseSnapshot: Sendable {
         public var includedServices: [GATTIncludedService]
         /// The service's characteristics, in handle order.
         public var characteristics: [Characteristic]
+
+        /// A service entry (discovery makes these; `init` is for showing a fixed database).
+        public init(service: GATTService, includedServices: [GATTIncludedService] = [], characteristics: [Characteristic] = []) {
+            self.service = service
+            self.includedServices = includedServices
+            self.characteristics = characteristics
+        }
     }
 
     /// Every primary service of the peer, in handle order.
     public var services: [Service]
     /// The link's ATT_MTU when the dump was taken; it bounds what a single read returned.
     public var mtu: Int
+
+    /// A snapshot of `services` taken at ATT_MTU `mtu` (`Peripheral.discoverDatabase` makes
+    /// these; `init` is for showing a fixed database).
+    public init(services: [Service], mtu: Int) {
+        self.services = services
+        self.mtu = mtu
+    }
 }
 
 extension Peripheral {

@@ -28,8 +28,12 @@ public struct LinkParameters: Sendable, Hashable {
 
 /// The state of a connection as the API shows it.
 public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
+    /// The link is up.
     case connected
+    /// `disconnect()` has been asked for and the controller has not yet reported the link down.
     case disconnecting
+    /// The link is down, for `reason`: the Reason of HCI Disconnection Complete (Core spec Vol 4
+    /// Part E §7.7.5), e.g. Connection Timeout (0x08) when the peer went out of range.
     case disconnected(reason: HCIStatus)
 
     /// A readable form for logs, e.g. `connected` or `disconnected (…)` with the HCI reason.
@@ -44,5 +48,8 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
 
 /// Which end of the link this host is. Core spec Vol 4 Part E §7.7.65.1.
 public enum ConnectionRole: Sendable, Hashable {
-    case central, peripheral
+    /// This host initiated the link (LE Create Connection) and is its central.
+    case central
+    /// A central connected to this host's advertising; this host is the peripheral.
+    case peripheral
 }

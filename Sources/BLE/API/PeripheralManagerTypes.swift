@@ -57,11 +57,15 @@ public struct GATTWriteRequest: Sendable, Hashable {
 /// What happens on our peripheral, one event at a time (the `CBPeripheralManagerDelegate`
 /// callbacks as a stream).
 public enum PeripheralManagerEvent: Sendable {
+    /// A central connected to our advertising.
     case connected(ConnectedCentral)
     /// Any ATT request or command a central sent, before it is answered (for logging): the
     /// opcode and, for requests that name one, the first handle.
     case request(ConnectedCentral, opcode: ATTOpcode, handle: UInt16?)
+    /// A central's link ended, for `reason` (the HCI Disconnection Complete Reason).
     case disconnected(ConnectedCentral, reason: HCIStatus)
+    /// A central exchanged the ATT MTU (Core spec Vol 3 Part F §3.4.2); `mtu` is the link's
+    /// ATT_MTU from now on.
     case mtuChanged(ConnectedCentral, mtu: Int)
     /// A central turned notifications and/or indications on or off for a value handle.
     case subscriptionChanged(ConnectedCentral, valueHandle: UInt16, notifications: Bool, indications: Bool)
@@ -80,7 +84,10 @@ public enum PeripheralManagerEvent: Sendable {
     case paired(ConnectedCentral, PairingResult)
     /// A central's pairing ended without keys, with the Pairing Failed reason and its side.
     case pairingFailed(ConnectedCentral, SMPPairingError)
+    /// The controller confirmed advertising is on (`startAdvertising`, or turned back on after a
+    /// link ended).
     case advertisingStarted
+    /// The controller confirmed advertising is off (`stopAdvertising`).
     case advertisingStopped
     /// Turning advertising back on (after a connection or disconnection) failed.
     case advertisingFailed(String)

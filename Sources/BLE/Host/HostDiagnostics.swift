@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Synchronization
 
-/// Opt-in diagnostics on stderr (`BLE_DEBUG=1` or `ble --verbose`), for events the stack
+/// Opt-in diagnostics on stderr (`verbose`, which `ble --verbose` sets), for events the stack
 /// survives but a developer may want to see: malformed packets dropped, unexpected events,
 /// background work that failed.
 public enum HostDiagnostics {

@@ -4,9 +4,12 @@
 /// Open struct: servers send application codes (0x80–0x9F) and codes from later spec versions,
 /// and a client must pass them through rather than reject the response.
 public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The Error Code octet of the Error Response.
     public var rawValue: UInt8
 
+    /// The code `rawValue`, named here or not (application codes 0x80–0x9F included).
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The code `rawValue` (unlabelled, for tables of codes).
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
     /// The attribute handle given was not valid on this server.

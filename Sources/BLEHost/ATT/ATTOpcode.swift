@@ -7,9 +7,12 @@
 /// Bit layout (§3.3.1): bits 0–5 are the method, bit 6 the Command Flag, bit 7 the
 /// Authentication Signature Flag.
 public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The opcode octet, the PDU's first.
     public var rawValue: UInt8
 
+    /// The opcode `rawValue`, known here or not.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The opcode `rawValue` (unlabelled, for tables of codes).
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
     // MARK: Named opcodes (§3.4.8)
@@ -18,44 +21,57 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let errorResponse = ATTOpcode(0x01)
     /// §3.4.2.1 / §3.4.2.2
     public static let exchangeMTURequest = ATTOpcode(0x02)
+    /// The server's answer to Exchange MTU, with its Server Rx MTU (§3.4.2.2).
     public static let exchangeMTUResponse = ATTOpcode(0x03)
     /// §3.4.3.1 / §3.4.3.2
     public static let findInformationRequest = ATTOpcode(0x04)
+    /// Handle–UUID pairs, all 16-bit or all 128-bit (§3.4.3.2).
     public static let findInformationResponse = ATTOpcode(0x05)
     /// §3.4.3.3 / §3.4.3.4
     public static let findByTypeValueRequest = ATTOpcode(0x06)
+    /// The handle ranges of the attributes whose type and value matched (§3.4.3.4).
     public static let findByTypeValueResponse = ATTOpcode(0x07)
     /// §3.4.4.1 / §3.4.4.2
     public static let readByTypeRequest = ATTOpcode(0x08)
+    /// Handle–value pairs of one length for the attributes of the type asked for (§3.4.4.2).
     public static let readByTypeResponse = ATTOpcode(0x09)
     /// §3.4.4.3 / §3.4.4.4
     public static let readRequest = ATTOpcode(0x0A)
+    /// The value read, up to ATT_MTU − 1 octets (§3.4.4.4).
     public static let readResponse = ATTOpcode(0x0B)
     /// §3.4.4.5 / §3.4.4.6
     public static let readBlobRequest = ATTOpcode(0x0C)
+    /// The part of a long value from the offset asked for (§3.4.4.6).
     public static let readBlobResponse = ATTOpcode(0x0D)
     /// §3.4.4.7 / §3.4.4.8
     public static let readMultipleRequest = ATTOpcode(0x0E)
+    /// The values of the handles asked for, concatenated (§3.4.4.8).
     public static let readMultipleResponse = ATTOpcode(0x0F)
     /// §3.4.4.9 / §3.4.4.10
     public static let readByGroupTypeRequest = ATTOpcode(0x10)
+    /// Handle range–value triples, e.g. each primary service's range and UUID (§3.4.4.10).
     public static let readByGroupTypeResponse = ATTOpcode(0x11)
     /// §3.4.5.1 / §3.4.5.2
     public static let writeRequest = ATTOpcode(0x12)
+    /// The server wrote the value (§3.4.5.2); it has no parameters.
     public static let writeResponse = ATTOpcode(0x13)
     /// §3.4.6.1 / §3.4.6.2
     public static let prepareWriteRequest = ATTOpcode(0x16)
+    /// The queued part echoed back: handle, offset and value (§3.4.6.2).
     public static let prepareWriteResponse = ATTOpcode(0x17)
     /// §3.4.6.3 / §3.4.6.4
     public static let executeWriteRequest = ATTOpcode(0x18)
+    /// The queued writes were written or cancelled (§3.4.6.4).
     public static let executeWriteResponse = ATTOpcode(0x19)
     /// §3.4.7.1
     public static let handleValueNotification = ATTOpcode(0x1B)
     /// §3.4.7.2 / §3.4.7.3
     public static let handleValueIndication = ATTOpcode(0x1D)
+    /// The client's acknowledgement of an indication (§3.4.7.3).
     public static let handleValueConfirmation = ATTOpcode(0x1E)
     /// §3.4.4.11 / §3.4.4.12 (Core 5.2+)
     public static let readMultipleVariableRequest = ATTOpcode(0x20)
+    /// Length–value pairs for the handles asked for (§3.4.4.12).
     public static let readMultipleVariableResponse = ATTOpcode(0x21)
     /// §3.4.7.4 (Core 5.2+)
     public static let multipleHandleValueNotification = ATTOpcode(0x23)
@@ -92,6 +108,8 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case unknown
     }
 
+    /// Whether this opcode is a request, response, command, notification, indication or
+    /// confirmation; `.unknown` when this stack does not know it.
     public var kind: Kind {
         switch self {
         case .exchangeMTURequest, .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest,
@@ -138,6 +156,7 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         }
     }
 
+    /// The PDU's name as §3.4 titles it ("Read Blob Request"); nil for opcodes not known here.
     public var name: String? {
         switch self {
         case .errorResponse: return "Error Response"

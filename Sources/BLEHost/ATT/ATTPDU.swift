@@ -119,12 +119,16 @@ public enum ATTPDU: Hashable, Sendable {
 /// A handle and a value: Read By Type Response pairs (§3.4.4.2) and Multiple Handle Value
 /// Notification tuples (§3.4.7.4).
 public struct ATTHandleValue: Hashable, Sendable, CustomStringConvertible {
+    /// The attribute's handle.
     public var handle: UInt16
+    /// The attribute's value (possibly cut to what fits the PDU).
     public var value: [UInt8]
+    /// The pair of `handle` and `value`.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
     }
+    /// "0x002A: 0102", for logs.
     public var description: String { "0x\(attHex16(handle)): \(value.hexString)" }
 }
 

@@ -14,7 +14,9 @@ public enum AdvertisingEventKind: Sendable, Hashable {
     /// SCAN_RSP: the answer to our scan request.
     case scanResponse
 
+    /// Whether the advertiser accepts a connection request (ADV_IND, ADV_DIRECT_IND).
     public var isConnectable: Bool { self == .connectableUndirected || self == .connectableDirected }
+    /// Whether an active scanner may send a scan request for a scan response (ADV_IND, ADV_SCAN_IND).
     public var isScannable: Bool { self == .connectableUndirected || self == .scannableUndirected }
 }
 
@@ -45,6 +47,8 @@ public struct ScanFilter: Sendable, Hashable {
     /// Report a device again every time it is heard, not only when its data changes.
     public var allowDuplicates: Bool
 
+    /// A filter; with the defaults it lets every device through, once per change of its data.
+    /// All the conditions given must hold.
     public init(serviceUUIDs: [BluetoothUUID] = [], nameContains: String? = nil, minimumRSSI: Int? = nil, allowDuplicates: Bool = false) {
         self.serviceUUIDs = serviceUUIDs
         self.nameContains = nameContains
@@ -52,6 +56,9 @@ public struct ScanFilter: Sendable, Hashable {
         self.allowDuplicates = allowDuplicates
     }
 
+    /// Whether `device` passes: one of `serviceUUIDs` advertised (in a service list or as service
+    /// data), the name containing `nameContains`, the RSSI at least `minimumRSSI`. A device with
+    /// no name or no RSSI fails the conditions on them. `allowDuplicates` is not checked here.
     public func matches(_ device: ScannedDevice) -> Bool {
         if !serviceUUIDs.isEmpty {
             let advertised = Set(device.advertisement.serviceUUIDs + device.advertisement.serviceData.map(\.uuid))
@@ -70,16 +77,33 @@ public struct ScanFilter: Sendable, Hashable {
 /// A device as a scan knows it: the advertisement merged with its scan response, the last RSSI,
 /// and when it was last heard, so a list can age out devices that went quiet.
 public struct ScannedDevice: Sendable, Hashable {
+    /// The advertiser's address and type (identifies the device in `connect`).
     public var address: DeviceAddress
     /// Advertising data merged with the latest scan response.
     public var advertisement: AdvertisingData
+    /// The signal strength of the last report in dBm; nil when the controller could not measure it.
     public var rssi: Int8?
+    /// Whether the last advertisement accepted connections.
     public var isConnectable: Bool
     /// Time of the last report (the host clock's `now`, from its origin).
     public var lastSeen: Duration
+    /// Time of the first report in this scan (the host clock's `now`).
     public var firstSeen: Duration
     /// True once a scan response has been merged in.
     public var hasScanResponse: Bool
+
+    /// A device as a scan reports it. Scans make these; the initializer is for code that shows
+    /// devices to be tried on fixed input.
+    public init(address: DeviceAddress, advertisement: AdvertisingData, rssi: Int8?, isConnectable: Bool,
+                lastSeen: Duration, firstSeen: Duration, hasScanResponse: Bool) {
+        self.address = address
+        self.advertisement = advertisement
+        self.rssi = rssi
+        self.isConnectable = isConnectable
+        self.lastSeen = lastSeen
+        self.firstSeen = firstSeen
+        self.hasScanResponse = hasScanResponse
+    }
 }
 
 /// Merges advertising reports into devices and decides which to report. Sans-IO: the owner feeds

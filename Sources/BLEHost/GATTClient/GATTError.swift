@@ -29,6 +29,7 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The caller cancelled the procedure.
     case cancelled
 
+    /// What failed, with the ATT error code, handle and request where there is one.
     public var description: String {
         switch self {
         case let .att(code, handle, request):

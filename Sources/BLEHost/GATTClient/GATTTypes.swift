@@ -28,15 +28,24 @@ public enum GATTUUID {
 /// Characteristic Properties, the first octet of a characteristic declaration's value.
 /// Core spec Vol 3 Part G §3.3.1.1 (Table 3.5).
 public struct CharacteristicProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    /// The properties octet as declared.
     public var rawValue: UInt8
+    /// Properties from their octet.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// 0x01: the value may be broadcast in advertising data (Server Characteristic Configuration).
     public static let broadcast = CharacteristicProperties(rawValue: 0x01)
+    /// 0x02: the value may be read (§4.8).
     public static let read = CharacteristicProperties(rawValue: 0x02)
+    /// 0x04: the value may be written with Write Command, unacknowledged (§4.9.1).
     public static let writeWithoutResponse = CharacteristicProperties(rawValue: 0x04)
+    /// 0x08: the value may be written with Write Request, acknowledged (§4.9.3).
     public static let write = CharacteristicProperties(rawValue: 0x08)
+    /// 0x10: the server may notify the value, unacknowledged (§4.10); it has a CCCD.
     public static let notify = CharacteristicProperties(rawValue: 0x10)
+    /// 0x20: the server may indicate the value, acknowledged by the client (§4.11); it has a CCCD.
     public static let indicate = CharacteristicProperties(rawValue: 0x20)
+    /// 0x40: the value may be written with Signed Write Command (§4.9.2).
     public static let authenticatedSignedWrites = CharacteristicProperties(rawValue: 0x40)
     /// The characteristic has a Characteristic Extended Properties descriptor (§3.3.3.1).
     public static let extendedProperties = CharacteristicProperties(rawValue: 0x80)
@@ -57,20 +66,26 @@ public struct CharacteristicProperties: OptionSet, Hashable, Sendable, CustomStr
 /// A service found by discovery: its declaration handle through its last attribute.
 /// Core spec Vol 3 Part G §3.1, §4.4.
 public struct GATTService: Hashable, Sendable, CustomStringConvertible {
+    /// The service type, e.g. 180D for Heart Rate.
     public var uuid: BluetoothUUID
+    /// Primary (found by discovery) or secondary (only reached through an include).
     public var isPrimary: Bool
     /// Declaration handle ... End Group Handle.
     public var handleRange: ClosedRange<UInt16>
 
+    /// A service of type `uuid` spanning `handleRange`.
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, handleRange: ClosedRange<UInt16>) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.handleRange = handleRange
     }
 
+    /// The service declaration's handle.
     public var startHandle: UInt16 { handleRange.lowerBound }
+    /// The service's last handle (End Group Handle).
     public var endHandle: UInt16 { handleRange.upperBound }
 
+    /// "primary service 180D 0x0010...0x0016".
     public var description: String {
         "\(isPrimary ? "primary" : "secondary") service \(uuid) 0x\(attHex16(startHandle))...0x\(attHex16(endHandle))"
     }
@@ -86,28 +101,36 @@ public struct GATTIncludedService: Hashable, Sendable {
     /// The included service's UUID (read back from its declaration for 128-bit UUIDs, §4.5.1).
     public var uuid: BluetoothUUID
 
+    /// An include at `declarationHandle` of the service `uuid` spanning `serviceHandleRange`.
     public init(declarationHandle: UInt16, serviceHandleRange: ClosedRange<UInt16>, uuid: BluetoothUUID) {
         self.declarationHandle = declarationHandle
         self.serviceHandleRange = serviceHandleRange
         self.uuid = uuid
     }
 
+    /// The included service's declaration handle.
     public var serviceStartHandle: UInt16 { serviceHandleRange.lowerBound }
+    /// The included service's last handle.
     public var serviceEndHandle: UInt16 { serviceHandleRange.upperBound }
 }
 
 /// A characteristic found by §4.6: its declaration, value handle and properties.
 /// Core spec Vol 3 Part G §3.3.
 public struct GATTCharacteristic: Hashable, Sendable, CustomStringConvertible {
+    /// The characteristic type, e.g. 2A37 for Heart Rate Measurement.
     public var uuid: BluetoothUUID
+    /// The handle of the «Characteristic» declaration itself.
     public var declarationHandle: UInt16
+    /// The handle of the value: what reads, writes and notifications name.
     public var valueHandle: UInt16
+    /// What the server says may be done with the value (§3.3.1.1); permissions may still refuse.
     public var properties: CharacteristicProperties
     /// The last handle belonging to this characteristic: the next characteristic declaration's
     /// handle minus one, or the service's end handle for the last one (§3.3). Descriptors live in
     /// `valueHandle + 1 ... endHandle` (§4.7.1).
     public var endHandle: UInt16
 
+    /// A characteristic as discovery reports it.
     public init(uuid: BluetoothUUID, declarationHandle: UInt16, valueHandle: UInt16,
                 properties: CharacteristicProperties, endHandle: UInt16) {
         self.uuid = uuid
@@ -123,6 +146,7 @@ public struct GATTCharacteristic: Hashable, Sendable, CustomStringConvertible {
         return (valueHandle + 1)...endHandle
     }
 
+    /// "characteristic 2A37 decl 0x0011 value 0x0012 [notify]".
     public var description: String {
         "characteristic \(uuid) decl 0x\(attHex16(declarationHandle)) value 0x\(attHex16(valueHandle)) \(properties)"
     }
@@ -130,8 +154,11 @@ public struct GATTCharacteristic: Hashable, Sendable, CustomStringConvertible {
 
 /// A characteristic descriptor found by §4.7.1. Core spec Vol 3 Part G §3.3.3.
 public struct GATTDescriptor: Hashable, Sendable {
+    /// The descriptor's handle, for reading and writing it.
     public var handle: UInt16
+    /// The descriptor type, e.g. 2902 for Client Characteristic Configuration.
     public var uuid: BluetoothUUID
+    /// A descriptor at `handle` of type `uuid`.
     public init(handle: UInt16, uuid: BluetoothUUID) {
         self.handle = handle
         self.uuid = uuid

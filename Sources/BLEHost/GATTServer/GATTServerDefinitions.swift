@@ -14,10 +14,14 @@ import BLEWire
 /// with no `read…` flag answers reads with Read Not Permitted, one with no `write…` flag answers
 /// writes with Write Not Permitted.
 public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    /// The permission bits (this stack's own encoding; permissions never go over the air).
     public var rawValue: UInt16
+    /// Permissions from their bits.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// The value may be read on any link.
     public static let read = AttributePermissions(rawValue: 0x0001)
+    /// The value may be written on any link.
     public static let write = AttributePermissions(rawValue: 0x0002)
     /// Reading needs an encrypted link (Vol 3 Part C §10.3.1).
     public static let readEncrypted = AttributePermissions(rawValue: 0x0004)
@@ -46,6 +50,7 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
         (.readAuthorized, "readAuthorized"), (.writeAuthorized, "writeAuthorized"),
     ]
 
+    /// "[read, writeEncrypted]".
     public var description: String {
         "[" + Self.named.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
     }
@@ -89,7 +94,9 @@ public struct LinkSecurity: Hashable, Sendable {
 
 /// A descriptor the application adds to a characteristic. Core spec Vol 3 Part G §3.3.3.
 public struct GATTDescriptorDefinition: Hashable, Sendable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// Who may read and write the descriptor.
     public var permissions: AttributePermissions
     /// The stored value, or nil for a dynamic one that the application answers
     /// (`ServerAction.read` / `.write`).
@@ -97,6 +104,7 @@ public struct GATTDescriptorDefinition: Hashable, Sendable {
     /// The longest value a write may leave (Vol 3 Part F §3.2.9 caps attribute values at 512).
     public var maximumLength: Int
 
+    /// A descriptor of type `uuid` with a stored `value`, or nil for a dynamic one.
     public init(uuid: BluetoothUUID, permissions: AttributePermissions, value: [UInt8]?, maximumLength: Int = 512) {
         self.uuid = uuid
         self.permissions = permissions
@@ -116,7 +124,9 @@ public struct GATTCharacteristicDefinition: Hashable, Sendable {
     /// The value of a Characteristic Extended Properties descriptor (0x2900), Vol 3 Part G
     /// §3.3.3.1 (Table 3.10).
     public struct ExtendedProperties: OptionSet, Hashable, Sendable {
+        /// The descriptor's 16-bit value.
         public var rawValue: UInt16
+        /// Extended properties from their bits.
         public init(rawValue: UInt16) { self.rawValue = rawValue }
         /// The characteristic takes the Reliable Writes procedure (§4.9.5).
         public static let reliableWrite = ExtendedProperties(rawValue: 0x0001)
@@ -138,6 +148,7 @@ public struct GATTCharacteristicDefinition: Hashable, Sendable {
         /// Description, from the name space, e.g. 0x0000 = unknown.
         public var description: UInt16
 
+        /// A presentation format; unit 0x2700 is "unitless", description 0 "unknown".
         public init(format: UInt8, exponent: Int8 = 0, unit: UInt16 = 0x2700, namespace: UInt8 = 0x01, description: UInt16 = 0) {
             self.format = format
             self.exponent = exponent
@@ -158,6 +169,7 @@ public struct GATTCharacteristicDefinition: Hashable, Sendable {
         }
     }
 
+    /// The characteristic type.
     public var uuid: BluetoothUUID
     /// The declared properties (§3.3.1.1). `.extendedProperties` is set automatically when
     /// `extendedProperties` is non-nil.
@@ -178,6 +190,7 @@ public struct GATTCharacteristicDefinition: Hashable, Sendable {
     /// Further descriptors, after the automatic ones.
     public var descriptors: [GATTDescriptorDefinition]
 
+    /// A characteristic of type `uuid`; the descriptors it needs are added by the database.
     public init(uuid: BluetoothUUID, properties: CharacteristicProperties, permissions: AttributePermissions,
                 value: [UInt8]?, maximumLength: Int = 512, extendedProperties: ExtendedProperties? = nil,
                 userDescription: String? = nil, presentationFormat: PresentationFormat? = nil,
@@ -196,14 +209,17 @@ public struct GATTCharacteristicDefinition: Hashable, Sendable {
 
 /// A service the application adds. Core spec Vol 3 Part G §3.1 (declaration) and §3.2 (includes).
 public struct GATTServiceDefinition: Hashable, Sendable {
+    /// The service type.
     public var uuid: BluetoothUUID
     /// Primary (discoverable on its own) or secondary (only reachable through an include).
     public var isPrimary: Bool
     /// Services already in the database that this one includes, found by UUID (the lowest-handle
     /// service with that UUID). Their include declarations follow the service declaration (§3.2).
     public var includes: [BluetoothUUID]
+    /// The service's characteristics, laid out in this order.
     public var characteristics: [GATTCharacteristicDefinition]
 
+    /// A service of type `uuid` (primary unless said otherwise).
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, includes: [BluetoothUUID] = [],
                 characteristics: [GATTCharacteristicDefinition]) {
         self.uuid = uuid
@@ -215,15 +231,21 @@ public struct GATTServiceDefinition: Hashable, Sendable {
 
 /// The handles a characteristic received. Core spec Vol 3 Part G §3.3.
 public struct GATTCharacteristicHandles: Hashable, Sendable {
+    /// The characteristic type.
     public var uuid: BluetoothUUID
+    /// The handle of its «Characteristic» declaration.
     public var declarationHandle: UInt16
+    /// The value's handle: what `updateValue` and the read and write events name.
     public var valueHandle: UInt16
     /// The properties as declared (including `.extendedProperties` when that descriptor exists).
     public var properties: CharacteristicProperties
     /// Client Characteristic Configuration descriptor, present with notify or indicate.
     public var cccdHandle: UInt16?
+    /// The Characteristic Extended Properties descriptor, when defined.
     public var extendedPropertiesHandle: UInt16?
+    /// The Characteristic User Description descriptor, when defined.
     public var userDescriptionHandle: UInt16?
+    /// The Characteristic Presentation Format descriptor, when defined.
     public var presentationFormatHandle: UInt16?
     /// The application's own descriptors, in definition order.
     public var descriptorHandles: [UInt16]
@@ -234,12 +256,15 @@ public struct GATTCharacteristicHandles: Hashable, Sendable {
 /// What `GATTServerDatabase.add` assigned: the service's handle range and, in definition order,
 /// each characteristic's handles.
 public struct GATTServiceHandles: Hashable, Sendable {
+    /// The service type.
     public var uuid: BluetoothUUID
+    /// Whether it was added as a primary service.
     public var isPrimary: Bool
     /// Service declaration ... last attribute of the service.
     public var range: ClosedRange<UInt16>
     /// The include declarations' handles, in definition order.
     public var includeHandles: [UInt16]
+    /// Each characteristic's handles, in definition order.
     public var characteristics: [GATTCharacteristicHandles]
 
     /// The first characteristic with `uuid`, in definition order.
@@ -250,6 +275,7 @@ public struct GATTServiceHandles: Hashable, Sendable {
 
 /// Why a database change was refused.
 public struct GATTDatabaseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which change was refused, and why.
     public enum Kind: Hashable, Sendable {
         /// Not enough free handles for the service (handles end at 0xFFFF, Vol 3 Part F §3.2.2).
         case outOfHandles
@@ -267,9 +293,12 @@ public struct GATTDatabaseError: Error, Hashable, Sendable, CustomStringConverti
         /// A maximum length outside 0...512 or an initial value longer than it.
         case invalidLength(BluetoothUUID)
     }
+    /// What was refused.
     public var kind: Kind
+    /// An error of `kind`.
     public init(_ kind: Kind) { self.kind = kind }
 
+    /// The refusal in words, naming the UUID or handle concerned.
     public var description: String {
         switch kind {
         case .outOfHandles: return "GATT database: out of attribute handles"

@@ -50,4 +50,10 @@ extension String {
         let digits = Swift.String(value, radix: 16, uppercase: true)
         self.init(Swift.String(repeating: "0", count: Swift.max(0, 4 - digits.count)) + digits)
     }
+
+    /// `self` left-aligned in a column of `width`, always followed by at least one space (one
+    /// when it fills the column), as `ble` lists names before their descriptions.
+    public func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + Swift.String(repeating: " ", count: width - count)
+    }
 }

@@ -1,12 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BLE
 import BLESystems
 import BLETransport
 import BLEVirtualRadio
 import BLEWire
-import Synchronization
 
 /// `ble radio --listen tcp:HOST:PORT`: the virtual radio as a server, in the manner of
 /// rootcanal's HCI port (issue 4, item 5). Each TCP connection is a new virtual LE controller on
@@ -64,8 +60,7 @@ struct RadioCommand: BLECommand {
         let listener = try TCPListener.listen(host: host, port: port)
         let radio = VirtualRadio(airTimeModel: airTime)
         let log = RadioLog(json: json)
-        log.line("listening", [("listen", .string(listener.description)), ("port", .int(Int(listener.port)))],
-                 text: "virtual radio listening on \(listener.description)")
+        log.listening(listener.description, port: listener.port)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withTaskGroup(of: Void.self) { sessions in
@@ -75,17 +70,9 @@ struct RadioCommand: BLECommand {
                         let number = index
                         let address = RadioCommand.controllerAddress(number)
                         sessions.addTask {
-                            log.line("connected", [("controller", .int(number)), ("peer", .string(connection.peer)), ("address", .string(address.description))],
-                                     text: "connected: controller \(number) (\(address)) for \(connection.peer)")
+                            log.connected(controller: number, peer: connection.peer, address: address)
                             let end = await radio.serve(hostTransport: connection, address: address)
-                            let reason: String
-                            switch end {
-                            case .hostClosed: reason = "host closed the connection"
-                            case let .hostFailed(error): reason = "\(error)"
-                            case .radioClosed: reason = "radio stopped"
-                            }
-                            log.line("disconnected", [("controller", .int(number)), ("peer", .string(connection.peer)), ("reason", .string(reason))],
-                                     text: "disconnected: controller \(number) (\(address)): \(reason)")
+                            log.disconnected(controller: number, peer: connection.peer, address: address, end: end)
                         }
                     }
                 }
@@ -97,7 +84,7 @@ struct RadioCommand: BLECommand {
             await radio.shutdown()
             await group.waitForAll()
         }
-        log.line("stopped", [], text: "virtual radio stopped")
+        log.stopped()
     }
 
     /// The public BD_ADDR of the `n`th controller: 00:5A:B1 + a 24-bit counter (Core spec Vol 2
@@ -105,19 +92,5 @@ struct RadioCommand: BLECommand {
     /// prefix is not an assigned one, which is fine on a radio that only exists in this process).
     static func controllerAddress(_ n: Int) -> BDAddress {
         BDAddress(rawValue: 0x00_5A_B1_00_00_00 | UInt64(n & 0xFF_FFFF))
-    }
-}
-
-/// What `ble radio` prints: a readable line per event, or one JSON object with `--json`.
-struct RadioLog: Sendable {
-    let json: Bool
-
-    func line(_ event: String, _ fields: [(String, JSON)], text: String) {
-        if json {
-            print(JSON.object([("event", .string(event))] + fields).text)
-        } else {
-            print(text)
-        }
-        flushOutput()
     }
 }

@@ -1,10 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BLE
-import BLEHost
 import BLESystems
-import BLEWire
 
 /// `ble scan`: a live table of advertisers, or JSON lines.
 struct ScanCommand: BLECommand {
@@ -53,130 +48,8 @@ struct ScanCommand: BLECommand {
     func run() async throws {
         let central = try await controller.openCentral()
         defer { Task { await central.close() } }
-        let live = !json && isatty(1) == 1
-        var table = ScanTable()
-        var printed: [DeviceAddress: AdvertisingData] = [:]
-        let clock = central.clock
-        var lastDraw = Duration.zero
-        let scan = central.scan(filter: filter, active: !passive, timeout: timeout)
-        if live {
-            // Redraw on a tick as well as on reports, so ages count up and quiet devices drop off.
-            for try await update in Self.ticking(scan, every: .milliseconds(250)) {
-                if let device = update { table.update(device) }
-                let now = clock.now()
-                if now - lastDraw >= .milliseconds(250) {
-                    lastDraw = now
-                    table.draw(now: now)
-                }
-            }
-            table.draw(now: clock.now())
-            await central.close()
-            return
-        }
-        for try await device in scan {
-            let now = clock.now()
-            if json {
-                guard printed[device.address] != device.advertisement else { continue }
-                printed[device.address] = device.advertisement
-                print(Self.json(device).text)
-                flushOutput()
-            } else {
-                guard printed[device.address] != device.advertisement else { continue }
-                printed[device.address] = device.advertisement
-                print(ScanTable.line(device, now: now))
-                flushOutput()
-            }
-        }
+        let mode: OutputMode = json ? .json : (TerminalScreen.isStandardOutput ? .live : .plain)
+        try await ScanListing.run(central.scan(filter: filter, active: !passive, timeout: timeout), mode: mode, clock: central.clock)
         await central.close()
-    }
-
-    /// The scan's devices interleaved with nil ticks every `interval`; ends with the scan.
-    static func ticking(_ scan: AsyncThrowingStream<ScannedDevice, any Error>, every interval: Duration) -> AsyncThrowingStream<ScannedDevice?, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<ScannedDevice?, any Error>.makeStream()
-        let feeder = Task {
-            do {
-                for try await device in scan { continuation.yield(device) }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        let ticker = Task {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: interval) } catch { return }
-                continuation.yield(nil)
-            }
-        }
-        continuation.onTermination = { _ in
-            feeder.cancel()
-            ticker.cancel()
-        }
-        return stream
-    }
-
-    static func json(_ d: ScannedDevice) -> JSON {
-        let ad = d.advertisement
-        var fields: [(String, JSON)] = [
-            ("address", .string(d.address.address.description)),
-            ("addressType", .string(d.address.type == .public || d.address.type == .publicIdentity ? "public" : "random")),
-            ("name", .optional(ad.localName)),
-            ("rssi", d.rssi.map { .int(Int($0)) } ?? .null),
-            ("connectable", .bool(d.isConnectable)),
-            ("serviceUUIDs", .array(ad.serviceUUIDs.map { .string($0.description) })),
-            ("manufacturerData", ad.manufacturerData.first.map { .string(($0.companyID.littleEndianBytes + $0.data).hexString) } ?? .null),
-        ]
-        if let m = ad.manufacturerData.first {
-            fields.append(("manufacturer", .optional(AssignedNumbers.companyName(m.companyID))))
-        }
-        if let tx = ad.txPowerLevel { fields.append(("txPower", .int(Int(tx)))) }
-        if !ad.serviceData.isEmpty {
-            fields.append(("serviceData", .object(ad.serviceData.map { ($0.uuid.description, .string($0.data.hexString)) })))
-        }
-        if let a = ad.appearance { fields.append(("appearance", .int(Int(a)))) }
-        return .object(fields)
-    }
-}
-
-extension UInt16 {
-    var littleEndianBytes: [UInt8] { [UInt8(self & 0xFF), UInt8(self >> 8)] }
-}
-
-/// The live table `ble scan` draws on a terminal.
-struct ScanTable {
-    private var devices: [DeviceAddress: ScannedDevice] = [:]
-    static let maximumAge: Duration = .seconds(10)
-
-    mutating func update(_ d: ScannedDevice) { devices[d.address] = d }
-
-    mutating func draw(now: Duration) {
-        devices = devices.filter { now - $0.value.lastSeen <= Self.maximumAge }
-        var out = "\u{1B}[H\u{1B}[2J"
-        out += "NAME                 ADDRESS                  RSSI  AGE   ADVERTISEMENT\n"
-        for d in devices.values.sorted(by: { ($0.rssi ?? -128) > ($1.rssi ?? -128) }) {
-            out += Self.line(d, now: now) + "\n"
-        }
-        out += "\n\(devices.count) device(s); Ctrl-C to stop\n"
-        print(out, terminator: "")
-        flushOutput()
-    }
-
-    static func line(_ d: ScannedDevice, now: Duration) -> String {
-        let name = pad(d.advertisement.localName ?? "(unnamed)", 20)
-        let address = pad("\(d.address.address) \(d.address.type == .public ? "pub" : "rnd")", 24)
-        let rssi = pad(d.rssi.map { "\($0)" } ?? "?", 5)
-        let age = pad(String(format1: Double((now - d.lastSeen).components.seconds) + Double((now - d.lastSeen).components.attoseconds) / 1e18) + "s", 5)
-        return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)"
-    }
-
-    static func pad(_ s: String, _ n: Int) -> String {
-        s.count >= n ? String(s.prefix(n)) : s + String(repeating: " ", count: n - s.count)
-    }
-}
-
-extension String {
-    /// One decimal place, without Foundation's formatter.
-    init(format1 value: Double) {
-        let tenths = Int((value * 10).rounded())
-        self = "\(tenths / 10).\(abs(tenths % 10))"
     }
 }

@@ -1,0 +1,40 @@
+import BLE
+
+/// How `ble scan` shows one device: a table row for people (also the line it prints when stdout
+/// is not a terminal), or one JSON object for programs (`--json`).
+public enum ScanLines {
+    /// Name, address and type, RSSI, age (`now` minus when it was last heard) and the
+    /// advertisement's summary, in the columns of `ScanTable`'s header.
+    public static func text(_ d: ScannedDevice, now: Duration) -> String {
+        let name = NumberText.left(d.advertisement.localName ?? "(unnamed)", 20)
+        let address = NumberText.left("\(d.address.address) \(d.address.type == .public ? "pub" : "rnd")", 24)
+        let rssi = NumberText.left(d.rssi.map { "\($0)" } ?? "?", 5)
+        let age = NumberText.left(NumberText.seconds(now - d.lastSeen), 5)
+        return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)"
+    }
+
+    /// The device as one JSON object: address and type, name, RSSI, connectability, service
+    /// UUIDs and the first manufacturer data (company ID little-endian, then the data, as on the
+    /// air: Core Supplement Part A §1.4); TX power, service data and appearance when advertised.
+    public static func json(_ d: ScannedDevice) -> JSON {
+        let ad = d.advertisement
+        var fields: [(String, JSON)] = [
+            ("address", .string(d.address.address.description)),
+            ("addressType", .string(d.address.type == .public || d.address.type == .publicIdentity ? "public" : "random")),
+            ("name", .optional(ad.localName)),
+            ("rssi", d.rssi.map { .int(Int($0)) } ?? .null),
+            ("connectable", .bool(d.isConnectable)),
+            ("serviceUUIDs", .array(ad.serviceUUIDs.map { .string($0.description) })),
+            ("manufacturerData", ad.manufacturerData.first.map { .string(([UInt8($0.companyID & 0xFF), UInt8($0.companyID >> 8)] + $0.data).hexString) } ?? .null),
+        ]
+        if let m = ad.manufacturerData.first {
+            fields.append(("manufacturer", .optional(AssignedNumbers.companyName(m.companyID))))
+        }
+        if let tx = ad.txPowerLevel { fields.append(("txPower", .int(Int(tx)))) }
+        if !ad.serviceData.isEmpty {
+            fields.append(("serviceData", .object(ad.serviceData.map { ($0.uuid.description, .string($0.data.hexString)) })))
+        }
+        if let a = ad.appearance { fields.append(("appearance", .int(Int(a)))) }
+        return .object(fields)
+    }
+}
