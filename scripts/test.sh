@@ -178,6 +178,7 @@ cleanup() {
         stop_pid "$RC_PID"
         RC_PID=""
     fi
+    if [[ -n "${BLE_BONDS:-}" && "$BLE_BONDS" == "$TOOLS"/bonds-* ]]; then rm -rf "$BLE_BONDS"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -269,6 +270,10 @@ export BLE_TEST_PYTHON="$VENV/bin/python"
 export BLE_TEST_PEERS="$PEERS"
 export BLE_TEST_ROOTCANAL_LOG="$RC_LOG"
 export PYTHONDONTWRITEBYTECODE=1  # peers import peer_common: keep __pycache__ out of Tests/
+# Bonds and the local identity of every `ble` the tests run go to a fresh directory of this run,
+# never to the user's ~/.local/share/ble/bonds (tests that pair name their own with --bonds).
+export BLE_BONDS="$TOOLS/bonds-$$"
+rm -rf "$BLE_BONDS"
 
 # Run the tests as a background job and `wait` for it: bash runs the INT/TERM traps only between
 # commands, and `wait` is the one command a signal interrupts, so a signalled test.sh stops the

@@ -22,6 +22,8 @@ struct CommandNeeds: OptionSet, Sendable {
     /// (shutting down in order, then exiting with its own status). Other commands are cancelled
     /// by an interrupt and exit with 130.
     static let handlesInterrupts = CommandNeeds(rawValue: 1 << 2)
+    /// Pairs, or raises security when a peer asks for it: takes the PAIRING OPTIONS.
+    static let pairing = CommandNeeds(rawValue: 1 << 3)
 }
 
 /// How to reach a controller, for every command that `needs: .controller`.
@@ -29,7 +31,7 @@ let controllerOptions = CommandOptionGroup(title: "CONTROLLER OPTIONS", options:
     .single("hci", value: "SPEC", help: "controller: virtual (in-process radio with demo peripherals), tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else the first Linux adapter that opens)"),
     .single("capture", value: "FILE", help: "write every HCI packet, both directions, to FILE (btsnoop)"),
     .flag("verbose", help: "log what the stack drops or ignores to stderr"),
-])
+] + bondOptions)
 
 /// For commands that connect: the ATT MTU to ask for.
 let mtuOption = CommandOption.single("mtu", value: "N", help: "ATT MTU to ask for after connecting, 23...517 (default 517)")
@@ -54,7 +56,7 @@ extension BLECommand {
     /// Everything the command accepts, for the parser and for help.
     static var signature: CommandSignature {
         CommandSignature(name: name, abstract: abstract, discussion: discussion, positionals: positionals, options: options,
-                         optionGroups: needs.contains(.controller) ? [controllerOptions] : [])
+                         optionGroups: (needs.contains(.controller) ? [controllerOptions] : []) + (needs.contains(.pairing) ? [pairingOptions] : []))
     }
 
     /// `arguments` (after the command's name) checked against the signature.

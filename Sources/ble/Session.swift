@@ -9,17 +9,27 @@ struct ControllerOptions {
     var hci: String?
     var capture: String?
     var mtu: Int
+    var security: SecurityOptions
 
     init(_ args: ParsedArguments) throws {
         hci = args.option("hci")
         capture = args.option("capture")
+        security = try SecurityOptions(args)
         mtu = try args.int("mtu") ?? 517
         guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }
     }
 
-    func openCentral() async throws -> Central {
-        try await Central.open(transport: Controllers.open(spec: hci, capture: capture))
+    /// Opens a central with the bond store and pairing settings. It uses the stored identity
+    /// address when `pairing`, or when `target` is a bonded device (so the peer knows us), unless
+    /// `--public`.
+    func openCentral(target: AddressArgument? = nil, pairing: Bool = false) async throws -> Central {
+        let store = try security.bondStore()
+        var configuration = HostConfiguration()
+        configuration.security = security.settings(store: store)
+        let bonded = target.map { t in ((try? store.bonds()) ?? []).contains { $0.peer.address == t.address || $0.connectionAddress?.address == t.address } } ?? false
+        let address = try security.ownAddress(store: store, identity: pairing || bonded)
+        return try await Central.open(transport: Controllers.open(spec: hci, capture: capture), address: address, configuration: configuration)
     }
 }
 

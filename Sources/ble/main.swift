@@ -9,7 +9,8 @@ import BLETransport
 
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
 let commands: [any BLECommand.Type] = [
-    ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, ServeCommand.self, RadioCommand.self, DemoCommand.self,
+    ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, PairCommand.self, BondsCommand.self,
+    ServeCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
     HeartRateCommand.self, AccelCommand.self,
 ]

@@ -32,7 +32,7 @@ final class L2CAPRouterTests: XCTestCase {
         var r = router()
         let pairingRequest = hexBytes("0700 0600 01 03 00 01 10 07 07")
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: pairingRequest)),
-                       .smp(bytes("01 03 00 01 10 07 07")))
+                       .smp(hexBytes("01 03 00 01 10 07 07")))
     }
 
     func testUnknownHandleUnroutedChannelAndBadFragmentsAreDroppedWithAReason() {

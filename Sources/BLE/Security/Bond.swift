@@ -18,22 +18,37 @@ public struct Bond: Sendable, Hashable {
     /// LTK to encrypt with as central, and the EDIV/Rand that name it (zero for Secure
     /// Connections; the peer's distributed values for legacy pairing).
     public var peerLongTermKey: [UInt8]?
+    /// The EDIV naming `peerLongTermKey`: the peer's Central Identification value
+    /// (Vol 3 Part H §3.6.3) after legacy pairing, 0 under Secure Connections.
     public var peerEDIV: UInt16
+    /// The Rand naming `peerLongTermKey`, from the same Central Identification
+    /// (Vol 3 Part H §3.6.3); 0 under Secure Connections.
     public var peerRand: UInt64
     /// The LTK we gave (legacy) or derived (Secure Connections), to answer the controller's
     /// LE Long Term Key Request as peripheral, with its EDIV/Rand.
     public var localLongTermKey: [UInt8]?
+    /// The EDIV we sent with `localLongTermKey` (legacy), 0 under Secure Connections: the
+    /// controller's LE Long Term Key Request carries it back to say which key the central wants.
     public var localEDIV: UInt16
+    /// The Rand we sent with `localLongTermKey` (legacy), 0 under Secure Connections; matched like
+    /// `localEDIV`.
     public var localRand: UInt64
     /// The peer's IRK, to resolve its private addresses (Vol 6 Part B §1.3.2.3).
     public var peerIdentityResolvingKey: [UInt8]?
     /// The peer's CSRK and the highest sign counter seen from it (signed writes, Vol 3 Part H §2.4.5).
     public var peerSignatureKey: [UInt8]?
+    /// The peer's SignCounter as last seen, nil before any signed data; a signed write whose
+    /// counter is not above it is a replay (Vol 3 Part C §10.4.2).
     public var peerSignCounter: UInt32?
     /// Our sign counter towards this peer.
     public var localSignCounter: UInt32
+    /// The keys came from LE Secure Connections pairing; false for LE legacy pairing.
     public var secureConnections: Bool
+    /// The key is authenticated: pairing used a MITM-protected association model (Passkey Entry,
+    /// Numeric Comparison or OOB), not Just Works (Vol 3 Part H §2.3.5.1).
     public var authenticated: Bool
+    /// The encryption key size negotiated in pairing, 7...16 octets (Vol 3 Part H §2.3.4); with
+    /// `authenticated` and `secureConnections` it sets `securityLevel`.
     public var keySize: Int
     /// CCCD values this peer wrote to our server, by characteristic value handle (Vol 3 Part G
     /// §3.3.3.3: they persist for bonded clients).
@@ -41,6 +56,8 @@ public struct Bond: Sendable, Hashable {
     /// The peer's GATT Database Hash when we last discovered it (for GATT caching).
     public var databaseHash: [UInt8]?
 
+    /// A bond from its parts, as `DirectoryBondStore` reads one back. EDIV and Rand default to 0,
+    /// as Secure Connections keys have them.
     public init(peer: DeviceAddress, connectionAddress: DeviceAddress? = nil, peerLongTermKey: [UInt8]? = nil, peerEDIV: UInt16 = 0, peerRand: UInt64 = 0,
                 localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
                 peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
@@ -108,12 +125,17 @@ public struct Bond: Sendable, Hashable {
 /// an IRK, a static random identity address and a CSRK, generated on first use and kept with
 /// the bonds so a bonded peer recognises us on the next run, on any controller.
 public struct LocalIdentity: Sendable, Hashable {
+    /// Our IRK, given to peers in Identity Information (Vol 3 Part H §3.6.4) so they can resolve
+    /// our resolvable private addresses (Vol 6 Part B §1.3.2.3).
     public var identityResolvingKey: [UInt8]
     /// The static random address we connect and advertise with when pairing or reconnecting
     /// to a bonded peer.
     public var address: BDAddress
+    /// Our CSRK, given to peers in Signing Information (Vol 3 Part H §3.6.6) so they can check data
+    /// we sign (§2.4.5).
     public var signatureKey: [UInt8]
 
+    /// An identity from stored keys; `generate()` makes a fresh one.
     public init(identityResolvingKey: [UInt8], address: BDAddress, signatureKey: [UInt8]) {
         self.identityResolvingKey = identityResolvingKey
         self.address = address
@@ -175,11 +197,16 @@ public final class InMemoryBondStore: BondStore {
     /// An empty store; `identity` fixes the local identity instead of generating one.
     public init(identity: LocalIdentity? = nil) { state = Mutex(State(identity: identity)) }
 
+    /// Every stored bond, ordered by peer address, then address type.
     public func bonds() throws -> [Bond] {
         state.withLock { s in s.stored.values.sorted { ($0.peer.address, $0.peer.type.rawValue) < ($1.peer.address, $1.peer.type.rawValue) } }
     }
+    /// Stores `bond`, replacing any bond of the same peer.
     public func save(_ bond: Bond) throws { state.withLock { $0.stored[bond.peer] = bond } }
+    /// Forgets the bond of `peer`; true when there was one.
     public func remove(_ peer: DeviceAddress) throws -> Bool { state.withLock { $0.stored.removeValue(forKey: peer) != nil } }
+    /// The identity given to `init`, else one generated on the first call and kept for the store's
+    /// life.
     public func localIdentity() throws -> LocalIdentity {
         if let existing = state.withLock({ $0.identity }) { return existing }
         let made = try LocalIdentity.generate()
@@ -189,5 +216,6 @@ public final class InMemoryBondStore: BondStore {
             return made
         }
     }
+    /// Always empty: nothing in memory fails to parse.
     public func problems() -> [String] { [] }
 }

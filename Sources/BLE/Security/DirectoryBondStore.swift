@@ -9,6 +9,7 @@ import Synchronization
 /// new; files are 0600 in a 0700 directory. A file that does not parse is reported by
 /// `problems()` and skipped.
 public final class DirectoryBondStore: BondStore {
+    /// The directory holding the `*.bond` files and the `identity` file.
     public let directory: String
     private let reported = Mutex<[String]>([])
     private let identityLock = Mutex<LocalIdentity?>(nil)
@@ -34,6 +35,8 @@ public final class DirectoryBondStore: BondStore {
         String("\(peer.address)".map { $0 == ":" ? "-" : $0 }) + "-\(peer.type.peerType)" + suffix
     }
 
+    /// Reads every `*.bond` file. A file that does not parse, or whose bond names a peer other than
+    /// its file name, is skipped and reported by `problems()`.
     public func bonds() throws -> [Bond] {
         var found: [Bond] = []
         var problems: [String] = []
@@ -56,6 +59,7 @@ public final class DirectoryBondStore: BondStore {
         return found
     }
 
+    /// Writes `bond` to its peer's file atomically, replacing any earlier bond of that peer.
     public func save(_ bond: Bond) throws {
         do {
             try PrivateFiles.write(Array(BondFileFormat.encode(bond).utf8), directory: directory, name: Self.fileName(for: bond.peer))
@@ -64,6 +68,7 @@ public final class DirectoryBondStore: BondStore {
         }
     }
 
+    /// Deletes the peer's bond file; true when there was one.
     public func remove(_ peer: DeviceAddress) throws -> Bool {
         do { return try PrivateFiles.remove(directory: directory, name: Self.fileName(for: peer)) } catch {
             throw BLEError.transport("removing the bond of \(peer): \(error)")
@@ -93,5 +98,6 @@ public final class DirectoryBondStore: BondStore {
         }
     }
 
+    /// The files the last `bonds()` call skipped, each with why.
     public func problems() -> [String] { reported.withLock { $0 } }
 }

@@ -17,9 +17,13 @@ public protocol PairingAgent: Sendable {
 }
 
 extension PairingAgent {
+    /// Default: shows nothing.
     public func displayPasskey(_ passkey: UInt32, for peer: DeviceAddress) async {}
+    /// Default: nil, which cancels: pairing fails with Passkey Entry Failed.
     public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { nil }
+    /// Default: false, which refuses: pairing fails with Numeric Comparison Failed.
     public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { false }
+    /// Default: true, so every peer may pair.
     public func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool { true }
 }
 
@@ -34,13 +38,18 @@ public struct FixedPairingAgent: PairingAgent {
     /// Called with each passkey this side displays.
     public var onDisplay: @Sendable (UInt32, DeviceAddress) -> Void
 
+    /// An agent that types `passkey`, answers numeric comparisons with `confirms`, and calls
+    /// `onDisplay` for each passkey it is asked to show.
     public init(passkey: UInt32? = nil, confirms: Bool = true, onDisplay: @escaping @Sendable (UInt32, DeviceAddress) -> Void = { _, _ in }) {
         self.passkey = passkey
         self.confirms = confirms
         self.onDisplay = onDisplay
     }
 
+    /// Hands the passkey to `onDisplay`.
     public func displayPasskey(_ passkey: UInt32, for peer: DeviceAddress) async { onDisplay(passkey, peer) }
+    /// The fixed `passkey`; nil cancels.
     public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { passkey }
+    /// The fixed answer, `confirms`, whatever the value.
     public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { confirms }
 }

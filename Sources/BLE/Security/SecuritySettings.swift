@@ -41,10 +41,12 @@ public struct PairingResult: Sendable, Hashable, CustomStringConvertible {
     public var bonded: Bool
     /// The key kinds each side distributed.
     public var keysSent: SMPKeyDistribution
+    /// The key kinds the peer distributed to us (`keysSent`: the ones we distributed).
     public var keysReceived: SMPKeyDistribution
     /// The peer's identity address, when it distributed one.
     public var peerIdentity: DeviceAddress?
 
+    /// One line for logs: pairing kind, method, key size, security level and whether bonded.
     public var description: String {
         "\(secureConnections ? "Secure Connections" : "legacy") \(method), key size \(keySize), level \(securityLevel.rawValue)\(bonded ? ", bonded" : "")"
     }

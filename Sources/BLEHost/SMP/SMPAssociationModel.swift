@@ -10,6 +10,7 @@ public enum SMPAssociationModel: String, Hashable, Sendable, CustomStringConvert
     /// Data exchanged out of band (NFC, a QR code, a configuration file).
     case outOfBand = "oob"
 
+    /// The raw value: `justWorks`, `numericComparison`, `passkey` or `oob`.
     public var description: String { rawValue }
 
     /// Whether the model protects against a man in the middle, making the key authenticated
@@ -105,6 +106,7 @@ public enum SecurityLevel: Int, Comparable, Hashable, Sendable, CustomStringConv
     /// Level 4: authenticated LE Secure Connections with a 128-bit key.
     case secureConnections = 4
 
+    /// Orders levels by number: a link at a higher level meets every lower level's requirements.
     public static func < (a: SecurityLevel, b: SecurityLevel) -> Bool { a.rawValue < b.rawValue }
 
     /// The level a key of this kind gives a link.
@@ -113,6 +115,7 @@ public enum SecurityLevel: Int, Comparable, Hashable, Sendable, CustomStringConv
         return secureConnections && keySize == 16 ? .secureConnections : .authenticated
     }
 
+    /// The level's number with what it means, e.g. `3 (authenticated encryption)`.
     public var description: String {
         switch self {
         case .none: return "1 (no encryption)"

@@ -6,11 +6,15 @@ import BLEWire
 /// Attempts" without any pairing work. Sans-IO: `now` comes from the owner. The table is bounded,
 /// so a flood of made-up addresses cannot grow it without limit.
 public struct SMPAttemptLimiter: Sendable {
+    /// The wait after a peer's first counted failure; each further failure doubles it.
     public var initialInterval: Duration
+    /// The ceiling of the doubling wait.
     public var maximumInterval: Duration
+    /// How many peers are tracked; past it, the peer whose wait ends soonest is forgotten.
     public var capacity: Int
     private var peers: [DeviceAddress: (failures: Int, until: Duration)] = [:]
 
+    /// Defaults: a 2-second wait, doubling up to 64 seconds, for at most 256 peers.
     public init(initialInterval: Duration = .seconds(2), maximumInterval: Duration = .seconds(64), capacity: Int = 256) {
         self.initialInterval = initialInterval
         self.maximumInterval = maximumInterval

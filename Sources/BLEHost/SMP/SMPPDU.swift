@@ -4,13 +4,22 @@ import BLEWire
 /// §3.5.1, Table 3.4). Reserved values are kept, not rejected: the state machine answers them
 /// with Pairing Failed "Invalid Parameters".
 public struct SMPIOCapability: RawRepresentable, Hashable, Sendable {
+    /// The IO_Capability octet as it travels.
     public var rawValue: UInt8
+    /// Any octet, reserved values included (see `isDefined`).
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// 0x00 DisplayOnly: can show a six-digit number but takes no input (Vol 3 Part H §2.3.2).
     public static let displayOnly = SMPIOCapability(rawValue: 0x00)
+    /// 0x01 DisplayYesNo: a display and a yes/no input, enough for Numeric Comparison (§2.3.2).
     public static let displayYesNo = SMPIOCapability(rawValue: 0x01)
+    /// 0x02 KeyboardOnly: can type digits but shows nothing, so it enters the passkey (§2.3.2).
     public static let keyboardOnly = SMPIOCapability(rawValue: 0x02)
+    /// 0x03 NoInputNoOutput: no display and no keyboard (at most a yes/no input), so Just Works
+    /// only (§2.3.2).
     public static let noInputNoOutput = SMPIOCapability(rawValue: 0x03)
+    /// 0x04 KeyboardDisplay: keyboard and display, so it can show or type a passkey, or compare
+    /// numbers (§2.3.2).
     public static let keyboardDisplay = SMPIOCapability(rawValue: 0x04)
 
     /// Whether the value is one the specification defines (0x05–0xFF are reserved).
@@ -20,7 +29,9 @@ public struct SMPIOCapability: RawRepresentable, Hashable, Sendable {
 /// The AuthReq field (Core spec Vol 3 Part H §3.5.1, Figure 3.3): bonding flags in bits 0–1,
 /// then MITM, Secure Connections, Keypress and CT2. Bits 6–7 are reserved and kept as sent.
 public struct SMPAuthRequirements: OptionSet, Hashable, Sendable {
+    /// The AuthReq octet as it travels.
     public var rawValue: UInt8
+    /// Any octet; reserved bits are kept.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Bonding_Flags 0b01: the device wants to bond (store the keys).
@@ -37,7 +48,9 @@ public struct SMPAuthRequirements: OptionSet, Hashable, Sendable {
 
 /// Which keys a side distributes after pairing (Core spec Vol 3 Part H §3.6.1, Figure 3.11).
 public struct SMPKeyDistribution: OptionSet, Hashable, Sendable {
+    /// The key distribution octet as it travels.
     public var rawValue: UInt8
+    /// Any octet; reserved bits (4–7) are kept.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// LTK with EDIV and Rand (legacy); ignored under Secure Connections, where f5 derives it.
@@ -52,15 +65,23 @@ public struct SMPKeyDistribution: OptionSet, Hashable, Sendable {
 
 /// The six octets after the code of Pairing Request and Pairing Response (§3.5.1, §3.5.2).
 public struct SMPPairingFeatures: Hashable, Sendable {
+    /// IO_Capability: what the sender can show and input, which with the peer's picks the
+    /// association model (§2.3.5.1).
     public var ioCapability: SMPIOCapability
     /// OOB_Data_Flag: 0x00 not present, 0x01 present (other values reserved, kept).
     public var oobDataFlag: UInt8
+    /// AuthReq: the bonding, MITM, Secure Connections, Keypress and CT2 flags.
     public var authRequirements: SMPAuthRequirements
     /// Maximum_Encryption_Key_Size, 7...16 octets when valid.
     public var maximumEncryptionKeySize: UInt8
+    /// Initiator Key Distribution: the keys the initiator (central) will give. In the Response, the
+    /// subset the responder agrees to.
     public var initiatorKeyDistribution: SMPKeyDistribution
+    /// Responder Key Distribution: the keys the initiator asks the responder (peripheral) for. In
+    /// the Response, the subset the responder will give.
     public var responderKeyDistribution: SMPKeyDistribution
 
+    /// Features from their fields; no OOB data and a 16-octet maximum key size unless given.
     public init(ioCapability: SMPIOCapability, oobDataFlag: UInt8 = 0, authRequirements: SMPAuthRequirements,
                 maximumEncryptionKeySize: UInt8 = 16, initiatorKeyDistribution: SMPKeyDistribution,
                 responderKeyDistribution: SMPKeyDistribution) {

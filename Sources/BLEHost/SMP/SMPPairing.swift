@@ -208,7 +208,7 @@ public struct SMPPairing: Sendable {
         case .keypressNotification:
             return []  // informational (§3.5.8); this stack shows no keypress progress
         case let .securityRequest(auth):
-            guard role == .initiator else { throw Abort(.commandNotSupported, "a central does not take Security Requests") }
+            guard role == .initiator else { throw Abort(.commandNotSupported, "a peripheral does not take Security Requests") }
             return phase == .idle ? [.securityRequested(auth)] : []
         case let .pairingRequest(features):
             guard role == .responder else { throw Abort(.commandNotSupported, "a central does not take Pairing Requests") }

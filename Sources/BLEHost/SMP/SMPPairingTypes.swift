@@ -3,6 +3,8 @@ import BLEWire
 
 /// What this device offers and demands when it pairs (Core spec Vol 3 Part H §2.3, §3.5.1).
 public struct SMPPairingSettings: Sendable, Hashable {
+    /// What this device can show and input, declared in the feature exchange; with the peer's it
+    /// picks the association model (§2.3.5.1).
     public var ioCapability: SMPIOCapability
     /// Bonding_Flags: store the keys for later reconnections.
     public var bonding: Bool
@@ -28,6 +30,8 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// random one per pairing, as §2.3.5.3 recommends.
     public var displayedPasskey: UInt32?
 
+    /// Defaults: NoInputNoOutput (Just Works) with bonding, no MITM demand, Secure Connections
+    /// offered, key sizes 7...16, and LTK, IRK and CSRK both given and asked for.
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
                 minimumKeySize: UInt8 = 7, maximumKeySize: UInt8 = 16,
@@ -69,8 +73,11 @@ public struct SMPOutOfBandData: Sendable, Hashable {
     /// Secure Connections: the random value r and confirm value C (least significant octet first)
     /// received from the peer.
     public var peerRandom: [UInt8]?
+    /// C, the peer's confirm value over its public key; its Pairing Public Key must match it
+    /// (§2.3.5.6.4).
     public var peerConfirm: [UInt8]?
 
+    /// OOB data for one pairing; leave nil what the pairing has none of (all nil: no OOB).
     public init(legacyTemporaryKey: [UInt8]? = nil, local: SMPLocalOOB? = nil, peerRandom: [UInt8]? = nil, peerConfirm: [UInt8]? = nil) {
         self.legacyTemporaryKey = legacyTemporaryKey
         self.local = local
@@ -87,6 +94,8 @@ public struct SMPOutOfBandData: Sendable, Hashable {
 /// The OOB data this device generated for Secure Connections: a key pair, a random value r and
 /// C = f4(PKx, PKx, r, 0) (§2.3.5.6.4). Give `random` and `confirm` to the peer out of band.
 public struct SMPLocalOOB: Sendable, Hashable {
+    /// The P-256 key pair this device must send as its Pairing Public Key: `confirm` commits to its
+    /// X coordinate.
     public let keyPair: P256KeyPair
     /// r, least significant octet first.
     public let random: [UInt8]
@@ -101,6 +110,7 @@ public struct SMPLocalOOB: Sendable, Hashable {
         return SMPLocalOOB(keyPair: pair, random: r, confirm: Array(c.reversed()))
     }
 
+    /// OOB data from its parts, e.g. kept from an earlier `generate()`.
     public init(keyPair: P256KeyPair, random: [UInt8], confirm: [UInt8]) {
         self.keyPair = keyPair
         self.random = random
@@ -201,6 +211,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// Which side ended the pairing and why, for logs and error messages.
     public var description: String {
         switch self {
         case let .local(r, detail): return "pairing failed (\(r)): \(detail)"
@@ -213,6 +224,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
 }
 
 extension SMPPairingFailedReason: CustomStringConvertible {
+    /// The reason's name as Table 3.7 gives it, or `reason 0x..` for a reserved value.
     public var description: String {
         switch self {
         case .passkeyEntryFailed: return "Passkey Entry Failed"

@@ -9,7 +9,7 @@ public struct TestServeProfile: ServeProfile {
     /// The name `ble serve` takes.
     public static let name = "test"
     /// The line `ble serve --help` shows.
-    public static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted and described characteristics"
+    public static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted, authenticated and described characteristics"
 
     /// The service's 128-bit UUIDs differ only in bits 32–47: `n` picks one.
     public static func uuid(_ n: UInt16) -> BluetoothUUID {
@@ -33,13 +33,16 @@ public struct TestServeProfile: ServeProfile {
     public static let encrypted = uuid(0x0008)
     /// A characteristic with a User Description descriptor.
     public static let described = uuid(0x0009)
+    /// Readable only over a link encrypted with an authenticated (MITM-protected) key: Passkey
+    /// Entry, Numeric Comparison or OOB pairing (Core spec Vol 3 Part C §10.3.1).
+    public static let authenticated = uuid(0x000A)
 
     var handles: GATTServiceHandles?
 
     /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
     public init() {}
 
-    /// Adds the service with its eight characteristics.
+    /// Adds the service with its nine characteristics.
     public mutating func install(on manager: PeripheralManager) async throws {
         let longValue = (0..<512).map { UInt8($0 % 256) }
         handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
@@ -52,6 +55,7 @@ public struct TestServeProfile: ServeProfile {
             GATTCharacteristicDefinition(uuid: Self.indicate, properties: [.indicate], permissions: [], value: counterBytes(0)),
             GATTCharacteristicDefinition(uuid: Self.encrypted, properties: [.read], permissions: [.readEncrypted], value: Array("secret".utf8)),
             GATTCharacteristicDefinition(uuid: Self.described, properties: [.read], permissions: [.read], value: [0x2A], userDescription: "described characteristic"),
+            GATTCharacteristicDefinition(uuid: Self.authenticated, properties: [.read], permissions: [.readAuthenticated], value: Array("authenticated".utf8)),
         ]))
     }
 

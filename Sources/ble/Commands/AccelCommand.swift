@@ -18,7 +18,7 @@ struct AccelCommand: BLECommand {
         .flag("json", help: "one {\"x\",\"y\",\"z\"} object per sample, nothing else on stdout"),
         .single("plot", value: "FILE.svg", help: "write an SVG chart of the whole session to FILE.svg when it ends"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Without ADDRESS it scans 5 s (no service filter) and lists the devices whose name contains
     "ble" in any case. On a terminal you pick one by number; otherwise the first listed device
@@ -52,7 +52,7 @@ struct AccelCommand: BLECommand {
         let live = !json && TerminalScreen.isStandardOutput
         let output = AccelerometerOutput(mode: json ? .json : (live ? .live : .plain))
         let ask: AccelerometerCentral.Picker = { @Sendable candidates in try await Self.ask(candidates) }
-        try await output.chart(opening: controller.openCentral, options: central, pick: live && TerminalScreen.isStandardInput ? ask : nil,
+        try await output.chart(opening: { [controller] in try await controller.openCentral() }, options: central, pick: live && TerminalScreen.isStandardInput ? ask : nil,
                                plot: plotFile.map { file in { try file.write($0) } })
     }
 

@@ -12,7 +12,7 @@ struct GattCommand: BLECommand {
         .flag("no-values", help: "do not read values"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -29,7 +29,7 @@ struct GattCommand: BLECommand {
     }
 
     func run() async throws {
-        let central = try await controller.openCentral()
+        let central = try await controller.openCentral(target: target)
         do {
             let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout)
             let db = try await peripheral.discoverDatabase(readValues: readValues)

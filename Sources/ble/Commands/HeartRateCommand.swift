@@ -15,7 +15,7 @@ struct HeartRateCommand: BLECommand {
         .single("count", value: "N", help: "stop after N measurements and exit 0"),
         .flag("json", help: "one {\"bpm\",\"contact\",\"energyKJ\",\"rrIntervals\"} object per measurement (RR in seconds), nothing else on stdout"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
     "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to

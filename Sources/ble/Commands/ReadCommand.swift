@@ -13,7 +13,7 @@ struct ReadCommand: BLECommand {
         .flag("json", help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -62,7 +62,7 @@ struct ReadCommand: BLECommand {
 
 /// Opens the controller, connects, runs `body`, disconnects and closes, on every path.
 func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, timeout: Duration, _ body: (Peripheral) async throws -> Void) async throws {
-    let central = try await controller.openCentral()
+    let central = try await controller.openCentral(target: target)
     do {
         let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout)
         do {

@@ -16,7 +16,7 @@ struct SampleCommand: BLECommand {
         mtuOption,
         .single("timeout", value: "S", help: "how long the peripheral may go without notifying (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Steps: 1 manager state, 2 device found (scanning for \(SampleProfile.service), no
     duplicates; with ADDRESS only that device), 3 connected, 4 service, 5 characteristics, 6 each

@@ -16,7 +16,7 @@ struct ServeCommand: BLECommand {
     static let positionals: [CommandPositional] = [.required("PROFILE", help: "what to serve: one of the PROFILES below")]
     static let options: [CommandOption] = [
         .single("name", value: "NAME", help: "device name (advertised and in the GAP service; default SwiftBLE)"),
-        .single("address", value: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default)"),
+        .single("address", value: "ADDR", help: "a static random address XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default: the stored identity address when --bonds or $BLE_BONDS names the bond store, else public)"),
         .single("duration", value: "S", help: "stop after S seconds (default: until interrupted)"),
         .flag("json", help: "one JSON object per event"),
         .flag("no-advertise", help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
@@ -24,7 +24,7 @@ struct ServeCommand: BLECommand {
         .single("files", value: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
     ]
     /// Serves until interrupted or --duration, then stops advertising and disconnects in order.
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts, .pairing]
     static var discussion: String {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
@@ -40,7 +40,7 @@ struct ServeCommand: BLECommand {
     var controller: ControllerOptions
     var profile: String
     var deviceName: String
-    var address: OwnAddress
+    var address: OwnAddress?
     var duration: Duration?
     var json: Bool
     var advertise: Bool
@@ -57,7 +57,8 @@ struct ServeCommand: BLECommand {
         guard args.option("files") == nil || profile == EchoServeProfile.name else { throw UsageError("--files applies to the echo profile only") }
         guard deviceName.utf8.count <= 248 else { throw UsageError("--name is limited to 248 bytes (GAP Device Name)") }
         switch args.option("address") {
-        case nil, "public"?: address = .public
+        case nil: address = nil
+        case "public"?: address = .public
         case let text?:
             guard let a = BDAddress(string: text) else { throw UsageError("--address expects XX:XX:XX:XX:XX:XX or public") }
             guard a.randomKind == .staticRandom else { throw UsageError("\(a) is not a static random address: its two top bits must be 1 (e.g. C0:...)") }
@@ -81,8 +82,16 @@ struct ServeCommand: BLECommand {
     }
 
     private func serve<P: ServeProfile>(_ type: P.Type) async throws {
-        let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture), name: deviceName, address: address)
         let log = ServeLog(json: json)
+        let security = controller.security
+        let store = try security.bondStore()
+        var configuration = HostConfiguration()
+        configuration.security = security.settings(store: store) { text in
+            log.line("pairingPrompt", [("text", .string(text))], text: text)
+        }
+        let own = try address ?? security.ownAddress(store: store, identity: security.bondsNamed)
+        let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture), name: deviceName,
+                                                       address: own, configuration: configuration)
         let events = await manager.events
         var instance = P()
         let (data, response) = instance.advertisement(name: deviceName)
@@ -100,10 +109,10 @@ struct ServeCommand: BLECommand {
             await manager.close()
             throw error
         }
-        let own = await manager.address
-        log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(own.map { $0.address.description })),
-                           ("addressType", .optional(own.map { $0.type == .public ? "public" : "random" }))],
-                 text: "serving \(P.name) as \"\(deviceName)\" at \(own.map { "\($0)" } ?? "?")")
+        let serving = await manager.address
+        log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(serving.map { $0.address.description })),
+                           ("addressType", .optional(serving.map { $0.type == .public ? "public" : "random" }))],
+                 text: "serving \(P.name) as \"\(deviceName)\" at \(serving.map { "\($0)" } ?? "?")")
         if !advertise { log.line("advertising", [("enabled", .bool(false))], text: "not advertising (--no-advertise)") }
         let profile = instance
         let limit = duration

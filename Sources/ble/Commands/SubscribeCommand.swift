@@ -17,7 +17,7 @@ struct SubscribeCommand: BLECommand {
         .single("timeout", value: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
         .flag("json", help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument

@@ -18,7 +18,7 @@ struct WriteCommand: BLECommand {
         .flag("json", help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
