@@ -44,8 +44,10 @@ let package = Package(
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
         .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
-        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost"]),
+        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
+        // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
+        .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
         // Benchmarks (README "Performance"): throughput against theory, raw host cost.
         .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,

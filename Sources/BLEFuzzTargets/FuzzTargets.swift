@@ -1,6 +1,7 @@
 import BLEWire
 import BLEHCI
 import BLEHost
+import BLECrypto
 
 /// Every fuzz target of the stack, by the name `ble-fuzz TARGET` takes, and the golden seeds the
 /// smoke mode mutates and `ble-fuzz TARGET --write-seeds DIR` writes for libFuzzer's corpus.
@@ -22,6 +23,7 @@ public enum FuzzTargets {
         "advertising-data": GAPFuzzTargets.advertisingData,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
         "smp-pdu": SMPFuzzTargets.smpPDU,
+        "smp-pairing": SMPStateFuzzTargets.smpPairing,
     ]
 
     /// Target names in a stable order.
@@ -112,6 +114,17 @@ public enum FuzzTargets {
                 [0x01, 0x01, 0x00, 0x00, 0x10, 0x07, 0x07], [0x02, 0x03, 0x00, 0x00, 0x08, 0x00, 0x05],
                 [0x03] + Array(0..<16), [0x05, 0x05], [0x07, 0x34, 0x12] + Array(1...8), [0x09, 0x01] + Array(1...6),
                 [0x0B, 0x0D], [0x0C] + Array(repeating: 0x11, count: 64), [0x0E, 0x01],
+            ]
+        case "smp-pairing":
+            // Responder: a Pairing Request, then a public key; initiator: start, a response.
+            let request = SMPPDU.pairingRequest(SMPPairingFeatures(ioCapability: .noInputNoOutput, authRequirements: [.bonding, .secureConnections],
+                                                                   initiatorKeyDistribution: [.identityKey], responderKeyDistribution: [.encryptionKey, .identityKey])).encode()
+            let response = SMPPDU.pairingResponse(SMPPairingFeatures(ioCapability: .displayOnly, authRequirements: [.bonding],
+                                                                     initiatorKeyDistribution: [], responderKeyDistribution: [.encryptionKey])).encode()
+            let key = SMPPDU.pairingPublicKey(x: P256.debugPublicKeyX.reversed(), y: P256.debugPublicKeyY.reversed()).encode()
+            return [
+                [3, 0, 1, 1, 1, UInt8(request.count)] + request + [1, 1, UInt8(key.count)] + key,
+                [0, 0, 0, 0, 0, 0, 1, UInt8(response.count)] + response + [0, 1, 17, 3] + Array(repeating: 7, count: 16) + [0, 8, 40],
             ]
         case "scan-aggregator":
             let ad = AdvertisingData.Builder().flags([.leGeneralDiscoverable]).serviceUUIDs([BluetoothUUID(0x180D)]).build().encode()

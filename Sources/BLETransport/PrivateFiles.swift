@@ -99,6 +99,16 @@ public enum PrivateFiles {
         return out
     }
 
+    /// Removes the temporary files that writers killed mid-write left in `directory`
+    /// (`.NAME.tmp-PID` of a process that no longer exists); the targets they were meant for
+    /// are intact, old or new.
+    public static func removeStaleTemporaries(_ directory: String) throws(PrivateFileError) {
+        for name in try list(directory) where name.hasPrefix(".") {
+            guard name.contains(".tmp-"), let tail = name.split(separator: "-").last, let pid = Int32(tail) else { continue }
+            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { _ = unlink(directory + "/" + name) }
+        }
+    }
+
     /// Removes `directory/name`; false when there was none.
     public static func remove(directory: String, name: String) throws(PrivateFileError) -> Bool {
         let path = directory + "/" + name

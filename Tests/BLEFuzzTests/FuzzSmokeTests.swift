@@ -35,13 +35,14 @@ final class FuzzSmokeTests: XCTestCase {
     func testAdvertisingData() { smoke("advertising-data") }
     func testScanAggregator() { smoke("scan-aggregator") }
     func testSMPPDU() { smoke("smp-pdu") }
+    func testSMPPairing() { smoke("smp-pairing") }
 
     /// A target added to the registry must get a test case above.
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
             "le-signaling-channel", "att-pdu", "att-client-bearer", "advertising-data", "scan-aggregator",
-            "smp-pdu",
+            "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)
     }

@@ -16,6 +16,7 @@ final class PeripheralInteropTests: XCTestCase {
     static let indicate = uuid(7)
     static let encrypted = uuid(8)
     static let described = uuid(9)
+    static let authenticated = uuid(10)
 
     func serve(_ env: InteropEnvironment, profile: String = "test", name: String = "SwiftPeer") throws -> ServeProcess {
         let process = try ServeProcess(profile: profile, name: name, environment: env)
@@ -47,7 +48,7 @@ final class PeripheralInteropTests: XCTestCase {
         let services = central.events.filter { $0.name == "service" }.compactMap { $0.string("uuid") }
         XCTAssertEqual(services, ["1800", "1801", Self.service])
         let characteristics = central.events.filter { $0.name == "characteristic" && $0.string("service") == Self.service }.compactMap { $0.string("uuid") }
-        XCTAssertEqual(characteristics, [Self.long, Self.rw, Self.readOnly, Self.writeOnly, Self.notify, Self.indicate, Self.encrypted, Self.described])
+        XCTAssertEqual(characteristics, [Self.long, Self.rw, Self.readOnly, Self.writeOnly, Self.notify, Self.indicate, Self.encrypted, Self.described, Self.authenticated])
 
         let readLong = try central.waitForEvent("read", timeout: 30) { $0.string("uuid") == Self.long }
         XCTAssertEqual(readLong.bytes("value"), (0..<512).map { UInt8($0 % 256) })
@@ -174,7 +175,13 @@ final class PeripheralInteropTests: XCTestCase {
 
         await assertATTError(.writeNotPermitted) { try await p.writeValue([1], for: try c(Self.long)) }
         await assertATTError(.readNotPermitted) { _ = try await p.readValue(for: try c(Self.writeOnly)) }
-        await assertATTError([.insufficientAuthentication, .insufficientEncryption]) { _ = try await p.readValue(for: try c(Self.encrypted)) }
+        // The encrypted value makes the central pair (Just Works) on demand, then reads it; the
+        // authenticated one stays refused: Just Works cannot give an authenticated key.
+        let secret = try await p.readValue(for: try c(Self.encrypted))
+        XCTAssertEqual(String(decoding: secret, as: UTF8.self), "secret")
+        let level = await p.securityLevel
+        XCTAssertEqual(level, .encrypted)
+        await assertATTError(.insufficientAuthentication) { _ = try await p.readValue(for: try c(Self.authenticated)) }
         await assertATTError(.invalidHandle) { _ = try await p.readValue(handle: 0xFFF0) }
 
         let descriptors = try await p.discoverDescriptors(for: try c(Self.described))

@@ -97,8 +97,10 @@ extension Peripheral {
         do {
             return .success(try await body())
         } catch let e as BLEError {
-            if case .gatt(.att) = e { return .failure(e) }
-            throw e
+            switch e {
+            case .gatt(.att), .security: return .failure(e)
+            default: throw e
+            }
         }
     }
 }

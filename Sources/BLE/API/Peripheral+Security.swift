@@ -33,7 +33,13 @@ extension Peripheral {
         } catch let error as BLEError {
             guard case let .gatt(.att(code, _, _)) = error, Self.isSecurityError(code),
                   host.configuration.security.raisesSecurityOnDemand else { throw error }
-            try await host.run { [linkID] in try await $0.security.raise(for: code, linkID: linkID, $0) }
+            do {
+                try await host.run { [linkID] in try await $0.security.raise(for: code, linkID: linkID, $0) }
+            } catch BLEError.security(.local(.authenticationRequirements, _)) {
+                // Our IO capability cannot give the authenticated key the server asks for: no
+                // pairing was tried, and the server's refusal is the answer.
+                throw error
+            }
             return try await body()
         }
     }

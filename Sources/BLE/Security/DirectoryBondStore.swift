@@ -17,7 +17,12 @@ public final class DirectoryBondStore: BondStore {
     /// Opens (creating it 0700 if needed) the store in `directory`.
     public init(directory: String) throws {
         self.directory = directory
-        do { try PrivateFiles.ensureDirectory(directory) } catch { throw BLEError.invalidArgument("bonds directory \(error)") }
+        do {
+            try PrivateFiles.ensureDirectory(directory)
+            try PrivateFiles.removeStaleTemporaries(directory)
+        } catch {
+            throw BLEError.invalidArgument("bonds directory \(error)")
+        }
     }
 
     /// The directory `ble` uses when neither `--bonds` nor `BLE_BONDS` names one:

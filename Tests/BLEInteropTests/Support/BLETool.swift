@@ -16,9 +16,9 @@ enum BLETool {
 
     /// The `ble` executable: `$BLE_TEST_BLE_EXECUTABLE` if set, else the first `ble` found in the
     /// directory of the test bundle / test process, else `<repo>/.build/debug/ble`.
-    static func executableURL() throws -> URL {
+    static func executableURL(named name: String = "ble") throws -> URL {
         let environment = ProcessInfo.processInfo.environment
-        if let explicit = environment["BLE_TEST_BLE_EXECUTABLE"], !explicit.isEmpty {
+        if name == "ble", let explicit = environment["BLE_TEST_BLE_EXECUTABLE"], !explicit.isEmpty {
             return URL(fileURLWithPath: explicit)
         }
         var directories: [URL] = []
@@ -37,7 +37,7 @@ enum BLETool {
 
         var looked: [String] = []
         for directory in directories {
-            let candidate = directory.appendingPathComponent("ble").standardizedFileURL
+            let candidate = directory.appendingPathComponent(name).standardizedFileURL
             if looked.contains(candidate.path) { continue }
             looked.append(candidate.path)
             var isDirectory: ObjCBool = false

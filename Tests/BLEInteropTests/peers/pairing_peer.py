@@ -5,8 +5,8 @@
   7e1f0102 "open" (no security), 7e1f0103 "encrypted" (needs an encrypted link), 7e1f0104
   "authenticated" (needs a link encrypted with an authenticated, MITM-protected key; checked
   here, since Bumble 0.0.236 counts any pairing as authenticated).
---role central: connects to --target, pairs (unless --no-pair-first), reads the three values and
-  prints each, then stays connected until SIGTERM.
+--role central: connects to --target, pairs (unless --no-pair-first), reads every value of
+  --service (default the service above) and prints each, then stays connected until SIGTERM.
 
 Pairing options: --io none|display|keyboard|yesno|keyboard-display, --legacy (no Secure
 Connections), --mitm, --no-bond, --passkey N (the passkey this side shows or types), --reject
@@ -131,7 +131,7 @@ async def run_central(device: Device, peer: Peer, args: Any, stop: asyncio.Event
     except Exception as error:  # noqa: BLE001
         common.emit("error", message=f"pair: {error}")
     from bumble.gatt_client import Client  # noqa: F401  (ensures the client is loaded)
-    services = await connection.gatt_client.discover_services([gatt.UUID(SERVICE)])
+    services = await connection.gatt_client.discover_services([gatt.UUID(args.service)])
     for service in services:
         await service.discover_characteristics()
         for characteristic in service.characteristics:
@@ -182,4 +182,5 @@ if __name__ == "__main__":
     parser.add_argument("--reject", action="store_true")
     parser.add_argument("--security-request", action="store_true")
     parser.add_argument("--no-pair-first", action="store_true")
+    parser.add_argument("--service", default=SERVICE, help="central: the service whose values to read")
     common.run(main, parser.parse_args())
