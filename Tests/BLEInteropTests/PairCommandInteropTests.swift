@@ -55,7 +55,7 @@ final class PairCommandInteropTests: XCTestCase {
         // encrypts with the stored key; Bumble pairs only once.
         let read = try await BLETool.run(["read", target, Self.encrypted, "--hci", env.rootcanal, "--bonds", bonds], timeout: 60)
         XCTAssertTrue(read.succeeded, "\(read)")
-        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "encrypted")
+        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\"encrypted\" (9 bytes)")
         XCTAssertEqual(peer.events.filter { $0.name == "paired" }.count, 1, "no second pairing")
 
         let remove = try await BLETool.run(["bonds", "remove", try XCTUnwrap(bond["peer"] as? String), "--bonds", bonds])
@@ -76,7 +76,7 @@ final class PairCommandInteropTests: XCTestCase {
         XCTAssertTrue(pair.stdout.contains("bond: stored in \(bonds)"), pair.stdout)
         let read = try await BLETool.run(["read", target, Self.authenticated, "--hci", env.rootcanal, "--bonds", bonds], timeout: 60)
         XCTAssertTrue(read.succeeded, "\(read)")
-        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "authenticated")
+        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\"authenticated\" (13 bytes)")
     }
 
     func testAKeyboardWithoutAPasskeyOrATerminalFailsClearly() async throws {

@@ -77,7 +77,9 @@ class Peer:
     def __init__(self, device: Device, args: Any) -> None:
         self.device = device
         self.args = args
-        self.mitm: dict[int, bool] = {}  # connection handle -> the link's key is authenticated
+        # Peer address -> whether its bond's key is authenticated (a reconnection that encrypts
+        # with the stored key is as authenticated as the pairing that made it).
+        self.mitm: dict[str, bool] = {}
         device.keystore = MemoryKeyStore()
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bond, delegate=Delegate(args))
@@ -85,11 +87,11 @@ class Peer:
     def watch(self, connection: Any) -> None:
         def on_pairing(keys: Any) -> None:
             ltk = keys.ltk or keys.ltk_central or keys.ltk_peripheral
-            self.mitm[connection.handle] = bool(ltk and ltk.authenticated)
+            self.mitm[str(connection.peer_address)] = bool(ltk and ltk.authenticated)
             common.emit("paired", sc=bool(connection.sc), ltk=key_hex(keys.ltk), ltk_central=key_hex(keys.ltk_central),
                         ltk_peripheral=key_hex(keys.ltk_peripheral), irk=key_hex(keys.irk), csrk=key_hex(keys.csrk),
                         identity=str(connection.peer_address).split("/")[0],
-                        authenticated=self.mitm[connection.handle])
+                        authenticated=self.mitm[str(connection.peer_address)])
 
         def on_failure(reason: int) -> None:
             common.emit("pairing_failure", reason=int(reason))
@@ -106,7 +108,7 @@ class Peer:
     def read_authenticated(self, connection: Any) -> bytes:
         if not connection.encryption:
             raise att.ATT_Error(att.ATT_INSUFFICIENT_AUTHENTICATION_ERROR)
-        if not self.mitm.get(connection.handle, False):
+        if not self.mitm.get(str(connection.peer_address), False):
             raise att.ATT_Error(att.ATT_INSUFFICIENT_AUTHENTICATION_ERROR)
         return b"authenticated"
 
