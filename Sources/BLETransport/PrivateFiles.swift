@@ -3,6 +3,10 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
+
+/// Makes every temporary file name of this process unique, so two writers never share one.
+private let temporaryCounter = Atomic<UInt64>(0)
 
 /// Why a private file could not be read or written: the path and the errno text.
 public struct PrivateFileError: Error, Sendable, CustomStringConvertible {
@@ -36,8 +40,9 @@ public enum PrivateFiles {
     /// Replaces the file at `directory/name` with `bytes`, atomically and durably.
     public static func write(_ bytes: [UInt8], directory: String, name: String) throws(PrivateFileError) {
         let target = directory + "/" + name
-        let temporary = directory + "/." + name + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let serial = temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
+        let temporary = directory + "/." + name + ".tmp-\(getpid())-\(serial)"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw failure(temporary, "open") }
         var offset = 0
         while offset < bytes.count {
@@ -100,11 +105,12 @@ public enum PrivateFiles {
     }
 
     /// Removes the temporary files that writers killed mid-write left in `directory`
-    /// (`.NAME.tmp-PID` of a process that no longer exists); the targets they were meant for
+    /// (`.NAME.tmp-PID-N` of a process that no longer exists); the targets they were meant for
     /// are intact, old or new.
     public static func removeStaleTemporaries(_ directory: String) throws(PrivateFileError) {
         for name in try list(directory) where name.hasPrefix(".") {
-            guard name.contains(".tmp-"), let tail = name.split(separator: "-").last, let pid = Int32(tail) else { continue }
+            let parts = name.split(separator: "-")
+            guard name.contains(".tmp-"), parts.count >= 3, let pid = Int32(parts[parts.count - 2]) else { continue }
             if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { _ = unlink(directory + "/" + name) }
         }
     }

@@ -133,9 +133,9 @@ final class SMPPairingFailureTests: XCTestCase {
     }
 
     func testKeySizeIsTheSmallerOfTheTwoAndTheKeyIsMasked() {
-        var small = SMPPairingSettings(secureConnections: false)
+        var small = SMPPairingSettings(secureConnections: false, minimumKeySize: 7)
         small.maximumKeySize = 7
-        var h = SMPPairingHarness(initiator: SMPPairingSettings(secureConnections: false), responder: small)
+        var h = SMPPairingHarness(initiator: SMPPairingSettings(secureConnections: false, minimumKeySize: 7), responder: small)
         h.run()
         guard case let .success(i) = h.initiatorOutcome else { return XCTFail("\(String(describing: h.initiatorOutcome))") }
         XCTAssertEqual(i.keySize, 7)
@@ -144,7 +144,7 @@ final class SMPPairingFailureTests: XCTestCase {
     }
 
     func testAKeyBelowTheMinimumFailsWithEncryptionKeySize() {
-        var small = SMPPairingSettings()
+        var small = SMPPairingSettings(minimumKeySize: 7)
         small.maximumKeySize = 7
         var strict = SMPPairingSettings()
         strict.minimumKeySize = 16
@@ -275,5 +275,24 @@ final class SMPPairingFailureTests: XCTestCase {
                                        responderOOB: SMPOutOfBandData(local: responderData))
         forged.run()
         XCTAssertEqual(failureReason(forged.initiatorOutcome), .confirmValueFailed)
+    }
+
+    /// Review finding: a peer's OOB flag alone must not make an authenticated key. A responder
+    /// that gave out no OOB data refuses a pairing whose initiator claims to hold it.
+    func testAnOOBFlagWithoutOurOOBDataIsRefused() {
+        var responder = SMPPairing(role: .responder, settings: SMPPairingSettings(),
+                                   identity: SMPPairingHarness.identity(2, address: SMPPairingHarness.peripheralAddress),
+                                   initiatorAddress: SMPPairingHarness.centralAddress, responderAddress: SMPPairingHarness.peripheralAddress)
+        // Pairing Request: NoInputNoOutput, OOB data flag 1, bonding + MITM + SC.
+        let actions = responder.receive(hexBytes("01 03 01 0D 10 00 00"), now: .zero)
+        XCTAssertEqual(actions.first, .send([0x05, 0x02]), "Pairing Failed: OOB Not Available")
+        XCTAssertFalse(responder.isPairing)
+        // And through the harness: the initiator sets the flag with peer data that was never ours.
+        let stranger = try? SMPLocalOOB.generate()
+        var h = SMPPairingHarness(initiator: SMPPairingSettings(), responder: SMPPairingSettings(),
+                                  initiatorOOB: SMPOutOfBandData(peerRandom: stranger?.random, peerConfirm: stranger?.confirm))
+        h.run()
+        XCTAssertEqual(failureReason(h.responderOutcome), .oobNotAvailable)
+        XCTAssertNil(h.controllerKeys[.responder])
     }
 }

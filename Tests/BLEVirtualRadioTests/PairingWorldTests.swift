@@ -191,8 +191,9 @@ final class PairingWorldTests: XCTestCase {
             do {
                 _ = try await Self.read(Self.authenticated, on: p)
                 XCTFail("an unauthenticated key must not read an authenticated value")
-            } catch let BLEError.security(error) {
-                XCTAssertEqual(error.reason, .authenticationRequirements)
+            } catch let BLEError.gatt(.att(code, _, _)) {
+                // No pairing could give an authenticated key here: the server's refusal stands.
+                XCTAssertEqual(code, .insufficientAuthentication)
             }
             await rig.central.close()
             await rig.manager.close()
@@ -221,8 +222,15 @@ final class PairingWorldTests: XCTestCase {
             } catch let BLEError.security(.encryptionFailed(status)) {
                 XCTAssertEqual(status, 0x06, "PIN or Key Missing")
             }
-            // The link may be gone after the failed encryption; a read on a fresh one repairs the bond.
+            // A read does not pair over a failed bond by itself (a spoofed peer could swap in a
+            // weaker bond that way); it reports the failure. Pairing again, explicitly, repairs it.
             if case .connected = p.state {} else { p = try await rig.central.connect(rig.address, timeout: .seconds(5)) }
+            do {
+                _ = try await Self.read(Self.encrypted, on: p)
+                XCTFail("the stale bond must not be replaced behind the caller's back")
+            } catch BLEError.security(.encryptionFailed) {}
+            if case .connected = p.state {} else { p = try await rig.central.connect(rig.address, timeout: .seconds(5)) }
+            _ = try await p.pair()
             let value = try await Self.read(Self.encrypted, on: p)
             XCTAssertEqual(value, "encrypted")
             XCTAssertEqual(try peripheralStore.bonds().count, 1)
@@ -260,6 +268,76 @@ final class PairingWorldTests: XCTestCase {
             XCTAssertEqual(first, [7])
             await rig.central.close()
             await rig.manager.close()
+        }
+    }
+
+    /// Review finding: a Just Works pairing that claims a bonded central's identity must not
+    /// replace that central's authenticated bond on the peripheral.
+    func testAWeakerPairingDoesNotReplaceAStrongerBond() async throws {
+        try await VirtualWorld.run { world in
+            let board = PasskeyBoard()
+            let peripheralStore = InMemoryBondStore()
+            let (manager, device) = try await world.addPeripheralManager(
+                name: "Lock", configuration: Self.security(io: .displayOnly, agent: BoardAgent(board: board), store: peripheralStore))
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let events = await manager.events
+            let address = DeviceAddress(device.address, type: .public)
+            let identity = BDAddress(rawValue: 0xC5_00_00_00_00_01)
+
+            let strong = try await Central.open(transport: await world.radio.addDevice().transport, address: .staticRandom(identity), clock: world.clock,
+                                                configuration: Self.security(io: .keyboardOnly, agent: BoardAgent(board: board), store: InMemoryBondStore(), mitm: true))
+            var p = try await strong.connect(address, timeout: .seconds(5))
+            _ = try await p.pair()
+            for await e in events { if case .paired = e { break } }
+            try await p.disconnect()
+            await strong.close()
+            XCTAssertEqual(try peripheralStore.bonds().first?.authenticated, true)
+
+            // Same address, no IO: Just Works.
+            let weak = try await Central.open(transport: await world.radio.addDevice().transport, address: .staticRandom(identity), clock: world.clock,
+                                              configuration: Self.security(io: .noInputNoOutput, agent: BoardAgent(board: board), store: InMemoryBondStore()))
+            p = try await weak.connect(address, timeout: .seconds(5))
+            let result = try await p.pair()
+            XCTAssertEqual(result.securityLevel, .encrypted)
+            for await e in events { if case .paired = e { break } }
+            let kept = try peripheralStore.bonds()
+            XCTAssertEqual(kept.count, 1)
+            XCTAssertEqual(kept.first?.authenticated, true, "the authenticated bond stays")
+            await weak.close()
+            await manager.close()
+        }
+    }
+
+    /// Review finding: with a fixed passkey, a failed Secure Connections passkey pairing gives
+    /// away a bit of it, so the peripheral does not show it again.
+    func testAFixedPasskeyIsRetiredAfterAFailedPairing() async throws {
+        try await VirtualWorld.run { world in
+            let board = PasskeyBoard()
+            var peripheral = Self.security(io: .displayOnly, agent: BoardAgent(board: board), store: InMemoryBondStore())
+            peripheral.security.pairing.displayedPasskey = 123_456
+            let (manager, device) = try await world.addPeripheralManager(name: "Lock", configuration: peripheral)
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let address = DeviceAddress(device.address, type: .public)
+            let guesser = FixedPairingAgent(passkey: 123_457)
+            let first = try await Central.open(transport: await world.radio.addDevice().transport, clock: world.clock,
+                                               configuration: Self.security(io: .keyboardOnly, agent: guesser, store: InMemoryBondStore(), mitm: true))
+            let p1 = try await first.connect(address, timeout: .seconds(5))
+            do { _ = try await p1.pair(); XCTFail("wrong passkey") } catch BLEError.security {}
+            await first.close()
+            // Another central that knows the old fixed passkey no longer gets in with it.
+            let knower = FixedPairingAgent(passkey: 123_456)
+            let second = try await Central.open(transport: await world.radio.addDevice().transport, clock: world.clock,
+                                                configuration: Self.security(io: .keyboardOnly, agent: knower, store: InMemoryBondStore(), mitm: true))
+            try await world.clock.sleep(for: .seconds(3))  // past the back-off of the first failure
+            let p2 = try await second.connect(address, timeout: .seconds(5))
+            do {
+                _ = try await p2.pair()
+                XCTFail("the fixed passkey must not be shown again after a failure")
+            } catch let BLEError.security(error) {
+                XCTAssertEqual(error.reason, .confirmValueFailed)
+            }
+            await second.close()
+            await manager.close()
         }
     }
 }

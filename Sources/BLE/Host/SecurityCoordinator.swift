@@ -18,6 +18,15 @@ final class SecurityCoordinator {
     private var limiter: SMPAttemptLimiter
     private var cachedBonds: [Bond]?
     private var ephemeralIdentity: LocalIdentity?
+    /// Set after a failed pairing while a fixed passkey (`displayedPasskey`) was configured: a
+    /// failed Secure Connections passkey round gives away one bit of it, so it is not used again
+    /// in this host's life; later pairings draw random passkeys.
+    private var fixedPasskeyRetired = false
+    /// Links on which the application asked to pair (`pair()`), so the new bond may replace a
+    /// stronger old one.
+    private var explicitPairing: Set<UInt16> = []
+    /// At most this many bonds are kept: every pairing from a new identity would add one.
+    static let bondLimit = 512
 
     struct KeyWorth {
         var secureConnections: Bool
@@ -60,8 +69,20 @@ final class SecurityCoordinator {
         bonds(host).first { $0.matches(address) }
     }
 
-    private func store(_ bond: Bond, _ host: isolated HostController) -> Bool {
+    /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
+    /// of a lower level: a Just Works pairing claiming a bonded device's identity must not take
+    /// its place. New identities past `bondLimit` are not stored.
+    private func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
+        if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
+            if !replacing && old.securityLevel > bond.securityLevel {
+                host.log("kept the bond of \(bond.peer) (level \(old.securityLevel.rawValue)): a level \(bond.securityLevel.rawValue) pairing does not replace it")
+                return false
+            }
+        } else if all.count >= Self.bondLimit {
+            host.log("not storing the bond of \(bond.peer): \(Self.bondLimit) bonds already")
+            return false
+        }
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
         cachedBonds = all
@@ -119,6 +140,7 @@ final class SecurityCoordinator {
         if let worth = currentWorth(link), worth.bonded { saveSubscriptions(link, host) }
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
+        explicitPairing.remove(link.handle)
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
     }
 
@@ -134,7 +156,7 @@ final class SecurityCoordinator {
         let now = link.server.subscriptions
         guard b.clientConfigurations != now else { return }
         b.clientConfigurations = now
-        _ = store(b, host)
+        _ = store(b, replacing: true, host)
     }
 
     private func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
@@ -142,7 +164,9 @@ final class SecurityCoordinator {
         guard let link = host.connections.links[handle], let own = host.ownDeviceAddress,
               let identity = localIdentity(ownAddress: own, host) else { return nil }
         let central = link.role == .central
-        let m = SMPPairing(role: central ? .initiator : .responder, settings: settings.pairing, identity: identity,
+        var pairing = settings.pairing
+        if fixedPasskeyRetired { pairing.displayedPasskey = nil }
+        let m = SMPPairing(role: central ? .initiator : .responder, settings: pairing, identity: identity,
                            initiatorAddress: central ? own : link.peer, responderAddress: central ? link.peer : own)
         machines[handle] = m
         return m
@@ -152,7 +176,15 @@ final class SecurityCoordinator {
 
     /// One SMP PDU from the link's fixed channel 0x0006.
     func receive(_ pdu: [UInt8], handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle], var m = machine(for: handle, host) else { return }
+        guard let link = host.connections.links[handle] else { return }
+        guard var m = machine(for: handle, host) else {
+            // No identity to pair with (an unreadable identity file): say so at once rather
+            // than leave the peer to its 30-second timeout.
+            if pdu.first == SMPCode.pairingRequest.rawValue || pdu.first == SMPCode.securityRequest.rawValue {
+                host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: SMPPDU.pairingFailed(.unspecifiedReason).encode())
+            }
+            return
+        }
         if pdu.first == SMPCode.pairingRequest.rawValue, !m.isPairing, !limiter.mayPair(link.peer, now: host.now) {
             // Repeated Attempts (§2.3.6): refuse before any work.
             host.log("pairing from \(link.peer) refused: repeated attempts")
@@ -189,12 +221,12 @@ final class SecurityCoordinator {
         if status == .success, enabled {
             host.connections.links.withLink(handle) { link in
                 link.security.encrypted = true
-                if let worth {
-                    link.security.authenticated = worth.authenticated
-                    link.security.secureConnections = worth.secureConnections
-                    link.security.keySize = worth.keySize
-                    if worth.bonded { link.security.hasLongTermKey = true }
-                }
+                // A key we did not choose (nothing pending): assume the least of it.
+                let worth = worth ?? KeyWorth(secureConnections: false, authenticated: false, keySize: 7, bonded: false)
+                link.security.authenticated = worth.authenticated
+                link.security.secureConnections = worth.secureConnections
+                link.security.keySize = worth.keySize
+                if worth.bonded { link.security.hasLongTermKey = true }
             }
             if let worth, worth.bonded, let link = host.connections.links[handle] {
                 restoreSubscriptions(link, host)
@@ -238,6 +270,7 @@ final class SecurityCoordinator {
 
     /// Central: pairs now and waits for the outcome.
     func pair(linkID: UInt64, _ host: isolated HostController) async throws -> PairingResult {
+        if let handle = host.connections.links.handle(forID: linkID) { explicitPairing.insert(handle) }
         guard let result = try await secure(linkID: linkID, host) else {
             throw BLEError.security(.unavailable("the link was encrypted with a stored key instead of pairing"))
         }
@@ -251,6 +284,7 @@ final class SecurityCoordinator {
             throw BLEError.notConnected
         }
         guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
+        if link.role == .peripheral, link.security.encrypted, !m.isPairing { return nil }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
         if !m.isPairing {
@@ -299,12 +333,11 @@ final class SecurityCoordinator {
         }
         let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
         if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil {
-            do {
-                try await encrypt(linkID: linkID, host)
-                return
-            } catch BLEError.security(.encryptionFailed) {
-                host.log("the bond with \(link.peer) no longer works; pairing again")
-            }
+            // A failure here (the peer lost our key, or is not who the bond says) is the
+            // caller's error: pairing again over it is for an explicit `pair()`, since a
+            // spoofed peer could otherwise get a weaker bond in place of the real one.
+            try await encrypt(linkID: linkID, host)
+            return
         }
         if needsAuthentication && !settings.pairing.mitm && !settings.pairing.ioCapability.canProtectMITM {
             throw BLEError.security(.local(.authenticationRequirements, detail: "the server needs an authenticated key, and this side's IO capability allows only Just Works"))
@@ -314,13 +347,18 @@ final class SecurityCoordinator {
 
     private func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
         pendingKey[handle] = worth
+        guard let linkID = host.connections.links[handle]?.id else { return }
         host.spawn("LE Enable Encryption") {
             do {
                 try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
             } catch {
                 let status: HCIStatus
                 if case let BLEError.hci(.commandFailed(_, s)) = error { status = s } else { status = .unspecifiedError }
-                await host.run { $0.security.encryptionChanged(handle: handle, status: status, enabled: false, $0) }
+                // Only if the link is still the one we started on (a handle can be reused).
+                await host.run { host in
+                    guard host.connections.links.handle(forID: linkID) == handle else { return }
+                    host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
+                }
             }
         }
     }
@@ -358,7 +396,13 @@ final class SecurityCoordinator {
             case let .completed(outcome):
                 completed(outcome, handle: handle, host)
             case let .failed(error):
-                if let reason = error.reason { limiter.failed(peer, reason: reason, now: host.now) }
+                if let reason = error.reason {
+                    limiter.failed(peer, reason: reason, now: host.now)
+                    if SMPAttemptLimiter.counts(reason), settings.pairing.displayedPasskey != nil, !fixedPasskeyRetired {
+                        fixedPasskeyRetired = true
+                        host.log("a pairing failed while the passkey was fixed: later pairings show random passkeys")
+                    }
+                }
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
                 if link.role == .peripheral { host.server.emit(.pairingFailed(link.central, error)) }
@@ -386,7 +430,7 @@ final class SecurityCoordinator {
             var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
             // A bond made again keeps the subscriptions of the old one.
             if let old = self.bond(for: bond.peer, host) { bond.clientConfigurations = old.clientConfigurations }
-            stored = store(bond, host)
+            stored = store(bond, replacing: explicitPairing.remove(handle) != nil, host)
         }
         host.connections.links.withLink(handle) {
             $0.security.encrypted = true

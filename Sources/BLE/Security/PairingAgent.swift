@@ -40,7 +40,7 @@ public struct FixedPairingAgent: PairingAgent {
 
     /// An agent that types `passkey`, answers numeric comparisons with `confirms`, and calls
     /// `onDisplay` for each passkey it is asked to show.
-    public init(passkey: UInt32? = nil, confirms: Bool = true, onDisplay: @escaping @Sendable (UInt32, DeviceAddress) -> Void = { _, _ in }) {
+    public init(passkey: UInt32? = nil, confirms: Bool = false, onDisplay: @escaping @Sendable (UInt32, DeviceAddress) -> Void = { _, _ in }) {
         self.passkey = passkey
         self.confirms = confirms
         self.onDisplay = onDisplay

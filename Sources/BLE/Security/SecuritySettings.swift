@@ -19,7 +19,7 @@ public struct SecuritySettings: Sendable {
     public var answersSecurityRequests = true
     /// The GATT server's shortest acceptable encryption key for attributes that need
     /// encryption (Insufficient Encryption Key Size below it).
-    public var minimumServerKeySize = 7
+    public var minimumServerKeySize = 16
     /// Back-off after failed pairings (Repeated Attempts, Vol 3 Part H §2.3.6).
     public var attemptLimiter = SMPAttemptLimiter()
 

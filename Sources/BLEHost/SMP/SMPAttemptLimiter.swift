@@ -3,7 +3,8 @@ import BLEWire
 /// Repeated Attempts (Core spec Vol 3 Part H §2.3.6): after an authentication failure a peer
 /// must wait before the next pairing is accepted, the wait doubling with each failure up to a
 /// ceiling and reset by a success. A peer that tries too soon gets Pairing Failed "Repeated
-/// Attempts" without any pairing work. Sans-IO: `now` comes from the owner. The table is bounded,
+/// Attempts" without any pairing work; after a few failures from any addresses, every peer waits
+/// (an attacker can change its address for each guess). Sans-IO: `now` comes from the owner. The table is bounded,
 /// so a flood of made-up addresses cannot grow it without limit.
 public struct SMPAttemptLimiter: Sendable {
     /// The wait after a peer's first counted failure; each further failure doubles it.
@@ -13,6 +14,10 @@ public struct SMPAttemptLimiter: Sendable {
     /// How many peers are tracked; past it, the peer whose wait ends soonest is forgotten.
     public var capacity: Int
     private var peers: [DeviceAddress: (failures: Int, until: Duration)] = [:]
+    /// Failures from any address since the last success: a central can make up a new address
+    /// for every attempt, so after `globalAllowance` of them every peer waits too.
+    private var global: (failures: Int, until: Duration) = (0, .zero)
+    public var globalAllowance = 3
 
     /// Defaults: a 2-second wait, doubling up to 64 seconds, for at most 256 peers.
     public init(initialInterval: Duration = .seconds(2), maximumInterval: Duration = .seconds(64), capacity: Int = 256) {
@@ -28,6 +33,7 @@ public struct SMPAttemptLimiter: Sendable {
 
     /// Whether `peer` may pair now.
     public func mayPair(_ peer: DeviceAddress, now: Duration) -> Bool {
+        if global.failures >= globalAllowance && now < global.until { return false }
         guard let entry = peers[peer] else { return true }
         return now >= entry.until
     }
@@ -42,6 +48,12 @@ public struct SMPAttemptLimiter: Sendable {
         var wait = initialInterval
         for _ in 1..<min(failures, 32) where wait < maximumInterval { wait = wait * 2 }
         peers[peer] = (failures, now + min(wait, maximumInterval))
+        global.failures += 1
+        if global.failures >= globalAllowance {
+            var globalWait = initialInterval
+            for _ in 0..<min(global.failures - globalAllowance, 32) where globalWait < maximumInterval { globalWait = globalWait * 2 }
+            global.until = now + min(globalWait, maximumInterval)
+        }
         if peers.count > capacity, let oldest = peers.min(by: { $0.value.until < $1.value.until })?.key {
             peers[oldest] = nil
         }
@@ -50,5 +62,6 @@ public struct SMPAttemptLimiter: Sendable {
     /// A pairing with `peer` succeeded: no more waiting.
     public mutating func succeeded(_ peer: DeviceAddress) {
         peers[peer] = nil
+        global = (0, .zero)
     }
 }

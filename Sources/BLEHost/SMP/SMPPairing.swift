@@ -312,6 +312,14 @@ public struct SMPPairing: Sendable {
         if method.model == .outOfBand && !sc && outOfBand.legacyTemporaryKey?.count != 16 {
             throw Abort(.oobNotAvailable, "legacy OOB pairing chosen, but no 16-octet TK was given")
         }
+        if method.model == .outOfBand && sc {
+            // The peer's flag says it holds our OOB data; without any, it cannot, and its claim
+            // would make an all-zero r stand in for the OOB secret (§2.3.5.6.4): refuse.
+            let peerFlag = (role == .initiator ? responder : initiator).oobDataFlag == 1
+            if peerFlag && outOfBand.local == nil {
+                throw Abort(.oobNotAvailable, "the peer claims OOB data from us, and we gave none out")
+            }
+        }
         s.secureConnections = sc
         s.keySize = keySize
         s.method = method

@@ -16,7 +16,9 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// Secure Connections Only mode (Vol 3 Part C §10.2.4): legacy pairing and keys shorter than
     /// 16 octets are refused.
     public var secureConnectionsOnly: Bool
-    /// The smallest encryption key size accepted (7...16 octets, §2.3.4).
+    /// The smallest encryption key size accepted (7...16 octets, §2.3.4). 16 by default, as iOS
+    /// and Android require: the key size is not covered by the DHKey check, so a relay could
+    /// otherwise talk both sides down to 56-bit keys.
     public var minimumKeySize: UInt8
     /// The largest key size offered (7...16 octets).
     public var maximumKeySize: UInt8
@@ -34,7 +36,7 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// offered, key sizes 7...16, and LTK, IRK and CSRK both given and asked for.
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
-                minimumKeySize: UInt8 = 7, maximumKeySize: UInt8 = 16,
+                minimumKeySize: UInt8 = 16, maximumKeySize: UInt8 = 16,
                 distributes: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
                 requests: SMPKeyDistribution = [.encryptionKey, .identityKey, .signingKey],
                 asksApproval: Bool = false, displayedPasskey: UInt32? = nil) {
