@@ -17,6 +17,7 @@ public struct SMPAttemptLimiter: Sendable {
     /// Failures from any address since the last success: a central can make up a new address
     /// for every attempt, so after `globalAllowance` of them every peer waits too.
     private var global: (failures: Int, until: Duration) = (0, .zero)
+    /// How many failures, from any addresses, before every peer waits (the global back-off).
     public var globalAllowance = 3
 
     /// Defaults: a 2-second wait, doubling up to 64 seconds, for at most 256 peers.
