@@ -295,4 +295,25 @@ final class SMPPairingFailureTests: XCTestCase {
         XCTAssertEqual(failureReason(h.responderOutcome), .oobNotAvailable)
         XCTAssertNil(h.controllerKeys[.responder])
     }
+
+    /// Review finding: Secure Connections Only is level 4, so Just Works is refused too.
+    func testSecureConnectionsOnlyRefusesJustWorks() {
+        var h = SMPPairingHarness(initiator: SMPPairingSettings(), responder: SMPPairingSettings(secureConnectionsOnly: true))
+        h.run()
+        XCTAssertEqual(failureReason(h.responderOutcome), .authenticationRequirements)
+        var passkey = SMPPairingHarness(initiator: SMPPairingSettings(ioCapability: .keyboardOnly, mitm: true),
+                                        responder: SMPPairingSettings(ioCapability: .displayOnly, secureConnectionsOnly: true))
+        passkey.run()
+        guard case let .success(r) = passkey.responderOutcome else { return XCTFail("\(String(describing: passkey.responderOutcome))") }
+        XCTAssertEqual(r.securityLevel, .secureConnections)
+    }
+
+    func testEachPairingHasItsOwnGeneration() {
+        var h = SMPPairingHarness(initiator: SMPPairingSettings(), responder: SMPPairingSettings())
+        h.run()
+        XCTAssertEqual(h.initiator.generation, 1)
+        XCTAssertEqual(h.responder.generation, 1)
+        _ = h.initiator.start(now: .zero)
+        XCTAssertEqual(h.initiator.generation, 2)
+    }
 }

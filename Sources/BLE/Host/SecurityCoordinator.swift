@@ -367,6 +367,7 @@ final class SecurityCoordinator {
         guard let link = host.connections.links[handle] else { return }
         let peer = link.peer, linkID = link.id
         let agent = settings.agent
+        let generation = machines[handle]?.generation ?? 0
         for action in actions {
             switch action {
             case let .send(pdu):
@@ -376,17 +377,17 @@ final class SecurityCoordinator {
             case .requestPasskey:
                 host.spawn("passkey entry") {
                     let value = await agent.enterPasskey(for: peer)
-                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.passkeyEntered(value, now: now) } }
+                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.passkeyEntered(value, now: now) } }
                 }
             case let .confirmNumericComparison(value):
                 host.spawn("numeric comparison") {
                     let ok = await agent.confirmNumericComparison(value, for: peer)
-                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.numericComparisonConfirmed(ok, now: now) } }
+                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.numericComparisonConfirmed(ok, now: now) } }
                 }
             case let .requestApproval(features):
                 host.spawn("pairing approval") {
                     let ok = await agent.approvePairing(with: peer, features: features)
-                    await host.run { $0.security.answer(linkID: linkID, $0) { m, now in m.approve(ok, now: now) } }
+                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.approve(ok, now: now) } }
                 }
             case let .startEncryption(ltk, ediv, rand):
                 let worth = machines[handle]?.negotiatedKey
@@ -414,8 +415,8 @@ final class SecurityCoordinator {
     }
 
     /// Hands the user's answer to the link's machine, if the link (by id) is still there.
-    private func answer(linkID: UInt64, _ host: isolated HostController, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
-        guard let handle = host.connections.links.handle(forID: linkID), var m = machines[handle] else { return }
+    private func answer(linkID: UInt64, generation: UInt64, _ host: isolated HostController, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
+        guard let handle = host.connections.links.handle(forID: linkID), var m = machines[handle], m.generation == generation else { return }
         let actions = body(&m, host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)

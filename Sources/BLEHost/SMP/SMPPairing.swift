@@ -50,6 +50,9 @@ public struct SMPPairing: Sendable {
     public private(set) var nextDeadline: Duration?
     /// Set by the SMP timeout: no further SMP traffic on this link (§3.4).
     public private(set) var isClosed = false
+    /// Counts the pairings begun on this link, so an answer the user gives to a question of an
+    /// earlier pairing is not taken for the current one.
+    public private(set) var generation: UInt64 = 0
 
     public init(role: Role, settings: SMPPairingSettings, identity: SMPLocalIdentity,
                 outOfBand: SMPOutOfBandData = SMPOutOfBandData(), entropy: SMPEntropy = .system,
@@ -114,6 +117,7 @@ public struct SMPPairing: Sendable {
             initiatorKeyDistribution: settings.distributes.subtracting(.linkKey),
             responderKeyDistribution: settings.requests.subtracting(.linkKey))
         let pdu = SMPPDU.pairingRequest(features).encode()
+        generation += 1
         session = SMPSession(preq: pdu, initiator: features)
         phase = .awaitingResponse
         return [send(pdu, now: now)]
@@ -244,6 +248,7 @@ public struct SMPPairing: Sendable {
 
     private mutating func receiveRequest(_ features: SMPPairingFeatures, now: Duration) throws(Abort) -> [SMPAction] {
         let preq = SMPPDU.pairingRequest(features).encode()
+        generation += 1
         session = SMPSession(preq: preq, initiator: features)
         phase = .featureExchange
         if settings.asksApproval {
@@ -306,6 +311,10 @@ public struct SMPPairing: Sendable {
             throw Abort(.encryptionKeySize, "key size \(keySize) is below the \(settings.secureConnectionsOnly ? 16 : settings.minimumKeySize) required")
         }
         let method = SMPMethod.select(initiator: initiator, responder: responder, secureConnections: sc)
+        if settings.secureConnectionsOnly && !method.model.isAuthenticated {
+            // Secure Connections Only is mode 1 level 4 (Vol 3 Part C §10.2.4): authenticated.
+            throw Abort(.authenticationRequirements, "Secure Connections Only mode needs an authenticated key, and the IO capabilities allow only Just Works")
+        }
         if settings.mitm && !method.model.isAuthenticated {
             throw Abort(.authenticationRequirements, "MITM protection required, but the IO capabilities allow only Just Works")
         }
