@@ -340,4 +340,35 @@ final class PairingWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    /// Pairing again on a link that is already encrypted: the controller reports Encryption Key
+    /// Refresh Complete instead of Encryption Change (Vol 4 Part E §7.7.39), and the pairing
+    /// completes on it with the new, stronger key.
+    func testPairingAgainOnAnEncryptedLinkRefreshesTheKey() async throws {
+        try await VirtualWorld.run { world in
+            let board = PasskeyBoard()
+            let centralStore = InMemoryBondStore(), peripheralStore = InMemoryBondStore()
+            let rig = try await Self.rig(world, central: Self.security(io: .keyboardOnly, agent: BoardAgent(board: board), store: centralStore),
+                                         peripheral: Self.security(io: .displayOnly, agent: BoardAgent(board: board), store: peripheralStore))
+            let events = await rig.manager.events
+            let p = try await rig.central.connect(rig.address, timeout: .seconds(5))
+            // Without MITM asked for, Just Works first.
+            let first = try await p.pair()
+            XCTAssertEqual(first.method, .justWorks)
+            for await e in events { if case .paired = e { break } }
+            let encrypted = await p.securityLevel
+            XCTAssertEqual(encrypted, .encrypted)
+            // The authenticated value makes the central pair again over the encrypted link.
+            let value = try await Self.read(Self.authenticated, on: p)
+            XCTAssertEqual(value, "authenticated")
+            let level = await p.securityLevel
+            XCTAssertEqual(level, .secureConnections)
+            for await e in events { if case .paired = e { break } }
+            XCTAssertEqual(try centralStore.bonds().first?.authenticated, true, "the stronger bond replaced the first")
+            XCTAssertEqual(try peripheralStore.bonds().first?.authenticated, true)
+            XCTAssertEqual(try centralStore.bonds().first?.peerLongTermKey, try peripheralStore.bonds().first?.localLongTermKey)
+            await rig.central.close()
+            await rig.manager.close()
+        }
+    }
 }

@@ -339,8 +339,15 @@ final class SecurityCoordinator {
             try await encrypt(linkID: linkID, host)
             return
         }
-        if needsAuthentication && !settings.pairing.mitm && !settings.pairing.ioCapability.canProtectMITM {
+        if needsAuthentication && !settings.pairing.ioCapability.canProtectMITM {
             throw BLEError.security(.local(.authenticationRequirements, detail: "the server needs an authenticated key, and this side's IO capability allows only Just Works"))
+        }
+        // Ask for MITM protection where the IO capability allows it; demand it when the link
+        // is encrypted already and only an authenticated key can help.
+        if var m = machine(for: link.handle, host), !m.isPairing {
+            if settings.pairing.ioCapability.canProtectMITM { m.settings.requestsMITM = true }
+            if needsAuthentication { m.settings.mitm = true }
+            machines[link.handle] = m
         }
         _ = try await pair(linkID: linkID, host)
     }

@@ -11,6 +11,9 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// Demand MITM protection: pairing that would end unauthenticated fails with
     /// Authentication Requirements.
     public var mitm: Bool
+    /// Set the MITM bit without demanding it: an authenticated model when the IO capabilities
+    /// allow one, Just Works otherwise (what iOS asks for).
+    public var requestsMITM = false
     /// Offer LE Secure Connections.
     public var secureConnections: Bool
     /// Secure Connections Only mode (Vol 3 Part C §10.2.4): legacy pairing and keys shorter than
@@ -58,7 +61,7 @@ public struct SMPPairingSettings: Sendable, Hashable {
     var authRequirements: SMPAuthRequirements {
         var a: SMPAuthRequirements = []
         if bonding { a.insert(.bonding) }
-        if mitm { a.insert(.mitm) }
+        if mitm || requestsMITM { a.insert(.mitm) }
         if secureConnections || secureConnectionsOnly { a.insert(.secureConnections) }
         return a
     }
