@@ -39,8 +39,7 @@ func topLevelHelp() -> String {
 }
 
 func writeError(_ message: String) {
-    let text = "ble: \(message)\n"
-    _ = text.withCString { Glibc.write(2, $0, strlen($0)) }
+    standardError("ble: \(message)")
 }
 
 // Unbuffered-enough output for pipes: each line is flushed by the commands that stream.

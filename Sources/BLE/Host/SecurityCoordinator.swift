@@ -28,11 +28,34 @@ final class SecurityCoordinator {
     /// At most this many bonds are kept: every pairing from a new identity would add one.
     static let bondLimit = 512
 
+    /// What a key is worth, noted when encryption with it starts and applied to the link when
+    /// the controller confirms it.
     struct KeyWorth {
         var secureConnections: Bool
         var authenticated: Bool
         var keySize: Int
         var bonded: Bool
+
+        /// A bond's key.
+        init(_ bond: Bond) {
+            self.init(secureConnections: bond.secureConnections, authenticated: bond.authenticated, keySize: bond.keySize, bonded: true)
+        }
+
+        /// The key a running pairing negotiated; the least a key can be when it has not.
+        init(pairing m: SMPPairing?) {
+            guard let n = m?.negotiatedKey else { self = .least; return }
+            self.init(secureConnections: n.secureConnections, authenticated: n.authenticated, keySize: n.keySize, bonded: false)
+        }
+
+        init(secureConnections: Bool, authenticated: Bool, keySize: Int, bonded: Bool) {
+            self.secureConnections = secureConnections
+            self.authenticated = authenticated
+            self.keySize = keySize
+            self.bonded = bonded
+        }
+
+        /// For a key we did not choose: fail closed.
+        static let least = KeyWorth(secureConnections: false, authenticated: false, keySize: 7, bonded: false)
     }
 
     init(settings: SecuritySettings) {
@@ -137,17 +160,11 @@ final class SecurityCoordinator {
     }
 
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
-        if let worth = currentWorth(link), worth.bonded { saveSubscriptions(link, host) }
+        if link.security.encrypted && link.security.hasLongTermKey { saveSubscriptions(link, host) }
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
         explicitPairing.remove(link.handle)
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
-    }
-
-    private func currentWorth(_ link: Link) -> KeyWorth? {
-        guard link.security.encrypted else { return nil }
-        return KeyWorth(secureConnections: link.security.secureConnections, authenticated: link.security.authenticated,
-                        keySize: link.security.keySize, bonded: link.security.hasLongTermKey)
     }
 
     /// Keeps a bonded client's CCCDs with its bond (Vol 3 Part G §3.3.3.3).
@@ -199,14 +216,13 @@ final class SecurityCoordinator {
     /// Peripheral: the controller asks for the key the central is encrypting with.
     func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
         guard let link = host.connections.links[handle] else { return }
-        if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand), let worth = m.negotiatedKey {
-            pendingKey[handle] = KeyWorth(secureConnections: worth.secureConnections, authenticated: worth.authenticated,
-                                          keySize: worth.keySize, bonded: false)
+        if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand) {
+            pendingKey[handle] = KeyWorth(pairing: m)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
             return
         }
         if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
-            pendingKey[handle] = KeyWorth(secureConnections: b.secureConnections, authenticated: b.authenticated, keySize: b.keySize, bonded: true)
+            pendingKey[handle] = KeyWorth(b)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
             return
         }
@@ -222,7 +238,7 @@ final class SecurityCoordinator {
             host.connections.links.withLink(handle) { link in
                 link.security.encrypted = true
                 // A key we did not choose (nothing pending): assume the least of it.
-                let worth = worth ?? KeyWorth(secureConnections: false, authenticated: false, keySize: 7, bonded: false)
+                let worth = worth ?? .least
                 link.security.authenticated = worth.authenticated
                 link.security.secureConnections = worth.secureConnections
                 link.security.keySize = worth.keySize
@@ -320,8 +336,7 @@ final class SecurityCoordinator {
         }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
-        startEncryption(handle: handle, key: key, worth: KeyWorth(secureConnections: b.secureConnections, authenticated: b.authenticated,
-                                                                    keySize: b.keySize, bonded: true), host)
+        startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
         _ = try await waiter.wait()
     }
 
@@ -397,10 +412,7 @@ final class SecurityCoordinator {
                     await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.approve(ok, now: now) } }
                 }
             case let .startEncryption(ltk, ediv, rand):
-                let worth = machines[handle]?.negotiatedKey
-                startEncryption(handle: handle, key: (ltk, ediv, rand),
-                                worth: KeyWorth(secureConnections: worth?.secureConnections ?? false, authenticated: worth?.authenticated ?? false,
-                                                keySize: worth?.keySize ?? 16, bonded: false), host)
+                startEncryption(handle: handle, key: (ltk, ediv, rand), worth: KeyWorth(pairing: machines[handle]), host)
             case let .completed(outcome):
                 completed(outcome, handle: handle, host)
             case let .failed(error):
