@@ -217,6 +217,51 @@ extension HCICommand {
         }
     }
 
+    /// LE Add Device To Resolving List. §7.8.38. `peer` is the identity address (public or
+    /// static random); the IRKs are given least significant octet first, as SMP distributes them.
+    public static func leAddDeviceToResolvingList(peer: DeviceAddress, peerIRK: [UInt8], localIRK: [UInt8]) -> HCICommand {
+        build(.leAddDeviceToResolvingList) { w in
+            w.u8(peer.type.peerType.rawValue)
+            w.append(peer.address.littleEndianBytes)
+            w.append(Array(peerIRK.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - peerIRK.count)))
+            w.append(Array(localIRK.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - localIRK.count)))
+        }
+    }
+
+    /// LE Remove Device From Resolving List. §7.8.39.
+    public static func leRemoveDeviceFromResolvingList(peer: DeviceAddress) -> HCICommand {
+        build(.leRemoveDeviceFromResolvingList) { w in
+            w.u8(peer.type.peerType.rawValue)
+            w.append(peer.address.littleEndianBytes)
+        }
+    }
+
+    /// LE Clear Resolving List. §7.8.40.
+    public static var leClearResolvingList: HCICommand { HCICommand(opcode: .leClearResolvingList) }
+
+    /// LE Read Resolving List Size. §7.8.41.
+    public static var leReadResolvingListSize: HCICommand { HCICommand(opcode: .leReadResolvingListSize) }
+
+    /// LE Set Address Resolution Enable. §7.8.44.
+    public static func leSetAddressResolutionEnable(_ enable: Bool) -> HCICommand {
+        build(.leSetAddressResolutionEnable) { $0.u8(enable ? 1 : 0) }
+    }
+
+    /// LE Set Resolvable Private Address Timeout, in seconds (0x0001–0x0E10). §7.8.45.
+    public static func leSetResolvablePrivateAddressTimeout(seconds: UInt16) -> HCICommand {
+        build(.leSetResolvablePrivateAddressTimeout) { $0.u16(seconds) }
+    }
+
+    /// LE Set Privacy Mode. §7.8.77. Device privacy (`device` true) also accepts the peer's
+    /// identity address on the air; network privacy (the default) accepts only its RPAs.
+    public static func leSetPrivacyMode(peer: DeviceAddress, device: Bool) -> HCICommand {
+        build(.leSetPrivacyMode) { w in
+            w.u8(peer.type.peerType.rawValue)
+            w.append(peer.address.littleEndianBytes)
+            w.u8(device ? 1 : 0)
+        }
+    }
+
     /// LE Connection Update. §7.8.18. Answered with Command Status, then LE Connection Update
     /// Complete.
     public static func leConnectionUpdate(

@@ -114,6 +114,18 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leReadSuggestedDefaultDataLength = HCIOpcode(rawValue: 0x2023)
     /// §7.8.35
     public static let leWriteSuggestedDefaultDataLength = HCIOpcode(rawValue: 0x2024)
+    /// §7.8.38
+    public static let leAddDeviceToResolvingList = HCIOpcode(rawValue: 0x2027)
+    /// §7.8.39
+    public static let leRemoveDeviceFromResolvingList = HCIOpcode(rawValue: 0x2028)
+    /// §7.8.40
+    public static let leClearResolvingList = HCIOpcode(rawValue: 0x2029)
+    /// §7.8.41
+    public static let leReadResolvingListSize = HCIOpcode(rawValue: 0x202A)
+    /// §7.8.44
+    public static let leSetAddressResolutionEnable = HCIOpcode(rawValue: 0x202D)
+    /// §7.8.45
+    public static let leSetResolvablePrivateAddressTimeout = HCIOpcode(rawValue: 0x202E)
     /// §7.8.46
     public static let leReadMaximumDataLength = HCIOpcode(rawValue: 0x202F)
     /// §7.8.47
@@ -122,6 +134,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetDefaultPHY = HCIOpcode(rawValue: 0x2031)
     /// §7.8.49
     public static let leSetPHY = HCIOpcode(rawValue: 0x2032)
+    /// §7.8.77
+    public static let leSetPrivacyMode = HCIOpcode(rawValue: 0x204E)
     /// §7.8.2 (v2, adds the ISO buffers)
     public static let leReadBufferSizeV2 = HCIOpcode(rawValue: 0x2060)
 
@@ -167,6 +181,13 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leSetDataLength: "LE Set Data Length",
         .leReadSuggestedDefaultDataLength: "LE Read Suggested Default Data Length",
         .leWriteSuggestedDefaultDataLength: "LE Write Suggested Default Data Length",
+        .leAddDeviceToResolvingList: "LE Add Device To Resolving List",
+        .leRemoveDeviceFromResolvingList: "LE Remove Device From Resolving List",
+        .leClearResolvingList: "LE Clear Resolving List",
+        .leReadResolvingListSize: "LE Read Resolving List Size",
+        .leSetAddressResolutionEnable: "LE Set Address Resolution Enable",
+        .leSetResolvablePrivateAddressTimeout: "LE Set Resolvable Private Address Timeout",
+        .leSetPrivacyMode: "LE Set Privacy Mode",
         .leReadMaximumDataLength: "LE Read Maximum Data Length",
         .leReadPHY: "LE Read PHY",
         .leSetDefaultPHY: "LE Set Default PHY",

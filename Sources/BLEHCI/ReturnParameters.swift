@@ -135,6 +135,16 @@ public struct LocalSupportedCommands: HCIReturnParameters, Hashable {
     public var leEnableEncryption: Bool { supports(octet: 28, bit: 0) }
     /// Octet 28 bit 1: the controller supports HCI_LE_Long_Term_Key_Request_Reply (§7.8.25).
     public var leLongTermKeyRequestReply: Bool { supports(octet: 28, bit: 1) }
+    /// Octet 34 bit 3: the controller supports HCI_LE_Add_Device_To_Resolving_List (§7.8.38).
+    public var leAddDeviceToResolvingList: Bool { supports(octet: 34, bit: 3) }
+    /// Octet 34 bit 4: the controller supports HCI_LE_Remove_Device_From_Resolving_List (§7.8.39).
+    public var leRemoveDeviceFromResolvingList: Bool { supports(octet: 34, bit: 4) }
+    /// Octet 34 bit 5: the controller supports HCI_LE_Clear_Resolving_List (§7.8.40).
+    public var leClearResolvingList: Bool { supports(octet: 34, bit: 5) }
+    /// Octet 35 bit 1: the controller supports HCI_LE_Set_Address_Resolution_Enable (§7.8.44).
+    public var leSetAddressResolutionEnable: Bool { supports(octet: 35, bit: 1) }
+    /// Octet 39 bit 2: the controller supports HCI_LE_Set_Privacy_Mode (§7.8.77).
+    public var leSetPrivacyMode: Bool { supports(octet: 39, bit: 2) }
     /// Octet 33 bit 4: the controller supports HCI_LE_Remote_Connection_Parameter_Request_Reply (§7.8.31).
     public var leRemoteConnectionParameterRequestReply: Bool { supports(octet: 33, bit: 4) }
     /// Octet 33 bit 6: the controller supports HCI_LE_Set_Data_Length (§7.8.33).

@@ -26,16 +26,18 @@ extension VirtualController {
         guard isScanning, leEventEnabled(bit: 1) else { return [] }
         if let target = adv.directTarget, target != scannerAddress { return [] }
         if scanFilterPolicy & 0x01 != 0, !filterAcceptList.contains(adv.address.withPeerType) { return [] }
+        // With address resolution on, a resolved RPA is reported as the identity (§7.7.65.2).
+        guard let heard = reported(adv.address)?.address else { return [] }
         var reports: [LEAdvertisingReport] = []
         func add(_ type: LegacyAdvertisingEventType, _ data: [UInt8]) {
             // §7.8.11: with the duplicate filter on, each address and PDU type is reported once
             // per scan.
-            let key = ReportKey(address: adv.address, type: type)
+            let key = ReportKey(address: heard, type: type)
             if filterDuplicates {
                 guard !reported.contains(key) else { return }
                 reported.insert(key)
             }
-            reports.append(LEAdvertisingReport(legacy: type, address: adv.address, data: data, rssi: rssi))
+            reports.append(LEAdvertisingReport(legacy: type, address: heard, data: data, rssi: rssi))
         }
         add(adv.reportType, adv.data)
         if activeScan && adv.isScannable && Self.advertiser(adv, accepts: scannerAddress, bit: 0x01) {
@@ -49,7 +51,7 @@ extension VirtualController {
     public func isInitiating(to adv: VirtualAdvertisement) -> Bool {
         guard let i = initiation, adv.isConnectable else { return false }
         if let peer = i.peer {
-            guard peer.address == adv.address.address && peer.type.peerType == adv.address.type.peerType else { return false }
+            guard matches(adv.address, target: peer) else { return false }
         } else {
             guard filterAcceptList.contains(adv.address.withPeerType) else { return false }
         }
@@ -76,9 +78,12 @@ extension VirtualController {
         var connection = Connection(role: role, peer: peer, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
         connection.maxTxOctets = suggestedTxOctets
         connections[handle] = connection
+        // A peer's RPA that the resolving list resolves is reported as its identity, with the
+        // RPA alongside in the enhanced event (§7.7.65.10).
+        let seen = reported(peer) ?? (peer, nil)
         let event = connectionCompleteEvent(LEConnectionComplete(
-            status: .success, handle: handle, role: role, peer: peer, interval: interval, latency: latency,
-            supervisionTimeout: supervisionTimeout, centralClockAccuracy: 0))
+            status: .success, handle: handle, role: role, peer: seen.address, peerResolvablePrivateAddress: seen.rpa,
+            interval: interval, latency: latency, supervisionTimeout: supervisionTimeout, centralClockAccuracy: 0))
         return (handle, event.map { [.event($0)] } ?? [])
     }
 

@@ -38,6 +38,10 @@ public struct VirtualController: Sendable {
     // The Filter Accept List (§7.8.14–§7.8.17).
     public internal(set) var filterAcceptList: Set<DeviceAddress> = []
 
+    // Link-layer privacy (§7.8.38–§7.8.44, VirtualController+Privacy.swift).
+    public internal(set) var resolvingList: [ResolvingListEntry] = []
+    public internal(set) var addressResolutionEnabled = false
+
     // Data length and PHY defaults for new connections (§7.8.35, §7.8.48).
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
@@ -285,6 +289,8 @@ public struct VirtualController: Sendable {
                     out = handled
                 } else if let handled = try handleSecurityOrListCommand(command, &r) {
                     out = handled
+                } else if let handled = try handlePrivacyCommand(command, &r) {
+                    out = handled
                 } else {
                     out.event(complete(op, status: .unknownCommand))
                 }
@@ -379,7 +385,8 @@ public struct VirtualController: Sendable {
             }
             // Filter policy 1: connect to any device on the Filter Accept List, ignoring the peer
             // address parameters (§7.8.12).
-            let target = filterPolicy == 1 ? nil : DeviceAddress(peer, type: (AddressType(rawValue: peerType) ?? .public).peerType)
+            // Identity types (0x02, 0x03) name the device behind a resolved RPA (§7.8.12).
+            let target = filterPolicy == 1 ? nil : DeviceAddress(peer, type: AddressType(rawValue: peerType) ?? .public)
             initiation = Initiation(peer: target, ownAddress: own, interval: intervalMin, latency: latency, supervisionTimeout: timeout)
             out.event(status(op, .success))
             out.air.append(.initiate)
@@ -438,8 +445,8 @@ public struct VirtualController: Sendable {
     }
 
     /// LE features (Vol 6 Part B §4.6): encryption (bit 0), connection parameters request
-    /// procedure (1), data packet length extension (5), LE 2M PHY (8).
-    static let leFeatures: [UInt8] = [0x23, 0x01, 0, 0, 0, 0, 0, 0]
+    /// procedure (1), data packet length extension (5), LL privacy (6), LE 2M PHY (8).
+    static let leFeatures: [UInt8] = [0x63, 0x01, 0, 0, 0, 0, 0, 0]
 
     /// The Supported_Commands bit map (§6.27): exactly the commands `handle` implements.
     static let supportedCommands: [UInt8] = {
@@ -455,7 +462,10 @@ public struct VirtualController: Sendable {
             (27, 2), // LE Connection Update
             (27, 6), (27, 7), (28, 0), (28, 1), (28, 2), // LE Encrypt, LE Rand, LE Enable Encryption, LTK (Negative) Reply
             (33, 4), (33, 5), (33, 6), (33, 7), (34, 0), // Remote Connection Parameter (Negative) Reply, Data Length
+            (34, 3), (34, 4), (34, 5), (34, 6), // LE Add/Remove Device To/From, Clear, Read Size of the Resolving List
+            (35, 1), (35, 2), // LE Set Address Resolution Enable, LE Set RPA Timeout
             (35, 3), (35, 4), (35, 5), (35, 6), // LE Read Maximum Data Length, LE Read/Set Default/Set PHY
+            (39, 2), // LE Set Privacy Mode
             (41, 5), // LE Read Buffer Size v2
         ]
         for (octet, bit) in bits { octets[octet] |= 1 << UInt8(bit) }

@@ -8,6 +8,8 @@ import Foundation
 let bondOptions: [CommandOption] = [
     .single("bonds", value: "DIR", help: "bond store directory (default: $BLE_BONDS, else $XDG_DATA_HOME/ble/bonds, i.e. ~/.local/share/ble/bonds)"),
     .flag("public", help: "use the controller's public address even where the stored identity address would be used"),
+    .flag("privacy", help: "use resolvable private addresses made from the stored identity's IRK (bonded peers resolve them)"),
+    .single("rpa-rotation", value: "SECONDS", help: "with --privacy: how long each private address lives (default 900, 15 minutes)"),
 ]
 
 /// How to pair, for the commands that pair or raise security on demand (PAIRING OPTIONS).
@@ -28,6 +30,8 @@ struct SecurityOptions {
     /// The directory was named (`--bonds` or `BLE_BONDS`), not the default.
     var bondsNamed: Bool
     var usePublicAddress: Bool
+    /// `--privacy`: the lifetime of each resolvable private address; nil without privacy.
+    var privacyRotation: Duration?
     var io: SMPIOCapability = .noInputNoOutput
     var passkey: UInt32?
     var confirm: Bool?
@@ -42,6 +46,17 @@ struct SecurityOptions {
         bondsNamed = named != nil
         bondsDirectory = named ?? DirectoryBondStore.defaultDirectory(environment: environment)
         usePublicAddress = args.flag("public")
+        if args.flag("privacy") {
+            guard !usePublicAddress else { throw UsageError("--privacy and --public exclude each other") }
+            var seconds = 900
+            if let text = args.option("rpa-rotation") {
+                guard let n = Int(text), (1...86_400).contains(n) else { throw UsageError("--rpa-rotation takes seconds, 1...86400, not '\(text)'") }
+                seconds = n
+            }
+            privacyRotation = .seconds(seconds)
+        } else if args.option("rpa-rotation") != nil {
+            throw UsageError("--rpa-rotation needs --privacy")
+        }
         if let text = args.option("io") {
             switch text {
             case "none": io = .noInputNoOutput
@@ -96,6 +111,10 @@ struct SecurityOptions {
     /// `identity` is wanted (pairing, or reconnecting to a bonded peer) and `--public` was not
     /// given; otherwise the controller's public address.
     func ownAddress(store: any BondStore, identity wanted: Bool) throws -> OwnAddress {
+        if let privacyRotation {
+            _ = try store.localIdentity() // made and kept now, so every run's RPAs share its IRK
+            return .resolvablePrivate(rotation: privacyRotation)
+        }
         guard wanted, !usePublicAddress else { return .public }
         return .staticRandom(try store.localIdentity().address)
     }

@@ -69,4 +69,13 @@ public enum OwnAddress: Sendable, Hashable {
     case `public`
     /// A static random address (two top bits 11), set with LE Set Random Address.
     case staticRandom(BDAddress)
+    /// Privacy (Core spec Vol 3 Part C §10.7): a resolvable private address made from the local
+    /// identity's IRK (Vol 6 Part B §1.3.2.2), set with LE Set Random Address and renewed every
+    /// `rotation`. Bonded peers resolve it to our identity address, the one pairing distributes;
+    /// nobody else can link two of them.
+    case resolvablePrivate(rotation: Duration)
+
+    /// Privacy with the 15-minute address lifetime the spec recommends (Vol 3 Part C Appendix A,
+    /// T_GAP(private_addr_int)).
+    public static var privacy: OwnAddress { .resolvablePrivate(rotation: .seconds(900)) }
 }

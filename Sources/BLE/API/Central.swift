@@ -111,10 +111,37 @@ public final class Central: Sendable {
     /// Connects to a peripheral, failing with `.timeout` when it does not answer in time (the
     /// attempt is cancelled on the radio with LE Create Connection Cancel). Cancelling the
     /// calling task cancels the attempt the same way.
+    ///
+    /// A bonded device may be named by its identity address even while it advertises with
+    /// resolvable private addresses (Core spec Vol 3 Part C §10.7): the controller's resolving
+    /// list finds it, or the RPA last heard from it, or, when neither can, a scan for an
+    /// advertisement its IRK resolves within the same `timeout`.
     public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> Peripheral {
         await host.run { await $0.scanning.stop($0) }
-        let link = try await host.run { try await $0.connections.connect(to: address, timeout: timeout, ownAddressType: $0.ownAddress.type, $0) }
+        let started = clock.now()
+        let target: DeviceAddress
+        if await host.run({ $0.privacy.needsScan(toReach: address, within: Self.rpaFreshness, $0) }) {
+            target = try await findBonded(address, timeout: timeout)
+        } else {
+            target = await host.run { $0.privacy.connectionTarget(for: address, within: Self.rpaFreshness, $0) }
+        }
+        let remaining = max(timeout - (clock.now() - started), .milliseconds(100))
+        let link = try await host.run { try await $0.connections.connect(to: target, timeout: remaining, ownAddressType: $0.ownAddress.type, $0) }
         return Peripheral(host: host, link: link)
+    }
+
+    /// How long an RPA heard from a bonded device is taken as still its address.
+    static let rpaFreshness: Duration = .seconds(60)
+
+    /// The address a bonded `identity` advertises with now: its identity, or an RPA its IRK resolves.
+    private func findBonded(_ identity: DeviceAddress, timeout: Duration) async throws -> DeviceAddress {
+        for try await device in scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) {
+            if device.address.sameDevice(as: identity) || device.identity?.sameDevice(as: identity) == true {
+                await host.run { await $0.scanning.stop($0) }
+                return device.address
+            }
+        }
+        throw BLEError.timeout("bonded device \(identity) was not heard in \(timeout), by its identity or a resolvable private address")
     }
 
     /// Closes the transport; every pending operation fails with `.closed`.

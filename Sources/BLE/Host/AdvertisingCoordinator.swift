@@ -57,6 +57,7 @@ final class AdvertisingCoordinator {
         state?.generation &+= 1
         state?.wanted = false
         if state?.enabled == true {
+            state?.enabled = false
             do {
                 try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
             } catch {
@@ -64,7 +65,8 @@ final class AdvertisingCoordinator {
                 host.log("LE Set Advertising Enable (off) before new parameters: \(error)")
             }
         }
-        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: ownAddressType))
+        await host.privacy.prepareRadio(host)
+        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddress.type))
         try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
         try await host.commandReturning(.leSetScanResponseData(responseBytes))
         try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
@@ -79,6 +81,26 @@ final class AdvertisingCoordinator {
         s.generation &+= 1
         state = s
         try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+    }
+
+    /// Turns advertising off for a moment (a new RPA, Vol 4 Part E §7.8.4); `resume` turns it
+    /// back on unless the application stopped or restarted it meanwhile.
+    func pause(_ host: isolated HostController) async throws {
+        guard state?.enabled == true else { return }
+        state?.enabled = false
+        try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+    }
+
+    /// Ends a `pause`.
+    func resume(_ host: isolated HostController) async {
+        guard let s = state, s.wanted, !s.enabled else { return }
+        do {
+            try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+            if state?.generation == s.generation { state?.enabled = true }
+        } catch {
+            host.log("advertising after a new RPA: \(error)")
+            host.server.emit(.advertisingFailed("\(error)"))
+        }
     }
 
     /// A central connected to our advertising; advertising may be turned back on.
@@ -97,6 +119,7 @@ final class AdvertisingCoordinator {
     private func restart(generation: UInt64, _ host: isolated HostController) async {
         // Stopped, restarted or connected meanwhile: this restart is stale.
         guard let current = state, current.wanted, !current.enabled, current.generation == generation else { return }
+        await host.privacy.renewIfDue(host)
         do {
             try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
             if state?.generation == generation {

@@ -30,6 +30,9 @@ final class ConnectionManager {
         earliest(initiator.nextDeadline, links.nextDeadline)
     }
 
+    /// Whether an LE Create Connection is outstanding.
+    var isInitiating: Bool { attemptResult != nil }
+
     // MARK: - Connecting
 
     /// Connects as central (LE Create Connection, Vol 4 Part E §7.8.12). At the deadline, or when
@@ -38,6 +41,8 @@ final class ConnectionManager {
     func connect(to peer: DeviceAddress, timeout: Duration, ownAddressType: OwnAddressType,
                  _ host: isolated HostController) async throws -> LinkHandle {
         if let failure = host.failure { throw failure }
+        guard attemptResult == nil else { throw BLEError.busy("another connection attempt is in progress") }
+        await host.privacy.prepareRadio(host)
         guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
             throw BLEError.busy("another connection attempt is in progress")
         }
@@ -49,8 +54,8 @@ final class ConnectionManager {
         }
         let c = configuration
         try await host.command(.leCreateConnection(
-            scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: DeviceAddress(peer.address, type: peer.type.peerType),
-            ownAddressType: ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
+            scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: peer,
+            ownAddressType: host.ownAddress.type, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
             maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0))
         host.rescheduleTimer()
         let handle: UInt16 = try await withTaskCancellationHandler {
@@ -117,6 +122,18 @@ final class ConnectionManager {
                 bearer: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout),
                 server: ATTServer(preferredMTU: configuration.preferredATTMTU),
                 observation: LinkObservation(parameters: parameters))
+            links.withLink(event.handle) {
+                if let rpa = event.peerResolvablePrivateAddress, rpa != .zero {
+                    $0.peerOnAir = DeviceAddress(rpa, type: .random)
+                } else {
+                    $0.peerOnAir = DeviceAddress(event.peer.address, type: event.peer.type.peerType)
+                }
+                if let rpa = event.localResolvablePrivateAddress, rpa != .zero {
+                    $0.localOnAir = DeviceAddress(rpa, type: .random)
+                } else {
+                    $0.localOnAir = host.ownDeviceAddress
+                }
+            }
             host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
             host.security.linkOpened(handle: event.handle, host)
             applyLinkPreferences(handle: event.handle, host)

@@ -27,6 +27,7 @@ actor HostController {
     let client = GATTClientSessions()
     let server = GATTServerSessions()
     let security: SecurityCoordinator
+    let privacy = PrivacyCoordinator()
 
     var commandFlow = CommandFlowController()
     var aclFlow = ACLFlowController(bufferCount: 1, bufferLength: 27)
@@ -328,7 +329,8 @@ actor HostController {
     func rescheduleTimer() {
         // After every received frame: no array, no allocation.
         let next = earliest(earliest(earliest(commandFlow.nextDeadline, connections.nextDeadline),
-                                     earliest(scanning.nextDeadline, server.nextDeadline)), security.nextDeadline)
+                                     earliest(scanning.nextDeadline, server.nextDeadline)),
+                            earliest(security.nextDeadline, privacy.nextDeadline))
         guard next != scheduledDeadline else { return }
         timerTask?.cancel()
         scheduledDeadline = next
@@ -350,6 +352,7 @@ actor HostController {
         scanning.expire(now: t, self)
         server.expire(now: t, self)
         security.expire(now: t, self)
+        privacy.expire(now: t, self)
         rescheduleTimer()
     }
 

@@ -21,6 +21,11 @@ struct Link {
     var txPHY: LEPHY = .le1M
     var rxPHY: LEPHY = .le1M
     let observation: LinkObservation
+    /// The addresses both ends used on the air when the link was made (an RPA the controller
+    /// resolved for `peer`; our address then, before any renewal): what pairing's c1, f5 and f6
+    /// take (Vol 3 Part H §2.2.3, §2.2.7, §2.2.8).
+    var peerOnAir: DeviceAddress?
+    var localOnAir: DeviceAddress?
 
     /// A central's view of this link, for the peripheral manager's events.
     var central: ConnectedCentral { ConnectedCentral(id: id, address: peer) }

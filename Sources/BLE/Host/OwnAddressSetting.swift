@@ -7,6 +7,9 @@ import BLEWire
 struct OwnAddressSetting {
     var type: OwnAddressType = .public
     var random: BDAddress?
+    /// With privacy on, the identity address (our static random one) that pairing distributes
+    /// while `random` is the current RPA (Vol 3 Part H §3.6.5).
+    var identity: DeviceAddress?
 
     /// Checks that `address` may be used as a static random address: the two top bits 1, the
     /// rest neither all 0 nor all 1 (Vol 6 Part B §1.3.2.1).
@@ -24,11 +27,19 @@ extension HostController {
     func setOwnAddress(_ address: OwnAddress) async throws {
         switch address {
         case .public:
-            ownAddress.type = .public
+            privacy.stop()
+            ownAddress = OwnAddressSetting(type: .public)
         case let .staticRandom(a):
             try OwnAddressSetting.validateStaticRandom(a)
+            privacy.stop()
             try await commandReturning(.leSetRandomAddress(a))
             ownAddress = OwnAddressSetting(type: .random, random: a)
+        case let .resolvablePrivate(rotation):
+            guard let identity = security.localIdentity(self) else {
+                throw BLEError.security(.unavailable("privacy needs a local identity (IRK), and none could be read or made"))
+            }
+            try await privacy.start(rotation: rotation, irk: identity.identityResolvingKey, self)
+            ownAddress.identity = DeviceAddress(identity.address, type: .random)
         }
     }
 

@@ -11,6 +11,8 @@ final class ScanCoordinator {
     private var consumer: AsyncThrowingStream<ScannedDevice, any Error>.Continuation?
     /// Whether the controller is scanning, as far as the host has told it.
     private var radioEnabled = false
+    /// Whether the controller's scanner is on (or a disable is still on its way).
+    var isRadioEnabled: Bool { radioEnabled || radioBusy > 0 }
     /// Disables in flight, and the scans waiting for them to finish.
     private var radioBusy = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -28,6 +30,7 @@ final class ScanCoordinator {
         }
         consumer = continuation
         await waitForIdleRadio(host)
+        await host.privacy.prepareRadio(host)
         do {
             let c = host.configuration
             try await host.commandReturning(.leSetScanParameters(
@@ -98,7 +101,10 @@ final class ScanCoordinator {
 
     func receive(_ report: LEAdvertisingReport, _ host: isolated HostController) {
         guard let consumer else { return }
-        for device in scanner.receive(report, now: host.now) { consumer.yield(device) }
+        for var device in scanner.receive(report, now: host.now) {
+            device.identity = host.privacy.identity(of: device.address, host)
+            consumer.yield(device)
+        }
     }
 
     func expire(now: Duration, _ host: isolated HostController) {

@@ -9,7 +9,7 @@ import BLEWire
 /// server's permission checks and the client's retries read it from the link. Isolated to the
 /// host actor that owns it.
 final class SecurityCoordinator {
-    private let settings: SecuritySettings
+    let settings: SecuritySettings
     private var machines: [UInt16: SMPPairing] = [:]
     /// Callers waiting for a pairing (or a re-encryption) on a link to end.
     private var waiters: [UInt16: [OneShot<PairingResult?>]] = [:]
@@ -109,6 +109,7 @@ final class SecurityCoordinator {
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
         cachedBonds = all
+        host.privacy.bondsChanged()
         guard let store = settings.bondStore else { return true }
         do {
             try store.save(bond)
@@ -124,12 +125,27 @@ final class SecurityCoordinator {
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
+        host.privacy.bondsChanged()
         let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         return stored || all.count != before
     }
 
     /// Our keys for distribution: the stored local identity, or one made for this host's life.
     private func localIdentity(ownAddress: DeviceAddress, _ host: isolated HostController) -> SMPLocalIdentity? {
+        guard let identity = localIdentity(host) else { return nil }
+        // The identity address we give is the one this link uses (public or static random), so
+        // the peer finds us by it next time (Vol 3 Part H §3.6.5); with privacy, the static
+        // random identity behind our RPAs.
+        return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey,
+                                identityAddress: host.ownAddress.identity ?? ownAddress,
+                                signatureKey: identity.signatureKey)
+    }
+
+    /// Our IRK, for RPAs and the resolving list.
+    func localIRK(_ host: isolated HostController) -> [UInt8]? { localIdentity(host)?.identityResolvingKey }
+
+    /// The stored local identity, or one made for this host's life.
+    func localIdentity(_ host: isolated HostController) -> LocalIdentity? {
         var identity = ephemeralIdentity
         if identity == nil {
             do {
@@ -140,11 +156,7 @@ final class SecurityCoordinator {
             }
             ephemeralIdentity = identity
         }
-        guard let identity else { return nil }
-        // The identity address we give is the one this link uses (public or static random), so
-        // the peer finds us by it next time (Vol 3 Part H §3.6.5).
-        return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey, identityAddress: ownAddress,
-                                signatureKey: identity.signatureKey)
+        return identity
     }
 
     // MARK: - Links
@@ -178,13 +190,15 @@ final class SecurityCoordinator {
 
     private func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
         if let m = machines[handle] { return m }
-        guard let link = host.connections.links[handle], let own = host.ownDeviceAddress,
+        guard let link = host.connections.links[handle], let own = link.localOnAir ?? host.ownDeviceAddress,
               let identity = localIdentity(ownAddress: own, host) else { return nil }
+        // The addresses as they went on the air when the link was made (Vol 3 Part H §2.2.3).
+        let peer = link.peerOnAir ?? link.peer
         let central = link.role == .central
         var pairing = settings.pairing
         if fixedPasskeyRetired { pairing.displayedPasskey = nil }
         let m = SMPPairing(role: central ? .initiator : .responder, settings: pairing, identity: identity,
-                           initiatorAddress: central ? own : link.peer, responderAddress: central ? link.peer : own)
+                           initiatorAddress: central ? own : peer, responderAddress: central ? peer : own)
         machines[handle] = m
         return m
     }

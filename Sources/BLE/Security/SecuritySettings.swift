@@ -22,6 +22,9 @@ public struct SecuritySettings: Sendable {
     public var minimumServerKeySize = 16
     /// Back-off after failed pairings (Repeated Attempts, Vol 3 Part H §2.3.6).
     public var attemptLimiter = SMPAttemptLimiter()
+    /// Bonded peers' IRKs go into the controller's resolving list, with address resolution on
+    /// (Vol 6 Part B §6), when the controller has one; the host resolves RPAs itself either way.
+    public var usesControllerAddressResolution = true
 
     /// Defaults: Just Works with bonding, Secure Connections preferred, keys in memory.
     public init() {}

@@ -91,6 +91,10 @@ public struct ScannedDevice: Sendable, Hashable {
     public var firstSeen: Duration
     /// True once a scan response has been merged in.
     public var hasScanResponse: Bool
+    /// The identity address of the bonded device behind `address`, when `address` is a
+    /// resolvable private address one of its IRKs resolves (Core spec Vol 3 Part C §10.8.2), or
+    /// the controller resolved it; nil otherwise. Connecting to it reaches the device.
+    public var identity: DeviceAddress?
 
     /// A device as a scan reports it. Scans make these; the initializer is for code that shows
     /// devices to be tried on fixed input.

@@ -22,7 +22,14 @@ public struct AddressArgument: Sendable {
     /// The full device address; scans up to `timeout` to learn the type when it was not given.
     public func resolve(using central: Central, timeout: Duration = .seconds(10)) async throws -> DeviceAddress {
         if let type { return DeviceAddress(address, type: type) }
-        for try await device in central.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) where device.address.address == address {
+        for try await device in central.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) {
+            // A bonded device may be named by its identity while it advertises with an RPA
+            // its IRK resolves (Core spec Vol 3 Part C §10.8.2): connecting by identity reaches it.
+            if let identity = device.identity, identity.address == address {
+                await central.stopScan()
+                return identity
+            }
+            guard device.address.address == address else { continue }
             await central.stopScan()
             return DeviceAddress(address, type: device.address.type.peerType)
         }

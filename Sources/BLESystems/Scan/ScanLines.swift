@@ -3,17 +3,27 @@ import BLE
 /// How `ble scan` shows one device: a table row for people (also the line it prints when stdout
 /// is not a terminal), or one JSON object for programs (`--json`).
 public enum ScanLines {
-    /// Name, address and type, RSSI, age (`now` minus when it was last heard) and the
+    /// Name, address and type (with ` = IDENTITY type` after a bonded device's RPA), RSSI, age (`now` minus when it was last heard) and the
     /// advertisement's summary, in the columns of `ScanTable`'s header.
     public static func text(_ d: ScannedDevice, now: Duration) -> String {
         let name = NumberText.left(d.advertisement.localName ?? "(unnamed)", 20)
-        let address = NumberText.left("\(d.address.address) \(d.address.type == .public ? "pub" : "rnd")", 24)
+        var shown = "\(d.address.address) \(typeText(d.address.type))"
+        if let identity = d.identity, identity.address != d.address.address {
+            // A bonded device's RPA, and the identity its IRK resolves it to.
+            shown += " = \(identity.address) \(typeText(identity.type))"
+        }
+        let address = NumberText.left(shown, 24)
         let rssi = NumberText.left(d.rssi.map { "\($0)" } ?? "?", 5)
         let age = NumberText.left(NumberText.seconds(now - d.lastSeen), 5)
         return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)"
     }
 
-    /// The device as one JSON object: address and type, name, RSSI, connectability, service
+    private static func typeText(_ type: AddressType) -> String {
+        type == .public || type == .publicIdentity ? "pub" : "rnd"
+    }
+
+    /// The device as one JSON object: address and type, the bonded identity behind an RPA
+    /// (when there is one), name, RSSI, connectability, service
     /// UUIDs and the first manufacturer data (company ID little-endian, then the data, as on the
     /// air: Core Supplement Part A §1.4); TX power, service data and appearance when advertised.
     public static func json(_ d: ScannedDevice) -> JSON {
@@ -27,6 +37,10 @@ public enum ScanLines {
             ("serviceUUIDs", .array(ad.serviceUUIDs.map { .string($0.description) })),
             ("manufacturerData", ad.manufacturerData.first.map { .string(([UInt8($0.companyID & 0xFF), UInt8($0.companyID >> 8)] + $0.data).hexString) } ?? .null),
         ]
+        if let identity = d.identity {
+            fields.insert(contentsOf: [("identity", .string(identity.address.description)),
+                                       ("identityType", .string(identity.type.peerType == .public ? "public" : "random"))], at: 2)
+        }
         if let m = ad.manufacturerData.first {
             fields.append(("manufacturer", .optional(AssignedNumbers.companyName(m.companyID))))
         }

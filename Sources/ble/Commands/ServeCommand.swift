@@ -64,6 +64,7 @@ struct ServeCommand: BLECommand {
             guard a.randomKind == .staticRandom else { throw UsageError("\(a) is not a static random address: its two top bits must be 1 (e.g. C0:...)") }
             address = .staticRandom(a)
         }
+        guard address == nil || controller.security.privacyRotation == nil else { throw UsageError("--address and --privacy exclude each other") }
         duration = try args.seconds("duration")
         json = args.flag("json")
         advertise = !args.flag("no-advertise")

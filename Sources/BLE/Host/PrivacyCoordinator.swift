@@ -1,0 +1,217 @@
+import BLECrypto
+import BLEHCI
+import BLEHost
+import BLEWire
+
+/// Privacy (Core spec Vol 3 Part C §10.7, Vol 6 Part B §1.3.2.2 and §6), both halves:
+///
+/// - our own resolvable private address, made from the local identity's IRK and renewed when
+///   its lifetime ends (LE Set Random Address, which the controller refuses while advertising,
+///   scanning or initiating: a renewal waits for the radio, pausing advertising if that is all
+///   that runs);
+/// - peers' RPAs resolved to the identity of their bond: by the host, with the IRKs of the bond
+///   store, and by the controller's resolving list when it has one (loaded with every bonded
+///   IRK in device privacy mode, so a bonded peer that advertises with its identity is still
+///   heard, §7.8.77).
+///
+/// Isolated to the host actor that owns it.
+final class PrivacyCoordinator {
+    /// Our RPA's lifetime; nil when privacy is off.
+    private(set) var rotation: Duration?
+    /// When our RPA is due for renewal.
+    private(set) var renewAt: Duration?
+    /// The renewal came due while the radio could not take a new address.
+    private var renewalDue = false
+    /// RPAs heard, with the identity each resolved to (nil: none of our bonds). Bounded.
+    private var resolutions: [BDAddress: DeviceAddress?] = [:]
+    /// The last RPA each bonded identity was heard with, and when.
+    private var lastHeard: [DeviceAddress: (address: DeviceAddress, at: Duration)] = [:]
+    /// Identities the controller's resolving list holds, with resolution on; empty otherwise.
+    private(set) var controllerList: Set<DeviceAddress> = []
+    /// The bonds changed since the controller's list was loaded.
+    private var listStale = true
+    /// The controller lacks a resolving list, or refused it: the host resolves alone.
+    private var controllerUnusable = false
+
+    static let resolutionCacheLimit = 1024
+
+    var nextDeadline: Duration? { renewalDue ? nil : renewAt }
+
+    // MARK: - Our address
+
+    /// Turns privacy on: a first RPA from `irk`, renewed every `rotation`.
+    func start(rotation: Duration, irk: [UInt8], _ host: isolated HostController) async throws {
+        guard rotation >= .seconds(1) else { throw BLEError.invalidArgument("the RPA lifetime must be at least a second, not \(rotation)") }
+        self.rotation = rotation
+        try await setNewAddress(irk: irk, host)
+    }
+
+    /// Privacy off: the caller sets the address it wants instead.
+    func stop() {
+        rotation = nil
+        renewAt = nil
+        renewalDue = false
+    }
+
+    private func setNewAddress(irk: [UInt8], _ host: isolated HostController) async throws {
+        guard let rotation else { return }
+        let address: BDAddress
+        do {
+            address = try ResolvablePrivateAddress.generate(irk: irk, random: try SecureRandom.bytes(count: 3))
+        } catch {
+            throw BLEError.security(.unavailable("making a resolvable private address: \(error)"))
+        }
+        try await host.commandReturning(.leSetRandomAddress(address))
+        host.ownAddress.type = .random
+        host.ownAddress.random = address
+        renewAt = host.now + rotation
+        renewalDue = false
+        host.rescheduleTimer()
+    }
+
+    /// The RPA's lifetime ended: renew it now if the radio allows, else at its next start.
+    func expire(now: Duration, _ host: isolated HostController) {
+        guard let renewAt, now >= renewAt, !renewalDue else { return }
+        renewalDue = true
+        host.rescheduleTimer()
+        host.spawn("renewing the resolvable private address") {
+            await host.run { await $0.privacy.renewIdle($0) }
+        }
+    }
+
+    /// Renews while nothing but (possibly) advertising runs; advertising is paused around it.
+    private func renewIdle(_ host: isolated HostController) async {
+        guard renewalDue, !host.scanning.isRadioEnabled, !host.connections.isInitiating else { return }
+        let advertising = host.advertising.isEnabled
+        if advertising {
+            do { try await host.advertising.pause(host) } catch {
+                host.log("pausing advertising to renew the RPA: \(error)")
+                return
+            }
+        }
+        await renewIfDue(host)
+        if advertising { await host.advertising.resume(host) }
+    }
+
+    /// Before the radio starts scanning, initiating or advertising: a due RPA is renewed first.
+    func renewIfDue(_ host: isolated HostController) async {
+        guard renewalDue, let irk = host.security.localIRK(host) else { return }
+        do {
+            try await setNewAddress(irk: irk, host)
+            host.log("new resolvable private address \(host.ownAddress.random.map { "\($0)" } ?? "?")")
+        } catch {
+            // Command Disallowed while the radio is busy: the next start tries again.
+            host.log("renewing the resolvable private address: \(error)")
+        }
+    }
+
+    // MARK: - Peers' addresses
+
+    /// The bonded identity behind `address`: an identity the controller resolved (types 0x02,
+    /// 0x03), or an RPA one of the bonds' IRKs resolves. Remembers the RPA as the identity's
+    /// latest, for connecting by identity.
+    func identity(of address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
+        switch address.type {
+        case .publicIdentity, .randomIdentity:
+            return DeviceAddress(address.address, type: address.type.peerType)
+        case .public:
+            return nil
+        case .random:
+            guard address.address.randomKind == .resolvablePrivate else { return nil }
+        }
+        let identity: DeviceAddress?
+        if let known = resolutions[address.address] {
+            identity = known
+        } else {
+            identity = host.security.bonds(host).first { $0.peerIdentityResolvingKey != nil && $0.matches(address) }?.peer
+            if resolutions.count >= Self.resolutionCacheLimit { resolutions = [:] }
+            resolutions[address.address] = .some(identity)
+        }
+        if let identity {
+            if lastHeard.count >= Self.resolutionCacheLimit && lastHeard[identity] == nil { lastHeard = [:] }
+            lastHeard[identity] = (address, host.now)
+        }
+        return identity
+    }
+
+    /// The address to connect to for `peer`: an identity the controller's list holds, as the
+    /// identity type that makes it resolve (Vol 4 Part E §7.8.12); an identity's RPA heard in
+    /// the last `within`; otherwise `peer` as given.
+    func connectionTarget(for peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> DeviceAddress {
+        let identity = DeviceAddress(peer.address, type: peer.type.peerType)
+        if controllerList.contains(identity) {
+            return DeviceAddress(peer.address, type: identity.type == .public ? .publicIdentity : .randomIdentity)
+        }
+        if peer.type == .publicIdentity || peer.type == .randomIdentity { return identity }
+        if let heard = lastHeard[identity], host.now - heard.at <= within { return heard.address }
+        return peer
+    }
+
+    /// Whether finding `peer` on the air needs a scan first: a bonded identity with an IRK
+    /// that neither the controller resolves nor was heard lately.
+    func needsScan(toReach peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> Bool {
+        let target = connectionTarget(for: peer, within: within, host)
+        guard target == peer, peer.type == .public || peer.type == .random else { return false }
+        return host.security.bonds(host).contains { $0.peer.sameDevice(as: peer) && $0.peerIdentityResolvingKey != nil }
+    }
+
+    /// A bond was stored or removed: cached resolutions and the controller's list are stale.
+    func bondsChanged() {
+        resolutions = [:]
+        listStale = true
+    }
+
+    // MARK: - The controller's resolving list
+
+    /// Loads the controller's resolving list with the bonded IRKs and turns resolution on, if
+    /// the list is stale and the controller has one. The radio must be idle (§7.8.38, §7.8.44):
+    /// called before it starts scanning, initiating or advertising; when something still runs,
+    /// the next start tries again.
+    func syncResolvingList(_ host: isolated HostController) async {
+        guard listStale, !controllerUnusable, host.security.settings.usesControllerAddressResolution else { return }
+        guard let commands = host.info?.supportedCommands, commands.leAddDeviceToResolvingList, commands.leClearResolvingList,
+              commands.leSetAddressResolutionEnable, host.info?.leFeatures?.contains(.llPrivacy) == true else {
+            controllerUnusable = true
+            return
+        }
+        guard !host.advertising.isEnabled, !host.scanning.isRadioEnabled, !host.connections.isInitiating else { return }
+        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey != nil }
+        let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
+        do {
+            if !controllerList.isEmpty || !bonds.isEmpty {
+                try await host.commandReturning(.leSetAddressResolutionEnable(false))
+                controllerList = []
+                try await host.commandReturning(.leClearResolvingList)
+            }
+            guard !bonds.isEmpty else {
+                listStale = false
+                return
+            }
+            var capacity = bonds.count
+            if let size = try? await host.commandReturning(.leReadResolvingListSize).dropFirst().first { capacity = min(capacity, Int(size)) }
+            var listed: Set<DeviceAddress> = []
+            for bond in bonds.prefix(capacity) {
+                guard let irk = bond.peerIdentityResolvingKey else { continue }
+                let identity = DeviceAddress(bond.peer.address, type: bond.peer.type.peerType)
+                try await host.commandReturning(.leAddDeviceToResolvingList(peer: identity, peerIRK: irk, localIRK: localIRK))
+                if commands.leSetPrivacyMode {
+                    try await host.commandReturning(.leSetPrivacyMode(peer: identity, device: true))
+                }
+                listed.insert(identity)
+            }
+            try await host.commandReturning(.leSetAddressResolutionEnable(true))
+            controllerList = listed
+            listStale = false
+        } catch {
+            host.log("controller address resolution: \(error); the host resolves alone")
+            controllerList = []
+            controllerUnusable = true
+        }
+    }
+
+    /// Before the radio starts: a due RPA is renewed and a stale resolving list reloaded.
+    func prepareRadio(_ host: isolated HostController) async {
+        await syncResolvingList(host)
+        await renewIfDue(host)
+    }
+}
