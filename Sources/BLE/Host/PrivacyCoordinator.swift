@@ -108,16 +108,17 @@ final class PrivacyCoordinator {
     // MARK: - Peers' addresses
 
     /// The bonded identity behind `address`: an identity the controller resolved (types 0x02,
-    /// 0x03), or an RPA one of the bonds' IRKs resolves. Remembers the RPA as the identity's
-    /// latest, for connecting by identity.
+    /// 0x03, or a listed identity with its own type, as rootcanal 1.10 reports a resolved RPA),
+    /// a bonded device heard at its identity, or an RPA one of the bonds' IRKs resolves.
+    /// Remembers an RPA as the identity's latest, for connecting by identity.
     func identity(of address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
         switch address.type {
         case .publicIdentity, .randomIdentity:
             return DeviceAddress(address.address, type: address.type.peerType)
         case .public:
-            return nil
+            return bondedIdentity(address, host)
         case .random:
-            guard address.address.randomKind == .resolvablePrivate else { return nil }
+            guard address.address.randomKind == .resolvablePrivate else { return bondedIdentity(address, host) }
         }
         let identity: DeviceAddress?
         if let known = resolutions[address.address] {
@@ -134,15 +135,19 @@ final class PrivacyCoordinator {
         return identity
     }
 
-    /// The address to connect to for `peer`: an identity the controller's list holds, as the
-    /// identity type that makes it resolve (Vol 4 Part E §7.8.12); an identity's RPA heard in
-    /// the last `within`; otherwise `peer` as given.
+    /// An identity address that is a bonded device's own.
+    private func bondedIdentity(_ address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
+        if controllerList.contains(address) { return address }
+        return host.security.bonds(host).first { $0.peer.sameDevice(as: address) }?.peer
+    }
+
+    /// The address to connect to for `peer`: an identity the controller's list holds, which the
+    /// controller then finds behind its current RPA (Vol 6 Part B §6.4; given with its own type,
+    /// 0x00/0x01, which rootcanal 1.10 matches where it does not match 0x02/0x03); an
+    /// identity's RPA heard in the last `within`; otherwise `peer` as given.
     func connectionTarget(for peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> DeviceAddress {
         let identity = DeviceAddress(peer.address, type: peer.type.peerType)
-        if controllerList.contains(identity) {
-            return DeviceAddress(peer.address, type: identity.type == .public ? .publicIdentity : .randomIdentity)
-        }
-        if peer.type == .publicIdentity || peer.type == .randomIdentity { return identity }
+        if controllerList.contains(identity) || peer.type == .publicIdentity || peer.type == .randomIdentity { return identity }
         if let heard = lastHeard[identity], host.now - heard.at <= within { return heard.address }
         return peer
     }

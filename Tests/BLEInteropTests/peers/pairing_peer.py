@@ -11,7 +11,9 @@
 Pairing options: --io none|display|keyboard|yesno|keyboard-display, --legacy (no Secure
 Connections), --mitm, --no-bond, --passkey N (the passkey this side shows or types), --reject
 (answer a numeric comparison with no), --security-request (peripheral: ask the central to pair
-as soon as it connects).
+as soon as it connects). --privacy (peripheral): advertise with a resolvable private address made
+from --irk (hex, least significant octet first as SMP distributes it), a new one after each
+disconnection; "advertising" {address} says which.
 
 Events (JSON lines): "connected"/"disconnected" (peer_common), "passkey" {passkey} when this side
 displays, "compare" {number}, "paired" {sc, ltk, ltk_central, ltk_peripheral, irk, csrk,
@@ -26,7 +28,7 @@ from typing import Any
 from bumble import att, gatt
 from bumble.core import AdvertisingData
 from bumble.device import AdvertisingType, Device
-from bumble.hci import Address
+from bumble.hci import Address, HCI_LE_Set_Random_Address_Command, OwnAddressType
 from bumble.keys import MemoryKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 
@@ -102,6 +104,8 @@ class Peer:
         connection.on("pairing", on_pairing)
         connection.on("pairing_failure", on_failure)
         connection.on("connection_encryption_change", on_encryption_change)
+        if self.args.role == "peripheral" and self.args.privacy:
+            connection.on("disconnection", lambda reason: asyncio.ensure_future(advertise(self.device, self.args)))
         if self.args.role == "peripheral" and self.args.security_request:
             connection.request_pairing()
 
@@ -148,9 +152,28 @@ async def run_central(device: Device, peer: Peer, args: Any, stop: asyncio.Event
     return 0
 
 
+async def advertise(device: Device, args: Any) -> None:
+    name = args.name.encode("utf-8")
+    data = bytes([2, AdvertisingData.FLAGS, 0x06, len(name) + 1, AdvertisingData.COMPLETE_LOCAL_NAME]) + name
+    if not args.privacy:
+        await device.start_advertising(advertising_type=AdvertisingType.UNDIRECTED_CONNECTABLE_SCANNABLE,
+                                       advertising_data=data, auto_restart=True)
+        return
+    # A new RPA for every advertising run (Core spec Vol 6 Part B 1.3.2.2), set while idle.
+    rpa = Address.generate_private_address(device.irk)
+    await device.send_command(HCI_LE_Set_Random_Address_Command(random_address=rpa))
+    device.random_address = rpa
+    await device.start_advertising(advertising_type=AdvertisingType.UNDIRECTED_CONNECTABLE_SCANNABLE,
+                                   own_address_type=OwnAddressType.RANDOM, advertising_data=data, auto_restart=False)
+    common.emit("advertising", address=str(rpa).split("/")[0])
+
+
 async def main(args: Any, stop: asyncio.Event) -> int:
     async with await common.open_hci(args.transport) as transport:
         device = common.make_device(transport, args.name, args.address)
+        if args.irk:
+            # Our IRK as SMP distributes it (least significant octet first); Bumble keeps it so.
+            device.irk = bytes.fromhex(args.irk)
         peer = Peer(device, args)
         if args.role == "peripheral":
             device.add_service(peer.service())
@@ -160,11 +183,7 @@ async def main(args: Any, stop: asyncio.Event) -> int:
         await device.power_on()
         if args.role == "central":
             return await run_central(device, peer, args, stop)
-        name = args.name.encode("utf-8")
-        await device.start_advertising(
-            advertising_type=AdvertisingType.UNDIRECTED_CONNECTABLE_SCANNABLE,
-            advertising_data=bytes([2, AdvertisingData.FLAGS, 0x06, len(name) + 1, AdvertisingData.COMPLETE_LOCAL_NAME]) + name,
-            auto_restart=True)
+        await advertise(device, args)
         common.ready()
         await stop.wait()
     return 0
@@ -184,5 +203,7 @@ if __name__ == "__main__":
     parser.add_argument("--reject", action="store_true")
     parser.add_argument("--security-request", action="store_true")
     parser.add_argument("--no-pair-first", action="store_true")
+    parser.add_argument("--privacy", action="store_true", help="peripheral: advertise with a new RPA after each disconnection")
+    parser.add_argument("--irk", help="this device's IRK, 32 hex digits")
     parser.add_argument("--service", default=SERVICE, help="central: the service whose values to read")
     common.run(main, parser.parse_args())
