@@ -28,6 +28,7 @@ enum SMPStateFuzzTargets {
         let peripheral = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_02), type: .public)
         let io = SMPIOCapability(rawValue: input.u8() % 5)
         var settings = SMPPairingSettings(ioCapability: io, mitm: input.bool(), secureConnections: input.bool())
+        settings.acceptsDebugKeys = true // the seeds use the debug key to reach the later phases
         settings.asksApproval = input.bool()
         let identity = SMPLocalIdentity(identityResolvingKey: Array(repeating: 1, count: 16), identityAddress: peripheral,
                                         signatureKey: Array(repeating: 2, count: 16))

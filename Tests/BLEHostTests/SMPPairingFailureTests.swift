@@ -173,14 +173,14 @@ final class SMPPairingFailureTests: XCTestCase {
         }
     }
 
-    func testUnexpectedCommandsEndThePairingAndReservedCodesGetCommandNotSupported() {
+    func testUnexpectedCommandsEndThePairingAndReservedCodesAreIgnored() {
         var responder = SMPPairing(role: .responder, settings: SMPPairingSettings(),
                                    identity: SMPPairingHarness.identity(1, address: SMPPairingHarness.peripheralAddress),
                                    initiatorAddress: SMPPairingHarness.centralAddress, responderAddress: SMPPairingHarness.peripheralAddress)
         // A confirm value out of nowhere.
         XCTAssertEqual(responder.receive(SMPPDU.pairingConfirm(Array(repeating: 1, count: 16)).encode(), now: .zero).first, .send([0x05, 0x08]))
-        // A reserved code: Command Not Supported, nothing else.
-        XCTAssertEqual(responder.receive([0x3F, 1, 2], now: .zero), [.send([0x05, 0x07])])
+        // A reserved code is ignored (Core 5.2+ Vol 3 Part H §3.3): no answer, nothing ends.
+        XCTAssertEqual(responder.receive([0x3F, 1, 2], now: .zero), [])
         // Keys before encryption.
         XCTAssertEqual(responder.receive(SMPPDU.signingInformation(signatureKey: Array(repeating: 1, count: 16)).encode(), now: .zero).first,
                        .send([0x05, 0x08]))

@@ -35,6 +35,9 @@ struct SMPPairingHarness {
     private(set) var controllerKeys: [SMPPairing.Role: [UInt8]] = [:]
     /// Drops PDUs from this side when set (a peer that stops mid-pairing).
     var muteAfter: (role: SMPPairing.Role, count: Int)?
+    /// The peripheral's controller reports encryption first and its keys reach the central
+    /// before the central's own Encryption Change event (events and data travel apart over HCI).
+    var keysBeforeCentralEncryptionChange = false
     /// Rewrites a PDU in flight (a forged public key, a tampered confirm).
     var tamper: (@Sendable (SMPPairing.Role, [UInt8]) -> [UInt8])?
 
@@ -117,8 +120,19 @@ struct SMPPairingHarness {
                 let ok = peripheralKey == ltk
                 let status: UInt8 = ok ? 0 : (peripheralKey == nil ? 0x06 : 0x3D)
                 let t = now
-                queue += initiator.encryptionChanged(status: status, enabled: ok, now: t).map { (.initiator, $0) }
-                queue += responder.encryptionChanged(status: status, enabled: ok, now: t).map { (.responder, $0) }
+                if keysBeforeCentralEncryptionChange {
+                    var early: [SMPAction] = []
+                    for action in responder.encryptionChanged(status: status, enabled: ok, now: t) {
+                        guard case let .send(pdu) = action else { queue.append((.responder, action)); continue }
+                        transcript.append((.responder, pdu))
+                        early += deliver(.initiator, .pdu(pdu))
+                    }
+                    queue += early.map { (.initiator, $0) }
+                    queue += initiator.encryptionChanged(status: status, enabled: ok, now: t).map { (.initiator, $0) }
+                } else {
+                    queue += initiator.encryptionChanged(status: status, enabled: ok, now: t).map { (.initiator, $0) }
+                    queue += responder.encryptionChanged(status: status, enabled: ok, now: t).map { (.responder, $0) }
+                }
             case let .completed(outcome):
                 setOutcome(role, .success(outcome))
             case let .failed(error):

@@ -75,7 +75,8 @@ extension SMPPairing {
         s.expected.removeFirst()
         switch pdu {
         case let .encryptionInformation(ltk):
-            s.received.longTermKey = ltk
+            // Only the negotiated size is ever used; keep no more of it (§2.3.4).
+            s.received.longTermKey = Self.masked(ltk, toSize: s.keySize)
         case let .centralIdentification(ediv, rand):
             s.received.ediv = ediv
             s.received.rand = rand

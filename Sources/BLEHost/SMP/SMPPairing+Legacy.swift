@@ -36,6 +36,7 @@ extension SMPPairing {
         guard let tk = s.temporaryKey, !s.sentConfirm else { session = s; return [] }
         if role == .responder && s.peerConfirm == nil { session = s; return [] }
         let confirm = try legacyConfirm(tk: tk, random: s.localRandom, s)
+        s.localConfirm = confirm
         s.sentConfirm = true
         session = s
         if role == .responder { phase = .legacyRandom }
@@ -45,6 +46,10 @@ extension SMPPairing {
     mutating func receiveLegacyConfirm(_ value: [UInt8], now: Duration) throws(Abort) -> [SMPAction] {
         guard var s = session, phase == .legacyConfirm, s.peerConfirm == nil else { throw Abort(.unspecifiedReason, "unexpected Pairing Confirm") }
         if role == .initiator && !s.sentConfirm { throw Abort(.unspecifiedReason, "Pairing Confirm before ours") }
+        // Erratum ES-24491 (§2.3.5.5): our own confirm value sent back is a reflection.
+        guard s.localConfirm != Array(value.reversed()) else {
+            throw Abort(.confirmValueFailed, "the peer sent our own confirm value back")
+        }
         s.peerConfirm = Array(value.reversed())
         session = s
         if role == .initiator {
@@ -60,6 +65,7 @@ extension SMPPairing {
             throw Abort(.unspecifiedReason, "unexpected Pairing Random")
         }
         let peerRandom = Array(value.reversed())
+        guard peerRandom != s.localRandom else { throw Abort(.confirmValueFailed, "the peer sent our own random value back") }
         let expected = try legacyConfirm(tk: tk, random: peerRandom, s)
         guard expected == peerConfirm else {
             throw Abort(.confirmValueFailed, "the peer's confirm value does not match its random (wrong passkey or TK?)")

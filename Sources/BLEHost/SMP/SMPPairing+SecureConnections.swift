@@ -31,9 +31,15 @@ extension SMPPairing {
         guard P256.isValidPublicKey(x: px, y: py) else {
             throw Abort(.dhKeyCheckFailed, "the peer's public key is not a point on P-256")
         }
-        // A reflected key makes Passkey Entry's commitments checkable by the sender itself.
-        guard px != pair.publicKeyX || py != pair.publicKeyY else {
-            throw Abort(.authenticationRequirements, "the peer sent our own public key back")
+        // A key with our own X coordinate (ours reflected, or the mirrored point (X, p − Y))
+        // lets the sender reflect Passkey Entry's commitments and nonces and read the passkey
+        // bit by bit, since f4 takes only X (CVE-2020-26558).
+        guard px != pair.publicKeyX else {
+            throw Abort(.authenticationRequirements, "the peer's public key has our own X coordinate (a reflection)")
+        }
+        // The debug key's private half is public: such a pairing protects nothing (§2.3.5.6.1).
+        guard settings.acceptsDebugKeys || px != P256.debugPublicKeyX || py != P256.debugPublicKeyY else {
+            throw Abort(.authenticationRequirements, "the peer uses the published debug key pair")
         }
         s.peerPublicKeyX = px
         s.dhKey = try crypto("ECDH") { () throws(CryptoError) in

@@ -183,7 +183,13 @@ public struct SMPPairing: Sendable {
             reset()
             return [.failed(error)]
         }
-        do { return try beginDistribution(now: now) } catch { return abort(error) }
+        do {
+            let early = session?.earlyKeys ?? []
+            session?.earlyKeys = []
+            var actions = try beginDistribution(now: now)
+            for pdu in early where session != nil { actions += try receiveKey(pdu, now: now) }
+            return actions
+        } catch { return abort(error) }
     }
 
     /// Peripheral: the controller asks for the key of the link the central is encrypting
@@ -237,10 +243,18 @@ public struct SMPPairing: Sendable {
             return try receiveDHKeyCheck(value, now: now)
         case .encryptionInformation, .centralIdentification, .identityInformation, .identityAddressInformation,
              .signingInformation:
+            // The central's own Encryption Change can come after the peripheral's first keys:
+            // events and ACL data travel apart over HCI. Hold them until it does.
+            if role == .initiator, phase == .encrypting, var s = session {
+                guard s.earlyKeys.count < 5 else { throw Abort(.unspecifiedReason, "more keys than §3.6.1 distributes, before encryption") }
+                s.earlyKeys.append(pdu)
+                session = s
+                return []
+            }
             return try receiveKey(pdu, now: now)
         case .unknown:
-            // Reserved codes get Command Not Supported (§3.3) and end nothing.
-            return [.send(SMPPDU.pairingFailed(.commandNotSupported).encode())]
+            // A reserved code is ignored (Core 5.2+ Vol 3 Part H §3.3); it ends nothing.
+            return []
         }
     }
 
@@ -461,6 +475,10 @@ struct SMPSession: Sendable {
     var temporaryKey: [UInt8]?
     var localRandom: [UInt8] = []
     var peerConfirm: [UInt8]?
+    /// Our own legacy confirm value (Mconfirm or Sconfirm), MSB-first, to refuse it reflected.
+    var localConfirm: [UInt8]?
+    /// Key distribution PDUs that arrived before our Encryption Change (initiator).
+    var earlyKeys: [SMPPDU] = []
     var sentConfirm = false
 
     // Secure Connections.

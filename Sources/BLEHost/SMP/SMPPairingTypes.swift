@@ -34,6 +34,10 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// The passkey to show when this side displays one (`ble --passkey`); nil draws a fresh
     /// random one per pairing, as §2.3.5.3 recommends.
     public var displayedPasskey: UInt32?
+    /// Accept a peer using the specification's debug key pair (Vol 3 Part H §2.3.5.6.1): anyone
+    /// who records that pairing can compute its keys, so it is refused unless this is set (for
+    /// sniffer-friendly tests and fuzzing).
+    public var acceptsDebugKeys = false
 
     /// Defaults: NoInputNoOutput (Just Works) with bonding, no MITM demand, Secure Connections
     /// offered, key sizes 7...16, and LTK, IRK and CSRK both given and asked for.
