@@ -41,4 +41,27 @@ final class SMPAttemptLimiterTests: XCTestCase {
         let waiting = (1...1000).filter { l.waitingUntil(peer(UInt64($0))) != nil }.count
         XCTAssertLessThanOrEqual(waiting, 17)
     }
+
+    /// Review finding: reported failures are free to send, so three made-up Pairing Failed
+    /// reports from three addresses must not make every other peer wait.
+    func testFailuresAPeerOnlyReportsDoNotHoldOthersBack() {
+        var l = SMPAttemptLimiter(initialInterval: .seconds(2), maximumInterval: .seconds(64))
+        for n in UInt64(1)...3 { l.failed(peer(n), reason: .confirmValueFailed, local: false, now: .zero) }
+        XCTAssertTrue(l.mayPair(peer(4), now: .seconds(1)), "a fourth address may pair")
+        XCTAssertFalse(l.mayPair(peer(1), now: .seconds(1)), "the reporting peer itself waits")
+    }
+
+    /// Review finding: one success (a Just Works pairing anyone can make) does not wipe the
+    /// global back-off; it lapses after a quiet `globalMemory`.
+    func testASuccessDoesNotClearTheGlobalBackOffButTimeDoes() {
+        var l = SMPAttemptLimiter(initialInterval: .seconds(2), maximumInterval: .seconds(64))
+        for n in UInt64(1)...3 { l.failed(peer(n), reason: .confirmValueFailed, now: .zero) }
+        l.succeeded(peer(50))
+        XCTAssertFalse(l.mayPair(peer(99), now: .seconds(1)))
+        l.failed(peer(5), reason: .confirmValueFailed, now: .seconds(2))
+        XCTAssertFalse(l.mayPair(peer(99), now: .seconds(5)), "the count went on: a doubled wait")
+        // After five quiet minutes a failure starts the count again: no global wait for one.
+        l.failed(peer(6), reason: .confirmValueFailed, now: .seconds(400))
+        XCTAssertTrue(l.mayPair(peer(99), now: .seconds(400)))
+    }
 }

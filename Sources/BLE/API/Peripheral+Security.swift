@@ -9,7 +9,7 @@ extension Peripheral {
     /// Failed reason.
     @discardableResult
     public func pair() async throws -> PairingResult {
-        let result = try await host.run { [linkID] in try await $0.security.pair(linkID: linkID, $0) }
+        let result = try await host.run { [linkID] in try await $0.security.pair(linkID: linkID, explicit: true, $0) }
         // The central's keys go out last: wait until the controller has sent them, so a
         // disconnect right after `pair()` cannot cut the bond short on the peripheral's side.
         await flush()

@@ -108,7 +108,8 @@ actor HostController {
 
     /// Starts `body` as a task the host owns: cancelled on close; an error other than
     /// cancellation goes to the diagnostics log under `name`, never silently away.
-    func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) {
+    @discardableResult
+    func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 {
         let id = tasks.reserve()
         let task = Task(executorPreference: clock.taskExecutor) { [weak self] in
             do {
@@ -120,6 +121,12 @@ actor HostController {
             await self?.taskEnded(id)
         }
         tasks.record(id, task)
+        return id
+    }
+
+    /// Cancels a task `spawn` started, if it still runs.
+    func cancelTask(_ id: UInt64) {
+        tasks.cancel(id)
     }
 
     /// How many background tasks the host has running (the writer and reader included), so a

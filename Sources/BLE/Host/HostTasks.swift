@@ -30,6 +30,11 @@ struct HostTasks {
         running[id] = nil
     }
 
+    /// Cancels one task, if it still runs.
+    mutating func cancel(_ id: UInt64) {
+        running.removeValue(forKey: id)?.cancel()
+    }
+
     /// Cancels every running task; later ones start cancelled.
     mutating func cancelAll() {
         closed = true

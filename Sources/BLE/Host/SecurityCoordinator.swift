@@ -25,8 +25,6 @@ final class SecurityCoordinator {
     /// Links on which the application asked to pair (`pair()`), so the new bond may replace a
     /// stronger old one.
     private var explicitPairing: Set<UInt16> = []
-    /// At most this many bonds are kept: every pairing from a new identity would add one.
-    static let bondLimit = 512
 
     /// What a key is worth, noted when encryption with it starts and applied to the link when
     /// the controller confirms it.
@@ -57,6 +55,12 @@ final class SecurityCoordinator {
         /// For a key we did not choose: fail closed.
         static let least = KeyWorth(secureConnections: false, authenticated: false, keySize: 7, bonded: false)
     }
+
+    /// Peripheral callers waiting on a Security Request, by serial, for its deadline.
+    private var requestDeadlines: [UInt64: OneShot<PairingResult?>] = [:]
+    private var requestSerial: UInt64 = 0
+    /// The agent's open questions (passkey, comparison, approval) per link, as host task ids.
+    private var prompts: [UInt16: [UInt64]] = [:]
 
     init(settings: SecuritySettings) {
         self.settings = settings
@@ -94,7 +98,7 @@ final class SecurityCoordinator {
 
     /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
     /// of a lower level: a Just Works pairing claiming a bonded device's identity must not take
-    /// its place. New identities past `bondLimit` are not stored.
+    /// its place. New identities past `SecuritySettings.maximumBonds` are not stored.
     private func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
         if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
@@ -102,9 +106,16 @@ final class SecurityCoordinator {
                 host.log("kept the bond of \(bond.peer) (level \(old.securityLevel.rawValue)): a level \(bond.securityLevel.rawValue) pairing does not replace it")
                 return false
             }
-        } else if all.count >= Self.bondLimit {
-            host.log("not storing the bond of \(bond.peer): \(Self.bondLimit) bonds already")
-            return false
+        } else if all.count >= settings.maximumBonds {
+            // Full: an authenticated bond takes the place of an unauthenticated one (anyone in
+            // range can make those with Just Works, so they must not lock out real ones).
+            guard bond.authenticated, let victim = all.first(where: { !$0.authenticated }) else {
+                host.log("not storing the bond of \(bond.peer): \(settings.maximumBonds) bonds already")
+                return false
+            }
+            host.log("bond store full: forgetting unauthenticated \(victim.peer) for authenticated \(bond.peer)")
+            all.removeAll { $0.peer.sameDevice(as: victim.peer) }
+            _ = try? settings.bondStore?.remove(DeviceAddress(victim.peer.address, type: victim.peer.type.peerType))
         }
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
@@ -173,6 +184,7 @@ final class SecurityCoordinator {
 
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
         if link.security.encrypted && link.security.hasLongTermKey { saveSubscriptions(link, host) }
+        for id in prompts.removeValue(forKey: link.handle) ?? [] { host.cancelTask(id) }
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
         explicitPairing.remove(link.handle)
@@ -298,9 +310,11 @@ final class SecurityCoordinator {
 
     // MARK: - Outbound
 
-    /// Central: pairs now and waits for the outcome.
-    func pair(linkID: UInt64, _ host: isolated HostController) async throws -> PairingResult {
-        if let handle = host.connections.links.handle(forID: linkID) { explicitPairing.insert(handle) }
+    /// Central: pairs now and waits for the outcome. `explicit` when the application asked
+    /// (`Peripheral.pair()`): only then may the new bond replace a stronger one of the same
+    /// device. Pairings the peer set off (a Security Request, an ATT security error) may not.
+    func pair(linkID: UInt64, explicit: Bool = false, _ host: isolated HostController) async throws -> PairingResult {
+        if explicit, let handle = host.connections.links.handle(forID: linkID) { explicitPairing.insert(handle) }
         guard let result = try await secure(linkID: linkID, host) else {
             throw BLEError.security(.unavailable("the link was encrypted with a stored key instead of pairing"))
         }
@@ -315,8 +329,23 @@ final class SecurityCoordinator {
         }
         guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
         if link.role == .peripheral, link.security.encrypted, !m.isPairing { return nil }
+        guard !m.isClosed else {
+            throw BLEError.security(.timeout)
+        }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
+        if link.role == .peripheral && !m.isPairing {
+            // A central may ignore a Security Request (Vol 3 Part H §2.4.6): give up after the
+            // SMP timeout rather than wait for ever.
+            let clock = host.clock
+            requestSerial &+= 1
+            let serial = requestSerial
+            requestDeadlines[serial] = waiter
+            host.spawn("Security Request deadline") {
+                try await clock.sleep(for: SMPPairing.timeout)
+                await host.run { $0.security.requestDeadlines.removeValue(forKey: serial)?.fail(BLEError.security(.timeout)) }
+            }
+        }
         if !m.isPairing {
             if link.role == .central {
                 guard limiter.mayPair(link.peer, now: host.now) else {
@@ -409,33 +438,41 @@ final class SecurityCoordinator {
             case let .send(pdu):
                 host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: pdu)
             case let .displayPasskey(value):
+                // A fixed passkey is used for one pairing only: once shown, the peer holds what
+                // it needs to find it (legacy Mrand, Secure Connections' nonces), whatever the
+                // pairing's end (Vol 3 Part H §2.3.5.3 wants a fresh one each time).
+                if value == settings.pairing.displayedPasskey, !fixedPasskeyRetired {
+                    fixedPasskeyRetired = true
+                    for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
+                    host.log("the fixed passkey was used once: later pairings show random passkeys")
+                }
                 host.spawn("passkey display") { await agent.displayPasskey(value, for: peer) }
             case .requestPasskey:
-                host.spawn("passkey entry") {
+                prompts[handle, default: []].append(host.spawn("passkey entry") {
                     let value = await agent.enterPasskey(for: peer)
                     await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.passkeyEntered(value, now: now) } }
-                }
+                })
             case let .confirmNumericComparison(value):
-                host.spawn("numeric comparison") {
+                prompts[handle, default: []].append(host.spawn("numeric comparison") {
                     let ok = await agent.confirmNumericComparison(value, for: peer)
                     await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.numericComparisonConfirmed(ok, now: now) } }
-                }
+                })
             case let .requestApproval(features):
-                host.spawn("pairing approval") {
+                prompts[handle, default: []].append(host.spawn("pairing approval") {
                     let ok = await agent.approvePairing(with: peer, features: features)
                     await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.approve(ok, now: now) } }
-                }
+                })
             case let .startEncryption(ltk, ediv, rand):
                 startEncryption(handle: handle, key: (ltk, ediv, rand), worth: KeyWorth(pairing: machines[handle]), host)
             case let .completed(outcome):
+                cancelPrompts(handle, host)
                 completed(outcome, handle: handle, host)
             case let .failed(error):
-                if let reason = error.reason {
-                    limiter.failed(peer, reason: reason, now: host.now)
-                    if SMPAttemptLimiter.counts(reason), settings.pairing.displayedPasskey != nil, !fixedPasskeyRetired {
-                        fixedPasskeyRetired = true
-                        host.log("a pairing failed while the passkey was fixed: later pairings show random passkeys")
-                    }
+                cancelPrompts(handle, host)
+                switch error {
+                case let .local(reason, _): limiter.failed(peer, reason: reason, local: true, now: host.now)
+                case let .peer(reason): limiter.failed(peer, reason: reason, local: false, now: host.now)
+                default: break
                 }
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
@@ -445,6 +482,12 @@ final class SecurityCoordinator {
             }
         }
         host.rescheduleTimer()
+    }
+
+    /// A pairing ended: questions still open for it are withdrawn (the agent's task is
+    /// cancelled), so a stale prompt cannot take an answer meant for another.
+    private func cancelPrompts(_ handle: UInt16, _ host: isolated HostController) {
+        for id in prompts.removeValue(forKey: handle) ?? [] { host.cancelTask(id) }
     }
 
     /// Hands the user's answer to the link's machine, if the link (by id) is still there.
@@ -460,11 +503,27 @@ final class SecurityCoordinator {
         limiter.succeeded(link.peer)
         let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
         var stored = false
+        let explicit = explicitPairing.remove(handle) != nil
         if outcome.bonded {
-            var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
-            // A bond made again keeps the subscriptions of the old one.
-            if let old = self.bond(for: bond.peer, host) { bond.clientConfigurations = old.clientConfigurations }
-            stored = store(bond, replacing: explicitPairing.remove(handle) != nil, host)
+            // A new key starts without the old bond's subscriptions; this link's are saved
+            // when it closes.
+            let bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
+            let old = bonds(host).first { $0.peer.sameDevice(as: bond.peer) }
+            switch BondReplacement.decide(old: old, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit) {
+            case .store:
+                stored = store(bond, replacing: true, host)
+            case let .keep(why):
+                host.log("kept the bond of \(bond.peer): \(why)")
+            case let .conflict(why):
+                // Someone claims a bonded device's identity from an address that bond does not
+                // know: refuse the claim and the link (Zephyr's update_keys_check does the same).
+                host.log("pairing with \(link.peer) refused: \(why)")
+                let error = BLEError.security(.identityConflict(why))
+                for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
+                if link.role == .peripheral { host.server.emit(.pairingFailed(link.central, .local(.authenticationRequirements, detail: why))) }
+                host.connections.disconnectInBackground(handle: handle, "refusing a claimed identity", host)
+                return
+            }
         }
         host.connections.links.withLink(handle) {
             $0.security.encrypted = true

@@ -25,6 +25,9 @@ public struct SecuritySettings: Sendable {
     /// Bonded peers' IRKs go into the controller's resolving list, with address resolution on
     /// (Vol 6 Part B §6), when the controller has one; the host resolves RPAs itself either way.
     public var usesControllerAddressResolution = true
+    /// At most this many bonds are kept: every pairing from a new identity would add one. When
+    /// full, an authenticated bond takes the place of an unauthenticated one.
+    public var maximumBonds = 512
 
     /// Defaults: Just Works with bonding, Secure Connections preferred, keys in memory.
     public init() {}

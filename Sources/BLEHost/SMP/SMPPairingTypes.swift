@@ -211,6 +211,10 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Pairing was refused before it started: SMP already timed out on this link, or a pairing
     /// is in progress.
     case unavailable(String)
+    /// The pairing completed, but the peer claimed the identity of a device bonded with us from
+    /// an address that bond does not know (neither its identity nor an RPA its IRK resolves):
+    /// the claim was refused, nothing stored, and the link dropped.
+    case identityConflict(String)
 
     /// The Pairing Failed reason, when one was sent or received.
     public var reason: SMPPairingFailedReason? {
@@ -228,6 +232,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
         case .timeout: return "pairing timed out (no SMP command for 30 s)"
         case let .encryptionFailed(status): return "encryption with the new key failed, HCI status 0x\(String(status, radix: 16))"
         case let .unavailable(why): return "pairing unavailable: \(why)"
+        case let .identityConflict(why): return "pairing refused: \(why)"
         }
     }
 }

@@ -1,0 +1,32 @@
+import BLEHost
+import BLEWire
+
+/// Whether a finished pairing's bond may take the place of the one already kept for the
+/// identity it names. A peer chooses the identity address it distributes (Core spec Vol 3 Part
+/// H §3.6.5), so a claim is believed only from an address the existing bond knows (its identity,
+/// the address it last connected from, or an RPA its IRK resolves); and a pairing the peer set
+/// off may not weaken the bond on any axis (authentication, Secure Connections, key size), or
+/// anyone in range could replace a Passkey bond with Just Works. An explicit `pair()` by the
+/// application may replace the bond of the same device at any level.
+enum BondReplacement: Equatable {
+    /// Store the new bond (in place of the old one, if any).
+    case store
+    /// Keep the old bond; the link goes on with the new key, which is not stored.
+    case keep(String)
+    /// The identity belongs to another bonded device: refuse the pairing.
+    case conflict(String)
+
+    static func decide(old: Bond?, new: Bond, from address: DeviceAddress, explicit: Bool) -> BondReplacement {
+        guard let old else { return .store }
+        guard old.matches(address) else {
+            return .conflict("\(address) claims the identity \(new.peer) of a bonded device it cannot be shown to be")
+        }
+        if explicit { return .store }
+        let weaker = (old.authenticated && !new.authenticated) || (old.secureConnections && !new.secureConnections)
+            || new.keySize < old.keySize
+        if weaker {
+            return .keep("a pairing the peer started does not weaken the bond (level \(old.securityLevel.rawValue) to \(new.securityLevel.rawValue))")
+        }
+        return .store
+    }
+}
