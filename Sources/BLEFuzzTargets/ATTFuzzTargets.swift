@@ -105,6 +105,8 @@ struct BearerHarness {
                 now += .seconds(Int(input.u8() % 40))
                 let wasOutstanding = bearer.hasOutstandingRequest
                 absorb(bearer.expire(now: now), call: "expire", wasOutstanding: wasOutstanding, mayClose: true)
+            case 10 where op & 0x80 != 0:
+                signedWrite()
             case 10:
                 let handle = input.u16()
                 let value = input.chunk()
@@ -140,12 +142,38 @@ struct BearerHarness {
         FuzzCheck.require(!bearer.hasOutstandingRequest && bearer.queuedCount == 0, "closed bearer still holds procedures")
     }
 
+    /// A Signed Write Command (Vol 3 Part G §4.9.2) with an arbitrary key and counter: sent only
+    /// when it fits ATT_MTU, and then exactly the command whose signature checks out.
+    mutating func signedWrite() {
+        let handle = input.u16()
+        let value = input.chunk()
+        let key = input.bool() ? input.take(16) : input.take(Int(input.u8() % 20))
+        let counter = UInt32(input.u16()) << 16 | UInt32(input.u16())
+        let wasOutstanding = bearer.hasOutstandingRequest
+        let wasClosed = bearer.isClosed
+        if let actions = try? bearer.signedWriteWithoutResponse(handle: handle, value: value, key: key, counter: counter) {
+            FuzzCheck.require(!wasClosed, "signedWriteWithoutResponse succeeded on a closed bearer")
+            guard actions.count == 1, case let .send(bytes) = actions[0],
+                  case let .signedWriteCommand(h, v, signature)? = try? ATTPDU.decode(bytes) else {
+                return FuzzCheck.fail("signedWriteWithoutResponse did not send one Signed Write Command: \(actions)")
+            }
+            FuzzCheck.require(h == handle && v == value, "the signed write names another handle or value")
+            FuzzCheck.require(ATTSignature.counter(of: signature) == counter, "the signature carries another counter")
+            FuzzCheck.require(ATTSignature.isValid(signature, of: Array(bytes.dropLast(ATTSignature.length)), key: key),
+                              "the signed write's own signature does not verify")
+            absorb(actions, call: "signedWriteWithoutResponse", wasOutstanding: wasOutstanding)
+        } else {
+            FuzzCheck.require(wasClosed || value.count > SignedWriteWithoutResponse.maximumValueLength(mtu: bearer.mtu) || key.count != 16,
+                              "signedWriteWithoutResponse of \(value.count) octets refused at ATT_MTU \(bearer.mtu)")
+        }
+    }
+
     // MARK: Submitting
 
     mutating func submitProcedure() {
         let id = nextID
         nextID += 1
-        let kind = input.u8() % 15
+        let kind = input.u8() % 14
         let range = handleRange()
         let expectation: Expectation
         let wasOutstanding = bearer.hasOutstandingRequest
@@ -195,14 +223,11 @@ struct BearerHarness {
             let offset: UInt16 = input.bool() ? 0 : input.u16() % 600
             actions = bearer.submit(LongWriteProcedure(handle: input.u16(), value: input.longChunk(maximum: 600), offset: offset),
                                     id: id, now: now)
-        case 13:
+        default:
             expectation = .other
             var writes: [ATTHandleValue] = []
             for _ in 0..<Int(input.u8() % 4) { writes.append(ATTHandleValue(handle: input.u16(), value: input.chunk())) }
             actions = bearer.submit(ReliableWriteProcedure(writes), id: id, now: now)
-        default:
-            expectation = .other
-            actions = bearer.submit(SignedWriteProcedure(handle: input.u16(), value: input.chunk()), id: id, now: now)
         }
         submitted[id] = expectation
         absorb(actions, call: "submit(\(kind))", wasOutstanding: wasOutstanding)

@@ -72,10 +72,35 @@ final class GATTClientWriteTests: XCTestCase {
         XCTAssertEqual(bearer.sendCommand(.writeCommand(handle: 5, value: [1])), [.send(hexBytes("52 0500 01"))])
     }
 
-    func testGAW_signedWriteIsNotSupportedYet() {
-        let outcome = runGATTClientScript(SignedWriteProcedure(handle: 3, value: [1]), [])
-        guard case let .unsupported(text)? = outcome.result?.gattError else { return XCTFail("\(String(describing: outcome.result))") }
-        XCTAssertTrue(text.contains("CSRK"))
+    // MARK: Signed Write Without Response (§4.9.2)
+
+    /// GATT/CL/GAW/BV-02-C shape: the Signed Write Command is the one BlueZ's `sign_att_5` signs
+    /// (handle 0x0012, value 13 37, SignCounter 1), byte for byte.
+    func testGAW_CL_BV_02_C_signedWriteWithoutResponse() throws {
+        var bearer = ATTClientBearer()
+        let key = hexBytes("505E42DF 9691EC72 D31FCDFB EB641B61")
+        let actions = try bearer.signedWriteWithoutResponse(handle: 0x12, value: [0x13, 0x37], key: key, counter: 1)
+        XCTAssertEqual(actions, [.send(hexBytes("d2 1200 1337 01000000 f1871e93 3c900ff2"))])
+        XCTAssertFalse(bearer.hasOutstandingRequest, "a command takes no request slot")
+    }
+
+    func testGAW_signedWriteLimitsAndErrors() throws {
+        var bearer = ATTClientBearer()
+        let key = [UInt8](repeating: 7, count: 16)
+        XCTAssertEqual(SignedWriteWithoutResponse.maximumValueLength(mtu: 23), 8)
+        let eight = try bearer.signedWriteWithoutResponse(handle: 5, value: [UInt8](repeating: 1, count: 8), key: key, counter: 0)
+        guard case let .send(bytes)? = eight.first else { return XCTFail("\(eight)") }
+        XCTAssertEqual(bytes.count, 23, "exactly ATT_MTU")
+        XCTAssertThrowsError(try bearer.signedWriteWithoutResponse(handle: 5, value: [UInt8](repeating: 1, count: 9), key: key, counter: 1)) { error in
+            guard case .invalidArgument? = error as? GATTError else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try bearer.signedWriteWithoutResponse(handle: 5, value: [1], key: [1, 2, 3], counter: 1)) { error in
+            guard case .invalidArgument? = error as? GATTError else { return XCTFail("\(error)") }
+        }
+        _ = bearer.close()
+        XCTAssertThrowsError(try bearer.signedWriteWithoutResponse(handle: 5, value: [1], key: key, counter: 2)) { error in
+            XCTAssertEqual(error as? GATTError, .bearerClosed)
+        }
     }
 
     // MARK: Write Long Characteristic Values (§4.9.4)

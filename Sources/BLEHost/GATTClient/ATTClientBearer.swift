@@ -136,6 +136,15 @@ public struct ATTClientBearer: Sendable {
         try checkedCommand(WriteWithoutResponse.pdu(handle: handle, value: value, mtu: mtu))
     }
 
+    /// Signed Write Without Response, Vol 3 Part G §4.9.2: sends a Signed Write Command signed
+    /// with `key` and `counter` (see `SignedWriteWithoutResponse`), or throws `.bearerClosed` /
+    /// `.invalidArgument` (value longer than ATT_MTU − 15, a key that is not 16 octets). The
+    /// caller has used up `counter` either way.
+    public mutating func signedWriteWithoutResponse(handle: UInt16, value: [UInt8], key: [UInt8], counter: UInt32) throws(GATTError) -> [BearerAction] {
+        guard !isClosed else { throw .bearerClosed }
+        return try checkedCommand(SignedWriteWithoutResponse.pdu(handle: handle, value: value, mtu: mtu, key: key, counter: counter))
+    }
+
     private func checkedCommand(_ pdu: ATTPDU) throws(GATTError) -> [BearerAction] {
         guard !isClosed else { throw .bearerClosed }
         guard pdu.opcode.kind == .command else {

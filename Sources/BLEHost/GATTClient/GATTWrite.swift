@@ -61,30 +61,40 @@ public enum WriteWithoutResponse {
     }
 }
 
-/// Signed Write Without Response, Core spec Vol 3 Part G §4.9.2. Needs the CSRK distributed by
-/// pairing (Vol 3 Part H §2.4.5) to compute the signature, which this stack does not have yet,
-/// so the procedure fails with `.unsupported` without sending anything.
-public struct SignedWriteProcedure: GATTProcedure {
-    public typealias Output = Void
-    public var mtu: Int
-    public let handle: UInt16
-    public let value: [UInt8]
+/// Signed Write Without Response, Core spec Vol 3 Part G §4.9.2: a Signed Write Command (Vol 3
+/// Part F §3.4.5.4) whose Authentication Signature (`ATTSignature`, Vol 3 Part H §2.4.5) lets a
+/// bonded server check who wrote without the link being encrypted. Like Write Without Response
+/// it is a command, not a procedure; `ATTClientBearer.signedWriteWithoutResponse` sends it.
+///
+/// The caller supplies the CSRK it gave this server in pairing and the SignCounter to sign with,
+/// and must never sign two writes with the same counter (the server refuses a counter it has
+/// seen, Vol 3 Part C §10.4.2): it keeps the counter with the bond and increments it per write.
+/// On a link that is already encrypted the client uses a plain Write Command instead (§4.9.2).
+public enum SignedWriteWithoutResponse {
+    /// The longest value one Signed Write Command carries: ATT_MTU − 15 (opcode, handle and the
+    /// 12-octet signature, §4.9.2). A long value cannot be written signed.
+    public static func maximumValueLength(mtu: Int) -> Int { mtu - 3 - ATTSignature.length }
 
-    public init(handle: UInt16, value: [UInt8], mtu: Int = 23) {
-        self.handle = handle
-        self.value = value
-        self.mtu = mtu
+    /// The command PDU, signed with `key` (the CSRK, least significant octet first) and
+    /// `counter`; `.invalidArgument` if the value exceeds ATT_MTU − 15 or the key is not 16
+    /// octets.
+    public static func pdu(handle: UInt16, value: [UInt8], mtu: Int, key: [UInt8], counter: UInt32) throws(GATTError) -> ATTPDU {
+        let limit = maximumValueLength(mtu: mtu)
+        guard value.count <= limit else {
+            throw .invalidArgument("\(value.count)-octet value exceeds ATT_MTU − 15 = \(limit) for a Signed Write Command")
+        }
+        var w = ByteWriter()
+        w.u8(ATTOpcode.signedWriteCommand.rawValue)
+        w.u16(handle)
+        w.append(value)
+        let signature: [UInt8]
+        do {
+            signature = try ATTSignature.sign(w.bytes, key: key, counter: counter)
+        } catch {
+            throw .invalidArgument("signing key: \(error)")
+        }
+        return .signedWriteCommand(handle: handle, value: value, signature: signature)
     }
-
-    public mutating func start() -> ProcedureStep<Void> {
-        .failed(.unsupported("Signed Write Without Response needs a CSRK from pairing, which is not implemented yet"))
-    }
-
-    public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<Void> {
-        .failed(.unexpected(pdu, for: .signedWriteCommand))
-    }
-
-    public static func gattOutput(_ output: Void) -> GATTOutput { .none }
 }
 
 /// Write Long Characteristic Values (Core spec Vol 3 Part G §4.9.4) — also Write Long
