@@ -52,6 +52,9 @@ public struct GATTWriteRequest: Sendable, Hashable {
     public let offset: Int
     /// How the value was written: a request, a command, or an executed prepared write.
     public let kind: Kind
+    /// The write was a Signed Write Command whose signature and SignCounter checked out against
+    /// the central's bond (Vol 3 Part G §4.9.2, Vol 3 Part C §10.4.2); `kind` is then `.command`.
+    public let isSigned: Bool
 }
 
 /// What happens on our peripheral, one event at a time (the `CBPeripheralManagerDelegate`

@@ -125,12 +125,13 @@ final class GATTServerSessions {
                 let publicKind: GATTWriteRequest.Kind
                 switch kind {
                 case .request: publicKind = .request
-                case .command: publicKind = .command
+                case .command, .signedCommand: publicKind = .command
                 case .prepared: publicKind = .prepared
                 }
                 // A Write Command gets no answer (Vol 3 Part F §3.4.5.3): nothing to keep pending.
                 let token = publicKind == .command ? host.makeToken() : pend(.write, serverID: id, handle: handle, host)
-                let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind)
+                let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind,
+                                               isSigned: kind == .signedCommand)
                 if let handler = writeHandlers[attribute] {
                     host.spawn("write handler for 0x\(String(attribute, radix: 16))") {
                         let result = await handler(request)

@@ -60,12 +60,27 @@ extension ATTServer {
                              authorization: p.contains(.readAuthorized), security)
     }
 
-    /// Why `attribute` cannot be written on this link, nil if it can.
+    /// Why `attribute` cannot be written on this link, nil if it can. A value that takes signed
+    /// writes needs encryption for any other write (`.writeSigned`).
     static func writeError(_ attribute: GATTAttribute, _ security: LinkSecurity) -> ATTErrorCode? {
         let p = attribute.permissions
         guard p.isWritable else { return .writeNotPermitted }
-        return securityError(encryption: p.contains(.writeEncrypted), authentication: p.contains(.writeAuthenticated),
-                             authorization: p.contains(.writeAuthorized), security)
+        return securityError(encryption: p.contains(.writeEncrypted) || p.contains(.writeSigned),
+                             authentication: p.contains(.writeAuthenticated), authorization: p.contains(.writeAuthorized), security)
+    }
+
+    /// Why `attribute` cannot take a Signed Write Command from a client with `signer`'s CSRK,
+    /// nil if it can (see `AttributePermissions.writeSigned`): the signature counts as
+    /// encryption with the key of the pairing that distributed the CSRK.
+    static func signedWriteError(_ attribute: GATTAttribute, signer: ATTPeerSigningKey, _ security: LinkSecurity) -> ATTErrorCode? {
+        let p = attribute.permissions
+        guard p.contains(.writeSigned) else { return .writeNotPermitted }
+        var signed = security
+        signed.encrypted = true
+        signed.authenticated = signer.authenticated
+        signed.keySize = signer.keySize
+        return securityError(encryption: true, authentication: p.contains(.writeAuthenticated),
+                             authorization: p.contains(.writeAuthorized), signed)
     }
 
     /// Where a value read stands: known, failed, or waiting for the application.

@@ -59,8 +59,9 @@ extension ATTServer {
     }
 
     /// §3.4.5.3 / §3.4.5.4: commands are never answered; any failure means the command is
-    /// ignored. Signed Write Command is not supported (no CSRK yet), so it is ignored too, as
-    /// are commands this server does not know (§3.3).
+    /// ignored. A Signed Write Command is ignored here: it is checked against the client's bond,
+    /// which the owner holds, through `verifySignedWrite` and `applySignedWrite`. Commands this
+    /// server does not know are ignored too (§3.3).
     mutating func receiveCommand(_ bytes: [UInt8], database: inout GATTServerDatabase,
                                  security: LinkSecurity) -> [ServerAction] {
         guard case let .writeCommand(handle, value)? = try? ATTPDU.decode(bytes),

@@ -8,6 +8,9 @@ public enum ServerAction: Hashable, Sendable {
         /// Write Command (§3.4.5.3): apply it; nothing is sent back, `completeWrite` is optional
         /// and ignored.
         case command
+        /// Signed Write Command (§3.4.5.4) whose signature and counter were verified
+        /// (`ATTServer.applySignedWrite`): like `.command`, nothing is sent back.
+        case signedCommand
         /// One run of an Execute Write (§3.4.6.3), contiguous prepared segments of one handle
         /// merged: answer with `completeWrite`; the next run waits for it.
         case prepared
@@ -22,7 +25,7 @@ public enum ServerAction: Hashable, Sendable {
     case read(id: UInt64, handle: UInt16, offset: Int)
     /// The client writes a dynamic value. The new value is the old one's first `offset` octets
     /// followed by `value` (Vol 3 Part F §3.4.5.1: a variable-length value takes the written
-    /// length). Answer with `completeWrite(id:…)` unless `kind` is `.command`.
+    /// length). Answer with `completeWrite(id:…)` unless `kind` is `.command` or `.signedCommand`.
     case write(id: UInt64, handle: UInt16, value: [UInt8], offset: Int, kind: WriteKind)
     /// A stored value was changed by a client (the server already applied it), for the log.
     case valueWritten(handle: UInt16, value: [UInt8])

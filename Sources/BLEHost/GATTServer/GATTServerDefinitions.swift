@@ -35,9 +35,20 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     public static let readAuthorized = AttributePermissions(rawValue: 0x0040)
     /// Writing needs the application's authorization.
     public static let writeAuthorized = AttributePermissions(rawValue: 0x0080)
+    /// The value may be written with a Signed Write Command (Vol 3 Part G §4.9.2) over an
+    /// unencrypted link, by a bonded client whose CSRK we hold: LE security mode 2 (Vol 3 Part C
+    /// §10.2.2). A valid signature stands in for the encryption the other flags ask for:
+    /// `.writeEncrypted` is met by any bonded CSRK, `.writeAuthenticated` only by one from an
+    /// authenticated pairing (mode 2 level 2), and the key-size policy applies to the pairing
+    /// that distributed it; `.writeAuthorized` still needs the application's authorization.
+    /// Other writes to such a value need an encrypted link (mode 1 level 2 meets mode 2 level
+    /// 1's requirements, Vol 3 Part C §10.2.3), so a client on an encrypted link writes it
+    /// with a plain Write Command, as §4.9.2 tells it to. Give the characteristic the
+    /// `.authenticatedSignedWrites` property too, so clients know to sign.
+    public static let writeSigned = AttributePermissions(rawValue: 0x0100)
 
     static let anyRead: AttributePermissions = [.read, .readEncrypted, .readAuthenticated, .readAuthorized]
-    static let anyWrite: AttributePermissions = [.write, .writeEncrypted, .writeAuthenticated, .writeAuthorized]
+    static let anyWrite: AttributePermissions = [.write, .writeEncrypted, .writeAuthenticated, .writeAuthorized, .writeSigned]
 
     /// True when some `read…` flag is set.
     public var isReadable: Bool { !intersection(Self.anyRead).isEmpty }
@@ -47,7 +58,7 @@ public struct AttributePermissions: OptionSet, Hashable, Sendable, CustomStringC
     private static let named: [(AttributePermissions, String)] = [
         (.read, "read"), (.write, "write"), (.readEncrypted, "readEncrypted"), (.writeEncrypted, "writeEncrypted"),
         (.readAuthenticated, "readAuthenticated"), (.writeAuthenticated, "writeAuthenticated"),
-        (.readAuthorized, "readAuthorized"), (.writeAuthorized, "writeAuthorized"),
+        (.readAuthorized, "readAuthorized"), (.writeAuthorized, "writeAuthorized"), (.writeSigned, "writeSigned"),
     ]
 
     /// "[read, writeEncrypted]".
