@@ -8,6 +8,12 @@ public enum WriteType: Sendable {
     case withResponse
     /// Write Command: no acknowledgement from the peer (Vol 3 Part G §4.9.1).
     case withoutResponse
+    /// Signed Write Without Response (Vol 3 Part G §4.9.2): on an unencrypted link, a Signed
+    /// Write Command the bonded peer can check came from us, signed with the CSRK we gave it in
+    /// pairing and the bond's SignCounter (stored one higher before it is sent); on an
+    /// encrypted link, a plain Write Command, as §4.9.2 says. Needs a bond with the peer in
+    /// which we distributed our CSRK; at most ATT_MTU − 15 bytes.
+    case signedWithoutResponse
 }
 
 /// A connected remote device, as the central sees it: CoreBluetooth's `CBPeripheral`, async.
@@ -72,11 +78,14 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         try await host.run { [linkID] in try await $0.connections.setPHY(linkID: linkID, phy, $0) }
     }
 
-    /// The longest value one write can carry: ATT_MTU − 3 without response; with response,
-    /// prepared writes allow the longest attribute value, 512 bytes (Vol 3 Part F §3.2.9).
+    /// The longest value one write can carry: ATT_MTU − 3 without response, ATT_MTU − 15 signed
+    /// (the 12-octet signature; the limit holds on an encrypted link too, where a plain command
+    /// goes); with response, prepared writes allow the longest attribute value, 512 bytes
+    /// (Vol 3 Part F §3.2.9).
     public func maximumWriteValueLength(for type: WriteType) -> Int {
         switch type {
         case .withoutResponse: return mtu - 3
+        case .signedWithoutResponse: return SignedWriteWithoutResponse.maximumValueLength(mtu: mtu)
         case .withResponse: return 512
         }
     }
@@ -205,9 +214,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     /// Writes a value. With response, a value longer than ATT_MTU − 3 goes as a long write
     /// (prepared writes then execute; cancelled if any step fails). Without response, it must
-    /// fit in one Write Command.
+    /// fit in one Write Command; signed, in one Signed Write Command (ATT_MTU − 15), and the
+    /// peer must be bonded with our CSRK (else `BLEError.security(.unavailable)`, nothing sent).
+    /// By handle the characteristic's properties are not known: `writeValue(_:for:type:)`
+    /// checks that it takes signed writes.
     public func writeValue(_ value: [UInt8], handle: UInt16, type: WriteType = .withResponse) async throws {
         switch type {
+        case .signedWithoutResponse:
+            let limit = maximumWriteValueLength(for: .signedWithoutResponse)
+            guard value.count <= limit else {
+                throw BLEError.invalidArgument("\(value.count) bytes do not fit one signed write without response (max \(limit))")
+            }
+            try await host.run { [linkID] in try await $0.client.signedWriteWithoutResponse(handle: handle, value: value, onLink: linkID, $0) }
         case .withoutResponse:
             guard value.count <= mtu - 3 else {
                 throw BLEError.invalidArgument("\(value.count) bytes do not fit one write without response (max \(mtu - 3))")
@@ -224,8 +242,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     }
 
     /// Writes a characteristic's value at its value handle; lengths and write types as for
-    /// `writeValue(_:handle:type:)`.
+    /// `writeValue(_:handle:type:)`. A signed write needs the characteristic's Authenticated
+    /// Signed Writes property (Vol 3 Part G §3.3.1.1, §4.9.2), else `BLEError.invalidArgument`.
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws {
+        if type == .signedWithoutResponse, !characteristic.properties.contains(.authenticatedSignedWrites) {
+            throw BLEError.invalidArgument("characteristic \(characteristic.uuid) does not take signed writes (no Authenticated Signed Writes property)")
+        }
         try await writeValue(value, handle: characteristic.valueHandle, type: type)
     }
 

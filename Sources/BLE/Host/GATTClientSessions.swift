@@ -72,6 +72,43 @@ final class GATTClientSessions {
         }
     }
 
+    /// Signed Write Without Response (Vol 3 Part G §4.9.2), paced like `writeWithoutResponse`.
+    /// On an unencrypted link the Signed Write Command is signed with the CSRK we gave the
+    /// bonded peer and the bond's next SignCounter, which is stored one higher first; on an
+    /// encrypted link a plain Write Command goes instead, as §4.9.2 says. Throws
+    /// `BLEError.security(.unavailable)` without sending when the peer is not bonded or has no
+    /// CSRK of ours, `.invalidArgument` for a value over ATT_MTU − 15.
+    func signedWriteWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        guard host.connections.links.handle(forID: linkID) == handle,
+              let (peer, encrypted, mtu) = host.connections.links[handle].map({ ($0.peer, $0.security.encrypted, $0.bearer.mtu) }) else {
+            throw BLEError.notConnected
+        }
+        let signing: (key: [UInt8], counter: UInt32)?
+        if encrypted {
+            signing = nil
+        } else {
+            let limit = SignedWriteWithoutResponse.maximumValueLength(mtu: mtu)
+            guard value.count <= limit else {
+                throw BLEError.invalidArgument("\(value.count) bytes do not fit one signed write (max \(limit))")
+            }
+            signing = try host.security.takeLocalSignCounter(towards: peer, host)
+        }
+        let result = host.connections.links.withLink(handle) { link in
+            Result { () throws(GATTError) in
+                guard let signing else { return try link.bearer.writeWithoutResponse(handle: attribute, value: value) }
+                return try link.bearer.signedWriteWithoutResponse(handle: attribute, value: value, key: signing.key, counter: signing.counter)
+            }
+        }
+        guard let result else { throw BLEError.notConnected }
+        do {
+            perform(try result.get(), handle: handle, host)
+        } catch {
+            throw BLEError.gatt(error)
+        }
+    }
+
     /// Waits until everything sent on this link has left the host and the controller has
     /// reported it sent (Number Of Completed Packets), or `limit` passes. Used before a
     /// deliberate disconnect so queued writes are not flushed away.

@@ -83,9 +83,41 @@ final class GATTServerSessions {
         if !eventSinks.isEmpty, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(link.central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
+        if payload.first == ATTOpcode.signedWriteCommand.rawValue {
+            receiveSignedWrite(payload, handle: handle, host)
+            return
+        }
         let t = host.now
         let actions = host.connections.links.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
         perform(actions, handle: handle, host)
+    }
+
+    /// A Signed Write Command (Vol 3 Part G §4.9.2): checked against the client's bond, its
+    /// SignCounter stored with the bond, then applied. A write whose counter cannot be stored
+    /// is dropped (a command gets no answer, Vol 3 Part F §3.4.5.4), so no counter ever
+    /// takes effect without being on record.
+    private func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        // Read through the table, never a Link copy kept across `withLink` (it would copy the
+        // server's queues).
+        guard let verdict = host.connections.links[handle].map({ link in
+            (link.peer, link.server.verifySignedWrite(pdu, signingKey: host.security.peerSigningKey(from: link.peer, host),
+                                                      database: database, security: link.security))
+        }) else { return }
+        let (peer, result) = verdict
+        switch result {
+        case let .failure(why):
+            host.log("signed write from \(peer) ignored: \(why)")
+        case let .success(write):
+            guard host.security.acceptPeerSignCounter(write.counter, from: peer, host) else {
+                host.log("signed write from \(peer) ignored: its SignCounter \(write.counter) could not be stored")
+                return
+            }
+            let t = host.now
+            let actions = host.connections.links.withLink(handle) {
+                $0.server.applySignedWrite(write, database: &database, security: $0.security, now: t)
+            } ?? []
+            perform(actions, handle: handle, host)
+        }
     }
 
     /// The handle a request names first (after the opcode), if its layout has one.

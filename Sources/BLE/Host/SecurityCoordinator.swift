@@ -99,7 +99,7 @@ final class SecurityCoordinator {
     /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
     /// of a lower level: a Just Works pairing claiming a bonded device's identity must not take
     /// its place. New identities past `SecuritySettings.maximumBonds` are not stored.
-    private func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
+    func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
         if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
             if !replacing && old.securityLevel > bond.securityLevel {

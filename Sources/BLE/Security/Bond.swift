@@ -35,13 +35,21 @@ public struct Bond: Sendable, Hashable {
     public var localRand: UInt64
     /// The peer's IRK, to resolve its private addresses (Vol 6 Part B §1.3.2.3).
     public var peerIdentityResolvingKey: [UInt8]?
-    /// The peer's CSRK and the highest sign counter seen from it (signed writes, Vol 3 Part H §2.4.5).
+    /// The peer's CSRK (Signing Information, Vol 3 Part H §3.6.6), to verify the signed writes
+    /// it sends us (§2.4.5).
     public var peerSignatureKey: [UInt8]?
-    /// The peer's SignCounter as last seen, nil before any signed data; a signed write whose
-    /// counter is not above it is a replay (Vol 3 Part C §10.4.2).
+    /// The peer's SignCounter in the last signed write we accepted from it, nil before any; a
+    /// signed write whose counter is not above it is a replay (Vol 3 Part C §10.4.2). Stored
+    /// before the write is applied.
     public var peerSignCounter: UInt32?
-    /// Our sign counter towards this peer.
+    /// The SignCounter our next signed write to this peer carries (Vol 3 Part C §10.4.1): it
+    /// starts at 0 and is stored one higher before each signed write goes out, so no counter is
+    /// ever used twice, across restarts too.
     public var localSignCounter: UInt32
+    /// Our CSRK as we gave it to this peer in Signing Information (Vol 3 Part H §3.6.6): what
+    /// our signed writes to it are signed with. Nil when we gave none (the peer did not ask for
+    /// it), and for bonds stored before this was recorded: such a peer is paired again to sign.
+    public var localSignatureKey: [UInt8]?
     /// The keys came from LE Secure Connections pairing; false for LE legacy pairing.
     public var secureConnections: Bool
     /// The key is authenticated: pairing used a MITM-protected association model (Passkey Entry,
@@ -61,7 +69,7 @@ public struct Bond: Sendable, Hashable {
     public init(peer: DeviceAddress, connectionAddress: DeviceAddress? = nil, peerLongTermKey: [UInt8]? = nil, peerEDIV: UInt16 = 0, peerRand: UInt64 = 0,
                 localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
                 peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
-                localSignCounter: UInt32 = 0, secureConnections: Bool, authenticated: Bool, keySize: Int,
+                localSignCounter: UInt32 = 0, localSignatureKey: [UInt8]? = nil, secureConnections: Bool, authenticated: Bool, keySize: Int,
                 clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil) {
         self.peer = peer
         self.connectionAddress = connectionAddress
@@ -75,6 +83,7 @@ public struct Bond: Sendable, Hashable {
         self.peerSignatureKey = peerSignatureKey
         self.peerSignCounter = peerSignCounter
         self.localSignCounter = localSignCounter
+        self.localSignatureKey = localSignatureKey
         self.secureConnections = secureConnections
         self.authenticated = authenticated
         self.keySize = keySize
@@ -109,7 +118,7 @@ public struct Bond: Sendable, Hashable {
                   peerLongTermKey: asCentral, peerEDIV: sc == nil ? outcome.received.ediv : 0, peerRand: sc == nil ? outcome.received.rand : 0,
                   localLongTermKey: asPeripheral, localEDIV: sc == nil ? outcome.sent.ediv : 0, localRand: sc == nil ? outcome.sent.rand : 0,
                   peerIdentityResolvingKey: outcome.received.identityResolvingKey, peerSignatureKey: outcome.received.signatureKey,
-                  secureConnections: outcome.secureConnections, authenticated: outcome.authenticated, keySize: outcome.keySize)
+                  localSignatureKey: outcome.sent.signatureKey, secureConnections: outcome.secureConnections, authenticated: outcome.authenticated, keySize: outcome.keySize)
     }
 
     /// The key to encrypt with in `role`, with its EDIV and Rand.

@@ -29,6 +29,7 @@ enum BondFileFormat {
         add("peer-csrk", b.peerSignatureKey?.hexString)
         add("peer-sign-counter", b.peerSignCounter.map { String($0) })
         add("local-sign-counter", String(b.localSignCounter))
+        add("local-csrk", b.localSignatureKey?.hexString)
         add("secure-connections", String(b.secureConnections))
         add("authenticated", String(b.authenticated))
         add("key-size", String(b.keySize))
@@ -67,6 +68,7 @@ enum BondFileFormat {
             localRand: try fields.number("local-rand") ?? 0,
             peerIdentityResolvingKey: try fields.key("peer-irk"), peerSignatureKey: try fields.key("peer-csrk"),
             peerSignCounter: try fields.number("peer-sign-counter"), localSignCounter: try fields.number("local-sign-counter") ?? 0,
+            localSignatureKey: try fields.key("local-csrk"),
             secureConnections: try fields.flag("secure-connections"), authenticated: try fields.flag("authenticated"),
             keySize: keySize,
             clientConfigurations: clientConfigurations,
