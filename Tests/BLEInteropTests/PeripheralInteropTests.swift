@@ -17,6 +17,7 @@ final class PeripheralInteropTests: XCTestCase {
     static let encrypted = uuid(8)
     static let described = uuid(9)
     static let authenticated = uuid(10)
+    static let signed = uuid(11)
 
     func serve(_ env: InteropEnvironment, profile: String = "test", name: String = "SwiftPeer") throws -> ServeProcess {
         let process = try ServeProcess(profile: profile, name: name, environment: env)
@@ -48,7 +49,7 @@ final class PeripheralInteropTests: XCTestCase {
         let services = central.events.filter { $0.name == "service" }.compactMap { $0.string("uuid") }
         XCTAssertEqual(services, ["1800", "1801", Self.service])
         let characteristics = central.events.filter { $0.name == "characteristic" && $0.string("service") == Self.service }.compactMap { $0.string("uuid") }
-        XCTAssertEqual(characteristics, [Self.long, Self.rw, Self.readOnly, Self.writeOnly, Self.notify, Self.indicate, Self.encrypted, Self.described, Self.authenticated])
+        XCTAssertEqual(characteristics, [Self.long, Self.rw, Self.readOnly, Self.writeOnly, Self.notify, Self.indicate, Self.encrypted, Self.described, Self.authenticated, Self.signed])
 
         let readLong = try central.waitForEvent("read", timeout: 30) { $0.string("uuid") == Self.long }
         XCTAssertEqual(readLong.bytes("value"), (0..<512).map { UInt8($0 % 256) })

@@ -2,14 +2,14 @@ import BLE
 import BLEHost
 import BLEWire
 
-/// `ble serve test`: one custom service whose eight characteristics cover what interop and
+/// `ble serve test`: one custom service whose characteristics cover what interop and
 /// conformance checks need (issue 3: long, rw, read-only, write-only, notify, indicate,
-/// encrypted, described).
+/// encrypted, described; then authenticated and signed).
 public struct TestServeProfile: ServeProfile {
     /// The name `ble serve` takes.
     public static let name = "test"
     /// The line `ble serve --help` shows.
-    public static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted, authenticated and described characteristics"
+    public static let summary = "custom 128-bit service with long, rw, read-only, write-only, notify, indicate, encrypted, authenticated, described and signed-write characteristics"
 
     /// The service's 128-bit UUIDs differ only in bits 32–47: `n` picks one.
     public static func uuid(_ n: UInt16) -> BluetoothUUID {
@@ -36,13 +36,17 @@ public struct TestServeProfile: ServeProfile {
     /// Readable only over a link encrypted with an authenticated (MITM-protected) key: Passkey
     /// Entry, Numeric Comparison or OOB pairing (Core spec Vol 3 Part C §10.3.1).
     public static let authenticated = uuid(0x000A)
+    /// Readable by anyone; written by a bonded central with Signed Write Without Response over
+    /// an unencrypted link (Core spec Vol 3 Part G §4.9.2), or by any write over an encrypted
+    /// one. Starts `unsigned`, at most 20 bytes.
+    public static let signed = uuid(0x000B)
 
     var handles: GATTServiceHandles?
 
     /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
     public init() {}
 
-    /// Adds the service with its nine characteristics.
+    /// Adds the service with its ten characteristics.
     public mutating func install(on manager: PeripheralManager) async throws {
         let longValue = (0..<512).map { UInt8($0 % 256) }
         handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
@@ -56,6 +60,8 @@ public struct TestServeProfile: ServeProfile {
             GATTCharacteristicDefinition(uuid: Self.encrypted, properties: [.read], permissions: [.readEncrypted], value: Array("secret".utf8)),
             GATTCharacteristicDefinition(uuid: Self.described, properties: [.read], permissions: [.read], value: [0x2A], userDescription: "described characteristic"),
             GATTCharacteristicDefinition(uuid: Self.authenticated, properties: [.read], permissions: [.readAuthenticated], value: Array("authenticated".utf8)),
+            GATTCharacteristicDefinition(uuid: Self.signed, properties: [.read, .authenticatedSignedWrites], permissions: [.read, .writeSigned],
+                                         value: Array("unsigned".utf8), maximumLength: 20),
         ]))
     }
 

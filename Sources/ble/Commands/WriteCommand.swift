@@ -15,6 +15,7 @@ struct WriteCommand: BLECommand {
         mtuOption,
         .flag("hex", help: "VALUE is hex bytes (e.g. 0102ff or \"01 02 ff\"), not UTF-8 text"),
         .flag("without-response", help: "send a Write Command (no response; must fit ATT MTU - 3)"),
+        .flag("signed", help: "Signed Write Without Response to a bonded peer over an unencrypted link (a Write Command if encrypted; must fit ATT MTU - 15)"),
         .flag("json", help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
@@ -25,6 +26,7 @@ struct WriteCommand: BLECommand {
     var characteristic: CharacteristicArgument
     var value: [UInt8]
     var withoutResponse: Bool
+    var signed: Bool
     var json: Bool
     var timeout: Duration
 
@@ -40,6 +42,8 @@ struct WriteCommand: BLECommand {
             value = Array(text.utf8)
         }
         withoutResponse = args.flag("without-response")
+        signed = args.flag("signed")
+        guard !(signed && withoutResponse) else { throw UsageError("--signed and --without-response exclude each other (a signed write has no response)") }
         json = args.flag("json")
         timeout = try args.seconds("timeout") ?? .seconds(10)
     }
@@ -47,11 +51,18 @@ struct WriteCommand: BLECommand {
     func run() async throws {
         try await withPeripheral(controller, target, timeout: timeout) { peripheral in
             let c = try await characteristic.locate(on: peripheral)
-            try await peripheral.writeValue(value, for: c, type: withoutResponse ? .withoutResponse : .withResponse)
+            let type: WriteType = signed ? .signedWithoutResponse : withoutResponse ? .withoutResponse : .withResponse
+            // On an encrypted link a signed write goes as a plain Write Command (Vol 3 Part G §4.9.2).
+            let encrypted = signed ? await peripheral.securityLevel != .none : false
+            try await peripheral.writeValue(value, for: c, type: type)
             if json {
-                print(JSON.object([("handle", .int(Int(c.valueHandle))), ("written", .int(value.count))] + valueJSON(value)).text)
+                var fields: [(String, JSON)] = [("handle", .int(Int(c.valueHandle))), ("written", .int(value.count))]
+                if signed { fields.append(("signed", .bool(!encrypted))) }
+                print(JSON.object(fields + valueJSON(value)).text)
             } else {
-                print("wrote \(value.count) bytes to \(c.uuid) [0x\(String(format4: c.valueHandle))]\(withoutResponse ? " (without response)" : "")")
+                let how = signed ? (encrypted ? " (without response; the link is encrypted, so not signed)" : " (signed, without response)")
+                    : withoutResponse ? " (without response)" : ""
+                print("wrote \(value.count) bytes to \(c.uuid) [0x\(String(format4: c.valueHandle))]\(how)")
             }
         }
     }
