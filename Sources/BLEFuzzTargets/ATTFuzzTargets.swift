@@ -450,3 +450,94 @@ struct BearerHarness {
         }
     }
 }
+
+/// The server's verification of Signed Write Commands (Core spec Vol 3 Part F §3.4.5.4,
+/// Vol 3 Part C §10.4.2): arbitrary PDUs, and correctly signed ones, as they are or with one
+/// bit flipped, against a database and a client's signing state taken from the input.
+enum ATTSignedWriteFuzzTarget {
+    /// The client's CSRK in every run.
+    static let key: [UInt8] = Array(1...16)
+
+    /// Input: flags (encrypted link, authenticated CSRK, a last counter or none, signing key
+    /// present), the last counter, then a mode: 0 an arbitrary PDU; 1 a signed write built from
+    /// a handle choice, a value and a counter; 2 the same with one bit flipped. Checked: never a
+    /// trap; anything accepted decodes as a Signed Write Command to an attribute that takes it,
+    /// over an unencrypted link, verifies under the key and carries a counter above the last;
+    /// a built write that should pass does, a flipped one never does; applying it never sends a
+    /// PDU and leaves a stored value equal to what was written.
+    static func run(_ data: [UInt8]) {
+        var input = FuzzInput(data)
+        var database = GATTServerDatabase(deviceName: "F", appearance: 0)
+        guard let service = try? database.add(GATTServiceDefinition(uuid: BluetoothUUID(0xF00D), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xF001), properties: [.read, .authenticatedSignedWrites],
+                                         permissions: [.read, .writeSigned], value: [0], maximumLength: 20),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xF002), properties: [.authenticatedSignedWrites],
+                                         permissions: [.writeSigned, .writeAuthenticated], value: [0]),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xF003), properties: [.authenticatedSignedWrites],
+                                         permissions: [.writeSigned], value: nil, maximumLength: 8),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xF004), properties: [.writeWithoutResponse], permissions: [.write], value: [0]),
+        ])) else { return FuzzCheck.fail("the fixture database did not build") }
+        let handles = service.characteristics.map(\.valueHandle)
+        let flags = input.u8()
+        let security = LinkSecurity(encrypted: flags & 1 != 0, hasLongTermKey: true)
+        let last: UInt32? = flags & 4 != 0 ? UInt32(input.u16()) << 16 | UInt32(input.u16()) : nil
+        let signer: ATTPeerSigningKey? = flags & 8 != 0 ? nil
+            : ATTPeerSigningKey(key: key, lastCounter: last, authenticated: flags & 2 != 0, keySize: 16)
+        let mode = input.u8() % 3
+        let pdu: [UInt8]
+        var shouldPass = false
+        var built: (handle: UInt16, value: [UInt8], counter: UInt32)?
+        if mode == 0 {
+            pdu = input.rest()
+        } else {
+            let choice = Int(input.u8())
+            let handle = choice < 200 ? handles[choice % handles.count] : input.u16()
+            let value = input.chunk()
+            let counter = UInt32(input.u16()) << 16 | UInt32(input.u16())
+            guard var signed = try? SignedWriteWithoutResponse.pdu(handle: handle, value: value, mtu: 300, key: key, counter: counter).encode() else {
+                return FuzzCheck.require(value.count > 285, "a \(value.count)-octet signed write did not build")
+            }
+            built = (handle, value, counter)
+            if mode == 2 {
+                let bit = Int(input.u16()) % (signed.count * 8)
+                signed[bit / 8] ^= UInt8(1) << UInt8(bit % 8)
+            } else {
+                let takes: Bool
+                switch handles.firstIndex(of: handle) {
+                case 0?: takes = value.count <= 20
+                case 1?: takes = flags & 2 != 0
+                case 2?: takes = value.count <= 8
+                default: takes = false
+                }
+                shouldPass = takes && !security.encrypted && signer != nil && (last.map { counter > $0 } ?? true)
+            }
+            pdu = signed
+        }
+        var server = ATTServer()
+        let result = server.verifySignedWrite(pdu, signingKey: signer, database: database, security: security)
+        if shouldPass {
+            FuzzCheck.require((try? result.get()) != nil, "a good signed write was refused: \(result), input \(fuzzHex(data))")
+        }
+        if mode == 2, case .success = result {
+            FuzzCheck.fail("a signed write with a flipped bit was accepted: \(fuzzHex(pdu))")
+        }
+        guard case let .success(write) = result else { return }
+        guard case let .signedWriteCommand(handle, value, signature)? = try? ATTPDU.decode(pdu) else {
+            return FuzzCheck.fail("accepted something that is not a Signed Write Command: \(fuzzHex(pdu))")
+        }
+        FuzzCheck.require(write.handle == handle && write.value == value, "the verified write is not the PDU's")
+        FuzzCheck.require(ATTSignature.isValid(signature, of: Array(pdu.dropLast(ATTSignature.length)), key: key), "accepted a bad MAC")
+        FuzzCheck.require(ATTSignature.counter(of: signature) == write.counter, "the verified counter is not the signature's")
+        FuzzCheck.require(last.map { write.counter > $0 } ?? true, "accepted counter \(write.counter) after \(String(describing: last))")
+        FuzzCheck.require(!security.encrypted && signer != nil, "accepted on an encrypted link or without a key")
+        FuzzCheck.require(handles.prefix(3).contains(handle), "accepted a write to 0x\(String(handle, radix: 16)), which takes no signed writes")
+        if let built { FuzzCheck.require(built.handle == handle && built.value == value && built.counter == write.counter, "accepted a write other than built") }
+        let actions = server.applySignedWrite(write, database: &database, security: security, now: .seconds(1))
+        for action in actions {
+            if case .send = action { FuzzCheck.fail("a signed write was answered: \(actions)") }
+        }
+        if handle == handles[0] {
+            FuzzCheck.require(database.value(forHandle: handle) == value, "the stored value is not what was written")
+        }
+    }
+}

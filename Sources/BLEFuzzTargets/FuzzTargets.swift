@@ -20,6 +20,7 @@ public enum FuzzTargets {
         "le-signaling-channel": L2CAPFuzzTargets.leSignalingChannel,
         "att-pdu": ATTFuzzTargets.attPDU,
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
+        "att-signed-write": ATTSignedWriteFuzzTarget.run,
         "advertising-data": GAPFuzzTargets.advertisingData,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
         "smp-pdu": SMPFuzzTargets.smpPDU,
@@ -94,6 +95,17 @@ public enum FuzzTargets {
                 [0, 1, 6, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0x0A, 7, 0, 3, 0x2A, 0, 0x12],
                 [3, 0, 12, 0, 0, 0, 0, 0, 0x03, 0x00, 1, 40] + Array(0..<40) + [3, 2, 1, 3, 2, 1, 3, 3, 0, 3, 4],
                 [0, 1, 13, 0, 0, 0, 0, 0, 2, 3, 0, 4, 1, 2, 3, 4, 5, 0, 2, 5, 6, 3, 2, 1, 3, 2, 1, 3, 2, 1, 8, 1, 9, 0, 0],
+            ]
+        case "att-signed-write":
+            // Flags (unencrypted, authenticated, last counter 5, key present), then: a good write
+            // to the stored value with counter 6; the same with a bit flipped; one to the
+            // authenticated value; an arbitrary PDU that decodes as a signed write.
+            let good: [UInt8] = [0x06, 0x00, 0x00, 0x05, 0x00, 1, 0, 3, 0x61, 0x62, 0x63, 0x00, 0x00, 0x06, 0x00]
+            return [
+                good,
+                [0x06, 0x00, 0x00, 0x05, 0x00, 2, 0, 3, 0x61, 0x62, 0x63, 0x00, 0x00, 0x06, 0x00, 0x21, 0x00],
+                [0x02, 1, 1, 1, 0x01, 0x00, 0x00, 0x00, 0x00],
+                [0x00, 0, 0xD2, 0x10, 0x00, 0x41] + Array(repeating: 0xAB, count: 12),
             ]
         case "advertising-data":
             let ad = AdvertisingData.Builder()

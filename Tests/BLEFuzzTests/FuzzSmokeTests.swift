@@ -32,6 +32,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testLESignalingChannel() { smoke("le-signaling-channel") }
     func testATTPDU() { smoke("att-pdu") }
     func testATTClientBearer() { smoke("att-client-bearer") }
+    func testATTSignedWrite() { smoke("att-signed-write") }
     func testAdvertisingData() { smoke("advertising-data") }
     func testScanAggregator() { smoke("scan-aggregator") }
     func testSMPPDU() { smoke("smp-pdu") }
@@ -41,7 +42,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
-            "le-signaling-channel", "att-pdu", "att-client-bearer", "advertising-data", "scan-aggregator",
+            "le-signaling-channel", "att-pdu", "att-client-bearer", "att-signed-write", "advertising-data", "scan-aggregator",
             "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)
