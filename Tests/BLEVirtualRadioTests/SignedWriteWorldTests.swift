@@ -254,6 +254,47 @@ final class SignedWriteWorldTests: XCTestCase {
         }
     }
 
+    /// A central with privacy comes back on a new resolvable private address: the server finds
+    /// its CSRK by resolving the address to the bond's identity (in the host, or by the
+    /// controller's resolving list) and accepts its signed write.
+    func testASignedWriteFromANewRPAIsCheckedAgainstTheIdentitysBond() async throws {
+        for controllerResolution in [false, true] {
+            try await VirtualWorld.run { world in
+                let centralStore = InMemoryBondStore(), peripheralStore = InMemoryBondStore()
+                let (manager, device) = try await Self.peripheral(world, store: peripheralStore)
+                let events = await manager.events
+                var configuration = PairingWorldTests.security(io: .noInputNoOutput, agent: BoardAgent(board: PasskeyBoard()), store: centralStore)
+                configuration.security.usesControllerAddressResolution = controllerResolution
+                let controller = await world.radio.addDevice()
+                let central = try await Central.open(transport: controller.transport, address: .resolvablePrivate(rotation: .seconds(60)),
+                                                     clock: world.clock, configuration: configuration)
+                let address = DeviceAddress(device.address, type: .public)
+                var p = try await central.connect(address, timeout: .seconds(5))
+                _ = try await p.pair()
+                try await p.disconnect()
+                try await world.clock.sleep(for: .seconds(61))
+                p = try await central.connect(address, timeout: .seconds(5))
+                let c = try await Self.characteristic(Self.signed, on: p)
+                try await p.writeValue(Array("private".utf8), for: c, type: .signedWithoutResponse)
+                let value = try await p.readValue(for: c)
+                XCTAssertEqual(String(decoding: value, as: UTF8.self), "private", "controller resolution \(controllerResolution)")
+                XCTAssertEqual(try peripheralStore.bonds().count, 1)
+                XCTAssertEqual(try peripheralStore.bonds().first?.peerSignCounter, 0)
+                var centrals: [DeviceAddress] = []
+                for await e in events {
+                    if case let .connected(c) = e { centrals.append(c.address) }
+                    if centrals.count == 2 { break }
+                }
+                if !controllerResolution {
+                    XCTAssertNotEqual(centrals.first, centrals.last, "the central came back on a new RPA")
+                    XCTAssertTrue(centrals.allSatisfy { $0.address.randomKind == .resolvablePrivate })
+                }
+                await central.close()
+                await manager.close()
+            }
+        }
+    }
+
     /// A forged signed write from a central that is not bonded, and one signed with the wrong
     /// key by one that is, change nothing on the server.
     func testForgedSignedWritesChangeNothing() async throws {
