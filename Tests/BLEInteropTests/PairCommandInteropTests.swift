@@ -119,4 +119,34 @@ final class PairCommandInteropTests: XCTestCase {
         XCTAssertEqual(logged["bonded"] as? Bool, true)
         central.stop()
     }
+
+    /// Privacy on the command line: after `ble pair` with a Bumble peripheral that advertises with
+    /// a new RPA after each connection, `ble scan` shows it by its identity and `ble read` reaches
+    /// it by that identity, encrypting with the stored bond.
+    func testScanShowsABondedPrivateDeviceByItsIdentityAndReadReachesIt() async throws {
+        let env = try InteropEnvironment.current()
+        let peer = try startPeer("pairing_peer.py", arguments: ["--io", "none", "--privacy", "--irk", "00112233445566778899aabbccddeeff"], environment: env)
+        let first = try await peer.event("advertising", timeout: 30)
+        let rpa = try XCTUnwrap(first.string("address"))
+        let bonds = try bondsDirectory()
+        let pair = try await BLETool.run(["pair", "\(rpa)/random", "--hci", env.rootcanal, "--bonds", bonds, "--json"], timeout: 60)
+        XCTAssertTrue(pair.succeeded, "\(pair)")
+        let paired = try json(try XCTUnwrap(pair.stdout.split(separator: "\n").last))
+        XCTAssertEqual(paired["bonded"] as? Bool, true)
+        let list = try await BLETool.run(["bonds", "--bonds", bonds, "--json"])
+        let bond = try json(try XCTUnwrap(list.stdout.split(separator: "\n").first))
+        let identity = "\(try XCTUnwrap(bond["peer"] as? String))/\(try XCTUnwrap(bond["type"] as? String))"
+        try await peer.event("advertising", timeout: 30) { $0.string("address") != rpa }
+
+        let scan = try await BLETool.run(["scan", "--json", "--timeout", "4", "--name", "BumbleLock", "--hci", env.rootcanal, "--bonds", bonds], timeout: 60)
+        XCTAssertTrue(scan.succeeded, "\(scan)")
+        let lines = try scan.stdout.split(separator: "\n").map(json)
+        let seen = try XCTUnwrap(lines.first { $0["identity"] != nil }, scan.stdout)
+        XCTAssertEqual("\(seen["identity"] as? String ?? "")/\(seen["identityType"] as? String ?? "")", identity)
+
+        let read = try await BLETool.run(["read", identity, Self.encrypted, "--hci", env.rootcanal, "--bonds", bonds], timeout: 60)
+        XCTAssertTrue(read.succeeded, "\(read)")
+        XCTAssertEqual(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\"encrypted\" (9 bytes)")
+        XCTAssertEqual(peer.events.filter { $0.name == "paired" }.count, 1, "no second pairing")
+    }
 }

@@ -31,6 +31,21 @@ final class ScanAndGATTRendererTests: XCTestCase {
         XCTAssertTrue(ScanLines.text(long, now: .seconds(1)).hasPrefix("A very long device n 00:5A:B1"))
     }
 
+    /// A bonded device's RPA is shown with the identity its IRK resolves it to; a bonded device
+    /// heard at its identity (or resolved by the controller) is marked bonded.
+    func testScanLineAndJSONShowABondedDevicesIdentity() {
+        var rpa = Self.beacon
+        rpa.address = DeviceAddress(BDAddress(rawValue: 0x4A_11_22_33_44_55), type: .random)
+        rpa.identity = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_AA), type: .public)
+        XCTAssertTrue(ScanLines.text(rpa, now: .seconds(2)).hasPrefix("(unnamed)            4A:11:22:33:44:55 rnd = 00:1B:DC:00:00:AA pub ?     0.0s"),
+                      ScanLines.text(rpa, now: .seconds(2)))
+        XCTAssertTrue(ScanLines.json(rpa).text.hasPrefix(#"{"address":"4A:11:22:33:44:55","addressType":"random","identity":"00:1B:DC:00:00:AA","identityType":"public","name":null"#),
+                      ScanLines.json(rpa).text)
+        var resolved = Self.hrm
+        resolved.identity = resolved.address
+        XCTAssertTrue(ScanLines.text(resolved, now: .seconds(1)).hasPrefix("HRM                  00:5A:B1:00:00:03 pub bonded -40"), ScanLines.text(resolved, now: .seconds(1)))
+    }
+
     func testScanJSONHasEveryAdvertisedField() {
         XCTAssertEqual(ScanLines.json(Self.hrm).text,
                        #"{"address":"00:5A:B1:00:00:03","addressType":"public","name":"HRM","rssi":-40,"connectable":true,"serviceUUIDs":["180D"],"manufacturerData":null}"#)

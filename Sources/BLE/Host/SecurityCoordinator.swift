@@ -101,6 +101,7 @@ final class SecurityCoordinator {
     /// its place. New identities past `SecuritySettings.maximumBonds` are not stored.
     func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
+        var evicted: Bond?
         if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
             if !replacing && old.securityLevel > bond.securityLevel {
                 host.log("kept the bond of \(bond.peer) (level \(old.securityLevel.rawValue)): a level \(bond.securityLevel.rawValue) pairing does not replace it")
@@ -115,20 +116,28 @@ final class SecurityCoordinator {
             }
             host.log("bond store full: forgetting unauthenticated \(victim.peer) for authenticated \(bond.peer)")
             all.removeAll { $0.peer.sameDevice(as: victim.peer) }
-            _ = try? settings.bondStore?.remove(DeviceAddress(victim.peer.address, type: victim.peer.type.peerType))
+            evicted = victim
         }
+        let previous = all.first { $0.peer.sameDevice(as: bond.peer) }
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
-        cachedBonds = all
-        host.privacy.bondsChanged()
-        guard let store = settings.bondStore else { return true }
-        do {
-            try store.save(bond)
-            return true
-        } catch {
-            host.log("saving the bond of \(bond.peer): \(error)")
-            return false
+        // On disk first: a bond (or a SignCounter) the store could not record is not used
+        // either, so a restart cannot find an older state than this run acted on.
+        if let store = settings.bondStore {
+            do {
+                try store.save(bond)
+            } catch {
+                host.log("saving the bond of \(bond.peer): \(error)")
+                return false
+            }
+            if let evicted { _ = try? store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType)) }
         }
+        cachedBonds = all
+        // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
+        if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
+            host.privacy.bondsChanged()
+        }
+        return true
     }
 
     func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {

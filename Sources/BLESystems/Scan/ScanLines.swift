@@ -3,16 +3,17 @@ import BLE
 /// How `ble scan` shows one device: a table row for people (also the line it prints when stdout
 /// is not a terminal), or one JSON object for programs (`--json`).
 public enum ScanLines {
-    /// Name, address and type (with ` = IDENTITY type` after a bonded device's RPA), RSSI, age (`now` minus when it was last heard) and the
+    /// Name, address and type (with ` = IDENTITY type` after a bonded device's RPA, ` bonded` after its identity), RSSI, age (`now` minus when it was last heard) and the
     /// advertisement's summary, in the columns of `ScanTable`'s header.
     public static func text(_ d: ScannedDevice, now: Duration) -> String {
         let name = NumberText.left(d.advertisement.localName ?? "(unnamed)", 20)
         var shown = "\(d.address.address) \(typeText(d.address.type))"
-        if let identity = d.identity, identity.address != d.address.address {
-            // A bonded device's RPA, and the identity its IRK resolves it to.
-            shown += " = \(identity.address) \(typeText(identity.type))"
+        if let identity = d.identity {
+            // A bonded device's RPA and the identity its IRK resolves it to; or its identity
+            // itself (it advertises with it, or the controller resolved the RPA).
+            shown += identity.address != d.address.address ? " = \(identity.address) \(typeText(identity.type))" : " bonded"
         }
-        let address = NumberText.left(shown, 24)
+        let address = NumberText.left(shown, max(24, shown.count))
         let rssi = NumberText.left(d.rssi.map { "\($0)" } ?? "?", 5)
         let age = NumberText.left(NumberText.seconds(now - d.lastSeen), 5)
         return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)"
