@@ -16,7 +16,7 @@ let bondOptions: [CommandOption] = [
 let pairingOptions = CommandOptionGroup(title: "PAIRING OPTIONS", options: [
     .single("io", value: "CAP", help: "IO capability: none (default), display, yesno, keyboard, keyboard-display"),
     .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal"),
-    .single("confirm", value: "yes|no", help: "the answer to a numeric comparison; else asked on the terminal"),
+    .single("confirm", value: "yes|no", help: "the answer to a numeric comparison; else asked on the terminal (yes accepts any number unseen: the key still counts as authenticated, so use it only where no one can be in the middle)"),
     .flag("legacy", help: "offer LE legacy pairing only (no Secure Connections)"),
     .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing and keys under 16 octets"),
     .flag("mitm", help: "require MITM protection (an authenticated key): Just Works fails"),

@@ -21,13 +21,16 @@ struct ControllerOptions {
     }
 
     /// Opens a central with the bond store and pairing settings. It uses the stored identity
-    /// address when `pairing`, or when `target` is a bonded device (so the peer knows us), unless
-    /// `--public`.
+    /// address when `pairing`, when `target` is a bonded device, or, without a target, when any
+    /// device is bonded (so the peer knows us), unless `--public`.
     func openCentral(target: AddressArgument? = nil, pairing: Bool = false) async throws -> Central {
         let store = try security.bondStore()
         var configuration = HostConfiguration()
         configuration.security = security.settings(store: store)
-        let bonded = target.map { t in ((try? store.bonds()) ?? []).contains { $0.peer.address == t.address || $0.connectionAddress?.address == t.address } } ?? false
+        let bonds = (try? store.bonds()) ?? []
+        // A named target that is bonded; or, for the flows that pick a device from a scan (the
+        // seed systems' centrals), any bond at all, since the device they pick may be one.
+        let bonded = target.map { t in bonds.contains { $0.peer.address == t.address || $0.connectionAddress?.address == t.address } } ?? !bonds.isEmpty
         let address = try security.ownAddress(store: store, identity: pairing || bonded)
         return try await Central.open(transport: Controllers.open(spec: hci, capture: capture), address: address, configuration: configuration)
     }
