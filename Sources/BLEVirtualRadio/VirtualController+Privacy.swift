@@ -55,9 +55,8 @@ extension VirtualController {
                 guard let identity else { break }
                 let peerIRK = try r.readBytes(16)
                 let localIRK = try r.readBytes(16)
-                if let i = resolvingList.firstIndex(where: { $0.identity == identity }) {
-                    // §7.8.38: an identity already listed is an error.
-                    _ = i
+                // §7.8.38: an identity already listed is an error.
+                guard !resolvingList.contains(where: { $0.identity == identity }) else {
                     out.event(complete(op, status: .invalidHCICommandParameters))
                     return out
                 }
