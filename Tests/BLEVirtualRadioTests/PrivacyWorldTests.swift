@@ -183,4 +183,27 @@ final class PrivacyWorldTests: XCTestCase {
             }
         }
     }
+
+    /// A scan that runs for longer than the RPA's lifetime gets new addresses too: the scanner
+    /// pauses for each (LE Set Random Address is refused while it scans) and goes on.
+    func testALongScanWithPrivacyRenewsItsAddress() async throws {
+        try await VirtualWorld.run { world in
+            let device = await world.radio.addDevice()
+            let central = try await Central.open(transport: device.transport, address: .resolvablePrivate(rotation: Self.rotation),
+                                                 clock: world.clock, configuration: Self.configuration(store: InMemoryBondStore(), controllerResolution: false))
+            let scan = Task { for try await _ in central.scan(timeout: .seconds(200)) {} }
+            var seen: [BDAddress] = []
+            for _ in 0..<3 {
+                try await world.clock.sleep(for: .seconds(5))
+                let controller = await world.radio.controller(device.id)
+                seen.append(try XCTUnwrap(controller?.randomAddress))
+                XCTAssertEqual(controller?.isScanning, true, "still scanning")
+                try await world.clock.sleep(for: Self.rotation - .seconds(5))
+            }
+            XCTAssertEqual(Set(seen).count, 3, "a new RPA each lifetime: \(seen)")
+            XCTAssertTrue(seen.allSatisfy { $0.randomKind == .resolvablePrivate })
+            scan.cancel()
+            await central.close()
+        }
+    }
 }

@@ -7,8 +7,8 @@ import BLEWire
 ///
 /// - our own resolvable private address, made from the local identity's IRK and renewed when
 ///   its lifetime ends (LE Set Random Address, which the controller refuses while advertising,
-///   scanning or initiating: a renewal waits for the radio, pausing advertising if that is all
-///   that runs);
+///   scanning or initiating: advertising and scanning pause for it, a connection attempt is
+///   waited for);
 /// - peers' RPAs resolved to the identity of their bond: by the host, with the IRKs of the bond
 ///   store, and by the controller's resolving list when it has one (loaded with every bonded
 ///   IRK in device privacy mode, so a bonded peer that advertises with its identity is still
@@ -18,9 +18,10 @@ import BLEWire
 final class PrivacyCoordinator {
     /// Our RPA's lifetime; nil when privacy is off.
     private(set) var rotation: Duration?
-    /// When our RPA is due for renewal.
+    /// When our RPA is due for renewal; while a due renewal waits (a connection attempt), the
+    /// next try, a second on.
     private(set) var renewAt: Duration?
-    /// The renewal came due while the radio could not take a new address.
+    /// The address's lifetime ended and it has not been replaced yet.
     private var renewalDue = false
     /// RPAs heard, with the identity each resolved to (nil: none of our bonds). Bounded.
     private var resolutions: [BDAddress: DeviceAddress?] = [:]
@@ -35,7 +36,7 @@ final class PrivacyCoordinator {
 
     static let resolutionCacheLimit = 1024
 
-    var nextDeadline: Duration? { renewalDue ? nil : renewAt }
+    var nextDeadline: Duration? { renewAt }
 
     // MARK: - Our address
 
@@ -69,19 +70,22 @@ final class PrivacyCoordinator {
         host.rescheduleTimer()
     }
 
-    /// The RPA's lifetime ended: renew it now if the radio allows, else at its next start.
+    /// The RPA's lifetime ended: renew it now if the radio allows, else try again a second on
+    /// (and before the radio's next start).
     func expire(now: Duration, _ host: isolated HostController) {
-        guard let renewAt, now >= renewAt, !renewalDue else { return }
+        guard let renewAt, now >= renewAt else { return }
         renewalDue = true
+        self.renewAt = now + .seconds(1)
         host.rescheduleTimer()
         host.spawn("renewing the resolvable private address") {
             await host.run { await $0.privacy.renewIdle($0) }
         }
     }
 
-    /// Renews while nothing but (possibly) advertising runs; advertising is paused around it.
+    /// Renews unless a connection attempt runs (it renews before the next one); advertising and
+    /// scanning are paused around it, so a long scan or advertising run gets new addresses too.
     private func renewIdle(_ host: isolated HostController) async {
-        guard renewalDue, !host.scanning.isRadioEnabled, !host.connections.isInitiating else { return }
+        guard renewalDue, !host.connections.isInitiating else { return }
         let advertising = host.advertising.isEnabled
         if advertising {
             do { try await host.advertising.pause(host) } catch {
@@ -89,7 +93,7 @@ final class PrivacyCoordinator {
                 return
             }
         }
-        await renewIfDue(host)
+        await host.scanning.withRadioPaused(host) { await $0.privacy.renewIfDue($0) }
         if advertising { await host.advertising.resume(host) }
     }
 

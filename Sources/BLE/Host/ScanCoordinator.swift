@@ -94,6 +94,34 @@ final class ScanCoordinator {
         }
     }
 
+    /// Runs `body` with the controller's scanner off for a moment, and on again after it if the
+    /// scan still runs (a new RPA: LE Set Random Address is refused while scanning, Vol 4 Part E
+    /// §7.8.4). Scans starting meanwhile wait for it.
+    func withRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
+        guard radioEnabled, let id = scanner.runningID, host.failure == nil else {
+            await body(host)
+            return
+        }
+        radioBusy += 1
+        do {
+            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            radioEnabled = false
+            await body(host)
+            if scanner.runningID == id {
+                try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
+                radioEnabled = true
+            }
+        } catch {
+            host.log("pausing the scan for a new RPA: \(error)")
+        }
+        radioBusy -= 1
+        if radioBusy == 0 {
+            let waiters = idleWaiters
+            idleWaiters = []
+            waiters.forEach { $0.resume() }
+        }
+    }
+
     private func waitForIdleRadio(_ host: isolated HostController) async {
         guard radioBusy > 0 else { return }
         await withCheckedContinuation(isolation: host) { idleWaiters.append($0) }
