@@ -10,9 +10,22 @@ private let temporaryCounter = Atomic<UInt64>(0)
 
 /// Why a private file could not be read or written: the path and the errno text.
 public struct PrivateFileError: Error, Sendable, CustomStringConvertible {
+    /// The file or directory concerned.
     public let path: String
+    /// What went wrong with it: the call and its errno text, or why it was refused.
     public let message: String
+    /// `path: message`.
     public var description: String { "\(path): \(message)" }
+}
+
+/// A private file's bytes, and what `PrivateFiles.read` had to tighten to read it (a file or its
+/// directory that group or others could reach), each said in a sentence for the caller to report.
+public struct PrivateFileContents: Sendable, Equatable {
+    /// The file's bytes.
+    public var bytes: [UInt8]
+    /// One line per mode tightened, e.g. `DIR/NAME: mode 0644 had group/other bits, tightened to 0600`;
+    /// empty when file and directory were private already.
+    public var tightened: [String]
 }
 
 /// Small files only their owner may read (keys, bonds), written so that a crash at any moment
@@ -24,17 +37,54 @@ public enum PrivateFiles {
     public static let maximumSize = 64 * 1024
 
     /// Creates `path` (and missing parents) as a 0700 directory, or tightens an existing one
-    /// that is ours to 0700.
-    public static func ensureDirectory(_ path: String) throws(PrivateFileError) {
+    /// that is ours to 0700 and says so (the returned lines, empty when it was private already).
+    /// Refuses a directory another user owns: whoever owns it can read or replace every file
+    /// in it.
+    @discardableResult
+    public static func ensureDirectory(_ path: String) throws(PrivateFileError) -> [String] {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw failure(prefix, "mkdir") }
         }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOTDIR { throw PrivateFileError(path: path, message: "not a directory") }
+            throw failure(path, "open")
+        }
+        defer { _ = close(fd) }
+        return try checkDirectory(fd, path)
+    }
+
+    /// Refuses the open directory `fd` unless this user owns it; tightens it to 0700 when group
+    /// or others have any permission on it, and says so.
+    private static func checkDirectory(_ fd: Int32, _ path: String) throws(PrivateFileError) -> [String] {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw failure(path, "stat") }
+        guard fstat(fd, &info) == 0 else { throw failure(path, "fstat") }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw PrivateFileError(path: path, message: "not a directory") }
-        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 { throw failure(path, "chmod") }
+        try checkOwner(info, path)
+        return try tighten(fd, info, to: 0o700, path)
+    }
+
+    /// Refuses a file or directory this user (the effective user) does not own.
+    private static func checkOwner(_ info: stat, _ path: String) throws(PrivateFileError) {
+        let me = geteuid()
+        guard info.st_uid == me else {
+            throw PrivateFileError(path: path, message: "owned by uid \(info.st_uid), not by this user (uid \(me)): refused")
+        }
+    }
+
+    /// fchmods `fd` to `mode` when group or others have any permission bit, and says so.
+    private static func tighten(_ fd: Int32, _ info: stat, to mode: mode_t, _ path: String) throws(PrivateFileError) -> [String] {
+        let old = info.st_mode & 0o7777
+        guard old & 0o077 != 0 else { return [] }
+        guard fchmod(fd, mode) == 0 else { throw failure(path, "fchmod") }
+        return ["\(path): mode \(octal(old)) had group/other bits, tightened to \(octal(mode))"]
+    }
+
+    private static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     /// Replaces the file at `directory/name` with `bytes`, atomically and durably.
@@ -78,18 +128,30 @@ public enum PrivateFiles {
     }
 
     /// The bytes of `directory/name`, or nil when there is no such file. Refuses a file that is
-    /// not a regular file or is larger than `maximumSize`.
-    public static func read(directory: String, name: String) throws(PrivateFileError) -> [UInt8]? {
+    /// not a regular file, is larger than `maximumSize`, or that this user does not own (nor
+    /// reads anything from a directory another user owns). A file that group or others may
+    /// access is tightened to 0600, its directory likewise to 0700, and the result says so in
+    /// `tightened` for the caller to report: until then the secret may have been read.
+    public static func read(directory: String, name: String) throws(PrivateFileError) -> PrivateFileContents? {
         let path = directory + "/" + name
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir < 0 {
+            if errno == ENOENT { return nil }
+            throw failure(directory, "open")
+        }
+        defer { _ = close(dir) }
+        let fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
             throw failure(path, "open")
         }
         defer { _ = close(fd) }
+        var tightened = try checkDirectory(dir, directory)
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure(path, "fstat") }
         guard info.st_mode & S_IFMT == S_IFREG else { throw PrivateFileError(path: path, message: "not a regular file") }
+        try checkOwner(info, path)
+        tightened += try tighten(fd, info, to: 0o600, path)
         guard info.st_size <= maximumSize else { throw PrivateFileError(path: path, message: "larger than \(maximumSize) bytes") }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -101,7 +163,7 @@ public enum PrivateFiles {
             out += buffer[0..<n]
             guard out.count <= maximumSize else { throw PrivateFileError(path: path, message: "larger than \(maximumSize) bytes") }
         }
-        return out
+        return PrivateFileContents(bytes: out, tightened: tightened)
     }
 
     /// Removes the temporary files that writers killed mid-write left in `directory`

@@ -91,8 +91,11 @@ struct SecurityOptions {
         return try DirectoryBondStore(directory: bondsDirectory)
     }
 
-    /// The host's security settings, with `agent` answering the user's questions.
-    func settings(store: any BondStore, show: @escaping @Sendable (String) -> Void = { standardError($0) }) -> SecuritySettings {
+    /// The host's security settings, with `agent` answering the user's questions through
+    /// `prompts` (the process's one queue of questions on stdin by default; nil when there is
+    /// no terminal to ask on, e.g. stdin carries data).
+    func settings(store: any BondStore, prompts: LinePrompts? = .standardInput,
+                  show: @escaping @Sendable (String) -> Void = { standardError($0) }) -> SecuritySettings {
         var s = SecuritySettings()
         s.pairing.ioCapability = io
         s.pairing.mitm = mitm
@@ -102,7 +105,8 @@ struct SecurityOptions {
         s.pairing.displayedPasskey = passkey
         if secureConnectionsOnly { s.pairing.minimumKeySize = 16 }
         s.bondStore = store
-        s.agent = CommandLinePairingAgent(passkey: passkey, confirm: confirm, show: show)
+        s.agent = CommandLinePairingAgent(passkey: passkey, confirm: confirm, interactive: prompts != nil && TerminalScreen.isStandardInput,
+                                          show: show, prompts: prompts ?? .standardInput)
         s.raisesSecurityOnDemand = raisesSecurity
         return s
     }

@@ -103,8 +103,8 @@ final class GATTServerRobustnessTests: XCTestCase {
                 if pdu.count >= 3 && rng.next() % 2 == 0 { pdu[1] = UInt8(rng.next() % 48); pdu[2] = 0 }
                 check(&h, pdu)
                 if rng.next() % 50 == 0 {
-                    _ = h.server.notify(valueHandle: 0x16, value: pdu)
-                    _ = h.server.indicate(valueHandle: 0x16, value: pdu, id: rng.next(), now: h.now)
+                    _ = h.notify(valueHandle: 0x16, value: pdu)
+                    _ = h.indicate(valueHandle: 0x16, value: pdu, id: rng.next(), now: h.now)
                     _ = h.server.nextOutgoing()
                     h.absorb(h.server.expire(now: h.now))
                 }

@@ -65,6 +65,16 @@ struct GATTServerHarness {
         }
     }
 
+    /// Notifies through the server with the harness's database and link security.
+    mutating func notify(valueHandle: UInt16, value: [UInt8]) -> UpdateResult {
+        server.notify(valueHandle: valueHandle, value: value, database: database, security: security)
+    }
+
+    /// Indicates through the server with the harness's database and link security.
+    mutating func indicate(valueHandle: UInt16, value: [UInt8], id: UInt64, now: Duration) -> UpdateResult {
+        server.indicate(valueHandle: valueHandle, value: value, id: id, now: now, database: database, security: security)
+    }
+
     /// Runs a script (see the type's comment).
     mutating func run(_ script: [String], file: StaticString = #filePath, line: UInt = #line) {
         for (index, text) in script.enumerated() {

@@ -9,29 +9,29 @@ final class GATTServerUpdateTests: XCTestCase {
     /// cut to ATT_MTU − 3.
     func testGAN_BV01_NotifyWhileSubscribed() {
         var h = GATTServerHarness()
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
         XCTAssertNil(h.server.nextOutgoing())
         h.run(["C: 12 1700 0100", "S: 13"])
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [1, 2]), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: GATTServerFixture.longValue), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [1, 2]), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: GATTServerFixture.longValue), .queued)
         XCTAssertEqual(h.server.nextOutgoing()?.hexString, "1b16000102")
         XCTAssertEqual(h.server.nextOutgoing()?.hexString, "1b1600" + GATTServerFixture.longValue[0..<20].map { $0 }.hexString)
         XCTAssertNil(h.server.nextOutgoing())
         // Indications are not enabled; another characteristic is not subscribed.
-        XCTAssertEqual(h.server.indicate(valueHandle: 0x16, value: [1], id: 1, now: .zero), .notSubscribed)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x25, value: [1]), .notSubscribed)
+        XCTAssertEqual(h.indicate(valueHandle: 0x16, value: [1], id: 1, now: .zero), .notSubscribed)
+        XCTAssertEqual(h.notify(valueHandle: 0x25, value: [1]), .notSubscribed)
         h.run(["C: 12 1700 0000", "S: 13"])
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
     }
 
     /// The bounded queue: full → `.queueFull`, then one `.readyToUpdate` once there is room.
     func testGAN_QueueFullThenReady() {
         var h = GATTServerHarness(server: ATTServer(notificationQueueLimit: 2))
         h.run(["C: 12 1700 0100", "S: 13"])
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [1]), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [2]), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [3]), .queueFull)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [3]), .queueFull)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [1]), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [2]), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [3]), .queueFull)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [3]), .queueFull)
         XCTAssertEqual(h.server.takeEvents(), [])
         XCTAssertEqual(h.server.nextOutgoing()?.hexString, "1b160001")
         XCTAssertEqual(h.server.takeEvents(), [.readyToUpdate])
@@ -39,9 +39,9 @@ final class GATTServerUpdateTests: XCTestCase {
         XCTAssertEqual(h.server.takeEvents(), [])
         XCTAssertNil(h.server.nextOutgoing())
         // A ready signal not taken explicitly rides on the next call that returns actions.
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [4]), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [5]), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [6]), .queueFull)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [4]), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [5]), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [6]), .queueFull)
         XCTAssertNotNil(h.server.nextOutgoing())
         XCTAssertEqual(h.server.expire(now: .seconds(1)), [.readyToUpdate])
     }
@@ -51,9 +51,9 @@ final class GATTServerUpdateTests: XCTestCase {
     func testGAI_BV01_IndicationConfirmation() {
         var h = GATTServerHarness()
         h.run(["C: 12 1700 0300", "S: 13"])
-        XCTAssertEqual(h.server.indicate(valueHandle: 0x16, value: [7], id: 70, now: .seconds(1)), .queued)
-        XCTAssertEqual(h.server.indicate(valueHandle: 0x16, value: [8], id: 80, now: .seconds(1)), .queued)
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [9]), .queued)
+        XCTAssertEqual(h.indicate(valueHandle: 0x16, value: [7], id: 70, now: .seconds(1)), .queued)
+        XCTAssertEqual(h.indicate(valueHandle: 0x16, value: [8], id: 80, now: .seconds(1)), .queued)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [9]), .queued)
         XCTAssertTrue(h.server.hasOutgoing)
         XCTAssertEqual(h.server.nextOutgoing(now: .seconds(2))?.hexString, "1d160007")
         XCTAssertEqual(h.server.nextDeadline, .seconds(32))
@@ -77,8 +77,8 @@ final class GATTServerUpdateTests: XCTestCase {
     func testGAI_IndicationTimeoutClosesBearer() {
         var h = GATTServerHarness()
         h.run(["C: 12 1700 0200", "S: 13"])
-        XCTAssertEqual(h.server.indicate(valueHandle: 0x16, value: [1], id: 1, now: .seconds(1)), .queued)
-        XCTAssertEqual(h.server.indicate(valueHandle: 0x16, value: [2], id: 2, now: .seconds(1)), .queued)
+        XCTAssertEqual(h.indicate(valueHandle: 0x16, value: [1], id: 1, now: .seconds(1)), .queued)
+        XCTAssertEqual(h.indicate(valueHandle: 0x16, value: [2], id: 2, now: .seconds(1)), .queued)
         XCTAssertNotNil(h.server.nextOutgoing(now: .seconds(1)))
         XCTAssertEqual(h.server.nextDeadline, .seconds(31))
         XCTAssertEqual(h.server.expire(now: .seconds(30)), [])
@@ -86,7 +86,7 @@ final class GATTServerUpdateTests: XCTestCase {
         XCTAssertTrue(h.server.isClosed)
         XCTAssertNil(h.server.nextDeadline)
         XCTAssertNil(h.server.nextOutgoing())
-        XCTAssertEqual(h.server.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
+        XCTAssertEqual(h.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
         h.run(["C: 0a 1000", "C: 1e"])
     }
 
@@ -100,7 +100,7 @@ final class GATTServerUpdateTests: XCTestCase {
         var value = ByteWriter()
         value.u16(range.lowerBound)
         value.u16(range.upperBound)
-        XCTAssertEqual(h.server.indicate(valueHandle: h.database.serviceChangedHandle, value: value.bytes, id: 9, now: .zero), .queued)
+        XCTAssertEqual(h.indicate(valueHandle: h.database.serviceChangedHandle, value: value.bytes, id: 9, now: .zero), .queued)
         XCTAssertEqual(h.server.nextOutgoing()?.hexString, "1d08002f002f00")
     }
 
@@ -117,8 +117,8 @@ final class GATTServerUpdateTests: XCTestCase {
         XCTAssertEqual(a.cccd(valueHandle: 0x16), 1)
         XCTAssertEqual(b.cccd(valueHandle: 0x16), 0)
         XCTAssertEqual(b.receive([0x0A, 0x17, 0x00], database: &db, security: .none, now: .zero), [.send([0x0B, 0x00, 0x00])])
-        XCTAssertEqual(a.notify(valueHandle: 0x16, value: [1]), .queued)
-        XCTAssertEqual(b.notify(valueHandle: 0x16, value: [1]), .notSubscribed)
+        XCTAssertEqual(a.notify(valueHandle: 0x16, value: [1], database: db, security: .none), .queued)
+        XCTAssertEqual(b.notify(valueHandle: 0x16, value: [1], database: db, security: .none), .notSubscribed)
         _ = a.receive([0x12, 0x10, 0x00, 0x41], database: &db, security: .none, now: .zero)
         XCTAssertEqual(b.receive([0x0A, 0x10, 0x00], database: &db, security: .none, now: .zero), [.send([0x0B, 0x41])])
         // A bonded client's CCCDs carry over to a new connection.

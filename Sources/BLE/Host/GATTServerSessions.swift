@@ -60,9 +60,12 @@ final class GATTServerSessions {
         let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
         let t = host.now
         for handle in host.connections.links.handles {
-            guard let link = host.connections.links[handle], link.server.cccd(valueHandle: scHandle) & 0x0002 != 0 else { continue }
+            guard let link = host.connections.links[handle],
+                  link.server.deliverableSubscription(valueHandle: scHandle, database: database, security: link.security) & 0x0002 != 0 else { continue }
             let id = host.makeToken()
-            host.connections.links.withLink(handle) { _ = $0.server.indicate(valueHandle: scHandle, value: value, id: id, now: t) }
+            host.connections.links.withLink(handle) {
+                _ = $0.server.indicate(valueHandle: scHandle, value: value, id: id, now: t, database: database, security: $0.security)
+            }
             pumpNotifications(handle: handle, host)
         }
     }
@@ -267,13 +270,16 @@ final class GATTServerSessions {
     /// given ones), as CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`, and stores it
     /// when the server keeps this value, so a later read returns what was last sent. All or
     /// nothing: if any target central's queue is full, nothing is queued anywhere (so sending
-    /// again after the ready signal never duplicates a value for the others).
+    /// again after the ready signal never duplicates a value for the others). A central whose
+    /// link's current security could not read the value counts as not subscribed
+    /// (`ATTServer.deliverableSubscription`).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
         // Read through `host.connections.links` each time, never a local copy of the table: a
         // copy alive while `withLink` mutates a link would copy its server's queues.
         let targets = host.connections.links.handles.filter { handle in
             guard let link = host.connections.links[handle] else { return false }
-            return (centrals?.contains(link.id) ?? true) && link.server.cccd(valueHandle: valueHandle) != 0
+            return (centrals?.contains(link.id) ?? true)
+                && link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0
         }
         let full = targets.filter { host.connections.links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
         if !full.isEmpty {
@@ -287,10 +293,14 @@ final class GATTServerSessions {
             guard let notifies = host.connections.links[handle].map({ $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
             let result: UpdateResult?
             if notifies {
-                result = host.connections.links.withLink(handle) { $0.server.notify(valueHandle: valueHandle, value: value) }
+                result = host.connections.links.withLink(handle) {
+                    $0.server.notify(valueHandle: valueHandle, value: value, database: database, security: $0.security)
+                }
             } else {
                 let id = host.makeToken()
-                result = host.connections.links.withLink(handle) { $0.server.indicate(valueHandle: valueHandle, value: value, id: id, now: t) }
+                result = host.connections.links.withLink(handle) {
+                    $0.server.indicate(valueHandle: valueHandle, value: value, id: id, now: t, database: database, security: $0.security)
+                }
                 if case .queued = result { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle) }
             }
             if case .queued = result { queued += 1 }

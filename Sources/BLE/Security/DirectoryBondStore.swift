@@ -6,19 +6,25 @@ import Synchronization
 /// `$XDG_DATA_HOME/ble/bonds`): one file per peer named by its identity address
 /// (`C0-11-22-33-44-55-random.bond`), and `identity` for this host's own keys. Each write is
 /// atomic and durable (`PrivateFiles`), so a process killed at any moment leaves every bond old or
-/// new; files are 0600 in a 0700 directory. A file that does not parse is reported by
-/// `problems()` and skipped.
+/// new; files are 0600 in a 0700 directory. A file that does not parse, or that another user
+/// owns, is reported by `problems()` and skipped; a file or the directory found open to group or
+/// others is tightened (0600, 0700) and that is reported too, since its keys may have been read.
 public final class DirectoryBondStore: BondStore {
     /// The directory holding the `*.bond` files and the `identity` file.
     public let directory: String
     private let reported = Mutex<[String]>([])
+    /// What was tightened outside `bonds()` (the directory when opened, the identity file),
+    /// reported by every `problems()` call from then on.
+    private let notices = Mutex<[String]>([])
     private let identityLock = Mutex<LocalIdentity?>(nil)
 
-    /// Opens (creating it 0700 if needed) the store in `directory`.
+    /// Opens (creating it 0700 if needed) the store in `directory`. Refuses a directory another
+    /// user owns; tightens one that group or others can reach to 0700 (reported by `problems()`).
     public init(directory: String) throws {
         self.directory = directory
         do {
-            try PrivateFiles.ensureDirectory(directory)
+            let tightened = try PrivateFiles.ensureDirectory(directory)
+            notices.withLock { $0 += tightened }
             try PrivateFiles.removeStaleTemporaries(directory)
         } catch {
             throw BLEError.invalidArgument("bonds directory \(error)")
@@ -40,8 +46,9 @@ public final class DirectoryBondStore: BondStore {
         String("\(peer.address)".map { $0 == ":" ? "-" : $0 }) + "-\(peer.type.peerType)" + suffix
     }
 
-    /// Reads every `*.bond` file. A file that does not parse, or whose bond names a peer other than
-    /// its file name, is skipped and reported by `problems()`.
+    /// Reads every `*.bond` file. A file that does not parse, that another user owns, or whose
+    /// bond names a peer other than its file name, is skipped and reported by `problems()`; one
+    /// whose mode let group or others read it is tightened to 0600, used, and reported.
     public func bonds() throws -> [Bond] {
         var found: [Bond] = []
         var problems: [String] = []
@@ -49,8 +56,9 @@ public final class DirectoryBondStore: BondStore {
         do { names = try PrivateFiles.list(directory) } catch { throw BLEError.invalidArgument("bonds directory \(error)") }
         for name in names where name.hasSuffix(Self.suffix) && !name.hasPrefix(".") {
             do {
-                guard let bytes = try PrivateFiles.read(directory: directory, name: name) else { continue }
-                let bond = try BondFileFormat.decodeBond(String(decoding: bytes, as: UTF8.self))
+                guard let contents = try PrivateFiles.read(directory: directory, name: name) else { continue }
+                problems += contents.tightened
+                let bond = try BondFileFormat.decodeBond(String(decoding: contents.bytes, as: UTF8.self))
                 guard Self.fileName(for: bond.peer) == name else {
                     problems.append("\(name): names \(bond.peer), skipped")
                     continue
@@ -81,13 +89,16 @@ public final class DirectoryBondStore: BondStore {
     }
 
     /// The identity in the `identity` file; generated and written on first use. A corrupt
-    /// identity file is an error, not replaced: bonded peers know us by it.
+    /// identity file, or one another user owns, is an error, not replaced: bonded peers know us
+    /// by it. One that group or others could read is tightened to 0600 and reported by
+    /// `problems()`.
     public func localIdentity() throws -> LocalIdentity {
         try identityLock.withLock { cached in
             if let cached { return cached }
             do {
-                if let bytes = try PrivateFiles.read(directory: directory, name: Self.identityFile) {
-                    let identity = try BondFileFormat.decodeIdentity(String(decoding: bytes, as: UTF8.self))
+                if let contents = try PrivateFiles.read(directory: directory, name: Self.identityFile) {
+                    notices.withLock { $0 += contents.tightened }
+                    let identity = try BondFileFormat.decodeIdentity(String(decoding: contents.bytes, as: UTF8.self))
                     cached = identity
                     return identity
                 }
@@ -103,6 +114,7 @@ public final class DirectoryBondStore: BondStore {
         }
     }
 
-    /// The files the last `bonds()` call skipped, each with why.
-    public func problems() -> [String] { reported.withLock { $0 } }
+    /// What was tightened when the store opened and when the identity was read, then the files
+    /// the last `bonds()` call skipped or tightened, each with why.
+    public func problems() -> [String] { notices.withLock { $0 } + reported.withLock { $0 } }
 }

@@ -54,8 +54,16 @@ extension ATTServer {
 
     /// Why `attribute` cannot be read on this link, nil if it can.
     static func readError(_ attribute: GATTAttribute, _ security: LinkSecurity) -> ATTErrorCode? {
+        guard attribute.permissions.isReadable else { return .readNotPermitted }
+        return readSecurityError(attribute, security)
+    }
+
+    /// What this link's security lacks for reading `attribute` (its encryption, authentication
+    /// and authorization requirements), nil if nothing; whether the attribute is readable at
+    /// all is not asked. Notifications and indications of a value are judged by this, so a
+    /// notify-only value (no read permission) can still be notified.
+    static func readSecurityError(_ attribute: GATTAttribute, _ security: LinkSecurity) -> ATTErrorCode? {
         let p = attribute.permissions
-        guard p.isReadable else { return .readNotPermitted }
         return securityError(encryption: p.contains(.readEncrypted), authentication: p.contains(.readAuthenticated),
                              authorization: p.contains(.readAuthorized), security)
     }

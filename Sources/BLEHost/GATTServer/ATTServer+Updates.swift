@@ -8,11 +8,26 @@ import BLEWire
 // overtake an indication that waits for the previous one's confirmation (§3.3.2: notification
 // flow is independent of indications); each kind keeps its own order.
 extension ATTServer {
+    /// The CCCD bits of `valueHandle` that may be served on this link now: the client's
+    /// configuration, or 0 when the link's current `security` does not pass the value's read
+    /// requirements (encryption, authentication, key size, authorization). No one gets by
+    /// notification or indication what they could not read: a CCCD restored from a bond before
+    /// the link is encrypted again, or written while the peer was authorized, counts as not
+    /// subscribed until the link meets the value's requirements again (Vol 3 Part G §3.3.3.3
+    /// leaves the CCCD's own permissions to the profile; Vol 3 Part C §10.3.1, §10.5).
+    public func deliverableSubscription(valueHandle: UInt16, database: GATTServerDatabase, security: LinkSecurity) -> UInt16 {
+        let bits = cccd(valueHandle: valueHandle)
+        guard bits != 0, let value = database.attribute(at: valueHandle),
+              Self.readSecurityError(value, security) == nil else { return 0 }
+        return bits
+    }
+
     /// Queues a notification of `value` (cut to ATT_MTU − 3, §3.4.7.1) if the client enabled
-    /// notifications in this characteristic's CCCD.
-    public mutating func notify(valueHandle: UInt16, value: [UInt8]) -> UpdateResult {
+    /// notifications in this characteristic's CCCD and the link's current `security` lets it
+    /// read the value (`deliverableSubscription`); otherwise `.notSubscribed`.
+    public mutating func notify(valueHandle: UInt16, value: [UInt8], database: GATTServerDatabase, security: LinkSecurity) -> UpdateResult {
         guard !isClosed else { return .notSubscribed }
-        guard cccd(valueHandle: valueHandle) & 0x0001 != 0 else { return .notSubscribed }
+        guard deliverableSubscription(valueHandle: valueHandle, database: database, security: security) & 0x0001 != 0 else { return .notSubscribed }
         guard outgoing.count < notificationQueueLimit else {
             readyPending = true
             return .queueFull
@@ -23,12 +38,15 @@ extension ATTServer {
     }
 
     /// Queues an indication of `value` (cut to ATT_MTU − 3, §3.4.7.2) if the client enabled
-    /// indications. Only one indication is outstanding at a time: the next leaves the queue
-    /// after the confirmation. `id` comes back in `.indicationConfirmed` or `.indicationTimedOut`.
-    public mutating func indicate(valueHandle: UInt16, value: [UInt8], id: UInt64, now: Duration) -> UpdateResult {
+    /// indications and the link's current `security` lets it read the value
+    /// (`deliverableSubscription`); otherwise `.notSubscribed`. Only one indication is
+    /// outstanding at a time: the next leaves the queue after the confirmation. `id` comes back
+    /// in `.indicationConfirmed` or `.indicationTimedOut`.
+    public mutating func indicate(valueHandle: UInt16, value: [UInt8], id: UInt64, now: Duration,
+                                  database: GATTServerDatabase, security: LinkSecurity) -> UpdateResult {
         clock = max(clock, now)
         guard !isClosed else { return .notSubscribed }
-        guard cccd(valueHandle: valueHandle) & 0x0002 != 0 else { return .notSubscribed }
+        guard deliverableSubscription(valueHandle: valueHandle, database: database, security: security) & 0x0002 != 0 else { return .notSubscribed }
         guard outgoing.count < notificationQueueLimit else {
             readyPending = true
             return .queueFull

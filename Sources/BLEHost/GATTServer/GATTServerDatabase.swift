@@ -239,13 +239,16 @@ public struct GATTServerDatabase: Sendable {
     }
 
     /// A CCCD is readable and writable by anyone (Vol 3 Part G §3.3.3.3 leaves its write
-    /// permissions to the profile); subscribing to a value that needs encryption or
-    /// authentication to read needs the same, so no one gets by notification what they could not
-    /// read.
+    /// permissions to the profile); subscribing to a value that needs encryption,
+    /// authentication or authorization to read needs the same (a refused subscription answers
+    /// as the value's read would), so no one gets by notification what they could not read.
+    /// The send side checks again (`ATTServer.deliverableSubscription`): a link's security can
+    /// fall after the subscription, and bonded subscriptions are restored.
     static func cccdPermissions(for value: AttributePermissions) -> AttributePermissions {
         var p: AttributePermissions = [.read, .write]
         if value.contains(.readEncrypted) { p.insert(.writeEncrypted) }
         if value.contains(.readAuthenticated) { p.insert(.writeAuthenticated) }
+        if value.contains(.readAuthorized) { p.insert(.writeAuthorized) }
         return p
     }
 

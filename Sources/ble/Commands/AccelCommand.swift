@@ -62,7 +62,7 @@ struct AccelCommand: BLECommand {
         while true {
             print("connect to which device? [1-\(candidates.count), Enter = 1] ", terminator: "")
             flushOutput()
-            guard let answer = try await readLineFromStandardInput() else { throw AccelerometerCentralError.notPicked }
+            guard let answer = try await readLineFromStandardInput(about: "which device to connect to") else { throw AccelerometerCentralError.notPicked }
             if let index = AccelerometerDeviceChoice.parsePick(answer, count: candidates.count) { return candidates[index] }
             print("'\(answer)' is not one of 1-\(candidates.count)")
         }

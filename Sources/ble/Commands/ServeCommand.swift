@@ -84,26 +84,32 @@ struct ServeCommand: BLECommand {
 
     private func serve<P: ServeProfile>(_ type: P.Type) async throws {
         let log = ServeLog(json: json)
+        var instance = P()
+        do {
+            try instance.configure(ServeProfileOptions(source: arguments.option("source"), files: arguments.option("files")))
+        } catch let refused as ServeOptionError {
+            throw UsageError(refused.description)
+        }
+        // Stdin has one reader: the profile's (`--source -`, and then nothing is asked), or the
+        // terminal's keys, which answer pairing questions while one waits and are commands
+        // otherwise. No other reader may take the answers.
+        let keyboard = instance.usesStandardInput ? nil : KeyboardKeys()
+        defer { keyboard?.restore() }
+        let prompts = LinePrompts()
         let security = controller.security
         let store = try security.bondStore()
         var configuration = HostConfiguration()
-        configuration.security = security.settings(store: store) { text in
+        configuration.security = security.settings(store: store, prompts: keyboard == nil ? nil : prompts) { text in
             log.line("pairingPrompt", [("text", .string(text))], text: text)
         }
         let own = try address ?? security.ownAddress(store: store, identity: security.bondsNamed)
         let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture), name: deviceName,
                                                        address: own, configuration: configuration)
         let events = await manager.events
-        var instance = P()
         let (data, response) = instance.advertisement(name: deviceName)
         let advertising = AdvertisingSwitch(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
                                             wanted: advertise)
         do {
-            do {
-                try instance.configure(ServeProfileOptions(source: arguments.option("source"), files: arguments.option("files")))
-            } catch let refused as ServeOptionError {
-                throw UsageError(refused.description)
-            }
             try await instance.install(on: manager)
             if advertise { try await advertising.start() }
         } catch {
@@ -117,8 +123,6 @@ struct ServeCommand: BLECommand {
         if !advertise { log.line("advertising", [("enabled", .bool(false))], text: "not advertising (--no-advertise)") }
         let profile = instance
         let limit = duration
-        let keyboard = profile.usesStandardInput ? nil : KeyboardKeys()
-        defer { keyboard?.restore() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events { log.log(event) }
@@ -131,7 +135,13 @@ struct ServeCommand: BLECommand {
             }
             if let keyboard {
                 log.line("keys", [("toggleAdvertising", .string("a"))], text: "press 'a' to switch advertising off and on")
-                group.addTask { await advertising.toggle(on: keyboard.keys, log: log) }
+                group.addTask {
+                    let (commands, sink) = AsyncStream<UInt8>.makeStream()
+                    await withTaskGroup(of: Void.self) { keys in
+                        keys.addTask { await routeKeys(keyboard.keys, prompts: prompts, commands: sink) }
+                        keys.addTask { await advertising.toggle(on: commands, log: log) }
+                    }
+                }
             }
             // The first of: an interrupt, the duration, or the controller going away.
             group.addTask {
@@ -150,6 +160,23 @@ struct ServeCommand: BLECommand {
     }
 }
 
+
+/// Hands the terminal's keys to the current pairing question while one waits (a line, echoed on
+/// stderr), and to `commands` otherwise; at the end of stdin the questions get no more answers.
+private func routeKeys(_ keys: AsyncStream<UInt8>, prompts: LinePrompts, commands: AsyncStream<UInt8>.Continuation) async {
+    var line = TerminalKeyLine()
+    for await byte in keys {
+        for output in line.take(byte, turn: prompts.turn) {
+            switch output {
+            case let .key(key): commands.yield(key)
+            case let .echo(text): _ = text.withCString { write(2, $0, strlen($0)) }
+            case let .line(text, turn): prompts.deliver(text, turn: turn)
+            }
+        }
+    }
+    prompts.deliver(nil)
+    commands.finish()
+}
 
 extension AdvertisingSwitch {
     /// Toggles on each `a` until the keys end. A failure is logged, not fatal.
