@@ -191,7 +191,9 @@ final class PrivacyWorldTests: XCTestCase {
             let device = await world.radio.addDevice()
             let central = try await Central.open(transport: device.transport, address: .resolvablePrivate(rotation: Self.rotation),
                                                  clock: world.clock, configuration: Self.configuration(store: InMemoryBondStore(), controllerResolution: false))
-            let scan = Task { for try await _ in central.scan(timeout: .seconds(200)) {} }
+            // On the world's executor, so virtual time waits for it (an unstructured task does
+            // not inherit the executor preference).
+            let scan = Task(executorPreference: world.clock.taskExecutor) { for try await _ in central.scan(timeout: .seconds(200)) {} }
             var seen: [BDAddress] = []
             for _ in 0..<3 {
                 try await world.clock.sleep(for: .seconds(5))
