@@ -209,3 +209,36 @@ final class PrivacyWorldTests: XCTestCase {
         }
     }
 }
+
+extension PrivacyWorldTests {
+    /// Second review: a bond removed while the peripheral keeps advertising leaves the
+    /// controller's resolving list at once, so that central's next connection is no longer
+    /// reported by the identity it had (it comes as the RPA it uses).
+    func testARemovedBondLeavesTheResolvingListWhileAdvertising() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await Self.rig(world, peripheralPrivacy: false, centralPrivacy: true, controllerResolution: true)
+            let events = await rig.manager.events
+            let lock = try await Self.findLock(rig.central)
+            _ = try await Self.bond(rig, at: lock.address)
+            let centralIdentity = try rig.centralStore.localIdentity()
+            // Reconnect while bonded: the controller resolves the central's RPA to its identity.
+            var p = try await rig.central.connect(lock.address, timeout: .seconds(5))
+            try await p.disconnect()
+            let removed = try await rig.manager.removeBond(DeviceAddress(centralIdentity.address, type: .random))
+            XCTAssertTrue(removed)
+            try await world.clock.sleep(for: .seconds(1))
+            p = try await rig.central.connect(lock.address, timeout: .seconds(5))
+            try await p.disconnect()
+            var centrals: [DeviceAddress] = []
+            for await e in events {
+                if case let .connected(c) = e { centrals.append(c.address) }
+                if centrals.count == 3 { break }
+            }
+            XCTAssertEqual(centrals[1], DeviceAddress(centralIdentity.address, type: .randomIdentity), "bonded: resolved by the controller")
+            XCTAssertEqual(centrals[2].type, .random, "after removeBond: no longer resolved")
+            XCTAssertEqual(centrals[2].address.randomKind, .resolvablePrivate)
+            await rig.central.close()
+            await rig.manager.close()
+        }
+    }
+}

@@ -70,3 +70,42 @@ extension SecurityReviewWorldTests {
         }
     }
 }
+
+/// A user who takes `delay` (on the world's clock) to approve a pairing.
+struct SlowApprover: PairingAgent {
+    let clock: any BLEClock
+    let delay: Duration
+    func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool {
+        try? await clock.sleep(for: delay)
+        return true
+    }
+}
+
+extension SecurityReviewWorldTests {
+    /// Second review: the Security Request's deadline must not fail `requestSecurity` while the
+    /// pairing it led to is under way (a central that answers late, a user who takes a while).
+    func testRequestSecurityWaitsForAPairingThatStartedBeforeItsDeadline() async throws {
+        try await VirtualWorld.run { world in
+            var peripheral = HostConfiguration()
+            peripheral.security.pairing.asksApproval = true
+            peripheral.security.agent = SlowApprover(clock: world.clock, delay: .seconds(15))
+            var quiet = HostConfiguration()
+            quiet.security.answersSecurityRequests = false
+            let (manager, device) = try await world.addPeripheralManager(name: "Lock", configuration: peripheral)
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build())
+            let events = await manager.events
+            let (central, _) = try await world.addCentral(configuration: quiet)
+            let p = try await central.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            var connected: ConnectedCentral?
+            for await e in events { if case let .connected(c) = e { connected = c; break } }
+            let who = try XCTUnwrap(connected)
+            let request = Task(executorPreference: world.clock.taskExecutor) { try await manager.requestSecurity(from: who) }
+            try await world.clock.sleep(for: .seconds(20))
+            _ = try await p.pair()
+            let level = try await request.value
+            XCTAssertEqual(level, .encrypted, "the pairing that ended after the deadline secured the link")
+            await central.close()
+            await manager.close()
+        }
+    }
+}

@@ -36,6 +36,8 @@ struct AdvertisingState {
 /// host actor that owns it.
 final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
+    /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
+    private var paused = 0
 
     /// Whether the controller is advertising now.
     var isEnabled: Bool { state?.enabled ?? false }
@@ -88,12 +90,19 @@ final class AdvertisingCoordinator {
     func pause(_ host: isolated HostController) async throws {
         guard state?.enabled == true else { return }
         state?.enabled = false
-        try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+        paused += 1
+        do {
+            try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+        } catch {
+            paused -= 1
+            throw error
+        }
     }
 
     /// Ends a `pause`.
     func resume(_ host: isolated HostController) async {
-        guard let s = state, s.wanted, !s.enabled else { return }
+        paused = max(0, paused - 1)
+        guard paused == 0, let s = state, s.wanted, !s.enabled else { return }
         do {
             try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
             if state?.generation == s.generation { state?.enabled = true }
@@ -118,8 +127,8 @@ final class AdvertisingCoordinator {
 
     private func restart(generation: UInt64, _ host: isolated HostController) async {
         // Stopped, restarted or connected meanwhile: this restart is stale.
-        guard let current = state, current.wanted, !current.enabled, current.generation == generation else { return }
-        await host.privacy.renewIfDue(host)
+        guard let current = state, current.wanted, !current.enabled, current.generation == generation, paused == 0 else { return }
+        await host.privacy.prepareRadio(host)
         do {
             try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
             if state?.generation == generation {

@@ -33,6 +33,9 @@ final class PrivacyCoordinator {
     private var listStale = true
     /// The controller lacks a resolving list, or refused it: the host resolves alone.
     private var controllerUnusable = false
+    /// A load of the resolving list is under way, and the radio starts waiting for it.
+    private var syncing = false
+    private var syncWaiters: [CheckedContinuation<Void, Never>] = []
 
     static let resolutionCacheLimit = 1024
 
@@ -85,15 +88,22 @@ final class PrivacyCoordinator {
     /// Renews unless a connection attempt runs (it renews before the next one); advertising and
     /// scanning are paused around it, so a long scan or advertising run gets new addresses too.
     private func renewIdle(_ host: isolated HostController) async {
-        guard renewalDue, !host.connections.isInitiating else { return }
+        guard renewalDue else { return }
+        await whileRadioPaused(host) { await $0.privacy.renewIfDue($0) }
+    }
+
+    /// Runs `body` with advertising and scanning paused (not during a connection attempt,
+    /// which must not be cut short: then nothing runs, and the caller tries again later).
+    private func whileRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
+        guard !host.connections.isInitiating else { return }
         let advertising = host.advertising.isEnabled
         if advertising {
             do { try await host.advertising.pause(host) } catch {
-                host.log("pausing advertising to renew the RPA: \(error)")
+                host.log("pausing advertising for privacy: \(error)")
                 return
             }
         }
-        await host.scanning.withRadioPaused(host) { await $0.privacy.renewIfDue($0) }
+        await host.scanning.withRadioPaused(host, body)
         if advertising { await host.advertising.resume(host) }
     }
 
@@ -118,7 +128,8 @@ final class PrivacyCoordinator {
     func identity(of address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
         switch address.type {
         case .publicIdentity, .randomIdentity:
-            return DeviceAddress(address.address, type: address.type.peerType)
+            // Resolved by the controller's list; a bond removed since is no one's.
+            return bondedIdentity(DeviceAddress(address.address, type: address.type.peerType), host)
         case .public:
             return bondedIdentity(address, host)
         case .random:
@@ -165,9 +176,19 @@ final class PrivacyCoordinator {
     }
 
     /// A bond was stored or removed: cached resolutions and the controller's list are stale.
-    func bondsChanged() {
+    /// The list is reloaded now, pausing advertising or a scan for it, so a removed bond is not
+    /// resolved one connection longer (a connection attempt reloads it before it starts).
+    func bondsChanged(_ host: isolated HostController) {
         resolutions = [:]
+        lastHeard = [:]
         listStale = true
+        guard !controllerList.isEmpty || host.security.settings.usesControllerAddressResolution, !controllerUnusable else { return }
+        host.spawn("reloading the resolving list") {
+            await host.run { host in
+                guard host.privacy.listStale else { return }
+                await host.privacy.whileRadioPaused(host) { await $0.privacy.syncResolvingList($0, radioPaused: true) }
+            }
+        }
     }
 
     // MARK: - The controller's resolving list
@@ -176,46 +197,74 @@ final class PrivacyCoordinator {
     /// the list is stale and the controller has one. The radio must be idle (§7.8.38, §7.8.44):
     /// called before it starts scanning, initiating or advertising; when something still runs,
     /// the next start tries again.
-    func syncResolvingList(_ host: isolated HostController) async {
+    func syncResolvingList(_ host: isolated HostController, radioPaused: Bool = false) async {
         guard listStale, !controllerUnusable, host.security.settings.usesControllerAddressResolution else { return }
         guard let commands = host.info?.supportedCommands, commands.leAddDeviceToResolvingList, commands.leClearResolvingList,
               commands.leSetAddressResolutionEnable, host.info?.leFeatures?.contains(.llPrivacy) == true else {
             controllerUnusable = true
             return
         }
-        guard !host.advertising.isEnabled, !host.scanning.isRadioEnabled, !host.connections.isInitiating else { return }
-        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey != nil }
-        let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
-        do {
-            if !controllerList.isEmpty || !bonds.isEmpty {
-                try await host.commandReturning(.leSetAddressResolutionEnable(false))
+        // One load at a time: a radio start waits for a load under way rather than start a
+        // second one between its commands.
+        if syncing {
+            await withCheckedContinuation(isolation: host) { syncWaiters.append($0) }
+            return
+        }
+        guard radioPaused || (!host.advertising.isEnabled && !host.scanning.isRadioEnabled && !host.connections.isInitiating) else { return }
+        syncing = true
+        defer {
+            syncing = false
+            let waiters = syncWaiters
+            syncWaiters = []
+            waiters.forEach { $0.resume() }
+        }
+        // Bonds that change during a load make it stale again: load until it is not.
+        var loads = 0
+        while listStale && loads < 4 {
+            loads += 1
+            listStale = false
+            do {
+                try await load(commands: commands, host)
+            } catch {
                 controllerList = []
-                try await host.commandReturning(.leClearResolvingList)
-            }
-            guard !bonds.isEmpty else {
-                listStale = false
+                if case BLEError.hci(.commandFailed(_, .unknownCommand)) = error {
+                    host.log("controller address resolution: \(error); the host resolves alone")
+                    controllerUnusable = true
+                } else {
+                    // Refused for now (the radio was busy): the next radio start tries again.
+                    host.log("loading the resolving list: \(error); tried again at the next radio start")
+                    listStale = true
+                }
                 return
             }
-            var capacity = bonds.count
-            if let size = try? await host.commandReturning(.leReadResolvingListSize).dropFirst().first { capacity = min(capacity, Int(size)) }
-            var listed: Set<DeviceAddress> = []
-            for bond in bonds.prefix(capacity) {
-                guard let irk = bond.peerIdentityResolvingKey else { continue }
-                let identity = DeviceAddress(bond.peer.address, type: bond.peer.type.peerType)
-                try await host.commandReturning(.leAddDeviceToResolvingList(peer: identity, peerIRK: irk, localIRK: localIRK))
-                if commands.leSetPrivacyMode {
-                    try await host.commandReturning(.leSetPrivacyMode(peer: identity, device: true))
-                }
-                listed.insert(identity)
-            }
-            try await host.commandReturning(.leSetAddressResolutionEnable(true))
-            controllerList = listed
-            listStale = false
-        } catch {
-            host.log("controller address resolution: \(error); the host resolves alone")
-            controllerList = []
-            controllerUnusable = true
         }
+    }
+
+    /// Address resolution off, the list cleared and loaded with every bonded IRK (as many as it
+    /// holds; the host resolves the rest), in device privacy mode, and resolution on again.
+    private func load(commands: LocalSupportedCommands, _ host: isolated HostController) async throws {
+        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey != nil }
+        let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
+        if !controllerList.isEmpty || !bonds.isEmpty {
+            try await host.commandReturning(.leSetAddressResolutionEnable(false))
+            controllerList = []
+            try await host.commandReturning(.leClearResolvingList)
+        }
+        guard !bonds.isEmpty else { return }
+        var capacity = bonds.count
+        if let size = try? await host.commandReturning(.leReadResolvingListSize).dropFirst().first { capacity = min(capacity, Int(size)) }
+        var listed: Set<DeviceAddress> = []
+        for bond in bonds.prefix(capacity) {
+            guard let irk = bond.peerIdentityResolvingKey else { continue }
+            let identity = DeviceAddress(bond.peer.address, type: bond.peer.type.peerType)
+            try await host.commandReturning(.leAddDeviceToResolvingList(peer: identity, peerIRK: irk, localIRK: localIRK))
+            if commands.leSetPrivacyMode {
+                try await host.commandReturning(.leSetPrivacyMode(peer: identity, device: true))
+            }
+            listed.insert(identity)
+        }
+        try await host.commandReturning(.leSetAddressResolutionEnable(true))
+        controllerList = listed
     }
 
     /// Before the radio starts: a due RPA is renewed and a stale resolving list reloaded.

@@ -1,3 +1,4 @@
+import BLECrypto
 import BLEHCI
 import BLEHost
 import BLEWire
@@ -91,9 +92,17 @@ final class SecurityCoordinator {
         }
     }
 
-    /// The bond for the device at `address` (its identity, or an RPA one of its IRKs resolves).
+    /// The bond for the device at `address`: the one whose identity it is, else the one whose
+    /// IRK resolves it, else the one that last connected from it. In that order, so a bond
+    /// cannot shadow another's identity by having connected from it.
     func bond(for address: DeviceAddress, _ host: isolated HostController) -> Bond? {
-        bonds(host).first { $0.matches(address) }
+        let all = bonds(host)
+        if let b = all.first(where: { $0.peer.sameDevice(as: address) }) { return b }
+        if address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
+           let b = all.first(where: { b in b.peerIdentityResolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }) {
+            return b
+        }
+        return all.first { $0.connectionAddress?.sameDevice(as: address) == true }
     }
 
     /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
@@ -135,7 +144,7 @@ final class SecurityCoordinator {
         cachedBonds = all
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
         if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
-            host.privacy.bondsChanged()
+            host.privacy.bondsChanged(host)
         }
         return true
     }
@@ -145,7 +154,7 @@ final class SecurityCoordinator {
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
-        host.privacy.bondsChanged()
+        host.privacy.bondsChanged(host)
         let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         return stored || all.count != before
     }
@@ -156,9 +165,17 @@ final class SecurityCoordinator {
         // The identity address we give is the one this link uses (public or static random), so
         // the peer finds us by it next time (Vol 3 Part H §3.6.5); with privacy, the static
         // random identity behind our RPAs.
+        // A CSRK of its own for every pairing (as BlueZ and Zephyr do): one shared by all peers
+        // would let any of them sign writes as us to the others, and a pairing again that
+        // restarts the counters would let writes captured before it be replayed. The bond
+        // keeps the one it got (`Bond.localSignatureKey`).
+        guard let signatureKey = try? SecureRandom.bytes(count: 16) else {
+            host.log("no random CSRK: not pairing")
+            return nil
+        }
         return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey,
                                 identityAddress: host.ownAddress.identity ?? ownAddress,
-                                signatureKey: identity.signatureKey)
+                                signatureKey: signatureKey)
     }
 
     /// Our IRK, for RPAs and the resolving list.
@@ -350,9 +367,15 @@ final class SecurityCoordinator {
             requestSerial &+= 1
             let serial = requestSerial
             requestDeadlines[serial] = waiter
+            let linkID = link.id
             host.spawn("Security Request deadline") {
                 try await clock.sleep(for: SMPPairing.timeout)
-                await host.run { $0.security.requestDeadlines.removeValue(forKey: serial)?.fail(BLEError.security(.timeout)) }
+                await host.run { host in
+                    guard let waiter = host.security.requestDeadlines.removeValue(forKey: serial) else { return }
+                    // A pairing under way settles the wait itself (its outcome or SMP timeout).
+                    if let h = host.connections.links.handle(forID: linkID), host.security.machines[h]?.isPairing == true { return }
+                    waiter.fail(BLEError.security(.timeout))
+                }
             }
         }
         if !m.isPairing {
@@ -478,8 +501,13 @@ final class SecurityCoordinator {
                 completed(outcome, handle: handle, host)
             case let .failed(error):
                 cancelPrompts(handle, host)
+                // Only a failed guess at a secret (a passkey, OOB data) that this side caught counts
+                // towards every peer's wait; a Just Works or comparison failure proves nothing and
+                // is free to provoke, so it slows only its own peer.
+                let model = machines[handle]?.lastModel
+                let guessed = model == .passkeyEntry || model == .outOfBand
                 switch error {
-                case let .local(reason, _): limiter.failed(peer, reason: reason, local: true, now: host.now)
+                case let .local(reason, _): limiter.failed(peer, reason: reason, local: guessed, now: host.now)
                 case let .peer(reason): limiter.failed(peer, reason: reason, local: false, now: host.now)
                 default: break
                 }
@@ -516,9 +544,14 @@ final class SecurityCoordinator {
         if outcome.bonded {
             // A new key starts without the old bond's subscriptions; this link's are saved
             // when it closes.
-            let bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
-            let old = bonds(host).first { $0.peer.sameDevice(as: bond.peer) }
-            switch BondReplacement.decide(old: old, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit) {
+            var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
+            let all = bonds(host)
+            let old = all.first { $0.peer.sameDevice(as: bond.peer) }
+            let others = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+            // Our server keeps a client's last SignCounter when a pairing again distributes the
+            // same CSRK (other stacks may reuse it), so older signed writes stay refused.
+            if let old, old.peerSignatureKey != nil, old.peerSignatureKey == bond.peerSignatureKey { bond.peerSignCounter = old.peerSignCounter }
+            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit) {
             case .store:
                 stored = store(bond, replacing: true, host)
             case let .keep(why):

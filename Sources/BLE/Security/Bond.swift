@@ -114,7 +114,10 @@ public struct Bond: Sendable, Hashable {
         // answers with the key it distributed. Secure Connections: both use the derived LTK.
         let asCentral = sc ?? outcome.received.longTermKey
         let asPeripheral = sc ?? outcome.sent.longTermKey
-        self.init(peer: peer, connectionAddress: peer.sameDevice(as: connectedPeer) ? nil : connectedPeer,
+        // An RPA is not kept as the address it connects from: it identifies nothing once renewed,
+        // and a replay of it must not match this bond (the IRK resolves the genuine ones).
+        let privateAddress = connectedPeer.type.peerType == .random && connectedPeer.address.randomKind == .resolvablePrivate
+        self.init(peer: peer, connectionAddress: peer.sameDevice(as: connectedPeer) || privateAddress ? nil : connectedPeer,
                   peerLongTermKey: asCentral, peerEDIV: sc == nil ? outcome.received.ediv : 0, peerRand: sc == nil ? outcome.received.rand : 0,
                   localLongTermKey: asPeripheral, localEDIV: sc == nil ? outcome.sent.ediv : 0, localRand: sc == nil ? outcome.sent.rand : 0,
                   peerIdentityResolvingKey: outcome.received.identityResolvingKey, peerSignatureKey: outcome.received.signatureKey,
@@ -140,8 +143,9 @@ public struct LocalIdentity: Sendable, Hashable {
     /// The static random address we connect and advertise with when pairing or reconnecting
     /// to a bonded peer.
     public var address: BDAddress
-    /// Our CSRK, given to peers in Signing Information (Vol 3 Part H §3.6.6) so they can check data
-    /// we sign (§2.4.5).
+    /// A CSRK kept with the identity file's format. Pairing does not distribute it: each
+    /// pairing gives the peer a fresh CSRK of its own (Vol 3 Part H §3.6.6), kept in that bond
+    /// as `Bond.localSignatureKey`, so no peer can sign as us towards another.
     public var signatureKey: [UInt8]
 
     /// An identity from stored keys; `generate()` makes a fresh one.

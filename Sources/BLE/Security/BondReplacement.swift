@@ -7,7 +7,8 @@ import BLEWire
 /// the address it last connected from, or an RPA its IRK resolves); and a pairing the peer set
 /// off may not weaken the bond on any axis (authentication, Secure Connections, key size), or
 /// anyone in range could replace a Passkey bond with Just Works. An explicit `pair()` by the
-/// application may replace the bond of the same device at any level.
+/// application may replace the bond of the same device at any level. And an address another
+/// bond answers to may not bring a new identity: that would shadow the other bond.
 enum BondReplacement: Equatable {
     /// Store the new bond (in place of the old one, if any).
     case store
@@ -16,7 +17,13 @@ enum BondReplacement: Equatable {
     /// The identity belongs to another bonded device: refuse the pairing.
     case conflict(String)
 
-    static func decide(old: Bond?, new: Bond, from address: DeviceAddress, explicit: Bool) -> BondReplacement {
+    /// `old`: the bond of the identity `new` names, if any; `others`: every other bond.
+    static func decide(old: Bond?, others: [Bond] = [], new: Bond, from address: DeviceAddress, explicit: Bool) -> BondReplacement {
+        // An address another bond answers to is that device's: a new identity from it would
+        // shadow that bond (the lookup finds bonds by the address a link comes from).
+        if let other = others.first(where: { $0.matches(address) }) {
+            return .conflict("\(address) belongs to bonded \(other.peer) but claims the identity \(new.peer)")
+        }
         guard let old else { return .store }
         guard old.matches(address) else {
             return .conflict("\(address) claims the identity \(new.peer) of a bonded device it cannot be shown to be")

@@ -8,8 +8,12 @@ public enum ResolvablePrivateAddress {
     /// A new RPA from `irk` (least significant octet first, as distributed) and 22 random bits.
     public static func generate(irk: [UInt8], random: [UInt8]) throws(CryptoError) -> BDAddress {
         guard random.count == 3 else { throw CryptoError(.invalidLength, "RPA random must be 3 bytes, got \(random.count)") }
-        // prand, most significant octet first: 0b01 in the top two bits.
-        let prand = [(random[0] & 0x3F) | 0x40, random[1], random[2]]
+        // prand, most significant octet first: 0b01 in the top two bits, and its 22 random bits
+        // neither all 0 nor all 1 (Vol 6 Part B §1.3.2.2).
+        var bits = [random[0] & 0x3F, random[1], random[2]]
+        if bits == [0, 0, 0] { bits[2] = 1 }
+        if bits == [0x3F, 0xFF, 0xFF] { bits[2] = 0xFE }
+        let prand = [bits[0] | 0x40, bits[1], bits[2]]
         let hash = try SMPCrypto.ah(k: Array(irk.reversed()), r: prand)
         let value = (prand + hash).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return BDAddress(rawValue: value)

@@ -38,7 +38,8 @@ extension SMPPairing {
             throw Abort(.authenticationRequirements, "the peer's public key has our own X coordinate (a reflection)")
         }
         // The debug key's private half is public: such a pairing protects nothing (§2.3.5.6.1).
-        guard settings.acceptsDebugKeys || px != P256.debugPublicKeyX || py != P256.debugPublicKeyY else {
+        // X alone: the mirrored point (X, p − Y) has the negated, equally known private key.
+        guard settings.acceptsDebugKeys || px != P256.debugPublicKeyX else {
             throw Abort(.authenticationRequirements, "the peer uses the published debug key pair")
         }
         s.peerPublicKeyX = px

@@ -53,6 +53,9 @@ public struct SMPPairing: Sendable {
     /// Counts the pairings begun on this link, so an answer the user gives to a question of an
     /// earlier pairing is not taken for the current one.
     public private(set) var generation: UInt64 = 0
+    /// The association model of the latest pairing, kept after it ends: whether its failure was
+    /// a guess at a secret (Passkey Entry, OOB) that the repeated-attempts back-off is for.
+    public private(set) var lastModel: SMPAssociationModel?
 
     public init(role: Role, settings: SMPPairingSettings, identity: SMPLocalIdentity,
                 outOfBand: SMPOutOfBandData = SMPOutOfBandData(), entropy: SMPEntropy = .system,
@@ -346,6 +349,7 @@ public struct SMPPairing: Sendable {
         s.secureConnections = sc
         s.keySize = keySize
         s.method = method
+        lastModel = method.model
         s.bonding = initiator.authRequirements.contains(.bonding) && responder.authRequirements.contains(.bonding)
         session = s
     }
