@@ -44,7 +44,10 @@ let package = Package(
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
         .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
-        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto"]),
+        // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
+        // access policy (issue 14). No dependencies.
+        .target(name: "BLEHTTP"),
+        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto", "BLEHTTP"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
         // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
         .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
@@ -65,6 +68,7 @@ let package = Package(
         .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLETestSupport"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
+        .testTarget(name: "BLEHTTPTests", dependencies: ["BLEHTTP"]),
         // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.
         .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
     ],

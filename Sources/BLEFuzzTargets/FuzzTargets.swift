@@ -22,6 +22,7 @@ public enum FuzzTargets {
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
         "att-signed-write": ATTSignedWriteFuzzTarget.run,
         "advertising-data": GAPFuzzTargets.advertisingData,
+        "http-request": HTTPFuzzTargets.httpRequest,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
         "smp-pdu": SMPFuzzTargets.smpPDU,
         "smp-pairing": SMPStateFuzzTargets.smpPairing,
@@ -121,6 +122,8 @@ public enum FuzzTargets {
                 .advertisingInterval(160)
                 .build().encode()
             return [[UInt8(ad.count)] + ad + response, [0] + ad, [5, 2, 1, 6, 0, 0, 9, 8, 0x41]]
+        case "http-request":
+            return HTTPFuzzTargets.seeds
         case "smp-pdu":
             return [
                 [0x01, 0x01, 0x00, 0x00, 0x10, 0x07, 0x07], [0x02, 0x03, 0x00, 0x00, 0x08, 0x00, 0x05],

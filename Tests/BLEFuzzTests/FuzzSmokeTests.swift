@@ -37,12 +37,13 @@ final class FuzzSmokeTests: XCTestCase {
     func testScanAggregator() { smoke("scan-aggregator") }
     func testSMPPDU() { smoke("smp-pdu") }
     func testSMPPairing() { smoke("smp-pairing") }
+    func testHTTPRequest() { smoke("http-request") }
 
     /// A target added to the registry must get a test case above.
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
-            "le-signaling-channel", "att-pdu", "att-client-bearer", "att-signed-write", "advertising-data", "scan-aggregator",
+            "le-signaling-channel", "att-pdu", "att-client-bearer", "att-signed-write", "advertising-data", "scan-aggregator", "http-request",
             "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)

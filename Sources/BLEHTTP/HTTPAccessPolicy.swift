@@ -1,0 +1,83 @@
+/// Who may use a local web UI (issue 14's "safe by default"), decided per request, sans-IO:
+///
+/// - the `Host` field must name this server (`allowedHosts`), or a page on another origin
+///   could reach it through a DNS name rebound to 127.0.0.1 (RFC 9110 §7.2 says a server may
+///   refuse a Host it does not serve: 421);
+/// - every request carries the per-run token: in the query the first time (`?token=`), after
+///   that in a cookie the server sets (HttpOnly, SameSite=Strict), so another user of the
+///   machine, or a page in the same browser, cannot drive the radio (403 without it);
+/// - requests that change anything are POSTs carrying the token in `X-BLE-Token` as well (a
+///   cross-site form can send neither the header nor, with SameSite=Strict, the cookie); GET
+///   and HEAD change nothing; other methods get 405.
+public struct HTTPAccessPolicy: Sendable {
+    /// The cookie that carries the token after the first visit.
+    public static let cookieName = "ble_ui_token"
+    /// The header a POST carries the token in.
+    public static let tokenHeader = "X-BLE-Token"
+
+    /// The per-run secret.
+    public let token: String
+    /// `host:port` forms this server answers to, lower case (e.g. `127.0.0.1:8765`,
+    /// `localhost:8765`, `[::1]:8765`).
+    public let allowedHosts: Set<String>
+
+    /// A policy for `token` on a server reached as `allowedHosts`.
+    public init(token: String, allowedHosts: Set<String>) {
+        self.token = token
+        self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
+    }
+
+    /// The `host:port` names a server bound to `host` answers to: that address, and for the
+    /// loopback addresses also `localhost`.
+    public static func hosts(boundTo host: String, port: UInt16) -> Set<String> {
+        var names: Set<String> = [host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"]
+        if host == "127.0.0.1" || host == "::1" || host == "localhost" {
+            names.formUnion(["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"])
+        }
+        return names
+    }
+
+    /// What to do with a request.
+    public enum Decision: Sendable, Equatable {
+        /// Serve it; `setCookie` when the token came in the query (send `cookieHeader`).
+        case allow(setCookie: Bool)
+        /// Answer with this and serve nothing.
+        case refuse(HTTPResponse)
+    }
+
+    /// The decision for `request`.
+    public func check(_ request: HTTPRequest) -> Decision {
+        guard let host = request.header("Host")?.lowercased(), allowedHosts.contains(host) else {
+            return .refuse(.text(.misdirectedRequest, "this server does not answer to that Host\n"))
+        }
+        switch request.method {
+        case "GET", "HEAD":
+            if let cookie = request.cookie(Self.cookieName), Self.same(cookie, token) { return .allow(setCookie: false) }
+            if let query = request.queryValue("token"), Self.same(query, token) { return .allow(setCookie: true) }
+            return .refuse(.text(.forbidden, "open the address ble ui printed (it carries the token)\n"))
+        case "POST":
+            guard let header = request.header(Self.tokenHeader), Self.same(header, token) else {
+                return .refuse(.text(.forbidden, "a POST needs the token in \(Self.tokenHeader)\n"))
+            }
+            return .allow(setCookie: false)
+        default:
+            return .refuse(HTTPResponse(.methodNotAllowed, headers: [("Allow", "GET, HEAD, POST"), ("Content-Type", "text/plain; charset=utf-8")],
+                                        body: Array("method not allowed\n".utf8)))
+        }
+    }
+
+    /// The Set-Cookie field that keeps the token for later requests (RFC 6265 §4.1).
+    public var cookieHeader: (name: String, value: String) {
+        ("Set-Cookie", "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict")
+    }
+
+    /// Compares in time independent of where the strings differ.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) {
+            diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return diff == 0
+    }
+}
