@@ -6,7 +6,8 @@
 #   scripts/test.sh --filter PeerSelfTests  extra arguments go to `swift test`
 #
 # Steps (each is skipped when already done, so a second run is fast):
-#   1. Debian packages: socat tshark libssl-dev gcc libc6-dev pkg-config (+ python3-venv if the
+#   1. Debian packages: socat tshark libssl-dev gcc libc6-dev pkg-config chromium (the `ble ui`
+#      browser tests) (+ python3-venv if the
 #      Debian python3 lacks ensurepip), installed with apt-get as root or through sudo.
 #   2. .venv/ with bumble and rootcanal from PyPI (versions below).
 #   3. .build-tools/rootcanal-nodelay.so from scripts/rootcanal-nodelay.c, an LD_PRELOAD shim that
@@ -63,7 +64,7 @@ ensure_packages() {
     local missing=() pkg py
     py="$(host_python)"
     if command -v dpkg-query >/dev/null 2>&1; then
-        for pkg in socat tshark libssl-dev gcc libc6-dev pkg-config; do
+        for pkg in socat tshark libssl-dev gcc libc6-dev pkg-config chromium; do
             dpkg_installed "$pkg" || missing+=("$pkg")
         done
         if [[ -z "$py" ]]; then

@@ -18,23 +18,18 @@ import BLEHCI
 ///   race with fd reuse.)
 /// - Only the write queue closes the descriptor, after the reader has exited and after the write
 ///   in progress, so no syscall ever sees a closed or reused fd number.
-final class DescriptorPump: Sendable {
-    enum Framing: Sendable {
-        /// A byte stream (TCP, UART): split into frames by `H4StreamDecoder`.
-        case stream
-        /// One packet per read, indicator included (HCI user channel socket).
-        case datagram
-    }
+final class DescriptorPump<Element: Sendable>: Sendable {
+    typealias Framing = PumpFraming<Element>
 
     let fd: Int32
     let name: String
-    let incoming: AsyncThrowingStream<H4Frame, any Error>
+    let incoming: AsyncThrowingStream<Element, any Error>
 
     private let framing: Framing
     private let isSocket: Bool
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let continuation: AsyncThrowingStream<H4Frame, any Error>.Continuation
+    private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
     private let writeQueue: DispatchQueue
     private let state = Locked(State())
 
@@ -67,7 +62,7 @@ final class DescriptorPump: Sendable {
         self.wakeRead = wake.read
         self.wakeWrite = wake.write
         self.writeQueue = DispatchQueue(label: "BLETransport.write \(name)")
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: H4Frame.self, throwing: (any Error).self)
+        (incoming, continuation) = AsyncThrowingStream.makeStream(of: Element.self, throwing: (any Error).self)
         continuation.onTermination = { [weak self] reason in
             // The consumer stopped listening (cancelled its task): nobody will read again, so
             // stop the reader instead of buffering forever.
@@ -147,11 +142,11 @@ final class DescriptorPump: Sendable {
 
     // MARK: Reading
 
-    /// Runs on the dedicated reader thread until close, EOF, an error or a lost sync.
+    /// Runs on the dedicated reader thread until close, EOF, an error or a lost sync. The
+    /// buffer is 64 KiB + header: larger than any HCI packet (ACL length is 16 bits), so one
+    /// datagram read never truncates a user-channel packet.
     private func readLoop() {
-        var decoder = H4StreamDecoder()
-        // 64 KiB + header: larger than any HCI packet (ACL length is 16 bits), so one datagram
-        // read never truncates a user-channel packet.
+        let decode = framing.makeDecoder(name)
         var buffer = [UInt8](repeating: 0, count: 65_544)
         var failure: TransportError?
         reading: while true {
@@ -184,22 +179,15 @@ final class DescriptorPump: Sendable {
                 failure = TransportError(.peerClosed, "\(name): the peer closed the connection")
                 break reading
             }
-            let chunk = Array(buffer[0..<n])
-            switch framing {
-            case .stream:
-                var frames: [H4Frame] = []
-                do {
-                    try decoder.push(chunk, into: &frames)
-                    for frame in frames { continuation.yield(frame) }
-                } catch {
-                    // Frames completed before the bad byte are still delivered, in order.
-                    for frame in frames { continuation.yield(frame) }
-                    failure = TransportError(.desync, "\(name): lost H4 framing (\(error)); closing the transport")
-                    break reading
-                }
-            case .datagram:
-                // An unknown indicator in a whole packet does not desync anything: skip it.
-                if let frame = try? H4Frame(bytes: chunk) { continuation.yield(frame) }
+            var elements: [Element] = []
+            do {
+                try decode(Array(buffer[0..<n]), &elements)
+                for element in elements { continuation.yield(element) }
+            } catch {
+                // What completed before the bad byte is still delivered, in order.
+                for element in elements { continuation.yield(element) }
+                failure = error as? TransportError ?? TransportError(.desync, "\(name): \(error)")
+                break reading
             }
         }
         finish(failure)
@@ -258,6 +246,40 @@ final class DescriptorPump: Sendable {
                 requestClose(byUser: true)
             }
         }
+    }
+}
+/// How a pump turns what it reads into elements: H4 frames from a byte stream (TCP, UART) or
+/// from datagrams (the HCI user channel), or the bytes as they came (HTTP over TCP).
+struct PumpFraming<Element: Sendable>: Sendable {
+    /// Makes the decoder of one pump (it lives on the reader thread): it takes each chunk read
+    /// and appends the elements it completes; throwing ends the pump with that error.
+    let makeDecoder: @Sendable (_ name: String) -> ([UInt8], inout [Element]) throws -> Void
+}
+
+extension PumpFraming where Element == H4Frame {
+    /// A byte stream (TCP, UART): split into frames by `H4StreamDecoder`.
+    static var stream: PumpFraming<H4Frame> {
+        PumpFraming { name in
+            var decoder = H4StreamDecoder()
+            return { chunk, frames in
+                do { try decoder.push(chunk, into: &frames) } catch {
+                    throw TransportError(.desync, "\(name): lost H4 framing (\(error)); closing the transport")
+                }
+            }
+        }
+    }
+
+    /// One packet per read, indicator included (HCI user channel socket). An unknown indicator
+    /// in a whole packet desyncs nothing: it is skipped.
+    static var datagram: PumpFraming<H4Frame> {
+        PumpFraming { _ in { chunk, frames in if let frame = try? H4Frame(bytes: chunk) { frames.append(frame) } } }
+    }
+}
+
+extension PumpFraming where Element == [UInt8] {
+    /// The bytes as read, one chunk per read.
+    static var bytes: PumpFraming<[UInt8]> {
+        PumpFraming { _ in { chunk, out in out.append(chunk) } }
     }
 }
 #endif

@@ -39,7 +39,7 @@ struct HCISocketAddress: Hashable, Sendable {
 /// how to take the adapter away from bluetoothd. Pass `bringDownIfBusy: false` to skip that.
 public final class HCIUserChannelTransport: HCITransport {
     public let index: UInt16
-    private let pump: DescriptorPump
+    private let pump: DescriptorPump<H4Frame>
 
     static let ioctlHCIDEVDOWN: UInt = 0x4004_48CA
 

@@ -13,7 +13,7 @@ public final class SerialTransport: HCITransport {
     public let path: String
     public let baud: Int
     public let rtscts: Bool
-    private let pump: DescriptorPump
+    private let pump: DescriptorPump<H4Frame>
 
     private init(path: String, baud: Int, rtscts: Bool, fd: Int32) throws {
         self.path = path

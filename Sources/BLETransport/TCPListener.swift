@@ -5,8 +5,9 @@ import Dispatch
 import Foundation
 import BLEHCI
 
-/// The controller side of H4 over TCP: listens on a port and hands out one `HCITransport` per
-/// host that connects, as rootcanal's `-hci_port` does (issue 4, `ble radio --listen`).
+/// A listening TCP socket that hands out one `Connection` per peer that connects: H4 for the
+/// controller side of `ble radio --listen` (`TCPListener`, one `HCITransport` per host, as
+/// rootcanal's `-hci_port` does), or a byte stream for `ble ui` (`TCPServer<TCPByteConnection>`).
 ///
 /// Why this shape:
 /// - `accept` blocks, so it runs on its own `Thread` (not the 2-thread cooperative pool), and
@@ -16,36 +17,36 @@ import BLEHCI
 ///   host-side transports use: the H4 framing is symmetric (Core spec Vol 4 Part A §2), only the
 ///   direction differs. Its `incoming` are the frames the *host* sends (commands, ACL data), and
 ///   `send` writes what a controller sends (events, ACL data).
-public final class TCPListener: Sendable {
+public final class TCPServer<Connection: TCPAcceptedConnection>: Sendable {
     /// The address and port actually bound (the kernel's choice when asked for port 0).
     public let host: String
     public let port: UInt16
-    /// Every host that connects, in accept order. Finishes after `close()` or a fatal accept error.
-    public let connections: AsyncStream<TCPHostConnection>
+    /// Every peer that connects, in accept order. Finishes after `close()` or a fatal accept error.
+    public let connections: AsyncStream<Connection>
 
     private let fd: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let continuation: AsyncStream<TCPHostConnection>.Continuation
+    private let continuation: AsyncStream<Connection>.Continuation
     private let state = Locked(State())
 
     private struct State {
         var closing = false
         var finished = false
-        var clients: [TCPHostConnection] = []
+        var clients: [Connection] = []
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// Binds `host:port` (a numeric address or a name; port 0 picks a free one), listens, and
     /// starts the accept thread. SO_REUSEADDR so a restarted radio can rebind at once.
-    public static func listen(host: String, port: UInt16, backlog: Int32 = 16) throws -> TCPListener {
+    public static func listen(host: String, port: UInt16, backlog: Int32 = 16) throws -> TCPServer<Connection> {
         let (fd, boundPort) = try bindSocket(host: host, port: port, backlog: backlog)
         guard let wake = POSIX.makeWakePipe() else {
             let e = errno
             POSIX.closeIgnoringErrors(fd)
             throw TransportError(.openFailed, "listen on \(host):\(port): cannot create a pipe: \(POSIX.errorText(e))", errno: e)
         }
-        return TCPListener(fd: fd, host: host, port: boundPort, wake: wake)
+        return TCPServer(fd: fd, host: host, port: boundPort, wake: wake)
     }
 
     private init(fd: Int32, host: String, port: UInt16, wake: (read: Int32, write: Int32)) {
@@ -54,7 +55,7 @@ public final class TCPListener: Sendable {
         self.port = port
         self.wakeRead = wake.read
         self.wakeWrite = wake.write
-        (connections, continuation) = AsyncStream.makeStream(of: TCPHostConnection.self)
+        (connections, continuation) = AsyncStream.makeStream(of: Connection.self)
         let thread = Thread { [self] in self.acceptLoop() }
         thread.name = "BLETransport.accept \(host):\(port)"
         thread.start()
@@ -76,7 +77,7 @@ public final class TCPListener: Sendable {
             }
             if done { c.resume() } else { requestClose() }
         }
-        let clients = state.withLock { s -> [TCPHostConnection] in
+        let clients = state.withLock { s -> [Connection] in
             defer { s.clients = [] }
             return s.clients
         }
@@ -127,7 +128,7 @@ public final class TCPListener: Sendable {
             _ = setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let peer = Self.describe(&address)
             do {
-                let connection = try TCPHostConnection(fd: client, peer: peer, listener: description)
+                let connection = try Connection(fd: client, peer: peer, listener: description)
                 let accepted = state.withLock { s -> Bool in
                     if s.closing { return false }
                     s.clients.removeAll { $0.isFinished }
@@ -234,16 +235,32 @@ public final class TCPListener: Sendable {
     }
 }
 
+/// The H4 listener of `ble radio --listen`: a `TCPServer` of `TCPHostConnection`s.
+public typealias TCPListener = TCPServer<TCPHostConnection>
+
+/// A connection a `TCPServer` hands out: it takes ownership of the accepted socket.
+public protocol TCPAcceptedConnection: Sendable {
+    /// Takes `fd` (closing it on failure), accepted from `peer` ("ADDRESS:PORT") on `listener`.
+    init(fd: Int32, peer: String, listener: String) throws
+    /// Set once `close()` returned; the server drops such connections from its list.
+    var isFinished: Bool { get }
+    /// Starts closing without waiting (the server stopping).
+    func requestClose()
+    /// Closes and waits until the descriptor is released.
+    func close() async
+}
+
 /// One host connected to a `TCPListener`, seen from the controller's side: `incoming` yields the
 /// host's commands and ACL data, `send` writes events and ACL data to it. It finishes `incoming`
 /// by throwing `.peerClosed` when the host disconnects, as every transport does.
-public final class TCPHostConnection: HCITransport {
+public final class TCPHostConnection: HCITransport, TCPAcceptedConnection {
     /// The host's "ADDRESS:PORT".
     public let peer: String
-    private let pump: DescriptorPump
+    private let pump: DescriptorPump<H4Frame>
     private let finishedFlag = Locked(false)
 
-    init(fd: Int32, peer: String, listener: String) throws {
+    /// Takes the accepted socket `fd` of `peer` on `listener`.
+    public init(fd: Int32, peer: String, listener: String) throws {
         self.peer = peer
         self.pump = try DescriptorPump(fd: fd, name: "\(listener) <- \(peer)", framing: .stream, isSocket: true)
     }
@@ -259,8 +276,41 @@ public final class TCPHostConnection: HCITransport {
     public var description: String { pump.name }
 
     /// Set once `close()` returned; the listener drops such connections from its list.
-    var isFinished: Bool { finishedFlag.withLock { $0 } }
+    public var isFinished: Bool { finishedFlag.withLock { $0 } }
 
-    func requestClose() { pump.requestClose(byUser: true) }
+    /// Starts closing without waiting.
+    public func requestClose() { pump.requestClose(byUser: true) }
+}
+
+/// A TCP connection carrying a plain byte stream (HTTP for `ble ui`): `incoming` yields the bytes
+/// as they are read and ends by throwing `.peerClosed` when the peer closes; `send` writes all of
+/// its bytes, in call order.
+public final class TCPByteConnection: TCPAcceptedConnection {
+    /// The peer's "ADDRESS:PORT".
+    public let peer: String
+    private let pump: DescriptorPump<[UInt8]>
+    private let finishedFlag = Locked(false)
+
+    /// Takes the accepted socket `fd` of `peer` on `listener`.
+    public init(fd: Int32, peer: String, listener: String) throws {
+        self.peer = peer
+        self.pump = try DescriptorPump(fd: fd, name: "\(listener) <- \(peer)", framing: .bytes, isSocket: true)
+    }
+
+    deinit { pump.requestClose(byUser: true) }
+
+    /// The bytes the peer sends, chunk by chunk.
+    public var incoming: AsyncThrowingStream<[UInt8], any Error> { pump.incoming }
+    /// Writes `bytes` (waiting while the socket is full).
+    public func send(_ bytes: [UInt8]) async throws { try await pump.send(bytes) }
+    /// Closes the connection; idempotent.
+    public func close() async {
+        await pump.close()
+        finishedFlag.withLock { $0 = true }
+    }
+    /// Set once `close()` returned.
+    public var isFinished: Bool { finishedFlag.withLock { $0 } }
+    /// Starts closing without waiting.
+    public func requestClose() { pump.requestClose(byUser: true) }
 }
 #endif

@@ -12,7 +12,7 @@ let commands: [any BLECommand.Type] = [
     ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, PairCommand.self, BondsCommand.self,
     ServeCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
-    HeartRateCommand.self, AccelCommand.self,
+    HeartRateCommand.self, AccelCommand.self, UICommand.self,
 ]
 
 @MainActor

@@ -1,0 +1,139 @@
+import BLEHTTP
+import BLERuntime
+import Synchronization
+
+/// A connection the UI server reads requests from and writes responses to (a TCP socket in
+/// `ble ui`, an in-memory pair in tests).
+public protocol UIByteStream: Sendable {
+    /// The bytes the browser sends, chunk by chunk; ends when it closes.
+    var incoming: AsyncThrowingStream<[UInt8], any Error> { get }
+    /// Writes `bytes`, waiting while the peer does not read (backpressure).
+    func send(_ bytes: [UInt8]) async throws
+    /// Closes the connection.
+    func close() async
+}
+
+/// What the application answers a request with.
+public enum UIReply: Sendable {
+    /// One response; the connection may serve more requests after it.
+    case response(HTTPResponse)
+    /// A Server-Sent Events stream: each element is one encoded event. The connection serves
+    /// nothing else and closes when the stream ends or the browser goes away.
+    case events(AsyncStream<[UInt8]>)
+}
+
+/// The HTTP side of `ble ui` (issue 14): one task per connection, each parsing requests with
+/// `HTTPRequestParser`, admitting them by `HTTPAccessPolicy`, and writing what `handler` replies.
+/// Bounded so a slow or hostile client cannot stall the radio or other clients: at most
+/// `maximumConnections` at once (more are answered 503 and closed), a connection that does not
+/// complete a request within `requestTimeout` is closed (408), request sizes are the parser's
+/// limits, and every write waits only on its own connection.
+public final class UIServer: Sendable {
+    /// Connections served at once.
+    public static let maximumConnections = 32
+    /// How long a connection may take to send a whole request (headers and body).
+    public static let requestTimeout: Duration = .seconds(10)
+
+    private let policy: HTTPAccessPolicy
+    private let clock: any BLEClock
+    private let handler: @Sendable (HTTPRequest) async -> UIReply
+    private let open = Mutex(0)
+
+    /// A server admitting requests by `policy` and answering them with `handler`; timeouts are
+    /// on `clock`.
+    public init(policy: HTTPAccessPolicy, clock: any BLEClock = SystemClock(), handler: @escaping @Sendable (HTTPRequest) async -> UIReply) {
+        self.policy = policy
+        self.clock = clock
+        self.handler = handler
+    }
+
+    /// How many connections are being served now.
+    public var connectionCount: Int { open.withLock { $0 } }
+
+    /// Serves one connection until it closes. Returns when it is done.
+    public func serve(_ connection: some UIByteStream) async {
+        let admitted = open.withLock { n -> Bool in
+            guard n < Self.maximumConnections else { return false }
+            n += 1
+            return true
+        }
+        guard admitted else {
+            try? await connection.send(HTTPResponse.text(.serviceUnavailable, "too many connections\n").encode(keepAlive: false))
+            await connection.close()
+            return
+        }
+        defer { open.withLock { $0 -= 1 } }
+        // The request deadline: armed while a request is incomplete, closing the connection
+        // when it passes (a client that sends a header byte a minute cannot hold a slot).
+        let deadline = Mutex<Duration?>(clock.now() + Self.requestTimeout)
+        let clock = self.clock
+        let watchdog = Task(executorPreference: clock.taskExecutor) {
+            while !Task.isCancelled {
+                do { try await clock.sleep(for: .milliseconds(500)) } catch { return }
+                if let d = deadline.withLock({ $0 }), clock.now() >= d {
+                    try? await connection.send(HTTPResponse.text(.requestTimeout, "request took too long\n").encode(keepAlive: false))
+                    await connection.close()
+                    return
+                }
+            }
+        }
+        defer { watchdog.cancel() }
+        var parser = HTTPRequestParser()
+        do {
+            for try await chunk in connection.incoming {
+                let requests: [HTTPRequest]
+                do {
+                    requests = try parser.push(chunk)
+                } catch {
+                    try? await connection.send(HTTPResponse.refusal(error).encode(keepAlive: false))
+                    break
+                }
+                for request in requests {
+                    deadline.withLock { $0 = nil }
+                    guard try await answer(request, on: connection) else {
+                        await connection.close()
+                        return
+                    }
+                }
+                // A finished request starts a new wait (also for an idle keep-alive connection);
+                // bytes of an unfinished one do not extend it.
+                let now = clock.now()
+                deadline.withLock { if !requests.isEmpty || $0 == nil { $0 = now + Self.requestTimeout } }
+            }
+        } catch {
+            // The browser went away or the connection was closed: nothing to answer.
+        }
+        await connection.close()
+    }
+
+    /// Answers one request; false when the connection is to close after it.
+    private func answer(_ request: HTTPRequest, on connection: some UIByteStream) async throws -> Bool {
+        let setCookie: Bool
+        switch policy.check(request) {
+        case let .refuse(response):
+            try await connection.send(response.encode(keepAlive: false))
+            return false
+        case let .allow(cookie):
+            setCookie = cookie
+        }
+        switch await handler(request) {
+        case var .response(response):
+            if setCookie { response.headers.append(policy.cookieHeader) }
+            response.headers += Self.securityHeaders
+            try await connection.send(response.encode(keepAlive: request.keepsAlive, head: request.method == "HEAD"))
+            return request.keepsAlive
+        case let .events(stream):
+            try await connection.send(ServerSentEvents.head())
+            for await event in stream { try await connection.send(event) }
+            return false
+        }
+    }
+
+    /// Sent with every response: nothing from elsewhere, no framing by other sites, no sniffing.
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    ]
+}

@@ -1,0 +1,101 @@
+import BLE
+import BLEHTTP
+import BLESystems
+import BLETransport
+import Foundation
+
+/// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
+/// which keeps the radio. This first part serves the device list (`/devices`) and its API.
+struct UICommand: BLECommand {
+    static let name = "ui"
+    static let abstract = "Serve a local web page with the live device list (first screen of the dashboard)."
+    static let options: [CommandOption] = [
+        .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
+        .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
+    ]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
+    static let discussion = """
+    The first line of stdout is the page's address with its per-run token: ui: http://HOST:PORT/?token=TOKEN
+    Every request needs that token (a cookie after the first visit) and a Host naming this server;
+    requests that change anything are POSTs carrying the token. Bound to loopback unless --listen says
+    otherwise. With --hci virtual the demo peripherals are there to see. Ctrl-C stops it.
+    """
+
+    var controller: ControllerOptions
+    var host: String
+    var port: UInt16
+    var openBrowser: Bool
+
+    init(_ args: ParsedArguments) throws {
+        controller = try ControllerOptions(args)
+        let listen = args.option("listen") ?? "127.0.0.1:8765"
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+            throw UsageError("--listen expects HOST:PORT, e.g. 127.0.0.1:8765, not '\(listen)'")
+        }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw UsageError("--listen needs a host, e.g. 127.0.0.1:\(port)") }
+        self.host = host
+        self.port = port
+        openBrowser = args.flag("open")
+    }
+
+    /// 128 random bits as hex, from the system's CSPRNG (getrandom on Linux).
+    static func makeToken() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max, using: &rng)) }.joined()
+    }
+
+    func run() async throws {
+        let central = try await controller.openCentral()
+        let listener: TCPServer<TCPByteConnection>
+        do {
+            listener = try TCPServer<TCPByteConnection>.listen(host: host, port: port)
+        } catch {
+            await central.close()
+            throw error
+        }
+        let token = Self.makeToken()
+        let policy = HTTPAccessPolicy(token: token, allowedHosts: HTTPAccessPolicy.hosts(boundTo: host, port: listener.port))
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let address = "http://\(shownHost):\(listener.port)/?token=\(token)"
+        print("ui: \(address)")
+        flushOutput()
+        let app = UIDevicesApp(central: central)
+        app.start()
+        let server = UIServer(policy: policy) { request in
+            app.handle(request) ?? .response(.text(.notFound, "no such page\n"))
+        }
+        if openBrowser { Self.open(address) }
+        let accepting = Task {
+            await withDiscardingTaskGroup { group in
+                for await connection in listener.connections {
+                    group.addTask { await server.serve(UIConnection(connection)) }
+                }
+            }
+        }
+        await waitForInterrupt(limit: nil)
+        await listener.close()
+        accepting.cancel()
+        app.stop()
+        await central.close()
+    }
+
+    private static func open(_ address: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["xdg-open", address]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { standardError("ble: could not start a browser (\(error)); open \(address)") }
+    }
+}
+
+/// A TCP connection as the UI server's byte stream.
+struct UIConnection: UIByteStream {
+    let connection: TCPByteConnection
+    init(_ connection: TCPByteConnection) { self.connection = connection }
+    var incoming: AsyncThrowingStream<[UInt8], any Error> { connection.incoming }
+    func send(_ bytes: [UInt8]) async throws { try await connection.send(bytes) }
+    func close() async { await connection.close() }
+}

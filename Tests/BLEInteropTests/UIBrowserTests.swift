@@ -1,0 +1,104 @@
+import Foundation
+import XCTest
+
+/// `ble ui --hci virtual` in a real browser (headless Chromium driven over the DevTools protocol
+/// by peers/browser.py), and the requests a browser would not send (peers/http_probe.py).
+final class UIBrowserTests: XCTestCase {
+    /// `ble ui` running as a child process; `address` is the first line it printed.
+    final class UIProcess: @unchecked Sendable {
+        let process = Process()
+        let address: String
+        let port: Int
+
+        init() throws {
+            process.executableURL = try BLETool.executableURL()
+            process.arguments = ["ui", "--hci", "virtual", "--listen", "127.0.0.1:0"]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // The first line, within a bound.
+            let line = Locked<String?>(nil)
+            let got = DispatchSemaphore(value: 0)
+            let buffer = Locked(Data())
+            out.fileHandleForReading.readabilityHandler = { h in
+                let chunk = h.availableData
+                if chunk.isEmpty { h.readabilityHandler = nil; got.signal(); return }
+                buffer.set(buffer.get() + chunk)
+                let all = buffer.get()
+                if let nl = all.firstIndex(of: 0x0A) {
+                    line.set(String(decoding: all[..<nl], as: UTF8.self))
+                    h.readabilityHandler = nil
+                    got.signal()
+                }
+            }
+            _ = got.wait(timeout: .now() + 30)
+            guard let first = line.get(), first.hasPrefix("ui: http://127.0.0.1:") else {
+                process.terminate()
+                throw XCTSkip("ble ui printed no address line")
+            }
+            address = String(first.dropFirst("ui: ".count))
+            port = Int(address.split(separator: ":")[2].split(separator: "/")[0]) ?? 0
+        }
+
+        func stop() {
+            if process.isRunning { process.interrupt() }
+            process.waitUntilExit()
+        }
+    }
+
+    final class Locked<T>: @unchecked Sendable {
+        private var value: T
+        private let lock = NSLock()
+        init(_ v: T) { value = v }
+        func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
+        func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+    }
+
+    func python(_ script: String, _ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+        let env = try InteropEnvironment.current()
+        return try ProcessRunner.run(env.python, arguments: [env.peers.appendingPathComponent(script).path] + arguments,
+                                     environment: [:], input: nil, timeout: timeout)
+    }
+
+    func testTheDevicesPageShowsTheSixDemoPeripheralsLive() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let result = try python("browser.py", [
+            "--url", ui.address,
+            "--until", ##"document.querySelectorAll("#devices tbody tr").length >= 6"##,
+            "--expr", ##"Array.from(document.querySelectorAll("#devices tbody tr td.name")).map(e => e.textContent).sort()"##,
+        ])
+        XCTAssertTrue(result.succeeded, "\(result)")
+        let names = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String]
+        XCTAssertEqual(names, ["BLE001", "Battery", "EchoServer", "HRM", "M5Stack", "TestDevice"])
+        // The filter box narrows the list in place.
+        let filtered = try python("browser.py", [
+            "--url", ui.address,
+            "--until", ##"(() => { const f = document.getElementById("filter"); if (document.querySelectorAll("#devices tbody tr").length < 6) return false; f.value = "180d"; f.dispatchEvent(new Event("input")); return document.querySelectorAll("#devices tbody tr").length === 1; })()"##,
+            "--expr", ##"document.querySelector("#devices tbody tr td.name").textContent"##,
+        ])
+        XCTAssertTrue(filtered.succeeded, "\(filtered)")
+        XCTAssertEqual(filtered.stdout.trimmingCharacters(in: .whitespacesAndNewlines), #""HRM""#)
+    }
+
+    func testRequestsWithoutTheTokenFromAnotherHostOrMalformedAreRefused() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        func status(_ request: String) throws -> String {
+            let r = try python("http_probe.py", ["--port", String(ui.port), "--request", request], timeout: 30)
+            XCTAssertTrue(r.succeeded, "\(r)")
+            return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let token = String(ui.address.split(separator: "=").last ?? "")
+        XCTAssertEqual(try status("GET /api/devices HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 403 Forbidden", "no token")
+        XCTAssertEqual(try status("GET /api/devices?token=nope HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 403 Forbidden")
+        XCTAssertEqual(try status("GET /api/devices?token=\(token) HTTP/1.1\\r\\nHost: rebound.example:{port}\\r\\n\\r\\n"),
+                       "HTTP/1.1 421 Misdirected Request", "DNS rebinding")
+        XCTAssertEqual(try status("GET /api/devices?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 200 OK")
+        XCTAssertEqual(try status("POST /api/devices HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nCookie: ble_ui_token=\(token)\\r\\nContent-Length: 0\\r\\n\\r\\n"),
+                       "HTTP/1.1 403 Forbidden", "a POST needs the token header, not only the cookie")
+        XCTAssertEqual(try status("GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n"), "HTTP/1.1 501 Not Implemented")
+        XCTAssertEqual(try status("GET / HTTP/2.0\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 505 HTTP Version Not Supported")
+    }
+}

@@ -1,0 +1,105 @@
+import BLEHTTP
+import BLERuntime
+import BLESystems
+import BLETestSupport
+import Synchronization
+import XCTest
+
+/// `ble ui`'s server loop over in-memory connections: admission by the policy, answers, the
+/// bounds a slow or greedy client meets (request timeout, connection limit).
+final class UIServerTests: XCTestCase {
+    /// One side of a connection the test writes requests into and reads answers from.
+    final class MemoryStream: UIByteStream, @unchecked Sendable {
+        let incoming: AsyncThrowingStream<[UInt8], any Error>
+        private let input: AsyncThrowingStream<[UInt8], any Error>.Continuation
+        private let written = Mutex<[UInt8]>([])
+        private let closedFlag = Mutex(false)
+
+        init() {
+            (incoming, input) = AsyncThrowingStream.makeStream()
+        }
+        func client(_ text: String) { input.yield(Array(text.utf8)) }
+        func send(_ bytes: [UInt8]) async throws {
+            if closedFlag.withLock({ $0 }) { throw CancellationError() }
+            written.withLock { $0 += bytes }
+        }
+        func close() async {
+            closedFlag.withLock { $0 = true }
+            input.finish()
+        }
+        var output: String { String(decoding: written.withLock { $0 }, as: UTF8.self) }
+        var isClosed: Bool { closedFlag.withLock { $0 } }
+    }
+
+    let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
+
+    func server(clock: any BLEClock = SystemClock()) -> UIServer {
+        UIServer(policy: policy, clock: clock) { request in
+            request.path == "/hello" ? .response(.text(.ok, "hi")) : .response(.text(.notFound, "no"))
+        }
+    }
+
+    func testAnAdmittedRequestIsAnsweredWithTheCookieAndSecurityHeadersAndTheConnectionStaysOpen() async {
+        let s = MemoryStream()
+        let server = server()
+        let serving = Task { await server.serve(s) }
+        s.client("GET /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        _ = await waitUntil("the answer", within: .seconds(10)) { s.output.contains("\r\n\r\nhi") }
+        XCTAssertTrue(s.output.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        XCTAssertTrue(s.output.contains("Set-Cookie: ble_ui_token=tok; Path=/; HttpOnly; SameSite=Strict\r\n"))
+        XCTAssertTrue(s.output.contains("Content-Security-Policy: default-src 'self'"))
+        XCTAssertFalse(s.isClosed, "HTTP/1.1 keeps the connection")
+        s.client("GET /hello HTTP/1.1\r\nHost: 127.0.0.1:1\r\nCookie: ble_ui_token=tok\r\nConnection: close\r\n\r\n")
+        await serving.value
+        XCTAssertTrue(s.isClosed)
+        XCTAssertEqual(s.output.components(separatedBy: "HTTP/1.1 200 OK").count, 3, "two answers")
+    }
+
+    func testARefusedRequestClosesTheConnection() async {
+        let s = MemoryStream()
+        let server = server()
+        let serving = Task { await server.serve(s) }
+        s.client("GET /hello HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        await serving.value
+        XCTAssertTrue(s.output.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        XCTAssertTrue(s.isClosed)
+    }
+
+    /// A client that sends a header byte now and then cannot hold its slot: after the request
+    /// timeout (on the server's clock) it gets 408 and is closed.
+    func testASlowRequestTimesOut() async {
+        let clock = ManualClock()
+        let s = MemoryStream()
+        let server = server(clock: clock)
+        let serving = Task { await server.serve(s) }
+        s.client("GET /hello HTTP/1.1\r\nHo")
+        _ = await waitUntil("the watchdog armed", within: .seconds(10)) { clock.sleeperCount > 0 }
+        for _ in 0..<25 {
+            s.client("s")
+            clock.advance(by: .milliseconds(500))
+            _ = await waitUntil("the watchdog re-armed", within: .seconds(10)) { clock.sleeperCount > 0 || s.isClosed }
+        }
+        await serving.value
+        XCTAssertTrue(s.output.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), s.output)
+        XCTAssertTrue(s.isClosed)
+    }
+
+    func testConnectionsBeyondTheLimitAreAnswered503() async {
+        let server = server()
+        var held: [MemoryStream] = []
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<UIServer.maximumConnections {
+            let s = MemoryStream()
+            held.append(s)
+            tasks.append(Task { await server.serve(s) })
+        }
+        _ = await waitUntil("every slot taken", within: .seconds(10)) { server.connectionCount == UIServer.maximumConnections }
+        let extra = MemoryStream()
+        await server.serve(extra)
+        XCTAssertTrue(extra.output.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
+        XCTAssertTrue(extra.isClosed)
+        for s in held { await s.close() }
+        for t in tasks { await t.value }
+        XCTAssertEqual(server.connectionCount, 0)
+    }
+}
