@@ -101,4 +101,50 @@ final class UIBrowserTests: XCTestCase {
         XCTAssertEqual(try status("GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n"), "HTTP/1.1 501 Not Implemented")
         XCTAssertEqual(try status("GET / HTTP/2.0\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 505 HTTP Version Not Supported")
     }
+
+    /// `/devices/ADDRESS` on the demo TestDevice: the GATT tree with SIG names, a write of text
+    /// to 8f3c0003 (handle 0x0012) and a read that brings it back, and an ATT error by name.
+    func testAGATTWriteAndReadRoundTripFromTheDevicePage() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let base = String(ui.address.prefix { $0 != "?" })
+        let root = base.hasSuffix("/") ? String(base.dropLast()) : base
+        let token = String(ui.address.split(separator: "=").last ?? "")
+        let page = "\(root)/devices/00:5A:B1:00:00:06%2Fpublic?token=\(token)"
+        let script = ##"""
+        (() => { const w = window.__t || (window.__t = { step: 0 });
+          const box = document.querySelector('[data-handle="18"]'); if (!box) return false;
+          if (w.step === 0) { box.querySelector('[data-role=input]').value = "from the browser"; box.querySelector('[data-action=write]').click(); w.step = 1; return false; }
+          if (w.step === 1) { if (!document.getElementById("log").textContent.includes("wrote 16")) return false; box.querySelector('[data-action=read]').click(); w.step = 2; return false; }
+          return box.querySelector('[data-role=value]').textContent.startsWith('"from the browser"'); })()
+        """##
+        let result = try python("browser.py", [
+            "--url", page, "--until", script,
+            "--expr", ##"({ names: Array.from(document.querySelectorAll(".characteristic > div:first-child")).map(e => e.textContent.split(" [")[0]).slice(0, 3), refused: document.querySelector('[data-handle="36"] [data-role=value]').textContent })"##,
+        ])
+        XCTAssertTrue(result.succeeded, "\(result)")
+        let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(shown["names"] as? [String], ["Device Name", "Appearance", "Service Changed"], "SIG names")
+        XCTAssertTrue((shown["refused"] as? String)?.contains("Insufficient Authentication") == true, "\(shown)")
+    }
+
+    /// Subscribing on `/devices/ADDRESS` of the demo heart-rate sensor: its measurements arrive in
+    /// the page's log over the event stream, and the value box follows the latest.
+    func testSubscribingShowsLiveHeartRateMeasurements() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let root = String(ui.address.prefix { $0 != "?" }).trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let token = String(ui.address.split(separator: "=").last ?? "")
+        let page = "\(root)/devices/00:5A:B1:00:00:03%2Fpublic?token=\(token)"
+        let result = try python("browser.py", [
+            "--url", page, "--timeout", "30",
+            "--until", ##"(() => { const b = document.querySelector('[data-handle="16"] [data-action=subscribe]'); if (!b) return false; if (!window.__s) { b.click(); window.__s = 1; } return document.querySelectorAll("#log li").length >= 3; })()"##,
+            "--expr", ##"Array.from(document.querySelectorAll("#log li")).map(e => e.textContent)"##,
+        ])
+        XCTAssertTrue(result.succeeded, "\(result)")
+        let lines = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String])
+        XCTAssertGreaterThanOrEqual(lines.count, 3)
+        XCTAssertTrue(lines.allSatisfy { $0.hasPrefix("0x10: ") }, "\(lines)")
+        XCTAssertGreaterThan(Set(lines).count, 1, "changing values: \(lines)")
+    }
 }

@@ -1,11 +1,14 @@
 import BLEHTTP
+import BLEWire
 
 /// The pages, script and style of `ble ui`, embedded in the binary: nothing is loaded from
 /// elsewhere (the Content-Security-Policy says so too). Plain HTML, one small script, light and
 /// dark by the system's preference, readable on a phone.
 enum UIAssets {
-    /// A whole page around `body`.
-    static func page(title: String, body: String) -> HTTPResponse {
+    /// A whole page around `body`. `token` goes in a meta field for the script's POSTs (the
+    /// cookie is HttpOnly; a page is only served to a request that had the token already).
+    static func page(title: String, body: String, token: String) -> HTTPResponse {
+        let token = token.filter { $0.isHexDigit }
         let html = """
         <!doctype html>
         <html lang="en">
@@ -13,6 +16,7 @@ enum UIAssets {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(title) · ble ui</title>
+        <meta name="ble-token" content="\(token)">
         <link rel="stylesheet" href="/static/ui.css">
         <script src="/static/ui.js" defer></script>
         </head>
@@ -38,6 +42,18 @@ enum UIAssets {
     </table>
     """
 
+    /// The `/devices/ADDRESS` screen: the GATT tree the script fills in after connecting.
+    static func peripheralBody(_ address: DeviceAddress) -> String {
+        // The address is ours (parsed, then printed), so it holds only hex digits, ':' and '/'.
+        """
+        <h1>\(address.address) <small>\(address.type == .public ? "public" : "random")</small></h1>
+        <p><span id="status" role="status">connecting…</span> <button id="disconnect" type="button">Disconnect</button></p>
+        <div id="gatt" data-address="\(address)"></div>
+        <h2>Values</h2>
+        <ol id="log" aria-live="polite"></ol>
+        """
+    }
+
     /// `/static/…` files.
     static func asset(_ path: String) -> HTTPResponse? {
         switch path {
@@ -62,12 +78,26 @@ enum UIAssets {
     .bar { display: inline-block; height: .6em; background: var(--bar); margin-left: .4em; vertical-align: middle; }
     input[type=search] { font: inherit; padding: .2em .4em; min-width: 14em; }
     @media (max-width: 40em) { td.ad, th:last-child { display: none; } }
+    .service { margin: 1em 0; padding: .5em .8em; border: 1px solid var(--line); border-radius: 6px; }
+    .characteristic { margin: .6em 0 .6em 1em; }
+    .value { font-family: ui-monospace, monospace; }
+    .error { color: #c33; }
+    .controls { display: flex; flex-wrap: wrap; gap: .4em; margin-top: .3em; }
+    .controls input[type=text] { font: inherit; min-width: 10em; }
+    button { font: inherit; }
+    #log { font-family: ui-monospace, monospace; max-height: 20em; overflow: auto; }
     """
 
     /// Renders the list from the event stream (and from `/api/devices` at load, so the first
     /// paint does not wait for the stream); text goes in with textContent only.
     static let script = """
     "use strict";
+    const token = (document.querySelector('meta[name="ble-token"]') || {}).content || "";
+    function post(path, body) {
+      // The token header proves the request comes from this page (issue 14: POSTs with the token).
+      return fetch(path, { method: "POST", headers: { "Content-Type": "application/json", "X-BLE-Token": token },
+                           body: JSON.stringify(body) }).then(r => r.json());
+    }
     (function () {
       const table = document.querySelector("#devices tbody");
       if (!table) return;
@@ -92,6 +122,8 @@ enum UIAssets {
         for (const d of shown) {
           const row = document.createElement("tr");
           row.dataset.address = d.address;
+          row.dataset.type = d.addressType;
+          row.tabIndex = 0;
           cell(row, d.name || "(unnamed)", "name");
           cell(row, d.address + " " + (d.addressType === "public" ? "pub" : "rnd") + (d.identity ? " = " + d.identity : ""), "address");
           const rssi = cell(row, d.rssi === null ? "?" : String(d.rssi), "rssi");
@@ -108,9 +140,78 @@ enum UIAssets {
         count.textContent = shown.length + " of " + devices.length + " device(s)";
       }
       filter.addEventListener("input", render);
+      table.addEventListener("click", e => {
+        const row = e.target.closest("tr");
+        if (row) location.href = "/devices/" + encodeURIComponent(row.dataset.address + "/" + row.dataset.type);
+      });
       fetch("/api/devices").then(r => r.json()).then(list => { devices = list; render(); }).catch(() => {});
       const events = new EventSource("/api/events");
       events.addEventListener("devices", e => { devices = JSON.parse(e.data); render(); });
+    })();
+    function printable(text) { return typeof text === "string" && text.length > 0 && !/[\\u0000-\\u001f\\u007f]/.test(text); }
+    (function () {
+      const gatt = document.getElementById("gatt");
+      if (!gatt) return;
+      const address = gatt.dataset.address;
+      const status = document.getElementById("status");
+      const log = document.getElementById("log");
+      function el(tag, text, cls) { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
+      function show(target, reply) {
+        if (reply.error) { target.textContent = reply.error; target.className = "value error"; return; }
+        target.className = "value";
+        target.textContent = printable(reply.utf8) ? JSON.stringify(reply.utf8) + "  " + reply.hex : reply.hex;
+      }
+      function entry(text) { const li = el("li", text); log.appendChild(li); log.scrollTop = log.scrollHeight; }
+      function characteristic(c) {
+        const box = el("div", undefined, "characteristic");
+        box.dataset.handle = c.handle;
+        box.appendChild(el("div", (c.name || c.uuid) + " [0x" + c.handle.toString(16).padStart(4, "0") + "] " + c.properties.join(", ")));
+        const value = el("div", "", "value");
+        value.dataset.role = "value";
+        if (c.value) show(value, c.value); else if (c.error) show(value, { error: c.error });
+        box.appendChild(value);
+        const controls = el("div", undefined, "controls");
+        if (c.properties.includes("read")) {
+          const b = el("button", "Read"); b.type = "button"; b.dataset.action = "read";
+          b.onclick = () => post("/api/read", { address, handle: c.handle }).then(r => show(value, r));
+          controls.appendChild(b);
+        }
+        if (c.properties.includes("write") || c.properties.includes("writeWithoutResponse")) {
+          const input = el("input"); input.type = "text"; input.placeholder = "text, or hex with the box ticked"; input.dataset.role = "input";
+          const hex = el("input"); hex.type = "checkbox"; hex.title = "hex";
+          const b = el("button", "Write"); b.type = "button"; b.dataset.action = "write";
+          b.onclick = () => post("/api/write", { address, handle: c.handle, value: input.value, hex: hex.checked,
+                                                 withoutResponse: !c.properties.includes("write") })
+            .then(r => { if (r.error) show(value, r); else entry("wrote " + r.written + " byte(s) to 0x" + c.handle.toString(16)); });
+          controls.append(input, el("label", "hex"), hex, b);
+        }
+        if (c.properties.includes("notify") || c.properties.includes("indicate")) {
+          const b = el("button", "Subscribe"); b.type = "button"; b.dataset.action = "subscribe";
+          b.onclick = () => post("/api/subscribe", { address, handle: c.handle, enabled: b.textContent === "Subscribe" })
+            .then(r => { if (r.error) show(value, r); else b.textContent = r.subscribed ? "Unsubscribe" : "Subscribe"; });
+          controls.appendChild(b);
+        }
+        box.appendChild(controls);
+        return box;
+      }
+      post("/api/connect", { address }).then(db => {
+        if (db.error) { status.textContent = db.error; status.className = "error"; return; }
+        status.textContent = "connected, ATT_MTU " + db.mtu;
+        for (const s of db.services) {
+          const box = el("section", undefined, "service");
+          box.appendChild(el("h3", (s.name || "Service") + " " + s.uuid));
+          for (const c of s.characteristics) box.appendChild(characteristic(c));
+          gatt.appendChild(box);
+        }
+      });
+      document.getElementById("disconnect").onclick = () => post("/api/disconnect", { address }).then(() => { status.textContent = "disconnected"; });
+      const events = new EventSource("/api/peripheral-events/" + encodeURIComponent(address));
+      events.addEventListener("value", e => {
+        const v = JSON.parse(e.data);
+        entry("0x" + v.handle.toString(16) + ": " + (printable(v.utf8) ? JSON.stringify(v.utf8) : v.hex));
+        const box = gatt.querySelector('[data-handle="' + v.handle + '"] [data-role="value"]');
+        if (box) show(box, v);
+      });
     })();
     """
 }

@@ -17,12 +17,14 @@ public final class UIDevicesApp: Sendable {
     }
 
     private let central: Central
+    private let token: String
     private let state = Mutex(State())
     private let watcher = Mutex<Task<Void, Never>?>(nil)
 
-    /// The app over `central`'s scan; `start` begins it.
-    public init(central: Central) {
+    /// The app over `central`'s scan, its pages carrying `token`; `start` begins it.
+    public init(central: Central, token: String) {
         self.central = central
+        self.token = token
     }
 
     /// Starts scanning; the list updates until `stop`.
@@ -106,7 +108,7 @@ public final class UIDevicesApp: Sendable {
         case "/":
             return .response(HTTPResponse(.seeOther, headers: [("Location", "/devices")]))
         case "/devices":
-            return .response(UIAssets.page(title: "Devices", body: UIAssets.devicesBody))
+            return .response(UIAssets.page(title: "Devices", body: UIAssets.devicesBody, token: token))
         case "/api/devices":
             return .response(HTTPResponse(.ok, headers: [("Content-Type", "application/json")], body: Array(devicesJSON(now: central.clock.now()).utf8)))
         case "/api/events":

@@ -5,10 +5,11 @@ import BLETransport
 import Foundation
 
 /// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
-/// which keeps the radio. This first part serves the device list (`/devices`) and its API.
+/// which keeps the radio: the device list (`/devices`), a device's GATT screen
+/// (`/devices/ADDRESS`), and the JSON API behind them.
 struct UICommand: BLECommand {
     static let name = "ui"
-    static let abstract = "Serve a local web page with the live device list (first screen of the dashboard)."
+    static let abstract = "Serve a local web page: the live device list, and a device's GATT tree with read, write and subscribe."
     static let options: [CommandOption] = [
         .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
@@ -61,10 +62,13 @@ struct UICommand: BLECommand {
         let address = "http://\(shownHost):\(listener.port)/?token=\(token)"
         print("ui: \(address)")
         flushOutput()
-        let app = UIDevicesApp(central: central)
+        let app = UIDevicesApp(central: central, token: token)
         app.start()
+        let peripherals = UIPeripheralApp(central: central, token: token)
         let server = UIServer(policy: policy) { request in
-            app.handle(request) ?? .response(.text(.notFound, "no such page\n"))
+            if let reply = app.handle(request) { return reply }
+            if let reply = await peripherals.handle(request) { return reply }
+            return .response(.text(.notFound, "no such page\n"))
         }
         if openBrowser { Self.open(address) }
         let accepting = Task {
@@ -78,6 +82,7 @@ struct UICommand: BLECommand {
         await listener.close()
         accepting.cancel()
         app.stop()
+        await peripherals.stop()
         await central.close()
     }
 
