@@ -32,23 +32,28 @@ public final class UIDevicesApp: Sendable {
         let central = self.central
         let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
             var lastSent = Duration.zero - .seconds(1)
-            do {
-                for try await change in central.watch() {
-                    guard let self else { return }
-                    self.state.withLock { s in
-                        switch change {
-                        case let .appeared(d), let .updated(d): s.devices[d.address] = d
-                        case let .disappeared(d): s.devices[d.address] = nil
+            // A connection attempt (another screen's) ends the running scan: watch again, after a
+            // moment, for as long as the app runs.
+            while !Task.isCancelled {
+                do {
+                    for try await change in central.watch() {
+                        guard let self else { return }
+                        self.state.withLock { s in
+                            switch change {
+                            case let .appeared(d), let .updated(d): s.devices[d.address] = d
+                            case let .disappeared(d): s.devices[d.address] = nil
+                            }
+                        }
+                        let now = central.clock.now()
+                        if now - lastSent >= .milliseconds(250) {
+                            lastSent = now
+                            self.broadcast(now: now)
                         }
                     }
-                    let now = central.clock.now()
-                    if now - lastSent >= .milliseconds(250) {
-                        lastSent = now
-                        self.broadcast(now: now)
-                    }
+                } catch {
+                    // The scan could not run (busy, or the controller went away): try again.
                 }
-            } catch {
-                // The controller went away: the list stays as it was.
+                do { try await central.clock.sleep(for: .seconds(1)) } catch { return }
             }
         }
         watcher.withLock { $0 = task }

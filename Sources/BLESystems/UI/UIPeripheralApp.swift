@@ -83,6 +83,8 @@ public actor UIPeripheralApp {
         if let s = sessions[address] { return Self.json(GATTDatabaseDump.json(s.database, address: address)) }
         do {
             let peripheral = try await central.connect(address, timeout: .seconds(10))
+            // As `ble gatt` does: the largest ATT_MTU, so long values read in fewer requests.
+            _ = try? await peripheral.exchangeMTU(517)
             let database = try await peripheral.discoverDatabase(readValues: true)
             sessions[address] = Session(peripheral: peripheral, database: database)
             return Self.json(GATTDatabaseDump.json(database, address: address))
