@@ -70,3 +70,17 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CoreBluetooth on Linux (issue 11): Apple's API, delegates and semantics over the public async
+// API, so code written for iPhone builds here. Built only where Apple's framework is absent, so it
+// never shadows the system one.
+#if !canImport(Darwin)
+package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
+package.targets += [
+    .target(name: "CoreBluetooth", dependencies: ["BLE", "BLEVirtual"]),
+    .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "BLE", "BLEVirtual"]),
+    // Typical iOS idioms (implicitly unwrapped managers, @unknown default, Timer) in Swift 5 mode.
+    .testTarget(name: "CoreBluetoothSwift5Tests", dependencies: ["CoreBluetooth"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+]
+#endif
