@@ -61,7 +61,10 @@ public final class CBUUID: NSObject, NSCopying, @unchecked Sendable {
 
     /// The SIG name Apple prints (`Heart Rate`, `Battery Level`, `Client Characteristic
     /// Configuration`), else `uuidString`.
-    public override var description: String { AssignedNumbers.name(for: value) ?? uuidString }
+    public override var description: String {
+        guard value.uint32 != nil else { return uuidString }  // vendor UUIDs print as themselves
+        return AssignedNumbers.name(for: value) ?? uuidString
+    }
 
     /// Equal when the 128-bit values are: the short forms are aliases in the Bluetooth Base UUID.
     public override func isEqual(_ object: Any?) -> Bool {
