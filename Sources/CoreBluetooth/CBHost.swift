@@ -12,6 +12,7 @@ final class CBHost: Sendable {
     private let observers = Locked<[UInt64: @Sendable (CBManagerState) -> Void]>([:])
     private let nextObserver = Locked<UInt64>(1)
     private let failed = Locked(false)
+    let peripheralRole = Locked<PeripheralManager?>(nil)
 
     init(spec: String, central: Central) {
         self.spec = spec
