@@ -140,12 +140,17 @@ final class CentralRoleTests: XCTestCase {
         wait("notifying") { recorder.events.contains("notifying FFF3 true") }
         XCTAssertTrue(c3.isNotifying)
         let handle = try XCTUnwrap(peer.handles.valueHandle(for: "FFF3"))
+        // A read issued from inside didUpdateValueFor: the notifications still all arrive, and so do the reads.
+        let readsBefore = recorder.count("value FFF1")
+        recorder.onUpdateValue = { p, c in if c === c3 { p.readValue(for: c1) } }
         for v: UInt8 in 1...3 {
             _ = try blocking { try await peer.manager.updateValueWaiting([v, v], forHandle: handle) }
         }
         wait("three notifications") { recorder.count("value FFF3") == 3 }
         XCTAssertEqual(c3.value, Data([3, 3]))
-        XCTAssertEqual(Array(recorder.values.suffix(3)), [Data([1, 1]), Data([2, 2]), Data([3, 3])])
+        wait("the reads from the callbacks") { recorder.count("value FFF1") == readsBefore + 3 }
+        recorder.onUpdateValue = nil
+        XCTAssertEqual(recorder.values.filter { $0.count == 2 }, [Data([1, 1]), Data([2, 2]), Data([3, 3])])
 
         // Descriptors: the CCCD the server added, read as an NSNumber; the user description as a String.
         peripheral.discoverDescriptors(for: c3)
@@ -177,6 +182,7 @@ final class CentralRoleTests: XCTestCase {
         peripheral.readValue(for: c1)
         wait("read after disconnect") { recorder.events.contains("value error FFF1") }
         XCTAssertEqual((recorder.error(for: "value error FFF1") as? CBError)?.code, .notConnected)
+        XCTAssertEqual(c1.value, Data("hello".utf8), "a failed read keeps the value")
 
         XCTAssertEqual(recorder.callbacksOffQueue, [])
         let order = recorder.events.filter { ["state poweredOn", "connect", "services", "characteristics FFF0", "disconnect"].contains($0) }
@@ -227,6 +233,35 @@ final class CentralRoleTests: XCTestCase {
         m1.cancelPeripheralConnection(p1)
         wait("disconnect") { r1.events.contains("disconnect") }
         XCTAssertEqual(r1.callbacksOffQueue + r2.callbacksOffQueue, [])
+    }
+
+    /// Scanning goes on while a connection is pending (to a device never heard) and while one is open.
+    func testScanningGoesOnWhileAConnectionIsPendingOrOpen() throws {
+        let queue = DispatchQueue(label: "cb.scan")
+        let recorder = Recorder(queue: queue)
+        let central = CBCentralManager(delegate: recorder, queue: queue, options: Self.options)
+        wait("poweredOn") { recorder.events.contains("state poweredOn") }
+        let absent = try XCTUnwrap(central.retrievePeripherals(withIdentifiers: [UUID(uuidString: "53424C45-0000-8001-8000-C0FFEE000002")!]).first)
+        central.connect(absent)
+        let first = "CBScanA-\(UInt16.random(in: 0...0xFFFF))"
+        let a = try blocking { try await TestPeripheral.start(name: first) }
+        defer { try? blocking { await a.stop() } }
+        central.scanForPeripherals(withServices: [TestPeripheral.service])
+        wait("a discovery while a connection is pending") { recorder.discoveries.contains { $0.peripheral.name == first } }
+        let pa = try XCTUnwrap(recorder.discoveries.first { $0.peripheral.name == first }?.peripheral)
+        central.connect(pa)
+        wait("connected") { recorder.events.contains("connect") }
+        XCTAssertTrue(central.isScanning)
+        let second = "CBScanB-\(UInt16.random(in: 0...0xFFFF))"
+        let b = try blocking { try await TestPeripheral.start(name: second) }
+        defer { try? blocking { await b.stop() } }
+        wait("a discovery while a connection is open") { recorder.discoveries.contains { $0.peripheral.name == second } }
+        central.stopScan()
+        central.cancelPeripheralConnection(absent)
+        central.cancelPeripheralConnection(pa)
+        wait("both ended") { recorder.count("disconnect") == 2 }
+        XCTAssertEqual(absent.state, .disconnected)
+        XCTAssertEqual(pa.state, .disconnected)
     }
 
     /// A link lost (the device gone out of range) reports `CBError.connectionTimeout`.
