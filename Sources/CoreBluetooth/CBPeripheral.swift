@@ -391,12 +391,15 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         }, failed: { p, error in p.delegate?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: error) })
     }
 
-    /// Reads the link's RSSI. The stack has no HCI Read RSSI yet: `didReadRSSI` reports 127 with
-    /// `CBError.operationNotSupported`.
+    /// Reads the link's RSSI (HCI Read RSSI); `didReadRSSI` follows with it in dBm.
     open func readRSSI() {
-        perform({ _ in
-            self.deliver { p in
-                p.delegate?.peripheral(p, didReadRSSI: NSNumber(value: 127), error: CBError(.operationNotSupported))
+        perform({ api in
+            do {
+                let rssi = try await api.readRSSI()
+                self.deliver { p in p.delegate?.peripheral(p, didReadRSSI: NSNumber(value: rssi), error: nil) }
+            } catch {
+                let mapped = CBErrorMapping.map(error)
+                self.deliver { p in p.delegate?.peripheral(p, didReadRSSI: NSNumber(value: 127), error: mapped) }
             }
         }, failed: { p, error in p.delegate?.peripheral(p, didReadRSSI: NSNumber(value: 127), error: error) })
     }

@@ -167,6 +167,11 @@ final class CentralRoleTests: XCTestCase {
         peripheral.writeValue(Data([0, 0]), for: cccd)
         wait("CCCD write refused") { recorder.events.contains("descriptor write error") }
 
+        // RSSI of the link (both ends at the origin: −40 dBm).
+        peripheral.readRSSI()
+        wait("RSSI") { recorder.events.contains("rssi") }
+        XCTAssertEqual(recorder.rssi?.intValue, -40)
+
         // Services discovered again keep their objects.
         peripheral.discoverServices(nil)
         wait("all services") { recorder.count("services") == 2 }

@@ -117,7 +117,12 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?) {
         record(error == nil ? "descriptor wrote" : "descriptor write error", error: error)
     }
-    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) { record("rssi", error: error) }
+    private(set) var lastRSSI: NSNumber?
+    func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
+        lock.lock(); lastRSSI = RSSI; lock.unlock()
+        record(error == nil ? "rssi" : "rssi error", error: error)
+    }
+    var rssi: NSNumber? { lock.lock(); defer { lock.unlock() }; return lastRSSI }
 }
 
 extension XCTestCase {
