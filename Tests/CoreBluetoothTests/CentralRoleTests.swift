@@ -60,6 +60,19 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(recorder.callbacksOffQueue, [])
     }
 
+    /// A controller that cannot be opened leaves the manager `.poweredOff` (the reason on stderr),
+    /// reported through the delegate like any state.
+    func testAControllerThatDoesNotOpenIsReported() {
+        let queue = DispatchQueue(label: "cb.none")
+        let recorder = Recorder(queue: queue)
+        let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:1"])
+        wait("a state") { recorder.events.contains { $0.hasPrefix("state ") } }
+        XCTAssertEqual(recorder.events, ["state poweredOff"])
+        XCTAssertEqual(central.state, .poweredOff)
+        central.scanForPeripherals(withServices: nil)
+        XCTAssertFalse(central.isScanning)
+    }
+
     /// Scan, connect, discover, read, write, notify, errors and disconnect, each callback on the
     /// queue given, in call order, with the same objects throughout.
     func testCentralFlowOnTheGivenQueue() throws {
@@ -269,8 +282,10 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(pa.state, .disconnected)
     }
 
-    /// A link lost (the device gone out of range) reports `CBError.connectionTimeout`.
-    func testLinkLossReportsConnectionTimeout() throws {
+    /// A link lost (the device gone out of range) reports `CBError.connectionTimeout`, and a read
+    /// in flight when it went reports a `CBError` rather than hanging; a missing service is an
+    /// empty discovery, not an error.
+    func testLinkLossMidOperationAndAMissingService() throws {
         let name = "CBLoss-\(UInt16.random(in: 0...0xFFFF))"
         let peer = try blocking { try await TestPeripheral.start(name: name) }
         defer { try? blocking { await peer.stop() } }
@@ -285,10 +300,25 @@ final class CentralRoleTests: XCTestCase {
         peripheral.delegate = recorder
         central.connect(peripheral)
         wait("didConnect") { recorder.events.contains("connect") }
+        peripheral.discoverServices([CBUUID(string: "ABCD")])
+        wait("empty discovery") { recorder.events.contains("services") }
+        XCTAssertEqual(peripheral.services?.count, 0)
+        peripheral.discoverServices([TestPeripheral.service])
+        wait("discovery") { recorder.count("services") == 2 }
+        let service = try XCTUnwrap(peripheral.services?.first)
+        peripheral.discoverCharacteristics([CBUUID(string: "FFF1")], for: service)
+        wait("characteristics") { recorder.events.contains("characteristics FFF0") }
+        let characteristic = try XCTUnwrap(service.characteristics?.first)
+        XCTAssertEqual(service.characteristics?.count, 1)
+
         _ = try blocking { await VirtualWorld.shared.radio.dropLinks(of: peer.device.id) }
+        peripheral.readValue(for: characteristic)
         wait("didDisconnect with an error", seconds: 30) { recorder.events.contains("disconnect error") }
         XCTAssertEqual((recorder.error(for: "disconnect error") as? CBError)?.code, .connectionTimeout)
         XCTAssertEqual(peripheral.state, .disconnected)
+        wait("the read in flight ends") { recorder.events.contains("value error FFF1") }
+        XCTAssertNotNil(recorder.error(for: "value error FFF1") as? CBError, "\(String(describing: recorder.error(for: "value error FFF1")))")
+        XCTAssertNil(characteristic.value)
     }
 
     /// A pending connection (to a device never heard) stays pending until cancelled; the cancel
