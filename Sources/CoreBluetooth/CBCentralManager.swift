@@ -136,7 +136,10 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                 self.stopScan(checked: false)
                 let peripherals = self.inner.withLock { Array($0.peripherals.values) }
                 for p in peripherals where p.state != .disconnected {
-                    p.inner.withLock { $0.connectTask?.cancel() }
+                    p.inner.withLock { s in
+                        s.connectTask?.cancel()
+                        s.attempt += 1
+                    }
                     p.detach()
                     self.delegate?.centralManager(self, didDisconnectPeripheral: p, timestamp: CFAbsoluteTimeGetCurrent(),
                                                   isReconnecting: false, error: CBError(.peripheralDisconnected))
@@ -294,33 +297,30 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             CBLog.warning("API MISUSE: \(peripheral) belongs to another CBCentralManager")
             return
         }
-        let starts = peripheral.inner.withLock { s -> Bool in
-            guard s.state == .disconnected else { return false }
+        let attempt = peripheral.inner.withLock { s -> UInt64? in
+            guard s.state == .disconnected else { return nil }
             s.state = .connecting
             s.cancelRequested = false
-            return true
+            s.attempt += 1
+            return s.attempt
         }
-        guard starts else { return }
+        guard let attempt else { return }
         let task = Task {
             do {
                 let api = try await host.scans.connect(peripheral.key)
-                if Task.isCancelled {
-                    try? await api.disconnect()
-                    return
-                }
-                peripheral.attach(api)
                 self.queue.async {
-                    let current = peripheral.inner.withLock { s -> Bool in
-                        guard s.state == .connecting else { return false }
-                        s.state = .connected
-                        return true
+                    // Still wanted (not cancelled, nor replaced by a newer attempt)? Then the link is
+                    // this peripheral's, atomically with its state.
+                    guard let link = peripheral.adopt(api, attempt: attempt) else {
+                        Task { try? await api.disconnect() }
+                        return
                     }
-                    guard current else { return }
+                    link.start(for: peripheral)
                     self.delegate?.centralManager(self, didConnect: peripheral)
                 }
                 for await state in api.stateUpdates {
                     if case let .disconnected(reason) = state {
-                        self.linkEnded(peripheral, reason: reason)
+                        self.linkEnded(peripheral, api: api, reason: reason)
                         break
                     }
                 }
@@ -329,7 +329,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                 let mapped = CBErrorMapping.map(error)
                 self.queue.async {
                     guard peripheral.inner.withLock({ s -> Bool in
-                        guard s.state == .connecting else { return false }
+                        guard s.state == .connecting, s.attempt == attempt else { return false }
                         s.state = .disconnected
                         s.connectTask = nil
                         return true
@@ -338,15 +338,17 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                 }
             }
         }
-        peripheral.inner.withLock { $0.connectTask = task }
+        peripheral.inner.withLock { s in
+            if s.attempt == attempt { s.connectTask = task }
+        }
     }
 
-    /// The link to `peripheral` is down: report it (nil error after `cancelPeripheralConnection`).
-    private func linkEnded(_ peripheral: CBPeripheral, reason: HCIStatus) {
+    /// The link `api` to `peripheral` is down: report it (nil error after `cancelPeripheralConnection`).
+    private func linkEnded(_ peripheral: CBPeripheral, api: Peripheral, reason: HCIStatus) {
         let timestamp = CFAbsoluteTimeGetCurrent()
         queue.async {
-            let (wasUp, local) = peripheral.inner.withLock { s in (s.link != nil && s.state != .disconnected, s.cancelRequested) }
-            guard wasUp else { return }
+            let (current, local) = peripheral.inner.withLock { s in (s.link?.api === api && s.state != .disconnected, s.cancelRequested) }
+            guard current else { return }
             peripheral.detach()
             let error: (any Error)? = local ? nil : CBErrorMapping.disconnection(reason)
             self.delegate?.centralManager(self, didDisconnectPeripheral: peripheral, timestamp: timestamp,
@@ -363,6 +365,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             switch s.state {
             case .connecting:
                 s.state = .disconnected
+                s.attempt += 1
                 defer { s.connectTask = nil }
                 return .pending(s.connectTask)
             case .connected:

@@ -76,6 +76,8 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         var services: [CBService]?
         var link: Link?
         var connectTask: Task<Void, Never>?
+        /// Counts connection attempts, so a late result of a cancelled one is recognised.
+        var attempt: UInt64 = 0
         var cancelRequested = false
         var queuedWritesWithoutResponse = 0
         var owesReady = false
@@ -422,29 +424,20 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         }
     }
 
-    /// The link is up: operations go to it from now on. The MTU is exchanged first, so
-    /// `maximumWriteValueLength(for: .withoutResponse)` is right from the first discovery on.
-    func attach(_ api: Peripheral) {
+    /// The link is up: if connection attempt `attempt` is still the one wanted, it becomes this
+    /// peripheral's link (and the state `.connected`) in one step; nil when it is not wanted.
+    func adopt(_ api: Peripheral, attempt: UInt64) -> Link? {
         let link = Link(api: api)
-        inner.withLock { s in
+        let adopted = inner.withLock { s -> Bool in
+            guard s.state == .connecting, s.attempt == attempt else { return false }
             s.link = link
+            s.state = .connected
             s.cancelRequested = false
             s.queuedWritesWithoutResponse = 0
             s.owesReady = false
+            return true
         }
-        link.lane.enqueue { _ = try? await api.exchangeMTU() }
-        Task {
-            for await range in await api.servicesChanged() {
-                self.deliver { p in
-                    let invalidated = p.inner.withLock { s -> [CBService] in
-                        let gone = (s.services ?? []).filter { ($0.gatt?.handleRange.overlaps(range)) ?? false }
-                        s.services = s.services?.filter { service in !gone.contains { $0 === service } }
-                        return gone
-                    }
-                    if !invalidated.isEmpty { p.delegate?.peripheral(p, didModifyServices: invalidated) }
-                }
-            }
-        }
+        return adopted ? link : nil
     }
 
     /// The link is down (on the delegate queue): the services are dropped and notifications stop.
@@ -466,6 +459,30 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                     s.acceptsNotifications = false
                     s.listener?.cancel()
                     s.listener = nil
+                }
+            }
+        }
+    }
+}
+
+extension CBPeripheral.Link {
+    /// Starts the link's work: the MTU is exchanged first, so `maximumWriteValueLength(for:
+    /// .withoutResponse)` is right from the first discovery on; Service Changed indications
+    /// invalidate the services they cover.
+    func start(for peripheral: CBPeripheral) {
+        let api = self.api
+        lane.enqueue { _ = try? await api.exchangeMTU() }
+        Task { [weak peripheral] in
+            for await range in await api.servicesChanged() {
+                guard let peripheral else { return }
+                peripheral.deliver { p in
+                    let invalidated = p.inner.withLock { s -> [CBService] in
+                        guard s.link?.api === api else { return [] }
+                        let gone = (s.services ?? []).filter { ($0.gatt?.handleRange.overlaps(range)) ?? false }
+                        s.services = s.services?.filter { service in !gone.contains { $0 === service } }
+                        return gone
+                    }
+                    if !invalidated.isEmpty { p.delegate?.peripheral(p, didModifyServices: invalidated) }
                 }
             }
         }

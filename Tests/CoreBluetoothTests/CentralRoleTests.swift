@@ -339,6 +339,24 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(peripheral.state, .disconnected)
         XCTAssertFalse(recorder.events.contains("connect"))
         XCTAssertFalse(recorder.events.contains("fail"))
+
+        // A connection cancelled at once and asked for again: one didConnect, for the second.
+        let name = "CBAgain-\(UInt16.random(in: 0...0xFFFF))"
+        let peer = try blocking { try await TestPeripheral.start(name: name) }
+        defer { try? blocking { await peer.stop() } }
+        central.scanForPeripherals(withServices: [TestPeripheral.service])
+        wait("discovery") { recorder.discoveries.contains { $0.peripheral.name == name } }
+        central.stopScan()
+        let present = try XCTUnwrap(recorder.discoveries.first { $0.peripheral.name == name }?.peripheral)
+        central.connect(present)
+        central.cancelPeripheralConnection(present)
+        central.connect(present)
+        wait("didConnect") { recorder.events.contains("connect") }
+        XCTAssertEqual(present.state, .connected)
+        XCTAssertEqual(recorder.count("disconnect"), 2)
+        central.cancelPeripheralConnection(present)
+        wait("didDisconnect") { recorder.count("disconnect") == 3 }
+        XCTAssertEqual(recorder.count("connect"), 1)
     }
 
     /// `queue: nil` delivers on the main queue, driven here by `RunLoop.main.run(until:)` as a
