@@ -61,7 +61,7 @@ actor CBHostRegistry {
         if let task = hosts[key] { return try await task.value }
         let task = Task<CBHost, any Error> {
             let transport = try await Controllers.open(spec: key.isEmpty ? nil : key)
-            let central = try await Central.open(transport: transport)
+            let central = try await Central.open(transport: transport, configuration: Self.configuration(spec: key))
             let host = CBHost(spec: key, central: central)
             host.startMonitor()
             return host
@@ -73,6 +73,26 @@ actor CBHostRegistry {
             hosts[key] = nil
             throw error
         }
+    }
+
+    /// The host's settings. Bonds persist, as iOS keeps them: in the directory `ble` uses
+    /// (`BLE_BONDS`, else `$XDG_DATA_HOME/ble/bonds`, i.e. `~/.local/share/ble/bonds`), so a device
+    /// paired with `ble pair` is bonded here too; on the in-process `virtual` radio, whose devices
+    /// last one run, they are kept in memory. Pairing happens when a characteristic needs it.
+    static func configuration(spec: String) -> HostConfiguration {
+        var configuration = HostConfiguration()
+        let environment = ProcessInfo.processInfo.environment
+        if spec != "virtual", let directory = environment["BLE_BONDS"] ?? DirectoryBondStore.defaultDirectory(environment: environment) {
+            do {
+                configuration.security.bondStore = try DirectoryBondStore(directory: directory)
+            } catch {
+                CBLog.warning("bonds are kept in memory only: \(error)")
+                configuration.security.bondStore = InMemoryBondStore()
+            }
+        } else {
+            configuration.security.bondStore = InMemoryBondStore()
+        }
+        return configuration
     }
 
     /// Drops a failed host, so the next manager opens the controller afresh.
