@@ -64,6 +64,8 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         var pendingUpdates = 0
         var owesReady = false
         var lane: OperationLane?
+        /// The controller is this manager's own (`virtual`), closed with it.
+        var ownsController = false
     }
 
     /// How many `updateValue` calls may wait for the link before it returns false.
@@ -109,16 +111,21 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             do {
                 let key = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"] ?? ""
                 let api: PeripheralManager
-                if key == "virtual" {
+                let owns = key == "virtual"
+                if owns {
                     api = try await PeripheralManager.open(transport: try await Controllers.open(spec: key))
                 } else {
                     api = try await CBHostRegistry.shared.host(spec: spec).peripheralManager()
                 }
-                guard let self else { return }
+                guard let self else {
+                    if owns { await api.close() }
+                    return
+                }
                 let lane = OperationLane()
                 self.inner.withLock { s in
                     s.api = api
                     s.lane = lane
+                    s.ownsController = owns
                 }
                 let events = await api.events
                 Task { [weak self] in
@@ -133,6 +140,21 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                 CBLog.warning("no Bluetooth controller (\(state)): \(error)")
                 self?.changeState(state)
             }
+        }
+    }
+
+    /// A manager that goes away takes its services and advertising with it (and its own
+    /// controller, on `virtual`).
+    deinit {
+        let (api, owns, published, advertising) = inner.withLock { ($0.api, $0.ownsController, $0.published.map(\.handles), $0.advertising) }
+        guard let api else { return }
+        Task {
+            if owns {
+                await api.close()
+                return
+            }
+            if advertising { try? await api.stopAdvertising() }
+            for handles in published { try? await api.remove(handles) }
         }
     }
 
