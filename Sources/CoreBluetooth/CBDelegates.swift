@@ -88,6 +88,8 @@ public protocol CBPeripheralDelegate: NSObjectProtocol {
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?)
     /// `canSendWriteWithoutResponse` became true again after it was false.
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)
+    /// `openL2CAPChannel` finished (on Linux: always `CBError.operationNotSupported` for now).
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?)
 }
 
 /// The empty defaults that make every `CBPeripheralDelegate` method optional.

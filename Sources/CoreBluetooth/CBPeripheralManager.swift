@@ -22,6 +22,12 @@ public protocol CBPeripheralManagerDelegate: NSObjectProtocol {
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest])
     /// After `updateValue` returned false, there is room again: send the value again.
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager)
+    /// `publishL2CAPChannel` finished (on Linux: always `CBError.operationNotSupported` for now).
+    func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?)
+    /// `unpublishL2CAPChannel` finished.
+    func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?)
+    /// A central opened a published channel (never on Linux yet).
+    func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: (any Error)?)
 }
 
 /// The empty defaults that make the optional methods optional.

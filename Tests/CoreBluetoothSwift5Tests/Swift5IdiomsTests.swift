@@ -9,6 +9,7 @@ class HeartRateMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
     var heartRatePeripheral: CBPeripheral!
     var scanTimer: Timer?
     var log: [String] = []
+    var l2capPSM: CBL2CAPPSM?
     let heartRateServiceCBUUID = CBUUID(string: "0x180D".replacingOccurrences(of: "0x", with: ""))
     let heartRateMeasurementCharacteristicCBUUID = CBUUID(string: "2A37")
     let bodySensorLocationCharacteristicCBUUID = CBUUID(string: "2A38")
@@ -56,6 +57,8 @@ class HeartRateMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
 
     func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) {
         log.append("Connected!")
+        central.registerForConnectionEvents(options: [.serviceUUIDs: [heartRateServiceCBUUID]])
+        if let psm = l2capPSM { peripheral.openL2CAPChannel(psm) }
         heartRatePeripheral.discoverServices([heartRateServiceCBUUID])
     }
 
@@ -96,6 +99,17 @@ class HeartRateMonitor: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate
         default:
             log.append("Unhandled Characteristic UUID: \(characteristic.uuid)")
         }
+    }
+
+    func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: Error?) {
+        guard let channel = channel else { return }
+        channel.inputStream.open()
+        channel.outputStream.open()
+    }
+
+    func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral,
+                        timestamp: CFAbsoluteTime, isReconnecting: Bool, error: Error?) {
+        log.append("disconnected at \(timestamp), reconnecting \(isReconnecting)")
     }
 
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor characteristic: CBCharacteristic, error: Error?) {
