@@ -243,7 +243,11 @@ actor ScanEngine {
 
     private func deliver(_ device: ScannedDevice) {
         let key = Self.key(of: device)
-        lastHeard[key] = (device.address, ContinuousClock.now)
+        let now = ContinuousClock.now
+        lastHeard[key] = (device.address, now)
+        if lastHeard.count > 4096 {  // a long scan among rotating addresses: forget the silent ones
+            lastHeard = lastHeard.filter { now - $0.value.at < .seconds(10) }
+        }
         for (id, watcher) in watchers where watcher.key == key {
             watchers[id] = nil
             watcher.continuation.resume(returning: device.address)
