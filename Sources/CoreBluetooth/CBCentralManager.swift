@@ -95,23 +95,45 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     /// Opens (or joins) the host for the controller, then reports the state.
-    private func open() {
+    private func open(reportingFailure: Bool = true) {
         let spec = self.spec
         Task { [weak self] in
             do {
                 let host = try await CBHostRegistry.shared.host(spec: spec)
                 guard let self else { return }
-                let observer = host.observe { [weak self] state in self?.changeState(state) }
-                self.inner.withLock { s in
-                    s.host = host
-                    s.observer = observer
+                // On the delegate queue, after any state change still queued from a host that failed.
+                self.queue.async {
+                    let observer = host.observe { [weak self] _ in self?.hostFailed() }
+                    self.inner.withLock { s in
+                        s.host = host
+                        s.observer = observer
+                    }
+                    self.changeState(.poweredOn)
                 }
-                self.changeState(.poweredOn)
             } catch {
-                let state = CBManager.state(after: error)
-                CBLog.warning("no Bluetooth controller (\(state)): \(error)")
-                self?.changeState(state)
+                guard let self else { return }
+                if reportingFailure {
+                    let state = CBManager.state(after: error)
+                    CBLog.warning("no Bluetooth controller (\(state)): \(error)")
+                    self.changeState(state)
+                } else {
+                    self.reopenLater()
+                }
             }
+        }
+    }
+
+    /// The controller was lost: `.poweredOff` now, and `.poweredOn` again once it can be opened
+    /// (tried every second), as Apple's managers follow Bluetooth being switched off and on.
+    private func hostFailed() {
+        changeState(.poweredOff)
+        reopenLater()
+    }
+
+    private func reopenLater() {
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(1))
+            self?.open(reportingFailure: false)
         }
     }
 
@@ -144,7 +166,12 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                     self.delegate?.centralManager(self, didDisconnectPeripheral: p, timestamp: CFAbsoluteTimeGetCurrent(),
                                                   isReconnecting: false, error: CBError(.peripheralDisconnected))
                 }
-                self.inner.withLock { $0.host = nil }
+                self.inner.withLock { s in
+                    if let observer = s.observer { s.host?.removeObserver(observer) }
+                    s.host = nil
+                    s.observer = nil
+                    s.listener = nil
+                }
             }
             self.delegate?.centralManagerDidUpdateState(self)
         }

@@ -1,3 +1,4 @@
+import BLETransport
 import BLEVirtual
 import CoreBluetooth
 import XCTest
@@ -71,6 +72,46 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(central.state, .poweredOff)
         central.scanForPeripherals(withServices: nil)
         XCTAssertFalse(central.isScanning)
+    }
+
+    /// A controller lost (its TCP connection closed) takes the manager to `.poweredOff`; when it
+    /// can be opened again the manager is `.poweredOn` again, and scans.
+    func testAManagerFollowsItsControllerGoingAndComingBack() throws {
+        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("cb-bonds-\(UUID().uuidString)").path
+        setenv("BLE_BONDS", bonds, 1)
+        defer {
+            unsetenv("BLE_BONDS")
+            try? FileManager.default.removeItem(atPath: bonds)
+        }
+        let world = VirtualWorld()
+        let listener = try TCPListener.listen(host: "127.0.0.1", port: 0)
+        let accepted = Locked<[TCPHostConnection]>([])
+        let server = Task {
+            for await connection in listener.connections {
+                let n = accepted.get().count + 1
+                accepted.set(accepted.get() + [connection])
+                Task { _ = await world.radio.serve(hostTransport: connection, address: BDAddress(rawValue: 0xC0_DD_00_00_00_00 + UInt64(n))) }
+            }
+        }
+        defer {
+            server.cancel()
+            try? blocking { await listener.close() }
+        }
+        let queue = DispatchQueue(label: "cb.lost")
+        let recorder = Recorder(queue: queue)
+        let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:\(listener.port)"])
+        wait("poweredOn") { recorder.events.contains("state poweredOn") }
+        central.scanForPeripherals(withServices: nil)
+        let first = try XCTUnwrap(accepted.get().first)
+        try blocking { await first.close() }
+        wait("poweredOff") { recorder.events.contains("state poweredOff") }
+        XCTAssertFalse(central.isScanning, "leaving .poweredOn ends the scan")
+        wait("poweredOn again") { recorder.count("state poweredOn") == 2 }
+        XCTAssertEqual(central.state, .poweredOn)
+        XCTAssertEqual(accepted.get().count, 2)
+        central.scanForPeripherals(withServices: nil)
+        XCTAssertTrue(central.isScanning)
+        central.stopScan()
     }
 
     /// Scan, connect, discover, read, write, notify, errors and disconnect, each callback on the
