@@ -67,6 +67,9 @@ open class CBCharacteristic: CBAttribute, @unchecked Sendable {
         /// Set while notifications are wanted (from `setNotifyValue(true)` until
         /// `setNotifyValue(false)`), so none arriving just after the CCCD write is dropped.
         var acceptsNotifications = false
+        /// Values that arrived after the CCCD write but before its callback ran: delivered right
+        /// after `didUpdateNotificationStateFor`, as the wire had them.
+        var held: [Data] = []
         var listener: Task<Void, Never>?
     }
 

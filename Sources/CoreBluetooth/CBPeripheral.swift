@@ -368,6 +368,10 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                             self.deliver { p in
                                 guard characteristic.inner.withLock({ s -> Bool in
                                     guard s.acceptsNotifications else { return false }
+                                    guard s.isNotifying else {
+                                        s.held.append(Data(value))
+                                        return false
+                                    }
                                     s.value = Data(value)
                                     return true
                                 }) else { return }
@@ -382,11 +386,24 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
             do {
                 try await api.setNotifyValue(enabled, for: gatt, cccdHandle: cccd)
                 self.deliver { p in
-                    characteristic.inner.withLock { $0.isNotifying = enabled }
+                    let held = characteristic.inner.withLock { s -> [Data] in
+                        s.isNotifying = enabled
+                        defer { s.held = [] }
+                        return enabled ? s.held : []
+                    }
                     p.delegate?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: nil)
+                    for value in held {
+                        characteristic.inner.withLock { $0.value = value }
+                        p.delegate?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
+                    }
                 }
             } catch {
-                if enabled { characteristic.inner.withLock { $0.acceptsNotifications = $0.isNotifying } }
+                if enabled {
+                    characteristic.inner.withLock { s in
+                        s.acceptsNotifications = s.isNotifying
+                        s.held = []
+                    }
+                }
                 let mapped = CBErrorMapping.map(error)
                 self.deliver { p in p.delegate?.peripheral(p, didUpdateNotificationStateFor: characteristic, error: mapped) }
             }

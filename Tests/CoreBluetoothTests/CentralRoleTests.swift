@@ -48,10 +48,10 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(CBCharacteristicProperties.notify.rawValue, 0x10)
     }
 
+    /// On the main queue (this test's thread), so the state cannot change before the run loop runs.
     func testCallsBeforePoweredOnAreIgnoredAndTheStateIsReported() throws {
-        let queue = DispatchQueue(label: "cb.state")
-        let recorder = Recorder(queue: queue)
-        let central = CBCentralManager(delegate: recorder, queue: queue, options: Self.options)
+        let recorder = Recorder(queue: nil)
+        let central = CBCentralManager(delegate: recorder, queue: nil, options: Self.options)
         XCTAssertEqual(central.state, .unknown)
         central.scanForPeripherals(withServices: nil)
         XCTAssertFalse(central.isScanning, "a scan asked for before .poweredOn is ignored, as Apple does")

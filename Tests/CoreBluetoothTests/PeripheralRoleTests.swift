@@ -59,6 +59,7 @@ final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Senda
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
         lock.lock(); subscriber = central; lock.unlock()
         record("subscribed \(characteristic.uuid.uuidString)")
+        peripheral.updateValue(Data([0x01]), for: dynamic, onSubscribedCentrals: [central])
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
@@ -114,6 +115,9 @@ final class PeripheralRoleTests: XCTestCase {
         peripheral.setNotifyValue(true, for: dynamic)
         wait("subscribed") { recorder.events.contains("notifying EEE2 true") && thermometer.events.contains("subscribed EEE2") }
         XCTAssertEqual(thermometer.dynamic.subscribedCentrals?.count, 1)
+        wait("the value sent on subscription") { recorder.values.contains(Data([0x01])) }
+        let notifying = try XCTUnwrap(recorder.events.firstIndex(of: "notifying EEE2 true"))
+        XCTAssertEqual(recorder.events[..<notifying].filter { $0 == "value EEE2" }.count, 1, "only the read comes before the state callback")
         let subscriber = try XCTUnwrap(thermometer.subscriber)
         XCTAssertGreaterThanOrEqual(subscriber.maximumUpdateValueLength, 20)
         XCTAssertTrue(thermometer.manager.updateValue(Data([0x2A]), for: thermometer.dynamic, onSubscribedCentrals: nil))
