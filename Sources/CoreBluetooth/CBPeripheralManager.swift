@@ -141,10 +141,29 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                     }
                 }
                 self.changeState(.poweredOn)
+                self.watch(api)
             } catch {
                 let state = CBManager.state(after: error)
                 CBLog.warning("no Bluetooth controller (\(state)): \(error)")
                 self?.changeState(state)
+            }
+        }
+    }
+
+    /// Watches the controller's health once a second: lost, the manager goes `.poweredOff`
+    /// (advertising and services gone with it).
+    private func watch(_ api: PeripheralManager) {
+        Task { [weak self] in
+            while self != nil {
+                try? await Task.sleep(for: .seconds(1))
+                guard await api.state != .poweredOn else { continue }
+                guard let self else { return }
+                self.inner.withLock { s in
+                    s.advertising = false
+                    s.api = nil
+                }
+                self.changeState(.poweredOff)
+                return
             }
         }
     }
@@ -315,7 +334,6 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             return true
         }
         guard accepted, let lane = inner.withLock({ $0.lane }) else { return false }
-        characteristic.inner.withLock { $0.value = value }
         let targets = centrals?.compactMap { $0.connection.current }
         let bytes = [UInt8](value)
         lane.enqueue {

@@ -3,6 +3,16 @@ import BLEVirtual
 import CoreBluetooth
 import XCTest
 
+/// The states a peripheral manager reported.
+final class PeripheralStates: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [CBManagerState] = []
+    var states: [CBManagerState] { lock.lock(); defer { lock.unlock() }; return seen }
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        lock.lock(); seen.append(peripheral.state); lock.unlock()
+    }
+}
+
 /// The central role in delegate style against a peripheral on the shared virtual radio (real
 /// time: every step waits for its callback, bounded).
 final class CentralRoleTests: XCTestCase {
@@ -101,10 +111,16 @@ final class CentralRoleTests: XCTestCase {
         let recorder = Recorder(queue: queue)
         let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:\(listener.port)"])
         wait("poweredOn") { recorder.events.contains("state poweredOn") }
+        let states = PeripheralStates()
+        let peripheralManager = CBPeripheralManager(delegate: states, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:\(listener.port)"])
+        wait("the peripheral manager on the same host") { states.states == [.poweredOn] }
+        XCTAssertEqual(accepted.get().count, 1, "both roles share the one controller")
         central.scanForPeripherals(withServices: nil)
         let first = try XCTUnwrap(accepted.get().first)
         try blocking { await first.close() }
         wait("poweredOff") { recorder.events.contains("state poweredOff") }
+        wait("the peripheral manager poweredOff") { states.states == [.poweredOn, .poweredOff] }
+        XCTAssertEqual(peripheralManager.state, .poweredOff)
         XCTAssertFalse(central.isScanning, "leaving .poweredOn ends the scan")
         wait("poweredOn again") { recorder.count("state poweredOn") == 2 }
         XCTAssertEqual(central.state, .poweredOn)
