@@ -123,6 +123,17 @@ final class PeripheralRoleTests: XCTestCase {
         XCTAssertTrue(thermometer.manager.updateValue(Data([0x2A]), for: thermometer.dynamic, onSubscribedCentrals: nil))
         wait("notification") { recorder.values.last == Data([0x2A]) }
 
+        // A burst: updateValue says false once its queue is full, isReady follows, and every
+        // value it took arrives, in order.
+        let before = recorder.values.count
+        let taken = thermometer.queue.sync { () -> [UInt8] in
+            (0..<40).map(UInt8.init).filter { thermometer.manager.updateValue(Data([0xB0, $0]), for: thermometer.dynamic, onSubscribedCentrals: nil) }
+        }
+        XCTAssertLessThan(taken.count, 40)
+        wait("isReady") { thermometer.events.contains("ready") }
+        wait("the burst") { recorder.values.count == before + taken.count }
+        XCTAssertEqual(Array(recorder.values.suffix(taken.count)), taken.map { Data([0xB0, $0]) })
+
         central.cancelPeripheralConnection(peripheral)
         wait("unsubscribed on disconnect") { thermometer.events.contains("unsubscribed EEE2") }
         XCTAssertEqual(thermometer.dynamic.subscribedCentrals?.count, 0)
