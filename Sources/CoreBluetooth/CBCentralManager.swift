@@ -52,7 +52,8 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         var host: CBHost?
         var scan: ScanRequest?
         var scanGeneration: UInt64 = 0
-        var listener: UInt64?
+        /// This manager's listener on a host's scan, and which host it is on.
+        var listener: (host: CBHost, id: UInt64)?
         var peripherals: [DeviceAddress: CBPeripheral] = [:]
         var control: Task<Void, Never>?
         var observer: UInt64?
@@ -139,10 +140,8 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
 
     deinit {
         let (host, observer, listener) = inner.withLock { ($0.host, $0.observer, $0.listener) }
-        if let host {
-            if let observer { host.removeObserver(observer) }
-            if let listener { Task { await host.scans.removeListener(listener) } }
-        }
+        if let host, let observer { host.removeObserver(observer) }
+        if let listener { Task { await listener.host.scans.removeListener(listener.id) } }
     }
 
     /// Sets the state on the delegate queue and reports it. Leaving `.poweredOn` ends the scan and
@@ -170,7 +169,6 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                     if let observer = s.observer { s.host?.removeObserver(observer) }
                     s.host = nil
                     s.observer = nil
-                    s.listener = nil
                 }
             }
             self.delegate?.centralManagerDidUpdateState(self)
@@ -212,18 +210,24 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         guard let host = poweredOnHost("scanForPeripherals") else { return }
         let allow = (options?[CBCentralManagerScanOptionAllowDuplicatesKey] as? NSNumber)?.boolValue ?? false
         let solicited = (options?[CBCentralManagerScanOptionSolicitedServiceUUIDsKey] as? [CBUUID])?.map(\.value) ?? []
-        let needsListener = inner.withLock { s -> Bool in
+        inner.withLock { s in
             s.scanGeneration += 1
             s.scan = ScanRequest(services: serviceUUIDs?.map(\.value) ?? [], solicited: solicited,
                                  allowDuplicates: allow, generation: s.scanGeneration)
-            return s.listener == nil
         }
-        guard needsListener else { return }
         control { [weak self] in
             guard let self else { return }
-            guard self.inner.withLock({ $0.scan != nil && $0.listener == nil }) else { return }
+            // A listener on this host's scan, unless there is one (one left on a lost host goes).
+            let stale = self.inner.withLock { s -> (host: CBHost, id: UInt64)?? in
+                guard s.scan != nil else { return .none }
+                if let l = s.listener, l.host === host { return .none }
+                defer { s.listener = nil }
+                return .some(s.listener)
+            }
+            guard let stale else { return }
+            if let old = stale { await old.host.scans.removeListener(old.id) }
             let id = await host.scans.addListener { [weak self] device in self?.heard(device) }
-            self.inner.withLock { $0.listener = id }
+            self.inner.withLock { $0.listener = (host, id) }
         }
     }
 
@@ -236,19 +240,15 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         if checked, state != .poweredOn {
             CBLog.warning("API MISUSE: <CBCentralManager: \(pointerText(self))> can only accept this command (stopScan) while in the powered on state")
         }
-        let host = inner.withLock { s -> CBHost? in
-            s.scan = nil
-            return s.host
-        }
-        guard let host else { return }
+        inner.withLock { $0.scan = nil }
         control { [weak self] in
             guard let self else { return }
-            guard let id = self.inner.withLock({ s -> UInt64? in
+            guard let listener = self.inner.withLock({ s -> (host: CBHost, id: UInt64)? in
                 guard s.scan == nil else { return nil }
                 defer { s.listener = nil }
                 return s.listener
             }) else { return }
-            await host.scans.removeListener(id)
+            await listener.host.scans.removeListener(listener.id)
         }
     }
 

@@ -125,9 +125,13 @@ final class CentralRoleTests: XCTestCase {
         wait("poweredOn again") { recorder.count("state poweredOn") == 2 }
         XCTAssertEqual(central.state, .poweredOn)
         XCTAssertEqual(accepted.get().count, 2)
+        let (advertiser, _) = try blocking { try await world.addPeripheralManager(name: "Back") }
+        try blocking { try await advertiser.startAdvertising(AdvertisingData.Builder().localName("Back").build()) }
         central.scanForPeripherals(withServices: nil)
         XCTAssertTrue(central.isScanning)
+        wait("a discovery on the controller that came back") { recorder.discoveries.contains { $0.peripheral.name == "Back" } }
         central.stopScan()
+        try blocking { await advertiser.close() }
     }
 
     /// Scan, connect, discover, read, write, notify, errors and disconnect, each callback on the
