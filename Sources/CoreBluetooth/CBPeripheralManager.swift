@@ -111,7 +111,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         open()
     }
 
-    private func open() {
+    private func open(reportingFailure: Bool = true) {
         let spec = self.spec
         Task { [weak self] in
             do {
@@ -143,26 +143,53 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                 self.changeState(.poweredOn)
                 self.watch(api)
             } catch {
-                let state = CBManager.state(after: error)
-                CBLog.warning("no Bluetooth controller (\(state)): \(error)")
-                self?.changeState(state)
+                guard let self else { return }
+                if reportingFailure {
+                    let state = CBManager.state(after: error)
+                    CBLog.warning("no Bluetooth controller (\(state)): \(error)")
+                    self.changeState(state)
+                } else {
+                    self.reopenLater()
+                }
             }
         }
     }
 
+    private func reopenLater() {
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(1))
+            self?.open(reportingFailure: false)
+        }
+    }
+
     /// Watches the controller's health once a second: lost, the manager goes `.poweredOff`
-    /// (advertising and services gone with it).
+    /// (advertising, services and subscriptions gone with it, as after a Bluetooth reset on
+    /// Apple platforms), then `.poweredOn` again once a controller opens (tried every second):
+    /// add the services again then.
     private func watch(_ api: PeripheralManager) {
         Task { [weak self] in
             while self != nil {
                 try? await Task.sleep(for: .seconds(1))
                 guard await api.state != .poweredOn else { continue }
                 guard let self else { return }
-                self.inner.withLock { s in
+                let subscribed = self.inner.withLock { s -> [CBMutableCharacteristic] in
                     s.advertising = false
                     s.api = nil
+                    s.lane = nil
+                    s.published = []
+                    s.pendingUpdates = 0
+                    s.owesReady = false
+                    defer { s.byHandle = [:] }
+                    return Array(s.byHandle.values)
+                }
+                for c in subscribed {
+                    c.local.withLock { l in
+                        l.subscribed = []
+                        l.valueHandle = nil
+                    }
                 }
                 self.changeState(.poweredOff)
+                self.reopenLater()
                 return
             }
         }

@@ -123,8 +123,9 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(peripheralManager.state, .poweredOff)
         XCTAssertFalse(central.isScanning, "leaving .poweredOn ends the scan")
         wait("poweredOn again") { recorder.count("state poweredOn") == 2 }
+        wait("the peripheral manager poweredOn again") { states.states == [.poweredOn, .poweredOff, .poweredOn] }
         XCTAssertEqual(central.state, .poweredOn)
-        XCTAssertEqual(accepted.get().count, 2)
+        XCTAssertEqual(accepted.get().count, 2, "both roles on the one controller again")
         let (advertiser, _) = try blocking { try await world.addPeripheralManager(name: "Back") }
         try blocking { try await advertiser.startAdvertising(AdvertisingData.Builder().localName("Back").build()) }
         central.scanForPeripherals(withServices: nil)
