@@ -74,3 +74,25 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CoreBluetooth on Linux (issue 11): Apple's API, delegates and semantics over the public async
+// API, so code written for iPhone builds here. Built only where Apple's framework is absent, so it
+// never shadows the system one.
+#if !canImport(Darwin)
+package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
+package.targets += [
+    .target(name: "CoreBluetooth", dependencies: ["BLE", "BLEVirtual"]),
+    .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "CoreBluetoothExamples", "BLE", "BLEVirtual", "BLESystems", "BLETransport"]),
+    // The seed systems written against `import CoreBluetooth` (issue 11, Deliver 6): the apps'
+    // BLE classes in a library the tests drive, and one small executable per app.
+    .target(name: "CoreBluetoothExamples", dependencies: ["CoreBluetooth"], path: "Examples/CoreBluetoothExamples"),
+    .executableTarget(name: "cb-echo", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-echo"),
+    .executableTarget(name: "cb-sample", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-sample"),
+    .executableTarget(name: "cb-heart-rate", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-heart-rate"),
+    .executableTarget(name: "cb-accel-peripheral", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-accel-peripheral"),
+    .executableTarget(name: "cb-accel-central", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-accel-central"),
+    // Typical iOS idioms (implicitly unwrapped managers, @unknown default, Timer) in Swift 5 mode.
+    .testTarget(name: "CoreBluetoothSwift5Tests", dependencies: ["CoreBluetooth"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+]
+#endif

@@ -13,9 +13,10 @@
 # stand between. Generated files (*.generated.swift) are skipped: their tables are generated.
 #
 # Usage: scripts/check-doc-comments.sh   (prints file:line: declaration for each one missing)
+#        scripts/check-doc-comments.sh MODULE...   (checks those modules whole instead, e.g. CoreBluetooth)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-exec python3 - "$ROOT" <<'PY'
+exec python3 - "$ROOT" "$@" <<'PY'
 import os, re, sys
 
 root = sys.argv[1]
@@ -24,6 +25,8 @@ whole = ["BLE"] + re.findall(r"^@_exported import (\w+)\s*$", exports, re.M)
 chosen = {}  # module -> set of type names
 for module, name in re.findall(r"^@_exported import (?:struct|class|enum|protocol|typealias|func|var|let) (\w+)\.(\w+)", exports, re.M):
     chosen.setdefault(module, set()).add(name)
+if len(sys.argv) > 2:  # modules named on the command line, each checked whole
+    whole, chosen = sys.argv[2:], {}
 
 MODIFIERS = {"public", "open", "private", "fileprivate", "internal", "package", "static", "class", "final",
              "override", "mutating", "nonmutating", "nonisolated", "convenience", "required", "indirect",

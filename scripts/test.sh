@@ -13,7 +13,7 @@
 #   3. .build-tools/rootcanal-nodelay.so from scripts/rootcanal-nodelay.c, an LD_PRELOAD shim that
 #      puts TCP_NODELAY on rootcanal's sockets (without it every HCI round trip takes ~45 ms).
 #   4. `swift build --build-tests`; then, on a full run, scripts/check-doc-comments.sh (every
-#      public declaration of the API has a doc comment) and scripts/check-ble-product.sh (a
+#      public declaration of the API has a doc comment, also of the CoreBluetooth module) and scripts/check-ble-product.sh (a
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
 #   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported.
@@ -247,6 +247,7 @@ if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
     if [[ "${BLE_TEST_DOC_CHECK:-1}" == 1 && $# == 0 ]]; then
         log "scripts/check-doc-comments.sh"
         scripts/check-doc-comments.sh
+        if [[ -d Sources/CoreBluetooth ]]; then scripts/check-doc-comments.sh CoreBluetooth; fi
     fi
     # The BLE library stands alone: a package that depends only on it builds from the README's
     # examples without compiling the virtual radio (issue 9).

@@ -24,6 +24,12 @@ extension HCICommand {
 
     // MARK: Link control
 
+    /// Read RSSI. §7.5.4. Answered with Command Complete: status, handle, RSSI (Int8, dBm; on an
+    /// LE link the received signal strength of the peer's packets).
+    public static func readRSSI(handle: UInt16) -> HCICommand {
+        build(.readRSSI) { w in w.u16(handleBits(handle)) }
+    }
+
     /// Disconnect. §7.1.6. The reason goes to the peer; the spec allows 0x05, 0x13-0x15, 0x1A,
     /// 0x29 and 0x3B. Answered with Command Status, then Disconnection Complete.
     public static func disconnect(handle: UInt16, reason: HCIStatus = .remoteUserTerminatedConnection) -> HCICommand {

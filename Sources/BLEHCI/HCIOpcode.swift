@@ -54,6 +54,11 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// §7.4.6
     public static let readBDADDR = HCIOpcode(rawValue: 0x1009)
 
+    // MARK: Status parameters (OGF 0x05), §7.5
+
+    /// §7.5.4
+    public static let readRSSI = HCIOpcode(rawValue: 0x1405)
+
     // MARK: LE controller (OGF 0x08), §7.8
 
     /// §7.8.1
@@ -152,6 +157,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .readLocalSupportedFeatures: "Read Local Supported Features",
         .readBufferSize: "Read Buffer Size",
         .readBDADDR: "Read BD_ADDR",
+        .readRSSI: "Read RSSI",
         .leSetEventMask: "LE Set Event Mask",
         .leReadBufferSizeV1: "LE Read Buffer Size",
         .leReadLocalSupportedFeatures: "LE Read Local Supported Features",

@@ -122,6 +122,7 @@ public struct VirtualMedium: Sendable {
     public mutating func receive(_ command: HCICommand, from id: ControllerID, now: Duration) -> [Delivery] {
         latest = max(latest, now)
         guard exists(id), nodes[id.rawValue].onAir else { return [] }
+        if command.opcode == .readRSSI { return readRSSI(command, from: id, now: now) }
         let out = nodes[id.rawValue].controller.handle(command)
         return apply(out, from: id, now: now)
     }

@@ -1,0 +1,24 @@
+import BLEHCI
+import BLEWire
+
+/// Read RSSI (Core spec Vol 4 Part E §7.5.4) on a link: the controller alone does not know where
+/// its peer stands, so the medium answers it with the signal strength at which this end hears
+/// the other (127, "not available", when it does not hear it now).
+extension VirtualMedium {
+    mutating func readRSSI(_ command: HCICommand, from id: ControllerID, now: Duration) -> [Delivery] {
+        var r = ByteReader(command.parameters)
+        let handle = ((try? r.readU16()) ?? 0x0FFF) & 0x0FFF
+        let mine = LinkEnd(id: id, handle: handle)
+        let peer = links.values.first { $0.central == mine || $0.peripheral == mine }
+            .map { $0.central == mine ? $0.peripheral.id : $0.central.id }
+        let controller = nodes[id.rawValue].controller
+        var out = ControllerOutput()
+        if let peer {
+            let rssi = rssi(from: peer, to: id) ?? 127
+            out.event(controller.complete(.readRSSI, handle: handle, [UInt8(bitPattern: rssi)]))
+        } else {
+            out.event(controller.complete(.readRSSI, handle: handle, status: .unknownConnectionIdentifier))
+        }
+        return apply(out, from: id, now: now)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A value behind a lock: the CoreBluetooth objects are used from any queue, so their mutable
+/// state lives in one of these and is only touched inside `withLock`.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+
+    var current: Value { withLock { $0 } }
+}
+
+/// A weak reference to a delegate, kept under a lock.
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    private weak var object: Object?
+    private let lock = NSLock()
+
+    init(_ object: Object?) { self.object = object }
+
+    var value: Object? {
+        get { lock.lock(); defer { lock.unlock() }; return object }
+        set { lock.lock(); object = newValue; lock.unlock() }
+    }
+}
+
+/// The stack's diagnostics for the app's developer, on stderr as CoreBluetooth logs its API
+/// misuse warnings to the console.
+enum CBLog {
+    static func warning(_ message: String) {
+        FileHandle.standardError.write(Data(("[CoreBluetooth] " + message + "\n").utf8))
+    }
+}
+
+/// `0x…` for an object, as Objective-C's `%p` prints it in descriptions.
+func pointerText(_ object: AnyObject) -> String {
+    "0x" + String(UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()), radix: 16)
+}
+
+/// Apple's `NSData` description: `{length = 2, bytes = 0x0645}` (long values elided in the middle).
+func dataText(_ data: Data?) -> String {
+    guard let data else { return "(null)" }
+    let bytes = [UInt8](data)
+    func hex(_ s: ArraySlice<UInt8>) -> String { s.map { String(format: "%02x", $0) }.joined() }
+    let text = bytes.count <= 24 ? hex(bytes[...]) : hex(bytes.prefix(8)) + " ... " + hex(bytes.suffix(8))
+    return "{length = \(bytes.count), bytes = 0x\(text)}"
+}

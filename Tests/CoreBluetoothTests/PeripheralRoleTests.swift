@@ -1,0 +1,143 @@
+import CoreBluetooth
+import XCTest
+
+/// A delegate-style peripheral: one static and one dynamic characteristic.
+final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private(set) var written: [Data] = []
+    var manager: CBPeripheralManager!
+    let name: String
+    let queue: DispatchQueue
+    let dynamic = CBMutableCharacteristic(type: CBUUID(string: "EEE2"), properties: [.read, .write, .notify],
+                                          value: nil, permissions: [.readable, .writeable])
+    let fixed = CBMutableCharacteristic(type: CBUUID(string: "EEE1"), properties: [.read], value: Data("static".utf8),
+                                        permissions: [.readable])
+    var subscriber: CBCentral?
+
+    init(name: String) {
+        self.name = name
+        self.queue = DispatchQueue(label: "cb.peripheral")
+        super.init()
+        fixed.descriptors = [CBMutableDescriptor(type: CBUUID(string: CBUUIDCharacteristicUserDescriptionString), value: "fixed")]
+        manager = CBPeripheralManager(delegate: self, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "virtual"])
+    }
+
+    private func record(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+    var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    var writes: [Data] { lock.lock(); defer { lock.unlock() }; return written }
+
+    func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
+        record("state \(peripheral.state)")
+        guard peripheral.state == .poweredOn else { return }
+        let service = CBMutableService(type: CBUUID(string: "EEE0"), primary: true)
+        service.characteristics = [fixed, dynamic]
+        peripheral.add(service)
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBService, error: (any Error)?) {
+        record(error == nil ? "added" : "add error")
+        peripheral.startAdvertising([CBAdvertisementDataLocalNameKey: name, CBAdvertisementDataServiceUUIDsKey: [service.uuid]])
+    }
+
+    func peripheralManagerDidStartAdvertising(_ peripheral: CBPeripheralManager, error: (any Error)?) {
+        record(error == nil ? "advertising" : "advertising error")
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
+        record("read \(request.characteristic.uuid.uuidString) at \(request.offset)")
+        request.value = Data("dynamic".utf8).dropFirst(request.offset)
+        peripheral.respond(to: request, withResult: .success)
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
+        lock.lock(); written += requests.compactMap(\.value); lock.unlock()
+        record("write \(requests.count)")
+        peripheral.respond(to: requests[0], withResult: requests[0].value == Data("bad".utf8) ? .writeNotPermitted : .success)
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
+        lock.lock(); subscriber = central; lock.unlock()
+        record("subscribed \(characteristic.uuid.uuidString)")
+        peripheral.updateValue(Data([0x01]), for: dynamic, onSubscribedCentrals: [central])
+    }
+
+    func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didUnsubscribeFrom characteristic: CBCharacteristic) {
+        record("unsubscribed \(characteristic.uuid.uuidString)")
+    }
+
+    func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager) { record("ready") }
+}
+
+final class PeripheralRoleTests: XCTestCase {
+    /// A CoreBluetooth peripheral and a CoreBluetooth central in one process on the virtual radio.
+    func testPeripheralManagerServesACentralInTheSameProcess() throws {
+        let name = "CBThermo-\(UInt16.random(in: 0...0xFFFF))"
+        let thermometer = Thermometer(name: name)
+        wait("advertising") { thermometer.events.contains("advertising") }
+        XCTAssertEqual(thermometer.events.prefix(3), ["state poweredOn", "added", "advertising"])
+        XCTAssertTrue(thermometer.manager.isAdvertising)
+
+        let queue = DispatchQueue(label: "cb.central")
+        let recorder = Recorder(queue: queue)
+        let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "virtual"])
+        wait("poweredOn") { recorder.events.contains("state poweredOn") }
+        central.scanForPeripherals(withServices: [CBUUID(string: "EEE0")])
+        wait("discovery") { recorder.discoveries.contains { $0.peripheral.name == name } }
+        central.stopScan()
+        let peripheral = try XCTUnwrap(recorder.discoveries.first { $0.peripheral.name == name }?.peripheral)
+        peripheral.delegate = recorder
+        central.connect(peripheral)
+        wait("connect") { recorder.events.contains("connect") }
+        peripheral.discoverServices([CBUUID(string: "EEE0")])
+        wait("services") { recorder.events.contains("services") }
+        let service = try XCTUnwrap(peripheral.services?.first)
+        peripheral.discoverCharacteristics(nil, for: service)
+        wait("characteristics") { recorder.events.contains("characteristics EEE0") }
+        let remote = try XCTUnwrap(service.characteristics)
+        XCTAssertEqual(remote.map(\.uuid.uuidString), ["EEE1", "EEE2"])
+        let (fixed, dynamic) = (remote[0], remote[1])
+
+        peripheral.readValue(for: fixed)
+        peripheral.readValue(for: dynamic)
+        wait("reads") { recorder.events.contains("value EEE1") && recorder.events.contains("value EEE2") }
+        XCTAssertEqual(fixed.value, Data("static".utf8))
+        XCTAssertEqual(dynamic.value, Data("dynamic".utf8))
+        XCTAssertTrue(thermometer.events.contains("read EEE2 at 0"))
+        XCTAssertFalse(thermometer.events.contains("read EEE1 at 0"), "a static value is answered by the stack")
+
+        peripheral.writeValue(Data("set".utf8), for: dynamic, type: .withResponse)
+        peripheral.writeValue(Data("bad".utf8), for: dynamic, type: .withResponse)
+        wait("writes") { recorder.events.contains("wrote EEE2") && recorder.events.contains("write error EEE2") }
+        XCTAssertEqual(thermometer.writes, [Data("set".utf8), Data("bad".utf8)])
+        XCTAssertEqual((recorder.error(for: "write error EEE2") as? CBATTError)?.code, .writeNotPermitted)
+
+        peripheral.setNotifyValue(true, for: dynamic)
+        wait("subscribed") { recorder.events.contains("notifying EEE2 true") && thermometer.events.contains("subscribed EEE2") }
+        XCTAssertEqual(thermometer.dynamic.subscribedCentrals?.count, 1)
+        wait("the value sent on subscription") { recorder.values.contains(Data([0x01])) }
+        let notifying = try XCTUnwrap(recorder.events.firstIndex(of: "notifying EEE2 true"))
+        XCTAssertEqual(recorder.events[..<notifying].filter { $0 == "value EEE2" }.count, 1, "only the read comes before the state callback")
+        let subscriber = try XCTUnwrap(thermometer.subscriber)
+        XCTAssertGreaterThanOrEqual(subscriber.maximumUpdateValueLength, 20)
+        XCTAssertTrue(thermometer.manager.updateValue(Data([0x2A]), for: thermometer.dynamic, onSubscribedCentrals: nil))
+        wait("notification") { recorder.values.last == Data([0x2A]) }
+
+        // A burst: updateValue says false once its queue is full, isReady follows, and every
+        // value it took arrives, in order.
+        let before = recorder.values.count
+        let taken = thermometer.queue.sync { () -> [UInt8] in
+            (0..<40).map(UInt8.init).filter { thermometer.manager.updateValue(Data([0xB0, $0]), for: thermometer.dynamic, onSubscribedCentrals: nil) }
+        }
+        XCTAssertLessThan(taken.count, 40)
+        wait("isReady") { thermometer.events.contains("ready") }
+        wait("the burst") { recorder.values.count == before + taken.count }
+        XCTAssertEqual(Array(recorder.values.suffix(taken.count)), taken.map { Data([0xB0, $0]) })
+
+        central.cancelPeripheralConnection(peripheral)
+        wait("unsubscribed on disconnect") { thermometer.events.contains("unsubscribed EEE2") }
+        XCTAssertEqual(thermometer.dynamic.subscribedCentrals?.count, 0)
+        thermometer.manager.stopAdvertising()
+        XCTAssertFalse(thermometer.manager.isAdvertising)
+    }
+}
