@@ -23,11 +23,14 @@ public final class LECreditBasedChannel: AsyncSequence, Sendable, CustomStringCo
     let id: UInt64
     /// The channel as it was opened: SPSM, both CIDs, both sides' MTU, MPS and initial credits.
     public let info: CreditBasedChannelInfo
+    /// The device at the other end of the link.
+    public let peer: DeviceAddress
 
-    init(host: HostController, id: UInt64, info: CreditBasedChannelInfo) {
+    init(host: HostController, id: UInt64, info: CreditBasedChannelInfo, peer: DeviceAddress) {
         self.host = host
         self.id = id
         self.info = info
+        self.peer = peer
     }
 
     deinit {
@@ -43,7 +46,7 @@ public final class LECreditBasedChannel: AsyncSequence, Sendable, CustomStringCo
     public var peerMTU: Int { Int(info.remote.mtu) }
 
     /// E.g. `L2CAP channel PSM 0x0080, CID 0x0040 → 0x0041, …`.
-    public var description: String { "L2CAP channel \(info)" }
+    public var description: String { "L2CAP channel \(info) with \(peer)" }
 
     /// Sends one SDU (at most `peerMTU` bytes), cut into K-frames at the peer's MPS; returns once
     /// the peer's credits have let every K-frame out. Fails with `.l2cap(.closed)` after a close.

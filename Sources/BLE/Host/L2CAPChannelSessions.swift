@@ -1,5 +1,6 @@
 import BLEHCI
 import BLEHost
+import BLEWire
 
 /// The host's LE credit-based channels (Core spec Vol 3 Part A §4.22–§4.24, §10.2) on every
 /// link: the listeners' streams of incoming channels, the callers waiting for a channel to open,
@@ -96,7 +97,8 @@ final class L2CAPChannelSessions {
         let key = Key(handle: handle, cid: info.localCID)
         channels[key] = Channel(id: id, linkID: linkID)
         keysByID[id] = key
-        return LECreditBasedChannel(host: host, id: id, info: info)
+        let peer = host.connections.links[handle]?.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
+        return LECreditBasedChannel(host: host, id: id, info: info, peer: peer)
     }
 
     // MARK: - Events from the router
