@@ -35,6 +35,7 @@ struct L2capCommand: BLECommand {
         .flag("echo", help: "listen: send every SDU back instead of writing it to stdout"),
         .flag("once", help: "listen: exit when the first channel closes"),
         .single("name", value: "NAME", help: "listen: the advertised name (default SwiftBLE)"),
+        .single("address", value: "ADDR", help: "listen: a static random address XX:XX:XX:XX:XX:XX (top two bits set) to advertise from (default public)"),
         .single("linger", value: "S", help: "connect: after stdin ends, wait until the peer is silent for S seconds (default 1)"),
         .single("timeout", value: "S", help: "connect: connection timeout (default 10)"),
     ]
@@ -51,6 +52,7 @@ struct L2capCommand: BLECommand {
     var echo: Bool
     var once: Bool
     var deviceName: String
+    var ownAddress: OwnAddress
     var linger: Duration
     var timeout: Duration
 
@@ -77,10 +79,17 @@ struct L2capCommand: BLECommand {
         echo = args.flag("echo")
         once = args.flag("once")
         deviceName = args.option("name") ?? "SwiftBLE"
+        ownAddress = .public
+        if let text = args.option("address") {
+            guard let a = BDAddress(string: text), a.randomKind == .staticRandom else {
+                throw UsageError("--address expects a static random address XX:XX:XX:XX:XX:XX (top two bits set)")
+            }
+            ownAddress = .staticRandom(a)
+        }
         linger = try args.seconds("linger") ?? .seconds(1)
         timeout = try args.seconds("timeout") ?? .seconds(10)
-        if case .connect = action, echo || once || args.option("name") != nil {
-            throw UsageError("--echo, --once and --name apply to listen only")
+        if case .connect = action, echo || once || args.option("name") != nil || args.option("address") != nil {
+            throw UsageError("--echo, --once, --name and --address apply to listen only")
         }
     }
 
@@ -102,7 +111,7 @@ struct L2capCommand: BLECommand {
         var configuration = HostConfiguration()
         configuration.security = controller.security.settings(store: store)
         let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture),
-                                                       name: deviceName, configuration: configuration)
+                                                       name: deviceName, address: ownAddress, configuration: configuration)
         do {
             let listener = try await manager.listenL2CAP(psm: psm, parameters: parameters)
             try await manager.startAdvertising(AdvertisingData.Builder().flags(discoverableFlags).localName(deviceName).build())
