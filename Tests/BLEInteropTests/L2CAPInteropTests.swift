@@ -126,6 +126,21 @@ final class L2CAPInteropTests: XCTestCase {
         print("Bumble client → ble l2cap listen: \(result.stderr)")
     }
 
+    func testBleServeWithL2CAPEchoesABumbleClient() throws {
+        let env = try InteropEnvironment.current()
+        let serve = try ServeProcess(profile: "battery", name: "SwiftServe", arguments: ["--l2cap", "0x83"], environment: env)
+        addTeardownBlock { serve.stop() }
+        let peer = try startPeer("l2cap_peer.py", arguments: ["--role", "client", "--target", serve.address.description, "--psm", "0x83",
+                                                               "--mtu", "4096", "--mps", "247", "--credits", "8",
+                                                               "--size", "20000", "--sdu", "2000", "--hold", "2"], environment: env)
+        let sent = try peer.waitForEvent("sent", timeout: 30)
+        let closed = try peer.waitForEvent("closed", timeout: 30)
+        XCTAssertEqual(closed.int("bytes"), 20000, "everything came back")
+        XCTAssertEqual(closed.string("sha256"), sent.string("sha256"))
+        _ = try serve.waitFor("l2capChannel", timeout: 10)
+        _ = try serve.waitFor("l2capClosed", timeout: 10)
+    }
+
     static func sha256Hex(_ bytes: [UInt8]) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")

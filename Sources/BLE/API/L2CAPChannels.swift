@@ -17,6 +17,7 @@ extension CreditBasedChannelParameters {
 ///
 /// One task reads at a time. Releasing the last reference closes the channel.
 public final class LECreditBasedChannel: AsyncSequence, Sendable, CustomStringConvertible {
+    /// One SDU as the peer sent it.
     public typealias Element = [UInt8]
 
     let host: HostController
@@ -69,15 +70,18 @@ public final class LECreditBasedChannel: AsyncSequence, Sendable, CustomStringCo
     /// Reads SDUs until the channel ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let channel: LECreditBasedChannel
+        /// The next SDU (`receive()`), nil at a clean close.
         public mutating func next() async throws -> [UInt8]? { try await channel.receive() }
     }
 
+    /// An iterator over the SDUs received from now on.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: self) }
 }
 
 /// The channels peers open on one SPSM we listen on, as they arrive. Ends when `stop()` is
 /// called, when the iteration is abandoned, or when the host closes.
 public struct L2CAPListener: AsyncSequence, Sendable {
+    /// One channel a peer opened.
     public typealias Element = LECreditBasedChannel
 
     /// The SPSM listened on.
@@ -91,6 +95,7 @@ public struct L2CAPListener: AsyncSequence, Sendable {
         await host.run { [psm, token] in $0.l2cap.stopListening(psm: psm, token: token, $0) }
     }
 
+    /// An iterator over the channels as they arrive (one iteration per listener).
     public func makeAsyncIterator() -> AsyncStream<LECreditBasedChannel>.Iterator { stream.makeAsyncIterator() }
 }
 

@@ -74,11 +74,14 @@ public struct CreditBasedChannelParameters: Sendable, Hashable {
     /// The largest MPS the spec allows (§4.22).
     public static let maximumMPS: UInt16 = 65533
 
+    /// The largest SDU the endpoint takes (≥ 23).
     public var mtu: UInt16
+    /// The largest K-frame information payload the endpoint takes, SDU length included (23–65533).
     public var mps: UInt16
     /// The credits the endpoint grants its peer when the channel opens (and keeps topping up to).
     public var initialCredits: UInt16
 
+    /// Parameters as given; `isValid` says whether the spec allows them.
     public init(mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
         self.mtu = mtu
         self.mps = mps
@@ -107,11 +110,13 @@ public struct CreditBasedChannelParameters: Sendable, Hashable {
 public struct CreditBasedChannel: Sendable {
     /// The SPSM the channel was opened on.
     public let spsm: UInt16
-    /// Our endpoint's CID (where the peer sends) and the peer's (where we send).
+    /// Our endpoint's CID: where the peer sends.
     public let localCID: UInt16
+    /// The peer's endpoint's CID: where we send.
     public let remoteCID: UInt16
-    /// Our MTU/MPS/initial credits, and the peer's.
+    /// Our MTU, MPS and initial credits (§4.22 or §4.23, whichever we sent).
     public let local: CreditBasedChannelParameters
+    /// The peer's MTU, MPS and initial credits.
     public let remote: CreditBasedChannelParameters
 
     /// Credits the peer has given us: K-frames we may still send.

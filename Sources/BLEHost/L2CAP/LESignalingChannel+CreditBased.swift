@@ -11,6 +11,8 @@ public struct L2CAPSecurityRequirement: Sendable, Hashable, CustomStringConverti
     /// Whether the application must have authorized the peer.
     public var authorization: Bool
 
+    /// A requirement of `level` or better, keys of at least `minimumKeySize` octets, and the
+    /// application's authorization when `authorization`.
     public init(level: SecurityLevel = .none, minimumKeySize: Int = 7, authorization: Bool = false) {
         self.level = level
         self.minimumKeySize = minimumKeySize
@@ -46,9 +48,12 @@ public struct L2CAPSecurityRequirement: Sendable, Hashable, CustomStringConverti
 
 /// A listener on one SPSM: the channel parameters it offers and the security it requires.
 public struct CreditBasedListener: Sendable, Hashable {
+    /// Our MTU, MPS and initial credits for every channel accepted (§4.23).
     public var parameters: CreditBasedChannelParameters
+    /// What the link must have before a channel is accepted.
     public var security: L2CAPSecurityRequirement
 
+    /// A listener offering `parameters` to links that meet `security`.
     public init(parameters: CreditBasedChannelParameters, security: L2CAPSecurityRequirement = .none) {
         self.parameters = parameters
         self.security = security
@@ -57,12 +62,18 @@ public struct CreditBasedListener: Sendable, Hashable {
 
 /// What is known of an open LE credit-based channel (Vol 3 Part A §4.22, §4.23).
 public struct CreditBasedChannelInfo: Sendable, Hashable, CustomStringConvertible {
+    /// The SPSM the channel was opened on.
     public var spsm: UInt16
+    /// Our endpoint's CID: where the peer sends.
     public var localCID: UInt16
+    /// The peer's endpoint's CID: where we send.
     public var remoteCID: UInt16
+    /// Our MTU, MPS and initial credits.
     public var local: CreditBasedChannelParameters
+    /// The peer's MTU, MPS and initial credits.
     public var remote: CreditBasedChannelParameters
 
+    /// The channel as both sides' request and response described it.
     public init(spsm: UInt16, localCID: UInt16, remoteCID: UInt16, local: CreditBasedChannelParameters, remote: CreditBasedChannelParameters) {
         self.spsm = spsm
         self.localCID = localCID
@@ -372,10 +383,14 @@ extension LESignalingChannel {
 /// What the signaling channel needs from its owner to answer a connection request: the
 /// listeners, the link's security now, and the time.
 public struct CreditBasedContext: Sendable {
+    /// Who accepts channels, by SPSM.
     public var listeners: [UInt16: CreditBasedListener]
+    /// The link's security now.
     public var security: LinkSecurity
+    /// The time now (for the 30 s response timeouts).
     public var now: Duration
 
+    /// A context; the defaults listen on nothing, on an unencrypted link, at time zero.
     public init(listeners: [UInt16: CreditBasedListener] = [:], security: LinkSecurity = LinkSecurity(), now: Duration = .zero) {
         self.listeners = listeners
         self.security = security

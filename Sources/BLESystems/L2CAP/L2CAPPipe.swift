@@ -17,12 +17,18 @@ public enum L2CAPPipe {
 
     /// What moved on one channel.
     public struct Totals: Sendable {
+        /// Bytes sent.
         public var sent = 0
+        /// Bytes received.
         public var received = 0
+        /// SDUs sent.
         public var sdusSent = 0
+        /// SDUs received.
         public var sdusReceived = 0
+        /// From the channel's opening to its end.
         public var elapsed: Duration = .zero
 
+        /// Nothing moved yet.
         public init() {}
 
         /// `12345 bytes in 10 SDUs` each way, the time, and the rate of the larger direction.
@@ -134,9 +140,11 @@ public struct RoomedStream: AsyncSequence, Sendable {
     let stream: AsyncStream<[UInt8]>
     let room: DispatchSemaphore
 
+    /// Takes chunks and makes room for the next read.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<[UInt8]>.Iterator
         let room: DispatchSemaphore
+        /// The next chunk, nil at the end of the input.
         public mutating func next() async -> [UInt8]? {
             let chunk = await base.next()
             if chunk != nil { room.signal() }
@@ -144,6 +152,7 @@ public struct RoomedStream: AsyncSequence, Sendable {
         }
     }
 
+    /// One iteration per stream.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), room: room) }
 }
 
