@@ -189,6 +189,18 @@ final class L2CAPWorldTests: XCTestCase {
     }
 }
 
+/// The README's library example for channels, compiled here (never run: it needs peers).
+func readmeL2CAPExample(peripheral: Peripheral, manager: PeripheralManager) async throws {
+    let channel = try await peripheral.openL2CAPChannel(psm: 0x80)
+    try await channel.send(Array("hello".utf8))
+    for try await sdu in channel { print(sdu) }
+
+    let listener = try await manager.listenL2CAP(psm: 0x81, security: L2CAPSecurityRequirement(level: .encrypted))
+    for await incoming in listener {
+        Task { for try await sdu in incoming { try await incoming.send(sdu) } }
+    }
+}
+
 func XCTUnwrapAsync<T>(_ value: T?, file: StaticString = #filePath, line: UInt = #line) async throws -> T {
     try XCTUnwrap(value, file: file, line: line)
 }

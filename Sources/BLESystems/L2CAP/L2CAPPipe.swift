@@ -25,7 +25,7 @@ public enum L2CAPPipe {
         public var sdusSent = 0
         /// SDUs received.
         public var sdusReceived = 0
-        /// From the channel's opening to its end.
+        /// From the channel's opening to the last byte moved (not to its close, which may wait).
         public var elapsed: Duration = .zero
 
         /// Nothing moved yet.
@@ -94,21 +94,24 @@ public enum L2CAPPipe {
         return (bytes, sdus)
     }
 
-    /// Writes every SDU to `fd` until the channel ends; returns the bytes and SDUs received.
-    /// `received` is told the running total after each SDU.
+    /// Writes every SDU to `fd` until the channel ends; returns the bytes and SDUs received and
+    /// when the last SDU arrived. `received` is told the running total after each SDU.
     public static func receive(_ channel: LECreditBasedChannel, to fd: Int32,
-                               received: @Sendable (Int) -> Void = { _ in }) async throws -> (bytes: Int, sdus: Int) {
+                               received: @Sendable (Int) -> Void = { _ in }) async throws -> (bytes: Int, sdus: Int, last: ContinuousClock.Instant?) {
         var bytes = 0, sdus = 0
+        var last: ContinuousClock.Instant?
         for try await sdu in channel {
+            last = ContinuousClock.now
             writeAll(fd, sdu)
             bytes += sdu.count
             sdus += 1
             received(bytes)
         }
-        return (bytes, sdus)
+        return (bytes, sdus, last)
     }
 
-    /// Sends every SDU back until the channel ends.
+    /// Sends every SDU back until the channel ends; the time is from the opening to the last
+    /// echo sent.
     public static func echo(_ channel: LECreditBasedChannel) async throws -> Totals {
         let start = ContinuousClock.now
         var totals = Totals()
@@ -118,8 +121,8 @@ public enum L2CAPPipe {
             try await channel.send(sdu)
             totals.sent += sdu.count
             totals.sdusSent += 1
+            totals.elapsed = ContinuousClock.now - start
         }
-        totals.elapsed = ContinuousClock.now - start
         return totals
     }
 

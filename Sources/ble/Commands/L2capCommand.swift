@@ -148,11 +148,11 @@ struct L2capCommand: BLECommand {
                 status("closed: \(totals.description)")
             } else {
                 let start = ContinuousClock.now
-                let (bytes, sdus) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO)
+                let (bytes, sdus, last) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO)
                 var totals = L2CAPPipe.Totals()
                 totals.received = bytes
                 totals.sdusReceived = sdus
-                totals.elapsed = ContinuousClock.now - start
+                totals.elapsed = (last ?? start) - start
                 status("closed: \(totals.description)")
             }
         } catch {
@@ -184,15 +184,17 @@ struct L2capCommand: BLECommand {
         let linger = linger
         let totals: L2CAPPipe.Totals = try await withThrowingTaskGroup(of: L2CAPPipe.Totals?.self) { group in
             group.addTask {
-                let (bytes, sdus) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO) { _ in lastReceived.touch() }
+                let (bytes, sdus, last) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO) { _ in lastReceived.touch() }
                 var t = L2CAPPipe.Totals()
                 t.received = bytes
                 t.sdusReceived = sdus
+                t.elapsed = (last ?? start) - start
                 return t
             }
             group.addTask {
                 let input = L2CAPPipe.chunks(fd: STDIN_FILENO, size: min(channel.peerMTU, 65535))
                 let (bytes, sdus) = try await L2CAPPipe.send(input, on: channel)
+                let sentAll = ContinuousClock.now - start
                 lastReceived.touch()
                 while ContinuousClock.now - lastReceived.time < linger {
                     try await Task.sleep(for: .milliseconds(50))
@@ -201,6 +203,7 @@ struct L2capCommand: BLECommand {
                 var t = L2CAPPipe.Totals()
                 t.sent = bytes
                 t.sdusSent = sdus
+                t.elapsed = sentAll
                 return t
             }
             group.addTask {
@@ -216,15 +219,15 @@ struct L2capCommand: BLECommand {
                 all.sdusSent += t.sdusSent
                 all.received += t.received
                 all.sdusReceived += t.sdusReceived
+                all.elapsed = max(all.elapsed, t.elapsed)
                 finished += 1
                 if finished == 2 { break }
             }
             group.cancelAll()
             return all
         }
-        var shown = totals
-        shown.elapsed = ContinuousClock.now - start
-        status("closed: \(shown.description)")
+        // The time to the last byte moved either way, without the linger.
+        status("closed: \(totals.description)")
     }
 }
 
