@@ -141,6 +141,37 @@ final class L2CAPInteropTests: XCTestCase {
         _ = try serve.waitFor("l2capClosed", timeout: 10)
     }
 
+    /// bumble-bench (Bumble 0.0.236) in l2cap-server mode, receive scenario, fed by `ble l2cap
+    /// connect`: 64 packets of 1024 bytes in its framing (a 2-octet big-endian length, then type
+    /// 1, flags, sequence, timestamp), the last flagged; bumble-bench answers with its ACK.
+    func testBumbleBenchReceivesFromBleL2capConnect() async throws {
+        let env = try InteropEnvironment.current()
+        let bench = env.python.deletingLastPathComponent().appendingPathComponent("bumble-bench")
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: bench.path), "no bumble-bench next to \(env.python.path)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("l2cap-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var packets: [UInt8] = []
+        for i in 0..<64 {
+            var p: [UInt8] = [1, i == 63 ? 1 : 0, UInt8(i), 0, 0, 0, 0, 0, 0, 0]
+            p += [UInt8](repeating: 0, count: 1024 - p.count)
+            packets += [UInt8(p.count >> 8), UInt8(p.count & 0xFF)] + p
+        }
+        let input = dir.appendingPathComponent("bench.bin"), ack = dir.appendingPathComponent("ack.bin")
+        try Data(packets).write(to: input)
+        // bumble-bench's peripheral always advertises as F1:F1:F1:F1:F1:F1 (random).
+        let ble = try BLETool.executableURL().path
+        let script = "'\(bench.path)' --mode l2cap-server --scenario receive peripheral \(env.bumbleTransport) > '\(dir.path)/bench.log' 2>&1 & B=$!; "
+            + "sleep 4; '\(ble)' l2cap connect F1:F1:F1:F1:F1:F1/random 128 --mtu 1024 --hci '\(env.rootcanal)' < '\(input.path)' > '\(ack.path)'; "
+            + "status=$?; sleep 1; kill -9 $B 2>/dev/null; wait; exit $status"
+        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script], timeout: 90)
+        XCTAssertTrue(result.stderr.contains("sent 65664 bytes in 65 SDUs"), result.description)
+        XCTAssertEqual(try [UInt8](Data(contentsOf: ack)), [0, 6, 2, 1, 63, 0, 0, 0], "bumble-bench's ACK of the last packet")
+        let log = (try? String(contentsOf: dir.appendingPathComponent("bench.log"), encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("Received last packet"), log)
+        if let speed = log.split(separator: "\n").last(where: { $0.contains("Speed:") }) { print("bumble-bench: \(speed)") }
+    }
+
     static func sha256Hex(_ bytes: [UInt8]) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")

@@ -83,13 +83,16 @@ public enum L2CAPPipe {
         return fstat(fd, &s) == 0 && (s.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// Sends every chunk of `input` as one SDU; returns the bytes and SDUs sent.
-    public static func send(_ input: RoomedStream, on channel: LECreditBasedChannel) async throws -> (bytes: Int, sdus: Int) {
+    /// Sends every chunk of `input` as one SDU; returns the bytes and SDUs sent. `sent` is told
+    /// the size of each SDU once it is out.
+    public static func send(_ input: RoomedStream, on channel: LECreditBasedChannel,
+                            sent: @Sendable (Int) -> Void = { _ in }) async throws -> (bytes: Int, sdus: Int) {
         var bytes = 0, sdus = 0
         for await chunk in input {
             try await channel.send(chunk)
             bytes += chunk.count
             sdus += 1
+            sent(chunk.count)
         }
         return (bytes, sdus)
     }

@@ -176,66 +176,94 @@ struct L2capCommand: BLECommand {
         await central.close()
     }
 
-    /// stdin → channel and channel → stdout at once; at the end of stdin, lingers until the peer
-    /// is quiet, then closes. Prints the totals.
+    /// stdin → channel and channel → stdout at once, until the channel ends (either side closes
+    /// it, or the link goes): at the end of stdin it lingers until the peer is quiet, then
+    /// closes; Ctrl-C closes at once. Prints the totals, then throws why the channel ended if
+    /// that was not a close.
     private func pipe(_ channel: LECreditBasedChannel) async throws {
-        let start = ContinuousClock.now
-        let lastReceived = LastActivity()
+        enum Ended: Sendable { case channel((any Error)?), other }
+        let counters = PipeCounters()
         let linger = linger
-        let totals: L2CAPPipe.Totals = try await withThrowingTaskGroup(of: L2CAPPipe.Totals?.self) { group in
+        let ended: (any Error)? = await withTaskGroup(of: Ended.self) { group in
             group.addTask {
-                let (bytes, sdus, last) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO) { _ in lastReceived.touch() }
-                var t = L2CAPPipe.Totals()
-                t.received = bytes
-                t.sdusReceived = sdus
-                t.elapsed = (last ?? start) - start
-                return t
+                do {
+                    _ = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO) { counters.received(total: $0) }
+                    return .channel(nil)
+                } catch {
+                    return .channel(error)
+                }
             }
             group.addTask {
                 let input = L2CAPPipe.chunks(fd: STDIN_FILENO, size: min(channel.peerMTU, 65535))
-                let (bytes, sdus) = try await L2CAPPipe.send(input, on: channel)
-                let sentAll = ContinuousClock.now - start
-                lastReceived.touch()
-                while ContinuousClock.now - lastReceived.time < linger {
-                    try await Task.sleep(for: .milliseconds(50))
+                // A send that fails means the channel ended; the reader reports why.
+                _ = try? await L2CAPPipe.send(input, on: channel) { counters.sent($0) }
+                counters.startLinger()
+                while !Task.isCancelled, ContinuousClock.now - counters.lastActivity < linger {
+                    try? await Task.sleep(for: .milliseconds(50))
                 }
-                await channel.close()
-                var t = L2CAPPipe.Totals()
-                t.sent = bytes
-                t.sdusSent = sdus
-                t.elapsed = sentAll
-                return t
+                if !Task.isCancelled { await channel.close() }
+                return .other
             }
             group.addTask {
-                _ = await waitForInterrupt(limit: nil)
-                await channel.close()
-                return nil
+                if await waitForInterrupt(limit: nil) { await channel.close() }
+                return .other
             }
-            var all = L2CAPPipe.Totals()
-            var finished = 0
-            while let t = try await group.next() {
-                guard let t else { break }
-                all.sent += t.sent
-                all.sdusSent += t.sdusSent
-                all.received += t.received
-                all.sdusReceived += t.sdusReceived
-                all.elapsed = max(all.elapsed, t.elapsed)
-                finished += 1
-                if finished == 2 { break }
+            for await outcome in group {
+                if case let .channel(error) = outcome {
+                    group.cancelAll()
+                    return error
+                }
             }
-            group.cancelAll()
-            return all
+            return nil
         }
-        // The time to the last byte moved either way, without the linger.
-        status("closed: \(totals.description)")
+        status("closed: \(counters.totals.description)")
+        if let ended { throw ended }
     }
 }
 
-/// When the peer last sent something (or stdin ended), across tasks.
-private final class LastActivity: Sendable {
-    private let last = Mutex<ContinuousClock.Instant>(ContinuousClock.now)
-    func touch() { last.withLock { $0 = ContinuousClock.now } }
-    var time: ContinuousClock.Instant { last.withLock { $0 } }
+/// What a pipe moved, across its tasks: bytes and SDUs each way, when the first and the last
+/// moved, and when the peer was last heard (for the linger).
+private final class PipeCounters: Sendable {
+    private struct State {
+        var totals = L2CAPPipe.Totals()
+        var start = ContinuousClock.now
+        var lastMoved: ContinuousClock.Instant?
+        var lastActivity = ContinuousClock.now
+    }
+    private let state = Mutex(State())
+
+    /// One more SDU of `bytes` sent.
+    func sent(_ bytes: Int) {
+        state.withLock { s in
+            s.totals.sent += bytes
+            s.totals.sdusSent += 1
+            s.lastMoved = ContinuousClock.now
+        }
+    }
+
+    /// One more SDU received, `total` bytes so far.
+    func received(total: Int) {
+        state.withLock { s in
+            s.totals.received = total
+            s.totals.sdusReceived += 1
+            s.lastMoved = ContinuousClock.now
+            s.lastActivity = ContinuousClock.now
+        }
+    }
+
+    /// The linger starts now.
+    func startLinger() { state.withLock { $0.lastActivity = ContinuousClock.now } }
+
+    var lastActivity: ContinuousClock.Instant { state.withLock { $0.lastActivity } }
+
+    /// The totals, timed from the channel's opening to the last byte moved either way.
+    var totals: L2CAPPipe.Totals {
+        state.withLock { s in
+            var t = s.totals
+            t.elapsed = (s.lastMoved ?? s.start) - s.start
+            return t
+        }
+    }
 }
 
 /// A status line on stderr (stdout carries the channel's bytes).
