@@ -79,17 +79,28 @@ final class L2CAPChannelSessions {
             throw BLEError.invalidArgument("MTU \(parameters.mtu) (≥ 23), MPS \(parameters.mps) (23...65533), credits \(parameters.initialCredits) (≥ 1)")
         }
         let token = host.makeToken()
-        let info = try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<CreditBasedChannelInfo, any Error>) in
-            guard let actions = host.router.connect(handle: handle, spsm: psm, parameters: parameters, token: token, now: host.now) else {
-                c.resume(throwing: BLEError.l2cap(.refused(.noResourcesAvailable)))
-                return
+        // Cancelling gives up waiting; a channel the peer opens after that is closed again
+        // (`.connected` with nobody waiting).
+        let info = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<CreditBasedChannelInfo, any Error>) in
+                guard let actions = host.router.connect(handle: handle, spsm: psm, parameters: parameters, token: token, now: host.now) else {
+                    c.resume(throwing: BLEError.l2cap(.refused(.noResourcesAvailable)))
+                    return
+                }
+                connectWaiters.insert(token, c)
+                connectHandles[token] = handle
+                host.connections.perform(actions, handle: handle, host)
+                host.rescheduleTimer()
             }
-            connectWaiters.insert(token, c)
-            connectHandles[token] = handle
-            host.connections.perform(actions, handle: handle, host)
-            host.rescheduleTimer()
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelOpen(token: token) } }
         }
         return makeChannel(info, handle: handle, linkID: linkID, host)
+    }
+
+    private func cancelOpen(token: UInt64) {
+        connectHandles[token] = nil
+        connectWaiters.resume(token, with: .failure(CancellationError()))
     }
 
     private func makeChannel(_ info: CreditBasedChannelInfo, handle: UInt16, linkID: UInt64, _ host: isolated HostController) -> LECreditBasedChannel {
