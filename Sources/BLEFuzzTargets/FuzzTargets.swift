@@ -18,6 +18,8 @@ public enum FuzzTargets {
         "btsnoop": HCIFuzzTargets.btsnoop,
         "l2cap-signaling": L2CAPFuzzTargets.l2capSignaling,
         "le-signaling-channel": L2CAPFuzzTargets.leSignalingChannel,
+        "credit-based-signaling": CreditBasedFuzzTargets.creditBasedSignaling,
+        "k-frame-reassembler": CreditBasedFuzzTargets.kFrameReassembler,
         "att-pdu": ATTFuzzTargets.attPDU,
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
         "att-signed-write": ATTSignedWriteFuzzTarget.run,
@@ -85,6 +87,25 @@ public enum FuzzTargets {
                 [1, 0, 0, UInt8(request.count)] + request + [5, 6, 0, 12, 0, 0, 0, 100, 0, 7],
                 [0, 0, 6, 24, 0, 24, 0, 0, 0, 200, 0, 4, 1, 1, 4, 1, 0, 0, 6, 6, 0, 6, 0, 0, 0, 10, 0, 4, 0, 0, 7],
                 [1, 2, 2, 0x14, 3, 10, 0x80, 0, 0x40, 0, 0, 1, 0xF7, 0, 10, 0, 2, 0x01, 0, 0],
+            ]
+        case "credit-based-signaling":
+            // Peripheral, listener on 0x80 (MTU 123, MPS 123, 4 credits, no security), an
+            // unencrypted link; then: a request on 0x80 from CID 0x40, a K-frame, a credit, our
+            // send, a Disconnection Request; and our connect answered with success.
+            let request = LESignalingCommand.leCreditBasedConnectionRequest(identifier: 1, .init(spsm: 0x80, sourceCID: 0x40, mtu: 100, mps: 50, initialCredits: 2)).encode()
+            let response = LESignalingCommand.leCreditBasedConnectionResponse(identifier: 1, .init(destinationCID: 0x41, mtu: 100, mps: 30, initialCredits: 3, result: .success)).encode()
+            return [
+                [0, 0x80, 100, 0, 100, 3, 0, 0, 0, 0, UInt8(request.count)] + request + [6, 0, 0, 4, 0, 2, 0, 0xAB, 0xCD]
+                    + [4, 0, 0, 1, 5, 9, 0, 0, 10, 0, 0, 5, 0, 0, 1],
+                [1, 0x80, 100, 0, 100, 3, 0, 0, 0, 8, 0x80, 0, 0, UInt8(response.count)] + response + [9, 0, 20, 0] + Array(0..<20) + [11, 31],
+                [0, 0x80, 0, 0, 0, 0, 1, 0, 0xFF, 1, 1, 0x80, 0, 0x41, 0, 0x20, 0, 0x20, 0, 1, 0, 1, 1, 1],
+            ]
+        case "k-frame-reassembler":
+            // MTU 100, MPS 23, 2 credits: a segmented 60-byte SDU, raw frames, consumes, grants.
+            return [
+                [77, 0, 0, 0, 1, 2, 60, 0, 7, 3, 4, 0, 5, 0, 1, 0, 0xAA, 3, 4],
+                [0, 1, 0, 0, 3, 2, 0xFF, 0xFF, 9, 2, 10, 0, 1, 5, 0, 1, 2, 3, 4, 5, 0, 3, 0, 0x63, 0, 1],
+                [0, 0, 0, 0, 0, 1, 1, 0, 0x41, 1, 1, 0, 0x42, 0, 1, 0, 0x43],
             ]
         case "att-pdu":
             return seedATTPDUs.map { $0.encode() }

@@ -139,6 +139,9 @@ enum L2CAPFuzzTargets {
                 FuzzCheck.require(role == .peripheral, "\(context): a central got a parameter update result")
                 FuzzCheck.require(pendingBefore != nil && pendingBefore == identifier, "\(context): result without a matching pending request")
                 FuzzCheck.require(channel.pendingParameterUpdateIdentifier == nil, "\(context): request still pending after its result")
+            case .frame, .channel:
+                // Nothing listens and nothing was opened: no credit-based channel can exist.
+                FuzzCheck.fail("\(context): credit-based channel action \(action) with no listener")
             }
         }
         if channel.pendingParameterUpdateIdentifier != pendingBefore {

@@ -11,11 +11,12 @@ struct ControllerOptions {
     var mtu: Int
     var security: SecurityOptions
 
-    init(_ args: ParsedArguments) throws {
+    /// `attMTU` false: the command's `--mtu` is not the ATT MTU (`ble l2cap`'s is the channel's).
+    init(_ args: ParsedArguments, attMTU: Bool = true) throws {
         hci = args.option("hci")
         capture = args.option("capture")
         security = try SecurityOptions(args)
-        mtu = try args.int("mtu") ?? 517
+        mtu = try attMTU ? (args.int("mtu") ?? 517) : 517
         guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }
     }

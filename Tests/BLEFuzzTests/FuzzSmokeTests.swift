@@ -30,6 +30,8 @@ final class FuzzSmokeTests: XCTestCase {
     func testBTSnoop() { smoke("btsnoop") }
     func testL2CAPSignaling() { smoke("l2cap-signaling") }
     func testLESignalingChannel() { smoke("le-signaling-channel") }
+    func testCreditBasedSignaling() { smoke("credit-based-signaling") }
+    func testKFrameReassembler() { smoke("k-frame-reassembler") }
     func testATTPDU() { smoke("att-pdu") }
     func testATTClientBearer() { smoke("att-client-bearer") }
     func testATTSignedWrite() { smoke("att-signed-write") }
@@ -43,7 +45,8 @@ final class FuzzSmokeTests: XCTestCase {
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
-            "le-signaling-channel", "att-pdu", "att-client-bearer", "att-signed-write", "advertising-data", "scan-aggregator", "http-request",
+            "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler", "att-pdu", "att-client-bearer", "att-signed-write",
+            "advertising-data", "scan-aggregator", "http-request",
             "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)

@@ -29,11 +29,14 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
     /// Pairing failed or security could not be raised: the Pairing Failed reason and which side
     /// gave it, the SMP timeout, or an encryption failure (Core spec Vol 3 Part H §3.5.5).
     case security(SMPPairingError)
+    /// An LE credit-based L2CAP channel could not be opened, was closed, or the peer broke its
+    /// rules and we disconnected it (Core spec Vol 3 Part A §4.22–§4.24, §10.2).
+    case l2cap(L2CAPChannelError)
     /// The stack was closed.
     case closed
 
     /// The layer that failed, as a short tag for logs and metrics: `hci`, `att`, `transport`,
-    /// `link`, `smp` or `host`.
+    /// `link`, `smp`, `l2cap` or `host`.
     public var layer: String {
         switch self {
         case .hci, .connectionFailed: return "hci"
@@ -41,6 +44,7 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
         case .transport: return "transport"
         case .disconnected, .notConnected: return "link"
         case .security: return "smp"
+        case .l2cap: return "l2cap"
         default: return "host"
         }
     }
@@ -59,6 +63,7 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
         case let .unsupported(m): return "unsupported: \(m)"
         case let .busy(m): return "busy: \(m)"
         case let .security(e): return "security: \(e)"
+        case let .l2cap(e): return "L2CAP: \(e)"
         case .closed: return "the host stack is closed"
         }
     }

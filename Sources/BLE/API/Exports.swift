@@ -63,3 +63,9 @@
 @_exported import enum BLEHost.SMPPairingError
 @_exported import enum BLEHost.SMPAssociationModel
 @_exported import enum BLEHost.SecurityLevel
+
+// LE credit-based L2CAP channels: their parameters, what a listener requires, and their errors.
+@_exported import struct BLEHost.CreditBasedChannelParameters
+@_exported import struct BLEHost.CreditBasedChannelInfo
+@_exported import struct BLEHost.L2CAPSecurityRequirement
+@_exported import enum BLEHost.L2CAPChannelError

@@ -303,6 +303,8 @@ final class ConnectionManager {
                     handle: handle, intervalMin: p.intervalMin, intervalMax: p.intervalMax,
                     maxLatency: p.latency, supervisionTimeout: p.timeout, minCELength: 0, maxCELength: 0),
                     "LE Connection Update for the peer's request")
+            case let .channel(event):
+                host.l2cap.handle(event, handle: handle, host)
             }
         }
     }

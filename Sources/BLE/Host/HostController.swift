@@ -11,7 +11,8 @@ import BLERuntime
 /// - `ConnectionManager`: create, cancel and disconnect, the link table, link events;
 /// - `ScanCoordinator` and `AdvertisingCoordinator`: the GAP roles' radio work;
 /// - `GATTClientSessions` and `GATTServerSessions`: each link's ATT bearer, both sides;
-/// - `SecurityCoordinator`: pairing (SMP), bonds and encryption.
+/// - `SecurityCoordinator`: pairing (SMP), bonds and encryption;
+/// - `L2CAPChannelSessions`: LE credit-based channels, their readers, senders and listeners.
 ///
 /// The sans-IO state machines behind the parts (in `BLEHost` and `BLEHCI`) take bytes, events
 /// and `now` and return what to send; the parts keep the continuations of the callers waiting
@@ -28,6 +29,7 @@ actor HostController {
     let server = GATTServerSessions()
     let security: SecurityCoordinator
     let privacy = PrivacyCoordinator()
+    let l2cap = L2CAPChannelSessions()
 
     var commandFlow = CommandFlowController()
     var aclFlow = ACLFlowController(bufferCount: 1, bufferLength: 27)
@@ -280,7 +282,9 @@ actor HostController {
 
     /// Routes a fragment through L2CAP to the link's ATT bearer or control channels.
     private func receiveACL(_ packet: ACLPacket) {
-        switch router.receive(packet) {
+        // A listener's requirement is checked against the link's security (Vol 3 Part A §4.22).
+        let linkSecurity = connections.links.withLink(packet.handle) { $0.security } ?? LinkSecurity()
+        switch router.receive(packet, security: linkSecurity, now: now) {
         case .none:
             break
         case let .att(payload):
@@ -315,6 +319,7 @@ actor HostController {
         resolveCommands(commandFlow.failAll(hciError))
         connections.closeAll(error: error, self)
         scanning.fail(error, self)
+        l2cap.fail(error)
     }
 
     /// Tears a link down in every part: its GATT work fails with `error`, its streams finish,
@@ -324,6 +329,7 @@ actor HostController {
         security.linkClosed(link, error: error, self)
         sendACL(aclFlow.connectionClosed(handle: link.handle))
         router.linkClosed(handle: link.handle)
+        l2cap.linkClosed(handle: link.handle, error: error)
         server.linkClosed(link, reason: reason, self)
         if link.role == .peripheral, failure == nil {
             advertising.restartIfWanted(afterConnection: false, self)
@@ -337,7 +343,7 @@ actor HostController {
         // After every received frame: no array, no allocation.
         let next = earliest(earliest(earliest(commandFlow.nextDeadline, connections.nextDeadline),
                                      earliest(scanning.nextDeadline, server.nextDeadline)),
-                            earliest(security.nextDeadline, privacy.nextDeadline))
+                            earliest(earliest(security.nextDeadline, privacy.nextDeadline), router.nextDeadline))
         guard next != scheduledDeadline else { return }
         timerTask?.cancel()
         scheduledDeadline = next
@@ -360,6 +366,7 @@ actor HostController {
         server.expire(now: t, self)
         security.expire(now: t, self)
         privacy.expire(now: t, self)
+        for (handle, actions) in router.expire(now: t) { connections.perform(actions, handle: handle, self) }
         rescheduleTimer()
     }
 

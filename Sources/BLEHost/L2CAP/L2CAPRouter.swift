@@ -21,14 +21,17 @@ public enum L2CAPControlAction: Sendable, Equatable {
     /// Central: the peer's Connection Parameter Update Request was accepted (Vol 3 Part A
     /// §4.20); apply it with HCI LE Connection Update (Vol 4 Part E §7.8.18).
     case updateConnectionParameters(LESignalingCommand.ConnectionParameters)
+    /// Something happened on one of the link's LE credit-based channels (Vol 3 Part A §4.22–§4.24).
+    case channel(CreditBasedChannelEvent)
 }
 
 /// The L2CAP layer of every link, sans-IO: reassembles ACL fragments into basic frames (Core
 /// spec Vol 3 Part A §3.1, §7.2), routes them by channel ID (§2.1: fixed channels 0x0004 ATT,
 /// 0x0005 LE signaling, 0x0006 SMP) and runs the signaling channel of each link; ATT and SMP
-/// PDUs go up whole to their owners (the bearers and the Security Manager). Dynamic
-/// channels (LE credit-based, §4.22) get a route of their own here when they are built; until
-/// then their data is dropped with a reason.
+/// PDUs go up whole to their owners (the bearers and the Security Manager). K-frames on dynamic
+/// CIDs (0x0040–0x007F) go to the link's LE credit-based channel of that CID (§3.4.3, §10.2),
+/// run by the signaling channel; data for a CID that is not open is dropped with a reason.
+/// The listeners (SPSMs we accept channels on) are the same for every link.
 public struct L2CAPRouter: Sendable {
     private struct LinkChannels: Sendable {
         let role: LESignalingChannel.Role
@@ -37,6 +40,9 @@ public struct L2CAPRouter: Sendable {
 
     private var reassembler = ACLReassembler()
     private var links: [UInt16: LinkChannels] = [:]
+
+    /// Who accepts LE credit-based channels, by SPSM (Vol 3 Part A §4.22).
+    public var listeners: [UInt16: CreditBasedListener] = [:]
 
     public init() {}
 
@@ -54,8 +60,10 @@ public struct L2CAPRouter: Sendable {
     /// Whether the router knows this link.
     public func isOpen(_ handle: UInt16) -> Bool { links[handle] != nil }
 
-    /// Takes one ACL packet from the controller and says what it completes.
-    public mutating func receive(_ packet: ACLPacket) -> L2CAPRouting {
+    /// Takes one ACL packet from the controller and says what it completes. `security` is the
+    /// link's now (a listener's requirement is checked against it); `now` runs the signaling
+    /// timeouts.
+    public mutating func receive(_ packet: ACLPacket, security: LinkSecurity = LinkSecurity(), now: Duration = .zero) -> L2CAPRouting {
         let handle = packet.handle
         guard links[handle] != nil else {
             return .dropped("ACL data for unknown handle 0x\(String(handle, radix: 16))")
@@ -77,19 +85,28 @@ public struct L2CAPRouter: Sendable {
         case L2CAPChannel.att:
             return .att(frame.payload)
         case L2CAPChannel.leSignaling:
-            return .control(receiveSignaling(frame.payload, handle: handle))
+            return .control(receiveSignaling(frame.payload, handle: handle,
+                                             context: CreditBasedContext(listeners: listeners, security: security, now: now)))
         case L2CAPChannel.smp:
             return .smp(frame.payload)
+        case L2CAPChannel.dynamicRange:
+            guard let index = links.index(forKey: handle), links.values[index].signaling.channel(frame.channelID) != nil else {
+                return .dropped("data on L2CAP channel 0x\(String(frame.channelID, radix: 16)), which is not open")
+            }
+            return .control(Self.map(links.values[index].signaling.receiveFrame(frame.payload, cid: frame.channelID, now: now)))
         default:
             return .dropped("data on unrouted L2CAP channel 0x\(String(frame.channelID, radix: 16))")
         }
     }
 
-    private mutating func receiveSignaling(_ payload: [UInt8], handle: UInt16) -> [L2CAPControlAction] {
+    private mutating func receiveSignaling(_ payload: [UInt8], handle: UInt16, context: CreditBasedContext) -> [L2CAPControlAction] {
         guard let index = links.index(forKey: handle) else { return [] }
         let role = links.values[index].role
-        let actions = links.values[index].signaling.receive(payload, role: role)
-        return actions.compactMap { action in
+        return Self.map(links.values[index].signaling.receive(payload, role: role, context: context))
+    }
+
+    private static func map(_ actions: [SignalingAction]) -> [L2CAPControlAction] {
+        actions.compactMap { action in
             switch action {
             case let .send(bytes):
                 return .send(channel: L2CAPChannel.leSignaling, payload: bytes)
@@ -98,7 +115,63 @@ public struct L2CAPRouter: Sendable {
             case .connectionParameterUpdateResult:
                 // Nothing asks the central for new parameters yet, so no answer is awaited.
                 return nil
+            case let .frame(cid, payload):
+                return .send(channel: cid, payload: payload)
+            case let .channel(event):
+                return .channel(event)
             }
+        }
+    }
+
+    /// Runs `body` on a link's signaling channel; [] for an unknown link.
+    private mutating func withSignaling(_ handle: UInt16, _ body: (inout LESignalingChannel) -> [SignalingAction]?) -> [L2CAPControlAction]? {
+        guard let index = links.index(forKey: handle) else { return nil }
+        return body(&links.values[index].signaling).map(Self.map)
+    }
+
+    // MARK: - LE credit-based channels (Vol 3 Part A §4.22–§4.24, §10.2)
+
+    /// Asks the peer of `handle` for a channel on `spsm`; the answer comes as `.channel(.connected)`
+    /// or `.channel(.connectFailed)` with `token`. Nil when the link is unknown or out of CIDs.
+    public mutating func connect(handle: UInt16, spsm: UInt16, parameters: CreditBasedChannelParameters,
+                                 token: UInt64, now: Duration) -> [L2CAPControlAction]? {
+        withSignaling(handle) { $0.connect(spsm: spsm, parameters: parameters, token: token, now: now) }
+    }
+
+    /// Queues an SDU on channel `cid` of `handle`; nil when it is not open or the SDU exceeds the peer's MTU.
+    public mutating func send(_ sdu: [UInt8], handle: UInt16, cid: UInt16, token: UInt64) -> [L2CAPControlAction]? {
+        withSignaling(handle) { $0.send(sdu, cid: cid, token: token) }
+    }
+
+    /// The application consumed one SDU of channel `cid`: credits back when due.
+    public mutating func consumed(handle: UInt16, cid: UInt16) -> [L2CAPControlAction] {
+        withSignaling(handle) { $0.channelConsumed(cid: cid) } ?? []
+    }
+
+    /// Closes channel `cid` of `handle` (Disconnection Request).
+    public mutating func disconnect(handle: UInt16, cid: UInt16, now: Duration) -> [L2CAPControlAction] {
+        withSignaling(handle) { $0.disconnect(cid: cid, now: now) } ?? []
+    }
+
+    /// The channel `cid` of `handle`, if open.
+    public func channel(handle: UInt16, cid: UInt16) -> CreditBasedChannel? {
+        links[handle]?.signaling.channel(cid)
+    }
+
+    /// The earliest signaling response deadline on any link.
+    public var nextDeadline: Duration? {
+        var next: Duration?
+        for link in links.values {
+            if let d = link.signaling.creditBasedDeadline { next = next.map { min($0, d) } ?? d }
+        }
+        return next
+    }
+
+    /// Fails the requests whose 30 s have run out, per link (handles in order).
+    public mutating func expire(now: Duration) -> [(handle: UInt16, actions: [L2CAPControlAction])] {
+        links.keys.sorted().compactMap { handle in
+            guard let actions = withSignaling(handle, { $0.expireCreditBased(now: now) }), !actions.isEmpty else { return nil }
+            return (handle, actions)
         }
     }
 }

@@ -10,15 +10,20 @@ public enum SignalingAction: Sendable, Hashable {
     /// Peripheral: the central answered our Connection Parameter Update Request. A Command Reject
     /// of it (a central that does not support the procedure) reads as not accepted.
     case connectionParameterUpdateResult(accepted: Bool)
+    /// Send this K-frame payload on the peer's dynamic channel `cid` (Vol 3 Part A §3.4.3).
+    case frame(cid: UInt16, [UInt8])
+    /// Something happened on a credit-based channel of the link.
+    case channel(CreditBasedChannelEvent)
 }
 
 /// Our side of the LE signaling channel, for either role. Sans-IO: the owner hands in each C-frame
 /// payload received on CID 0x0005 and performs the returned actions. Core spec Vol 3 Part A §4.
 ///
-/// Handled so far: connection parameter updates in both directions (§4.20, §4.21). LE
-/// credit-based channels are not offered yet, so their connection requests are refused with
-/// "SPSM not supported" and a Disconnection Request names a CID that cannot be open ("invalid
-/// CID"). Anything unknown, or a command the role must not receive, gets Command Reject "command
+/// Handled: connection parameter updates in both directions (§4.20, §4.21) and LE credit-based
+/// channels (§4.6, §4.7, §4.22–§4.24; `LESignalingChannel+CreditBased.swift`): a request on an
+/// SPSM nobody listens on is refused with "SPSM not supported", a Disconnection Request for a
+/// CID that is not open gets Command Reject "invalid CID". Enhanced credit-based requests
+/// (§4.25) are refused with "SPSM not supported". Anything unknown, or a command the role must not receive, gets Command Reject "command
 /// not understood" (§4.1) with the command's identifier; responses and rejects that do not answer
 /// a request of ours are dropped, never answered, so two stacks cannot reject each other forever.
 public struct LESignalingChannel: Sendable {
@@ -41,6 +46,7 @@ public struct LESignalingChannel: Sendable {
     public private(set) var pendingParameterUpdateIdentifier: UInt8?
 
     private var lastIdentifier: UInt8 = 0
+    var creditBased = CreditBasedChannelSet()
 
     public init() {}
 
@@ -66,7 +72,8 @@ public struct LESignalingChannel: Sendable {
     }
 
     /// Handles one C-frame payload received on the LE signaling channel.
-    public mutating func receive(_ payload: [UInt8], role: Role) -> [SignalingAction] {
+    /// `context` holds the listeners and the link's security, for credit-based connection requests.
+    public mutating func receive(_ payload: [UInt8], role: Role, context: CreditBasedContext = CreditBasedContext()) -> [SignalingAction] {
         // The header, as far as it is there: a reject needs the identifier.
         let code = payload.first
         let identifier = payload.count >= 2 ? payload[1] : 0
@@ -87,6 +94,7 @@ public struct LESignalingChannel: Sendable {
         // Identifier 0 is illegal (§4): there is nothing to answer it with.
         guard identifier != 0 else { return [] }
 
+        if let actions = receiveCreditBased(command, context: context) { return actions }
         switch command {
         case let .commandReject(id, _):
             guard role == .peripheral, id == pendingParameterUpdateIdentifier else { return [] }
@@ -114,11 +122,6 @@ public struct LESignalingChannel: Sendable {
             // No credit-based channel is ever open here. §4.6: unknown destination CID.
             return [Self.reject(id, .invalidCID(localCID: destination, remoteCID: source))]
 
-        case let .leCreditBasedConnectionRequest(id, _):
-            let response = LESignalingCommand.LECreditBasedConnectionResponse(
-                destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported)
-            return [.send(LESignalingCommand.leCreditBasedConnectionResponse(identifier: id, response).encode())]
-
         case let .creditBasedConnectionRequest(id, request):
             // Every channel refused: one 0x0000 destination CID per requested channel. §4.26.
             let response = LESignalingCommand.CreditBasedConnectionResponse(
@@ -126,11 +129,8 @@ public struct LESignalingChannel: Sendable {
                 destinationCIDs: Array(repeating: 0, count: request.sourceCIDs.count))
             return [.send(LESignalingCommand.creditBasedConnectionResponse(identifier: id, response).encode())]
 
-        case .flowControlCredit:
-            // Credits for a channel that is not open are ignored. §4.24.
-            return []
-
-        case .disconnectionResponse, .leCreditBasedConnectionResponse, .creditBasedConnectionResponse:
+        case .disconnectionResponse, .leCreditBasedConnectionResponse, .creditBasedConnectionResponse,
+             .flowControlCredit, .leCreditBasedConnectionRequest:
             return []
 
         case let .unknown(code, id, _):

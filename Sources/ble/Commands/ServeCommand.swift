@@ -22,6 +22,7 @@ struct ServeCommand: BLECommand {
         .flag("no-advertise", help: "start without advertising (on a terminal, key 'a' switches it on and off)"),
         .single("source", value: "sim|FILE|-", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
         .single("files", value: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
+        .single("l2cap", value: "PSM", help: "also accept LE credit-based L2CAP channels on PSM (1...255) and echo every SDU back"),
     ]
     /// Serves until interrupted or --duration, then stops advertising and disconnects in order.
     static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts, .pairing]
@@ -44,6 +45,7 @@ struct ServeCommand: BLECommand {
     var duration: Duration?
     var json: Bool
     var advertise: Bool
+    var l2capPSM: UInt16?
     var arguments: ParsedArguments
 
     init(_ args: ParsedArguments) throws {
@@ -68,6 +70,7 @@ struct ServeCommand: BLECommand {
         duration = try args.seconds("duration")
         json = args.flag("json")
         advertise = !args.flag("no-advertise")
+        l2capPSM = try args.option("l2cap").map(L2capCommand.psm)
         arguments = args
     }
 
@@ -109,8 +112,10 @@ struct ServeCommand: BLECommand {
         let (data, response) = instance.advertisement(name: deviceName)
         let advertising = AdvertisingSwitch(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
                                             wanted: advertise)
+        var l2cap: L2CAPListener?
         do {
             try await instance.install(on: manager)
+            if let psm = l2capPSM { l2cap = try await manager.listenL2CAP(psm: psm) }
             if advertise { try await advertising.start() }
         } catch {
             await manager.close()
@@ -129,6 +134,10 @@ struct ServeCommand: BLECommand {
             }
             group.addTask {
                 do { try await profile.run(on: manager, log: log) } catch {}
+            }
+            if let l2cap = l2cap {
+                log.line("l2cap", [("psm", .int(Int(l2cap.psm)))], text: "echoing L2CAP channels on PSM \(l2cap.psm)")
+                group.addTask { await serveL2CAPEcho(l2cap, log: log) }
             }
             group.addTask {
                 await waitForInterrupt(limit: limit)
@@ -160,6 +169,26 @@ struct ServeCommand: BLECommand {
     }
 }
 
+
+/// Echoes every SDU of every channel `listener` yields, logging each channel's opening and end.
+private func serveL2CAPEcho(_ listener: L2CAPListener, log: ServeLog) async {
+    await withTaskGroup(of: Void.self) { channels in
+        for await channel in listener {
+            log.line("l2capChannel", [("peer", .string(channel.peer.description)), ("psm", .int(Int(channel.psm))),
+                                      ("peerMTU", .int(channel.peerMTU)), ("peerMPS", .int(Int(channel.info.remote.mps)))],
+                     text: "L2CAP channel from \(channel.peer): \(channel.info)")
+            channels.addTask {
+                do {
+                    let totals = try await L2CAPPipe.echo(channel)
+                    log.line("l2capClosed", [("bytes", .int(totals.received)), ("sdus", .int(totals.sdusReceived))],
+                             text: "L2CAP channel closed: echoed \(totals.received) bytes in \(totals.sdusReceived) SDUs")
+                } catch {
+                    log.line("l2capClosed", [("error", .string("\(error)"))], text: "L2CAP channel ended: \(error)")
+                }
+            }
+        }
+    }
+}
 
 /// Hands the terminal's keys to the current pairing question while one waits (a line, echoed on
 /// stderr), and to `commands` otherwise; at the end of stdin the questions get no more answers.
