@@ -6,7 +6,8 @@ open class ExampleApp: NSObject {
     /// The queue given to the manager (nil: main).
     public let queue: DispatchQueue?
     /// Where each line the app would show goes (default: stdout).
-    public var output: (String) -> Void = { print($0) }
+    /// Written at once, not buffered, so a run that is killed still shows how far it got.
+    public var output: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
     /// Called once when the app is done, with its exit status (default: `exit`).
     public var finish: (Int32) -> Void = { exit($0) }
     private var finished = false

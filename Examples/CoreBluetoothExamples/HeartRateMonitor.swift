@@ -10,14 +10,18 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
 
     let measurements: Int
     let minimumRSSI: Int
+    /// Only monitors whose name contains this (nil: any).
+    let nameContains: String?
     var central: CBCentralManager!
     var monitor: CBPeripheral?
     var count = 0
 
-    /// An app that ends after `measurements` measurements (0: never).
-    public init(measurements: Int = 0, minimumRSSI: Int = -70, queue: DispatchQueue? = nil) {
+    /// An app that ends after `measurements` measurements (0: never), taking only monitors
+    /// whose name contains `nameContains` when given.
+    public init(measurements: Int = 0, minimumRSSI: Int = -70, nameContains: String? = nil, queue: DispatchQueue? = nil) {
         self.measurements = measurements
         self.minimumRSSI = minimumRSSI
+        self.nameContains = nameContains
         super.init(queue: queue)
     }
 
@@ -34,6 +38,7 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
                                advertisementData: [String: Any], rssi RSSI: NSNumber) {
         guard monitor == nil else { return }
+        if let nameContains, !(peripheral.name ?? "").contains(nameContains) { return }
         let timestamp = Date(timeIntervalSinceReferenceDate: advertisementData["kCBAdvDataTimestamp"] as! Double)
         show("monitor: \(peripheral.name ?? "unnamed device") \(RSSI) dBm at \(timestamp)")
         guard RSSI.intValue >= minimumRSSI else {

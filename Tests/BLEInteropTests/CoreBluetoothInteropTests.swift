@@ -20,8 +20,10 @@ final class CoreBluetoothInteropTests: XCTestCase {
 
     func testHeartRateMonitorAgainstABumbleSensor() throws {
         let env = try InteropEnvironment.current()
-        _ = try startPeer("heart_rate_sensor.py", arguments: ["--name", uniqueName("CBHR"), "--interval", "0.2"], environment: env)
-        let result = try runExample("cb-heart-rate", ["3"], environment: env)
+        let name = uniqueName("CBHR")
+        _ = try startPeer("heart_rate_sensor.py", arguments: ["--name", name, "--interval", "0.2"], environment: env)
+        // This test's sensor only: another test's 180D advertiser on the shared rootcanal must not be taken.
+        let result = try runExample("cb-heart-rate", ["3", name], environment: env)
         XCTAssertTrue(result.succeeded, "\(result)")
         XCTAssertEqual(lines(result).filter { $0.hasPrefix("heart rate: ") }.count, 3, "\(result)")
         XCTAssertTrue(lines(result).contains("body sensor location: Chest"), "\(result)")
