@@ -41,6 +41,10 @@ public struct HTTPRequestParser: Sendable {
     public let limits: Limits
     private var buffer: [UInt8] = []
     private var failure: HTTPParseError?
+    /// Octets of empty lines skipped on this connection.
+    private var skippedEmptyLines = 0
+    /// The most octets of empty lines a connection may send between requests, in all.
+    static let maximumEmptyLineOctets = 1024
     /// A request whose header is in, waiting for `bodyLength` octets of body.
     private var pending: (request: HTTPRequest, bodyLength: Int)?
 
@@ -70,10 +74,17 @@ public struct HTTPRequestParser: Sendable {
 
     private mutating func nextRequest() throws(HTTPParseError) -> HTTPRequest? {
         if pending == nil {
-            // Empty lines before a request are ignored (RFC 9112 §2.2).
-            while buffer.first == 0x0A || (buffer.first == 0x0D && buffer.count > 1 && buffer[1] == 0x0A) {
-                buffer.removeFirst(buffer.first == 0x0D ? 2 : 1)
+            // Empty lines before a request are ignored (RFC 9112 §2.2), a few of them: a flood of
+            // them is refused rather than skipped for ever. Skipped by index, in linear time.
+            var skip = 0
+            while skip < buffer.count, buffer[skip] == 0x0A || (buffer[skip] == 0x0D && skip + 1 < buffer.count && buffer[skip + 1] == 0x0A) {
+                skip += buffer[skip] == 0x0D ? 2 : 1
             }
+            skippedEmptyLines += skip
+            guard skippedEmptyLines <= Self.maximumEmptyLineOctets else {
+                throw HTTPParseError(.badRequest, "over \(Self.maximumEmptyLineOctets) octets of empty lines")
+            }
+            if skip > 0 { buffer.removeFirst(skip) }
             guard let end = Self.headerEnd(buffer) else {
                 if !buffer.contains(0x0A) && buffer.count > limits.requestLine {
                     throw HTTPParseError(.uriTooLong, "request line over \(limits.requestLine) octets")

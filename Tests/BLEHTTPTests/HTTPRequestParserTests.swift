@@ -74,6 +74,17 @@ final class HTTPRequestParserTests: XCTestCase {
                        "refused before the header ends")
     }
 
+    /// Security review: a flood of empty lines (no token needed) is refused, in linear time,
+    /// instead of being skipped for ever.
+    func testAFloodOfEmptyLinesIsRefused() {
+        var p = HTTPRequestParser()
+        XCTAssertThrowsError(try p.push([UInt8](repeating: 0x0A, count: 65_536))) { error in
+            XCTAssertEqual((error as? HTTPParseError)?.status, .badRequest)
+        }
+        var q = HTTPRequestParser()
+        XCTAssertNoThrow(try q.push(bytes("\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")), "a few are fine")
+    }
+
     func testAfterARefusalEveryPushFails() {
         var p = HTTPRequestParser()
         XCTAssertThrowsError(try p.push(bytes("GET /x HTTP/2.0\r\nHost: a\r\n\r\n")))

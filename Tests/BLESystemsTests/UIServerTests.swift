@@ -102,4 +102,24 @@ final class UIServerTests: XCTestCase {
         for t in tasks { await t.value }
         XCTAssertEqual(server.connectionCount, 0)
     }
+
+    /// Security review: an event stream whose browser went away ends, and frees its slot, at the
+    /// next keep-alive even when no event ever comes.
+    func testAnIdleEventStreamEndsWhenTheBrowserHasGone() async {
+        let clock = ManualClock()
+        let s = MemoryStream()
+        let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let server = UIServer(policy: policy, clock: clock) { _ in .events(events) }
+        let serving = Task { await server.serve(s) }
+        s.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        _ = await waitUntil("the stream open", within: .seconds(10)) { s.output.contains("text/event-stream") }
+        await s.close()
+        for _ in 0..<40 where server.connectionCount > 0 {
+            _ = await waitUntil("a sleeper", within: .seconds(5)) { clock.sleeperCount > 0 || server.connectionCount == 0 }
+            clock.advance(by: .seconds(1))
+        }
+        await serving.value
+        XCTAssertEqual(server.connectionCount, 0)
+        continuation.finish()
+    }
 }

@@ -33,6 +33,8 @@ public final class UIServer: Sendable {
     public static let maximumConnections = 32
     /// How long a connection may take to send a whole request (headers and body).
     public static let requestTimeout: Duration = .seconds(10)
+    /// How often an idle event stream gets a keep-alive comment.
+    public static let keepAliveInterval: Duration = .seconds(15)
 
     private let policy: HTTPAccessPolicy
     private let clock: any BLEClock
@@ -124,7 +126,26 @@ public final class UIServer: Sendable {
             return request.keepsAlive
         case let .events(stream):
             try await connection.send(ServerSentEvents.head())
-            for await event in stream { try await connection.send(event) }
+            // A comment every `keepAliveInterval`: a browser that went away is noticed by the
+            // failed write even when no event comes, and the stream and its slot end.
+            let clock = self.clock
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in stream {
+                        do { try await connection.send(event) } catch { return }
+                    }
+                }
+                group.addTask {
+                    while true {
+                        do {
+                            try await clock.sleep(for: Self.keepAliveInterval)
+                            try await connection.send(ServerSentEvents.keepAlive)
+                        } catch { return }
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
             return false
         }
     }
