@@ -39,7 +39,7 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
                                advertisementData: [String: Any], rssi RSSI: NSNumber) {
         guard monitor == nil else { return }
         if let nameContains, !(peripheral.name ?? "").contains(nameContains) { return }
-        let timestamp = Date(timeIntervalSinceReferenceDate: advertisementData["kCBAdvDataTimestamp"] as! Double)
+        let timestamp = Date(timeIntervalSinceReferenceDate: advertisementData["kCBAdvDataTimestamp"] as? Double ?? 0)
         show("monitor: \(peripheral.name ?? "unnamed device") \(RSSI) dBm at \(timestamp)")
         guard RSSI.intValue >= minimumRSSI else {
             show("not connecting: signal \(RSSI) dBm is weaker than \(minimumRSSI) dBm")

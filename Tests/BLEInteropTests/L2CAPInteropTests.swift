@@ -112,8 +112,7 @@ final class L2CAPInteropTests: XCTestCase {
         let command = "'\(ble)' l2cap listen 0x82 --once --address \(address) --hci '\(env.rootcanal)' --mtu 1024 --mps 247 --credits 8 "
             + "> '\(output.path)'"
         async let listening = ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", command], timeout: 90)
-        // Give the listener time to start advertising; the client retries its connection for 20 s anyway.
-        try await Task.sleep(for: .seconds(2))
+        // No wait for the listener to start advertising: the client retries its connection for 20 s.
         let peer = try startPeer("l2cap_peer.py", arguments: ["--role", "client", "--target", address.description, "--psm", "0x82",
                                                                "--mtu", "512", "--mps", "247", "--credits", "8",
                                                                "--size", "65536", "--sdu", "1024", "--hold", "1"], environment: env)
