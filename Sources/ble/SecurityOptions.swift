@@ -6,7 +6,7 @@ import Foundation
 
 /// `--bonds` and `--public`: on every command that uses a controller (CONTROLLER OPTIONS).
 let bondOptions: [CommandOption] = [
-    .single("bonds", value: "DIR", help: "bond store directory (default: $BLE_BONDS, else $XDG_DATA_HOME/ble/bonds, i.e. ~/.local/share/ble/bonds)"),
+    .single("bonds", value: "DIR", help: "bond store directory (default: $BLE_BONDS, else $XDG_DATA_HOME/ble/bonds, i.e. ~/.local/share/ble/bonds; with --hci virtual, whose demo peripherals forget at exit, memory unless --bonds is given)"),
     .flag("public", help: "use the controller's public address even where the stored identity address would be used"),
     .flag("privacy", help: "use resolvable private addresses made from the stored identity's IRK (bonded peers resolve them)"),
     .single("rpa-rotation", value: "SECONDS", help: "with --privacy: how long each private address lives (default 900, 15 minutes)"),

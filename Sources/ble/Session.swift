@@ -12,10 +12,18 @@ struct ControllerOptions {
     var security: SecurityOptions
 
     /// `attMTU` false: the command's `--mtu` is not the ATT MTU (`ble l2cap`'s is the channel's).
-    init(_ args: ParsedArguments, attMTU: Bool = true) throws {
+    init(_ args: ParsedArguments, attMTU: Bool = true, environment: [String: String] = currentEnvironment()) throws {
         hci = args.option("hci")
         capture = args.option("capture")
-        security = try SecurityOptions(args)
+        security = try SecurityOptions(args, environment: environment)
+        // The in-process radio's demo peripherals forget their bonds when the process ends, so
+        // a bond stored with one would only make the next run's encryption fail (the peer has
+        // no key). Unless `--bonds` names a directory on this command line, the virtual radio's
+        // bonds and our identity on it last as long as the process.
+        if (hci ?? environment["BLE_HCI"]) == "virtual", args.option("bonds") == nil {
+            security.bondsDirectory = nil
+            security.bondsNamed = false
+        }
         mtu = try attMTU ? (args.int("mtu") ?? 517) : 517
         guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }

@@ -43,6 +43,24 @@ final class DemoCommandTests: XCTestCase {
         XCTAssertTrue(read.stdout.contains("\"hex\":\"64\""), read.stdout)
     }
 
+    /// The virtual radio's demo peripherals forget their bonds at exit, so `--hci virtual` keeps
+    /// its bonds in memory even with BLE_BONDS set: a read of the encrypted characteristic pairs
+    /// in each run and succeeds each time, where a bond stored by the first run would make the
+    /// second one's encryption fail (the peer has no key, HCI status 0x06).
+    func testVirtualRadioBondsDoNotOutliveTheRun() throws {
+        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("virtual-bonds-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: bonds) }
+        let encrypted = "8f3c0008-6c5a-4d2e-9b1f-2f0a1c3b4d5e"
+        for run in 1...2 {
+            let read = try BLETool.run(["read", "00:5A:B1:00:00:06/public", encrypted, "--hci", "virtual", "--json"],
+                                       environment: ["BLE_BONDS": bonds], timeout: 60)
+            XCTAssertTrue(read.succeeded, "run \(run): \(read)")
+            XCTAssertTrue(read.stdout.contains(#""utf8":"secret""#), "run \(run): \(read.stdout)")
+        }
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: bonds)) ?? []
+        XCTAssertEqual(stored, [], "nothing written to BLE_BONDS for the virtual radio")
+    }
+
     /// With neither --hci nor BLE_HCI and no Linux adapter, the error lists every choice.
     func testWithoutAControllerTheErrorListsTheChoices() throws {
         let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []

@@ -206,7 +206,9 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     case peer(SMPPairingFailedReason)
     /// No SMP command within 30 seconds (§3.4): SMP is closed on this link until it reconnects.
     case timeout
-    /// The controller could not encrypt the link with the new key (HCI status).
+    /// The controller could not encrypt the link (HCI status): with a new key at the end of a
+    /// pairing, or with a bond's key on reconnection. 0x06 (PIN or Key Missing) there means
+    /// the peer has no key for us any more (Vol 4 Part E §7.7.8).
     case encryptionFailed(status: UInt8)
     /// Pairing was refused before it started: SMP already timed out on this link, or a pairing
     /// is in progress.
@@ -230,7 +232,11 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .local(r, detail): return "pairing failed (\(r)): \(detail)"
         case let .peer(r): return "peer ended pairing: \(r)"
         case .timeout: return "pairing timed out (no SMP command for 30 s)"
-        case let .encryptionFailed(status): return "encryption with the new key failed, HCI status 0x\(String(status, radix: 16))"
+        case let .encryptionFailed(status):
+            let hex = "HCI status 0x" + (status < 0x10 ? "0" : "") + String(status, radix: 16)
+            // 0x06, PIN or Key Missing: the peer answered the LTK request with a negative reply.
+            return status == 0x06 ? "encryption failed, \(hex): the peer has no key for this link (it forgot the bond; pairing again repairs it)"
+                : "encryption failed, \(hex)"
         case let .unavailable(why): return "pairing unavailable: \(why)"
         case let .identityConflict(why): return "pairing refused: \(why)"
         }
