@@ -3,16 +3,17 @@
 /// - the `Host` field must name this server (`allowedHosts`), or a page on another origin
 ///   could reach it through a DNS name rebound to 127.0.0.1 (RFC 9110 §7.2 says a server may
 ///   refuse a Host it does not serve: 421);
-/// - every request carries the per-run token: in the query the first time (`?token=`), after
-///   that in a cookie the server sets (HttpOnly, SameSite=Strict), so another user of the
-///   machine, or a page in the same browser, cannot drive the radio (403 without it);
-/// - requests that change anything are POSTs carrying the token in `X-BLE-Token` as well (a
-///   cross-site form can send neither the header nor, with SameSite=Strict, the cookie); GET
-///   and HEAD change nothing; other methods get 405.
+/// - every request carries the per-run token, in the query (`?token=`, how pages, their assets
+///   and event streams are addressed) or in `X-BLE-Token` (the page script's API calls), so
+///   another user of the machine, or a page in the same browser, cannot drive the radio (403).
+///   There is no cookie: cookies are not kept apart by port (RFC 6265 §8.5), so any other
+///   server on 127.0.0.1, another user's included, would be sent one;
+/// - a browser's request from another site, or from another port of this host (which is the
+///   same site), is refused whatever it carries (`Sec-Fetch-Site`, Fetch Metadata);
+/// - requests that change anything are POSTs carrying the token in `X-BLE-Token` (a cross-site
+///   form cannot send a header); GET and HEAD change nothing; other methods get 405.
 public struct HTTPAccessPolicy: Sendable {
-    /// The cookie that carries the token after the first visit.
-    public static let cookieName = "ble_ui_token"
-    /// The header a POST carries the token in.
+    /// The header that carries the token in a script's requests (a POST's only place for it).
     public static let tokenHeader = "X-BLE-Token"
 
     /// The per-run secret.
@@ -39,36 +40,37 @@ public struct HTTPAccessPolicy: Sendable {
 
     /// What to do with a request.
     public enum Decision: Sendable, Equatable {
-        /// Serve it; `setCookie` when the token came in the query (send `cookieHeader`).
-        case allow(setCookie: Bool)
+        /// Serve it.
+        case allow
         /// Answer with this and serve nothing.
         case refuse(HTTPResponse)
     }
+
+    /// The `Sec-Fetch-Site` values of a request this server's own pages make, or a person
+    /// makes by opening an address (Fetch Metadata Request Headers, `none`).
+    static let ownSites: Set<String> = ["same-origin", "none"]
 
     /// The decision for `request`.
     public func check(_ request: HTTPRequest) -> Decision {
         guard let host = request.header("Host")?.lowercased(), allowedHosts.contains(host) else {
             return .refuse(.text(.misdirectedRequest, "this server does not answer to that Host\n"))
         }
+        if let site = request.header("Sec-Fetch-Site")?.lowercased(), !Self.ownSites.contains(site) {
+            return .refuse(.text(.forbidden, "requests from other sites are refused\n"))
+        }
+        let header = request.header(Self.tokenHeader).map { Self.same($0, token) } ?? false
         switch request.method {
         case "GET", "HEAD":
-            if let cookie = request.cookie(Self.cookieName), Self.same(cookie, token) { return .allow(setCookie: false) }
-            if let query = request.queryValue("token"), Self.same(query, token) { return .allow(setCookie: true) }
+            if header { return .allow }
+            if let query = request.queryValue("token"), Self.same(query, token) { return .allow }
             return .refuse(.text(.forbidden, "open the address ble ui printed (it carries the token)\n"))
         case "POST":
-            guard let header = request.header(Self.tokenHeader), Self.same(header, token) else {
-                return .refuse(.text(.forbidden, "a POST needs the token in \(Self.tokenHeader)\n"))
-            }
-            return .allow(setCookie: false)
+            guard header else { return .refuse(.text(.forbidden, "a POST needs the token in \(Self.tokenHeader)\n")) }
+            return .allow
         default:
             return .refuse(HTTPResponse(.methodNotAllowed, headers: [("Allow", "GET, HEAD, POST"), ("Content-Type", "text/plain; charset=utf-8")],
                                         body: Array("method not allowed\n".utf8)))
         }
-    }
-
-    /// The Set-Cookie field that keeps the token for later requests (RFC 6265 §4.1).
-    public var cookieHeader: (name: String, value: String) {
-        ("Set-Cookie", "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict")
     }
 
     /// Compares in time independent of where the strings differ.

@@ -39,19 +39,6 @@ public struct HTTPRequest: Sendable, Equatable {
         query.first { $0.name == name }?.value
     }
 
-    /// The value of cookie `name` from the Cookie header(s) (RFC 6265 §5.4), if present.
-    public func cookie(_ name: String) -> String? {
-        let lower = "cookie"
-        for field in headers where field.name.lowercased() == lower {
-            for pair in field.value.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2 else { continue }
-                if parts[0].trimmingSpaces == name { return String(parts[1].trimmingSpaces) }
-            }
-        }
-        return nil
-    }
-
     /// Whether the connection stays open after the response: HTTP/1.1 unless `Connection:
     /// close`; HTTP/1.0 only with `Connection: keep-alive` (RFC 9112 §9.3).
     public var keepsAlive: Bool {

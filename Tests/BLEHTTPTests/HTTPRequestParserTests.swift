@@ -21,14 +21,13 @@ final class HTTPRequestParserTests: XCTestCase {
         }
     }
 
-    func testAGetWithQueryHeadersAndCookie() throws {
+    func testAGetWithQueryAndHeaders() throws {
         let r = try XCTUnwrap(try parse("GET /devices/C0%3A11?token=a%2Bb+c&x HTTP/1.1\r\nHost: 127.0.0.1:8765\r\nCookie: a=1; ble_ui_token=t0k\r\n\r\n").first)
         XCTAssertEqual(r.method, "GET")
         XCTAssertEqual(r.path, "/devices/C0:11")
         XCTAssertEqual(r.queryValue("token"), "a+b c")
         XCTAssertEqual(r.queryValue("x"), "")
         XCTAssertEqual(r.header("host"), "127.0.0.1:8765")
-        XCTAssertEqual(r.cookie("ble_ui_token"), "t0k")
         XCTAssertEqual(r.minorVersion, 1)
         XCTAssertTrue(r.keepsAlive)
     }
@@ -104,7 +103,8 @@ final class HTTPRequestParserTests: XCTestCase {
     }
 }
 
-/// The UI's access rules: the Host, the token by query then cookie, POSTs with the header.
+/// The UI's access rules: the Host, the token in the query or the header (never a cookie),
+/// Fetch Metadata, POSTs with the header.
 final class HTTPAccessPolicyTests: XCTestCase {
     let policy = HTTPAccessPolicy(token: "s3cret", allowedHosts: HTTPAccessPolicy.hosts(boundTo: "127.0.0.1", port: 8765))
 
@@ -117,18 +117,27 @@ final class HTTPAccessPolicyTests: XCTestCase {
         return nil
     }
 
-    func testTheTokenInTheQuerySetsTheCookieAndTheCookieIsThenEnough() {
-        XCTAssertEqual(policy.check(request(target: "/?token=s3cret")), .allow(setCookie: true))
-        XCTAssertEqual(policy.cookieHeader.value, "ble_ui_token=s3cret; Path=/; HttpOnly; SameSite=Strict")
-        XCTAssertEqual(policy.check(request(headers: [("Cookie", "ble_ui_token=s3cret")])), .allow(setCookie: false))
-        XCTAssertEqual(policy.check(request(host: "localhost:8765", headers: [("Cookie", "ble_ui_token=s3cret")])), .allow(setCookie: false))
+    func testTheTokenInTheQueryOrTheHeaderAdmitsAGet() {
+        XCTAssertEqual(policy.check(request(target: "/?token=s3cret")), .allow)
+        XCTAssertEqual(policy.check(request(host: "localhost:8765", headers: [("X-BLE-Token", "s3cret")])), .allow)
+        XCTAssertEqual(policy.check(request(target: "/api/events?token=s3cret", headers: [("Sec-Fetch-Site", "same-origin")])), .allow)
+        XCTAssertEqual(policy.check(request(target: "/?token=s3cret", headers: [("Sec-Fetch-Site", "none")])), .allow, "an address typed or opened")
+    }
+
+    /// Cookies are shared by every port of 127.0.0.1, so one would reach other users' servers
+    /// there: a cookie, even with the right token, admits nothing.
+    func testACookieIsNotATokenAndOtherSitesAreRefused() {
+        XCTAssertEqual(status(policy.check(request(headers: [("Cookie", "ble_ui_token=s3cret")]))), 403)
+        XCTAssertEqual(status(policy.check(request(target: "/?token=s3cret", headers: [("Sec-Fetch-Site", "same-site")]))), 403,
+                       "a page on another port of this host is the same site, not the same origin")
+        XCTAssertEqual(status(policy.check(request("POST", target: "/api/connect", headers: [("X-BLE-Token", "s3cret"), ("Sec-Fetch-Site", "cross-site")]))), 403)
     }
 
     func testWithoutTheTokenOrWithAWrongOneItIsRefused() {
         XCTAssertEqual(status(policy.check(request())), 403)
         XCTAssertEqual(status(policy.check(request(target: "/?token=s3cre"))), 403)
         XCTAssertEqual(status(policy.check(request(target: "/?token=s3cret0"))), 403)
-        XCTAssertEqual(status(policy.check(request(headers: [("Cookie", "ble_ui_token=wrong")]))), 403)
+        XCTAssertEqual(status(policy.check(request(headers: [("X-BLE-Token", "wrong")]))), 403)
     }
 
     func testAForeignHostIsRefusedEvenWithTheToken() {
@@ -137,9 +146,9 @@ final class HTTPAccessPolicyTests: XCTestCase {
         XCTAssertEqual(status(policy.check(request(target: "/?token=s3cret", host: nil))), 421)
     }
 
-    func testAPostNeedsTheHeaderNotJustTheCookie() {
-        XCTAssertEqual(status(policy.check(request("POST", target: "/api/connect", headers: [("Cookie", "ble_ui_token=s3cret")]))), 403)
-        XCTAssertEqual(policy.check(request("POST", target: "/api/connect", headers: [("X-BLE-Token", "s3cret")])), .allow(setCookie: false))
+    func testAPostNeedsTheHeaderNotTheQuery() {
+        XCTAssertEqual(status(policy.check(request("POST", target: "/api/connect?token=s3cret"))), 403)
+        XCTAssertEqual(policy.check(request("POST", target: "/api/connect", headers: [("X-BLE-Token", "s3cret")])), .allow)
         XCTAssertEqual(status(policy.check(request("DELETE", target: "/api/x", headers: [("X-BLE-Token", "s3cret")]))), 405)
     }
 }

@@ -82,6 +82,31 @@ final class UIBrowserTests: XCTestCase {
         XCTAssertEqual(filtered.stdout.trimmingCharacters(in: .whitespacesAndNewlines), #""HRM""#)
     }
 
+    /// No cookie carries the token: a click from the list to a device keeps it in the address,
+    /// and the device page's assets, API calls and event stream are admitted with it.
+    func testClickingADeviceOpensItsPageWithTheTokenAndNoCookie() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let script = ##"""
+        (() => { const w = window.__t || (window.__t = {});
+          if (location.pathname === "/devices") {
+            const row = Array.from(document.querySelectorAll("#devices tbody tr")).find(r => r.textContent.includes("Battery"));
+            if (row && !w.clicked) { w.clicked = true; row.click(); }
+            return false;
+          }
+          return document.querySelectorAll("#gatt .characteristic").length > 0 && !!document.querySelector("header strong"); })()
+        """##
+        let result = try python("browser.py", [
+            "--url", ui.address, "--until", script,
+            "--expr", ##"({ path: decodeURIComponent(location.pathname), hasToken: location.search.startsWith("?token="), styled: getComputedStyle(document.body).fontFamily !== "", cookies: document.cookie })"##,
+        ])
+        XCTAssertTrue(result.succeeded, "\(result)")
+        let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(shown["path"] as? String, "/devices/00:5A:B1:00:00:05/public")
+        XCTAssertEqual(shown["hasToken"] as? Bool, true)
+        XCTAssertEqual(shown["cookies"] as? String, "")
+    }
+
     func testRequestsWithoutTheTokenFromAnotherHostOrMalformedAreRefused() throws {
         let ui = try UIProcess()
         defer { ui.stop() }
@@ -97,7 +122,9 @@ final class UIBrowserTests: XCTestCase {
                        "HTTP/1.1 421 Misdirected Request", "DNS rebinding")
         XCTAssertEqual(try status("GET /api/devices?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 200 OK")
         XCTAssertEqual(try status("POST /api/devices HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nCookie: ble_ui_token=\(token)\\r\\nContent-Length: 0\\r\\n\\r\\n"),
-                       "HTTP/1.1 403 Forbidden", "a POST needs the token header, not only the cookie")
+                       "HTTP/1.1 403 Forbidden", "a cookie is not a token")
+        XCTAssertEqual(try status("GET /api/devices?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nSec-Fetch-Site: same-site\\r\\n\\r\\n"),
+                       "HTTP/1.1 403 Forbidden", "a page on another port of this host")
         XCTAssertEqual(try status("GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n"), "HTTP/1.1 501 Not Implemented")
         XCTAssertEqual(try status("GET / HTTP/2.0\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 505 HTTP Version Not Supported")
     }

@@ -5,8 +5,9 @@ import BLEWire
 /// elsewhere (the Content-Security-Policy says so too). Plain HTML, one small script, light and
 /// dark by the system's preference, readable on a phone.
 enum UIAssets {
-    /// A whole page around `body`. `token` goes in a meta field for the script's POSTs (the
-    /// cookie is HttpOnly; a page is only served to a request that had the token already).
+    /// A whole page around `body`, served only to a request that had `token`. The token goes in a
+    /// meta field for the script's requests, and in the address of every asset and link: there
+    /// is no cookie to carry it (see `HTTPAccessPolicy`).
     static func page(title: String, body: String, token: String) -> HTTPResponse {
         let token = token.filter { $0.isHexDigit }
         let html = """
@@ -17,11 +18,11 @@ enum UIAssets {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(title) · ble ui</title>
         <meta name="ble-token" content="\(token)">
-        <link rel="stylesheet" href="/static/ui.css">
-        <script src="/static/ui.js" defer></script>
+        <link rel="stylesheet" href="/static/ui.css?token=\(token)">
+        <script src="/static/ui.js?token=\(token)" defer></script>
         </head>
         <body>
-        <header><strong>ble ui</strong> <nav><a href="/devices">Devices</a></nav></header>
+        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a></nav></header>
         <main>
         \(body)
         </main>
@@ -93,6 +94,10 @@ enum UIAssets {
     static let script = """
     "use strict";
     const token = (document.querySelector('meta[name="ble-token"]') || {}).content || "";
+    // No cookie carries the token (other ports of 127.0.0.1 would be sent it): links and event
+    // streams have it in the address, the API calls in the header.
+    function withToken(path) { return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token); }
+    function get(path) { return fetch(path, { headers: { "X-BLE-Token": token } }).then(r => r.json()); }
     function post(path, body) {
       // The token header proves the request comes from this page (issue 14: POSTs with the token).
       return fetch(path, { method: "POST", headers: { "Content-Type": "application/json", "X-BLE-Token": token },
@@ -142,10 +147,10 @@ enum UIAssets {
       filter.addEventListener("input", render);
       table.addEventListener("click", e => {
         const row = e.target.closest("tr");
-        if (row) location.href = "/devices/" + encodeURIComponent(row.dataset.address + "/" + row.dataset.type);
+        if (row) location.href = withToken("/devices/" + encodeURIComponent(row.dataset.address + "/" + row.dataset.type));
       });
-      fetch("/api/devices").then(r => r.json()).then(list => { devices = list; render(); }).catch(() => {});
-      const events = new EventSource("/api/events");
+      get("/api/devices").then(list => { devices = list; render(); }).catch(() => {});
+      const events = new EventSource(withToken("/api/events"));
       events.addEventListener("devices", e => { devices = JSON.parse(e.data); render(); });
     })();
     function printable(text) { return typeof text === "string" && text.length > 0 && !/[\\u0000-\\u001f\\u007f]/.test(text); }
@@ -205,7 +210,7 @@ enum UIAssets {
         }
       });
       document.getElementById("disconnect").onclick = () => post("/api/disconnect", { address }).then(() => { status.textContent = "disconnected"; });
-      const events = new EventSource("/api/peripheral-events/" + encodeURIComponent(address));
+      const events = new EventSource(withToken("/api/peripheral-events/" + encodeURIComponent(address)));
       events.addEventListener("value", e => {
         const v = JSON.parse(e.data);
         entry("0x" + v.handle.toString(16) + ": " + (printable(v.utf8) ? JSON.stringify(v.utf8) : v.hex));

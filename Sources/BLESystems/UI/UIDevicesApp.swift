@@ -111,7 +111,8 @@ public final class UIDevicesApp: Sendable {
         guard request.method == "GET" || request.method == "HEAD" else { return nil }
         switch request.path {
         case "/":
-            return .response(HTTPResponse(.seeOther, headers: [("Location", "/devices")]))
+            // The token goes along: no cookie carries it (see `HTTPAccessPolicy`).
+            return .response(HTTPResponse(.seeOther, headers: [("Location", "/devices?token=\(token.filter { $0.isHexDigit })")]))
         case "/devices":
             return .response(UIAssets.page(title: "Devices", body: UIAssets.devicesBody, token: token))
         case "/api/devices":

@@ -110,17 +110,12 @@ public final class UIServer: Sendable {
 
     /// Answers one request; false when the connection is to close after it.
     private func answer(_ request: HTTPRequest, on connection: some UIByteStream) async throws -> Bool {
-        let setCookie: Bool
-        switch policy.check(request) {
-        case let .refuse(response):
+        if case let .refuse(response) = policy.check(request) {
             try await connection.send(response.encode(keepAlive: false))
             return false
-        case let .allow(cookie):
-            setCookie = cookie
         }
         switch await handler(request) {
         case var .response(response):
-            if setCookie { response.headers.append(policy.cookieHeader) }
             response.headers += Self.securityHeaders
             try await connection.send(response.encode(keepAlive: request.keepsAlive, head: request.method == "HEAD"))
             return request.keepsAlive

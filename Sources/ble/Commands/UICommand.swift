@@ -17,7 +17,7 @@ struct UICommand: BLECommand {
     static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
     static let discussion = """
     The first line of stdout is the page's address with its per-run token: ui: http://HOST:PORT/?token=TOKEN
-    Every request needs that token (a cookie after the first visit) and a Host naming this server;
+    Every request needs that token (in the address, or a script's X-BLE-Token header; no cookie) and a Host naming this server;
     requests that change anything are POSTs carrying the token. Bound to loopback unless --listen says
     otherwise. With --hci virtual the demo peripherals are there to see. Ctrl-C stops it.
     """
