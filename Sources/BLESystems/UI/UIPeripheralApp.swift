@@ -18,6 +18,17 @@ public actor UIPeripheralApp {
     private let central: Central
     private let token: String
     private var sessions: [DeviceAddress: Session] = [:]
+    /// Connections under way: a second page (or a reload) asking for the same device waits for
+    /// the one attempt instead of starting another link (the actor is reentrant across awaits).
+    private var connecting: [DeviceAddress: Task<Result<Session, any Error>, Never>] = [:]
+    /// Subscriptions being set up, so that a second request for the same value does not start a
+    /// second stream of it.
+    private var subscribing: Set<SubscriptionKey> = []
+
+    private struct SubscriptionKey: Hashable {
+        let address: DeviceAddress
+        let handle: UInt16
+    }
     private var listeners: [DeviceAddress: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
     private var nextListener: UInt64 = 0
 
@@ -29,6 +40,7 @@ public actor UIPeripheralApp {
 
     /// Disconnects everything and ends every stream.
     public func stop() async {
+        connecting.values.forEach { $0.cancel() }
         for (_, s) in sessions {
             s.subscriptions.values.forEach { $0.cancel() }
             try? await s.peripheral.disconnect()
@@ -81,19 +93,46 @@ public actor UIPeripheralApp {
 
     private func connect(_ address: DeviceAddress) async -> UIReply {
         if let s = sessions[address] { return Self.json(GATTDatabaseDump.json(s.database, address: address)) }
-        do {
-            let peripheral = try await central.connect(address, timeout: .seconds(10))
-            // As `ble gatt` does: the largest ATT_MTU, so long values read in fewer requests.
-            _ = try? await peripheral.exchangeMTU(517)
-            let database = try await peripheral.discoverDatabase(readValues: true)
-            sessions[address] = Session(peripheral: peripheral, database: database)
-            return Self.json(GATTDatabaseDump.json(database, address: address))
-        } catch {
-            return Self.failure(error)
+        let attempt: Task<Result<Session, any Error>, Never>
+        if let running = connecting[address] {
+            attempt = running
+        } else {
+            let central = self.central
+            attempt = Task {
+                do {
+                    let peripheral = try await central.connect(address, timeout: .seconds(10))
+                    // As `ble gatt` does: the largest ATT_MTU, so long values read in fewer requests.
+                    _ = try? await peripheral.exchangeMTU(517)
+                    do {
+                        return .success(Session(peripheral: peripheral, database: try await peripheral.discoverDatabase(readValues: true)))
+                    } catch {
+                        try? await peripheral.disconnect()
+                        throw error
+                    }
+                } catch {
+                    return .failure(error)
+                }
+            }
+            connecting[address] = attempt
+        }
+        let result = await attempt.value
+        // The first of the waiters to resume files the session; a disconnect asked for while
+        // it connected took the attempt away, and the new link is let go.
+        if connecting[address] == attempt {
+            connecting[address] = nil
+            if case let .success(session) = result { sessions[address] = session }
+        } else if case let .success(session) = result, sessions[address]?.peripheral !== session.peripheral {
+            try? await session.peripheral.disconnect()
+            return Self.failure(BLEError.notConnected)
+        }
+        switch result {
+        case let .success(session): return Self.json(GATTDatabaseDump.json(session.database, address: address))
+        case let .failure(error): return Self.failure(error)
         }
     }
 
     private func disconnect(_ address: DeviceAddress) async -> UIReply {
+        connecting.removeValue(forKey: address)?.cancel()
         guard let s = sessions.removeValue(forKey: address) else { return Self.json(.object([("disconnected", .bool(true))])) }
         s.subscriptions.values.forEach { $0.cancel() }
         try? await s.peripheral.disconnect()
@@ -131,24 +170,35 @@ public actor UIPeripheralApp {
     }
 
     private func subscribe(_ address: DeviceAddress, handle: Int?, on: Bool) async -> UIReply {
-        guard var s = sessions[address], let handle, let h = UInt16(exactly: handle),
+        guard let s = sessions[address], let handle, let h = UInt16(exactly: handle),
               let characteristic = s.database.services.flatMap(\.characteristics).first(where: { $0.characteristic.valueHandle == h })?.characteristic else {
             return Self.failure(BLEError.invalidArgument("no characteristic with value handle \(handle ?? -1)"))
         }
+        let peripheral = s.peripheral
+        let key = SubscriptionKey(address: address, handle: h)
+        let answer = Self.json(.object([("handle", .int(handle)), ("subscribed", .bool(on))]))
         do {
             if on {
-                guard s.subscriptions[h] == nil else { return Self.json(.object([("handle", .int(handle)), ("subscribed", .bool(true))])) }
-                let values = await s.peripheral.notifications(for: characteristic)
-                try await s.peripheral.setNotifyValue(true, for: characteristic)
-                s.subscriptions[h] = Task { [weak self] in
+                guard s.subscriptions[h] == nil, !subscribing.contains(key) else { return answer }
+                subscribing.insert(key)
+                defer { subscribing.remove(key) }
+                let values = await peripheral.notifications(for: characteristic)
+                try await peripheral.setNotifyValue(true, for: characteristic)
+                let task = Task { [weak self] in
                     for await value in values { await self?.publish(address, handle: handle, value: value) }
                 }
+                // The actor served other requests meanwhile: the session is read again (a
+                // disconnect may have ended it), and only this one subscription is added to it.
+                guard sessions[address]?.peripheral === peripheral else {
+                    task.cancel()
+                    return Self.failure(BLEError.notConnected)
+                }
+                sessions[address]?.subscriptions[h] = task
             } else {
-                s.subscriptions.removeValue(forKey: h)?.cancel()
-                try await s.peripheral.setNotifyValue(false, for: characteristic)
+                sessions[address]?.subscriptions.removeValue(forKey: h)?.cancel()
+                try await peripheral.setNotifyValue(false, for: characteristic)
             }
-            sessions[address] = s
-            return Self.json(.object([("handle", .int(handle)), ("subscribed", .bool(on))]))
+            return answer
         } catch {
             return Self.failure(error)
         }
