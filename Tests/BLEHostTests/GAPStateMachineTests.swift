@@ -77,33 +77,64 @@ final class ConnectionInitiatorTests: XCTestCase {
     }
 }
 
-/// The scan session: one at a time, a timeout that starts when the controller confirms, reports
-/// into devices.
+/// The scans on one controller: each with its own deadline (starting when the controller
+/// confirms), filter and device table; reports into devices.
 final class ScannerTests: XCTestCase {
     let address = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_02), type: .random)
 
-    func testOneScanAtATimeAndItsDeadlineStartsWhenEnabled() {
+    func testEachScanHasItsOwnDeadlineStartingWhenEnabled() {
         var scanner = Scanner()
         let id = scanner.begin(active: false, filter: ScanFilter(), timeout: .seconds(5)) ?? 0
-        XCTAssertNil(scanner.begin(active: false, filter: ScanFilter(), timeout: nil))
         XCTAssertNil(scanner.nextDeadline, "the timeout waits for the controller")
         scanner.enabled(id, now: .seconds(1))
-        XCTAssertEqual(scanner.nextDeadline, .seconds(6))
-        XCTAssertNil(scanner.expired(now: .seconds(5)))
-        XCTAssertEqual(scanner.expired(now: .seconds(6)), id)
+        let second = scanner.begin(active: true, filter: ScanFilter(), timeout: .seconds(2)) ?? 0
+        XCTAssertNotEqual(id, second)
+        scanner.enabled(second, now: .seconds(3))
+        scanner.enabled(id, now: .seconds(3))
+        XCTAssertEqual(scanner.nextDeadline, .seconds(5), "the earlier of 1+5 and 3+2; a second confirmation moves nothing")
+        XCTAssertTrue(scanner.wantsActiveScanning)
+        XCTAssertEqual(scanner.expired(now: .seconds(4)), [])
+        XCTAssertEqual(scanner.expired(now: .seconds(6)), [id, second])
+        XCTAssertTrue(scanner.end(second))
+        XCTAssertFalse(scanner.wantsActiveScanning)
         XCTAssertTrue(scanner.end(id))
         XCTAssertFalse(scanner.end(id), "ends once")
-        XCTAssertNil(scanner.runningID)
+        XCTAssertEqual(scanner.runningIDs, [])
+    }
+
+    func testTheNumberOfScansIsBounded() {
+        var scanner = Scanner()
+        let ids = (0..<Scanner.maximumScans).compactMap { _ in scanner.begin(active: false, filter: ScanFilter(), timeout: nil) }
+        XCTAssertEqual(ids.count, Scanner.maximumScans)
+        XCTAssertNil(scanner.begin(active: false, filter: ScanFilter(), timeout: nil))
+        XCTAssertTrue(scanner.end(ids[0]))
+        XCTAssertNotNil(scanner.begin(active: false, filter: ScanFilter(), timeout: nil))
     }
 
     func testReportsBecomeDevicesOnlyWhileScanning() {
         var scanner = Scanner()
         let data = AdvertisingData.Builder().localName("Thermo").build().encode()
         let report = LEAdvertisingReport(legacy: .advNonconnInd, address: address, data: data, rssi: -40)
-        XCTAssertEqual(scanner.receive(report, now: .zero), [], "no scan, no devices")
-        _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
-        let devices = scanner.receive(report, now: .seconds(1))
-        XCTAssertEqual(devices.map(\.address), [address])
-        XCTAssertEqual(devices.first?.advertisement.localName, "Thermo")
+        XCTAssertTrue(scanner.receive(report, now: .zero).isEmpty, "no scan, no devices")
+        let id = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+        let out = scanner.receive(report, now: .seconds(1))
+        XCTAssertEqual(out.map(\.id), [id].compactMap { $0 })
+        XCTAssertEqual(out.first?.devices.map(\.address), [address])
+        XCTAssertEqual(out.first?.devices.first?.advertisement.localName, "Thermo")
+    }
+
+    /// Each scan filters for itself, and keeps its own table: a device already reported to
+    /// one scan is new to a scan that starts later.
+    func testScansFilterAndRememberDevicesEachForThemselves() {
+        var scanner = Scanner()
+        let thermo = LEAdvertisingReport(legacy: .advNonconnInd, address: address,
+                                         data: AdvertisingData.Builder().localName("Thermo").build().encode(), rssi: -40)
+        let everything = scanner.begin(active: false, filter: ScanFilter(), timeout: nil) ?? 0
+        let named = scanner.begin(active: false, filter: ScanFilter(nameContains: "HRM"), timeout: nil) ?? 0
+        XCTAssertEqual(scanner.receive(thermo, now: .seconds(1)).map(\.id), [everything], "the HRM scan does not see Thermo")
+        XCTAssertEqual(scanner.receive(thermo, now: .seconds(2)).map(\.id), [], "a duplicate, for the first scan")
+        let later = scanner.begin(active: false, filter: ScanFilter(), timeout: nil) ?? 0
+        XCTAssertEqual(scanner.receive(thermo, now: .seconds(3)).map(\.id), [later], "new to the scan that started later")
+        _ = named
     }
 }

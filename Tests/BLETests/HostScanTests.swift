@@ -4,6 +4,7 @@ import BLEHCI
 import BLEHost
 import BLETransport
 import BLEWire
+import Synchronization
 import XCTest
 import BLETestSupport
 
@@ -55,17 +56,44 @@ final class HostScanTests: XCTestCase {
         await central.close()
     }
 
-    func testSecondScanIsBusy() async throws {
+    /// A second scan joins the one the controller runs (no second LE Set Scan Parameters or
+    /// Enable), each gets what its filter lets through, and only the last to end turns the
+    /// controller's scanner off.
+    func testASecondScanJoinsTheRadioScanAndTheLastToEndStopsIt() async throws {
         let t = HostUnderTest()
         await t.controller.start()
         let central = try await Central.open(transport: t.hostEnd)
-        let first = central.scan()
+        let all = Task { () -> ScannedDevice? in
+            for try await d in central.scan(active: false) { return d }
+            return nil
+        }
         _ = try await t.controller.waitForCommand(.leSetScanEnable)
-        do {
-            for try await _ in central.scan() {}
-            XCTFail("expected busy")
-        } catch BLEError.busy {}
-        withExtendedLifetime(first) {}
+        let namedHeard = Mutex(false)
+        let named = Task { () -> ScannedDevice? in
+            for try await d in central.scan(filter: ScanFilter(nameContains: "HRM"), active: false) {
+                namedHeard.withLock { $0 = true }
+                return d
+            }
+            return nil
+        }
+        let other = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_66), type: .random)
+        // Reports until the HRM scan (whose start sends nothing) has heard one.
+        let device = self.device, advertisement = self.advertisement
+        let heard = await waitUntil(within: .seconds(10)) {
+            await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: other, data: [0x02, 0x01, 0x06], rssi: -50)])))
+            await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])))
+            return namedHeard.withLock { $0 }
+        }
+        XCTAssertTrue(heard)
+        let first = try await all.value
+        let second = try await named.value
+        XCTAssertNotNil(first)
+        XCTAssertEqual(second?.address, device, "the name filter of the second scan")
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x00 }
+        let commands = await t.controller.commands
+        XCTAssertEqual(commands.filter { $0.opcode == .leSetScanParameters }.count, 1, "the second scan joined")
+        XCTAssertEqual(commands.filter { $0.opcode == .leSetScanEnable }.count, 2, "on once, off once, after both ended")
         await central.close()
     }
+
 }

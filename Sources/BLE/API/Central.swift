@@ -76,8 +76,10 @@ public final class Central: Sendable {
     }
 
     /// Scans and yields devices as they are heard (merged with their scan response when
-    /// `active`). The stream ends at `timeout`, and ending or cancelling its consumer stops
-    /// the radio scan.
+    /// `active`). The stream ends at `timeout`, and ending or cancelling its consumer ends the
+    /// scan. Several scans may run at once, each with its own filter and timeout: they share
+    /// the controller's scanner, which stops when the last ends (`stopScan` and `connect` end
+    /// them all).
     public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> AsyncThrowingStream<ScannedDevice, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ScannedDevice, any Error>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let host = self.host
@@ -94,15 +96,15 @@ public final class Central: Sendable {
         return stream
     }
 
-    /// Stops any running scan and waits for the controller to confirm.
+    /// Ends every running scan and waits for the controller to confirm.
     public func stopScan() async {
         await host.run { await $0.scanning.stop($0) }
     }
 
-    /// Scans until the first device matching `filter` is heard, or fails with `.timeout`.
+    /// Scans until the first device matching `filter` is heard, or fails with `.timeout`. Only
+    /// this scan ends then: others running on the controller go on.
     public func find(filter: ScanFilter, active: Bool = true, timeout: Duration) async throws -> ScannedDevice {
         for try await device in scan(filter: filter, active: active, timeout: timeout) {
-            await host.run { await $0.scanning.stop($0) }
             return device
         }
         throw BLEError.timeout("no device matching the filter was found in \(timeout)")

@@ -3,51 +3,42 @@ import BLEHost
 import BLEWire
 
 /// Scanning (Vol 4 Part E §7.8.10–11): turns the controller's scanner on and off around the
-/// sans-IO `Scanner`, and feeds the consumer's stream. Radio commands of one scan after another
-/// go strictly in order: a new scan waits for the previous one's disable (Set Scan Parameters
-/// while scanning is disallowed). Isolated to the host actor that owns it.
+/// sans-IO `Scanner`, and feeds each scan's consumer. Scans share the one scanner: the first
+/// turns it on, a later one joins it (turning it to active scanning when it wants scan
+/// responses and the radio scans passively), the last to end turns it off. Radio commands go
+/// strictly in order: a start waits for a disable or pause in flight (Set Scan Parameters while
+/// scanning is disallowed). Isolated to the host actor that owns it.
 final class ScanCoordinator {
     private var scanner = Scanner()
-    private var consumer: AsyncThrowingStream<ScannedDevice, any Error>.Continuation?
-    /// Whether the controller is scanning, as far as the host has told it.
+    private var consumers: [UInt64: AsyncThrowingStream<ScannedDevice, any Error>.Continuation] = [:]
+    /// Whether the controller is scanning, as far as the host has told it, and how.
     private var radioEnabled = false
-    /// Whether the controller's scanner is on (or a disable is still on its way).
+    private var radioActive = false
+    /// Whether the controller's scanner is on (or a command turning it is still on its way).
     var isRadioEnabled: Bool { radioEnabled || radioBusy > 0 }
-    /// Disables in flight, and the scans waiting for them to finish.
+    /// Radio commands in flight (a start, a disable, a pause), and the scans waiting for them.
     private var radioBusy = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     var nextDeadline: Duration? { scanner.nextDeadline }
 
-    /// Starts scanning; devices go to `continuation` until the deadline, `stop`, or the
-    /// consumer going away (`finish`).
+    /// Starts a scan; devices go to `continuation` until the deadline, `stop`, or the consumer
+    /// going away (`finish`). Other scans running meanwhile go on.
     func start(active: Bool, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
                continuation: AsyncThrowingStream<ScannedDevice, any Error>.Continuation,
                _ host: isolated HostController) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
-            throw BLEError.busy("a scan is already running")
+            throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
-        consumer = continuation
-        await waitForIdleRadio(host)
-        await host.privacy.prepareRadio(host)
+        consumers[id] = continuation
         do {
-            let c = host.configuration
-            try await host.commandReturning(.leSetScanParameters(
-                type: active ? .active : .passive, interval: c.scanInterval, window: c.scanWindow,
-                ownAddressType: ownAddressType, filterPolicy: 0))
-            // Stopped while starting (a connect, the consumer going away): never enable.
-            guard scanner.runningID == id else { throw CancellationError() }
-            // The controller's duplicate filter stays off: the host filters, and needs every
-            // report to keep RSSI and last-seen times current (for ageing out quiet devices).
-            try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
-            radioEnabled = true
-            guard scanner.runningID == id else {
-                await disableRadio(host)
-                throw CancellationError()
-            }
+            try await turnRadioOn(active: active, ownAddressType: ownAddressType, host)
+            // Stopped while starting (a connect, the consumer going away).
+            guard scanner.isRunning(id) else { throw CancellationError() }
         } catch {
-            if scanner.end(id) { consumer = nil }
+            if scanner.end(id) { consumers[id] = nil }
+            if scanner.runningIDs.isEmpty { await disableRadio(host) }
             throw error
         }
         scanner.enabled(id, now: host.now)
@@ -55,25 +46,78 @@ final class ScanCoordinator {
         return id
     }
 
-    /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given); the
-    /// controller's scanner is turned off in the background.
+    /// Makes the controller scan (actively when `active`), unless it does already, or no scan
+    /// is left to want it.
+    private func turnRadioOn(active: Bool, ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+        while radioBusy > 0 { await withCheckedContinuation(isolation: host) { idleWaiters.append($0) } }
+        if radioEnabled && (radioActive || !active) { return }
+        radioBusy += 1
+        defer { releaseRadio() }
+        do {
+            try await switchRadioOn(ownAddressType: ownAddressType, host)
+        } catch {
+            // The scanner is off, and the other scans would wait in silence: they end too.
+            if !radioEnabled { endAll(error: error) }
+            throw error
+        }
+    }
+
+    private func switchRadioOn(ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+        if radioEnabled {
+            // Passive until now, and this scan wants scan responses: the parameters change,
+            // which needs the scanner off (§7.8.10).
+            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            radioEnabled = false
+        }
+        await host.privacy.prepareRadio(host)
+        let wantsActive = scanner.wantsActiveScanning
+        let c = host.configuration
+        try await host.commandReturning(.leSetScanParameters(
+            type: wantsActive ? .active : .passive, interval: c.scanInterval, window: c.scanWindow,
+            ownAddressType: ownAddressType, filterPolicy: 0))
+        guard !scanner.runningIDs.isEmpty else { return }
+        // The controller's duplicate filter stays off: the host filters, and needs every
+        // report to keep RSSI and last-seen times current (for ageing out quiet devices).
+        try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
+        radioEnabled = true
+        radioActive = wantsActive
+        // Every scan ended while it was turned on: off again (a scan starting meanwhile waits).
+        if scanner.runningIDs.isEmpty {
+            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            radioEnabled = false
+        }
+    }
+
+    private func releaseRadio() {
+        radioBusy -= 1
+        if radioBusy == 0 {
+            let waiters = idleWaiters
+            idleWaiters = []
+            waiters.forEach { $0.resume() }
+        }
+    }
+
+    /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given); when
+    /// it was the last, the controller's scanner is turned off in the background.
     func finish(_ id: UInt64, error: (any Error)? = nil, _ host: isolated HostController) {
         guard scanner.end(id) else { return }
-        consumer?.finish(throwing: error)
-        consumer = nil
+        consumers.removeValue(forKey: id)?.finish(throwing: error)
         host.rescheduleTimer()
-        guard host.failure == nil else { return }
+        guard host.failure == nil, scanner.runningIDs.isEmpty else { return }
         host.spawn("turning the scanner off") { await host.run { await $0.scanning.disableRadio($0) } }
     }
 
-    /// Ends any scan and waits until the controller has confirmed it (so a connect can follow).
+    /// Ends every scan and waits until the controller has confirmed it (so a connect can follow).
     func stop(_ host: isolated HostController) async {
-        if let id = scanner.runningID, scanner.end(id) {
-            consumer?.finish()
-            consumer = nil
-            host.rescheduleTimer()
-        }
+        endAll(error: nil)
+        host.rescheduleTimer()
         await disableRadio(host)
+    }
+
+    private func endAll(error: (any Error)?) {
+        for id in scanner.runningIDs where scanner.end(id) {
+            consumers.removeValue(forKey: id)?.finish(throwing: error)
+        }
     }
 
     /// Turns scanning off on the controller if it is on; later scans wait for this.
@@ -81,16 +125,11 @@ final class ScanCoordinator {
         guard radioEnabled, host.failure == nil else { return }
         radioEnabled = false
         radioBusy += 1
+        defer { releaseRadio() }
         do {
             try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
         } catch {
             host.log("LE Set Scan Enable (off): \(error)")
-        }
-        radioBusy -= 1
-        if radioBusy == 0 {
-            let waiters = idleWaiters
-            idleWaiters = []
-            waiters.forEach { $0.resume() }
         }
     }
 
@@ -98,52 +137,42 @@ final class ScanCoordinator {
     /// scan still runs (a new RPA: LE Set Random Address is refused while scanning, Vol 4 Part E
     /// §7.8.4). Scans starting meanwhile wait for it.
     func withRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
-        guard radioEnabled, let id = scanner.runningID, host.failure == nil else {
+        guard radioEnabled, !scanner.runningIDs.isEmpty, host.failure == nil else {
             await body(host)
             return
         }
         radioBusy += 1
+        defer { releaseRadio() }
         do {
             try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
             radioEnabled = false
             await body(host)
-            if scanner.runningID == id {
+            if !scanner.runningIDs.isEmpty {
                 try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
                 radioEnabled = true
             }
         } catch {
             host.log("pausing the scan for a new RPA: \(error)")
         }
-        radioBusy -= 1
-        if radioBusy == 0 {
-            let waiters = idleWaiters
-            idleWaiters = []
-            waiters.forEach { $0.resume() }
-        }
-    }
-
-    private func waitForIdleRadio(_ host: isolated HostController) async {
-        guard radioBusy > 0 else { return }
-        await withCheckedContinuation(isolation: host) { idleWaiters.append($0) }
     }
 
     func receive(_ report: LEAdvertisingReport, _ host: isolated HostController) {
-        guard let consumer else { return }
-        for var device in scanner.receive(report, now: host.now) {
-            device.identity = host.privacy.identity(of: device.address, host)
-            consumer.yield(device)
+        guard !consumers.isEmpty else { return }
+        for (id, devices) in scanner.receive(report, now: host.now) {
+            guard let consumer = consumers[id] else { continue }
+            for var device in devices {
+                device.identity = host.privacy.identity(of: device.address, host)
+                consumer.yield(device)
+            }
         }
     }
 
     func expire(now: Duration, _ host: isolated HostController) {
-        if let id = scanner.expired(now: now) { finish(id, host) }
+        for id in scanner.expired(now: now) { finish(id, host) }
     }
 
-    /// The controller or transport failed: the stream ends with `error`.
+    /// The controller or transport failed: every stream ends with `error`.
     func fail(_ error: BLEError, _ host: isolated HostController) {
-        if let id = scanner.runningID, scanner.end(id) {
-            consumer?.finish(throwing: error)
-            consumer = nil
-        }
+        endAll(error: error)
     }
 }

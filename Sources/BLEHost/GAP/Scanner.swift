@@ -1,13 +1,16 @@
 import BLEHCI
 import BLEWire
 
-/// One scan at a time, sans-IO (Core spec Vol 4 Part E §7.8.10–11, §7.7.65.2, §7.7.65.13):
-/// advertising reports in, devices out through the `ScanAggregator`, with the scan's deadline,
-/// and memory kept bounded on long scans among rotating addresses. The owner sends the HCI
-/// commands that turn the controller's scanning on and off, and keeps the consumer's stream.
+/// The scans a host runs on one controller, sans-IO (Core spec Vol 4 Part E §7.8.10–11,
+/// §7.7.65.2, §7.7.65.13): the controller has one scanner, and every scan shares it, each with
+/// its own filter, deadline and device table (a device list and a heart-rate screen both
+/// scanning, say). Advertising reports in, each scan's devices out through its
+/// `ScanAggregator`, memory kept bounded on long scans among rotating addresses. The owner
+/// sends the HCI commands that turn the controller's scanning on (active when any scan is) and
+/// off (when the last ends), and keeps the consumers' streams.
 public struct Scanner: Sendable {
     private struct Session: Sendable {
-        let id: UInt64
+        let active: Bool
         var aggregator: ScanAggregator
         let timeout: Duration?
         /// Set once the controller has confirmed the scan is on, so the timeout cannot fire
@@ -20,50 +23,57 @@ public struct Scanner: Sendable {
     /// How often, and after how much silence, devices are forgotten on a long scan.
     static let pruneInterval: Duration = .seconds(10)
     static let forgetAfter: Duration = .seconds(60)
+    /// Scans at once: each keeps a device table, so their number is bounded.
+    public static let maximumScans = 16
 
-    private var session: Session?
+    private var sessions: [UInt64: Session] = [:]
     private var nextID: UInt64 = 1
 
     public init() {}
 
-    /// The running scan's id.
-    public var runningID: UInt64? { session?.id }
+    /// The running scans' ids, oldest first.
+    public var runningIDs: [UInt64] { sessions.keys.sorted() }
 
-    /// Starts a scan; nil when one is running.
+    /// Whether scan `id` runs.
+    public func isRunning(_ id: UInt64) -> Bool { sessions[id] != nil }
+
+    /// Whether any running scan wants scan responses (the controller's scan is active then).
+    public var wantsActiveScanning: Bool { sessions.values.contains { $0.active } }
+
+    /// Starts a scan; nil when `maximumScans` run already.
     public mutating func begin(active: Bool, filter: ScanFilter, timeout: Duration?) -> UInt64? {
-        guard session == nil else { return nil }
+        guard sessions.count < Self.maximumScans else { return nil }
         defer { nextID += 1 }
-        session = Session(id: nextID, aggregator: ScanAggregator(active: active, filter: filter), timeout: timeout)
+        sessions[nextID] = Session(active: active, aggregator: ScanAggregator(active: active, filter: filter), timeout: timeout)
         return nextID
     }
 
     /// The controller confirmed scan `id` is on: its timeout starts now.
     public mutating func enabled(_ id: UInt64, now: Duration) {
-        guard var s = session, s.id == id else { return }
+        guard var s = sessions[id], s.deadline == nil else { return }
         s.deadline = s.timeout.map { now + $0 }
-        session = s
+        sessions[id] = s
     }
 
-    /// Ends scan `id`; false when it was not running (ended already, or another scan).
+    /// Ends scan `id`; false when it was not running (ended already).
     public mutating func end(_ id: UInt64) -> Bool {
-        guard session?.id == id else { return false }
-        session = nil
-        return true
+        sessions.removeValue(forKey: id) != nil
     }
 
-    public var nextDeadline: Duration? { session?.deadline }
+    /// The earliest deadline of the running scans.
+    public var nextDeadline: Duration? { sessions.values.compactMap(\.deadline).min() }
 
-    /// The id of the scan whose deadline has passed, if any (the owner ends it).
-    public func expired(now: Duration) -> UInt64? {
-        guard let s = session, let d = s.deadline, d <= now else { return nil }
-        return s.id
+    /// The ids of the scans whose deadline has passed, oldest first (the owner ends them).
+    public func expired(now: Duration) -> [UInt64] {
+        sessions.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
     }
 
-    /// Takes one advertising report; returns the devices it adds or changes, as the aggregator
-    /// merges them. Legacy and extended reports both carry Event_Type properties
-    /// (§7.7.65.13); an incomplete extended chain (more data to come) waits until it completes.
-    public mutating func receive(_ report: LEAdvertisingReport, now: Duration) -> [ScannedDevice] {
-        guard session != nil, report.properties.dataStatus == .complete else { return [] }
+    /// Takes one advertising report; returns, per running scan (oldest first), the devices it
+    /// adds or changes there, as that scan's aggregator merges them. Legacy and extended
+    /// reports both carry Event_Type properties (§7.7.65.13); an incomplete extended chain
+    /// (more data to come) waits until it completes.
+    public mutating func receive(_ report: LEAdvertisingReport, now: Duration) -> [(id: UInt64, devices: [ScannedDevice])] {
+        guard !sessions.isEmpty, report.properties.dataStatus == .complete else { return [] }
         let kind: AdvertisingEventKind
         if report.isScanResponse {
             kind = .scanResponse
@@ -74,14 +84,17 @@ public struct Scanner: Sendable {
         }
         let input = AdvertisingReportInput(kind: kind, address: report.address, data: report.data,
                                            rssi: report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi)
-        guard var s = session else { return [] }
-        session = nil  // mutate the aggregator without a copy of its tables
-        let devices = s.aggregator.receive(input, now: now)
-        if now - s.lastPrune > Self.pruneInterval {
-            _ = s.aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
-            s.lastPrune = now
+        var out: [(id: UInt64, devices: [ScannedDevice])] = []
+        for id in sessions.keys.sorted() {
+            guard var s = sessions.removeValue(forKey: id) else { continue } // no copy of its tables
+            let devices = s.aggregator.receive(input, now: now)
+            if now - s.lastPrune > Self.pruneInterval {
+                _ = s.aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
+                s.lastPrune = now
+            }
+            sessions[id] = s
+            if !devices.isEmpty { out.append((id, devices)) }
         }
-        session = s
-        return devices
+        return out
     }
 }
