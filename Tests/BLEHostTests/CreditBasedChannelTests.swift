@@ -143,6 +143,29 @@ final class CreditBasedChannelTests: XCTestCase {
         guard case .connectFailed(11, .invalidResponse)? = Self.events(bad).first else { return XCTFail("\(bad)") }
     }
 
+    /// Every LE Flow Control Credit takes an identifier too; once they have gone round all 255,
+    /// a new request must not take the identifier of one still waiting for its answer (§4:
+    /// each pending request has its own), or the older one is forgotten and never times out.
+    func testARequestNeverReusesTheIdentifierOfOneStillPending() throws {
+        var s = Self.accepted(CreditBasedChannelParameters(mtu: 65535, mps: 23, initialCredits: 2))
+        let first = try XCTUnwrap(s.connect(spsm: 0x81, parameters: Self.ours, token: 1, now: .zero))
+        XCTAssertEqual(Self.sent(first).first?.identifier, 1)
+        // A long SDU: every K-frame that continues it gives its credit back at once.
+        var grants = 0
+        var frame: [UInt8] = [0xFF, 0xFF] + Array(repeating: 0, count: 21)
+        while grants < 254 {
+            let actions = s.receiveFrame(frame, cid: 0x40, now: .zero)
+            XCTAssertEqual(Self.events(actions), [])
+            grants += Self.sent(actions).count
+            frame = Array(repeating: 0, count: 23)
+        }
+        let second = try XCTUnwrap(s.connect(spsm: 0x81, parameters: Self.ours, token: 2, now: .zero))
+        XCTAssertNotEqual(Self.sent(second).first?.identifier, 1, "identifier 1 still waits for its response")
+        XCTAssertEqual(s.pendingConnectTokens, [1, 2])
+        XCTAssertEqual(Set(Self.events(s.expireCreditBased(now: .seconds(30)))),
+                       [.connectFailed(token: 1, .timeout), .connectFailed(token: 2, .timeout)])
+    }
+
     // MARK: Credits and segmentation
 
     func testCreditsExhaustedAndReplenished() {
