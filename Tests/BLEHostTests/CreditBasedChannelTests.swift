@@ -285,6 +285,19 @@ final class CreditBasedChannelTests: XCTestCase {
                        .leCreditBasedConnectionRequest(identifier: 3, .init(spsm: 0x80, sourceCID: 0x40, mtu: 100, mps: 23, initialCredits: 2)))
     }
 
+    /// §4.6: a Disconnection Request whose destination CID is ours but whose source CID is not
+    /// the channel's peer is silently discarded; the channel stays open (only an unknown
+    /// destination CID gets Command Reject "invalid CID").
+    func testADisconnectionRequestWithTheWrongSourceCIDIsDiscarded() {
+        var s = Self.accepted()
+        let wrong = Cmd.disconnectionRequest(identifier: 4, destinationCID: 0x40, sourceCID: 0x55).encode()
+        XCTAssertEqual(s.receive(wrong, role: .peripheral), [])
+        XCTAssertNotNil(s.channel(0x40))
+        // Also while our own close of it waits for its answer.
+        _ = s.disconnect(cid: 0x40, now: .zero)
+        XCTAssertEqual(s.receive(wrong, role: .peripheral), [])
+    }
+
     func testCreditOverflowDisconnects() {
         var s = Self.accepted(peerCredits: 3)
         let actions = s.receive(Cmd.flowControlCredit(identifier: 1, channelID: 0x41, credits: 65533).encode(), role: .peripheral)

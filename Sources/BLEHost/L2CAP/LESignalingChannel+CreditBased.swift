@@ -275,7 +275,11 @@ extension LESignalingChannel {
                 // Both sides closed at once: answer theirs too.
                 return [.send(response)]
             }
-            // §4.6: the destination CID is not one of ours.
+            // §4.6: a destination CID of ours with another source CID is silently discarded.
+            if creditBased.channels[destination] != nil || creditBased.disconnects.values.contains(where: { $0.localCID == destination }) {
+                return []
+            }
+            // §4.6: the destination CID is not one of ours (Command Reject "invalid CID").
             return nil
 
         case let .disconnectionResponse(id, destination, source):
