@@ -185,6 +185,21 @@ final class CreditBasedChannelTests: XCTestCase {
         XCTAssertNil(s.send(Array(repeating: 0, count: 201), cid: 0x40, token: 2), "longer than the peer's MTU")
     }
 
+    /// A cancelled send takes its SDU back only while none of its K-frames has gone out.
+    func testAnSDUIsWithdrawnOnlyBeforeItsFirstKFrame() {
+        var s = Self.accepted(peerMPS: 23, peerCredits: 1)
+        _ = s.send(Array(repeating: 1, count: 30), cid: 0x40, token: 1)   // 2 K-frames, 1 out
+        _ = s.send([2], cid: 0x40, token: 2)
+        _ = s.send([3], cid: 0x40, token: 3)
+        XCTAssertFalse(s.withdraw(token: 1, cid: 0x40), "started: the rest must follow")
+        XCTAssertTrue(s.withdraw(token: 2, cid: 0x40))
+        XCTAssertFalse(s.withdraw(token: 2, cid: 0x40), "already withdrawn")
+        let more = s.receive(Cmd.flowControlCredit(identifier: 9, channelID: 0x41, credits: 5).encode(), role: .peripheral)
+        XCTAssertEqual(Self.frames(more), [Array(repeating: 1, count: 9), [1, 0, 3]])
+        XCTAssertEqual(Self.events(more), [.sent(cid: 0x40, tokens: [1, 3])])
+        XCTAssertFalse(s.withdraw(token: 3, cid: 0x40), "sent")
+    }
+
     func testSegmentationAtMPS23And65533() {
         XCTAssertEqual(CreditBasedChannel.segment([7], mps: 23), [[1, 0, 7]])
         XCTAssertEqual(CreditBasedChannel.segment([], mps: 23), [[0, 0]])

@@ -230,6 +230,9 @@ final class L2CAPChannelSessions {
     }
 
     /// Sends one SDU on channel `id`, waiting until the peer's credits have let all of it out.
+    /// Cancelling the wait throws CancellationError at once and withdraws the SDU if none of it
+    /// has gone out; one already started still goes out whole (K-frames of an SDU cannot be
+    /// cut short without breaking the peer's reassembly, Vol 3 Part A §3.4.3).
     func send(_ sdu: [UInt8], id: UInt64, remoteMTU: Int, _ host: isolated HostController) async throws {
         guard sdu.count <= remoteMTU else { throw BLEError.invalidArgument("an SDU of \(sdu.count) bytes exceeds the peer's MTU \(remoteMTU)") }
         guard let key = keysByID[id], channels[key] != nil else {
@@ -237,14 +240,24 @@ final class L2CAPChannelSessions {
             throw BLEError.l2cap(.closed)
         }
         let token = host.makeToken()
-        try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
-            guard let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
-                c.resume(throwing: BLEError.l2cap(.closed))
-                return
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
+                guard let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
+                    c.resume(throwing: BLEError.l2cap(.closed))
+                    return
+                }
+                channels[key]!.senders.insert(token, c)
+                host.connections.perform(actions, handle: key.handle, host)
             }
-            channels[key]!.senders.insert(token, c)
-            host.connections.perform(actions, handle: key.handle, host)
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelSend(key: key, token: token, $0) } }
         }
+    }
+
+    private func cancelSend(key: Key, token: UInt64, _ host: isolated HostController) {
+        guard channels[key] != nil else { return }
+        _ = host.router.withdraw(handle: key.handle, cid: key.cid, token: token)
+        channels[key]!.senders.resume(token, with: .failure(CancellationError()))
     }
 
     /// Closes channel `id` (Disconnection Request, Vol 3 Part A §4.6). SDUs already received

@@ -188,6 +188,12 @@ extension LESignalingChannel {
         return release(cid)
     }
 
+    /// Takes back the SDU `token` queued on `cid` if none of it has gone out yet (a cancelled
+    /// send); false when it has started or is not queued. §3.4.3.
+    public mutating func withdraw(token: UInt64, cid: UInt16) -> Bool {
+        creditBased.channels[cid]?.withdraw(token: token) ?? false
+    }
+
     /// The application took one SDU of `cid`: gives credits back when due (LE Flow Control
     /// Credit, §4.24).
     public mutating func channelConsumed(cid: UInt16) -> [SignalingAction] {
