@@ -34,7 +34,7 @@ final class L2CAPChannelSessions {
     /// Ended channels keep their end until the application has read it (then dropped).
     private var keysByID: [UInt64: Key] = [:]
     private var listeners: [UInt16: Listener] = [:]
-    private var connectWaiters = ContinuationTable<CreditBasedChannelInfo>()
+    private var connectWaiters = ContinuationTable<LECreditBasedChannel>()
     private var connectHandles: [UInt64: UInt16] = [:]
 
     // MARK: - Listening
@@ -81,8 +81,10 @@ final class L2CAPChannelSessions {
         let token = host.makeToken()
         // Cancelling gives up waiting; a channel the peer opens after that is closed again
         // (`.connected` with nobody waiting).
-        let info = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<CreditBasedChannelInfo, any Error>) in
+        // The channel is made when the response arrives (`.connected`), not when this task runs
+        // again: what the peer sends right after its response must find it.
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<LECreditBasedChannel, any Error>) in
                 guard let actions = host.router.connect(handle: handle, spsm: psm, parameters: parameters, token: token, now: host.now) else {
                     c.resume(throwing: BLEError.l2cap(.refused(.noResourcesAvailable)))
                     return
@@ -95,7 +97,6 @@ final class L2CAPChannelSessions {
         } onCancel: {
             Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelOpen(token: token) } }
         }
-        return makeChannel(info, handle: handle, linkID: linkID, host)
     }
 
     private func cancelOpen(token: UInt64) {
@@ -128,9 +129,14 @@ final class L2CAPChannelSessions {
             listener.continuation.yield(channel)
         case let .connected(token, info):
             connectHandles[token] = nil
-            if !connectWaiters.resume(token, with: .success(info)) {
+            guard let linkID = host.connections.links[handle]?.id else {
+                connectWaiters.resume(token, with: .failure(BLEError.notConnected))
+                return
+            }
+            let channel = makeChannel(info, handle: handle, linkID: linkID, host)
+            if !connectWaiters.resume(token, with: .success(channel)) {
                 // Nobody waits any more: close the channel we were given.
-                host.connections.perform(host.router.disconnect(handle: handle, cid: info.localCID, now: host.now), handle: handle, host)
+                close(id: channel.id, host)
             }
         case let .connectFailed(token, error):
             connectHandles[token] = nil
