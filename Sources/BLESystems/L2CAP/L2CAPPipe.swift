@@ -129,6 +129,16 @@ public enum L2CAPPipe {
         return totals
     }
 
+    /// Whether a channel that ended with `error` ended because the peer closed the link on
+    /// purpose (HCI reason 0x13, Remote User Terminated Connection, Core spec Vol 1 Part F
+    /// §2.19), as a peer does once it has what it wanted. For a pipe whose input has all gone
+    /// out that is the end of the conversation, not a failure; a lost link (e.g. 0x08) or a
+    /// broken rule is.
+    public static func isDeliberateDisconnect(_ error: any Error) -> Bool {
+        if case .disconnected(reason: .remoteUserTerminatedConnection)? = error as? BLEError { return true }
+        return false
+    }
+
     /// Writes all of `bytes` to `fd` (a closed pipe drops the rest).
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
