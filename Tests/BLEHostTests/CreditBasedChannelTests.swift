@@ -166,6 +166,35 @@ final class CreditBasedChannelTests: XCTestCase {
                        [.connectFailed(token: 1, .timeout), .connectFailed(token: 2, .timeout)])
     }
 
+    /// A response after our 30 s (RTX, §6.2.1) must not leave the peer's end open: the request
+    /// failed with `.timeout`, but its identifier and CID stay taken for another 30 s, and a late
+    /// success is answered with a Disconnection Request (§4.6) instead of being dropped, which
+    /// left the peer holding a channel to a CID we then offered again ("source CID already
+    /// allocated").
+    func testALateSuccessAfterTheTimeoutIsDisconnected() throws {
+        var s = LESignalingChannel()
+        _ = try XCTUnwrap(s.connect(spsm: 0x80, parameters: Self.ours, token: 1, now: .zero))
+        XCTAssertEqual(s.expireCreditBased(now: .seconds(30)), [.channel(.connectFailed(token: 1, .timeout))])
+        XCTAssertEqual(s.pendingConnectTokens, [])
+        let next = try XCTUnwrap(s.connect(spsm: 0x80, parameters: Self.ours, token: 2, now: .seconds(30)))
+        guard case let .leCreditBasedConnectionRequest(nextID, q)? = Self.sent(next).first else { return XCTFail("\(next)") }
+        XCTAssertNotEqual(nextID, 1)
+        XCTAssertEqual(q.sourceCID, 0x41, "0x0040 is still the peer's, if it answers late")
+        let late = Cmd.leCreditBasedConnectionResponse(identifier: 1, .init(destinationCID: 0x45, mtu: 100, mps: 23, initialCredits: 1, result: .success))
+        let actions = s.receive(late.encode(), role: .central, context: Self.context(now: .seconds(40)))
+        XCTAssertEqual(Self.events(actions), [], "the request was already reported failed")
+        guard case let .disconnectionRequest(id, destination, source)? = Self.sent(actions).first else { return XCTFail("\(actions)") }
+        XCTAssertEqual([destination, source], [0x45, 0x40])
+        _ = s.receive(Cmd.disconnectionResponse(identifier: id, destinationCID: 0x45, sourceCID: 0x40).encode(), role: .central)
+        XCTAssertEqual(s.expireCreditBased(now: .seconds(60)), [.channel(.connectFailed(token: 2, .timeout))])
+        // Without a late answer the identifier and CID are free again after another 30 s.
+        var t = LESignalingChannel()
+        _ = t.connect(spsm: 0x80, parameters: Self.ours, token: 1, now: .zero)
+        _ = t.expireCreditBased(now: .seconds(30))
+        XCTAssertEqual(t.expireCreditBased(now: .seconds(60)), [])
+        XCTAssertNil(t.creditBasedDeadline)
+    }
+
     // MARK: Credits and segmentation
 
     func testCreditsExhaustedAndReplenished() {

@@ -118,7 +118,10 @@ struct CreditBasedChannelSet: Sendable {
         let localCID: UInt16
         let spsm: UInt16
         let parameters: CreditBasedChannelParameters
-        let deadline: Duration
+        var deadline: Duration
+        /// The 30 s ran out and the request was reported failed; its identifier and CID stay
+        /// taken for another 30 s so that a late success can be disconnected (§4.6).
+        var expired = false
     }
 
     struct PendingDisconnect: Sendable {
@@ -223,11 +226,17 @@ extension LESignalingChannel {
         return actions
     }
 
-    /// Fails the requests whose response did not come within 30 s (RTX, §6.2.1).
+    /// Fails the requests whose response did not come within 30 s (RTX, §6.2.1). A failed
+    /// connect keeps its identifier and CID another 30 s, for a late answer to be disconnected.
     public mutating func expireCreditBased(now: Duration) -> [SignalingAction] {
         var actions: [SignalingAction] = []
         for (id, c) in creditBased.connects where c.deadline <= now {
-            creditBased.connects[id] = nil
+            if c.expired {
+                creditBased.connects[id] = nil
+                continue
+            }
+            creditBased.connects[id]!.expired = true
+            creditBased.connects[id]!.deadline = now + Self.creditBasedRequestTimeout
             actions.append(.channel(.connectFailed(token: c.token, .timeout)))
         }
         for (id, d) in creditBased.disconnects where d.deadline <= now {
@@ -244,7 +253,7 @@ extension LESignalingChannel {
     }
 
     /// Tokens of our requests still waiting for an answer.
-    public var pendingConnectTokens: [UInt64] { creditBased.connects.values.map(\.token).sorted() }
+    public var pendingConnectTokens: [UInt64] { creditBased.connects.values.filter { !$0.expired }.map(\.token).sorted() }
 
     // MARK: - Signaling commands
 
@@ -257,6 +266,7 @@ extension LESignalingChannel {
 
         case let .leCreditBasedConnectionResponse(id, response):
             guard let pending = creditBased.connects.removeValue(forKey: id) else { return [] }
+            guard !pending.expired else { return closeLate(pending, response, now: context.now) }
             return connected(pending, response, now: context.now)
 
         case let .flowControlCredit(_, remoteCID, credits):
@@ -299,7 +309,7 @@ extension LESignalingChannel {
                 creditBased.disconnects[id] = nil
                 return nil
             }
-            return [.channel(.connectFailed(token: pending.token, .rejected))]
+            return pending.expired ? [] : [.channel(.connectFailed(token: pending.token, .rejected))]
 
         default:
             return nil
@@ -362,6 +372,18 @@ extension LESignalingChannel {
                                          local: pending.parameters, remote: remote)
         creditBased.channels[pending.localCID] = channel
         return [.channel(.connected(token: pending.token, info(channel)!))]
+    }
+
+    /// A response to a request that already timed out: a success opened the peer's end, which
+    /// is closed again at once (§4.6); anything else needs nothing.
+    private mutating func closeLate(_ pending: CreditBasedChannelSet.PendingConnect,
+                                    _ r: LESignalingCommand.LECreditBasedConnectionResponse, now: Duration) -> [SignalingAction] {
+        guard r.result == .success, L2CAPChannel.dynamicRange.contains(r.destinationCID) else { return [] }
+        let id = nextIdentifier()
+        creditBased.disconnects[id] = .init(localCID: pending.localCID, remoteCID: r.destinationCID,
+                                            deadline: now + Self.creditBasedRequestTimeout)
+        return [.send(LESignalingCommand.disconnectionRequest(
+            identifier: id, destinationCID: r.destinationCID, sourceCID: pending.localCID).encode())]
     }
 
     /// Sends a Disconnection Request for `cid` and forgets the channel. §4.6.
