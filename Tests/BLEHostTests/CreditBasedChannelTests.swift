@@ -143,6 +143,58 @@ final class CreditBasedChannelTests: XCTestCase {
         guard case .connectFailed(11, .invalidResponse)? = Self.events(bad).first else { return XCTFail("\(bad)") }
     }
 
+    /// Every LE Flow Control Credit takes an identifier too; once they have gone round all 255,
+    /// a new request must not take the identifier of one still waiting for its answer (§4:
+    /// each pending request has its own), or the older one is forgotten and never times out.
+    func testARequestNeverReusesTheIdentifierOfOneStillPending() throws {
+        var s = Self.accepted(CreditBasedChannelParameters(mtu: 65535, mps: 23, initialCredits: 2))
+        let first = try XCTUnwrap(s.connect(spsm: 0x81, parameters: Self.ours, token: 1, now: .zero))
+        XCTAssertEqual(Self.sent(first).first?.identifier, 1)
+        // A long SDU: every K-frame that continues it gives its credit back at once.
+        var grants = 0
+        var frame: [UInt8] = [0xFF, 0xFF] + Array(repeating: 0, count: 21)
+        while grants < 254 {
+            let actions = s.receiveFrame(frame, cid: 0x40, now: .zero)
+            XCTAssertEqual(Self.events(actions), [])
+            grants += Self.sent(actions).count
+            frame = Array(repeating: 0, count: 23)
+        }
+        let second = try XCTUnwrap(s.connect(spsm: 0x81, parameters: Self.ours, token: 2, now: .zero))
+        XCTAssertNotEqual(Self.sent(second).first?.identifier, 1, "identifier 1 still waits for its response")
+        XCTAssertEqual(s.pendingConnectTokens, [1, 2])
+        XCTAssertEqual(Set(Self.events(s.expireCreditBased(now: .seconds(30)))),
+                       [.connectFailed(token: 1, .timeout), .connectFailed(token: 2, .timeout)])
+    }
+
+    /// A response after our 30 s (RTX, §6.2.1) must not leave the peer's end open: the request
+    /// failed with `.timeout`, but its identifier and CID stay taken for another 30 s, and a late
+    /// success is answered with a Disconnection Request (§4.6) instead of being dropped, which
+    /// left the peer holding a channel to a CID we then offered again ("source CID already
+    /// allocated").
+    func testALateSuccessAfterTheTimeoutIsDisconnected() throws {
+        var s = LESignalingChannel()
+        _ = try XCTUnwrap(s.connect(spsm: 0x80, parameters: Self.ours, token: 1, now: .zero))
+        XCTAssertEqual(s.expireCreditBased(now: .seconds(30)), [.channel(.connectFailed(token: 1, .timeout))])
+        XCTAssertEqual(s.pendingConnectTokens, [])
+        let next = try XCTUnwrap(s.connect(spsm: 0x80, parameters: Self.ours, token: 2, now: .seconds(30)))
+        guard case let .leCreditBasedConnectionRequest(nextID, q)? = Self.sent(next).first else { return XCTFail("\(next)") }
+        XCTAssertNotEqual(nextID, 1)
+        XCTAssertEqual(q.sourceCID, 0x41, "0x0040 is still the peer's, if it answers late")
+        let late = Cmd.leCreditBasedConnectionResponse(identifier: 1, .init(destinationCID: 0x45, mtu: 100, mps: 23, initialCredits: 1, result: .success))
+        let actions = s.receive(late.encode(), role: .central, context: Self.context(now: .seconds(40)))
+        XCTAssertEqual(Self.events(actions), [], "the request was already reported failed")
+        guard case let .disconnectionRequest(id, destination, source)? = Self.sent(actions).first else { return XCTFail("\(actions)") }
+        XCTAssertEqual([destination, source], [0x45, 0x40])
+        _ = s.receive(Cmd.disconnectionResponse(identifier: id, destinationCID: 0x45, sourceCID: 0x40).encode(), role: .central)
+        XCTAssertEqual(s.expireCreditBased(now: .seconds(60)), [.channel(.connectFailed(token: 2, .timeout))])
+        // Without a late answer the identifier and CID are free again after another 30 s.
+        var t = LESignalingChannel()
+        _ = t.connect(spsm: 0x80, parameters: Self.ours, token: 1, now: .zero)
+        _ = t.expireCreditBased(now: .seconds(30))
+        XCTAssertEqual(t.expireCreditBased(now: .seconds(60)), [])
+        XCTAssertNil(t.creditBasedDeadline)
+    }
+
     // MARK: Credits and segmentation
 
     func testCreditsExhaustedAndReplenished() {
@@ -160,6 +212,21 @@ final class CreditBasedChannelTests: XCTestCase {
         XCTAssertEqual(s.receive(Cmd.flowControlCredit(identifier: 9, channelID: 0x55, credits: 3).encode(), role: .peripheral), [],
                        "credits for a channel that is not open are ignored")
         XCTAssertNil(s.send(Array(repeating: 0, count: 201), cid: 0x40, token: 2), "longer than the peer's MTU")
+    }
+
+    /// A cancelled send takes its SDU back only while none of its K-frames has gone out.
+    func testAnSDUIsWithdrawnOnlyBeforeItsFirstKFrame() {
+        var s = Self.accepted(peerMPS: 23, peerCredits: 1)
+        _ = s.send(Array(repeating: 1, count: 30), cid: 0x40, token: 1)   // 2 K-frames, 1 out
+        _ = s.send([2], cid: 0x40, token: 2)
+        _ = s.send([3], cid: 0x40, token: 3)
+        XCTAssertFalse(s.withdraw(token: 1, cid: 0x40), "started: the rest must follow")
+        XCTAssertTrue(s.withdraw(token: 2, cid: 0x40))
+        XCTAssertFalse(s.withdraw(token: 2, cid: 0x40), "already withdrawn")
+        let more = s.receive(Cmd.flowControlCredit(identifier: 9, channelID: 0x41, credits: 5).encode(), role: .peripheral)
+        XCTAssertEqual(Self.frames(more), [Array(repeating: 1, count: 9), [1, 0, 3]])
+        XCTAssertEqual(Self.events(more), [.sent(cid: 0x40, tokens: [1, 3])])
+        XCTAssertFalse(s.withdraw(token: 3, cid: 0x40), "sent")
     }
 
     func testSegmentationAtMPS23And65533() {
@@ -260,6 +327,19 @@ final class CreditBasedChannelTests: XCTestCase {
         _ = t.receive(Cmd.disconnectionResponse(identifier: 1, destinationCID: 0x41, sourceCID: 0x40).encode(), role: .peripheral)
         XCTAssertEqual(t.connect(spsm: 0x80, parameters: Self.ours, token: 2, now: .zero).flatMap { Self.sent($0).first },
                        .leCreditBasedConnectionRequest(identifier: 3, .init(spsm: 0x80, sourceCID: 0x40, mtu: 100, mps: 23, initialCredits: 2)))
+    }
+
+    /// §4.6: a Disconnection Request whose destination CID is ours but whose source CID is not
+    /// the channel's peer is silently discarded; the channel stays open (only an unknown
+    /// destination CID gets Command Reject "invalid CID").
+    func testADisconnectionRequestWithTheWrongSourceCIDIsDiscarded() {
+        var s = Self.accepted()
+        let wrong = Cmd.disconnectionRequest(identifier: 4, destinationCID: 0x40, sourceCID: 0x55).encode()
+        XCTAssertEqual(s.receive(wrong, role: .peripheral), [])
+        XCTAssertNotNil(s.channel(0x40))
+        // Also while our own close of it waits for its answer.
+        _ = s.disconnect(cid: 0x40, now: .zero)
+        XCTAssertEqual(s.receive(wrong, role: .peripheral), [])
     }
 
     func testCreditOverflowDisconnects() {

@@ -104,6 +104,45 @@ final class L2CAPWorldTests: XCTestCase {
         }
     }
 
+    /// Cancelling a send that waits for credits ends it at once with CancellationError and
+    /// withdraws its SDU (none of its K-frames had gone out): the peer never gets it, and the
+    /// next SDU follows the ones before it.
+    func testACancelledSendWithdrawsItsSDU() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await Self.rig(world)
+            let one = CreditBasedChannelParameters(mtu: 100, mps: 23, initialCredits: 1)
+            let listener = try await rig.manager.listenL2CAP(psm: Self.psm, parameters: one)
+            let p = try await rig.central.connect(rig.address, timeout: .seconds(5))
+            let channel = try await p.openL2CAPChannel(psm: Self.psm, parameters: one)
+            var incoming = listener.makeAsyncIterator()
+            let served = try await XCTUnwrapAsync(await incoming.next())
+            try await channel.send([1])   // the peripheral's one credit, held while it is unread
+            let finished = Atomic<Bool>(false)
+            let blocked = Task(executorPreference: world.clock.taskExecutor) {
+                defer { finished.store(true, ordering: .relaxed) }
+                try await channel.send([2])
+            }
+            try await world.clock.sleep(for: .seconds(1))
+            XCTAssertFalse(finished.load(ordering: .relaxed), "no credit: the send waits")
+            blocked.cancel()
+            try await world.clock.sleep(for: .seconds(1))
+            XCTAssertTrue(finished.load(ordering: .relaxed), "a cancelled send returns at once")
+            let next = Task(executorPreference: world.clock.taskExecutor) { try await channel.send([3]) }
+            var it = served.makeAsyncIterator()
+            let first = try await it.next()
+            let second = try await it.next()
+            XCTAssertEqual(first, [1])
+            XCTAssertEqual(second, [3], "the cancelled SDU was withdrawn")
+            try await next.value
+            do {
+                try await blocked.value
+                XCTFail("a cancelled send throws")
+            } catch is CancellationError {}
+            await rig.central.close()
+            await rig.manager.close()
+        }
+    }
+
     func testRefusalsAndSecurityRaisedOnDemand() async throws {
         try await VirtualWorld.run { world in
             var central = HostConfiguration()

@@ -51,6 +51,8 @@ public final class LECreditBasedChannel: AsyncSequence, Sendable, CustomStringCo
 
     /// Sends one SDU (at most `peerMTU` bytes), cut into K-frames at the peer's MPS; returns once
     /// the peer's credits have let every K-frame out. Fails with `.l2cap(.closed)` after a close.
+    /// Cancelled while it waits for credits, it throws CancellationError at once; the SDU is
+    /// withdrawn if none of it had gone out, otherwise its remaining K-frames still follow.
     public func send(_ sdu: [UInt8]) async throws {
         try await host.run { [id, peerMTU] in try await $0.l2cap.send(sdu, id: id, remoteMTU: peerMTU, $0) }
     }

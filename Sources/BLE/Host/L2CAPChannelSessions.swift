@@ -34,7 +34,7 @@ final class L2CAPChannelSessions {
     /// Ended channels keep their end until the application has read it (then dropped).
     private var keysByID: [UInt64: Key] = [:]
     private var listeners: [UInt16: Listener] = [:]
-    private var connectWaiters = ContinuationTable<CreditBasedChannelInfo>()
+    private var connectWaiters = ContinuationTable<LECreditBasedChannel>()
     private var connectHandles: [UInt64: UInt16] = [:]
 
     // MARK: - Listening
@@ -81,8 +81,10 @@ final class L2CAPChannelSessions {
         let token = host.makeToken()
         // Cancelling gives up waiting; a channel the peer opens after that is closed again
         // (`.connected` with nobody waiting).
-        let info = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<CreditBasedChannelInfo, any Error>) in
+        // The channel is made when the response arrives (`.connected`), not when this task runs
+        // again: what the peer sends right after its response must find it.
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<LECreditBasedChannel, any Error>) in
                 guard let actions = host.router.connect(handle: handle, spsm: psm, parameters: parameters, token: token, now: host.now) else {
                     c.resume(throwing: BLEError.l2cap(.refused(.noResourcesAvailable)))
                     return
@@ -95,7 +97,6 @@ final class L2CAPChannelSessions {
         } onCancel: {
             Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelOpen(token: token) } }
         }
-        return makeChannel(info, handle: handle, linkID: linkID, host)
     }
 
     private func cancelOpen(token: UInt64) {
@@ -128,9 +129,14 @@ final class L2CAPChannelSessions {
             listener.continuation.yield(channel)
         case let .connected(token, info):
             connectHandles[token] = nil
-            if !connectWaiters.resume(token, with: .success(info)) {
+            guard let linkID = host.connections.links[handle]?.id else {
+                connectWaiters.resume(token, with: .failure(BLEError.notConnected))
+                return
+            }
+            let channel = makeChannel(info, handle: handle, linkID: linkID, host)
+            if !connectWaiters.resume(token, with: .success(channel)) {
                 // Nobody waits any more: close the channel we were given.
-                host.connections.perform(host.router.disconnect(handle: handle, cid: info.localCID, now: host.now), handle: handle, host)
+                close(id: channel.id, host)
             }
         case let .connectFailed(token, error):
             connectHandles[token] = nil
@@ -230,6 +236,9 @@ final class L2CAPChannelSessions {
     }
 
     /// Sends one SDU on channel `id`, waiting until the peer's credits have let all of it out.
+    /// Cancelling the wait throws CancellationError at once and withdraws the SDU if none of it
+    /// has gone out; one already started still goes out whole (K-frames of an SDU cannot be
+    /// cut short without breaking the peer's reassembly, Vol 3 Part A §3.4.3).
     func send(_ sdu: [UInt8], id: UInt64, remoteMTU: Int, _ host: isolated HostController) async throws {
         guard sdu.count <= remoteMTU else { throw BLEError.invalidArgument("an SDU of \(sdu.count) bytes exceeds the peer's MTU \(remoteMTU)") }
         guard let key = keysByID[id], channels[key] != nil else {
@@ -237,14 +246,24 @@ final class L2CAPChannelSessions {
             throw BLEError.l2cap(.closed)
         }
         let token = host.makeToken()
-        try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
-            guard let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
-                c.resume(throwing: BLEError.l2cap(.closed))
-                return
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
+                guard let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
+                    c.resume(throwing: BLEError.l2cap(.closed))
+                    return
+                }
+                channels[key]!.senders.insert(token, c)
+                host.connections.perform(actions, handle: key.handle, host)
             }
-            channels[key]!.senders.insert(token, c)
-            host.connections.perform(actions, handle: key.handle, host)
+        } onCancel: {
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelSend(key: key, token: token, $0) } }
         }
+    }
+
+    private func cancelSend(key: Key, token: UInt64, _ host: isolated HostController) {
+        guard channels[key] != nil else { return }
+        _ = host.router.withdraw(handle: key.handle, cid: key.cid, token: token)
+        channels[key]!.senders.resume(token, with: .failure(CancellationError()))
     }
 
     /// Closes channel `id` (Disconnection Request, Vol 3 Part A §4.6). SDUs already received

@@ -254,6 +254,17 @@ public struct CreditBasedChannel: Sendable {
         return (frames, sent)
     }
 
+    /// Takes back the queued SDU `token` if none of its K-frames has gone out yet; false when
+    /// it has started (the rest must follow: the peer reassembles by the SDU length, §3.4.3) or
+    /// is not queued.
+    public mutating func withdraw(token: UInt64) -> Bool {
+        guard let index = outbound.firstIndex(where: { $0.token == token }), index > 0 || outboundFrameIndex == 0 else {
+            return false
+        }
+        outbound.remove(at: index)
+        return true
+    }
+
     /// Drops every queued SDU (the channel is closing); returns their tokens.
     public mutating func dropOutbound() -> [UInt64] {
         defer { outbound.removeAll(); outboundFrameIndex = 0 }

@@ -143,6 +143,12 @@ public struct L2CAPRouter: Sendable {
         withSignaling(handle) { $0.send(sdu, cid: cid, token: token) }
     }
 
+    /// Takes back the SDU `token` queued on channel `cid` of `handle` if none of it has gone out.
+    public mutating func withdraw(handle: UInt16, cid: UInt16, token: UInt64) -> Bool {
+        guard let index = links.index(forKey: handle) else { return false }
+        return links.values[index].signaling.withdraw(token: token, cid: cid)
+    }
+
     /// The application consumed one SDU of channel `cid`: credits back when due.
     public mutating func consumed(handle: UInt16, cid: UInt16) -> [L2CAPControlAction] {
         withSignaling(handle) { $0.channelConsumed(cid: cid) } ?? []

@@ -118,7 +118,10 @@ struct CreditBasedChannelSet: Sendable {
         let localCID: UInt16
         let spsm: UInt16
         let parameters: CreditBasedChannelParameters
-        let deadline: Duration
+        var deadline: Duration
+        /// The 30 s ran out and the request was reported failed; its identifier and CID stay
+        /// taken for another 30 s so that a late success can be disconnected (§4.6).
+        var expired = false
     }
 
     struct PendingDisconnect: Sendable {
@@ -188,6 +191,12 @@ extension LESignalingChannel {
         return release(cid)
     }
 
+    /// Takes back the SDU `token` queued on `cid` if none of it has gone out yet (a cancelled
+    /// send); false when it has started or is not queued. §3.4.3.
+    public mutating func withdraw(token: UInt64, cid: UInt16) -> Bool {
+        creditBased.channels[cid]?.withdraw(token: token) ?? false
+    }
+
     /// The application took one SDU of `cid`: gives credits back when due (LE Flow Control
     /// Credit, §4.24).
     public mutating func channelConsumed(cid: UInt16) -> [SignalingAction] {
@@ -217,11 +226,17 @@ extension LESignalingChannel {
         return actions
     }
 
-    /// Fails the requests whose response did not come within 30 s (RTX, §6.2.1).
+    /// Fails the requests whose response did not come within 30 s (RTX, §6.2.1). A failed
+    /// connect keeps its identifier and CID another 30 s, for a late answer to be disconnected.
     public mutating func expireCreditBased(now: Duration) -> [SignalingAction] {
         var actions: [SignalingAction] = []
         for (id, c) in creditBased.connects where c.deadline <= now {
-            creditBased.connects[id] = nil
+            if c.expired {
+                creditBased.connects[id] = nil
+                continue
+            }
+            creditBased.connects[id]!.expired = true
+            creditBased.connects[id]!.deadline = now + Self.creditBasedRequestTimeout
             actions.append(.channel(.connectFailed(token: c.token, .timeout)))
         }
         for (id, d) in creditBased.disconnects where d.deadline <= now {
@@ -238,7 +253,7 @@ extension LESignalingChannel {
     }
 
     /// Tokens of our requests still waiting for an answer.
-    public var pendingConnectTokens: [UInt64] { creditBased.connects.values.map(\.token).sorted() }
+    public var pendingConnectTokens: [UInt64] { creditBased.connects.values.filter { !$0.expired }.map(\.token).sorted() }
 
     // MARK: - Signaling commands
 
@@ -251,6 +266,7 @@ extension LESignalingChannel {
 
         case let .leCreditBasedConnectionResponse(id, response):
             guard let pending = creditBased.connects.removeValue(forKey: id) else { return [] }
+            guard !pending.expired else { return closeLate(pending, response, now: context.now) }
             return connected(pending, response, now: context.now)
 
         case let .flowControlCredit(_, remoteCID, credits):
@@ -275,7 +291,11 @@ extension LESignalingChannel {
                 // Both sides closed at once: answer theirs too.
                 return [.send(response)]
             }
-            // §4.6: the destination CID is not one of ours.
+            // §4.6: a destination CID of ours with another source CID is silently discarded.
+            if creditBased.channels[destination] != nil || creditBased.disconnects.values.contains(where: { $0.localCID == destination }) {
+                return []
+            }
+            // §4.6: the destination CID is not one of ours (Command Reject "invalid CID").
             return nil
 
         case let .disconnectionResponse(id, destination, source):
@@ -289,7 +309,7 @@ extension LESignalingChannel {
                 creditBased.disconnects[id] = nil
                 return nil
             }
-            return [.channel(.connectFailed(token: pending.token, .rejected))]
+            return pending.expired ? [] : [.channel(.connectFailed(token: pending.token, .rejected))]
 
         default:
             return nil
@@ -352,6 +372,18 @@ extension LESignalingChannel {
                                          local: pending.parameters, remote: remote)
         creditBased.channels[pending.localCID] = channel
         return [.channel(.connected(token: pending.token, info(channel)!))]
+    }
+
+    /// A response to a request that already timed out: a success opened the peer's end, which
+    /// is closed again at once (§4.6); anything else needs nothing.
+    private mutating func closeLate(_ pending: CreditBasedChannelSet.PendingConnect,
+                                    _ r: LESignalingCommand.LECreditBasedConnectionResponse, now: Duration) -> [SignalingAction] {
+        guard r.result == .success, L2CAPChannel.dynamicRange.contains(r.destinationCID) else { return [] }
+        let id = nextIdentifier()
+        creditBased.disconnects[id] = .init(localCID: pending.localCID, remoteCID: r.destinationCID,
+                                            deadline: now + Self.creditBasedRequestTimeout)
+        return [.send(LESignalingCommand.disconnectionRequest(
+            identifier: id, destinationCID: r.destinationCID, sourceCID: pending.localCID).encode())]
     }
 
     /// Sends a Disconnection Request for `cid` and forgets the channel. §4.6.

@@ -50,11 +50,21 @@ public struct LESignalingChannel: Sendable {
 
     public init() {}
 
-    /// The next identifier for a request of ours: 1...255 and around, never 0, which is illegal.
-    /// Vol 3 Part A §4.
+    /// The next identifier for a request of ours: 1...255 and around, never 0, which is illegal,
+    /// and never one a request of ours still waits under (Vol 3 Part A §4: a response is matched
+    /// to its request by identifier). Flow Control Credits take identifiers too, so a busy
+    /// channel goes round all 255 well within a request's 30 s.
     public mutating func nextIdentifier() -> UInt8 {
-        lastIdentifier = lastIdentifier == UInt8.max ? 1 : lastIdentifier + 1
+        // At most 64 connects, their disconnects and one parameter update wait: a free one exists.
+        for _ in 0..<Int(UInt8.max) {
+            lastIdentifier = lastIdentifier == UInt8.max ? 1 : lastIdentifier + 1
+            if !isPending(lastIdentifier) { break }
+        }
         return lastIdentifier
+    }
+
+    private func isPending(_ id: UInt8) -> Bool {
+        id == pendingParameterUpdateIdentifier || creditBased.connects[id] != nil || creditBased.disconnects[id] != nil
     }
 
     /// Forget the outstanding request, e.g. when its response timer expires.

@@ -114,19 +114,36 @@ public enum L2CAPPipe {
     }
 
     /// Sends every SDU back until the channel ends; the time is from the opening to the last
-    /// echo sent.
+    /// echo sent. An SDU longer than the peer's MTU (ours may be larger) goes back in pieces of
+    /// at most that MTU: an SDU over it must not be sent (Core spec Vol 3 Part A §3.4.3).
     public static func echo(_ channel: LECreditBasedChannel) async throws -> Totals {
         let start = ContinuousClock.now
         var totals = Totals()
+        let piece = max(1, channel.peerMTU)
         for try await sdu in channel {
             totals.received += sdu.count
             totals.sdusReceived += 1
-            try await channel.send(sdu)
+            var offset = 0
+            repeat {
+                let end = min(sdu.count, offset + piece)
+                try await channel.send(Array(sdu[offset..<end]))
+                totals.sdusSent += 1
+                offset = end
+            } while offset < sdu.count
             totals.sent += sdu.count
-            totals.sdusSent += 1
             totals.elapsed = ContinuousClock.now - start
         }
         return totals
+    }
+
+    /// Whether a channel that ended with `error` ended because the peer closed the link on
+    /// purpose (HCI reason 0x13, Remote User Terminated Connection, Core spec Vol 1 Part F
+    /// §2.19), as a peer does once it has what it wanted. For a pipe whose input has all gone
+    /// out that is the end of the conversation, not a failure; a lost link (e.g. 0x08) or a
+    /// broken rule is.
+    public static func isDeliberateDisconnect(_ error: any Error) -> Bool {
+        if case .disconnected(reason: .remoteUserTerminatedConnection)? = error as? BLEError { return true }
+        return false
     }
 
     /// Writes all of `bytes` to `fd` (a closed pipe drops the rest).

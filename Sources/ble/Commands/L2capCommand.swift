@@ -17,7 +17,8 @@ struct L2capCommand: BLECommand {
                                         stdout (or back to the peer with --echo)
         ble l2cap connect ADDRESS PSM   connect, open a channel on PSM: stdin → channel, channel →
                                         stdout; at the end of stdin the channel closes once the peer
-                                        has been silent for --linger seconds
+                                        has been silent for --linger seconds. A peer that ends the link
+                                        (reason 0x13) after all of stdin went out ends it cleanly too
 
         PSM: 1...255, decimal or 0x hex (dynamic SPSMs are 0x0080-0x00FF). The SDUs sent are chunks
         of stdin of up to the peer's MTU. Channel events and totals (with throughput) go to stderr.
@@ -179,7 +180,8 @@ struct L2capCommand: BLECommand {
     /// stdin → channel and channel → stdout at once, until the channel ends (either side closes
     /// it, or the link goes): at the end of stdin it lingers until the peer is quiet, then
     /// closes; Ctrl-C closes at once. Prints the totals, then throws why the channel ended if
-    /// that was not a close.
+    /// that was not a close, nor the peer ending the link on purpose once all of stdin had gone
+    /// out (a peer that has what it wanted may just disconnect, Vol 1 Part F §2.19).
     private func pipe(_ channel: LECreditBasedChannel) async throws {
         enum Ended: Sendable { case channel((any Error)?), other }
         let counters = PipeCounters()
@@ -196,7 +198,7 @@ struct L2capCommand: BLECommand {
             group.addTask {
                 let input = L2CAPPipe.chunks(fd: STDIN_FILENO, size: min(channel.peerMTU, 65535))
                 // A send that fails means the channel ended; the reader reports why.
-                _ = try? await L2CAPPipe.send(input, on: channel) { counters.sent($0) }
+                if (try? await L2CAPPipe.send(input, on: channel) { counters.sent($0) }) != nil { counters.inputSent() }
                 counters.startLinger()
                 while !Task.isCancelled, ContinuousClock.now - counters.lastActivity < linger {
                     try? await Task.sleep(for: .milliseconds(50))
@@ -217,7 +219,12 @@ struct L2capCommand: BLECommand {
             return nil
         }
         status("closed: \(counters.totals.description)")
-        if let ended { throw ended }
+        guard let ended else { return }
+        if counters.allInputSent, L2CAPPipe.isDeliberateDisconnect(ended) {
+            status("the peer disconnected after all of stdin went out")
+            return
+        }
+        throw ended
     }
 }
 
@@ -229,6 +236,7 @@ private final class PipeCounters: Sendable {
         var start = ContinuousClock.now
         var lastMoved: ContinuousClock.Instant?
         var lastActivity = ContinuousClock.now
+        var allInputSent = false
     }
     private let state = Mutex(State())
 
@@ -250,6 +258,11 @@ private final class PipeCounters: Sendable {
             s.lastActivity = ContinuousClock.now
         }
     }
+
+    /// Every chunk of the input has been sent.
+    func inputSent() { state.withLock { $0.allInputSent = true } }
+
+    var allInputSent: Bool { state.withLock { $0.allInputSent } }
 
     /// The linger starts now.
     func startLinger() { state.withLock { $0.lastActivity = ContinuousClock.now } }
