@@ -104,7 +104,8 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         set { delegateReference.value = newValue }
     }
 
-    /// The advertised local name (set from each advertisement before `didDiscover`), nil until heard.
+    /// The name: the advertised local name (set from each advertisement before `didDiscover`) or
+    /// the GAP Device Name last read, nil until either; `peripheralDidUpdateName` says it changed.
     open var name: String? { inner.withLock { $0.name } }
     /// The connection state.
     open var state: CBPeripheralState { inner.withLock { $0.state } }
@@ -251,6 +252,7 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                 let bytes = try await api.readValue(for: gatt)
                 self.deliver { p in
                     characteristic.inner.withLock { $0.value = Data(bytes) }
+                    if let name = Self.deviceName(in: bytes, of: gatt) { p.updateName(name) }
                     p.delegate?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
                 }
             } catch {
