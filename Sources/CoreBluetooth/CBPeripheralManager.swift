@@ -67,6 +67,9 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         var byHandle: [UInt16: CBMutableCharacteristic] = [:]
         var centrals: [DeviceAddress: CBCentral] = [:]
         var advertising = false
+        /// Counts `startAdvertising` and `stopAdvertising` calls, so a start that finishes after a
+        /// later call does not set `advertising` over it.
+        var advertisingCalls: UInt64 = 0
         var pendingUpdates = 0
         var owesReady = false
         var lane: OperationLane?
@@ -307,7 +310,9 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
 
     // MARK: Advertising
 
-    /// Whether advertising is on (from `startAdvertising` until `stopAdvertising`).
+    /// Whether advertising is on: from the moment the latest `startAdvertising` succeeded (just
+    /// before `peripheralManagerDidStartAdvertising`) until `stopAdvertising`; a start that
+    /// finishes after a later stop leaves it off.
     open var isAdvertising: Bool { inner.withLock { $0.advertising } }
 
     /// Advertises the local name (`CBAdvertisementDataLocalNameKey`) and service UUIDs
@@ -321,10 +326,16 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         if !uuids.isEmpty { data = data.serviceUUIDs(uuids) }
         let response = name.map { AdvertisingData.Builder().localName($0).build().shorteningLocalName(toFit: 31) }
         let advertisement = data.build()
+        let call = inner.withLock { s in
+            s.advertisingCalls += 1
+            return s.advertisingCalls
+        }
         lane.enqueue {
             do {
                 try await api.startAdvertising(advertisement, scanResponse: response)
-                self.inner.withLock { $0.advertising = true }
+                self.inner.withLock { s in
+                    if s.advertisingCalls == call { s.advertising = true }
+                }
                 self.queue.async { self.delegate?.peripheralManagerDidStartAdvertising(self, error: nil) }
             } catch {
                 let mapped = CBErrorMapping.map(error)
@@ -336,7 +347,10 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// Stops advertising.
     open func stopAdvertising() {
         guard let (api, lane) = poweredOn("stopAdvertising") else { return }
-        inner.withLock { $0.advertising = false }
+        inner.withLock { s in
+            s.advertising = false
+            s.advertisingCalls += 1
+        }
         lane.enqueue { try? await api.stopAdvertising() }
     }
 
