@@ -289,17 +289,26 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             userDescription: userDescription, descriptors: descriptors)
     }
 
-    /// Withdraws a published service.
+    /// Withdraws a published service, also one whose `add(_:)` has not finished yet (the removal
+    /// then happens once it has, in call order).
     open func remove(_ service: CBMutableService) {
         guard let (api, lane) = poweredOn("remove") else { return }
-        let entry = inner.withLock { s -> Published? in
+        let entry = unpublish(service)
+        lane.enqueue {
+            // Published by an add that was still running when remove was called.
+            guard let handles = (entry ?? self.unpublish(service))?.handles else { return }
+            try? await api.remove(handles)
+        }
+    }
+
+    /// Forgets `service`'s entry (and its characteristics' handles), returning it; nil when not published.
+    private func unpublish(_ service: CBMutableService) -> Published? {
+        inner.withLock { s -> Published? in
             guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
             let e = s.published.remove(at: i)
             for h in e.handles.characteristics { s.byHandle[h.valueHandle] = nil }
             return e
         }
-        guard let entry else { return }
-        lane.enqueue { try? await api.remove(entry.handles) }
     }
 
     /// Withdraws every published service.
