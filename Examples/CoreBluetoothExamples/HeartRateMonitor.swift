@@ -47,8 +47,10 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
         central = CBCentralManager(delegate: self, queue: queue)
     }
 
-    /// Scans for 180D, every advertisement reported, the monitors seen so far forgotten.
-    func scan() {
+    /// Scans for 180D, every advertisement reported, the monitors seen so far forgotten. Takes
+    /// the manager from the callback: the first state callback may run before `start` has
+    /// stored it in `central`.
+    func scan(_ central: CBCentralManager) {
         shown = []
         refused = []
         central.scanForPeripherals(withServices: [Self.heartRateUUID],
@@ -57,7 +59,7 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
 
     public func centralManagerDidUpdateState(_ central: CBCentralManager) {
         show("state: \(Self.name(of: central.state))")
-        if central.state == .poweredOn { scan() }
+        if central.state == .poweredOn { scan(central) }
     }
 
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -93,14 +95,14 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
     public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {
         show("could not connect\(error.map { ": \($0.localizedDescription)" } ?? "")")
         monitor = nil
-        scan()
+        scan(central)
     }
 
     public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         show("disconnected\(error.map { ": \($0.localizedDescription)" } ?? "")")
         monitor = nil
         if measurements > 0, count >= measurements { return done(0) }
-        scan()
+        scan(central)
     }
 
     public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {
