@@ -88,12 +88,15 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
 
     /// The identity address the device is known by.
     let key: DeviceAddress
+    /// The manager's queue, where every callback runs (kept here: also after the manager is gone).
+    let queue: DispatchQueue
     private let owner: WeakReference<CBCentralManager>
     private let delegateReference = WeakReference<AnyObject>(nil)
     let inner = Locked(State())
 
     init(key: DeviceAddress, manager: CBCentralManager) {
         self.key = key
+        self.queue = manager.queue
         self.owner = WeakReference(manager)
         super.init(identifier: CBIdentifiers.uuid(for: key))
     }
@@ -141,7 +144,6 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
     /// Runs `body` on the manager's queue (where every callback and every change of what the app
     /// reads happens).
     func deliver(_ body: @escaping @Sendable (CBPeripheral) -> Void) {
-        let queue = manager?.queue ?? .main
         queue.async { body(self) }
     }
 
