@@ -311,10 +311,29 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    /// Withdraws every published service.
+    /// Withdraws every published service, also those whose `add(_:)` has not finished yet (once
+    /// it has, in call order); services added after this call stay.
     open func removeAllServices() {
-        let services = inner.withLock { $0.published.map(\.service) }
-        for s in services { remove(s) }
+        guard let (api, lane) = poweredOn("removeAllServices") else { return }
+        let now = inner.withLock { s -> [Published] in
+            defer {
+                s.published = []
+                s.byHandle = [:]
+            }
+            return s.published
+        }
+        lane.enqueue {
+            // Published by adds that were still running when this was called (those called
+            // later are behind this step in the lane).
+            let late = self.inner.withLock { s -> [Published] in
+                defer {
+                    s.published = []
+                    s.byHandle = [:]
+                }
+                return s.published
+            }
+            for entry in now + late { try? await api.remove(entry.handles) }
+        }
     }
 
     // MARK: Advertising

@@ -1,8 +1,8 @@
 import CoreBluetooth
 import XCTest
 
-/// `remove(_:)` withdraws a service also when it is called before the `add(_:)` of that service
-/// finished: a central then finds only what is still published.
+/// `remove(_:)` and `removeAllServices()` withdraw a service also when called before the
+/// `add(_:)` of that service finished: a central then finds only what is still published.
 final class ServiceRemovalTests: XCTestCase {
     /// Records states and `didAdd` callbacks.
     final class Publisher: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
@@ -26,22 +26,24 @@ final class ServiceRemovalTests: XCTestCase {
         return service
     }
 
-    func testAServiceRemovedBeforeItsAddFinishedIsNotPublished() throws {
+    /// Adds, removes (with `withdraw`) and adds again on the delegate queue, so no add can have
+    /// reported before the removal; then returns the services a central discovers.
+    func servicesAfter(_ withdraw: @escaping (CBPeripheralManager, CBMutableService) -> Void) throws -> [String] {
         let queue = DispatchQueue(label: "cb.publisher")
         let publisher = Publisher()
         let manager = CBPeripheralManager(delegate: publisher, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "virtual"])
         wait("poweredOn") { publisher.events.contains("state poweredOn") }
         let (gone, kept) = (Self.service("DDD0"), Self.service("CCC0"))
-        // On the delegate queue, so the add cannot have reported before the remove.
         queue.sync {
             manager.add(gone)
-            manager.remove(gone)
+            withdraw(manager, gone)
             manager.add(kept)
         }
         wait("both adds") { publisher.events.contains("added DDD0") && publisher.events.contains("added CCC0") }
         let name = "CBRemove-\(UInt16.random(in: 0...0xFFFF))"
         manager.startAdvertising([CBAdvertisementDataLocalNameKey: name, CBAdvertisementDataServiceUUIDsKey: [kept.uuid]])
         wait("advertising") { publisher.events.contains("advertising") }
+        defer { manager.stopAdvertising() }
 
         let centralQueue = DispatchQueue(label: "cb.remove.central")
         let recorder = Recorder(queue: centralQueue)
@@ -57,10 +59,20 @@ final class ServiceRemovalTests: XCTestCase {
         peripheral.discoverServices(nil)
         wait("services") { recorder.events.contains("services") }
         let uuids = (peripheral.services ?? []).map(\.uuid.uuidString)
-        XCTAssertTrue(uuids.contains("CCC0"), "\(uuids)")
-        XCTAssertFalse(uuids.contains("DDD0"), "the removed service is not served: \(uuids)")
         central.cancelPeripheralConnection(peripheral)
         wait("disconnect") { recorder.events.contains("disconnect") }
-        manager.stopAdvertising()
+        return uuids
+    }
+
+    func testAServiceRemovedBeforeItsAddFinishedIsNotPublished() throws {
+        let uuids = try servicesAfter { manager, service in manager.remove(service) }
+        XCTAssertTrue(uuids.contains("CCC0"), "\(uuids)")
+        XCTAssertFalse(uuids.contains("DDD0"), "the removed service is not served: \(uuids)")
+    }
+
+    func testRemoveAllServicesAlsoWithdrawsOneWhoseAddIsRunning() throws {
+        let uuids = try servicesAfter { manager, _ in manager.removeAllServices() }
+        XCTAssertTrue(uuids.contains("CCC0"), "added after the removal: \(uuids)")
+        XCTAssertFalse(uuids.contains("DDD0"), "the removed service is not served: \(uuids)")
     }
 }
