@@ -2,11 +2,19 @@ import CoreBluetooth
 
 /// S3's heart-rate monitor: scans for 180D, refuses weak signals, subscribes to Heart Rate
 /// Measurement (decoded per the Heart Rate Service specification) and scans again after a disconnect.
+///
+/// The RSSI gate (SEEDS.md S3, as `ble heart-rate` applies it): a monitor heard weaker than
+/// `minimumRSSI` is refused with a line showing its RSSI, once, and every later advertisement
+/// is judged again, so a monitor brought closer is taken. That needs every advertisement, not
+/// only changed ones: the scan asks for duplicates (`CBCentralManagerScanOptionAllowDuplicatesKey`,
+/// as Apple's docs advise for tracking RSSI).
 public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     static let heartRateUUID = CBUUID(string: "180D")
     static let measurementUUID = CBUUID(string: "2A37")
     static let bodySensorLocationUUID = CBUUID(string: "2A38")
     static let locations = ["Other", "Chest", "Wrist", "Finger", "Hand", "Ear Lobe", "Foot"]
+    /// The RSSI `didDiscover` gives when none is available (Apple's `CBCentralManagerDelegate` docs).
+    static let rssiUnavailable = 127
 
     let measurements: Int
     let minimumRSSI: Int
@@ -15,9 +23,12 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
     var central: CBCentralManager!
     var monitor: CBPeripheral?
     var count = 0
+    /// Monitors shown during this scan, and those refused (each is shown and refused once per scan).
+    var shown: Set<UUID> = []
+    var refused: Set<UUID> = []
 
     /// An app that ends after `measurements` measurements (0: never), taking only monitors
-    /// whose name contains `nameContains` when given.
+    /// whose name contains `nameContains` when given, heard at `minimumRSSI` dBm or better.
     public init(measurements: Int = 0, minimumRSSI: Int = -70, nameContains: String? = nil, queue: DispatchQueue? = nil) {
         self.measurements = measurements
         self.minimumRSSI = minimumRSSI
@@ -25,26 +36,51 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
         super.init(queue: queue)
     }
 
+    /// The app `cb-heart-rate`'s command line asks for.
+    public convenience init(_ arguments: HeartRateMonitorArguments, queue: DispatchQueue? = nil) {
+        self.init(measurements: arguments.measurements, minimumRSSI: arguments.minimumRSSI,
+                  nameContains: arguments.nameContains, queue: queue)
+    }
+
     /// Creates the manager.
     public func start() {
         central = CBCentralManager(delegate: self, queue: queue)
     }
 
+    /// Scans for 180D, every advertisement reported, the monitors seen so far forgotten. Takes
+    /// the manager from the callback: the first state callback may run before `start` has
+    /// stored it in `central`.
+    func scan(_ central: CBCentralManager) {
+        shown = []
+        refused = []
+        central.scanForPeripherals(withServices: [Self.heartRateUUID],
+                                   options: [CBCentralManagerScanOptionAllowDuplicatesKey: true])
+    }
+
     public func centralManagerDidUpdateState(_ central: CBCentralManager) {
         show("state: \(Self.name(of: central.state))")
-        if central.state == .poweredOn { central.scanForPeripherals(withServices: [Self.heartRateUUID]) }
+        if central.state == .poweredOn { scan(central) }
     }
 
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
                                advertisementData: [String: Any], rssi RSSI: NSNumber) {
         guard monitor == nil else { return }
         if let nameContains, !(peripheral.name ?? "").contains(nameContains) { return }
-        let timestamp = Date(timeIntervalSinceReferenceDate: advertisementData["kCBAdvDataTimestamp"] as? Double ?? 0)
-        show("monitor: \(peripheral.name ?? "unnamed device") \(RSSI) dBm at \(timestamp)")
-        guard RSSI.intValue >= minimumRSSI else {
-            show("not connecting: signal \(RSSI) dBm is weaker than \(minimumRSSI) dBm")
+        let rssi = RSSI.intValue
+        let name = peripheral.name ?? "unnamed device"
+        if shown.insert(peripheral.identifier).inserted {
+            let timestamp = Date(timeIntervalSinceReferenceDate: (advertisementData["kCBAdvDataTimestamp"] as? NSNumber)?.doubleValue ?? 0)
+            show("monitor: \(name) \(rssi == Self.rssiUnavailable ? "RSSI unknown" : "\(rssi) dBm") at \(timestamp)")
+        }
+        // Judged again on every advertisement: one without an RSSI cannot pass.
+        guard rssi != Self.rssiUnavailable, rssi >= minimumRSSI else {
+            if refused.insert(peripheral.identifier).inserted {
+                let heard = rssi == Self.rssiUnavailable ? "RSSI unknown" : "signal \(rssi) dBm"
+                show("not connecting to \(name): \(heard) is weaker than \(minimumRSSI) dBm; waiting for it to come closer")
+            }
             return
         }
+        if refused.contains(peripheral.identifier) { show("\(name) now \(rssi) dBm") }
         central.stopScan()
         monitor = peripheral
         peripheral.delegate = self
@@ -56,11 +92,17 @@ public final class HeartRateMonitor: ExampleApp, CBCentralManagerDelegate, CBPer
         peripheral.discoverServices([Self.heartRateUUID])
     }
 
+    public func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) {
+        show("could not connect\(error.map { ": \($0.localizedDescription)" } ?? "")")
+        monitor = nil
+        scan(central)
+    }
+
     public func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         show("disconnected\(error.map { ": \($0.localizedDescription)" } ?? "")")
         monitor = nil
         if measurements > 0, count >= measurements { return done(0) }
-        central.scanForPeripherals(withServices: [Self.heartRateUUID])
+        scan(central)
     }
 
     public func peripheral(_ peripheral: CBPeripheral, didDiscoverServices error: (any Error)?) {

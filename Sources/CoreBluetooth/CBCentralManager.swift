@@ -274,9 +274,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             guard self.inner.withLock({ $0.scan?.generation == generation }) else { return }
             let peripheral = self.peripheral(for: key)
             let advertisement = device.advertisement
-            if let name = advertisement.localName {
-                peripheral.inner.withLock { $0.name = name }
-            }
+            if let name = advertisement.localName { peripheral.updateName(name) }
             let data = Self.advertisementData(device, timestamp: timestamp)
             self.delegate?.centralManager(self, didDiscover: peripheral, advertisementData: data,
                                           rssi: NSNumber(value: Int(device.rssi ?? 127)))

@@ -59,7 +59,8 @@ extension CBCentralManagerDelegate {
 
 /// What a `CBPeripheral` tells its delegate: discoveries, values, writes, notification states.
 public protocol CBPeripheralDelegate: NSObjectProtocol {
-    /// The peripheral's name changed.
+    /// The peripheral's name changed (a new advertised local name, or a GAP Device Name read that
+    /// differs): `peripheral.name` is already the new one.
     func peripheralDidUpdateName(_ peripheral: CBPeripheral)
     /// Services were invalidated by a Service Changed indication (they are gone from
     /// `services`; discover again).

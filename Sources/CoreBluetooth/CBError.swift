@@ -1,6 +1,11 @@
 import BLE
 import Foundation
 
+/// The domain of `CBError`s, as Apple's constant names it.
+public let CBErrorDomain = "CBErrorDomain"
+/// The domain of `CBATTError`s, as Apple's constant names it.
+public let CBATTErrorDomain = "CBATTErrorDomain"
+
 /// CoreBluetooth's errors (domain `CBErrorDomain`), with Apple's codes and messages. Match them as
 /// on Apple platforms: `(error as? CBError)?.code == .connectionTimeout`, or `catch CBError.connectionTimeout`.
 public struct CBError: CustomNSError, Hashable, Sendable {
@@ -49,7 +54,7 @@ public struct CBError: CustomNSError, Hashable, Sendable {
     public init(_ code: Code, userInfo: [String: Any] = [:]) { self.code = code }
 
     /// `CBErrorDomain`.
-    public static var errorDomain: String { "CBErrorDomain" }
+    public static var errorDomain: String { CBErrorDomain }
     /// The code's raw value.
     public var errorCode: Int { code.rawValue }
     /// Apple's message under `NSLocalizedDescriptionKey` (what `localizedDescription` shows).
@@ -158,20 +163,32 @@ public struct CBATTError: CustomNSError, Hashable, Sendable {
         case insufficientResources = 17
     }
 
-    /// Which error this is.
+    /// Which error this is: `.unlikelyError` for a code Apple has no name for (an application
+    /// or profile error, 0x80–0xFF), whose value is in `errorCode`.
     public let code: Code
+    /// The ATT error code as the peer sent it (the `NSError` code, as on Apple platforms, where an
+    /// application error such as 0x80 arrives with that code).
+    public let errorCode: Int
 
     /// An error with `code`; `userInfo` is accepted for Apple's signature, the message is Apple's.
-    public init(_ code: Code, userInfo: [String: Any] = [:]) { self.code = code }
+    public init(_ code: Code, userInfo: [String: Any] = [:]) {
+        self.code = code
+        self.errorCode = code.rawValue
+    }
+
+    /// The error an ATT Error Response with `attErrorCode` stands for (Core spec Vol 3 Part F
+    /// §3.4.1.1: 0x80–0x9F application errors, 0xE0–0xFF common profile and service errors).
+    init(attErrorCode: UInt8) {
+        self.code = Code(rawValue: Int(attErrorCode)) ?? .unlikelyError
+        self.errorCode = Int(attErrorCode)
+    }
 
     /// `CBATTErrorDomain`.
-    public static var errorDomain: String { "CBATTErrorDomain" }
-    /// The code's raw value (the ATT error code).
-    public var errorCode: Int { code.rawValue }
+    public static var errorDomain: String { CBATTErrorDomain }
     /// Apple's message under `NSLocalizedDescriptionKey`.
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: Self.message(code)] }
-    /// Apple's message for the code.
-    public var localizedDescription: String { Self.message(code) }
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: localizedDescription] }
+    /// Apple's message for the code ("Unknown ATT error." for one it has no name for).
+    public var localizedDescription: String { Code(rawValue: errorCode).map(Self.message) ?? "Unknown ATT error." }
 
 
     /// See `Code.success`.
@@ -242,7 +259,8 @@ extension CBError.Code {
 
 extension CBATTError.Code {
     /// Matches an error against a code: `catch CBATTError.readNotPermitted`.
-    public static func ~= (match: CBATTError.Code, error: any Error) -> Bool { (error as? CBATTError)?.code == match }
+    /// An application error (no name of Apple's) matches none of the codes.
+    public static func ~= (match: CBATTError.Code, error: any Error) -> Bool { (error as? CBATTError)?.errorCode == match.rawValue }
 }
 
 /// How the stack's errors reach CoreBluetooth code: an ATT Error Response as `CBATTError` with
@@ -256,7 +274,7 @@ enum CBErrorMapping {
         case let .gatt(gatt):
             switch gatt {
             case let .att(code, _, _):
-                return CBATTError(CBATTError.Code(rawValue: Int(code.rawValue)) ?? .unlikelyError)
+                return CBATTError(attErrorCode: code.rawValue)
             case .timeout: return CBError(.connectionTimeout)
             case .bearerClosed: return CBError(.peripheralDisconnected)
             case .invalidArgument: return CBError(.invalidParameters)

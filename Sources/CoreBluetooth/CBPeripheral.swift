@@ -88,12 +88,15 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
 
     /// The identity address the device is known by.
     let key: DeviceAddress
+    /// The manager's queue, where every callback runs (kept here: also after the manager is gone).
+    let queue: DispatchQueue
     private let owner: WeakReference<CBCentralManager>
     private let delegateReference = WeakReference<AnyObject>(nil)
     let inner = Locked(State())
 
     init(key: DeviceAddress, manager: CBCentralManager) {
         self.key = key
+        self.queue = manager.queue
         self.owner = WeakReference(manager)
         super.init(identifier: CBIdentifiers.uuid(for: key))
     }
@@ -104,7 +107,8 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         set { delegateReference.value = newValue }
     }
 
-    /// The advertised local name (set from each advertisement before `didDiscover`), nil until heard.
+    /// The name: the advertised local name (set from each advertisement before `didDiscover`) or
+    /// the GAP Device Name last read, nil until either; `peripheralDidUpdateName` says it changed.
     open var name: String? { inner.withLock { $0.name } }
     /// The connection state.
     open var state: CBPeripheralState { inner.withLock { $0.state } }
@@ -140,7 +144,6 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
     /// Runs `body` on the manager's queue (where every callback and every change of what the app
     /// reads happens).
     func deliver(_ body: @escaping @Sendable (CBPeripheral) -> Void) {
-        let queue = manager?.queue ?? .main
         queue.async { body(self) }
     }
 
@@ -251,6 +254,7 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                 let bytes = try await api.readValue(for: gatt)
                 self.deliver { p in
                     characteristic.inner.withLock { $0.value = Data(bytes) }
+                    if let name = Self.deviceName(in: bytes, of: gatt) { p.updateName(name) }
                     p.delegate?.peripheral(p, didUpdateValueFor: characteristic, error: nil)
                 }
             } catch {

@@ -67,6 +67,9 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         var byHandle: [UInt16: CBMutableCharacteristic] = [:]
         var centrals: [DeviceAddress: CBCentral] = [:]
         var advertising = false
+        /// Counts `startAdvertising` and `stopAdvertising` calls, so a start that finishes after a
+        /// later call does not set `advertising` over it.
+        var advertisingCalls: UInt64 = 0
         var pendingUpdates = 0
         var owesReady = false
         var lane: OperationLane?
@@ -286,28 +289,58 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
             userDescription: userDescription, descriptors: descriptors)
     }
 
-    /// Withdraws a published service.
+    /// Withdraws a published service, also one whose `add(_:)` has not finished yet (the removal
+    /// then happens once it has, in call order).
     open func remove(_ service: CBMutableService) {
         guard let (api, lane) = poweredOn("remove") else { return }
-        let entry = inner.withLock { s -> Published? in
+        let entry = unpublish(service)
+        lane.enqueue {
+            // Published by an add that was still running when remove was called.
+            guard let handles = (entry ?? self.unpublish(service))?.handles else { return }
+            try? await api.remove(handles)
+        }
+    }
+
+    /// Forgets `service`'s entry (and its characteristics' handles), returning it; nil when not published.
+    private func unpublish(_ service: CBMutableService) -> Published? {
+        inner.withLock { s -> Published? in
             guard let i = s.published.firstIndex(where: { $0.service === service }) else { return nil }
             let e = s.published.remove(at: i)
             for h in e.handles.characteristics { s.byHandle[h.valueHandle] = nil }
             return e
         }
-        guard let entry else { return }
-        lane.enqueue { try? await api.remove(entry.handles) }
     }
 
-    /// Withdraws every published service.
+    /// Withdraws every published service, also those whose `add(_:)` has not finished yet (once
+    /// it has, in call order); services added after this call stay.
     open func removeAllServices() {
-        let services = inner.withLock { $0.published.map(\.service) }
-        for s in services { remove(s) }
+        guard let (api, lane) = poweredOn("removeAllServices") else { return }
+        let now = inner.withLock { s -> [Published] in
+            defer {
+                s.published = []
+                s.byHandle = [:]
+            }
+            return s.published
+        }
+        lane.enqueue {
+            // Published by adds that were still running when this was called (those called
+            // later are behind this step in the lane).
+            let late = self.inner.withLock { s -> [Published] in
+                defer {
+                    s.published = []
+                    s.byHandle = [:]
+                }
+                return s.published
+            }
+            for entry in now + late { try? await api.remove(entry.handles) }
+        }
     }
 
     // MARK: Advertising
 
-    /// Whether advertising is on (from `startAdvertising` until `stopAdvertising`).
+    /// Whether advertising is on: from the moment the latest `startAdvertising` succeeded (just
+    /// before `peripheralManagerDidStartAdvertising`) until `stopAdvertising`; a start that
+    /// finishes after a later stop leaves it off.
     open var isAdvertising: Bool { inner.withLock { $0.advertising } }
 
     /// Advertises the local name (`CBAdvertisementDataLocalNameKey`) and service UUIDs
@@ -321,10 +354,16 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         if !uuids.isEmpty { data = data.serviceUUIDs(uuids) }
         let response = name.map { AdvertisingData.Builder().localName($0).build().shorteningLocalName(toFit: 31) }
         let advertisement = data.build()
+        let call = inner.withLock { s in
+            s.advertisingCalls += 1
+            return s.advertisingCalls
+        }
         lane.enqueue {
             do {
                 try await api.startAdvertising(advertisement, scanResponse: response)
-                self.inner.withLock { $0.advertising = true }
+                self.inner.withLock { s in
+                    if s.advertisingCalls == call { s.advertising = true }
+                }
                 self.queue.async { self.delegate?.peripheralManagerDidStartAdvertising(self, error: nil) }
             } catch {
                 let mapped = CBErrorMapping.map(error)
@@ -336,7 +375,10 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// Stops advertising.
     open func stopAdvertising() {
         guard let (api, lane) = poweredOn("stopAdvertising") else { return }
-        inner.withLock { $0.advertising = false }
+        inner.withLock { s in
+            s.advertising = false
+            s.advertisingCalls += 1
+        }
         lane.enqueue { try? await api.stopAdvertising() }
     }
 

@@ -19,21 +19,17 @@ final class CoreBluetoothInteropTests: XCTestCase {
     func lines(_ result: ProcessResult) -> [String] { result.stdout.split(separator: "\n").map(String.init) }
 
     func testHeartRateMonitorAgainstABumbleSensor() throws {
-        // Known failure, open in issue 11: inside the full interop suite rootcanal reports the
-        // sensor at -112 dBm, and the example (which judges a monitor once, at -70 dBm, as S3
-        // says) refuses it and waits for ever. It needs a settable RSSI gate, or a re-judgement
-        // on later reports. Passes alone; BLE_TEST_CB_HEART_RATE=1 runs it.
-        guard ProcessInfo.processInfo.environment["BLE_TEST_CB_HEART_RATE"] == "1" else {
-            throw XCTSkip("rootcanal reports -112 dBm inside the full suite and cb-heart-rate refuses weaker than -70 dBm (issue 11); BLE_TEST_CB_HEART_RATE=1 runs it")
-        }
+        // Inside the full suite rootcanal reports the sensor as weak as -112 dBm: the gate goes
+        // down to the weakest RSSI a report can carry, as a test of `ble heart-rate` would set it.
         let env = try InteropEnvironment.current()
         let name = uniqueName("CBHR")
         _ = try startPeer("heart_rate_sensor.py", arguments: ["--name", name, "--interval", "0.2"], environment: env)
         // This test's sensor only: another test's 180D advertiser on the shared rootcanal must not be taken.
-        let result = try runExample("cb-heart-rate", ["3", name], environment: env)
+        let result = try runExample("cb-heart-rate", ["3", name, "--min-rssi", "-127"], environment: env)
         XCTAssertTrue(result.succeeded, "\(result)")
         XCTAssertEqual(lines(result).filter { $0.hasPrefix("heart rate: ") }.count, 3, "\(result)")
         XCTAssertTrue(lines(result).contains("body sensor location: Chest"), "\(result)")
+        XCTAssertFalse(lines(result).contains { $0.hasPrefix("not connecting") }, "\(result)")
     }
 
     func testEchoCentralAgainstABumbleEchoServer() throws {

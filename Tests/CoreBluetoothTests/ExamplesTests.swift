@@ -10,8 +10,8 @@ struct ServedProfile: Sendable {
     let device: VirtualDevice
     let runner: Task<Void, Never>
 
-    static func start<P: ServeProfile>(_ type: P.Type, name: String) async throws -> ServedProfile {
-        let (manager, device) = try await VirtualWorld.shared.addPeripheralManager(name: name)
+    static func start<P: ServeProfile>(_ type: P.Type, name: String, at position: VirtualMedium.Position = .origin) async throws -> ServedProfile {
+        let (manager, device) = try await VirtualWorld.shared.addPeripheralManager(name: name, at: position)
         var profile = P()
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)
@@ -97,6 +97,66 @@ final class ExamplesTests: XCTestCase {
         XCTAssertEqual(HeartRateMonitor.describe(measurement: [0x19, 0x48, 0x00, 0x02, 0x00, 0x00, 0x04]),
                        "heart rate: 72 bpm, energy 2 kJ, RR 1.000 s")
         XCTAssertEqual(HeartRateMonitor.describe(measurement: [0x06, 72]), "heart rate: 72 bpm, contact")
+    }
+
+    /// S3's RSSI gate: a monitor 100 m away (0 dBm − 40 dB − 20·log10(100) dB = −80 dBm) is
+    /// refused once, with its RSSI, and taken once it is brought next to the app (−40 dBm), since
+    /// every advertisement is judged again.
+    func testHeartRateMonitorRefusesAWeakMonitorAndTakesItOnceItComesCloser() throws {
+        let name = "FarHRM"
+        let served = try blocking { try await ServedProfile.start(HeartRateServeProfile.self, name: name, at: VirtualMedium.Position(x: 100, y: 0)) }
+        defer { try? blocking { await served.stop() } }
+        let app = HeartRateMonitor(measurements: 1, nameContains: name, queue: DispatchQueue(label: "hrm.far"))
+        let run = Run()
+        run.attach(app)
+        app.start()
+        let refusal = "not connecting to \(name): signal -80 dBm is weaker than -70 dBm; waiting for it to come closer"
+        wait("the refusal") { run.output.contains(refusal) }
+        XCTAssertFalse(run.output.contains { $0.hasPrefix("connected") }, "\(run.output)")
+        try blocking { await VirtualWorld.shared.radio.move(served.device.id, to: .origin) }
+        wait("a measurement from the monitor brought closer", seconds: 30) { run.exitStatus != nil }
+        XCTAssertEqual(run.exitStatus, 0, "\(run.output)")
+        XCTAssertEqual(run.output.filter { $0 == refusal }.count, 1, "refused once, not on every advertisement: \(run.output)")
+        XCTAssertTrue(run.output.contains("\(name) now -40 dBm"), "\(run.output)")
+        XCTAssertTrue(run.output.contains("connected to \(name)"), "\(run.output)")
+        XCTAssertEqual(run.output.filter { $0.hasPrefix("heart rate: ") }.count, 1, "\(run.output)")
+    }
+
+    /// A gate set on the command line (`--min-rssi`) takes the monitor that the default refuses.
+    func testHeartRateMonitorTakesAWeakMonitorWithALowerGate() throws {
+        let name = "WeakHRM"
+        let served = try blocking { try await ServedProfile.start(HeartRateServeProfile.self, name: name, at: VirtualMedium.Position(x: 100, y: 0)) }
+        defer { try? blocking { await served.stop() } }
+        let arguments = try HeartRateMonitorArguments(["1", name, "--min-rssi", "-90"])
+        let app = HeartRateMonitor(arguments, queue: DispatchQueue(label: "hrm.weak"))
+        let run = Run()
+        run.attach(app)
+        app.start()
+        wait("a measurement at -80 dBm", seconds: 30) { run.exitStatus != nil }
+        XCTAssertEqual(run.exitStatus, 0, "\(run.output)")
+        XCTAssertFalse(run.output.contains { $0.hasPrefix("not connecting") }, "\(run.output)")
+        XCTAssertTrue(run.output.contains { $0.hasPrefix("monitor: \(name) -80 dBm at ") }, "\(run.output)")
+        XCTAssertEqual(run.output.filter { $0.hasPrefix("heart rate: ") }.count, 1, "\(run.output)")
+    }
+
+    func testHeartRateMonitorArguments() throws {
+        XCTAssertEqual(try HeartRateMonitorArguments([]).minimumRSSI, -70)
+        let full = try HeartRateMonitorArguments(["3", "CBHR", "--min-rssi", "-127"])
+        XCTAssertEqual(full.measurements, 3)
+        XCTAssertEqual(full.nameContains, "CBHR")
+        XCTAssertEqual(full.minimumRSSI, -127)
+        XCTAssertEqual(try HeartRateMonitorArguments(["--min-rssi=-90", "2"]).minimumRSSI, -90)
+        XCTAssertEqual(try HeartRateMonitorArguments(["--min-rssi=-90", "2"]).measurements, 2)
+        for (bad, message) in [(["--min-rssi"], "--min-rssi needs a value in dBm"),
+                               (["--min-rssi", "-128"], "--min-rssi expects dBm between -127 and 20, got '-128'"),
+                               (["--min-rssi=x"], "--min-rssi expects dBm between -127 and 20, got 'x'"),
+                               (["--rssi", "-90"], "unknown option --rssi"),
+                               (["three"], "MEASUREMENTS must be a whole number, got 'three'"),
+                               (["1", "a", "b"], "too many arguments")] {
+            XCTAssertThrowsError(try HeartRateMonitorArguments(bad), "\(bad)") { error in
+                XCTAssertEqual("\(error)", message)
+            }
+        }
     }
 
     func testAccelerometerCentralChartsTheServeProfile() throws {

@@ -85,6 +85,7 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     }
 
     func centralManager(_ central: CBCentralManager, didConnect peripheral: CBPeripheral) { record("connect") }
+    func peripheralDidUpdateName(_ peripheral: CBPeripheral) { record("name \(peripheral.name ?? "?")") }
     func centralManager(_ central: CBCentralManager, didFailToConnect peripheral: CBPeripheral, error: (any Error)?) { record("fail", error: error) }
     func centralManager(_ central: CBCentralManager, didDisconnectPeripheral peripheral: CBPeripheral, error: (any Error)?) {
         record(error == nil ? "disconnect" : "disconnect error", error: error)
