@@ -107,6 +107,38 @@ final class UIBrowserTests: XCTestCase {
         XCTAssertEqual(shown["cookies"] as? String, "")
     }
 
+    /// SEEDS S3 in the page: `/heart-rate` lists the demo HRM (the only 180D advertiser) with its
+    /// RSSI against the gate; a click opens `/heart-rate/ADDRESS`, which connects, shows the
+    /// latest bpm, contact and body sensor location, and draws the chart as values arrive.
+    func testTheHeartRateScreensListTheMonitorAndFollowItLive() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let root = String(ui.address.prefix { $0 != "?" }).trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let token = String(ui.address.split(separator: "=").last ?? "")
+        let script = ##"""
+        (() => { const w = window.__t || (window.__t = {});
+          if (location.pathname === "/heart-rate") {
+            const rows = document.querySelectorAll("#monitors tbody tr");
+            if (rows.length === 1 && !w.clicked) { w.clicked = true; rows[0].click(); }
+            return false;
+          }
+          const points = document.getElementById("hr-line").getAttribute("points").trim().split(" ").filter(p => p);
+          return points.length >= 3 && document.getElementById("hr-location").textContent !== "–"; })()
+        """##
+        let result = try python("browser.py", [
+            "--url", "\(root)/heart-rate?token=\(token)", "--until", script, "--timeout", "40",
+            "--expr", ##"({ path: decodeURIComponent(location.pathname), bpm: Number(document.getElementById("hr-bpm").textContent), contact: document.getElementById("hr-contact").textContent, location: document.getElementById("hr-location").textContent, name: document.getElementById("hr-name").textContent })"##,
+            "--screenshot", FileManager.default.temporaryDirectory.appendingPathComponent("ui-heart-rate.png").path,
+        ], timeout: 90)
+        XCTAssertTrue(result.succeeded, "\(result)")
+        let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(shown["path"] as? String, "/heart-rate/00:5A:B1:00:00:03/public")
+        XCTAssertEqual(shown["name"] as? String, "HRM")
+        XCTAssertTrue((60...180).contains(shown["bpm"] as? Int ?? 0), "\(shown)")
+        XCTAssertTrue(["detected", "not detected", "not supported"].contains(shown["contact"] as? String ?? ""), "\(shown)")
+        XCTAssertNotEqual(shown["location"] as? String, "–")
+    }
+
     func testRequestsWithoutTheTokenFromAnotherHostOrMalformedAreRefused() throws {
         let ui = try UIProcess()
         defer { ui.stop() }

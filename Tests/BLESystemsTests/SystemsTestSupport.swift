@@ -1,5 +1,6 @@
 import BLERuntime
 import BLEVirtual
+import BLEVirtualRadio
 import BLE
 import BLEHost
 import BLEWire
@@ -44,9 +45,10 @@ extension VirtualWorld {
         try await serve(P(), name: name)
     }
 
-    /// Starts `profile`, configured as a test needs it, on a new virtual peripheral named `name`.
-    func serve<P: ServeProfile>(_ profile: P, name: String) async throws -> RunningProfile {
-        let (manager, _) = try await addPeripheralManager(name: name)
+    /// Starts `profile`, configured as a test needs it, on a new virtual peripheral named
+    /// `name`, at `position` (far from the origin, its signal is weak).
+    func serve<P: ServeProfile>(_ profile: P, name: String, at position: VirtualMedium.Position = .origin) async throws -> RunningProfile {
+        let (manager, _) = try await addPeripheralManager(name: name, at: position)
         var profile = profile
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)

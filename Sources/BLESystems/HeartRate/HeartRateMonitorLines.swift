@@ -42,12 +42,17 @@ public enum HeartRateMonitorLines {
     /// `{"bpm":72,"contact":"detected","energyKJ":15,"rrIntervals":[0.8330078125]}`: RR intervals
     /// in seconds (exact: n/1024), Energy Expended null when the measurement has none.
     public static func json(_ m: HeartRateMeasurement) -> String {
-        JSON.object([
+        JSON.object(jsonFields(m)).text
+    }
+
+    /// The fields of `json(_:)`, for objects that carry more (`ble ui`'s events).
+    static func jsonFields(_ m: HeartRateMeasurement) -> [(String, JSON)] {
+        [
             ("bpm", .int(Int(m.beatsPerMinute))),
             ("contact", .string(contactKey(m.sensorContact))),
             ("energyKJ", m.energyExpended.map { .int(Int($0)) } ?? .null),
             ("rrIntervals", .array(m.rrIntervalSeconds.map { .number($0) })),
-        ]).text
+        ]
     }
 
     /// A device line of the list: name, address and type, RSSI, age, decoded advertisement.

@@ -7,9 +7,11 @@ import BLEWire
 enum UIAssets {
     /// A whole page around `body`, served only to a request that had `token`. The token goes in a
     /// meta field for the script's requests, and in the address of every asset and link: there
-    /// is no cookie to carry it (see `HTTPAccessPolicy`).
-    static func page(title: String, body: String, token: String) -> HTTPResponse {
+    /// is no cookie to carry it (see `HTTPAccessPolicy`). `scripts` are more of `/static/` for
+    /// this page, after `ui.js` (whose `token`, `withToken` and `get` they use).
+    static func page(title: String, body: String, token: String, scripts: [String] = []) -> HTTPResponse {
         let token = token.filter { $0.isHexDigit }
+        let more = scripts.map { "<script src=\"/static/\($0)?token=\(token)\" defer></script>\n" }.joined()
         let html = """
         <!doctype html>
         <html lang="en">
@@ -20,9 +22,9 @@ enum UIAssets {
         <meta name="ble-token" content="\(token)">
         <link rel="stylesheet" href="/static/ui.css?token=\(token)">
         <script src="/static/ui.js?token=\(token)" defer></script>
-        </head>
+        \(more)</head>
         <body>
-        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a></nav></header>
+        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a></nav></header>
         <main>
         \(body)
         </main>
@@ -58,8 +60,9 @@ enum UIAssets {
     /// `/static/…` files.
     static func asset(_ path: String) -> HTTPResponse? {
         switch path {
-        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array(css.utf8))
+        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css).utf8))
         case "/static/ui.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(script.utf8))
+        case "/static/heart-rate.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIHeartRateAssets.script.utf8))
         default: return nil
         }
     }

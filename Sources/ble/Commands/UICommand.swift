@@ -6,13 +6,15 @@ import Foundation
 
 /// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
 /// which keeps the radio: the device list (`/devices`), a device's GATT screen
-/// (`/devices/ADDRESS`), and the JSON API behind them.
+/// (`/devices/ADDRESS`), the heart-rate monitor (`/heart-rate`, `/heart-rate/ADDRESS`), and the
+/// JSON API behind them.
 struct UICommand: BLECommand {
     static let name = "ui"
-    static let abstract = "Serve a local web page: the live device list, and a device's GATT tree with read, write and subscribe."
+    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, and the heart-rate monitor."
     static let options: [CommandOption] = [
         .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
+        .single("min-rssi", value: "DBM", help: "the heart-rate screen refuses monitors heard weaker than DBM (default -70)"),
     ]
     static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
     static let discussion = """
@@ -26,6 +28,8 @@ struct UICommand: BLECommand {
     var host: String
     var port: UInt16
     var openBrowser: Bool
+    /// The heart-rate screen's monitor flow (its RSSI gate).
+    var heartRate = HeartRateMonitorOptions()
 
     init(_ args: ParsedArguments) throws {
         controller = try ControllerOptions(args)
@@ -39,6 +43,10 @@ struct UICommand: BLECommand {
         self.host = host
         self.port = port
         openBrowser = args.flag("open")
+        if let text = args.option("min-rssi") {
+            guard let value = Int(text), (-127...20).contains(value) else { throw UsageError("--min-rssi expects dBm between -127 and 20, got '\(text)'") }
+            heartRate.minimumRSSI = value
+        }
     }
 
     /// 128 random bits as hex, from the system's CSPRNG (getrandom on Linux).
@@ -65,8 +73,10 @@ struct UICommand: BLECommand {
         let app = UIDevicesApp(central: central, token: token)
         app.start()
         let peripherals = UIPeripheralApp(central: central, token: token)
+        let heartRate = UIHeartRateApp(central: central, token: token, options: self.heartRate)
         let server = UIServer(policy: policy) { request in
             if let reply = app.handle(request) { return reply }
+            if let reply = heartRate.handle(request) { return reply }
             if let reply = await peripherals.handle(request) { return reply }
             return .response(.text(.notFound, "no such page\n"))
         }
@@ -82,6 +92,7 @@ struct UICommand: BLECommand {
         await listener.close()
         accepting.cancel()
         app.stop()
+        heartRate.stop()
         await peripherals.stop()
         await central.close()
     }

@@ -1,0 +1,192 @@
+import BLE
+import BLEHTTP
+import BLEHost
+import BLEProfiles
+import Synchronization
+
+/// The `/heart-rate` screens of `ble ui` (issue 14, SEEDS.md S3). `/heart-rate` is the monitor
+/// list: devices advertising 180D from the device list's scan (ageing out after 10 s), each
+/// with its RSSI against the gate, where a click on one weaker than the gate is refused with
+/// its RSSI. `/heart-rate/ADDRESS` follows one monitor: `HeartRateMonitor` connects, reads the
+/// Body Sensor Location and subscribes, and its events reach every open page over
+/// `GET /api/heart-rate-events/ADDRESS` (the big bpm number, contact, energy, RR intervals and
+/// the chart are drawn by the page). One monitor flow per address, whatever the number of
+/// pages; it stops when the last page goes away.
+public final class UIHeartRateApp: Sendable {
+    private struct Session {
+        /// Set by the first page, so that a second one arriving at once does not start another.
+        var started = false
+        var task: Task<Void, Never>?
+        var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
+        /// What a page opened later needs to catch up: the state events, and the newest
+        /// measurements (five minutes of one a second).
+        var state: [String: [UInt8]] = [:]
+        var measurements: [[UInt8]] = []
+    }
+
+    /// Measurements a page opened later is given (the chart's five minutes at 1 Hz).
+    static let replayedMeasurements = 300
+
+    private let central: Central
+    private let token: String
+    private let options: HeartRateMonitorOptions
+    private let sessions = Mutex<[DeviceAddress: Session]>([:])
+    private let nextViewer = Atomic<UInt64>(0)
+
+    /// The screens over `central`, with the monitor flow's `options` (its RSSI gate above all).
+    public init(central: Central, token: String, options: HeartRateMonitorOptions = HeartRateMonitorOptions()) {
+        self.central = central
+        self.token = token
+        self.options = options
+    }
+
+    /// Answers this screen's routes; nil for a path it does not serve.
+    public func handle(_ request: HTTPRequest) -> UIReply? {
+        guard request.method == "GET" || request.method == "HEAD" else { return nil }
+        if request.path == "/heart-rate" {
+            return .response(UIAssets.page(title: "Heart rate", body: UIHeartRateAssets.listBody(minimumRSSI: options.minimumRSSI),
+                                           token: token, scripts: ["heart-rate.js"]))
+        }
+        if request.path.hasPrefix("/heart-rate/"), let address = UIPeripheralApp.address(String(request.path.dropFirst("/heart-rate/".count))) {
+            return .response(UIAssets.page(title: "Heart rate \(address.address)", body: UIHeartRateAssets.monitorBody(address, minimumRSSI: options.minimumRSSI),
+                                           token: token, scripts: ["heart-rate.js"]))
+        }
+        let prefix = "/api/heart-rate-events/"
+        if request.path.hasPrefix(prefix), let address = UIPeripheralApp.address(String(request.path.dropFirst(prefix.count))) {
+            return .events(watch(address))
+        }
+        return nil
+    }
+
+    /// Ends every monitor flow and every page's stream.
+    public func stop() {
+        let all = sessions.withLock { s -> [Session] in
+            defer { s = [:] }
+            return Array(s.values)
+        }
+        for s in all {
+            s.task?.cancel()
+            s.viewers.values.forEach { $0.finish() }
+        }
+    }
+
+    /// A page's stream for `address`: what happened so far, then every event; the first page
+    /// starts the monitor flow.
+    private func watch(_ address: DeviceAddress) -> AsyncStream<[UInt8]> {
+        // A page that reads slowly keeps the newest events and loses older ones, never holding
+        // the radio.
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.replayedMeasurements + 16))
+        let id = nextViewer.add(1, ordering: .relaxed).newValue
+        let starts = sessions.withLock { s -> Bool in
+            var session = s[address] ?? Session()
+            for key in ["status", "connected", "location"] { if let e = session.state[key] { continuation.yield(e) } }
+            session.measurements.forEach { continuation.yield($0) }
+            session.viewers[id] = continuation
+            let starts = !session.started
+            session.started = true
+            s[address] = session
+            return starts
+        }
+        continuation.onTermination = { [weak self] _ in self?.leave(address, id) }
+        continuation.yield(ServerSentEvents.keepAlive)
+        if starts { start(address) }
+        return stream
+    }
+
+    private func start(_ address: DeviceAddress) {
+        var options = self.options
+        options.target = address.address
+        options.targetType = address.type.peerType == .public ? .public : .random
+        options.count = nil
+        let monitor = HeartRateMonitor(central: central, options: options) { [weak self] event in
+            self?.publish(address, event)
+        }
+        let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
+            do {
+                try await monitor.run()
+            } catch is CancellationError {
+                return
+            } catch {
+                // A refusal (too weak, not a heart-rate monitor) ends the flow: the pages say
+                // why and do not ask again (an event stream would reconnect on its own).
+                self?.send(address, key: "status", Self.event("error", [("message", .string("\(error)"))]))
+            }
+            self?.finish(address)
+        }
+        let stale = sessions.withLock { s -> Bool in
+            guard s[address] != nil else { return true }
+            s[address]?.task = task
+            return false
+        }
+        if stale { task.cancel() }
+    }
+
+    private func leave(_ address: DeviceAddress, _ id: UInt64) {
+        let ending = sessions.withLock { s -> Task<Void, Never>?? in
+            s[address]?.viewers[id] = nil
+            guard let session = s[address], session.viewers.isEmpty else { return nil }
+            s[address] = nil
+            return .some(session.task)
+        }
+        // The last page went away: the flow stops (and disconnects).
+        if case let .some(task) = ending { task?.cancel() }
+    }
+
+    /// The flow ended by itself: the pages' streams end, and a page opened later starts anew.
+    private func finish(_ address: DeviceAddress) {
+        let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
+            defer { s[address] = nil }
+            return Array((s[address]?.viewers ?? [:]).values)
+        }
+        viewers.forEach { $0.finish() }
+    }
+
+    private func publish(_ address: DeviceAddress, _ event: HeartRateMonitorEvent) {
+        switch event {
+        case .scanning:
+            send(address, key: "status", Self.event("scanning", []))
+        case let .refused(device, minimum):
+            send(address, key: "status", Self.event("refused", [("message", .string(HeartRateMonitorError.tooWeak(device, minimumRSSI: minimum).description))]))
+        case let .connecting(device):
+            send(address, key: "status", Self.event("connecting", [("name", .string(HeartRateMonitorLines.name(of: device))),
+                                                                    ("rssi", device.rssi.map { .int(Int($0)) } ?? .null)]))
+        case let .connected(_, name, mtu):
+            send(address, key: "connected", Self.event("connected", [("name", .optional(name)), ("mtu", .int(mtu))]))
+        case let .bodySensorLocation(name):
+            send(address, key: "location", Self.event("location", [("name", .string(name))]))
+        case .subscribed:
+            send(address, key: "status", Self.event("subscribed", []))
+        case let .measurement(m, at):
+            send(address, key: nil, Self.event("measurement", [("t", .number(Double(at.components.seconds) + Double(at.components.attoseconds) / 1e18))]
+                                                     + HeartRateMonitorLines.jsonFields(m)))
+        case let .malformed(value, error):
+            send(address, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
+        case let .disconnected(_, reason):
+            send(address, key: "status", Self.event("disconnected", [("reason", .string(reason))]))
+        case .device, .tick:
+            break
+        }
+    }
+
+    /// `{"type": …, …}` as one `heart-rate` event.
+    static func event(_ type: String, _ fields: [(String, JSON)]) -> [UInt8] {
+        ServerSentEvents.event(JSON.object([("type", .string(type))] + fields).text, name: "heart-rate")
+    }
+
+    /// Sends `event` to the pages of `address`, and keeps it for pages opened later: under
+    /// `key` (the newest of each kind of state), or among the newest measurements.
+    private func send(_ address: DeviceAddress, key: String?, _ event: [UInt8]) {
+        let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
+            guard var session = s[address] else { return [] }
+            if let key {
+                session.state[key] = event
+            } else {
+                session.measurements.append(event)
+                if session.measurements.count > Self.replayedMeasurements { session.measurements.removeFirst(session.measurements.count - Self.replayedMeasurements) }
+            }
+            s[address] = session
+            return Array(session.viewers.values)
+        }
+        viewers.forEach { $0.yield(event) }
+    }
+}
