@@ -19,6 +19,10 @@ final class ScanCoordinator {
     /// Radio commands in flight (a start, a disable, a pause), and the scans waiting for them.
     private var radioBusy = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A scan is turning the scanner on. Not counted in `radioBusy` while the privacy part
+    /// prepares the radio (it loads the resolving list only while the scanner is idle), but
+    /// other starts and disables wait for it.
+    private var starting = false
 
     var nextDeadline: Duration? { scanner.nextDeadline }
 
@@ -49,10 +53,13 @@ final class ScanCoordinator {
     /// Makes the controller scan (actively when `active`), unless it does already, or no scan
     /// is left to want it.
     private func turnRadioOn(active: Bool, ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
-        while radioBusy > 0 { await withCheckedContinuation(isolation: host) { idleWaiters.append($0) } }
+        while radioBusy > 0 || starting { await waitForIdleRadio(host) }
         if radioEnabled && (radioActive || !active) { return }
-        radioBusy += 1
-        defer { releaseRadio() }
+        starting = true
+        defer {
+            starting = false
+            wakeIfIdle()
+        }
         do {
             try await switchRadioOn(ownAddressType: ownAddressType, host)
         } catch {
@@ -66,10 +73,15 @@ final class ScanCoordinator {
         if radioEnabled {
             // Passive until now, and this scan wants scan responses: the parameters change,
             // which needs the scanner off (§7.8.10).
+            radioBusy += 1
+            defer { releaseRadio() }
             try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
             radioEnabled = false
         }
+        // With the scanner off and idle: a due RPA is renewed, the resolving list loaded.
         await host.privacy.prepareRadio(host)
+        radioBusy += 1
+        defer { releaseRadio() }
         let wantsActive = scanner.wantsActiveScanning
         let c = host.configuration
         try await host.commandReturning(.leSetScanParameters(
@@ -90,11 +102,19 @@ final class ScanCoordinator {
 
     private func releaseRadio() {
         radioBusy -= 1
-        if radioBusy == 0 {
-            let waiters = idleWaiters
-            idleWaiters = []
-            waiters.forEach { $0.resume() }
-        }
+        wakeIfIdle()
+    }
+
+    /// Wakes the waiters once no radio command is in flight; each looks again at what it waits for.
+    private func wakeIfIdle() {
+        guard radioBusy == 0 else { return }
+        let waiters = idleWaiters
+        idleWaiters = []
+        waiters.forEach { $0.resume() }
+    }
+
+    private func waitForIdleRadio(_ host: isolated HostController) async {
+        await withCheckedContinuation(isolation: host) { idleWaiters.append($0) }
     }
 
     /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given); when
@@ -120,9 +140,12 @@ final class ScanCoordinator {
         }
     }
 
-    /// Turns scanning off on the controller if it is on; later scans wait for this.
+    /// Turns scanning off on the controller if it is on and no scan wants it (one may have
+    /// started since this was asked for, and joined); it waits for radio commands in flight
+    /// first (a start, a pause), so their end is what it decides on. Later scans wait for it.
     func disableRadio(_ host: isolated HostController) async {
-        guard radioEnabled, host.failure == nil else { return }
+        while (radioBusy > 0 || starting) && host.failure == nil { await waitForIdleRadio(host) }
+        guard radioEnabled, scanner.runningIDs.isEmpty, host.failure == nil else { return }
         radioEnabled = false
         radioBusy += 1
         defer { releaseRadio() }
@@ -137,6 +160,9 @@ final class ScanCoordinator {
     /// scan still runs (a new RPA: LE Set Random Address is refused while scanning, Vol 4 Part E
     /// §7.8.4). Scans starting meanwhile wait for it.
     func withRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
+        // Not behind `starting`: a start's own preparation pauses through here, with the
+        // scanner off (then `body` just runs).
+        while radioBusy > 0 && host.failure == nil { await waitForIdleRadio(host) }
         guard radioEnabled, !scanner.runningIDs.isEmpty, host.failure == nil else {
             await body(host)
             return
@@ -146,13 +172,19 @@ final class ScanCoordinator {
         do {
             try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
             radioEnabled = false
-            await body(host)
-            if !scanner.runningIDs.isEmpty {
-                try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
-                radioEnabled = true
-            }
         } catch {
             host.log("pausing the scan for a new RPA: \(error)")
+            return
+        }
+        await body(host)
+        guard !scanner.runningIDs.isEmpty else { return }
+        do {
+            try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
+            radioEnabled = true
+        } catch {
+            // The scanner stays off: the scans end with the error rather than wait in silence.
+            host.log("resuming the scan after a new RPA: \(error)")
+            endAll(error: error)
         }
     }
 
