@@ -76,4 +76,31 @@ final class UIHeartRateAppTests: XCTestCase {
         XCTAssertTrue(events.last?.data.contains("weaker than -70 dBm") == true, "\(events)")
         XCTAssertTrue(events.last?.data.contains("RSSI -") == true, "\(events)")
     }
+
+    /// A connection another screen makes ends every scan, the monitor flow's too: the flow
+    /// scans again and reaches its monitor, where it used to end with "the scan ended".
+    func testAConnectionElsewhereDoesNotEndTheFlow() async throws {
+        let events = try await VirtualWorld.run { world in
+            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
+            let battery = try await world.serve(BatteryServeProfile.self, name: "Battery")
+            let (central, _) = try await world.addCentral()
+            let own = await sensor.manager.address
+            let address = try XCTUnwrap(own).description
+            let app = UIHeartRateApp(central: central, token: "t")
+            let stream = try XCTUnwrap(Self.stream(app, address))
+            // The flow is scanning (it waits a second of advertisements before it picks).
+            try await world.clock.sleep(for: .milliseconds(200))
+            let other = await battery.manager.address
+            let peripheral = try await central.connect(try XCTUnwrap(other))
+            let events = await Self.types(stream, until: "measurement", count: 2)
+            try? await peripheral.disconnect()
+            app.stop()
+            await central.close()
+            await sensor.stop()
+            await battery.stop()
+            return events.map(\.type)
+        }
+        XCTAssertFalse(events.contains("error"), "\(events)")
+        XCTAssertEqual(events.filter { $0 == "measurement" }.count, 2, "\(events)")
+    }
 }

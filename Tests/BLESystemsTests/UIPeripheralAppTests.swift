@@ -119,4 +119,30 @@ final class UIPeripheralAppTests: XCTestCase {
         XCTAssertNil(reconnect)
         XCTAssertEqual(links, 1, "the connect after the disconnect made a new link")
     }
+
+    /// The peer dropped the link: the next connect makes a new one instead of answering with
+    /// the dead session's database (a review finding).
+    func testAConnectAfterThePeerDroppedTheLinkMakesANewOne() async throws {
+        let (reconnect, read, links): (String?, String?, Int) = try await VirtualWorld.run { world in
+            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
+            let (central, _) = try await world.addCentral()
+            let own = await sensor.manager.address
+            let address = try XCTUnwrap(own).description
+            let app = UIPeripheralApp(central: central, token: "t")
+            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
+            let handle = try XCTUnwrap(Self.handle(of: "2a38", in: database), "\(database)")
+            for c in await sensor.manager.connectedCentrals { try await sensor.manager.disconnect(c) }
+            try await world.clock.sleep(for: .seconds(1))
+            let reconnect = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
+            let read = Self.object(await app.handle(Self.post("/api/read", ["address": address, "handle": handle])))
+            let links = await sensor.manager.connectedCentrals.count
+            await app.stop()
+            await central.close()
+            await sensor.stop()
+            return (reconnect["error"] as? String, read["error"] as? String, links)
+        }
+        XCTAssertNil(reconnect)
+        XCTAssertNil(read, "the read goes over the new link")
+        XCTAssertEqual(links, 1)
+    }
 }

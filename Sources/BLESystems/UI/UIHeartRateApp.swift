@@ -79,7 +79,8 @@ public final class UIHeartRateApp: Sendable {
         let id = nextViewer.add(1, ordering: .relaxed).newValue
         let starts = sessions.withLock { s -> Bool in
             var session = s[address] ?? Session()
-            for key in ["status", "connected", "location"] { if let e = session.state[key] { continuation.yield(e) } }
+            // The status last: the page's `connected` handler would write over it.
+            for key in ["connected", "location", "status"] { if let e = session.state[key] { continuation.yield(e) } }
             session.measurements.forEach { continuation.yield($0) }
             session.viewers[id] = continuation
             let starts = !session.started
@@ -101,9 +102,19 @@ public final class UIHeartRateApp: Sendable {
         let monitor = HeartRateMonitor(central: central, options: options) { [weak self] event in
             self?.publish(address, event)
         }
+        let clock = central.clock
         let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
             do {
-                try await monitor.run()
+                // A connection another screen makes ends every scan, this flow's too: it scans
+                // again after a moment, for as long as a page watches.
+                while true {
+                    do {
+                        try await monitor.run()
+                        break
+                    } catch HeartRateMonitorError.scanEnded {
+                        try await clock.sleep(for: .seconds(1))
+                    }
+                }
             } catch is CancellationError {
                 return
             } catch {
@@ -162,6 +173,7 @@ public final class UIHeartRateApp: Sendable {
         case let .malformed(value, error):
             send(address, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
         case let .disconnected(_, reason):
+            sessions.withLock { _ = $0[address]?.state.removeValue(forKey: "connected") }
             send(address, key: "status", Self.event("disconnected", [("reason", .string(reason))]))
         case .device, .tick:
             break

@@ -92,7 +92,12 @@ public actor UIPeripheralApp {
     }
 
     private func connect(_ address: DeviceAddress) async -> UIReply {
-        if let s = sessions[address] { return Self.json(GATTDatabaseDump.json(s.database, address: address)) }
+        if let s = sessions[address] {
+            if s.peripheral.state == .connected { return Self.json(GATTDatabaseDump.json(s.database, address: address)) }
+            // The peer dropped the link since: a connect makes a new one.
+            s.subscriptions.values.forEach { $0.cancel() }
+            sessions[address] = nil
+        }
         let attempt: Task<Result<Session, any Error>, Never>
         if let running = connecting[address] {
             attempt = running
