@@ -130,6 +130,26 @@ final class PrivacyWorldTests: XCTestCase {
         try await reconnectByIdentity(controllerResolution: true)
     }
 
+    /// A central opened with bonds already in its store loads them into the controller's
+    /// resolving list when its first scan turns the scanner on (the load runs only while the
+    /// scanner is idle; with shared scans it was skipped), so the scan reports the identity.
+    func testTheFirstScanOfANewCentralLoadsTheResolvingList() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await Self.rig(world, peripheralPrivacy: true, centralPrivacy: false, controllerResolution: true)
+            let identity = try await Self.bond(rig, at: try await Self.findLock(rig.central).address)
+            await rig.central.close()
+            let device = await world.radio.addDevice()
+            let central = try await Central.open(transport: device.transport, address: .public, clock: world.clock,
+                                                 configuration: Self.configuration(store: rig.centralStore, controllerResolution: true))
+            let lock = try await Self.findLock(central)
+            let listed = await world.radio.controller(device.id)?.resolvingList.count
+            XCTAssertEqual(listed, 1, "the bond's IRK is in the controller's list")
+            XCTAssertEqual(lock.address.address, identity.address, "the controller resolved the RPA to the identity")
+            await central.close()
+            await rig.manager.close()
+        }
+    }
+
     /// Connecting by identity without a recent scan: the host scans for an RPA the bond's IRK
     /// resolves, then connects to it.
     func testConnectingByIdentityFindsTheCurrentRPAWithoutAScanFirst() async throws {
