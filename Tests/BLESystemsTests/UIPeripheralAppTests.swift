@@ -145,4 +145,43 @@ final class UIPeripheralAppTests: XCTestCase {
         XCTAssertNil(read, "the read goes over the new link")
         XCTAssertEqual(links, 1)
     }
+
+    /// Subscribe then Unsubscribe at once (a double click): notifications end up off, and a
+    /// later Subscribe turns them on again (the first one used to leave a stream the peer had
+    /// already stopped, and later Subscribes did nothing).
+    func testAnUnsubscribeDuringTheSubscribeWins() async throws {
+        let (answers, values): ([Bool], Int) = try await VirtualWorld.run { world in
+            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
+            let (central, _) = try await world.addCentral()
+            let own = await sensor.manager.address
+            let address = try XCTUnwrap(own).description
+            let app = UIPeripheralApp(central: central, token: "t")
+            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
+            let handle = try XCTUnwrap(Self.handle(of: "2a37", in: database), "\(database)")
+            guard case let .events(stream)? = await app.handle(HTTPRequest(method: "GET", target: "/api/peripheral-events/\(address)")) else {
+                XCTFail("no event stream")
+                return ([], 0)
+            }
+            async let on = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true]))
+            async let off = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": false]))
+            var answers = await [Self.object(on), Self.object(off)].compactMap { $0["subscribed"] as? Bool }
+            try await world.clock.sleep(for: .seconds(3))
+            let again = Self.object(await app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true])))
+            answers.append(again["subscribed"] as? Bool ?? false)
+            let reader = Task(executorPreference: world.clock.taskExecutor) { () -> Int in
+                var values = 0
+                for await event in stream where String(decoding: event, as: UTF8.self).hasPrefix("event: value") { values += 1 }
+                return values
+            }
+            // The profile notifies once a second: about three values in three seconds.
+            try await world.clock.sleep(for: .seconds(3))
+            await app.stop()
+            let values = await reader.value
+            await central.close()
+            await sensor.stop()
+            return (answers, values)
+        }
+        XCTAssertEqual(answers, [false, false, true], "the first Subscribe reports what came of it")
+        XCTAssertGreaterThanOrEqual(values, 2, "the later Subscribe brings values")
+    }
 }

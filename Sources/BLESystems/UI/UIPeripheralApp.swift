@@ -23,7 +23,9 @@ public actor UIPeripheralApp {
     private var connecting: [DeviceAddress: Task<Result<Session, any Error>, Never>] = [:]
     /// Subscriptions being set up, so that a second request for the same value does not start a
     /// second stream of it.
-    private var subscribing: Set<SubscriptionKey> = []
+    /// Subscriptions being set up, and whether the newest request wants them on: an
+    /// Unsubscribe meanwhile is carried out when the setup ends.
+    private var subscribing: [SubscriptionKey: Bool] = [:]
 
     private struct SubscriptionKey: Hashable {
         let address: DeviceAddress
@@ -40,12 +42,16 @@ public actor UIPeripheralApp {
 
     /// Disconnects everything and ends every stream.
     public func stop() async {
-        connecting.values.forEach { $0.cancel() }
-        for (_, s) in sessions {
+        // Taken first: a connect finishing while this awaits finds no attempt of its own and
+        // lets its link go.
+        let attempts = connecting.values, ending = sessions.values
+        connecting = [:]
+        sessions = [:]
+        attempts.forEach { $0.cancel() }
+        for s in ending {
             s.subscriptions.values.forEach { $0.cancel() }
             try? await s.peripheral.disconnect()
         }
-        sessions = [:]
         for (_, l) in listeners { l.values.forEach { $0.finish() } }
         listeners = [:]
     }
@@ -184,13 +190,23 @@ public actor UIPeripheralApp {
         let answer = Self.json(.object([("handle", .int(handle)), ("subscribed", .bool(on))]))
         do {
             if on {
-                guard s.subscriptions[h] == nil, !subscribing.contains(key) else { return answer }
-                subscribing.insert(key)
-                defer { subscribing.remove(key) }
+                guard s.subscriptions[h] == nil else { return answer }
+                guard subscribing[key] == nil else {
+                    subscribing[key] = true
+                    return answer
+                }
+                subscribing[key] = true
+                defer { subscribing[key] = nil }
                 let values = await peripheral.notifications(for: characteristic)
                 try await peripheral.setNotifyValue(true, for: characteristic)
                 let task = Task { [weak self] in
                     for await value in values { await self?.publish(address, handle: handle, value: value) }
+                }
+                if subscribing[key] == false {
+                    // Unsubscribed while this was set up: off again.
+                    task.cancel()
+                    try await peripheral.setNotifyValue(false, for: characteristic)
+                    return Self.json(.object([("handle", .int(handle)), ("subscribed", .bool(false))]))
                 }
                 // The actor served other requests meanwhile: the session is read again (a
                 // disconnect may have ended it), and only this one subscription is added to it.
@@ -200,6 +216,10 @@ public actor UIPeripheralApp {
                 }
                 sessions[address]?.subscriptions[h] = task
             } else {
+                if subscribing[key] != nil {
+                    subscribing[key] = false
+                    return answer
+                }
                 sessions[address]?.subscriptions.removeValue(forKey: h)?.cancel()
                 try await peripheral.setNotifyValue(false, for: characteristic)
             }
