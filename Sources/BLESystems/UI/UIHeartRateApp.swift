@@ -14,6 +14,9 @@ import Synchronization
 /// pages; it stops when the last page goes away.
 public final class UIHeartRateApp: Sendable {
     private struct Session {
+        /// Which flow this is: a flow that ends after its session was replaced (the last page
+        /// left, a new one came) must not touch the new session.
+        let generation: UInt64
         /// Set by the first page, so that a second one arriving at once does not start another.
         var started = false
         var task: Task<Void, Never>?
@@ -77,30 +80,30 @@ public final class UIHeartRateApp: Sendable {
         // the radio.
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.replayedMeasurements + 16))
         let id = nextViewer.add(1, ordering: .relaxed).newValue
-        let starts = sessions.withLock { s -> Bool in
-            var session = s[address] ?? Session()
+        let starts = sessions.withLock { s -> UInt64? in
+            var session = s[address] ?? Session(generation: id)
             // The status last: the page's `connected` handler would write over it.
             for key in ["connected", "location", "status"] { if let e = session.state[key] { continuation.yield(e) } }
             session.measurements.forEach { continuation.yield($0) }
             session.viewers[id] = continuation
-            let starts = !session.started
+            let starts = session.started ? nil : session.generation
             session.started = true
             s[address] = session
             return starts
         }
         continuation.onTermination = { [weak self] _ in self?.leave(address, id) }
         continuation.yield(ServerSentEvents.keepAlive)
-        if starts { start(address) }
+        if let generation = starts { start(address, generation) }
         return stream
     }
 
-    private func start(_ address: DeviceAddress) {
+    private func start(_ address: DeviceAddress, _ generation: UInt64) {
         var options = self.options
         options.target = address.address
         options.targetType = address.type.peerType == .public ? .public : .random
         options.count = nil
         let monitor = HeartRateMonitor(central: central, options: options) { [weak self] event in
-            self?.publish(address, event)
+            self?.publish(address, generation, event)
         }
         let clock = central.clock
         let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
@@ -120,12 +123,12 @@ public final class UIHeartRateApp: Sendable {
             } catch {
                 // A refusal (too weak, not a heart-rate monitor) ends the flow: the pages say
                 // why and do not ask again (an event stream would reconnect on its own).
-                self?.send(address, key: "status", Self.event("error", [("message", .string("\(error)"))]))
+                self?.send(address, generation, key: "status", Self.event("error", [("message", .string("\(error)"))]))
             }
-            self?.finish(address)
+            self?.finish(address, generation)
         }
         let stale = sessions.withLock { s -> Bool in
-            guard s[address] != nil else { return true }
+            guard s[address]?.generation == generation else { return true }
             s[address]?.task = task
             return false
         }
@@ -144,37 +147,38 @@ public final class UIHeartRateApp: Sendable {
     }
 
     /// The flow ended by itself: the pages' streams end, and a page opened later starts anew.
-    private func finish(_ address: DeviceAddress) {
+    private func finish(_ address: DeviceAddress, _ generation: UInt64) {
         let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            defer { s[address] = nil }
-            return Array((s[address]?.viewers ?? [:]).values)
+            guard let session = s[address], session.generation == generation else { return [] }
+            s[address] = nil
+            return Array(session.viewers.values)
         }
         viewers.forEach { $0.finish() }
     }
 
-    private func publish(_ address: DeviceAddress, _ event: HeartRateMonitorEvent) {
+    private func publish(_ address: DeviceAddress, _ generation: UInt64, _ event: HeartRateMonitorEvent) {
         switch event {
         case .scanning:
-            send(address, key: "status", Self.event("scanning", []))
+            send(address, generation, key: "status", Self.event("scanning", []))
         case let .refused(device, minimum):
-            send(address, key: "status", Self.event("refused", [("message", .string(HeartRateMonitorError.tooWeak(device, minimumRSSI: minimum).description))]))
+            send(address, generation, key: "status", Self.event("refused", [("message", .string(HeartRateMonitorError.tooWeak(device, minimumRSSI: minimum).description))]))
         case let .connecting(device):
-            send(address, key: "status", Self.event("connecting", [("name", .string(HeartRateMonitorLines.name(of: device))),
+            send(address, generation, key: "status", Self.event("connecting", [("name", .string(HeartRateMonitorLines.name(of: device))),
                                                                     ("rssi", device.rssi.map { .int(Int($0)) } ?? .null)]))
         case let .connected(_, name, mtu):
-            send(address, key: "connected", Self.event("connected", [("name", .optional(name)), ("mtu", .int(mtu))]))
+            send(address, generation, key: "connected", Self.event("connected", [("name", .optional(name)), ("mtu", .int(mtu))]))
         case let .bodySensorLocation(name):
-            send(address, key: "location", Self.event("location", [("name", .string(name))]))
+            send(address, generation, key: "location", Self.event("location", [("name", .string(name))]))
         case .subscribed:
-            send(address, key: "status", Self.event("subscribed", []))
+            send(address, generation, key: "status", Self.event("subscribed", []))
         case let .measurement(m, at):
-            send(address, key: nil, Self.event("measurement", [("t", .number(Double(at.components.seconds) + Double(at.components.attoseconds) / 1e18))]
+            send(address, generation, key: nil, Self.event("measurement", [("t", .number(Double(at.components.seconds) + Double(at.components.attoseconds) / 1e18))]
                                                      + HeartRateMonitorLines.jsonFields(m)))
         case let .malformed(value, error):
-            send(address, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
+            send(address, generation, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
         case let .disconnected(_, reason):
-            sessions.withLock { _ = $0[address]?.state.removeValue(forKey: "connected") }
-            send(address, key: "status", Self.event("disconnected", [("reason", .string(reason))]))
+            sessions.withLock { s in if s[address]?.generation == generation { s[address]?.state.removeValue(forKey: "connected") } }
+            send(address, generation, key: "status", Self.event("disconnected", [("reason", .string(reason))]))
         case .device, .tick:
             break
         }
@@ -187,9 +191,9 @@ public final class UIHeartRateApp: Sendable {
 
     /// Sends `event` to the pages of `address`, and keeps it for pages opened later: under
     /// `key` (the newest of each kind of state), or among the newest measurements.
-    private func send(_ address: DeviceAddress, key: String?, _ event: [UInt8]) {
+    private func send(_ address: DeviceAddress, _ generation: UInt64, key: String?, _ event: [UInt8]) {
         let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            guard var session = s[address] else { return [] }
+            guard var session = s[address], session.generation == generation else { return [] }
             if let key {
                 session.state[key] = event
             } else {
