@@ -9,7 +9,8 @@
 ///   There is no cookie: cookies are not kept apart by port (RFC 6265 §8.5), so any other
 ///   server on 127.0.0.1, another user's included, would be sent one;
 /// - a browser's request from another site, or from another port of this host (which is the
-///   same site), is refused whatever it carries (`Sec-Fetch-Site`, Fetch Metadata);
+///   same site), is refused whatever it carries (`Sec-Fetch-Site`, Fetch Metadata), except the
+///   navigation that opens a page (it still needs the token, and changes nothing);
 /// - requests that change anything are POSTs carrying the token in `X-BLE-Token` (a cross-site
 ///   form cannot send a header); GET and HEAD change nothing; other methods get 405.
 public struct HTTPAccessPolicy: Sendable {
@@ -55,8 +56,14 @@ public struct HTTPAccessPolicy: Sendable {
         guard let host = request.header("Host")?.lowercased(), allowedHosts.contains(host) else {
             return .refuse(.text(.misdirectedRequest, "this server does not answer to that Host\n"))
         }
+        // A browser's request from elsewhere is refused, except for opening a page (a link
+        // with the token followed from another page, or the file `ble ui --open` starts the
+        // browser on): a top-level GET navigation that changes nothing (the resource isolation
+        // policy of Fetch Metadata).
         if let site = request.header("Sec-Fetch-Site")?.lowercased(), !Self.ownSites.contains(site) {
-            return .refuse(.text(.forbidden, "requests from other sites are refused\n"))
+            let navigation = request.header("Sec-Fetch-Mode")?.lowercased() == "navigate" && request.method == "GET"
+                && !request.path.hasPrefix("/api/") && !request.path.hasPrefix("/static/")
+            guard navigation else { return .refuse(.text(.forbidden, "requests from other sites are refused\n")) }
         }
         let header = request.header(Self.tokenHeader).map { Self.same($0, token) } ?? false
         switch request.method {

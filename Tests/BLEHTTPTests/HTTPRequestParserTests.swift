@@ -131,6 +131,11 @@ final class HTTPAccessPolicyTests: XCTestCase {
         XCTAssertEqual(status(policy.check(request(target: "/?token=s3cret", headers: [("Sec-Fetch-Site", "same-site")]))), 403,
                        "a page on another port of this host is the same site, not the same origin")
         XCTAssertEqual(status(policy.check(request("POST", target: "/api/connect", headers: [("X-BLE-Token", "s3cret"), ("Sec-Fetch-Site", "cross-site")]))), 403)
+        XCTAssertEqual(status(policy.check(request(target: "/api/devices?token=s3cret", headers: [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "navigate")]))), 403,
+                       "the API is not a page to open")
+        XCTAssertEqual(policy.check(request(target: "/?token=s3cret", headers: [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "navigate")])), .allow,
+                       "opening a page from elsewhere (a link, the --open file) with the token")
+        XCTAssertEqual(status(policy.check(request(target: "/?token=wrong", headers: [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "navigate")]))), 403)
     }
 
     func testWithoutTheTokenOrWithAWrongOneItIsRefused() {

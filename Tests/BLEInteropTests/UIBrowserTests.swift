@@ -10,9 +10,10 @@ final class UIBrowserTests: XCTestCase {
         let address: String
         let port: Int
 
-        init() throws {
+        init(arguments: [String] = [], environment: [String: String]? = nil) throws {
             process.executableURL = try BLETool.executableURL()
-            process.arguments = ["ui", "--hci", "virtual", "--listen", "127.0.0.1:0"]
+            process.arguments = ["ui", "--hci", "virtual", "--listen", "127.0.0.1:0"] + arguments
+            if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
@@ -137,6 +138,38 @@ final class UIBrowserTests: XCTestCase {
         XCTAssertTrue((60...180).contains(shown["bpm"] as? Int ?? 0), "\(shown)")
         XCTAssertTrue(["detected", "not detected", "not supported"].contains(shown["contact"] as? String ?? ""), "\(shown)")
         XCTAssertNotEqual(shown["location"] as? String, "–")
+    }
+
+    /// `--open` hands the browser a page only this user can read, never the address with the
+    /// token (a command line is visible to every user in `ps`); the page sends the browser on.
+    func testOpenPassesAPrivatePageNotTheTokenToTheBrowser() throws {
+        let bin = FileManager.default.temporaryDirectory.appendingPathComponent("fake-xdg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: bin) }
+        let record = bin.appendingPathComponent("argv").path
+        let fake = bin.appendingPathComponent("xdg-open")
+        try "#!/bin/sh\nprintf '%s' \"$1\" > '\(record).tmp' && mv '\(record).tmp' '\(record)'\n".write(to: fake, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fake.path)
+        let ui = try UIProcess(arguments: ["--open"], environment: ["PATH": bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")])
+        var argument: String?
+        for _ in 0..<300 where argument == nil {
+            argument = try? String(contentsOfFile: record, encoding: .utf8)
+            if argument == nil { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        let path = try XCTUnwrap(argument, "xdg-open was not started")
+        let token = String(ui.address.split(separator: "=").last ?? "")
+        XCTAssertFalse(path.contains(token), "the token is not on a command line")
+        let mode = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o077, 0, "only this user reads the page: \(String(mode, radix: 8))")
+        let page = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertTrue(page.contains("url=\(ui.address)"), page)
+        // A browser opening that page lands on the devices screen.
+        let landed = try python("browser.py", ["--url", "file://" + path, "--until", ##"location.pathname === "/devices" && !!document.getElementById("devices")"##,
+                                               "--expr", "location.protocol"])
+        XCTAssertTrue(landed.succeeded, "\(landed)")
+        XCTAssertEqual(landed.stdout.trimmingCharacters(in: .whitespacesAndNewlines), #""http:""#)
+        ui.stop()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "removed when ble ui stops")
     }
 
     func testRequestsWithoutTheTokenFromAnotherHostOrMalformedAreRefused() throws {

@@ -80,7 +80,7 @@ struct UICommand: BLECommand {
             if let reply = await peripherals.handle(request) { return reply }
             return .response(.text(.notFound, "no such page\n"))
         }
-        if openBrowser { Self.open(address) }
+        let opener = openBrowser ? Self.open(address, port: listener.port) : nil
         let accepting = Task {
             await withDiscardingTaskGroup { group in
                 for await connection in listener.connections {
@@ -95,15 +95,33 @@ struct UICommand: BLECommand {
         heartRate.stop()
         await peripherals.stop()
         await central.close()
+        if let opener { try? FileManager.default.removeItem(atPath: opener) }
     }
 
-    private static func open(_ address: String) {
+    /// Starts the desktop's browser on `address` through a page that only this user can read
+    /// (0600 in a 0700 directory), which sends the browser on: a command line is visible to
+    /// every user of the machine (`ps`), and `address` carries the token. Returns the page's
+    /// path, removed when `ble ui` stops.
+    private static func open(_ address: String, port: UInt16) -> String? {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-ui-\(getuid())").path
+        let name = "open-\(port).html"
+        // The token is hex and the rest an address we printed: nothing to escape.
+        let page = "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=\(address)\"><title>ble ui</title><a href=\"\(address)\">open ble ui</a>\n"
+        do {
+            _ = try PrivateFiles.ensureDirectory(directory)
+            try PrivateFiles.write(Array(page.utf8), directory: directory, name: name)
+        } catch {
+            standardError("ble: could not write the page that opens the browser (\(error)); open \(address)")
+            return nil
+        }
+        let path = directory + "/" + name
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["xdg-open", address]
+        p.arguments = ["xdg-open", path]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         do { try p.run() } catch { standardError("ble: could not start a browser (\(error)); open \(address)") }
+        return path
     }
 }
 
