@@ -146,17 +146,29 @@ final class UIBrowserTests: XCTestCase {
         let bin = FileManager.default.temporaryDirectory.appendingPathComponent("fake-xdg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: bin) }
+        // The fake xdg-open writes its argument into a FIFO: reading it waits for that event.
         let record = bin.appendingPathComponent("argv").path
+        XCTAssertEqual(mkfifo(record, 0o600), 0)
         let fake = bin.appendingPathComponent("xdg-open")
-        try "#!/bin/sh\nprintf '%s' \"$1\" > '\(record).tmp' && mv '\(record).tmp' '\(record)'\n".write(to: fake, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s' \"$1\" > '\(record)'\n".write(to: fake, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fake.path)
-        let ui = try UIProcess(arguments: ["--open"], environment: ["PATH": bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")])
-        var argument: String?
-        for _ in 0..<300 where argument == nil {
-            argument = try? String(contentsOfFile: record, encoding: .utf8)
-            if argument == nil { Thread.sleep(forTimeInterval: 0.05) }
+        let argument = Locked<String?>(nil)
+        let written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            // Opening a FIFO for reading waits for its writer; the data ends when it closes.
+            if let h = FileHandle(forReadingAtPath: record) {
+                let data = h.readDataToEndOfFile()
+                try? h.close()
+                if !data.isEmpty { argument.set(String(decoding: data, as: UTF8.self)) }
+            }
+            written.signal()
         }
-        let path = try XCTUnwrap(argument, "xdg-open was not started")
+        let ui = try UIProcess(arguments: ["--open"], environment: ["PATH": bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")])
+        if written.wait(timeout: .now() + 30) == .timedOut {
+            // Unblock the reader, so the thread ends with the test.
+            if let h = FileHandle(forWritingAtPath: record) { try? h.close() }
+        }
+        let path = try XCTUnwrap(argument.get(), "xdg-open was not started within 30 s")
         let token = String(ui.address.split(separator: "=").last ?? "")
         XCTAssertFalse(path.contains(token), "the token is not on a command line")
         let mode = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)

@@ -248,11 +248,11 @@ final class L2CAPChannelSessions {
         let token = host.makeToken()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
-                guard let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
+                guard channels[key] != nil, let actions = host.router.send(sdu, handle: key.handle, cid: key.cid, token: token) else {
                     c.resume(throwing: BLEError.l2cap(.closed))
                     return
                 }
-                channels[key]!.senders.insert(token, c)
+                channels[key]?.senders.insert(token, c)
                 host.connections.perform(actions, handle: key.handle, host)
             }
         } onCancel: {
@@ -263,7 +263,7 @@ final class L2CAPChannelSessions {
     private func cancelSend(key: Key, token: UInt64, _ host: isolated HostController) {
         guard channels[key] != nil else { return }
         _ = host.router.withdraw(handle: key.handle, cid: key.cid, token: token)
-        channels[key]!.senders.resume(token, with: .failure(CancellationError()))
+        channels[key]?.senders.resume(token, with: .failure(CancellationError()))
     }
 
     /// Closes channel `id` (Disconnection Request, Vol 3 Part A §4.6). SDUs already received

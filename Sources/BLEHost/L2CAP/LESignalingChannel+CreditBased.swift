@@ -235,8 +235,10 @@ extension LESignalingChannel {
                 creditBased.connects[id] = nil
                 continue
             }
-            creditBased.connects[id]!.expired = true
-            creditBased.connects[id]!.deadline = now + Self.creditBasedRequestTimeout
+            var held = c
+            held.expired = true
+            held.deadline = now + Self.creditBasedRequestTimeout
+            creditBased.connects[id] = held
             actions.append(.channel(.connectFailed(token: c.token, .timeout)))
         }
         for (id, d) in creditBased.disconnects where d.deadline <= now {
