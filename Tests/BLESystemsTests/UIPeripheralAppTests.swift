@@ -29,20 +29,58 @@ final class UIPeripheralAppTests: XCTestCase {
         return characteristics.first { ($0["uuid"] as? String)?.lowercased() == uuid }?["handle"] as? Int
     }
 
-    func testTwoPagesConnectingAtOnceShareOneLink() async throws {
-        let (first, second, links): (String, [Int?], Int) = try await VirtualWorld.run { world in
+    /// The demo heart-rate sensor, a central, and the device screen's app over them.
+    struct Screen {
+        let sensor: RunningProfile
+        let central: Central
+        let app: UIPeripheralApp
+        /// The sensor's address as the API takes it.
+        let address: String
+
+        static func start(_ world: VirtualWorld) async throws -> Screen {
             let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
             let (central, _) = try await world.addCentral()
             let own = await sensor.manager.address
-            let address = try XCTUnwrap(own).description
-            let app = UIPeripheralApp(central: central, token: "t")
-            async let a = app.handle(Self.post("/api/connect", ["address": address]))
-            async let b = app.handle(Self.post("/api/connect", ["address": address]))
-            let (first, second) = await (Self.object(a), Self.object(b))
-            let links = await sensor.manager.connectedCentrals.count
+            return Screen(sensor: sensor, central: central, app: UIPeripheralApp(central: central, token: "t"), address: try XCTUnwrap(own).description)
+        }
+
+        /// POSTs `body` (with the address) to `path` and returns the JSON answer.
+        func post(_ path: String, _ body: [String: Any] = [:]) async -> [String: Any] {
+            UIPeripheralAppTests.object(await app.handle(UIPeripheralAppTests.post(path, body.merging(["address": address]) { a, _ in a })))
+        }
+
+        /// Connects and returns the value handle of `uuid` in the database.
+        func connect(handleOf uuid: String) async throws -> Int {
+            let database = await post("/api/connect")
+            return try XCTUnwrap(UIPeripheralAppTests.handle(of: uuid, in: database), "\(database)")
+        }
+
+        /// The screen's event stream of values.
+        func values() async throws -> AsyncStream<[UInt8]> {
+            guard case let .events(stream)? = await app.handle(HTTPRequest(method: "GET", target: "/api/peripheral-events/\(address)")) else {
+                throw XCTSkip("no event stream")
+            }
+            return stream
+        }
+
+        /// Links the sensor has now.
+        var links: Int { get async { await sensor.manager.connectedCentrals.count } }
+
+        func close() async {
             await app.stop()
             await central.close()
             await sensor.stop()
+        }
+    }
+
+    func testTwoPagesConnectingAtOnceShareOneLink() async throws {
+        let (first, second, links): (String, [Int?], Int) = try await VirtualWorld.run { world in
+            let screen = try await Screen.start(world)
+            async let a = screen.post("/api/connect")
+            async let b = screen.post("/api/connect")
+            let (first, second) = await (a, b)
+            let links = await screen.links
+            await screen.close()
             return ("\(first["error"] ?? "")" + "\(second["error"] ?? "")", [Self.handle(of: "2a37", in: first), Self.handle(of: "2a37", in: second)], links)
         }
         XCTAssertEqual(first, "", "no error for either page")
@@ -55,20 +93,12 @@ final class UIPeripheralAppTests: XCTestCase {
     /// event stream once, not once per request.
     func testTwoSubscribesAtOnceMakeOneStream() async throws {
         let values = try await VirtualWorld.run { world in
-            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
-            let (central, _) = try await world.addCentral()
-            let own = await sensor.manager.address
-            let address = try XCTUnwrap(own).description
-            let app = UIPeripheralApp(central: central, token: "t")
-            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let handle = try XCTUnwrap(Self.handle(of: "2a37", in: database), "\(database)")
-            guard case let .events(stream)? = await app.handle(HTTPRequest(method: "GET", target: "/api/peripheral-events/\(address)")) else {
-                XCTFail("no event stream")
-                return [String]()
-            }
-            async let a = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true]))
-            async let b = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true]))
-            let answers = await [Self.object(a), Self.object(b)]
+            let screen = try await Screen.start(world)
+            let handle = try await screen.connect(handleOf: "2a37")
+            let stream = try await screen.values()
+            async let a = screen.post("/api/subscribe", ["handle": handle, "enabled": true])
+            async let b = screen.post("/api/subscribe", ["handle": handle, "enabled": true])
+            let answers = await [a, b]
             XCTAssertEqual(answers.compactMap { $0["subscribed"] as? Bool }, [true, true], "\(answers)")
             var seen: [String] = []
             for await event in stream {
@@ -77,9 +107,7 @@ final class UIPeripheralAppTests: XCTestCase {
                 seen.append(text)
                 if seen.count == 6 { break }
             }
-            await app.stop()
-            await central.close()
-            await sensor.stop()
+            await screen.close()
             return seen
         }
         XCTAssertEqual(values.count, 6)
@@ -92,27 +120,20 @@ final class UIPeripheralAppTests: XCTestCase {
     /// not connected) and the next connect makes a new link instead of answering from the old.
     func testADisconnectDuringASubscribeIsNotUndone() async throws {
         let (read, reconnect, links): (String?, String?, Int) = try await VirtualWorld.run { world in
-            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
-            let (central, _) = try await world.addCentral()
-            let own = await sensor.manager.address
-            let address = try XCTUnwrap(own).description
-            let app = UIPeripheralApp(central: central, token: "t")
-            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let handle = try XCTUnwrap(Self.handle(of: "2a37", in: database), "\(database)")
+            let screen = try await Screen.start(world)
+            let handle = try await screen.connect(handleOf: "2a37")
             let subscribing = Task(executorPreference: world.clock.taskExecutor) {
-                await app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true]))
+                _ = await screen.post("/api/subscribe", ["handle": handle, "enabled": true])
             }
             // The subscribe is waiting for the peer's Write Response by the time this runs:
             // the disconnect comes in while it waits.
             try await world.clock.sleep(for: .microseconds(1))
-            _ = await app.handle(Self.post("/api/disconnect", ["address": address]))
+            _ = await screen.post("/api/disconnect")
             _ = await subscribing.value
-            let read = Self.object(await app.handle(Self.post("/api/read", ["address": address, "handle": handle])))
-            let reconnect = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let links = await sensor.manager.connectedCentrals.count
-            await app.stop()
-            await central.close()
-            await sensor.stop()
+            let read = await screen.post("/api/read", ["handle": handle])
+            let reconnect = await screen.post("/api/connect")
+            let links = await screen.links
+            await screen.close()
             return (read["error"] as? String, reconnect["error"] as? String, links)
         }
         XCTAssertNotNil(read, "the link was let go")
@@ -124,21 +145,14 @@ final class UIPeripheralAppTests: XCTestCase {
     /// the dead session's database (a review finding).
     func testAConnectAfterThePeerDroppedTheLinkMakesANewOne() async throws {
         let (reconnect, read, links): (String?, String?, Int) = try await VirtualWorld.run { world in
-            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
-            let (central, _) = try await world.addCentral()
-            let own = await sensor.manager.address
-            let address = try XCTUnwrap(own).description
-            let app = UIPeripheralApp(central: central, token: "t")
-            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let handle = try XCTUnwrap(Self.handle(of: "2a38", in: database), "\(database)")
-            for c in await sensor.manager.connectedCentrals { try await sensor.manager.disconnect(c) }
+            let screen = try await Screen.start(world)
+            let handle = try await screen.connect(handleOf: "2a38")
+            for c in await screen.sensor.manager.connectedCentrals { try await screen.sensor.manager.disconnect(c) }
             try await world.clock.sleep(for: .seconds(1))
-            let reconnect = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let read = Self.object(await app.handle(Self.post("/api/read", ["address": address, "handle": handle])))
-            let links = await sensor.manager.connectedCentrals.count
-            await app.stop()
-            await central.close()
-            await sensor.stop()
+            let reconnect = await screen.post("/api/connect")
+            let read = await screen.post("/api/read", ["handle": handle])
+            let links = await screen.links
+            await screen.close()
             return (reconnect["error"] as? String, read["error"] as? String, links)
         }
         XCTAssertNil(reconnect)
@@ -151,22 +165,14 @@ final class UIPeripheralAppTests: XCTestCase {
     /// already stopped, and later Subscribes did nothing).
     func testAnUnsubscribeDuringTheSubscribeWins() async throws {
         let (answers, values): ([Bool], Int) = try await VirtualWorld.run { world in
-            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
-            let (central, _) = try await world.addCentral()
-            let own = await sensor.manager.address
-            let address = try XCTUnwrap(own).description
-            let app = UIPeripheralApp(central: central, token: "t")
-            let database = Self.object(await app.handle(Self.post("/api/connect", ["address": address])))
-            let handle = try XCTUnwrap(Self.handle(of: "2a37", in: database), "\(database)")
-            guard case let .events(stream)? = await app.handle(HTTPRequest(method: "GET", target: "/api/peripheral-events/\(address)")) else {
-                XCTFail("no event stream")
-                return ([], 0)
-            }
-            async let on = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true]))
-            async let off = app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": false]))
-            var answers = await [Self.object(on), Self.object(off)].compactMap { $0["subscribed"] as? Bool }
+            let screen = try await Screen.start(world)
+            let handle = try await screen.connect(handleOf: "2a37")
+            let stream = try await screen.values()
+            async let on = screen.post("/api/subscribe", ["handle": handle, "enabled": true])
+            async let off = screen.post("/api/subscribe", ["handle": handle, "enabled": false])
+            var answers = await [on, off].compactMap { $0["subscribed"] as? Bool }
             try await world.clock.sleep(for: .seconds(3))
-            let again = Self.object(await app.handle(Self.post("/api/subscribe", ["address": address, "handle": handle, "enabled": true])))
+            let again = await screen.post("/api/subscribe", ["handle": handle, "enabled": true])
             answers.append(again["subscribed"] as? Bool ?? false)
             let reader = Task(executorPreference: world.clock.taskExecutor) { () -> Int in
                 var values = 0
@@ -175,10 +181,9 @@ final class UIPeripheralAppTests: XCTestCase {
             }
             // The profile notifies once a second: about three values in three seconds.
             try await world.clock.sleep(for: .seconds(3))
-            await app.stop()
+            await screen.app.stop()
             let values = await reader.value
-            await central.close()
-            await sensor.stop()
+            await screen.close()
             return (answers, values)
         }
         XCTAssertEqual(answers, [false, false, true], "the first Subscribe reports what came of it")
