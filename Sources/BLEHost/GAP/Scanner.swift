@@ -10,6 +10,7 @@ import BLEWire
 /// off (when the last ends), and keeps the consumers' streams.
 public struct Scanner: Sendable {
     private struct Session: Sendable {
+        let id: UInt64
         let active: Bool
         var aggregator: ScanAggregator
         let timeout: Duration?
@@ -26,46 +27,49 @@ public struct Scanner: Sendable {
     /// Scans at once: each keeps a device table, so their number is bounded.
     public static let maximumScans = 16
 
-    private var sessions: [UInt64: Session] = [:]
+    /// Oldest first (ids only grow), so reports go to the scans in a fixed order; at most
+    /// `maximumScans`, so a linear look-up is the cheap one.
+    private var sessions: [Session] = []
     private var nextID: UInt64 = 1
 
     public init() {}
 
     /// The running scans' ids, oldest first.
-    public var runningIDs: [UInt64] { sessions.keys.sorted() }
+    public var runningIDs: [UInt64] { sessions.map(\.id) }
 
     /// Whether scan `id` runs.
-    public func isRunning(_ id: UInt64) -> Bool { sessions[id] != nil }
+    public func isRunning(_ id: UInt64) -> Bool { sessions.contains { $0.id == id } }
 
     /// Whether any running scan wants scan responses (the controller's scan is active then).
-    public var wantsActiveScanning: Bool { sessions.values.contains { $0.active } }
+    public var wantsActiveScanning: Bool { sessions.contains { $0.active } }
 
     /// Starts a scan; nil when `maximumScans` run already.
     public mutating func begin(active: Bool, filter: ScanFilter, timeout: Duration?) -> UInt64? {
         guard sessions.count < Self.maximumScans else { return nil }
         defer { nextID += 1 }
-        sessions[nextID] = Session(active: active, aggregator: ScanAggregator(active: active, filter: filter), timeout: timeout)
+        sessions.append(Session(id: nextID, active: active, aggregator: ScanAggregator(active: active, filter: filter), timeout: timeout))
         return nextID
     }
 
     /// The controller confirmed scan `id` is on: its timeout starts now.
     public mutating func enabled(_ id: UInt64, now: Duration) {
-        guard var s = sessions[id], s.deadline == nil else { return }
-        s.deadline = s.timeout.map { now + $0 }
-        sessions[id] = s
+        guard let i = sessions.firstIndex(where: { $0.id == id }), sessions[i].deadline == nil else { return }
+        sessions[i].deadline = sessions[i].timeout.map { now + $0 }
     }
 
     /// Ends scan `id`; false when it was not running (ended already).
     public mutating func end(_ id: UInt64) -> Bool {
-        sessions.removeValue(forKey: id) != nil
+        guard let i = sessions.firstIndex(where: { $0.id == id }) else { return false }
+        sessions.remove(at: i)
+        return true
     }
 
     /// The earliest deadline of the running scans.
-    public var nextDeadline: Duration? { sessions.values.compactMap(\.deadline).min() }
+    public var nextDeadline: Duration? { sessions.compactMap(\.deadline).min() }
 
     /// The ids of the scans whose deadline has passed, oldest first (the owner ends them).
     public func expired(now: Duration) -> [UInt64] {
-        sessions.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
+        sessions.filter { $0.deadline.map { $0 <= now } ?? false }.map(\.id)
     }
 
     /// Takes one advertising report; returns, per running scan (oldest first), the devices it
@@ -85,15 +89,14 @@ public struct Scanner: Sendable {
         let input = AdvertisingReportInput(kind: kind, address: report.address, data: report.data,
                                            rssi: report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi)
         var out: [(id: UInt64, devices: [ScannedDevice])] = []
-        for id in sessions.keys.sorted() {
-            guard var s = sessions.removeValue(forKey: id) else { continue } // no copy of its tables
-            let devices = s.aggregator.receive(input, now: now)
-            if now - s.lastPrune > Self.pruneInterval {
-                _ = s.aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
-                s.lastPrune = now
+        for i in sessions.indices {
+            // In place: the aggregator's tables are not copied.
+            let devices = sessions[i].aggregator.receive(input, now: now)
+            if now - sessions[i].lastPrune > Self.pruneInterval {
+                _ = sessions[i].aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
+                sessions[i].lastPrune = now
             }
-            sessions[id] = s
-            if !devices.isEmpty { out.append((id, devices)) }
+            if !devices.isEmpty { out.append((sessions[i].id, devices)) }
         }
         return out
     }
