@@ -248,7 +248,9 @@ public final class UIAccelApp: Sendable {
         case let .connecting(target):
             send(address, generation, key: "status", Self.event("connecting", [("address", .string("\(target)"))]))
         case let .connected(_, mtu):
-            send(address, generation, key: "connected", Self.event("connected", [("mtu", .int(mtu))]))
+            // The flow connects by address; the name is the one the device list heard.
+            let name = devices.scannedDevices.first { $0.address.address == address.address }?.advertisement.localName
+            send(address, generation, key: "connected", Self.event("connected", [("mtu", .int(mtu)), ("name", .optional(name))]))
         case .subscribed:
             send(address, generation, key: "status", Self.event("subscribed", []))
         case let .sample(sample, at):

@@ -133,7 +133,7 @@ enum UIAccelAssets {
         const m = JSON.parse(e.data);
         switch (m.type) {
         case "connecting": say("connecting…"); break;
-        case "connected": say("connected (ATT MTU " + m.mtu + "), subscribing…"); break;
+        case "connected": say("connected (ATT MTU " + m.mtu + "), subscribing…"); if (m.name) text("ac-name", m.name + " " + address.split("/")[0]); break;
         case "subscribed": receiving = true; showPaused(paused); break;
         case "paused":
           // The server's word (the POST's answer may come later): no sample follows a pause event.
@@ -141,7 +141,7 @@ enum UIAccelAssets {
         case "sample":
           samples.push([m.t, m.x, m.y, m.z]);
           while (samples.length && samples[0][0] < m.t - span) samples.shift();
-          text("ac-latest", "x" + fixed(m.x) + "  y" + fixed(m.y) + "  z" + fixed(m.z) + " g");
+          text("ac-latest", "x " + fixed(m.x) + "   y " + fixed(m.y) + "   z " + fixed(m.z) + " g");
           if (m.recorded) text("ac-count-samples", m.recorded + " samples recorded");
           draw();
           break;
