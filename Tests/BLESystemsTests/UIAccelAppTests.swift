@@ -159,6 +159,21 @@ final class UIAccelAppTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(rows, 4, "the header and the samples before the disconnect")
     }
 
+    /// An address nobody answers at: the connection attempt gives up after its 10 s, and the
+    /// page is told so.
+    func testAnAddressNobodyAnswersAtIsSaidSo() async throws {
+        let events = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            guard case let .events(s)? = screen.get("/api/accel-events/00:5A:B1:00:00:77%2Fpublic") else { throw XCTSkip("no stream") }
+            var reader = EventReader(s)
+            let events = await reader.read(until: "end-of-stream")
+            await screen.close()
+            return events
+        }
+        XCTAssertEqual(events.map(\.type), ["connecting", "error"], "\(events)")
+        XCTAssertTrue(events.last?.data.contains("timed out: connecting to 00:5A:B1:00:00:77") == true, "\(events)")
+    }
+
     func testWhatIsNotAnAddressGetsAClearAnswer() async throws {
         try await VirtualWorld.run { world in
             let screen = try await Screen(world)
