@@ -16,6 +16,8 @@ import Synchronization
 public final class UIEchoApp: Sendable {
     private struct State {
         var busy = false
+        /// The exchange under way, which `stop` cancels.
+        var running: Task<Frame, any Error>?
         var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
         /// The latest exchange's events, for a page opened later (the newest progress only).
         var history: [[UInt8]] = []
@@ -71,12 +73,13 @@ public final class UIEchoApp: Sendable {
         }
     }
 
-    /// Ends every page's stream.
+    /// Cancels the exchange under way (which disconnects) and ends every page's stream.
     public func stop() {
-        let viewers = state.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            defer { s.viewers = [:] }
-            return Array(s.viewers.values)
+        let (viewers, running) = state.withLock { s -> ([AsyncStream<[UInt8]>.Continuation], Task<Frame, any Error>?) in
+            defer { s.viewers = [:]; s.running = nil }
+            return (Array(s.viewers.values), s.running)
         }
+        running?.cancel()
         viewers.forEach { $0.finish() }
     }
 
@@ -116,8 +119,12 @@ public final class UIEchoApp: Sendable {
                 }
             }
         }
+        state.withLock { $0.running = task }
         let result = await task.result
-        state.withLock { $0.busy = false }
+        state.withLock { s in
+            s.busy = false
+            s.running = nil
+        }
         switch result {
         case .success:
             guard let text = run.answer.withLock({ $0 }) else { return UIPeripheralApp.json(.object([("error", .string("no reply"))])) }

@@ -63,9 +63,9 @@ enum UIEchoAssets {
       function busy(on) { buttons.forEach(b => { b.disabled = on; }); }
       function send(path, body) {
         busy(true);
-        // The reply and the states come over the event stream, to every open page; this answer
-        // only says whether the request was taken.
-        post(path, body).then(r => { if (r.error && !log.children.length) say(r.error, true); }).catch(e => say(String(e), true)).finally(() => busy(false));
+        // The reply and the states come over the event stream, to every open page; from this
+        // answer only an error is shown (another message under way, a bad request).
+        post(path, body).then(r => { if (r.error) say(r.error, true); }).catch(e => say(String(e), true)).finally(() => busy(false));
       }
       form.addEventListener("submit", e => { e.preventDefault(); send("/api/echo", { text: document.getElementById("echo-text").value }); });
       document.getElementById("echo-fetch-form").addEventListener("submit", e => {
