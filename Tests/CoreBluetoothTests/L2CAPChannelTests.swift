@@ -1,0 +1,133 @@
+import CoreBluetooth
+import XCTest
+
+/// L2CAP channels through CoreBluetooth on the virtual radio: a delegate-style central opens a
+/// channel to a delegate-style peripheral manager's published PSM, and the two move bytes both
+/// ways through `inputStream` / `outputStream` as iOS apps do (run-loop scheduled streams, read
+/// on `.hasBytesAvailable`, write on `.hasSpaceAvailable`).
+final class L2CAPChannelTests: XCTestCase {
+    func uniqueName(_ prefix: String) -> String { prefix + "-" + String(UInt16.random(in: 0...0xFFFF)) }
+
+    /// Starts a peripheral and a central, and waits until the central's channel and the
+    /// peripheral's are both open.
+    func openChannel(file: StaticString = #filePath, line: UInt = #line) -> (ChannelPeripheral, ChannelCentral) {
+        let name = uniqueName("CBCoC")
+        let peripheral = ChannelPeripheral(name: name)
+        wait("advertising", file: file, line: line) { peripheral.lines.contains("advertising") }
+        let central = ChannelCentral(name: name)
+        wait("both ends open", file: file, line: line) {
+            central.lines.contains("output open") && peripheral.lines.contains("output open")
+        }
+        return (peripheral, central)
+    }
+
+    func testA64KBEchoMovesByteForByteBothWaysAndTheCloseIsEndEncountered() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        let psm = try XCTUnwrap(peripheral.psm)
+        XCTAssertTrue((0x0080...0x00FF).contains(psm), "a PSM from the dynamic range, as iOS assigns: \(psm)")
+        XCTAssertTrue(central.lines.contains("channel \(psm) to the peripheral"), "\(central.lines)")
+        XCTAssertTrue(peripheral.lines.contains("channel \(psm) from a central"), "\(peripheral.lines)")
+        XCTAssertEqual(central.channel?.psm, psm)
+        XCTAssertEqual(Array(central.lines.suffix(2)).sorted(), ["input open", "output open"])
+
+        // The peripheral echoes, holding at most 4 KB it has not written back: the central's
+        // writes must wait for it.
+        peripheral.echoes = true
+        peripheral.readLimit = 4096
+        central.outgoing = ChannelEnd.payload
+        central.pump()
+        wait("the 64 KB echo", seconds: 60) { central.received.count >= ChannelEnd.payload.count }
+        XCTAssertEqual(central.written, ChannelEnd.payload.count)
+        XCTAssertEqual(peripheral.received.count, ChannelEnd.payload.count)
+        XCTAssertTrue(peripheral.received == ChannelEnd.payload, "the peripheral read what the central wrote")
+        XCTAssertTrue(central.received == ChannelEnd.payload, "the echo is the payload byte for byte")
+        XCTAssertGreaterThan(central.refusedWrites, 0, "writes returned 0 while the channel was held back")
+        XCTAssertFalse(central.channel?.inputStream.hasBytesAvailable ?? true)
+
+        // The central closes both streams: the peripheral reads the end.
+        central.closeChannel()
+        XCTAssertEqual(central.channel?.inputStream.streamStatus, .closed)
+        wait("endEncountered at the peripheral") { peripheral.lines.contains("input end") }
+        XCTAssertEqual(peripheral.channel?.inputStream.streamStatus, .atEnd)
+        var byte: UInt8 = 0
+        XCTAssertEqual(peripheral.channel?.inputStream.read(&byte, maxLength: 1), 0, "read at the end returns 0")
+        XCTAssertEqual(peripheral.channel?.outputStream.write([1], maxLength: 1), -1, "a write after the close fails")
+        XCTAssertFalse(peripheral.lines.contains { $0.contains("error") }, "\(peripheral.lines)")
+    }
+
+    func testThePeripheralSendsFirstAndItsCloseEndsTheCentralsInputAfterTheLastByte() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        let greeting = Data("hello from the peripheral manager".utf8)
+        peripheral.outgoing = greeting + ChannelEnd.payload.prefix(10_000)
+        peripheral.pump()
+        wait("the peripheral's bytes") { central.received.count == greeting.count + 10_000 }
+        XCTAssertTrue(central.received.starts(with: greeting))
+        XCTAssertTrue(central.received.dropFirst(greeting.count) == ChannelEnd.payload.prefix(10_000))
+        peripheral.closeChannel()
+        wait("endEncountered at the central") { central.lines.contains("input end") }
+        XCTAssertEqual(central.channel?.inputStream.streamStatus, .atEnd)
+        wait("the central's output ends too") { central.lines.contains("output end") }
+        XCTAssertNil(central.channel?.inputStream.streamError)
+        XCTAssertEqual(central.peripheral?.state, .connected, "closing a channel leaves the link up")
+    }
+
+    func testAPeerThatDoesNotReadHoldsTheWriterBackWithinTheCredits() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        peripheral.reads = false
+        central.outgoing = ChannelEnd.payload + ChannelEnd.payload + ChannelEnd.payload + ChannelEnd.payload
+        central.pump()
+        // The peripheral's bytes arrive (its input says so) but are not read; what the central
+        // can write before it is held back is bounded by the channel's credits, not 256 KB.
+        wait("the first bytes at the peripheral") { peripheral.channel?.inputStream.hasBytesAvailable == true }
+        wait("the central held back") { central.refusedWrites > 0 }
+        XCTAssertLessThan(central.written, 4 * ChannelEnd.payload.count)
+        peripheral.reads = true
+        peripheral.pump()
+        wait("everything through once the peripheral reads", seconds: 60) { peripheral.received.count == 4 * ChannelEnd.payload.count }
+        XCTAssertTrue(peripheral.received == ChannelEnd.payload + ChannelEnd.payload + ChannelEnd.payload + ChannelEnd.payload)
+    }
+
+    func testOpeningAnUnpublishedPSMFailsAndUnpublishingWithdrawsIt() throws {
+        let name = uniqueName("CBCoCx")
+        let peripheral = ChannelPeripheral(name: name)
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let psm = try XCTUnwrap(peripheral.psm)
+        let central = ChannelCentral(name: name)
+        central.psmOverride = psm == 0x00FF ? 0x00FE : psm + 1
+        wait("the open fails") { central.lines.contains("open error") }
+        XCTAssertEqual((central.openError as? CBError)?.code, .connectionFailed)
+        XCTAssertNil(central.channel)
+
+        peripheral.manager.unpublishL2CAPChannel(psm)
+        wait("unpublished") { peripheral.lines.contains("unpublished \(psm)") }
+        peripheral.manager.unpublishL2CAPChannel(psm)
+        wait("a second unpublish fails") { peripheral.lines.contains("unpublish error \(psm)") }
+        let peer = try XCTUnwrap(central.peripheral)
+        central.psmOverride = psm
+        peer.openL2CAPChannel(psm)
+        wait("the open of the withdrawn PSM fails") { central.lines.filter { $0 == "open error" }.count == 2 }
+        XCTAssertEqual((central.openError as? CBError)?.code, .connectionFailed)
+
+        central.central.cancelPeripheralConnection(peer)
+        wait("disconnected") { central.lines.contains("disconnected") }
+        peer.openL2CAPChannel(psm)
+        wait("not connected") { central.lines.filter { $0 == "open error" }.count == 3 }
+        XCTAssertEqual((central.openError as? CBError)?.code, .notConnected)
+    }
+
+    func testEachPublishGetsItsOwnPSM() throws {
+        let peripheral = ChannelPeripheral(name: uniqueName("CBCoCp"))
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let first = try XCTUnwrap(peripheral.psm)
+        peripheral.manager.publishL2CAPChannel(withEncryption: true)
+        wait("a second PSM") { peripheral.lines.filter { $0.hasPrefix("published") }.count == 2 }
+        let second = try XCTUnwrap(peripheral.psm)
+        XCTAssertNotEqual(first, second)
+        XCTAssertTrue((0x0080...0x00FF).contains(second))
+    }
+}
