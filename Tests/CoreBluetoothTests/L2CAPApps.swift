@@ -41,6 +41,9 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
         }
     }
 
+    /// Lets go of the channel and its streams without closing them (the channel then closes).
+    func dropChannel() { channel = nil }
+
     /// Closes both streams (and so the channel).
     func closeChannel() {
         channel?.inputStream.close()

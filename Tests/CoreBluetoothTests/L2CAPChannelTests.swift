@@ -1,4 +1,5 @@
 import CoreBluetooth
+import CoreBluetoothExamples
 import XCTest
 
 /// L2CAP channels through CoreBluetooth on the virtual radio: a delegate-style central opens a
@@ -93,6 +94,51 @@ final class L2CAPChannelTests: XCTestCase {
         peripheral.pump()
         wait("everything through once the peripheral reads", seconds: 60) { peripheral.received.count == total.count }
         XCTAssertTrue(peripheral.received == total, "the bytes arrive in order, byte for byte")
+    }
+
+    func testALostLinkEndsBothStreamsWithAnError() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        let peer = try XCTUnwrap(central.peripheral)
+        central.central.cancelPeripheralConnection(peer)
+        wait("errorOccurred on both ends") {
+            central.lines.contains { $0.hasPrefix("input error") } && peripheral.lines.contains { $0.hasPrefix("input error") }
+        }
+        XCTAssertEqual(central.channel?.inputStream.streamStatus, .error)
+        XCTAssertTrue(central.channel?.inputStream.streamError is CBError, "\(String(describing: central.channel?.inputStream.streamError))")
+        XCTAssertEqual(central.channel?.outputStream.write([1], maxLength: 1), -1)
+        XCTAssertFalse(central.lines.contains("input end"), "a lost link is an error, not an end")
+    }
+
+    func testReleasingTheChannelClosesIt() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        central.dropChannel()
+        wait("endEncountered at the peripheral") { peripheral.lines.contains("input end") }
+        XCTAssertEqual(central.peripheral?.state, .connected)
+    }
+
+    func testTheExampleEchoClientAgainstAnEchoingPeripheralManager() throws {
+        let name = uniqueName("CBCoCe")
+        let peripheral = ChannelPeripheral(name: name)
+        peripheral.echoes = true
+        peripheral.readLimit = 8192
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let psm = try XCTUnwrap(peripheral.psm)
+        let app = ChannelEchoCentral(name: name, psm: psm, count: 20_000)
+        let lines = Locked<[String]>([])
+        let status = Locked<Int32?>(nil)
+        app.output = { line in lines.set(lines.get() + [line]) }
+        app.finish = { code in status.set(code) }
+        setenv("BLE_HCI", "virtual", 1)
+        defer { unsetenv("BLE_HCI") }
+        app.start()
+        wait("the app's end", seconds: 60) { status.get() != nil }
+        XCTAssertEqual(status.get(), 0, "\(lines.get())")
+        XCTAssertTrue(lines.get().contains("channel open on PSM \(psm)"), "\(lines.get())")
+        XCTAssertTrue(lines.get().contains { $0.hasPrefix("sent 20000 bytes, received 20000: the echo matches") }, "\(lines.get())")
+        XCTAssertTrue(peripheral.received == ChannelEchoCentral.pattern(20_000))
     }
 
     func testOpeningAnUnpublishedPSMFailsAndUnpublishingWithdrawsIt() throws {
