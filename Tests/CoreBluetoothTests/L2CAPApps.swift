@@ -28,15 +28,34 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
     var echoes = false
     /// Stop reading (a peer that does not read).
     var reads = true
+    /// How many stream events came on the main thread, and how many elsewhere.
+    private(set) var eventsOnMainThread = 0
+    private(set) var eventsOffMainThread = 0
+    /// Held while the stream callbacks run, for a test that reads this end from another thread.
+    private let lock = NSRecursiveLock()
 
-    func record(_ line: String) { lines.append(line) }
+    /// Runs `body` under the callbacks' lock (for an end whose streams run on another thread).
+    func locked<T>(_ body: (ChannelEnd) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(self)
+    }
+
+    func record(_ line: String) {
+        lock.lock()
+        lines.append(line)
+        lock.unlock()
+    }
+
+    /// Where the streams are scheduled: the current run loop when nil.
+    var runLoop: Locked<RunLoop?> = Locked(nil)
 
     /// Takes a freshly opened channel and starts its streams.
     func adopt(_ channel: CBL2CAPChannel) {
         self.channel = channel
         for stream in [channel.inputStream as Stream, channel.outputStream as Stream] {
             stream.delegate = self
-            stream.schedule(in: .current, forMode: .default)
+            stream.schedule(in: runLoop.get() ?? .current, forMode: .default)
             stream.open()
         }
     }
@@ -51,6 +70,9 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
     }
 
     func stream(_ aStream: Stream, handle eventCode: Stream.Event) {
+        lock.lock()
+        defer { lock.unlock() }
+        if Thread.isMainThread { eventsOnMainThread += 1 } else { eventsOffMainThread += 1 }
         let side = aStream === channel?.inputStream ? "input" : "output"
         switch eventCode {
         case .openCompleted: record("\(side) open")
@@ -63,6 +85,8 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
 
     /// Writes what it can, reads what it may, until neither moves.
     func pump() {
+        lock.lock()
+        defer { lock.unlock() }
         guard let input = channel?.inputStream, let output = channel?.outputStream else { return }
         var buffer = [UInt8](repeating: 0, count: 1500)
         var moved = true

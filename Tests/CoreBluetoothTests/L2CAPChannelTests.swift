@@ -141,6 +141,47 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertTrue(peripheral.received == ChannelEchoCentral.pattern(20_000))
     }
 
+    /// A run loop of its own on a thread of its own, kept running until the test ends.
+    func startRunLoopThread() -> RunLoop? {
+        let loop = Locked<RunLoop?>(nil)
+        let stop = Locked(false)
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            // A far-off repeating timer keeps the loop from having nothing to wait for.
+            RunLoop.current.add(Timer(timeInterval: 3600, repeats: true) { _ in }, forMode: .default)
+            loop.set(RunLoop.current)
+            ready.signal()
+            while !stop.get() { _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: 0.5)) }
+        }
+        thread.start()
+        addTeardownBlock { stop.set(true) }
+        _ = ready.wait(timeout: .now() + 10)
+        return loop.get()
+    }
+
+    /// The streams on a run loop other than the main one, as an app scheduling them in
+    /// `.current` from a thread that runs its own loop: the events come on that thread.
+    func testStreamsScheduledOnAnotherThreadsRunLoopGetTheirEventsThere() throws {
+        let name = uniqueName("CBCoCt")
+        let peripheral = ChannelPeripheral(name: name)
+        let loop = try XCTUnwrap(startRunLoopThread())
+        peripheral.runLoop.set(loop)
+        peripheral.echoes = true
+        peripheral.readLimit = 4096
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let central = ChannelCentral(name: name)
+        wait("both ends open") { central.lines.contains("output open") && peripheral.locked { $0.lines.contains("output open") } }
+        central.outgoing = ChannelEnd.payload.prefix(30_000)
+        central.pump()
+        wait("the echo through the other thread's run loop", seconds: 60) { central.received.count >= 30_000 }
+        XCTAssertTrue(central.received == ChannelEnd.payload.prefix(30_000))
+        XCTAssertTrue(peripheral.locked { $0.received == ChannelEnd.payload.prefix(30_000) })
+        XCTAssertEqual(peripheral.locked { $0.eventsOnMainThread }, 0, "the peripheral's events came on its own thread")
+        XCTAssertGreaterThan(peripheral.locked { $0.eventsOffMainThread }, 2)
+        XCTAssertEqual(central.eventsOffMainThread, 0, "the central's, scheduled in the main run loop, on the main thread")
+    }
+
     func testOpeningAnUnpublishedPSMFailsAndUnpublishingWithdrawsIt() throws {
         let name = uniqueName("CBCoCx")
         let peripheral = ChannelPeripheral(name: name)
