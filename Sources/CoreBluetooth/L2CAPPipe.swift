@@ -18,8 +18,8 @@ enum L2CAPEnd: Sendable {
 /// which stream event is due. Two tasks run the channel: one receives SDUs into the inbound
 /// bytes while they hold less than one SDU (so an app that stops reading stops the peer through
 /// its credits, and memory stays bounded), one sends the outbound bytes as SDUs of up to the
-/// peer's MTU, waiting for the peer's credits; `write` takes no more than one SDU's worth waits
-/// beside the one in flight, and returns 0 when that is full. The streams' events are
+/// peer's MTU, waiting for the peer's credits; `write` lets at most one SDU's worth wait beside
+/// the one in flight, and returns 0 while that is full. The streams' events are
 /// level-triggered and re-armed by the app's own reads and writes, as CFStream does: one
 /// `.hasBytesAvailable` per read that leaves bytes (or per arrival after a read that drained
 /// them), one `.hasSpaceAvailable` per write that leaves room (or per room made after a write
