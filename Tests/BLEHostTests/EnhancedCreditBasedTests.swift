@@ -206,6 +206,12 @@ final class EnhancedCreditBasedTests: XCTestCase {
             mtu: 0, mps: 0, initialCredits: 0, result: .insufficientEncryption, destinationCIDs: [0, 0])).encode(), role: .central)),
                        [.connectFailed(token: 2, .refused(.insufficientEncryption))])
 
+        // "Some refused" with no Destination CID at all (Bumble's way): nothing opened.
+        id = ask(2, 8)
+        XCTAssertEqual(Self.events(s.receive(Cmd.creditBasedConnectionResponse(identifier: id, .init(
+            mtu: 64, mps: 64, initialCredits: 0, result: .sourceCIDAlreadyAllocated, destinationCIDs: [])).encode(), role: .central)),
+                       [.connectFailed(token: 8, .refused(.sourceCIDAlreadyAllocated))])
+
         // A peer without the enhanced mode rejects the command.
         id = ask(1, 3)
         XCTAssertEqual(Self.events(s.receive(Cmd.commandReject(identifier: id, reason: .notUnderstood).encode(), role: .central)),

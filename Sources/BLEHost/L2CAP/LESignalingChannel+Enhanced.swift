@@ -240,6 +240,11 @@ extension LESignalingChannel {
             }
         }
         guard accepting else { return [.channel(.connectFailed(token: pending.token, .refused(r.result)))] }
+        // Bumble 0.0.236 refuses some results ("source CID already allocated", "insufficient
+        // resources") with no Destination CID at all: nothing was opened.
+        guard !r.destinationCIDs.isEmpty else {
+            return [.channel(.connectFailed(token: pending.token, .refused(r.result == .success ? .noResourcesAvailable : r.result)))]
+        }
         var actions: [SignalingAction] = []
         var problem: String?
         // A list of the wrong length cannot be matched to our CIDs: none of it is kept.
