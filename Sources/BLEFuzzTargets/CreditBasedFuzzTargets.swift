@@ -212,7 +212,7 @@ enum CreditBasedFuzzTargets {
         }
     }
 
-    private static func ctx(_ c: CreditBasedContext, _ now: Duration) -> CreditBasedContext {
+    static func ctx(_ c: CreditBasedContext, _ now: Duration) -> CreditBasedContext {
         var c = c
         c.now = now
         return c
@@ -244,8 +244,10 @@ enum CreditBasedFuzzTargets {
         }
     }
 
-    private static func check(_ actions: [SignalingAction], before: [CreditBasedChannelInfo], after channel: LESignalingChannel,
-                              ended: inout Set<UInt64>, context: String) {
+    /// `largestMTU`: an SDU our reconfiguration let start may still complete after a refusal
+    /// put the smaller MTU back (§4.27); SDUs are checked against the larger of the two.
+    static func check(_ actions: [SignalingAction], before: [CreditBasedChannelInfo], after channel: LESignalingChannel,
+                      ended: inout Set<UInt64>, context: String, largestMTU: UInt16 = 0) {
         for action in actions {
             switch action {
             case let .send(bytes):
@@ -262,11 +264,14 @@ enum CreditBasedFuzzTargets {
                 case let .connected(t, _), let .connectFailed(t, _):
                     FuzzCheck.require(ended.insert(t).inserted, "\(context): connect token \(t) ended twice")
                 case let .sdu(cid, sdu):
-                    let mtu = before.first(where: { $0.localCID == cid })?.local.mtu ?? 0
+                    let mtu = max(before.first(where: { $0.localCID == cid })?.local.mtu ?? 0, largestMTU)
                     FuzzCheck.require(sdu.count <= Int(mtu), "\(context): an SDU of \(sdu.count) bytes over our MTU \(mtu)")
                 case let .closed(cid, _, _):
                     FuzzCheck.require(channel.channel(cid) == nil, "\(context): channel \(cid) closed but still open")
-                case .opened, .sent:
+                case let .enhancedConnected(t, infos, _):
+                    FuzzCheck.require(ended.insert(t).inserted, "\(context): connect token \(t) ended twice")
+                    FuzzCheck.require((1...5).contains(infos.count), "\(context): \(infos.count) channels from one enhanced request")
+                case .opened, .sent, .reconfigured, .reconfigureFailed, .peerReconfigured:
                     break
                 }
             default:

@@ -20,6 +20,7 @@ public enum FuzzTargets {
         "le-signaling-channel": L2CAPFuzzTargets.leSignalingChannel,
         "credit-based-signaling": CreditBasedFuzzTargets.creditBasedSignaling,
         "k-frame-reassembler": CreditBasedFuzzTargets.kFrameReassembler,
+        "enhanced-credit-based-signaling": EnhancedCreditBasedFuzzTargets.enhancedSignaling,
         "att-pdu": ATTFuzzTargets.attPDU,
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
         "att-signed-write": ATTSignedWriteFuzzTarget.run,
@@ -99,6 +100,17 @@ public enum FuzzTargets {
                     + [4, 0, 0, 1, 5, 9, 0, 0, 10, 0, 0, 5, 0, 0, 1],
                 [1, 0x80, 100, 0, 100, 3, 0, 0, 0, 8, 0x80, 0, 0, UInt8(response.count)] + response + [9, 0, 20, 0] + Array(0..<20) + [11, 31],
                 [0, 0x80, 0, 0, 0, 0, 1, 0, 0xFF, 1, 1, 0x80, 0, 0x41, 0, 0x20, 0, 0x20, 0, 1, 0, 1, 1, 1],
+            ]
+        case "enhanced-credit-based-signaling":
+            // Peripheral, listener on 0x80 (MTU 100, MPS 64, 3 credits, both modes): the peer
+            // asks for two channels from CIDs 0x50, 0x51 and reconfigures the first; we ask for
+            // two, answered with success on 0x60 and 0x61; time passes. The second seed only
+            // takes enhanced requests and gets our reconfiguration of a channel answered.
+            let opening: [UInt8] = [1, 2, 1, 0x10, 1, 0x11, 1, 1, 100, 0, 1, 16, 5, 0, 7]
+            return [
+                [1, 0x80, 100, 0, 64, 3, 0] + opening + [4, 1, 1, 0, 1, 200, 0, 1, 20, 3]
+                    + [8, 0, 0, 0, 1, 0x80, 2] + [3, 2, 0, 0x20, 0, 0x21, 1, 0, 0, 1, 0, 4, 0, 1, 1] + [11, 31],
+                [0, 0x80, 100, 0, 64, 3, 1] + opening + [9, 0, 1, 0, 0, 1, 0, 1] + [5, 1, 1, 0] + [6, 0, 4, 3, 0, 1, 2, 3],
             ]
         case "k-frame-reassembler":
             // MTU 100, MPS 23, 2 credits: a segmented 60-byte SDU, raw frames, consumes, grants.

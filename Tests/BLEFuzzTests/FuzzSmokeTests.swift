@@ -32,6 +32,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testLESignalingChannel() { smoke("le-signaling-channel") }
     func testCreditBasedSignaling() { smoke("credit-based-signaling") }
     func testKFrameReassembler() { smoke("k-frame-reassembler") }
+    func testEnhancedCreditBasedSignaling() { smoke("enhanced-credit-based-signaling") }
     func testATTPDU() { smoke("att-pdu") }
     func testATTClientBearer() { smoke("att-client-bearer") }
     func testATTSignedWrite() { smoke("att-signed-write") }
@@ -45,7 +46,8 @@ final class FuzzSmokeTests: XCTestCase {
     func testEveryTargetHasASmokeTest() {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
-            "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler", "att-pdu", "att-client-bearer", "att-signed-write",
+            "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler",
+            "enhanced-credit-based-signaling", "att-pdu", "att-client-bearer", "att-signed-write",
             "advertising-data", "scan-aggregator", "http-request",
             "smp-pdu", "smp-pairing",
         ]

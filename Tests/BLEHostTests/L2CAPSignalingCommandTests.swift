@@ -51,10 +51,35 @@ final class L2CAPSignalingCommandTests: XCTestCase {
         try check(.creditBasedConnectionResponse(identifier: 0x09, response), "18 09 0C00 0000 0000 0000 0200 0000 0000")
     }
 
+    /// How many CIDs an enhanced command may list is the receiver's check, answered with a
+    /// result (§4.26, §4.28), so lists of none or more than five decode.
+    func testEnhancedCIDListsOfAnyLengthDecode() throws {
+        guard case let .creditBasedConnectionRequest(_, none) = try Command(pdu: hexBytes("17 01 0800 2700 4000 4000 0200")) else {
+            return XCTFail("no request")
+        }
+        XCTAssertEqual(none.sourceCIDs, [])
+        guard case let .creditBasedConnectionRequest(_, seven) = try Command(pdu: hexBytes(
+            "17 01 1600 2700 4000 4000 0200 4000 4100 4200 4300 4400 4500 4600")) else { return XCTFail("no request") }
+        XCTAssertEqual(seven.sourceCIDs.count, 7)
+        // Bumble refuses with no Destination CID at all.
+        guard case let .creditBasedConnectionResponse(_, r) = try Command(pdu: hexBytes("18 01 0800 0000 0000 0000 0200")) else {
+            return XCTFail("no response")
+        }
+        XCTAssertEqual(r.destinationCIDs, [])
+        XCTAssertEqual(r.result, .spsmNotSupported)
+    }
+
+    func testReconfigure() throws {
+        let request = Command.CreditBasedReconfigureRequest(mtu: 512, mps: 100, destinationCIDs: [0x0040, 0x0042])
+        try check(.creditBasedReconfigureRequest(identifier: 0x05, request), "19 05 0800 0002 6400 4000 4200")
+        try check(.creditBasedReconfigureResponse(identifier: 0x05, result: .mpsReductionNotAllowed), "1A 05 0200 0200")
+        XCTAssertEqual(Command.CreditBasedReconfigureResult.invalidDestinationCID.description, "one or more destination CIDs invalid (0x0003)")
+    }
+
     func testUnknownKept() throws {
         try check(.unknown(code: 0x0A, identifier: 0x02, data: [0x02, 0x00]), "0A 02 0200 0200")
-        let command = try Command(pdu: [0x1A, 0x01, 0x02, 0x00, 0x00, 0x00])
-        XCTAssertEqual(command.code, 0x1A)
+        let command = try Command(pdu: [0x1B, 0x01, 0x02, 0x00, 0x00, 0x00])
+        XCTAssertEqual(command.code, 0x1B)
         XCTAssertEqual(command.identifier, 0x01)
     }
 
@@ -71,9 +96,10 @@ final class L2CAPSignalingCommandTests: XCTestCase {
             "06 01 0200 4000",
             "14 01 0800 8000 4000 0002 F700",
             "16 01 0200 4000",
-            "17 01 0800 2700 4000 4000 0200",      // no source CID
             "17 01 0900 2700 4000 4000 0200 40",   // half a CID
-            "17 01 1600 2700 4000 4000 0200 4000 4100 4200 4300 4400 4500 4600", // 7 CIDs
+            "19 01 0300 4000 40",                  // reconfigure without a whole MPS
+            "19 01 0700 4000 4000 4000 40",        // half a CID
+            "1A 01 0300 0000 00",                  // reconfigure result of three bytes
         ]
         for hex in bad {
             let bytes = hexBytes(hex)

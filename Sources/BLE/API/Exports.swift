@@ -69,3 +69,4 @@
 @_exported import struct BLEHost.CreditBasedChannelInfo
 @_exported import struct BLEHost.L2CAPSecurityRequirement
 @_exported import enum BLEHost.L2CAPChannelError
+@_exported import enum BLEHost.CreditBasedMode

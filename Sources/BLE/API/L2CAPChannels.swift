@@ -102,11 +102,15 @@ public struct L2CAPListener: AsyncSequence, Sendable {
 }
 
 extension HostController {
-    func listenL2CAP(psm: UInt16, security: L2CAPSecurityRequirement, parameters: CreditBasedChannelParameters) async throws -> L2CAPListener {
+    func listenL2CAP(psm: UInt16, security: L2CAPSecurityRequirement, parameters: CreditBasedChannelParameters,
+                     modes: Set<CreditBasedMode> = [.leCreditBased, .enhancedCreditBased]) async throws -> L2CAPListener {
         guard parameters.isValid, parameters.initialCredits > 0 else {
             throw BLEError.invalidArgument("MTU \(parameters.mtu) (≥ 23), MPS \(parameters.mps) (23...65533), credits \(parameters.initialCredits) (≥ 1)")
         }
-        let (token, stream) = try l2cap.listen(psm: psm, listener: CreditBasedListener(parameters: parameters, security: security), self)
+        guard !modes.isEmpty else { throw BLEError.invalidArgument("a listener accepts at least one mode") }
+        var listener = CreditBasedListener(parameters: parameters, security: security)
+        listener.modes = modes
+        let (token, stream) = try l2cap.listen(psm: psm, listener: listener, self)
         return L2CAPListener(psm: psm, host: self, token: token, stream: stream)
     }
 

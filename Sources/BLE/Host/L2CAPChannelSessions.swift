@@ -8,13 +8,13 @@ import BLEWire
 /// with the reader waiting on them, and the senders waiting for credits. The protocol itself is
 /// in `L2CAPRouter` / `LESignalingChannel` (BLEHost). Isolated to the host actor that owns it.
 final class L2CAPChannelSessions {
-    private struct Key: Hashable {
+    struct Key: Hashable {
         let handle: UInt16
         let cid: UInt16
     }
 
     /// One open channel as the host keeps it.
-    private struct Channel {
+    struct Channel {
         let id: UInt64
         let linkID: UInt64
         var inbox: [[UInt8]] = []
@@ -30,12 +30,17 @@ final class L2CAPChannelSessions {
         let continuation: AsyncStream<LECreditBasedChannel>.Continuation
     }
 
-    private var channels: [Key: Channel] = [:]
+    private(set) var channels: [Key: Channel] = [:]
     /// Ended channels keep their end until the application has read it (then dropped).
-    private var keysByID: [UInt64: Key] = [:]
+    private(set) var keysByID: [UInt64: Key] = [:]
     private var listeners: [UInt16: Listener] = [:]
     private var connectWaiters = ContinuationTable<LECreditBasedChannel>()
     private var connectHandles: [UInt64: UInt16] = [:]
+    /// Callers of an enhanced open or a reconfiguration (`L2CAPChannelSessions+Enhanced.swift`),
+    /// and the link each waits on.
+    var enhancedWaiters = ContinuationTable<[LECreditBasedChannel]>()
+    var reconfigureWaiters = ContinuationTable<Void>()
+    var enhancedHandles: [UInt64: UInt16] = [:]
 
     // MARK: - Listening
 
@@ -104,7 +109,7 @@ final class L2CAPChannelSessions {
         connectWaiters.resume(token, with: .failure(CancellationError()))
     }
 
-    private func makeChannel(_ info: CreditBasedChannelInfo, handle: UInt16, linkID: UInt64, _ host: isolated HostController) -> LECreditBasedChannel {
+    func makeChannel(_ info: CreditBasedChannelInfo, handle: UInt16, linkID: UInt64, _ host: isolated HostController) -> LECreditBasedChannel {
         let id = host.makeToken()
         let key = Key(handle: handle, cid: info.localCID)
         channels[key] = Channel(id: id, linkID: linkID)
@@ -141,6 +146,7 @@ final class L2CAPChannelSessions {
         case let .connectFailed(token, error):
             connectHandles[token] = nil
             connectWaiters.resume(token, with: .failure(BLEError.l2cap(error)))
+            if enhancedHandles[token] != nil { handleEnhanced(event, handle: handle, host) }
         case let .sdu(cid, sdu):
             let key = Key(handle: handle, cid: cid)
             guard channels[key] != nil else { return }
@@ -156,6 +162,8 @@ final class L2CAPChannelSessions {
             for t in tokens { channels[key]?.senders.resume(t, with: .success(())) }
         case let .closed(cid, error, _):
             end(Key(handle: handle, cid: cid), error.map { .failure(BLEError.l2cap($0)) } ?? .success(()))
+        case .enhancedConnected, .reconfigured, .reconfigureFailed, .peerReconfigured:
+            handleEnhanced(event, handle: handle, host)
         }
     }
 
@@ -240,6 +248,8 @@ final class L2CAPChannelSessions {
     /// has gone out; one already started still goes out whole (K-frames of an SDU cannot be
     /// cut short without breaking the peer's reassembly, Vol 3 Part A §3.4.3).
     func send(_ sdu: [UInt8], id: UInt64, remoteMTU: Int, _ host: isolated HostController) async throws {
+        // An enhanced channel's peer may have raised its MTU since the channel opened (§4.27).
+        let remoteMTU = keysByID[id].flatMap { host.router.channel(handle: $0.handle, cid: $0.cid) }.map { Int($0.remote.mtu) } ?? remoteMTU
         guard sdu.count <= remoteMTU else { throw BLEError.invalidArgument("an SDU of \(sdu.count) bytes exceeds the peer's MTU \(remoteMTU)") }
         guard let key = keysByID[id], channels[key] != nil else {
             if case let .failure(e)? = ended[id]?.end { throw e }
@@ -290,6 +300,11 @@ final class L2CAPChannelSessions {
         for (token, h) in connectHandles where h == handle {
             connectHandles[token] = nil
             connectWaiters.resume(token, with: .failure(error))
+        }
+        for (token, h) in enhancedHandles.sorted(by: { $0.key < $1.key }) where h == handle {
+            enhancedHandles[token] = nil
+            enhancedWaiters.resume(token, with: .failure(error))
+            reconfigureWaiters.resume(token, with: .failure(error))
         }
     }
 

@@ -24,6 +24,8 @@ public enum L2CAPChannelError: Error, Sendable, Hashable, CustomStringConvertibl
     case malformedFrame
     /// The channel is closed (by either side): nothing more can be sent.
     case closed
+    /// The peer answered our Credit Based Reconfigure Request with this failure (§4.28).
+    case reconfigureRefused(LESignalingCommand.CreditBasedReconfigureResult)
 
     /// A readable form for logs.
     public var description: String {
@@ -39,6 +41,7 @@ public enum L2CAPChannelError: Error, Sendable, Hashable, CustomStringConvertibl
         case let .sduOverrun(expected, received): return "an SDU of \(expected) bytes got \(received)"
         case .malformedFrame: return "a first K-frame without its SDU length"
         case .closed: return "the channel is closed"
+        case let .reconfigureRefused(r): return "reconfiguration refused: \(r)"
         }
     }
 }
@@ -58,6 +61,10 @@ extension LESignalingCommand.CreditBasedConnectionResult {
         case 0x0009: text = "invalid source CID"
         case 0x000A: text = "source CID already allocated"
         case 0x000B: text = "unacceptable parameters"
+        case 0x000C: text = "invalid parameters"
+        case 0x000D: text = "pending"
+        case 0x000E: text = "authentication pending"
+        case 0x000F: text = "authorization pending"
         default: text = "reserved"
         }
         let h = String(r.rawValue, radix: 16, uppercase: true)
@@ -114,10 +121,14 @@ public struct CreditBasedChannel: Sendable {
     public let localCID: UInt16
     /// The peer's endpoint's CID: where we send.
     public let remoteCID: UInt16
-    /// Our MTU, MPS and initial credits (§4.22 or §4.23, whichever we sent).
-    public let local: CreditBasedChannelParameters
-    /// The peer's MTU, MPS and initial credits.
-    public let remote: CreditBasedChannelParameters
+    /// Our MTU, MPS and initial credits (§4.22 or §4.23, whichever we sent; an enhanced
+    /// channel's MTU and MPS change with our reconfiguration, §4.27).
+    public internal(set) var local: CreditBasedChannelParameters
+    /// The peer's MTU, MPS and initial credits (an enhanced channel's change with the peer's
+    /// reconfiguration).
+    public internal(set) var remote: CreditBasedChannelParameters
+    /// The mode the channel was opened in.
+    public internal(set) var mode: CreditBasedMode = .leCreditBased
 
     /// Credits the peer has given us: K-frames we may still send.
     public private(set) var sendCredits: Int
@@ -263,6 +274,33 @@ public struct CreditBasedChannel: Sendable {
         }
         outbound.remove(at: index)
         return true
+    }
+
+    /// The peer's MPS changed (its reconfiguration, §4.27): the K-frames still queued are cut
+    /// again at the new size. An SDU already started keeps its first K-frame (gone out); its
+    /// remaining bytes are continuation K-frames, which carry no header and may be cut anywhere.
+    mutating func resegmentOutbound(mps: UInt16) {
+        let mps = max(Int(mps), 3)
+        for index in outbound.indices {
+            let started = index == 0 ? outboundFrameIndex : 0
+            let remaining = outbound[index].frames[started...]
+            var bytes: [UInt8] = []
+            for frame in remaining { bytes += frame }
+            var frames = Array(outbound[index].frames[..<started])
+            var offset = 0
+            if started == 0 {
+                // The first K-frame: SDU length and the start of the SDU.
+                let end = min(bytes.count, mps)
+                frames.append(Array(bytes[0..<end]))
+                offset = end
+            }
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + mps)
+                frames.append(Array(bytes[offset..<end]))
+                offset = end
+            }
+            outbound[index].frames = frames
+        }
     }
 
     /// Drops every queued SDU (the channel is closing); returns their tokens.

@@ -138,6 +138,23 @@ public struct L2CAPRouter: Sendable {
         withSignaling(handle) { $0.connect(spsm: spsm, parameters: parameters, token: token, now: now) }
     }
 
+    /// Asks the peer of `handle` for `count` (1...5) enhanced credit-based channels on `spsm`
+    /// (Vol 3 Part A §4.25); the answer comes as `.channel(.enhancedConnected)` or
+    /// `.channel(.connectFailed)` with `token`. Nil when the link is unknown, the count or
+    /// parameters are out of range, or too few CIDs are free.
+    public mutating func connectEnhanced(handle: UInt16, spsm: UInt16, parameters: CreditBasedChannelParameters, count: Int,
+                                         token: UInt64, now: Duration) -> [L2CAPControlAction]? {
+        withSignaling(handle) { $0.connectEnhanced(spsm: spsm, parameters: parameters, count: count, token: token, now: now) }
+    }
+
+    /// Announces a new MTU and MPS for enhanced channels `cids` of `handle` (§4.27); the answer
+    /// comes as `.channel(.reconfigured)` or `.channel(.reconfigureFailed)` with `token`.
+    public mutating func reconfigure(handle: UInt16, cids: [UInt16], mtu: UInt16, mps: UInt16, token: UInt64,
+                                     now: Duration) throws(LESignalingChannel.ReconfigureProblem) -> [L2CAPControlAction] {
+        guard let index = links.index(forKey: handle) else { throw .notEnhanced(cid: cids.first ?? 0) }
+        return Self.map(try links.values[index].signaling.reconfigure(cids: cids, mtu: mtu, mps: mps, token: token, now: now))
+    }
+
     /// Queues an SDU on channel `cid` of `handle`; nil when it is not open or the SDU exceeds the peer's MTU.
     public mutating func send(_ sdu: [UInt8], handle: UInt16, cid: UInt16, token: UInt64) -> [L2CAPControlAction]? {
         withSignaling(handle) { $0.send(sdu, cid: cid, token: token) }

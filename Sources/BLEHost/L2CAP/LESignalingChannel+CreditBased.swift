@@ -52,6 +52,10 @@ public struct CreditBasedListener: Sendable, Hashable {
     public var parameters: CreditBasedChannelParameters
     /// What the link must have before a channel is accepted.
     public var security: L2CAPSecurityRequirement
+    /// The modes whose requests are accepted (both unless told otherwise); a request in another
+    /// mode is refused with "SPSM not supported". In the enhanced mode, `parameters` below the
+    /// mode's minimum MTU/MPS of 64 are offered as 64 (§4.26).
+    public var modes: Set<CreditBasedMode> = [.leCreditBased, .enhancedCreditBased]
 
     /// A listener offering `parameters` to links that meet `security`.
     public init(parameters: CreditBasedChannelParameters, security: L2CAPSecurityRequirement = .none) {
@@ -72,6 +76,8 @@ public struct CreditBasedChannelInfo: Sendable, Hashable, CustomStringConvertibl
     public var local: CreditBasedChannelParameters
     /// The peer's MTU, MPS and initial credits.
     public var remote: CreditBasedChannelParameters
+    /// The mode the channel was opened in (§4.22 or §4.25).
+    public var mode: CreditBasedMode = .leCreditBased
 
     /// The channel as both sides' request and response described it.
     public init(spsm: UInt16, localCID: UInt16, remoteCID: UInt16, local: CreditBasedChannelParameters, remote: CreditBasedChannelParameters) {
@@ -90,6 +96,7 @@ public struct CreditBasedChannelInfo: Sendable, Hashable, CustomStringConvertibl
         }
         return "PSM \(hex(spsm)), CID \(hex(localCID)) → \(hex(remoteCID)), MTU \(local.mtu)/\(remote.mtu), "
             + "MPS \(local.mps)/\(remote.mps), credits \(local.initialCredits)/\(remote.initialCredits)"
+            + (mode == .enhancedCreditBased ? ", enhanced" : "")
     }
 }
 
@@ -109,6 +116,17 @@ public enum CreditBasedChannelEvent: Sendable, Hashable {
     /// The channel is closed: by either side's Disconnection Request (`error` nil), or by us
     /// after the peer broke a rule (`error`). `unsent` are SDUs that never went out whole.
     case closed(cid: UInt16, error: L2CAPChannelError?, unsent: [UInt64])
+    /// Our enhanced request `token` opened these channels (§4.26); fewer than asked for when
+    /// the peer refused some, `result` saying why. A request that opened none ends in
+    /// `.connectFailed` instead.
+    case enhancedConnected(token: UInt64, [CreditBasedChannelInfo], result: LESignalingCommand.CreditBasedConnectionResult)
+    /// Our Credit Based Reconfigure Request `token` succeeded; the channels as they are now (§4.28).
+    case reconfigured(token: UInt64, [CreditBasedChannelInfo])
+    /// Our reconfiguration `token` failed: refused (the channels keep their old MTU and MPS),
+    /// rejected, or timed out (then its channels were disconnected).
+    case reconfigureFailed(token: UInt64, L2CAPChannelError)
+    /// The peer reconfigured these channels of ours: their `remote` MTU and MPS are new (§4.27).
+    case peerReconfigured([CreditBasedChannelInfo])
 }
 
 /// A link's LE credit-based channels and the signaling requests of ours that wait for an answer.
@@ -133,19 +151,28 @@ struct CreditBasedChannelSet: Sendable {
     var channels: [UInt16: CreditBasedChannel] = [:]
     var connects: [UInt8: PendingConnect] = [:]
     var disconnects: [UInt8: PendingDisconnect] = [:]
+    /// Our enhanced-mode requests (`LESignalingChannel+Enhanced.swift`).
+    var enhancedConnects: [UInt8: PendingEnhancedConnect] = [:]
+    var reconfigures: [UInt8: PendingReconfigure] = [:]
 
     /// The lowest dynamic CID not in use, pending or closing (Vol 3 Part A §2.1).
-    func freeCID() -> UInt16? {
-        L2CAPChannel.dynamicRange.first { cid in
+    func freeCID() -> UInt16? { freeCIDs(1).first }
+
+    /// The `count` lowest dynamic CIDs not in use, pending or closing; fewer when there are not.
+    func freeCIDs(_ count: Int) -> [UInt16] {
+        Array(L2CAPChannel.dynamicRange.lazy.filter { cid in
             channels[cid] == nil && !connects.values.contains { $0.localCID == cid }
                 && !disconnects.values.contains { $0.localCID == cid }
-        }
+                && !enhancedConnects.values.contains { $0.localCIDs.contains(cid) }
+        }.prefix(count))
     }
 
     var nextDeadline: Duration? {
         var next: Duration?
         for c in connects.values { next = next.map { min($0, c.deadline) } ?? c.deadline }
         for d in disconnects.values { next = next.map { min($0, d.deadline) } ?? d.deadline }
+        for c in enhancedConnects.values { next = next.map { min($0, c.deadline) } ?? c.deadline }
+        for r in reconfigures.values { next = next.map { min($0, r.deadline) } ?? r.deadline }
         return next
     }
 }
@@ -165,9 +192,11 @@ extension LESignalingChannel {
     /// The earliest response deadline of our outstanding credit-based requests.
     public var creditBasedDeadline: Duration? { creditBased.nextDeadline }
 
-    private func info(_ c: CreditBasedChannel?) -> CreditBasedChannelInfo? {
+    func info(_ c: CreditBasedChannel?) -> CreditBasedChannelInfo? {
         guard let c else { return nil }
-        return CreditBasedChannelInfo(spsm: c.spsm, localCID: c.localCID, remoteCID: c.remoteCID, local: c.local, remote: c.remote)
+        var info = CreditBasedChannelInfo(spsm: c.spsm, localCID: c.localCID, remoteCID: c.remoteCID, local: c.local, remote: c.remote)
+        info.mode = c.mode
+        return info
     }
 
     /// Asks the peer for a channel on `spsm` (LE Credit Based Connection Request, Vol 3 Part A
@@ -244,6 +273,7 @@ extension LESignalingChannel {
         for (id, d) in creditBased.disconnects where d.deadline <= now {
             creditBased.disconnects[id] = nil
         }
+        actions += expireEnhanced(now: now)
         return actions
     }
 
@@ -262,6 +292,7 @@ extension LESignalingChannel {
     /// Handles the credit-based commands (§4.6, §4.7, §4.22–§4.24) and Command Reject of our
     /// requests; nil for any other command.
     mutating func receiveCreditBased(_ command: LESignalingCommand, context: CreditBasedContext) -> [SignalingAction]? {
+        if let actions = receiveEnhanced(command, context: context) { return actions }
         switch command {
         case let .leCreditBasedConnectionRequest(id, request):
             return accept(request, identifier: id, context: context)
@@ -327,7 +358,8 @@ extension LESignalingChannel {
         }
         let remote = CreditBasedChannelParameters(mtu: q.mtu, mps: q.mps, initialCredits: q.initialCredits)
         guard remote.isValid else { return refuse(.unacceptableParameters) }
-        guard (0x0001...0x00FF).contains(q.spsm), let listener = context.listeners[q.spsm] else { return refuse(.spsmNotSupported) }
+        guard (0x0001...0x00FF).contains(q.spsm), let listener = context.listeners[q.spsm],
+              listener.modes.contains(.leCreditBased) else { return refuse(.spsmNotSupported) }
         if let refusal = listener.security.refusal(for: context.security) { return refuse(refusal) }
         guard L2CAPChannel.dynamicRange.contains(q.sourceCID) else { return refuse(.invalidSourceCID) }
         let taken = creditBased.channels.values.contains { $0.remoteCID == q.sourceCID }
@@ -389,7 +421,7 @@ extension LESignalingChannel {
     }
 
     /// Sends a Disconnection Request for `cid` and forgets the channel. §4.6.
-    private mutating func close(_ cid: UInt16, error: L2CAPChannelError?, now: Duration) -> [SignalingAction] {
+    mutating func close(_ cid: UInt16, error: L2CAPChannelError?, now: Duration) -> [SignalingAction] {
         guard var c = creditBased.channels.removeValue(forKey: cid) else { return [] }
         let unsent = c.dropOutbound()
         let id = nextIdentifier()
@@ -400,7 +432,7 @@ extension LESignalingChannel {
         ]
     }
 
-    private mutating func release(_ cid: UInt16) -> [SignalingAction] {
+    mutating func release(_ cid: UInt16) -> [SignalingAction] {
         guard let remoteCID = creditBased.channels[cid]?.remoteCID else { return [] }
         let (frames, sent) = creditBased.channels[cid]!.release()
         var actions = frames.map { SignalingAction.frame(cid: remoteCID, $0) }

@@ -20,10 +20,10 @@ public enum SignalingAction: Sendable, Hashable {
 /// payload received on CID 0x0005 and performs the returned actions. Core spec Vol 3 Part A §4.
 ///
 /// Handled: connection parameter updates in both directions (§4.20, §4.21) and LE credit-based
-/// channels (§4.6, §4.7, §4.22–§4.24; `LESignalingChannel+CreditBased.swift`): a request on an
-/// SPSM nobody listens on is refused with "SPSM not supported", a Disconnection Request for a
-/// CID that is not open gets Command Reject "invalid CID". Enhanced credit-based requests
-/// (§4.25) are refused with "SPSM not supported". Anything unknown, or a command the role must not receive, gets Command Reject "command
+/// channels (§4.6, §4.7, §4.22–§4.24; `LESignalingChannel+CreditBased.swift`) and enhanced credit-based
+/// channels (§4.25–§4.28; `LESignalingChannel+Enhanced.swift`): a request on an SPSM nobody
+/// listens on is refused with "SPSM not supported", a Disconnection Request for a CID that is
+/// not open gets Command Reject "invalid CID". Anything unknown, or a command the role must not receive, gets Command Reject "command
 /// not understood" (§4.1) with the command's identifier; responses and rejects that do not answer
 /// a request of ours are dropped, never answered, so two stacks cannot reject each other forever.
 public struct LESignalingChannel: Sendable {
@@ -65,6 +65,7 @@ public struct LESignalingChannel: Sendable {
 
     private func isPending(_ id: UInt8) -> Bool {
         id == pendingParameterUpdateIdentifier || creditBased.connects[id] != nil || creditBased.disconnects[id] != nil
+            || creditBased.enhancedConnects[id] != nil || creditBased.reconfigures[id] != nil
     }
 
     /// Forget the outstanding request, e.g. when its response timer expires.
@@ -132,15 +133,10 @@ public struct LESignalingChannel: Sendable {
             // No credit-based channel is ever open here. §4.6: unknown destination CID.
             return [Self.reject(id, .invalidCID(localCID: destination, remoteCID: source))]
 
-        case let .creditBasedConnectionRequest(id, request):
-            // Every channel refused: one 0x0000 destination CID per requested channel. §4.26.
-            let response = LESignalingCommand.CreditBasedConnectionResponse(
-                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported,
-                destinationCIDs: Array(repeating: 0, count: request.sourceCIDs.count))
-            return [.send(LESignalingCommand.creditBasedConnectionResponse(identifier: id, response).encode())]
-
         case .disconnectionResponse, .leCreditBasedConnectionResponse, .creditBasedConnectionResponse,
-             .flowControlCredit, .leCreditBasedConnectionRequest:
+             .flowControlCredit, .leCreditBasedConnectionRequest, .creditBasedConnectionRequest,
+             .creditBasedReconfigureRequest, .creditBasedReconfigureResponse:
+            // The credit-based handlers answer these (+CreditBased, +Enhanced).
             return []
 
         case let .unknown(code, id, _):

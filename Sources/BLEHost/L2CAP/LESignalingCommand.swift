@@ -27,6 +27,10 @@ public enum LESignalingCommand: Sendable, Hashable {
     case creditBasedConnectionRequest(identifier: UInt8, CreditBasedConnectionRequest)
     /// §4.26.
     case creditBasedConnectionResponse(identifier: UInt8, CreditBasedConnectionResponse)
+    /// §4.27. New MTU and MPS for up to five of the sender's enhanced credit-based channels.
+    case creditBasedReconfigureRequest(identifier: UInt8, CreditBasedReconfigureRequest)
+    /// §4.28.
+    case creditBasedReconfigureResponse(identifier: UInt8, result: CreditBasedReconfigureResult)
     /// Any other code, kept as received.
     case unknown(code: UInt8, identifier: UInt8, data: [UInt8])
 
@@ -61,6 +65,8 @@ public enum LESignalingCommand: Sendable, Hashable {
         case .flowControlCredit: return Code.flowControlCredit
         case .creditBasedConnectionRequest: return Code.creditBasedConnectionRequest
         case .creditBasedConnectionResponse: return Code.creditBasedConnectionResponse
+        case .creditBasedReconfigureRequest: return Code.creditBasedReconfigureRequest
+        case .creditBasedReconfigureResponse: return Code.creditBasedReconfigureResponse
         case let .unknown(code, _, _): return code
         }
     }
@@ -71,7 +77,8 @@ public enum LESignalingCommand: Sendable, Hashable {
              let .connectionParameterUpdateRequest(id, _), let .connectionParameterUpdateResponse(id, _),
              let .leCreditBasedConnectionRequest(id, _), let .leCreditBasedConnectionResponse(id, _),
              let .flowControlCredit(id, _, _), let .creditBasedConnectionRequest(id, _),
-             let .creditBasedConnectionResponse(id, _), let .unknown(_, id, _):
+             let .creditBasedConnectionResponse(id, _), let .creditBasedReconfigureRequest(id, _),
+             let .creditBasedReconfigureResponse(id, _), let .unknown(_, id, _):
             return id
         }
     }
@@ -129,31 +136,45 @@ public enum LESignalingCommand: Sendable, Hashable {
             try exact(4, "L2CAP Flow Control Credit")
             return .flowControlCredit(identifier: id, channelID: try r.readU16(), credits: try r.readU16())
         case Code.creditBasedConnectionRequest:
-            let count = try cidCount(data.count, "L2CAP Credit Based Connection Request")
+            let count = try cidCount(data.count, fixed: 8, "L2CAP Credit Based Connection Request")
             let spsm = try r.readU16(), mtu = try r.readU16(), mps = try r.readU16(), credits = try r.readU16()
-            var cids: [UInt16] = []
-            for _ in 0..<count { cids.append(try r.readU16()) }
             return .creditBasedConnectionRequest(identifier: id, CreditBasedConnectionRequest(
-                spsm: spsm, mtu: mtu, mps: mps, initialCredits: credits, sourceCIDs: cids))
+                spsm: spsm, mtu: mtu, mps: mps, initialCredits: credits, sourceCIDs: try cids(count, &r)))
         case Code.creditBasedConnectionResponse:
-            let count = try cidCount(data.count, "L2CAP Credit Based Connection Response")
+            let count = try cidCount(data.count, fixed: 8, "L2CAP Credit Based Connection Response")
             let mtu = try r.readU16(), mps = try r.readU16(), credits = try r.readU16()
             let result = CreditBasedConnectionResult(rawValue: try r.readU16())
-            var cids: [UInt16] = []
-            for _ in 0..<count { cids.append(try r.readU16()) }
             return .creditBasedConnectionResponse(identifier: id, CreditBasedConnectionResponse(
-                mtu: mtu, mps: mps, initialCredits: credits, result: result, destinationCIDs: cids))
+                mtu: mtu, mps: mps, initialCredits: credits, result: result, destinationCIDs: try cids(count, &r)))
+        case Code.creditBasedReconfigureRequest:
+            let count = try cidCount(data.count, fixed: 4, "L2CAP Credit Based Reconfigure Request")
+            let mtu = try r.readU16(), mps = try r.readU16()
+            return .creditBasedReconfigureRequest(identifier: id, CreditBasedReconfigureRequest(
+                mtu: mtu, mps: mps, destinationCIDs: try cids(count, &r)))
+        case Code.creditBasedReconfigureResponse:
+            try exact(2, "L2CAP Credit Based Reconfigure Response")
+            return .creditBasedReconfigureResponse(identifier: id, result: CreditBasedReconfigureResult(rawValue: try r.readU16()))
         default:
             return .unknown(code: code, identifier: id, data: data)
         }
     }
 
-    /// The enhanced credit-based commands carry 8 fixed octets and 1...5 CIDs. §4.25, §4.26.
-    private static func cidCount(_ dataLength: Int, _ name: String) throws(WireError) -> Int {
-        let cids = (dataLength - 8) / 2
-        guard dataLength >= 10, dataLength % 2 == 0, cids <= CreditBasedConnectionRequest.maximumChannels else {
-            throw WireError.invalid("\(name): \(dataLength) data bytes, expected 8 plus 2 to 10")
+    /// The enhanced credit-based commands carry `fixed` octets and then a list of CIDs (§4.25–§4.27).
+    /// The list may be empty or longer than five here: how many a request may carry is the
+    /// receiver's check, answered with a result (§4.26 "invalid parameters", §4.28 "other
+    /// unacceptable parameters"), not a Command Reject; a response that refuses everything
+    /// (Bumble sends one) may list no CID at all. An odd remainder is malformed.
+    private static func cidCount(_ dataLength: Int, fixed: Int, _ name: String) throws(WireError) -> Int {
+        guard dataLength >= fixed, (dataLength - fixed) % 2 == 0 else {
+            throw WireError.invalid("\(name): \(dataLength) data bytes, expected \(fixed) plus 2 per CID")
         }
+        return (dataLength - fixed) / 2
+    }
+
+    private static func cids(_ count: Int, _ r: inout ByteReader) throws(WireError) -> [UInt16] {
+        var cids: [UInt16] = []
+        cids.reserveCapacity(count)
+        for _ in 0..<count { cids.append(try r.readU16()) }
         return cids
     }
 
@@ -185,6 +206,10 @@ public enum LESignalingCommand: Sendable, Hashable {
             for v in [q.spsm, q.mtu, q.mps, q.initialCredits] + q.sourceCIDs { d.u16(v) }
         case let .creditBasedConnectionResponse(_, q):
             for v in [q.mtu, q.mps, q.initialCredits, q.result.rawValue] + q.destinationCIDs { d.u16(v) }
+        case let .creditBasedReconfigureRequest(_, q):
+            for v in [q.mtu, q.mps] + q.destinationCIDs { d.u16(v) }
+        case let .creditBasedReconfigureResponse(_, result):
+            d.u16(result.rawValue)
         case let .unknown(_, _, data):
             d.append(data)
         }
@@ -317,6 +342,14 @@ extension LESignalingCommand {
         public static let invalidSourceCID = CreditBasedConnectionResult(rawValue: 0x0009)
         public static let sourceCIDAlreadyAllocated = CreditBasedConnectionResult(rawValue: 0x000A)
         public static let unacceptableParameters = CreditBasedConnectionResult(rawValue: 0x000B)
+        /// Enhanced mode only (§4.26): "all connections refused – invalid parameters", for a
+        /// request that lists no Source CID or more than five.
+        public static let invalidParameters = CreditBasedConnectionResult(rawValue: 0x000C)
+        /// Enhanced mode only (§4.26): "all connections pending", with no further information,
+        /// authentication pending or authorization pending; the final response follows.
+        public static let pending = CreditBasedConnectionResult(rawValue: 0x000D)
+        public static let authenticationPending = CreditBasedConnectionResult(rawValue: 0x000E)
+        public static let authorizationPending = CreditBasedConnectionResult(rawValue: 0x000F)
     }
 
     /// LE Credit Based Connection Request data. Vol 3 Part A §4.22.

@@ -1,7 +1,8 @@
 import BLE
 import BLESystems
 
-/// `ble gatt ADDRESS`: the peer's whole GATT database as a tree.
+/// `ble gatt ADDRESS`: the peer's whole GATT database as a tree, and whether the peer offers
+/// Enhanced ATT (its Server Supported Features, Core spec Vol 3 Part G §7.4).
 struct GattCommand: BLECommand {
     static let name = "gatt"
     static let abstract = "Connect and print the whole GATT database: services, characteristics, descriptors, values."
@@ -28,6 +29,20 @@ struct GattCommand: BLECommand {
         timeout = try args.seconds("timeout") ?? .seconds(10)
     }
 
+    /// `EATT: offered (Server Supported Features 0x01)`, `EATT: not offered`, or unknown when
+    /// the characteristic's value was not read.
+    static func eattLine(_ db: GATTDatabaseSnapshot) -> String {
+        switch db.offersEATT {
+        case true?:
+            let hex = (db.serverSupportedFeatures ?? []).map { String($0, radix: 16, uppercase: true) }.map { $0.count == 1 ? "0" + $0 : $0 }
+            return "EATT: offered (Server Supported Features 0x\(hex.joined()))"
+        case false?:
+            return db.serverSupportedFeatures == nil ? "EATT: not offered (no Server Supported Features)" : "EATT: not offered"
+        case nil:
+            return "EATT: unknown (Server Supported Features not read)"
+        }
+    }
+
     func run() async throws {
         let central = try await controller.openCentral(target: target)
         do {
@@ -37,6 +52,7 @@ struct GattCommand: BLECommand {
                 print(GATTDatabaseDump.json(db, address: peripheral.address).text)
             } else {
                 print(GATTDatabaseDump.tree(db, address: peripheral.address))
+                print(Self.eattLine(db))
             }
             try? await peripheral.disconnect()
         } catch {

@@ -8,7 +8,8 @@ import BLEWire
 import Synchronization
 
 /// `ble l2cap listen PSM` and `ble l2cap connect ADDRESS PSM`: LE credit-based channels (Core
-/// spec Vol 3 Part A §4.22, §10.2) as a pipe, like netcat.
+/// spec Vol 3 Part A §4.22, §10.2), or with `--enhanced` enhanced credit-based ones (§4.25), as
+/// a pipe, like netcat.
 struct L2capCommand: BLECommand {
     static let name = "l2cap"
     static let abstract = "Move bytes over an LE credit-based L2CAP channel: listen (as a peripheral) or connect."
@@ -19,6 +20,10 @@ struct L2capCommand: BLECommand {
                                         stdout; at the end of stdin the channel closes once the peer
                                         has been silent for --linger seconds. A peer that ends the link
                                         (reason 0x13) after all of stdin went out ends it cleanly too
+
+        A listener accepts both modes (LE credit-based and enhanced credit-based); with --enhanced
+        it accepts the enhanced mode only, and connect opens its channel in the enhanced mode
+        (Credit Based Connection Request; MTU and MPS at least 64).
 
         PSM: 1...255, decimal or 0x hex (dynamic SPSMs are 0x0080-0x00FF). The SDUs sent are chunks
         of stdin of up to the peer's MTU. Channel events and totals (with throughput) go to stderr.
@@ -33,6 +38,7 @@ struct L2capCommand: BLECommand {
         .single("mtu", value: "N", help: "the largest SDU we take, 23...65535 (default 4096)"),
         .single("mps", value: "N", help: "the largest K-frame we take, 23...65533 (default 247)"),
         .single("credits", value: "N", help: "credits we grant, 1...65535: what may wait unread is credits × MTU (default 16)"),
+        .flag("enhanced", help: "the enhanced credit-based mode: connect opens its channel in it, listen accepts only it"),
         .flag("echo", help: "listen: send every SDU back instead of writing it to stdout"),
         .flag("once", help: "listen: exit when the first channel closes"),
         .single("name", value: "NAME", help: "listen: the advertised name (default SwiftBLE)"),
@@ -50,6 +56,7 @@ struct L2capCommand: BLECommand {
     var controller: ControllerOptions
     var action: Action
     var parameters: CreditBasedChannelParameters
+    var enhanced: Bool
     var echo: Bool
     var once: Bool
     var deviceName: String
@@ -77,6 +84,10 @@ struct L2capCommand: BLECommand {
         guard (23...65533).contains(mps) else { throw UsageError("--mps must be between 23 and 65533") }
         guard (1...65535).contains(credits) else { throw UsageError("--credits must be between 1 and 65535") }
         parameters = CreditBasedChannelParameters(mtu: UInt16(mtu), mps: UInt16(mps), initialCredits: UInt16(credits))
+        enhanced = args.flag("enhanced")
+        if enhanced, !parameters.isValidEnhanced {
+            throw UsageError("--enhanced needs --mtu and --mps of at least 64")
+        }
         echo = args.flag("echo")
         once = args.flag("once")
         deviceName = args.option("name") ?? "SwiftBLE"
@@ -114,10 +125,11 @@ struct L2capCommand: BLECommand {
         let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture),
                                                        name: deviceName, address: ownAddress, configuration: configuration)
         do {
-            let listener = try await manager.listenL2CAP(psm: psm, parameters: parameters)
+            let modes: Set<CreditBasedMode> = enhanced ? [.enhancedCreditBased] : [.leCreditBased, .enhancedCreditBased]
+            let listener = try await manager.listenL2CAP(psm: psm, parameters: parameters, modes: modes)
             try await manager.startAdvertising(AdvertisingData.Builder().flags(discoverableFlags).localName(deviceName).build())
             let address = await manager.address
-            status("listening on PSM \(psm) (0x\(String(psm, radix: 16))) as \"\(deviceName)\" at \(address.map { "\($0)" } ?? "?")")
+            status("listening on PSM \(psm) (0x\(String(psm, radix: 16)))\(enhanced ? ", enhanced credit-based only," : "") as \"\(deviceName)\" at \(address.map { "\($0)" } ?? "?")")
             let (echo, once) = (echo, once)
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -166,7 +178,9 @@ struct L2capCommand: BLECommand {
         do {
             let address = try await target.resolve(using: central)
             let peripheral = try await central.connect(address, timeout: timeout)
-            let channel = try await peripheral.openL2CAPChannel(psm: psm, parameters: parameters)
+            let channel = enhanced
+                ? try await Self.first(peripheral.openL2CAPChannels(psm: psm, count: 1, parameters: parameters))
+                : try await peripheral.openL2CAPChannel(psm: psm, parameters: parameters)
             status("channel to \(address): \(channel.info)")
             try await pipe(channel)
             try? await peripheral.disconnect()
@@ -175,6 +189,12 @@ struct L2capCommand: BLECommand {
             throw error
         }
         await central.close()
+    }
+
+    /// The one channel an enhanced request for one opened (it throws when none opened).
+    private static func first(_ channels: [LECreditBasedChannel]) throws -> LECreditBasedChannel {
+        guard let channel = channels.first else { throw BLEError.l2cap(.refused(.noResourcesAvailable)) }
+        return channel
     }
 
     /// stdin → channel and channel → stdout at once, until the channel ends (either side closes
