@@ -129,3 +129,28 @@ extension UIBrowserTests {
         XCTAssertTrue(warning.contains("pi.example:\(ui.port)"), warning)
     }
 }
+
+extension UIBrowserTests {
+    /// Bad input to the new screens' API gets 400 or 409 saying so, HEAD of an event stream a
+    /// head, and the server goes on serving.
+    func testBadInputToSampleAndServeIsRefusedAndTheServerGoesOn() throws {
+        let ui = try UIProcess()
+        defer { ui.stop() }
+        let token = parts(ui).token
+        func status(_ request: String) throws -> String {
+            let r = try python("http_probe.py", ["--port", String(ui.port), "--request", request], timeout: 30)
+            XCTAssertTrue(r.succeeded, "\(r)")
+            return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func post(_ path: String, _ body: String) -> String {
+            "POST \(path) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nX-BLE-Token: \(token)\\r\\nContent-Length: \(body.utf8.count)\\r\\n\\r\\n\(body)"
+        }
+        XCTAssertEqual(try status(post("/api/serve/start", "{")), "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(try status(post("/api/serve/start", "{\"profile\":\"nope\"}")), "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(try status(post("/api/serve/stop", "")), "HTTP/1.1 409 Conflict")
+        XCTAssertEqual(try status(post("/api/sample/run", "{\"count\":0}")), "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(try status("HEAD /api/events?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 200 OK")
+        XCTAssertEqual(try status("GET /api/serve?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 200 OK")
+        XCTAssertEqual(try status("GET /sample?token=\(token) HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\n\\r\\n"), "HTTP/1.1 200 OK")
+    }
+}
