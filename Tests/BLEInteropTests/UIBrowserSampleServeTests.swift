@@ -104,6 +104,16 @@ extension UIBrowserTests {
         await central.close()
     }
 
+    /// An `--allow-host` that is not a host name (a port in it, a space) is a usage error
+    /// before anything starts.
+    func testAnAllowHostThatIsNotAHostNameIsAUsageError() throws {
+        for bad in ["pi.local:8765", "cafe:80", "a b", ""] {
+            let r = try ProcessRunner.run(try BLETool.executableURL(), arguments: ["ui", "--hci", "virtual", "--allow-host", bad], timeout: 30)
+            XCTAssertNotEqual(r.status, 0, "\(r)")
+            XCTAssertTrue(r.stderr.contains("--allow-host expects a host name or address without a port"), "\(r)")
+        }
+    }
+
     /// `--listen 0.0.0.0:0`: a warning on stderr that the page is reachable in cleartext, and
     /// the Host may be a loopback name or an `--allow-host` name, still nothing else.
     func testAWildcardListenWarnsAndAnswersTheAllowedNames() throws {

@@ -62,7 +62,7 @@ struct UICommand: BLECommand {
         var name = text.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         let allowed = name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-.:_".unicodeScalars.contains($0) }
-        let isIPv6 = name.contains(":") && name.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }
+        let isIPv6 = name.filter { $0 == ":" }.count >= 2 && name.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }
         guard !name.isEmpty, allowed, !name.contains(":") || isIPv6 else {
             throw UsageError("--allow-host expects a host name or address without a port (e.g. pi.local), not '\(text)'")
         }
