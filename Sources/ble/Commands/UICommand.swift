@@ -11,7 +11,7 @@ import Foundation
 /// behind them.
 struct UICommand: BLECommand {
     static let name = "ui"
-    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, and the heart-rate monitor."
+    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, the heart-rate monitor, the sample central's steps, and the ble serve profiles."
     static let options: [CommandOption] = [
         .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
