@@ -91,6 +91,8 @@ package.targets += [
     .executableTarget(name: "cb-heart-rate", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-heart-rate"),
     .executableTarget(name: "cb-accel-peripheral", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-accel-peripheral"),
     .executableTarget(name: "cb-accel-central", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-accel-central"),
+    // L2CAP channels through `CBPeripheral.openL2CAPChannel` and the channel's streams.
+    .executableTarget(name: "cb-l2cap", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-l2cap"),
     // Typical iOS idioms (implicitly unwrapped managers, @unknown default, Timer) in Swift 5 mode.
     .testTarget(name: "CoreBluetoothSwift5Tests", dependencies: ["CoreBluetooth"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),

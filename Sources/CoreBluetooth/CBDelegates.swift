@@ -89,7 +89,7 @@ public protocol CBPeripheralDelegate: NSObjectProtocol {
     func peripheral(_ peripheral: CBPeripheral, didWriteValueFor descriptor: CBDescriptor, error: (any Error)?)
     /// `canSendWriteWithoutResponse` became true again after it was false.
     func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral)
-    /// `openL2CAPChannel` finished (on Linux: always `CBError.operationNotSupported` for now).
+    /// `openL2CAPChannel(_:)` finished: the open channel, or why not (nil channel).
     func peripheral(_ peripheral: CBPeripheral, didOpen channel: CBL2CAPChannel?, error: (any Error)?)
 }
 

@@ -290,6 +290,13 @@ enum CBErrorMapping {
         case .timeout: return CBError(.connectionTimeout)
         case .security: return CBError(.encryptionTimedOut)
         case .closed, .transport: return CBError(.peripheralDisconnected)
+        case let .l2cap(l2cap):
+            switch l2cap {
+            case .refused, .rejected: return CBError(.connectionFailed)
+            case .timeout: return CBError(.connectionTimeout)
+            case .closed: return CBError(.peripheralDisconnected)
+            default: return CBError(.unknown)
+            }
         default: return CBError(.unknown)
         }
     }

@@ -143,14 +143,29 @@ open class CBATTRequest: NSObject, @unchecked Sendable {
     }
 }
 
-/// How quickly a central's link should be (`setDesiredConnectionLatency`; a hint the stack ignores).
+/// How quickly a central's link should answer (`setDesiredConnectionLatency(_:for:)`), with
+/// Apple's raw values.
 public enum CBPeripheralManagerConnectionLatency: Int, Sendable {
-    /// Low latency, more power.
+    /// Rapid communication over battery life: a 15–30 ms connection interval.
     case low = 0
-    /// The middle.
+    /// A balance of the two: 30–60 ms.
     case medium = 1
-    /// High latency, least power.
+    /// Battery life over rapid communication: 150–300 ms, and the peripheral may skip two
+    /// connection events in three.
     case high = 2
+
+    /// The connection parameters asked for: intervals in 1.25 ms units, the timeout in 10 ms.
+    /// Apple does not publish the values it uses; these keep to the rules of Apple's Accessory
+    /// Design Guidelines (interval minimum a multiple of 15 ms and at least 15 ms, maximum at
+    /// least 15 ms above it, maximum × (latency + 1) at most 2 s, timeout at most 6 s and more
+    /// than three times that), so an iPhone central would accept them too.
+    var parameters: (intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16) {
+        switch self {
+        case .low: return (12, 24, 0, 200)
+        case .medium: return (24, 48, 0, 400)
+        case .high: return (120, 240, 2, 600)
+        }
+    }
 }
 
 /// Peripheral manager option: show a power alert (iOS UI; ignored on Linux).

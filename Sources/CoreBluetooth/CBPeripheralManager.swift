@@ -22,11 +22,11 @@ public protocol CBPeripheralManagerDelegate: NSObjectProtocol {
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest])
     /// After `updateValue` returned false, there is room again: send the value again.
     func peripheralManagerIsReady(toUpdateSubscribers peripheral: CBPeripheralManager)
-    /// `publishL2CAPChannel` finished (on Linux: always `CBError.operationNotSupported` for now).
+    /// `publishL2CAPChannel(withEncryption:)` finished: the PSM assigned, or why not.
     func peripheralManager(_ peripheral: CBPeripheralManager, didPublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?)
     /// `unpublishL2CAPChannel` finished.
     func peripheralManager(_ peripheral: CBPeripheralManager, didUnpublishL2CAPChannel PSM: CBL2CAPPSM, error: (any Error)?)
-    /// A central opened a published channel (never on Linux yet).
+    /// A central opened a channel to a published PSM.
     func peripheralManager(_ peripheral: CBPeripheralManager, didOpen channel: CBL2CAPChannel?, error: (any Error)?)
 }
 
@@ -75,6 +75,8 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         var lane: OperationLane?
         /// The controller is this manager's own (`virtual`), closed with it.
         var ownsController = false
+        /// The published L2CAP PSMs and their listeners.
+        var l2cap: [CBL2CAPPSM: L2CAPListener] = [:]
     }
 
     /// How many `updateValue` calls may wait for the link before it returns false.
@@ -182,6 +184,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                     s.published = []
                     s.pendingUpdates = 0
                     s.owesReady = false
+                    s.l2cap = [:]
                     defer { s.byHandle = [:] }
                     return Array(s.byHandle.values)
                 }
@@ -198,16 +201,19 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    /// A manager that goes away takes its services and advertising with it (and its own
-    /// controller, on `virtual`).
+    /// A manager that goes away takes its services, advertising and published PSMs with it (and
+    /// its own controller, on `virtual`).
     deinit {
-        let (api, owns, published, advertising) = inner.withLock { ($0.api, $0.ownsController, $0.published.map(\.handles), $0.advertising) }
+        let (api, owns, published, advertising, listeners) = inner.withLock {
+            ($0.api, $0.ownsController, $0.published.map(\.handles), $0.advertising, Array($0.l2cap.values))
+        }
         guard let api else { return }
         Task {
             if owns {
                 await api.close()
                 return
             }
+            for listener in listeners { await listener.stop() }
             if advertising { try? await api.stopAdvertising() }
             for handles in published { try? await api.remove(handles) }
         }
@@ -221,7 +227,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     }
 
     /// The stack when powered on; else nil, with Apple's API-misuse warning.
-    private func poweredOn(_ what: String) -> (PeripheralManager, OperationLane)? {
+    func poweredOn(_ what: String) -> (PeripheralManager, OperationLane)? {
         guard state == .poweredOn, let (api, lane) = inner.withLock({ s in s.api.flatMap { a in s.lane.map { (a, $0) } } }) else {
             CBLog.warning("API MISUSE: <CBPeripheralManager: \(pointerText(self))> can only accept this command (\(what)) while in the powered on state")
             return nil
@@ -382,8 +388,26 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         lane.enqueue { try? await api.stopAdvertising() }
     }
 
-    /// A hint for a central's link; ignored.
-    open func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {}
+    /// Asks a connected central for the link timing `latency` stands for (see
+    /// `CBPeripheralManagerConnectionLatency`): a connection parameter request the central may
+    /// grant or not, as on Apple platforms. Nothing is reported back; a central that is not
+    /// connected, or a controller that refuses, gets a warning on stderr.
+    open func setDesiredConnectionLatency(_ latency: CBPeripheralManagerConnectionLatency, for central: CBCentral) {
+        guard let (api, _) = poweredOn("setDesiredConnectionLatency") else { return }
+        guard let connection = central.connection.current else {
+            CBLog.warning("API MISUSE: \(central) is not connected: setDesiredConnectionLatency is ignored")
+            return
+        }
+        let p = latency.parameters
+        Task {
+            do {
+                try await api.requestConnectionParameters(intervalMin: p.intervalMin, intervalMax: p.intervalMax, latency: p.latency,
+                                                          supervisionTimeout: p.timeout, for: connection)
+            } catch {
+                CBLog.warning("setDesiredConnectionLatency(\(latency)) for \(central): \(error)")
+            }
+        }
+    }
 
     // MARK: Updates and requests
 

@@ -48,13 +48,36 @@ public struct AccelerometerRecording: Sendable {
         return out
     }
 
-    /// The whole session as an SVG chart, time in seconds from the first sample.
-    public func svg() -> String {
+    /// Each sample's arrival in seconds from the first one's.
+    var seconds: [Double] {
         let start = times.first ?? .zero
-        let seconds = times.map { t -> Double in
+        return times.map { t -> Double in
             let (s, atto) = (t - start).components
             return Double(s) + Double(atto) / 1e18
         }
+    }
+
+    /// The whole session as CSV (RFC 4180): a header line `t,x,y,z`, then one line per sample,
+    /// `t` in seconds from the first sample (to the millisecond), x, y, z in g, each Float32 in
+    /// its shortest form that reads back as the same Float32 (non-finite values, which a peer
+    /// may send, are written as `nan`, `inf` or `-inf`). Lines end with CRLF, as the RFC has them.
+    public func csv() -> String {
+        var out = "t,x,y,z\r\n"
+        for (t, s) in zip(seconds, samples) {
+            out += NumberText.fixed(t, 3) + "," + [s.x, s.y, s.z].map(Self.csvNumber).joined(separator: ",") + "\r\n"
+        }
+        return out
+    }
+
+    static func csvNumber(_ v: Float) -> String {
+        if v.isNaN { return "nan" }
+        if v.isInfinite { return v > 0 ? "inf" : "-inf" }
+        return "\(v)"
+    }
+
+    /// The whole session as an SVG chart, time in seconds from the first sample.
+    public func svg() -> String {
+        let seconds = self.seconds
         let chart = SVGChart(title: "Accelerometer \(device ?? "")".trimmingSpaces + " — \(samples.count) samples",
                              xLabel: "time (s)", yLabel: "acceleration (g)")
         return chart.render(times: seconds, series: series.map { SVGChart.Series(name: $0.name, color: $0.svgColor, values: $0.values) })

@@ -59,8 +59,9 @@ public struct DemoPeripherals: Sendable {
 /// What the demo world's peripherals are configured with, where they differ from `ble serve`'s
 /// defaults (the options `ble serve` would take on its command line).
 public struct DemoSetup: Sendable {
-    /// The echo server's `--files` directory: `ble demo` lets it serve the image it wrote; the
-    /// shared `--hci virtual` world serves no files, like `ble serve echo`.
+    /// The echo server's `--files` directory: `ble demo` lets it serve the image it wrote, and
+    /// `ble ui` the picture of its `/echo` screen; otherwise the shared `--hci virtual` world
+    /// serves no files, like `ble serve echo`.
     public var echoFiles: ServedDirectory?
 
     /// `ble serve`'s defaults unless given: no files served.
@@ -104,11 +105,13 @@ extension BatteryServeProfile: DemoStartable {}
 extension TestServeProfile: DemoStartable {}
 
 /// `--hci virtual` (or BLE_HCI=virtual): the shared in-process radio gets the demo
-/// peripherals before the command's own controller joins it.
-public func installDemoPeripheralsInSharedWorld() async {
+/// peripherals before the command's own controller joins it, configured by `setup` (`ble ui`
+/// gives its echo server the demo picture to serve). A later call before the world opens
+/// replaces an earlier one.
+public func installDemoPeripheralsInSharedWorld(setup: DemoSetup = DemoSetup()) async {
     await VirtualWorld.setSharedSetup { world in
         do {
-            _ = try await DemoPeripherals.start(in: world)
+            _ = try await DemoPeripherals.start(in: world, setup: setup)
         } catch {
             throw BLEError.transport("virtual radio: the demo peripherals did not start: \(error)")
         }

@@ -24,7 +24,7 @@ enum UIAssets {
         <script src="/static/ui.js?token=\(token)" defer></script>
         \(more)</head>
         <body>
-        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a> <a href="/sample?token=\(token)">Sample</a> <a href="/serve?token=\(token)">Serve</a></nav></header>
+        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a> <a href="/echo?token=\(token)">Echo</a> <a href="/sample?token=\(token)">Sample</a> <a href="/accel?token=\(token)">Accelerometer</a> <a href="/serve?token=\(token)">Serve</a></nav></header>
         <main>
         \(body)
         </main>
@@ -60,9 +60,11 @@ enum UIAssets {
     /// `/static/…` files.
     static func asset(_ path: String) -> HTTPResponse? {
         switch path {
-        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UISampleAssets.css + UIServeAssets.css).utf8))
+        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UIEchoAssets.css + UIAccelAssets.css + UISampleAssets.css + UIServeAssets.css).utf8))
         case "/static/ui.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(script.utf8))
         case "/static/heart-rate.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIHeartRateAssets.script.utf8))
+        case "/static/echo.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIEchoAssets.script.utf8))
+        case "/static/accel.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIAccelAssets.script.utf8))
         default: return nil
         }
     }
@@ -71,7 +73,8 @@ enum UIAssets {
     :root { color-scheme: light dark; --fg: #1b1b1b; --bg: #fdfdfd; --muted: #666; --bar: #2a7ae2; --line: #ddd; }
     @media (prefers-color-scheme: dark) { :root { --fg: #e8e8e8; --bg: #121212; --muted: #999; --bar: #5b9cff; --line: #333; } }
     body { font: 15px/1.4 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 0; }
-    header { padding: .6em 1em; border-bottom: 1px solid var(--line); display: flex; gap: 1em; align-items: baseline; }
+    header { padding: .6em 1em; border-bottom: 1px solid var(--line); display: flex; flex-wrap: wrap; gap: .3em 1em; align-items: baseline; }
+    nav { display: flex; flex-wrap: wrap; gap: .3em .8em; }
     main { padding: 0 1em 2em; }
     a { color: var(--bar); }
     table { border-collapse: collapse; width: 100%; }

@@ -69,6 +69,9 @@ public final class UIDevicesApp: Sendable {
         subscribers.forEach { $0.finish() }
     }
 
+    /// The devices heard now, in no order: the list other screens choose from (`/accel`).
+    public var scannedDevices: [ScannedDevice] { state.withLock { Array($0.devices.values) } }
+
     /// The devices now, strongest first, as the API's JSON array.
     public func devicesJSON(now: Duration) -> String {
         // Strongest first; equal RSSIs by address, so rows keep their places.

@@ -6,19 +6,20 @@ import Foundation
 
 /// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
 /// which keeps the radio: the device list (`/devices`), a device's GATT screen
-/// (`/devices/ADDRESS`), the heart-rate monitor (`/heart-rate`, `/heart-rate/ADDRESS`), the
-/// sample central's steps (`/sample`), the `ble serve` profiles (`/serve`), and the JSON API
-/// behind them.
+/// (`/devices/ADDRESS`), the heart-rate monitor (`/heart-rate`, `/heart-rate/ADDRESS`), the echo
+/// and image fetch (`/echo`), the sample central's steps (`/sample`), the accelerometer chart
+/// (`/accel`, `/accel/ADDRESS`), the `ble serve` profiles (`/serve`), and the JSON API behind them.
 struct UICommand: BLECommand {
     static let name = "ui"
-    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, the heart-rate monitor, the sample central's steps, and the ble serve profiles."
+    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, the heart-rate monitor, echo and image fetch, the sample central's steps, the accelerometer chart, and the ble serve profiles."
     static let options: [CommandOption] = [
         .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
         .single("min-rssi", value: "DBM", help: "the heart-rate screen refuses monitors heard weaker than DBM (default -70)"),
         .repeatable("allow-host", value: "NAME", help: "also answer requests whose Host is NAME (a name others reach this machine by, e.g. pi.local)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
+    // The demo peripherals are installed by `run`, with the picture the echo server serves.
+    static let needs: CommandNeeds = [.controller, .handlesInterrupts]
     static let discussion = """
     The first line of stdout is the page's address with its per-run token: ui: http://HOST:PORT/?token=TOKEN
     Every request needs that token (in the address, or a script's X-BLE-Token header; no cookie) and a Host naming this server;
@@ -76,6 +77,8 @@ struct UICommand: BLECommand {
     }
 
     func run() async throws {
+        let demoFiles = await Self.installDemo(virtual: (controller.hci ?? ProcessInfo.processInfo.environment["BLE_HCI"]) == "virtual")
+        defer { if let demoFiles { try? FileManager.default.removeItem(atPath: demoFiles.directory) } }
         let central = try await controller.openCentral()
         let listener: TCPServer<TCPByteConnection>
         do {
@@ -107,11 +110,15 @@ struct UICommand: BLECommand {
         app.start()
         let peripherals = UIPeripheralApp(central: central, token: token)
         let heartRate = UIHeartRateApp(central: central, token: token, options: self.heartRate)
+        let echo = UIEchoApp(central: central, token: token, suggestedURL: demoFiles?.url)
+        let accel = UIAccelApp(central: central, token: token, devices: app)
         let sample = UISampleApp(central: central, token: token)
         let serve = UIServeApp(central: central, token: token)
         let server = UIServer(policy: policy) { request in
             if let reply = app.handle(request) { return reply }
             if let reply = heartRate.handle(request) { return reply }
+            if let reply = await echo.handle(request) { return reply }
+            if let reply = accel.handle(request) { return reply }
             if let reply = sample.handle(request) { return reply }
             if let reply = await serve.handle(request) { return reply }
             if let reply = await peripherals.handle(request) { return reply }
@@ -130,11 +137,34 @@ struct UICommand: BLECommand {
         accepting.cancel()
         app.stop()
         heartRate.stop()
+        echo.stop()
+        accel.stop()
         sample.stop()
         await serve.stop()
         await peripherals.stop()
         await central.close()
         if let opener { try? FileManager.default.removeItem(atPath: opener) }
+    }
+
+    /// The demo peripherals for `--hci virtual` (they join the in-process radio when it opens),
+    /// the echo server among them serving one picture, so that `/echo`'s fetch works with
+    /// nothing attached: `DemoImage` in a directory only this user reads, removed at exit.
+    /// Returns that directory and the picture's URL; nil when not virtual, or when the picture
+    /// cannot be written (said on stderr; the rest of the demo runs).
+    private static func installDemo(virtual: Bool) async -> (directory: String, url: String)? {
+        guard virtual else { return nil }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ble-ui-\(getuid())/echo-\(getpid())").path
+        do {
+            _ = try PrivateFiles.ensureDirectory(directory)
+            try PrivateFiles.write(DemoImage.bitmap(width: 96, height: 64), directory: directory, name: DemoImage.fileName)
+            await installDemoPeripheralsInSharedWorld(setup: DemoSetup(echoFiles: try ServedDirectory(directory)))
+            return (directory, URL(fileURLWithPath: directory + "/" + DemoImage.fileName).absoluteString)
+        } catch {
+            standardError("ble: the echo server's demo picture could not be written (\(error)); /echo fetches only what you give it")
+            await installDemoPeripheralsInSharedWorld()
+            try? FileManager.default.removeItem(atPath: directory)
+            return nil
+        }
     }
 
     /// Starts the desktop's browser on `address` through a page that only this user can read

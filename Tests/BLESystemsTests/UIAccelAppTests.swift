@@ -1,0 +1,217 @@
+import BLERuntime
+import BLEVirtual
+import BLEVirtualRadio
+import BLE
+import BLEHTTP
+import BLEHost
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import XCTest
+import BLESystems
+
+/// Reads a screen's event stream with one iterator, so a test can read on where it stopped.
+struct EventReader {
+    var iterator: AsyncStream<[UInt8]>.Iterator
+
+    init(_ stream: AsyncStream<[UInt8]>) { iterator = stream.makeAsyncIterator() }
+
+    /// The `type`s and data of the events, up to the `count`th of type `until` (or the end).
+    mutating func read(until: String, count: Int = 1) async -> [(type: String, data: String)] {
+        var out: [(type: String, data: String)] = []
+        while let event = await iterator.next() {
+            let text = String(decoding: event, as: UTF8.self)
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("data: ") }) else { continue }
+            let data = String(line.dropFirst("data: ".count))
+            let object = (try? JSONSerialization.jsonObject(with: Data(data.utf8))) as? [String: Any]
+            out.append((object?["type"] as? String ?? "?", data))
+            if out.filter({ $0.type == until }).count >= count { break }
+        }
+        return out
+    }
+}
+
+/// `ble ui`'s `/accel` screens on the virtual radio, in virtual time: the list of devices named
+/// *ble*, one device's live samples, pause, the CSV and SVG downloads, and the errors a page
+/// shows (not an accelerometer, a peer that leaves, an address that is none).
+final class UIAccelAppTests: XCTestCase {
+    /// The pieces of one screen: the demo's accelerometer, a central and the app over it.
+    struct Screen {
+        let sensor: RunningProfile
+        let central: Central
+        let devices: UIDevicesApp
+        let app: UIAccelApp
+        let address: String
+
+        init(_ world: VirtualWorld, profile: some ServeProfile = AccelerometerServeProfile(), name: String = "BLE001") async throws {
+            sensor = try await world.serve(profile, name: name)
+            let (central, _) = try await world.addCentral()
+            self.central = central
+            devices = UIDevicesApp(central: central, token: "t")
+            app = UIAccelApp(central: central, token: "t", devices: devices)
+            let own = await sensor.manager.address
+            address = try XCTUnwrap(own).description
+        }
+
+        func get(_ path: String) -> UIReply? { app.handle(HTTPRequest(method: "GET", target: path)) }
+
+        func post(_ path: String, _ body: String) -> [String: Any] {
+            guard case let .response(r)? = app.handle(HTTPRequest(method: "POST", target: path, body: Array(body.utf8))) else { return [:] }
+            return (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:]
+        }
+
+        func stream() -> EventReader? {
+            guard case let .events(s)? = get("/api/accel-events/\(address)") else { return nil }
+            return EventReader(s)
+        }
+
+        /// The session's CSV lines (header included), or nil when there is none to download.
+        func csv() -> [String]? {
+            guard case let .response(r)? = get("/api/accel-session/\(address).csv"), r.status == .ok else { return nil }
+            return String(decoding: r.body, as: UTF8.self).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        }
+
+        func close() async {
+            app.stop()
+            devices.stop()
+            await central.close()
+            await sensor.stop()
+        }
+    }
+
+    func testSamplesArriveAndPauseStopsRecordingThem() async throws {
+        let (events, atPause, afterPause, afterResume, paused) = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            var stream = try XCTUnwrap(screen.stream())
+            let events = await stream.read(until: "sample", count: 3)
+            let paused = screen.post("/api/accel/pause", #"{"address":"\#(screen.address)","paused":true}"#)
+            let atPause = screen.csv()?.count ?? -1
+            try await world.clock.sleep(for: .seconds(2))
+            let afterPause = screen.csv()?.count ?? -1
+            _ = screen.post("/api/accel/pause", #"{"address":"\#(screen.address)","paused":false}"#)
+            try await world.clock.sleep(for: .seconds(1))
+            let afterResume = screen.csv()?.count ?? -1
+            await screen.close()
+            return (events.map(\.type), atPause, afterPause, afterResume, paused["paused"] as? Bool)
+        }
+        XCTAssertEqual(Array(events.prefix(3)), ["connecting", "connected", "subscribed"], "\(events)")
+        XCTAssertEqual(events.filter { $0 == "sample" }.count, 3)
+        XCTAssertEqual(paused, true)
+        XCTAssertGreaterThanOrEqual(atPause, 4, "the header and three samples at least")
+        XCTAssertEqual(afterPause, atPause, "two paused seconds record nothing")
+        XCTAssertGreaterThanOrEqual(afterResume, atPause + 3, "5 Hz again after the resume")
+    }
+
+    func testTheSessionDownloadsAsCSVAndSVG() async throws {
+        let (lines, svg, disposition) = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            var stream = try XCTUnwrap(screen.stream())
+            _ = await stream.read(until: "sample", count: 5)
+            let lines = screen.csv() ?? []
+            guard case let .response(r)? = screen.get("/api/accel-session/\(screen.address).svg") else { throw XCTSkip("no SVG") }
+            await screen.close()
+            return (lines, r.body, r.headers.first { $0.name == "Content-Disposition" }?.value)
+        }
+        XCTAssertEqual(lines.first, "t,x,y,z")
+        XCTAssertGreaterThanOrEqual(lines.count, 6)
+        for line in lines.dropFirst() {
+            let fields = line.split(separator: ",")
+            XCTAssertEqual(fields.count, 4, line)
+            XCTAssertTrue(fields.allSatisfy { Double($0) != nil }, line)
+        }
+        XCTAssertEqual(lines.dropFirst().first?.hasPrefix("0.000,"), true, "time from the first sample")
+        let parser = XMLParser(data: Data(svg))
+        XCTAssertTrue(parser.parse(), "the SVG is well-formed XML: \(String(describing: parser.parserError))")
+        XCTAssertEqual(String(decoding: svg, as: UTF8.self).components(separatedBy: "<polyline").count - 1, 3, "x, y and z")
+        XCTAssertEqual(disposition?.hasPrefix("attachment; filename=\"accel-"), true, "\(disposition ?? "none")")
+    }
+
+    /// A device without 0011 (the heart-rate sensor) is said to be no accelerometer; the stream
+    /// ends, so a page's EventSource does not ask again and again.
+    func testADeviceThatIsNotAnAccelerometerIsSaidSo() async throws {
+        let events = try await VirtualWorld.run { world in
+            let screen = try await Screen(world, profile: HeartRateServeProfile(), name: "HRM")
+            var stream = try XCTUnwrap(screen.stream())
+            let events = await stream.read(until: "end-of-stream")
+            await screen.close()
+            return events
+        }
+        XCTAssertEqual(events.last?.type, "error", "\(events)")
+        XCTAssertTrue(events.last?.data.contains("not an accelerometer") == true, "\(events)")
+    }
+
+    /// The peripheral drops the link: the page is told, and what was recorded still downloads.
+    func testAPeerThatDisconnectsIsReportedAndTheSessionStillDownloads() async throws {
+        let (events, rows) = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            var stream = try XCTUnwrap(screen.stream())
+            var events = await stream.read(until: "sample", count: 3)
+            let linked = await screen.sensor.manager.connectedCentrals
+            for c in linked { try await screen.sensor.manager.disconnect(c) }
+            events += await stream.read(until: "end-of-stream")
+            let rows = screen.csv()?.count ?? 0
+            await screen.close()
+            return (events, rows)
+        }
+        XCTAssertEqual(events.last?.type, "error", "\(events.map(\.type))")
+        XCTAssertTrue(events.last?.data.lowercased().contains("disconnect") == true, "\(events.last?.data ?? "")")
+        XCTAssertGreaterThanOrEqual(rows, 4, "the header and the samples before the disconnect")
+    }
+
+    /// An address nobody answers at: the connection attempt gives up after its 10 s, and the
+    /// page is told so.
+    func testAnAddressNobodyAnswersAtIsSaidSo() async throws {
+        let events = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            guard case let .events(s)? = screen.get("/api/accel-events/00:5A:B1:00:00:77%2Fpublic") else { throw XCTSkip("no stream") }
+            var reader = EventReader(s)
+            let events = await reader.read(until: "end-of-stream")
+            await screen.close()
+            return events
+        }
+        XCTAssertEqual(events.map(\.type), ["connecting", "error"], "\(events)")
+        XCTAssertTrue(events.last?.data.contains("timed out: connecting to 00:5A:B1:00:00:77") == true, "\(events)")
+    }
+
+    func testWhatIsNotAnAddressGetsAClearAnswer() async throws {
+        try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            guard case let .response(page)? = screen.get("/accel/not-an-address") else { return XCTFail("no page") }
+            XCTAssertEqual(page.status, .notFound)
+            XCTAssertTrue(String(decoding: page.body, as: UTF8.self).contains("not a device address"))
+            guard case let .response(api)? = screen.get("/api/accel-events/zz") else { return XCTFail("no answer") }
+            XCTAssertEqual(api.status, .notFound)
+            let unfollowed = screen.post("/api/accel/pause", #"{"address":"\#(screen.address)","paused":true}"#)
+            XCTAssertTrue((unfollowed["error"] as? String)?.contains("no page follows") == true, "\(unfollowed)")
+            XCTAssertNil(screen.csv(), "no session, nothing to download")
+            await screen.close()
+        }
+    }
+
+    /// `/api/accel/devices`: the devices named *ble*, saying which advertise 0011; others not.
+    func testTheListHasTheDevicesNamedBLE() async throws {
+        let list = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            let other = try await world.serve(BatteryServeProfile.self, name: "BLE Battery")
+            let hidden = try await world.serve(HeartRateServeProfile.self, name: "HRM")
+            screen.devices.start()
+            var list: [(name: String, accelerometer: Bool)] = []
+            // Each advertiser is heard within a second of virtual time; ten at most.
+            for _ in 0..<10 where list.count < 2 {
+                try await world.clock.sleep(for: .seconds(1))
+                if case let .response(r)? = screen.get("/api/accel/devices") {
+                    let objects = (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [[String: Any]] ?? []
+                    list = objects.map { ($0["name"] as? String ?? "", $0["accelerometer"] as? Bool ?? false) }
+                }
+            }
+            await other.stop()
+            await hidden.stop()
+            await screen.close()
+            return list
+        }
+        XCTAssertEqual(list.map(\.name).sorted(), ["BLE Battery", "BLE001"])
+        XCTAssertEqual(list.first { $0.name == "BLE001" }?.accelerometer, true)
+        XCTAssertEqual(list.first { $0.name == "BLE Battery" }?.accelerometer, false)
+    }
+}
