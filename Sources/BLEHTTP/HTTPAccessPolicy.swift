@@ -39,6 +39,40 @@ public struct HTTPAccessPolicy: Sendable {
         return names
     }
 
+    /// Whether `host` binds every interface (`0.0.0.0`, `::`): the server is then reachable
+    /// from the network, not only from this machine.
+    public static func isWildcard(_ host: String) -> Bool {
+        ["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"].contains(host)
+    }
+
+    /// Whether `host` is a loopback address or name: only this machine reaches it.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    /// The `host:port` names a server bound to `host` answers to, for a bind that the
+    /// loopback names alone do not cover: bound to every interface (`isWildcard`), each of the
+    /// machine's `interfaceAddresses` and the loopback names (never `0.0.0.0` itself, which
+    /// names no machine); bound to one address, what `hosts(boundTo:port:)` says. `names` are
+    /// added in either case: the names (a DNS or mDNS name, `pi.local`) by which others reach
+    /// this machine, which no interface says (`ble ui --allow-host`).
+    public static func hosts(boundTo host: String, port: UInt16, interfaceAddresses: [String], names: [String]) -> Set<String> {
+        var out: Set<String>
+        if isWildcard(host) {
+            out = hosts(boundTo: "127.0.0.1", port: port)
+            for address in interfaceAddresses where !address.isEmpty { out.insert(authority(address, port: port)) }
+        } else {
+            out = hosts(boundTo: host, port: port)
+        }
+        for name in names where !name.isEmpty { out.insert(authority(name, port: port)) }
+        return Set(out.map { $0.lowercased() })
+    }
+
+    /// `name:port`, with an IPv6 address in brackets (RFC 3986 §3.2.2), as a `Host` field has it.
+    public static func authority(_ name: String, port: UInt16) -> String {
+        name.contains(":") && !name.hasPrefix("[") ? "[\(name)]:\(port)" : "\(name):\(port)"
+    }
+
     /// What to do with a request.
     public enum Decision: Sendable, Equatable {
         /// Serve it.

@@ -10,13 +10,15 @@ final class UIBrowserTests: XCTestCase {
         let address: String
         let port: Int
 
-        init(arguments: [String] = [], environment: [String: String]? = nil) throws {
+        /// `ble ui` on `hci`, listening on `listen`; its stderr goes to `errors` if given.
+        init(arguments: [String] = [], environment: [String: String]? = nil, hci: String = "virtual", listen: String = "127.0.0.1:0",
+             errors: FileHandle? = nil) throws {
             process.executableURL = try BLETool.executableURL()
-            process.arguments = ["ui", "--hci", "virtual", "--listen", "127.0.0.1:0"] + arguments
+            process.arguments = ["ui", "--hci", hci, "--listen", listen] + arguments
             if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
             let out = Pipe()
             process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
+            process.standardError = errors ?? FileHandle.nullDevice
             try process.run()
             // The first line, within a bound.
             let line = Locked<String?>(nil)

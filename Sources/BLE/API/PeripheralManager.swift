@@ -82,6 +82,12 @@ public final class PeripheralManager: Sendable {
         try await host.run { try $0.server.removeService(service, $0) }
     }
 
+    /// The services in the database now, in handle order (the GAP and GATT services first):
+    /// what a caller that did not keep `add`'s answers (a `ble serve` profile's install) removes.
+    public var services: [GATTServiceHandles] {
+        get async { await host.run { $0.server.database.services } }
+    }
+
     /// Answers reads of a dynamic value (`value: nil` in its definition) with `handler`
     /// instead of `.read` events. The handler may take its time (it runs in its own task).
     public func setReadHandler(forHandle handle: UInt16, _ handler: GATTReadHandler?) async {

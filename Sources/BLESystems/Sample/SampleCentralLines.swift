@@ -7,31 +7,35 @@ import BLEWire
 public enum SampleCentralLines {
     /// The line for one step: its number, a label and what happened ("1 state          poweredOn").
     public static func line(for event: SampleCentralEvent) -> String {
-        func step(_ n: Int?, _ label: String, _ text: String) -> String {
-            (n.map { "\($0) " } ?? "  ") + (text.isEmpty ? label : NumberText.left(label, 15) + text)
-        }
+        let (n, label, text) = parts(of: event)
+        return (n.map { "\($0) " } ?? "  ") + (text.isEmpty ? label : NumberText.left(label, 15) + text)
+    }
+
+    /// One step as its number (nil for the closing "disconnected"), label and text: what
+    /// `line(for:)` lays out for a terminal and `ble ui`'s /sample screen shows in columns.
+    public static func parts(of event: SampleCentralEvent) -> (step: Int?, label: String, text: String) {
         switch event {
         case let .managerState(state):
-            return step(1, "state", state.rawValue)
+            return (1, "state", state.rawValue)
         case let .found(name, address, rssi):
-            return step(2, "found", "\(name ?? "(unnamed)")  \(address)  rssi \(rssi.map(String.init) ?? "?")")
+            return (2, "found", "\(name ?? "(unnamed)")  \(address)  rssi \(rssi.map(String.init) ?? "?")")
         case let .connected(address, connected):
-            return step(3, "connected", "\(address): \(connected ? "yes" : "no")")
+            return (3, "connected", "\(address): \(connected ? "yes" : "no")")
         case let .service(s):
-            return step(4, "service", "\(s.uuid) [0x\(String(format4: s.startHandle))–0x\(String(format4: s.endHandle))]")
+            return (4, "service", "\(s.uuid) [0x\(String(format4: s.startHandle))–0x\(String(format4: s.endHandle))]")
         case let .characteristic(c):
             let bits = String(c.properties.rawValue, radix: 16, uppercase: true)
-            return step(5, "characteristic", "\(c.uuid) [0x\(String(format4: c.valueHandle))] properties 0x\(bits.count < 2 ? "0" + bits : bits) \(c.properties)")
+            return (5, "characteristic", "\(c.uuid) [0x\(String(format4: c.valueHandle))] properties 0x\(bits.count < 2 ? "0" + bits : bits) \(c.properties)")
         case let .value(uuid, bytes):
-            return step(6, "read", "\(uuid): \(bytesAndText(bytes))")
+            return (6, "read", "\(uuid): \(bytesAndText(bytes))")
         case let .wrote(uuid, bytes, back):
-            return step(7, "wrote", "\(uuid): \(bytesAndText(bytes)) with response; reads back \(bytesAndText(back))")
+            return (7, "wrote", "\(uuid): \(bytesAndText(bytes)) with response; reads back \(bytesAndText(back))")
         case let .notificationState(uuid, on):
-            return step(8, "notifying", "\(uuid): \(on)")
+            return (8, "notifying", "\(uuid): \(on)")
         case let .notification(n, uuid, bytes):
-            return step(9, "notification", "#\(n) \(uuid): \(bytesAndText(bytes))")
+            return (9, "notification", "#\(n) \(uuid): \(bytesAndText(bytes))")
         case .disconnected:
-            return step(nil, "disconnected", "")
+            return (nil, "disconnected", "")
         }
     }
 

@@ -13,6 +13,9 @@ public struct ServeLog: Sendable {
     /// Where each finished line goes: stdout by default; tests and the demo collect them (or
     /// drop them: `ServeLog.silent`).
     public var output: @Sendable (String) -> Void
+    /// Takes each event in both forms instead of `output` (`ble ui`'s /serve screen shows the
+    /// line and keeps the fields).
+    private var both: (@Sendable (_ json: String, _ text: String) -> Void)?
 
     /// A log in the given form, writing each line to `output` (stdout, flushed, by default so a
     /// pipe sees each event as it happens).
@@ -24,11 +27,22 @@ public struct ServeLog: Sendable {
         self.output = output
     }
 
+    /// A log that hands each event to `lines` as its JSON object and its line for people.
+    public init(lines: @escaping @Sendable (_ json: String, _ text: String) -> Void) {
+        self.json = true
+        self.output = { _ in }
+        self.both = lines
+    }
+
     /// A log that prints nothing (the demo world's peripherals run silently).
     public static let silent = ServeLog(json: false, output: { _ in })
 
     /// One event: `fields` under `"event": event` with `--json`, else `text`.
     public func line(_ event: String, _ fields: [(String, JSON)], text: String) {
+        if let both {
+            both(JSON.object([("event", .string(event))] + fields).text, text)
+            return
+        }
         output(json ? JSON.object([("event", .string(event))] + fields).text : text)
     }
 

@@ -24,7 +24,7 @@ enum UIAssets {
         <script src="/static/ui.js?token=\(token)" defer></script>
         \(more)</head>
         <body>
-        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a> <a href="/echo?token=\(token)">Echo</a> <a href="/accel?token=\(token)">Accelerometer</a></nav></header>
+        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a> <a href="/echo?token=\(token)">Echo</a> <a href="/sample?token=\(token)">Sample</a> <a href="/accel?token=\(token)">Accelerometer</a> <a href="/serve?token=\(token)">Serve</a></nav></header>
         <main>
         \(body)
         </main>
@@ -60,7 +60,7 @@ enum UIAssets {
     /// `/static/…` files.
     static func asset(_ path: String) -> HTTPResponse? {
         switch path {
-        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UIEchoAssets.css + UIAccelAssets.css).utf8))
+        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UIEchoAssets.css + UIAccelAssets.css + UISampleAssets.css + UIServeAssets.css).utf8))
         case "/static/ui.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(script.utf8))
         case "/static/heart-rate.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIHeartRateAssets.script.utf8))
         case "/static/echo.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIEchoAssets.script.utf8))

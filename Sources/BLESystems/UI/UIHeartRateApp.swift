@@ -56,6 +56,8 @@ public final class UIHeartRateApp: Sendable {
         }
         let prefix = "/api/heart-rate-events/"
         if request.path.hasPrefix(prefix), let address = UIPeripheralApp.address(String(request.path.dropFirst(prefix.count))) {
+            // HEAD changes nothing: the stream's head, without starting a monitor flow.
+            if request.method == "HEAD" { return .events(AsyncStream { $0.finish() }) }
             return .events(watch(address))
         }
         return nil

@@ -11,6 +11,14 @@ public protocol UIByteStream: Sendable {
     func send(_ bytes: [UInt8]) async throws
     /// Closes the connection.
     func close() async
+    /// The peer's address without its port ("192.0.2.7", "::1"), which the per-address
+    /// connection limit counts by; nil when unknown (not counted).
+    var peerAddress: String? { get }
+}
+
+extension UIByteStream {
+    /// Unknown unless the stream says (in-memory streams in tests).
+    public var peerAddress: String? { nil }
 }
 
 /// What the application answers a request with.
@@ -25,9 +33,12 @@ public enum UIReply: Sendable {
 /// The HTTP side of `ble ui` (issue 14): one task per connection, each parsing requests with
 /// `HTTPRequestParser`, admitting them by `HTTPAccessPolicy`, and writing what `handler` replies.
 /// Bounded so a slow or hostile client cannot stall the radio or other clients: at most
-/// `maximumConnections` at once (more are answered 503 and closed), a connection that does not
-/// complete a request within `requestTimeout` is closed (408), request sizes are the parser's
-/// limits, and every write waits only on its own connection.
+/// `maximumConnections` at once and `maximumConnectionsPerAddress` from one peer address (more
+/// are answered 503 and closed), a connection that does not complete a request within
+/// `requestTimeout` is closed (408), request sizes are the parser's limits, and every write
+/// waits only on its own connection and at most `writeTimeout`: a client that stops reading
+/// loses its connection (and its slot) instead of holding a write, and with it an event
+/// stream, for ever.
 public final class UIServer: Sendable {
     /// Connections served at once.
     public static let maximumConnections = 32
@@ -35,11 +46,23 @@ public final class UIServer: Sendable {
     public static let requestTimeout: Duration = .seconds(10)
     /// How often an idle event stream gets a keep-alive comment.
     public static let keepAliveInterval: Duration = .seconds(15)
+    /// Connections served at once from one peer address: one machine on the LAN (or a page
+    /// opening streams in a loop) cannot take every slot.
+    public static let maximumConnectionsPerAddress = 16
+    /// How long one write may wait for the client to read (a full socket buffer): past it the
+    /// connection is closed.
+    public static let writeTimeout: Duration = .seconds(10)
 
     private let policy: HTTPAccessPolicy
     private let clock: any BLEClock
     private let handler: @Sendable (HTTPRequest) async -> UIReply
-    private let open = Mutex(0)
+    private let open = Mutex(Slots())
+
+    /// The connections being served, in all and by peer address.
+    private struct Slots {
+        var count = 0
+        var byAddress: [String: Int] = [:]
+    }
 
     /// A server admitting requests by `policy` and answering them with `handler`; timeouts are
     /// on `clock`.
@@ -50,21 +73,35 @@ public final class UIServer: Sendable {
     }
 
     /// How many connections are being served now.
-    public var connectionCount: Int { open.withLock { $0 } }
+    public var connectionCount: Int { open.withLock { $0.count } }
 
     /// Serves one connection until it closes. Returns when it is done.
-    public func serve(_ connection: some UIByteStream) async {
-        let admitted = open.withLock { n -> Bool in
-            guard n < Self.maximumConnections else { return false }
-            n += 1
-            return true
+    public func serve(_ raw: some UIByteStream) async {
+        let connection = TimedStream(raw, clock: clock, limit: Self.writeTimeout)
+        let peer = raw.peerAddress
+        let refusal = open.withLock { slots -> String? in
+            guard slots.count < Self.maximumConnections else { return "too many connections\n" }
+            if let peer {
+                guard slots.byAddress[peer, default: 0] < Self.maximumConnectionsPerAddress else { return "too many connections from \(peer)\n" }
+                slots.byAddress[peer, default: 0] += 1
+            }
+            slots.count += 1
+            return nil
         }
-        guard admitted else {
-            try? await connection.send(HTTPResponse.text(.serviceUnavailable, "too many connections\n").encode(keepAlive: false))
+        if let refusal {
+            try? await connection.send(HTTPResponse.text(.serviceUnavailable, refusal).encode(keepAlive: false))
             await connection.close()
             return
         }
-        defer { open.withLock { $0 -= 1 } }
+        defer {
+            open.withLock { slots in
+                slots.count -= 1
+                if let peer {
+                    slots.byAddress[peer, default: 1] -= 1
+                    if slots.byAddress[peer] == 0 { slots.byAddress[peer] = nil }
+                }
+            }
+        }
         // The request deadline: armed while a request is incomplete, closing the connection
         // when it passes (a client that sends a header byte a minute cannot hold a slot).
         let deadline = Mutex<Duration?>(clock.now() + Self.requestTimeout)
@@ -109,7 +146,7 @@ public final class UIServer: Sendable {
     }
 
     /// Answers one request; false when the connection is to close after it.
-    private func answer(_ request: HTTPRequest, on connection: some UIByteStream) async throws -> Bool {
+    private func answer(_ request: HTTPRequest, on connection: TimedStream<some UIByteStream>) async throws -> Bool {
         if case let .refuse(response) = policy.check(request) {
             try await connection.send(response.encode(keepAlive: false))
             return false
@@ -121,6 +158,9 @@ public final class UIServer: Sendable {
             return request.keepsAlive
         case let .events(stream):
             try await connection.send(ServerSentEvents.head())
+            // HEAD: the head a GET would get, and no body (RFC 9110 §9.3.2); the stream is let go
+            // unread, which ends it (a subscription ends with its stream).
+            if request.method == "HEAD" { return false }
             // A comment every `keepAliveInterval`: a browser that went away is noticed by the
             // failed write even when no event comes, and the stream and its slot end.
             let clock = self.clock

@@ -7,15 +7,16 @@ import Foundation
 /// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
 /// which keeps the radio: the device list (`/devices`), a device's GATT screen
 /// (`/devices/ADDRESS`), the heart-rate monitor (`/heart-rate`, `/heart-rate/ADDRESS`), the echo
-/// and image fetch (`/echo`), the accelerometer chart (`/accel`, `/accel/ADDRESS`), and the JSON
-/// API behind them.
+/// and image fetch (`/echo`), the sample central's steps (`/sample`), the accelerometer chart
+/// (`/accel`, `/accel/ADDRESS`), the `ble serve` profiles (`/serve`), and the JSON API behind them.
 struct UICommand: BLECommand {
     static let name = "ui"
-    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, the heart-rate monitor, echo and image fetch, and the accelerometer chart."
+    static let abstract = "Serve a local web page: the live device list, a device's GATT tree with read, write and subscribe, the heart-rate monitor, echo and image fetch, the sample central's steps, the accelerometer chart, and the ble serve profiles."
     static let options: [CommandOption] = [
         .single("listen", value: "HOST:PORT", help: "where to serve (default 127.0.0.1:8765; port 0 picks a free one)"),
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
         .single("min-rssi", value: "DBM", help: "the heart-rate screen refuses monitors heard weaker than DBM (default -70)"),
+        .repeatable("allow-host", value: "NAME", help: "also answer requests whose Host is NAME (a name others reach this machine by, e.g. pi.local)"),
     ]
     // The demo peripherals are installed by `run`, with the picture the echo server serves.
     static let needs: CommandNeeds = [.controller, .handlesInterrupts]
@@ -23,13 +24,17 @@ struct UICommand: BLECommand {
     The first line of stdout is the page's address with its per-run token: ui: http://HOST:PORT/?token=TOKEN
     Every request needs that token (in the address, or a script's X-BLE-Token header; no cookie) and a Host naming this server;
     requests that change anything are POSTs carrying the token. Bound to loopback unless --listen says
-    otherwise. With --hci virtual the demo peripherals are there to see. Ctrl-C stops it.
+    otherwise. --listen 0.0.0.0:PORT (or [::]:PORT) serves every interface: the Host may then be any of
+    this machine's addresses, or a NAME given with --allow-host; the page is plain HTTP, readable by
+    anyone on the network path. With --hci virtual the demo peripherals are there to see. Ctrl-C stops it.
     """
 
     var controller: ControllerOptions
     var host: String
     var port: UInt16
     var openBrowser: Bool
+    /// `--allow-host` names, lower case.
+    var allowedNames: [String]
     /// The heart-rate screen's monitor flow (its RSSI gate).
     var heartRate = HeartRateMonitorOptions()
 
@@ -45,10 +50,24 @@ struct UICommand: BLECommand {
         self.host = host
         self.port = port
         openBrowser = args.flag("open")
+        allowedNames = try args.values("allow-host").map(Self.allowedName)
         if let text = args.option("min-rssi") {
             guard let value = Int(text), (-127...20).contains(value) else { throw UsageError("--min-rssi expects dBm between -127 and 20, got '\(text)'") }
             heartRate.minimumRSSI = value
         }
+    }
+
+    /// An `--allow-host` name: a DNS name or an address as a `Host` field carries it, without
+    /// the port (the server's port is added).
+    static func allowedName(_ text: String) throws -> String {
+        var name = text.lowercased()
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        let allowed = name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-.:_".unicodeScalars.contains($0) }
+        let isIPv6 = name.filter { $0 == ":" }.count >= 2 && name.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }
+        guard !name.isEmpty, allowed, !name.contains(":") || isIPv6 else {
+            throw UsageError("--allow-host expects a host name or address without a port (e.g. pi.local), not '\(text)'")
+        }
+        return name
     }
 
     /// 128 random bits as hex, from the system's CSPRNG (getrandom on Linux).
@@ -69,22 +88,39 @@ struct UICommand: BLECommand {
             throw error
         }
         let token = Self.makeToken()
-        let policy = HTTPAccessPolicy(token: token, allowedHosts: HTTPAccessPolicy.hosts(boundTo: host, port: listener.port))
-        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let wildcard = HTTPAccessPolicy.isWildcard(host)
+        let interfaces = wildcard ? NetworkInterfaces.addresses() : []
+        let policy = HTTPAccessPolicy(token: token, allowedHosts: HTTPAccessPolicy.hosts(boundTo: host, port: listener.port,
+                                                                                         interfaceAddresses: interfaces, names: allowedNames))
+        // Bound to every interface, the address to print is this machine's loopback one (it
+        // works here); the others go in the warning.
+        let printedHost = wildcard ? (host.contains(":") ? "::1" : "127.0.0.1") : host
+        let shownHost = printedHost.contains(":") ? "[\(printedHost)]" : printedHost
         let address = "http://\(shownHost):\(listener.port)/?token=\(token)"
         print("ui: \(address)")
         flushOutput()
+        if !HTTPAccessPolicy.isLoopback(host) {
+            let others = (interfaces.filter { !HTTPAccessPolicy.isLoopback($0) } + allowedNames).map { HTTPAccessPolicy.authority($0, port: listener.port) }
+            standardError("ble ui: warning: listening on \(host.contains(":") ? "[\(host)]" : host):\(listener.port), reachable from the network in cleartext:"
+                          + " plain HTTP, so anyone on the network path can read the page and its token and then drive the radio."
+                          + (others.isEmpty ? "" : " Reachable as \(others.joined(separator: ", ")).")
+                          + " Use it only on a network you trust.")
+        }
         let app = UIDevicesApp(central: central, token: token)
         app.start()
         let peripherals = UIPeripheralApp(central: central, token: token)
         let heartRate = UIHeartRateApp(central: central, token: token, options: self.heartRate)
         let echo = UIEchoApp(central: central, token: token, suggestedURL: demoFiles?.url)
         let accel = UIAccelApp(central: central, token: token, devices: app)
+        let sample = UISampleApp(central: central, token: token)
+        let serve = UIServeApp(central: central, token: token)
         let server = UIServer(policy: policy) { request in
             if let reply = app.handle(request) { return reply }
             if let reply = heartRate.handle(request) { return reply }
             if let reply = await echo.handle(request) { return reply }
             if let reply = accel.handle(request) { return reply }
+            if let reply = sample.handle(request) { return reply }
+            if let reply = await serve.handle(request) { return reply }
             if let reply = await peripherals.handle(request) { return reply }
             return .response(.text(.notFound, "no such page\n"))
         }
@@ -103,6 +139,8 @@ struct UICommand: BLECommand {
         heartRate.stop()
         echo.stop()
         accel.stop()
+        sample.stop()
+        await serve.stop()
         await peripherals.stop()
         await central.close()
         if let opener { try? FileManager.default.removeItem(atPath: opener) }
@@ -163,4 +201,12 @@ struct UIConnection: UIByteStream {
     var incoming: AsyncThrowingStream<[UInt8], any Error> { connection.incoming }
     func send(_ bytes: [UInt8]) async throws { try await connection.send(bytes) }
     func close() async { await connection.close() }
+    /// The peer's address without the port: "192.0.2.7" of "192.0.2.7:51000", "::1" of "[::1]:51000".
+    var peerAddress: String? { Self.address(ofPeer: connection.peer) }
+
+    static func address(ofPeer peer: String) -> String? {
+        if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") { return String(peer[peer.index(after: peer.startIndex)..<end]) }
+        guard let colon = peer.lastIndex(of: ":") else { return nil }
+        return String(peer[..<colon])
+    }
 }

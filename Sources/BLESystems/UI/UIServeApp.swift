@@ -1,0 +1,284 @@
+import BLE
+import BLEHTTP
+import BLEHost
+import BLEProfiles
+import BLEWire
+import Foundation
+import Synchronization
+
+/// The `/serve` screen of `ble ui` (issue 14): runs one of the `ble serve` profiles on the
+/// controller the other screens use (`PeripheralManager(sharingControllerWith:)`: one host in
+/// both roles, Core spec Vol 6 Part B §1.1), and shows the centrals connected to it and its log,
+/// the events `ble serve --json` prints, live over `GET /api/serve-events`.
+///
+/// One profile at a time: the controller has one advertising set, and two profiles' services in
+/// one database would be one device serving both. Starting installs the profile's services
+/// and advertises; stopping stops advertising, disconnects the centrals connected to the
+/// profile (the links the other screens made as a central stay), and removes the services, so
+/// the next start finds the database as it was.
+public final class UIServeApp: Sendable {
+    /// The profiles `/serve` offers, by `ble serve`'s names.
+    static let profiles: [any ServeProfile.Type] = [
+        TestServeProfile.self, HeartRateServeProfile.self, BatteryServeProfile.self,
+        EchoServeProfile.self, SampleServeProfile.self, AccelerometerServeProfile.self,
+    ]
+
+    private struct Running {
+        let profile: String
+        let name: String
+        let address: DeviceAddress?
+        let services: [GATTServiceHandles]
+        let task: Task<Void, Never>
+    }
+
+    private enum Phase {
+        case idle
+        /// A start or stop is under way: other starts and stops are refused meanwhile.
+        case busy
+        case running(Running)
+    }
+
+    private struct State {
+        var phase = Phase.idle
+        /// The centrals connected to the running profile, by link id, with their ATT_MTU.
+        var centrals: [UInt64: (central: ConnectedCentral, mtu: Int?)] = [:]
+        /// The newest log events, for pages opened later.
+        var log: [[UInt8]] = []
+        /// When the newest start began, on the host's clock: log events carry their time since.
+        var started = Duration.zero
+        var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
+        var nextViewer: UInt64 = 0
+    }
+
+    /// Log events a page opened later is given.
+    static let keptLog = 200
+    /// The longest device name taken (the GAP Device Name's limit, Vol 3 Part C §12.1).
+    static let maximumNameLength = 248
+
+    private let manager: PeripheralManager
+    private let token: String
+    private let state = Mutex(State())
+
+    /// The screen serving on `central`'s controller, its page carrying `token`.
+    public init(central: Central, token: String) {
+        self.manager = PeripheralManager(sharingControllerWith: central)
+        self.token = token
+    }
+
+    /// Answers this screen's routes; nil for a path it does not serve.
+    public func handle(_ request: HTTPRequest) async -> UIReply? {
+        switch (request.method, request.path) {
+        case ("GET", "/serve"), ("HEAD", "/serve"):
+            return .response(UIAssets.page(title: "Serve", body: UIServeAssets.body, token: token, scripts: ["serve.js"]))
+        case ("GET", "/static/serve.js"), ("HEAD", "/static/serve.js"):
+            return .response(HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIServeAssets.script.utf8)))
+        case ("GET", "/api/serve"), ("HEAD", "/api/serve"):
+            return Self.json(status())
+        case ("GET", "/api/serve-events"), ("HEAD", "/api/serve-events"):
+            return .events(watch())
+        case ("POST", "/api/serve/start"):
+            switch Self.startRequest(request.body) {
+            case let .success((type, name)): return await start(type, name: name)
+            case let .failure(error): return Self.json(.object([("error", .string(error.description))]), status: .badRequest)
+            }
+        case ("POST", "/api/serve/stop"):
+            return await stopProfile()
+        default:
+            return nil
+        }
+    }
+
+    /// Stops the running profile (as `POST /api/serve/stop`) and ends every page's stream.
+    public func stop() async {
+        _ = await stopProfile()
+        let viewers = state.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
+            defer { s.viewers = [:] }
+            return Array(s.viewers.values)
+        }
+        viewers.forEach { $0.finish() }
+    }
+
+    /// The profile and device name a start asks for (`{"profile": NAME, "name": NAME}`), or what
+    /// is wrong with the body.
+    static func startRequest(_ body: [UInt8]) -> Result<(any ServeProfile.Type, String?), UIRequestError> {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            return .failure(UIRequestError("the body is not a JSON object: send {\"profile\": NAME}"))
+        }
+        let names = profiles.map { $0.name }.joined(separator: ", ")
+        guard let profile = object["profile"] as? String else { return .failure(UIRequestError("\"profile\" is missing: choose \(names)")) }
+        guard let type = profiles.first(where: { $0.name == profile }) else {
+            return .failure(UIRequestError("unknown profile '\(profile)': choose \(names)"))
+        }
+        guard let value = object["name"], !(value is NSNull), (value as? String)?.isEmpty != true else { return .success((type, nil)) }
+        guard let name = value as? String else { return .failure(UIRequestError("\"name\" is the device name, a string")) }
+        guard name.utf8.count <= maximumNameLength, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return .failure(UIRequestError("\"name\" is at most \(maximumNameLength) bytes of UTF-8 without control characters"))
+        }
+        return .success((type, name))
+    }
+
+    /// `{"profiles": [...], "running": {...} or null, "centrals": [...]}`, as `GET /api/serve`
+    /// gives it.
+    func status() -> JSON {
+        state.withLock { Self.status($0) }
+    }
+
+    private static func status(_ s: State) -> JSON {
+        let running: JSON
+        if case let .running(r) = s.phase {
+            running = .object([("profile", .string(r.profile)), ("name", .string(r.name)),
+                               ("address", .optional(r.address.map { $0.address.description })),
+                               ("addressType", .optional(r.address.map { $0.type == .public ? "public" : "random" }))])
+        } else {
+            running = .null
+        }
+        let centrals = s.centrals.values.sorted { $0.central.id < $1.central.id }.map { c in
+            JSON.object([("address", .string(c.central.address.description)), ("connection", .int(Int(c.central.id))), ("mtu", c.mtu.map { .int($0) } ?? .null)])
+        }
+        let profiles = Self.profiles.map { p in JSON.object([("name", .string(p.name)), ("summary", .string(p.summary))]) }
+        var busy = false
+        if case .busy = s.phase { busy = true }
+        return .object([("profiles", .array(profiles)), ("running", running), ("busy", .bool(busy)), ("centrals", .array(centrals))])
+    }
+
+    private func start<P: ServeProfile>(_ type: P.Type, name: String?) async -> UIReply {
+        let claimed = state.withLock { s -> Bool in
+            guard case .idle = s.phase else { return false }
+            s.phase = .busy
+            s.centrals = [:]
+            s.log = []
+            s.started = self.manager.clock.now()
+            return true
+        }
+        guard claimed else { return Self.json(.object([("error", .string("a profile is being served: stop it first"))]), status: Self.conflict) }
+        publishState()
+        let name = name ?? (P.name == AccelerometerServeProfile.name ? AccelerometerProfile.localName : "SwiftBLE")
+        let manager = self.manager
+        let log = ServeLog { [weak self] json, text in self?.publishLog(json: json, text: text) }
+        let before = Set(await manager.services.map(\.range.lowerBound))
+        var profile = P()
+        var added: [GATTServiceHandles] = []
+        do {
+            try await profile.install(on: manager)
+            added = await manager.services.filter { !before.contains($0.range.lowerBound) }
+            // The event stream before advertising, so the first central's connection is in it.
+            let events = await manager.events
+            let (data, response) = profile.advertisement(name: name)
+            try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
+            let address = await manager.address
+            let running = profile
+            let task = Task(executorPreference: manager.clock.taskExecutor) { [weak self] in
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await event in events {
+                            self?.note(event)
+                            log.log(event)
+                        }
+                    }
+                    group.addTask { try? await running.run(on: manager, log: log) }
+                    await group.waitForAll()
+                }
+            }
+            state.withLock { $0.phase = .running(Running(profile: P.name, name: name, address: address, services: added, task: task)) }
+            log.line("ready", [("profile", .string(P.name)), ("name", .string(name)), ("address", .optional(address.map { $0.address.description }))],
+                     text: "serving \(P.name) as \"\(name)\" at \(address.map { "\($0)" } ?? "?")")
+            publishState()
+            return Self.json(status())
+        } catch {
+            for service in added.reversed() { try? await manager.remove(service) }
+            state.withLock { $0.phase = .idle }
+            log.line("error", [("error", .string("\(error)"))], text: "could not start \(P.name): \(error)")
+            publishState()
+            return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]))
+        }
+    }
+
+    private func stopProfile() async -> UIReply {
+        let running = state.withLock { s -> Running? in
+            guard case let .running(r) = s.phase else { return nil }
+            s.phase = .busy
+            return r
+        }
+        guard let running else { return Self.json(.object([("error", .string("no profile is being served"))]), status: Self.conflict) }
+        publishState()
+        try? await manager.stopAdvertising()
+        // Only the centrals connected to this profile: the links the other screens made as a
+        // central are not the profile's to end.
+        for central in await manager.connectedCentrals { try? await manager.disconnect(central) }
+        for service in running.services.reversed() { try? await manager.remove(service) }
+        running.task.cancel()
+        await running.task.value
+        state.withLock { s in
+            s.phase = .idle
+            s.centrals = [:]
+        }
+        publishLog(json: JSON.object([("event", .string("stopped")), ("profile", .string(running.profile))]).text, text: "stopped \(running.profile)")
+        publishState()
+        return Self.json(status())
+    }
+
+    /// Keeps the list of connected centrals as the manager's events say.
+    private func note(_ event: PeripheralManagerEvent) {
+        let changed = state.withLock { s -> Bool in
+            switch event {
+            case let .connected(c): s.centrals[c.id] = (c, nil)
+            case let .disconnected(c, _): s.centrals[c.id] = nil
+            case let .mtuChanged(c, mtu):
+                guard s.centrals[c.id] != nil else { return false }
+                s.centrals[c.id]?.mtu = mtu
+            default: return false
+            }
+            return true
+        }
+        if changed { publishState() }
+    }
+
+    private func publishState() {
+        let viewers = state.withLock { s -> ([AsyncStream<[UInt8]>.Continuation], [UInt8]) in
+            (Array(s.viewers.values), Self.stateEvent(s))
+        }
+        viewers.0.forEach { $0.yield(viewers.1) }
+    }
+
+    private static func stateEvent(_ s: State) -> [UInt8] {
+        guard case var .object(fields) = status(s) else { return [] }
+        fields.insert(("type", .string("state")), at: 0)
+        return ServerSentEvents.event(JSON.object(fields).text, name: "serve")
+    }
+
+    /// One log line: `ServeLog`'s JSON object as `entry`, its line for people, and `t`, the
+    /// seconds since the profile was started.
+    private func publishLog(json: String, text: String) {
+        let now = manager.clock.now()
+        let viewers = state.withLock { s -> ([AsyncStream<[UInt8]>.Continuation], [UInt8]) in
+            let t = JSON.number(((now - s.started) / .milliseconds(1)).rounded() / 1000).text
+            let event = ServerSentEvents.event("{\"type\":\"log\",\"t\":\(t),\"line\":\(JSON.string(text).text),\"entry\":\(json)}", name: "serve")
+            s.log.append(event)
+            if s.log.count > Self.keptLog { s.log.removeFirst(s.log.count - Self.keptLog) }
+            return (Array(s.viewers.values), event)
+        }
+        viewers.0.forEach { $0.yield(viewers.1) }
+    }
+
+    /// A page's stream: the state and the log so far, then each change.
+    private func watch() -> AsyncStream<[UInt8]> {
+        // A page that reads slowly keeps the newest events and loses older ones, never holding
+        // the radio.
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.keptLog + 16))
+        let id = state.withLock { s -> UInt64 in
+            s.nextViewer += 1
+            continuation.yield(Self.stateEvent(s))
+            s.log.forEach { continuation.yield($0) }
+            s.viewers[s.nextViewer] = continuation
+            return s.nextViewer
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.viewers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    static let conflict = HTTPStatus(409, "Conflict")
+
+    static func json(_ value: JSON, status: HTTPStatus = .ok) -> UIReply {
+        .response(HTTPResponse(status, headers: [("Content-Type", "application/json")], body: Array(value.text.utf8)))
+    }
+}

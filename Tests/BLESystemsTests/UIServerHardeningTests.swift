@@ -1,0 +1,173 @@
+import BLEHTTP
+import BLERuntime
+import BLESystems
+import BLETestSupport
+import Synchronization
+import XCTest
+
+/// The bounds issue 14 asks of `ble ui`'s server beyond the request limits: a client that stops
+/// reading loses its connection, one peer address cannot take every slot, and HEAD gets a head
+/// and no body, event streams included.
+final class UIServerHardeningTests: XCTestCase {
+    typealias MemoryStream = UIServerTests.MemoryStream
+
+    /// A memory stream from a given peer address.
+    struct AddressedStream: UIByteStream {
+        let base: MemoryStream
+        let peerAddress: String?
+        var incoming: AsyncThrowingStream<[UInt8], any Error> { base.incoming }
+        func send(_ bytes: [UInt8]) async throws { try await base.send(bytes) }
+        func close() async { await base.close() }
+    }
+
+    /// A client that never reads: every write waits until the connection is closed, as a
+    /// socket's does once its buffer is full.
+    final class StalledStream: UIByteStream, @unchecked Sendable {
+        let incoming: AsyncThrowingStream<[UInt8], any Error>
+        private let input: AsyncThrowingStream<[UInt8], any Error>.Continuation
+        private let parked = Mutex<[CheckedContinuation<Void, any Error>]>([])
+        private let closedFlag = Mutex(false)
+
+        init() { (incoming, input) = AsyncThrowingStream.makeStream() }
+        func client(_ text: String) { input.yield(Array(text.utf8)) }
+        func send(_ bytes: [UInt8]) async throws {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let closed = closedFlag.withLock { closed in
+                    if !closed { parked.withLock { $0.append(c) } }
+                    return closed
+                }
+                if closed { c.resume(throwing: CancellationError()) }
+            }
+        }
+        func close() async {
+            closedFlag.withLock { $0 = true }
+            let waiting = parked.withLock { p -> [CheckedContinuation<Void, any Error>] in
+                defer { p = [] }
+                return p
+            }
+            waiting.forEach { $0.resume(throwing: CancellationError()) }
+            input.finish()
+        }
+        var isClosed: Bool { closedFlag.withLock { $0 } }
+        var parkedWrites: Int { parked.withLock { $0.count } }
+    }
+
+    let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
+
+    /// An event stream whose browser stopped reading: its write is parked, and after the write
+    /// timeout (on the server's clock) the connection is closed and its slot freed, while
+    /// another client is served all along.
+    func testAClientThatStopsReadingLosesItsConnection() async {
+        let clock = ManualClock()
+        let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let server = UIServer(policy: policy, clock: clock) { request in
+            request.path == "/api/events" ? .events(events) : .response(.text(.ok, "hi"))
+        }
+        let stalled = StalledStream()
+        let serving = Task { await server.serve(stalled) }
+        stalled.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        continuation.yield(Array("data: x\n\n".utf8))
+        _ = await waitUntil("the write parked", within: .seconds(10)) { stalled.parkedWrites > 0 }
+        // Another client meanwhile: answered at once.
+        let other = MemoryStream()
+        let otherServing = Task { await server.serve(other) }
+        other.client("GET /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\nConnection: close\r\n\r\n")
+        await otherServing.value
+        XCTAssertTrue(other.output.hasPrefix("HTTP/1.1 200 OK\r\n"), other.output)
+        // Time passes on the server's clock, past the write timeout.
+        let steps = Int(UIServer.writeTimeout / .milliseconds(500)) + 4
+        for _ in 0..<steps where !stalled.isClosed {
+            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || stalled.isClosed }
+            clock.advance(by: .milliseconds(500))
+        }
+        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
+        XCTAssertTrue(stalled.isClosed, "closed after the write timeout")
+        if freed { await serving.value }
+        await stalled.close()
+        continuation.finish()
+    }
+
+    /// A response (not a stream) to a client that does not read is bounded the same way.
+    func testAResponseToAClientThatDoesNotReadIsBounded() async {
+        let clock = ManualClock()
+        let server = UIServer(policy: policy, clock: clock) { _ in .response(.text(.ok, String(repeating: "x", count: 100_000))) }
+        let stalled = StalledStream()
+        let serving = Task { await server.serve(stalled) }
+        stalled.client("GET /big?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        _ = await waitUntil("the write parked", within: .seconds(10)) { stalled.parkedWrites > 0 }
+        for _ in 0..<(Int(UIServer.writeTimeout / .milliseconds(500)) + 4) where !stalled.isClosed {
+            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || stalled.isClosed }
+            clock.advance(by: .milliseconds(500))
+        }
+        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
+        if freed { await serving.value }
+        await stalled.close()
+    }
+
+    /// One peer address gets `maximumConnectionsPerAddress` slots; its next connection is
+    /// answered 503 saying so, and another address is still served.
+    func testOneAddressCannotTakeEverySlot() async {
+        let server = UIServer(policy: policy) { _ in .response(.text(.ok, "hi")) }
+        var held: [MemoryStream] = []
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<UIServer.maximumConnectionsPerAddress {
+            let s = MemoryStream()
+            held.append(s)
+            tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: "192.0.2.1")) })
+        }
+        _ = await waitUntil("the address's slots taken", within: .seconds(10)) { server.connectionCount == UIServer.maximumConnectionsPerAddress }
+        let extra = MemoryStream()
+        await server.serve(AddressedStream(base: extra, peerAddress: "192.0.2.1"))
+        XCTAssertTrue(extra.output.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), extra.output)
+        XCTAssertTrue(extra.output.contains("too many connections from 192.0.2.1"), extra.output)
+        XCTAssertTrue(extra.isClosed)
+        let other = MemoryStream()
+        let otherServing = Task { await server.serve(AddressedStream(base: other, peerAddress: "192.0.2.2")) }
+        other.client("GET /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\nConnection: close\r\n\r\n")
+        await otherServing.value
+        XCTAssertTrue(other.output.hasPrefix("HTTP/1.1 200 OK\r\n"), other.output)
+        for s in held { await s.close() }
+        for t in tasks { await t.value }
+        XCTAssertEqual(server.connectionCount, 0)
+        // The address's count went back down with its connections.
+        let again = MemoryStream()
+        let againServing = Task { await server.serve(AddressedStream(base: again, peerAddress: "192.0.2.1")) }
+        again.client("GET /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\nConnection: close\r\n\r\n")
+        await againServing.value
+        XCTAssertTrue(again.output.hasPrefix("HTTP/1.1 200 OK\r\n"), again.output)
+    }
+
+    /// HEAD of an event stream: the head a GET gets, no event, the connection closed, and the
+    /// stream let go (its subscription ends); HEAD of a page: the head with the GET's
+    /// Content-Length and no body, the connection kept.
+    func testHeadGetsTheHeadAndNoBody() async {
+        let ended = Mutex(false)
+        let server = UIServer(policy: policy) { request in
+            guard request.path == "/api/events" else { return .response(.text(.ok, "hi")) }
+            let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
+            continuation.onTermination = { _ in ended.withLock { $0 = true } }
+            continuation.yield(Array("event: devices\ndata: []\n\n".utf8))
+            return .events(events)
+        }
+        let s = MemoryStream()
+        let serving = Task { await server.serve(s) }
+        s.client("HEAD /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        let done = await waitUntil("the HEAD answered and closed", within: .seconds(10)) { s.isClosed }
+        XCTAssertTrue(s.output.hasPrefix("HTTP/1.1 200 OK\r\n"), s.output)
+        XCTAssertTrue(s.output.contains("Content-Type: text/event-stream"), s.output)
+        XCTAssertFalse(s.output.contains("data:"), "no event in a HEAD answer: \(s.output)")
+        let letGo = await waitUntil("the stream let go", within: .seconds(10)) { ended.withLock { $0 } }
+        XCTAssertTrue(letGo)
+        if done { await serving.value }
+
+        let page = MemoryStream()
+        let pageServing = Task { await server.serve(page) }
+        page.client("HEAD /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        _ = await waitUntil("the HEAD answered", within: .seconds(10)) { page.output.contains("\r\n\r\n") }
+        XCTAssertTrue(page.output.contains("Content-Length: 2\r\n"), page.output)
+        XCTAssertTrue(page.output.hasSuffix("\r\n\r\n"), "no body: \(page.output)")
+        XCTAssertFalse(page.isClosed)
+        await page.close()
+        await pageServing.value
+    }
+}
