@@ -139,10 +139,13 @@ final class L2CAPPipe: @unchecked Sendable {
             do {
                 try await channel.send(bytes)
             } catch {
+                // Only the output ends here: SDUs that arrived before the peer closed may still
+                // wait in the host, and the input gives them before it ends (the receiving
+                // task sees the end itself).
                 if case BLEError.l2cap(.closed) = error {
-                    ended(.closed)
+                    outputEnded(.closed)
                 } else {
-                    ended(.failed(error))
+                    outputEnded(.failed(error))
                 }
                 return
             }
@@ -187,6 +190,16 @@ final class L2CAPPipe: @unchecked Sendable {
         room?.resume(returning: false)
         data?.resume(returning: nil)
         kick(.input)
+        kick(.output)
+    }
+
+    /// A send failed: writes fail from now on; reads go on until the receiving task sees the
+    /// end.
+    private func outputEnded(_ end: L2CAPEnd) {
+        state.withLock { s in
+            if s.outboundEnd == nil { s.outboundEnd = end }
+            s.sending = false
+        }
         kick(.output)
     }
 

@@ -118,6 +118,32 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertEqual(central.peripheral?.state, .connected)
     }
 
+    /// The peer sends three SDUs and closes while the central has read none: one waits in the
+    /// central's stream, two in its host. A write then finds the channel closed; that ends the
+    /// output, but the input still gives every byte that arrived before `.endEncountered`.
+    func testAWriteThatFindsThePeersCloseDoesNotCutTheInputShort() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        central.reads = false
+        let sent = ChannelEnd.payload.prefix(2 * 4096 + 1000)
+        peripheral.outgoing = Data(sent)
+        peripheral.pump()
+        wait("the peripheral wrote it all") { peripheral.written == sent.count }
+        peripheral.closeChannel()
+        // Write until a write finds the channel closed (the peer's Disconnection Request has
+        // arrived); the bytes written before that go to a peer that no longer reads.
+        wait("the central's output ends") {
+            if central.channel?.outputStream.streamStatus == .open { _ = central.channel?.outputStream.write([0], maxLength: 1) }
+            return central.lines.contains("output end")
+        }
+        XCTAssertEqual(central.channel?.inputStream.streamStatus, .open, "bytes wait: the input has not ended")
+        central.reads = true
+        central.pump()
+        wait("endEncountered at the central's input") { central.lines.contains("input end") }
+        XCTAssertEqual(central.received.count, sent.count, "every byte the peer sent before it closed")
+        XCTAssertTrue(central.received == sent)
+    }
+
     func testTheExampleEchoClientAgainstAnEchoingPeripheralManager() throws {
         let name = uniqueName("CBCoCe")
         let peripheral = ChannelPeripheral(name: name)
