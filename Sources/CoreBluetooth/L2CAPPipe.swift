@@ -81,25 +81,28 @@ final class L2CAPPipe: @unchecked Sendable {
         state.withLock { $0.pumps = [receiving, sending] }
     }
 
-    /// Everything that used the channel is gone (`L2CAPChannelLifetime`): stop, and close the
-    /// channel unless it is closed already.
+    /// Everything that used the channel is gone (`L2CAPChannelLifetime`): both streams close,
+    /// as if the app had closed them. What `write` took still goes out (as a socket's closed
+    /// descriptor leaves its sent bytes to the kernel), then the channel closes; the receiving
+    /// task stops at once.
     func shutDown() {
-        let (pumps, room, data, close) = state.withLock { s in
+        let (pumps, room, data) = state.withLock { s in
             s.shutDown = true
+            for side in [L2CAPStreamSide.input, .output] {
+                s[side].status = .closed
+                s[side].targets = []
+            }
             defer {
                 s.roomWaiter = nil
                 s.dataWaiter = nil
-                s.channelClosed = true
             }
-            return (s.pumps, s.roomWaiter, s.dataWaiter, !s.channelClosed)
+            return (s.pumps, s.roomWaiter, s.dataWaiter)
         }
         room?.resume(returning: false)
+        // A waiting sending task has nothing left to send: it ends, and closes the channel.
         data?.resume(returning: nil)
-        for task in pumps { task.cancel() }
-        if close {
-            let channel = self.channel
-            Task { await channel.close() }
-        }
+        if let receiving = pumps.first { receiving.cancel() }
+        closeIfDone()
     }
 
     // MARK: The channel's side
@@ -114,7 +117,8 @@ final class L2CAPPipe: @unchecked Sendable {
                 state.withLock { $0.inbound.append(contentsOf: sdu) }
                 kick(.input)
             } catch {
-                ended(.failed(error))
+                // Cancelled by `shutDown`: nobody reads any more, and the output still drains.
+                if !state.withLock({ $0.shutDown }) { ended(.failed(error)) }
                 return
             }
         }
@@ -160,7 +164,7 @@ final class L2CAPPipe: @unchecked Sendable {
     private func nextChunk() async -> [UInt8]? {
         await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
             let now = state.withLock { s -> [UInt8]?? in
-                if s.shutDown || s.outboundEnd != nil { return .some(nil) }
+                if s.outboundEnd != nil { return .some(nil) }
                 if !s.outbound.isEmpty {
                     s.sending = true
                     return .some(s.outbound.take(upTo: outboundLimit))

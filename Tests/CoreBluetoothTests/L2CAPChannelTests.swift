@@ -144,6 +144,29 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertTrue(central.received == sent)
     }
 
+    /// The central writes until `write` takes no more (one SDU in flight, one waiting in the
+    /// stream), closes both streams and lets go of the channel at once, the usual way to end:
+    /// every byte `write` took still reaches the peer, then the end.
+    func testBytesWrittenBeforeClosingAndReleasingTheChannelAllArrive() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        peripheral.reads = false
+        let total = ChannelEnd.payload + ChannelEnd.payload
+        central.outgoing = total
+        central.pump()
+        wait("the central held back") { central.refusedWrites > 0 }
+        central.outgoing = Data()
+        let written = central.written
+        XCTAssertGreaterThan(written, 0)
+        central.closeChannel()
+        central.dropChannel()
+        peripheral.reads = true
+        peripheral.pump()
+        wait("endEncountered at the peripheral", seconds: 30) { peripheral.lines.contains("input end") }
+        XCTAssertEqual(peripheral.received.count, written, "what write accepted, no less")
+        XCTAssertTrue(peripheral.received == total.prefix(written))
+    }
+
     func testTheExampleEchoClientAgainstAnEchoingPeripheralManager() throws {
         let name = uniqueName("CBCoCe")
         let peripheral = ChannelPeripheral(name: name)
