@@ -33,8 +33,8 @@ final class L2CAPPipe: @unchecked Sendable {
         var armed = true
         var endReported = false
         var targets: [RunLoopTarget] = []
-        /// An event delivery is on its way to the run loop.
-        var posted = false
+        /// Where an event delivery is on its way to.
+        var postedTo: RunLoopTarget?
     }
 
     struct State {
@@ -327,7 +327,14 @@ final class L2CAPPipe: @unchecked Sendable {
         kick(side)
     }
 
+    /// No more events on `runLoop` in `mode`: a delivery on its way there is dropped when it
+    /// comes (it may never, if that loop does not run), and the next goes where the stream is
+    /// scheduled now.
     func remove(_ side: L2CAPStreamSide, from runLoop: RunLoop, mode: RunLoop.Mode) {
-        state.withLock { s in s[side].targets.removeAll { $0.matches(runLoop, mode) } }
+        state.withLock { s in
+            s[side].targets.removeAll { $0.matches(runLoop, mode) }
+            if let posted = s[side].postedTo, posted.matches(runLoop, mode) { s[side].postedTo = nil }
+        }
+        kick(side)
     }
 }

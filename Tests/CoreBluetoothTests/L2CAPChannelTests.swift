@@ -231,6 +231,48 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertEqual(central.eventsOffMainThread, 0, "the central's, scheduled in the main run loop, on the main thread")
     }
 
+    /// A thread whose run loop never runs (a dispatch worker's `.current`, say), its loop, and
+    /// the semaphore that lets the thread end.
+    func startIdleThread() -> RunLoop? {
+        let loop = Locked<RunLoop?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            loop.set(RunLoop.current)
+            ready.signal()
+            release.wait()
+        }.start()
+        addTeardownBlock { release.signal() }
+        _ = ready.wait(timeout: .now() + 10)
+        return loop.get()
+    }
+
+    /// Streams first scheduled in a run loop that does not run get no events there (as on Apple
+    /// platforms); removed from it and scheduled in the main run loop, they get them on the main
+    /// one: the delivery stuck in the idle loop does not hold the stream's events back.
+    func testAStreamMovedFromARunLoopThatDoesNotRunGetsItsEventsWhereItIsScheduledNow() throws {
+        let name = uniqueName("CBCoCm")
+        let peripheral = ChannelPeripheral(name: name)
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let idle = try XCTUnwrap(startIdleThread())
+        let central = ChannelCentral(name: name)
+        central.runLoop.set(idle)
+        wait("the central's channel") { central.channel != nil }
+        let channel = try XCTUnwrap(central.channel)
+        XCTAssertFalse(central.lines.contains { $0.hasSuffix(" open") }, "no events in a run loop that does not run")
+        for stream in [channel.inputStream as Stream, channel.outputStream as Stream] {
+            stream.remove(from: idle, forMode: .default)
+            stream.schedule(in: .main, forMode: .default)
+        }
+        wait("openCompleted on the main run loop") { central.lines.contains("input open") && central.lines.contains("output open") }
+        XCTAssertEqual(central.eventsOffMainThread, 0)
+        wait("the peripheral's end open") { peripheral.lines.contains("output open") }
+        peripheral.outgoing = Data("after the move".utf8)
+        peripheral.pump()
+        wait("the bytes on the main run loop") { central.received == Data("after the move".utf8) }
+    }
+
     func testOpeningAnUnpublishedPSMFailsAndUnpublishingWithdrawsIt() throws {
         let name = uniqueName("CBCoCx")
         let peripheral = ChannelPeripheral(name: name)
