@@ -12,9 +12,9 @@ public typealias CBL2CAPPSM = UInt16
 /// `inputStream` stops the peer, so nothing buffers without bound.
 ///
 /// Keep a reference to the channel (or its streams) while you use it: once the channel and both
-/// streams are released, the channel closes. Closing both streams closes it too, once what was
-/// written has gone; when the peer closes it, `inputStream` reports `.endEncountered` after the
-/// last bytes.
+/// streams are released, the channel closes, as it does when both streams are closed: once what
+/// was written has gone. When the peer closes it, `inputStream` reports `.endEncountered` after
+/// the last bytes.
 open class CBL2CAPChannel: NSObject, @unchecked Sendable {
     private let channelPeer: CBPeer
     private let channelPSM: CBL2CAPPSM

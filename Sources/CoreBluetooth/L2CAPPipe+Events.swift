@@ -6,18 +6,21 @@ extension L2CAPPipe {
     /// Posts a delivery to the stream's run loop if an event is due and none is on its way.
     func kick(_ side: L2CAPStreamSide) {
         let target = state.withLock { s -> RunLoopTarget? in
-            guard !s[side].posted, let target = s[side].targets.first, self.nextEvent(side, &s, taking: false) != nil else { return nil }
-            s[side].posted = true
+            guard s[side].postedTo == nil, let target = s[side].targets.first, self.nextEvent(side, &s, taking: false) != nil else { return nil }
+            s[side].postedTo = target
             return target
         }
-        target?.post { self.deliver(side) }
+        guard let target else { return }
+        target.post { self.deliver(side, on: target) }
     }
 
     /// On the run loop: the event due now (decided now, so a stale one is never delivered) to
-    /// the stream's delegate, then the next.
-    private func deliver(_ side: L2CAPStreamSide) {
+    /// the stream's delegate, then the next. Nothing when the stream has been removed from this
+    /// run loop since (its events go where it is scheduled now).
+    private func deliver(_ side: L2CAPStreamSide, on target: RunLoopTarget) {
         let event = state.withLock { s -> Stream.Event? in
-            s[side].posted = false
+            if let posted = s[side].postedTo, posted.matches(target.runLoop, target.mode) { s[side].postedTo = nil }
+            guard s[side].targets.contains(where: { $0.matches(target.runLoop, target.mode) }) else { return nil }
             return self.nextEvent(side, &s, taking: true)
         }
         if let event {

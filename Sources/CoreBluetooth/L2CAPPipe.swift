@@ -33,8 +33,8 @@ final class L2CAPPipe: @unchecked Sendable {
         var armed = true
         var endReported = false
         var targets: [RunLoopTarget] = []
-        /// An event delivery is on its way to the run loop.
-        var posted = false
+        /// Where an event delivery is on its way to.
+        var postedTo: RunLoopTarget?
     }
 
     struct State {
@@ -81,25 +81,28 @@ final class L2CAPPipe: @unchecked Sendable {
         state.withLock { $0.pumps = [receiving, sending] }
     }
 
-    /// Everything that used the channel is gone (`L2CAPChannelLifetime`): stop, and close the
-    /// channel unless it is closed already.
+    /// Everything that used the channel is gone (`L2CAPChannelLifetime`): both streams close,
+    /// as if the app had closed them. What `write` took still goes out (as a socket's closed
+    /// descriptor leaves its sent bytes to the kernel), then the channel closes; the receiving
+    /// task stops at once.
     func shutDown() {
-        let (pumps, room, data, close) = state.withLock { s in
+        let (pumps, room, data) = state.withLock { s in
             s.shutDown = true
+            for side in [L2CAPStreamSide.input, .output] {
+                s[side].status = .closed
+                s[side].targets = []
+            }
             defer {
                 s.roomWaiter = nil
                 s.dataWaiter = nil
-                s.channelClosed = true
             }
-            return (s.pumps, s.roomWaiter, s.dataWaiter, !s.channelClosed)
+            return (s.pumps, s.roomWaiter, s.dataWaiter)
         }
         room?.resume(returning: false)
+        // A waiting sending task has nothing left to send: it ends, and closes the channel.
         data?.resume(returning: nil)
-        for task in pumps { task.cancel() }
-        if close {
-            let channel = self.channel
-            Task { await channel.close() }
-        }
+        if let receiving = pumps.first { receiving.cancel() }
+        closeIfDone()
     }
 
     // MARK: The channel's side
@@ -114,7 +117,8 @@ final class L2CAPPipe: @unchecked Sendable {
                 state.withLock { $0.inbound.append(contentsOf: sdu) }
                 kick(.input)
             } catch {
-                ended(.failed(error))
+                // Cancelled by `shutDown`: nobody reads any more, and the output still drains.
+                if !state.withLock({ $0.shutDown }) { ended(.failed(error)) }
                 return
             }
         }
@@ -139,10 +143,13 @@ final class L2CAPPipe: @unchecked Sendable {
             do {
                 try await channel.send(bytes)
             } catch {
+                // Only the output ends here: SDUs that arrived before the peer closed may still
+                // wait in the host, and the input gives them before it ends (the receiving
+                // task sees the end itself).
                 if case BLEError.l2cap(.closed) = error {
-                    ended(.closed)
+                    outputEnded(.closed)
                 } else {
-                    ended(.failed(error))
+                    outputEnded(.failed(error))
                 }
                 return
             }
@@ -157,7 +164,7 @@ final class L2CAPPipe: @unchecked Sendable {
     private func nextChunk() async -> [UInt8]? {
         await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
             let now = state.withLock { s -> [UInt8]?? in
-                if s.shutDown || s.outboundEnd != nil { return .some(nil) }
+                if s.outboundEnd != nil { return .some(nil) }
                 if !s.outbound.isEmpty {
                     s.sending = true
                     return .some(s.outbound.take(upTo: outboundLimit))
@@ -187,6 +194,16 @@ final class L2CAPPipe: @unchecked Sendable {
         room?.resume(returning: false)
         data?.resume(returning: nil)
         kick(.input)
+        kick(.output)
+    }
+
+    /// A send failed: writes fail from now on; reads go on until the receiving task sees the
+    /// end.
+    private func outputEnded(_ end: L2CAPEnd) {
+        state.withLock { s in
+            if s.outboundEnd == nil { s.outboundEnd = end }
+            s.sending = false
+        }
         kick(.output)
     }
 
@@ -310,7 +327,14 @@ final class L2CAPPipe: @unchecked Sendable {
         kick(side)
     }
 
+    /// No more events on `runLoop` in `mode`: a delivery on its way there is dropped when it
+    /// comes (it may never, if that loop does not run), and the next goes where the stream is
+    /// scheduled now.
     func remove(_ side: L2CAPStreamSide, from runLoop: RunLoop, mode: RunLoop.Mode) {
-        state.withLock { s in s[side].targets.removeAll { $0.matches(runLoop, mode) } }
+        state.withLock { s in
+            s[side].targets.removeAll { $0.matches(runLoop, mode) }
+            if let posted = s[side].postedTo, posted.matches(runLoop, mode) { s[side].postedTo = nil }
+        }
+        kick(side)
     }
 }

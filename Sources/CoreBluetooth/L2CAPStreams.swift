@@ -1,8 +1,9 @@
 import Foundation
 
 /// Keeps an L2CAP channel open while anything the app holds uses it: the `CBL2CAPChannel` and
-/// its two streams each keep one of these; when the last is released, the channel closes (as on
-/// Apple platforms, where the app must retain the channel to keep it).
+/// its two streams each keep one of these; when the last is released, the channel closes once
+/// what was written has gone (as on Apple platforms, where the app must retain the channel to
+/// keep it).
 final class L2CAPChannelLifetime: Sendable {
     let pipe: L2CAPPipe
 

@@ -118,6 +118,55 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertEqual(central.peripheral?.state, .connected)
     }
 
+    /// The peer sends three SDUs and closes while the central has read none: one waits in the
+    /// central's stream, two in its host. A write then finds the channel closed; that ends the
+    /// output, but the input still gives every byte that arrived before `.endEncountered`.
+    func testAWriteThatFindsThePeersCloseDoesNotCutTheInputShort() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        central.reads = false
+        let sent = ChannelEnd.payload.prefix(2 * 4096 + 1000)
+        peripheral.outgoing = Data(sent)
+        peripheral.pump()
+        wait("the peripheral wrote it all") { peripheral.written == sent.count }
+        peripheral.closeChannel()
+        // Write until a write finds the channel closed (the peer's Disconnection Request has
+        // arrived); the bytes written before that go to a peer that no longer reads.
+        wait("the central's output ends") {
+            if central.channel?.outputStream.streamStatus == .open { _ = central.channel?.outputStream.write([0], maxLength: 1) }
+            return central.lines.contains("output end")
+        }
+        XCTAssertEqual(central.channel?.inputStream.streamStatus, .open, "bytes wait: the input has not ended")
+        central.reads = true
+        central.pump()
+        wait("endEncountered at the central's input") { central.lines.contains("input end") }
+        XCTAssertEqual(central.received.count, sent.count, "every byte the peer sent before it closed")
+        XCTAssertTrue(central.received == sent)
+    }
+
+    /// The central writes until `write` takes no more (one SDU in flight, one waiting in the
+    /// stream), closes both streams and lets go of the channel at once, the usual way to end:
+    /// every byte `write` took still reaches the peer, then the end.
+    func testBytesWrittenBeforeClosingAndReleasingTheChannelAllArrive() throws {
+        let (peripheral, central) = openChannel()
+        defer { peripheral.manager.stopAdvertising() }
+        peripheral.reads = false
+        let total = ChannelEnd.payload + ChannelEnd.payload
+        central.outgoing = total
+        central.pump()
+        wait("the central held back") { central.refusedWrites > 0 }
+        central.outgoing = Data()
+        let written = central.written
+        XCTAssertGreaterThan(written, 0)
+        central.closeChannel()
+        central.dropChannel()
+        peripheral.reads = true
+        peripheral.pump()
+        wait("endEncountered at the peripheral", seconds: 30) { peripheral.lines.contains("input end") }
+        XCTAssertEqual(peripheral.received.count, written, "what write accepted, no less")
+        XCTAssertTrue(peripheral.received == total.prefix(written))
+    }
+
     func testTheExampleEchoClientAgainstAnEchoingPeripheralManager() throws {
         let name = uniqueName("CBCoCe")
         let peripheral = ChannelPeripheral(name: name)
@@ -180,6 +229,48 @@ final class L2CAPChannelTests: XCTestCase {
         XCTAssertEqual(peripheral.locked { $0.eventsOnMainThread }, 0, "the peripheral's events came on its own thread")
         XCTAssertGreaterThan(peripheral.locked { $0.eventsOffMainThread }, 2)
         XCTAssertEqual(central.eventsOffMainThread, 0, "the central's, scheduled in the main run loop, on the main thread")
+    }
+
+    /// A thread whose run loop never runs (a dispatch worker's `.current`, say), its loop, and
+    /// the semaphore that lets the thread end.
+    func startIdleThread() -> RunLoop? {
+        let loop = Locked<RunLoop?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            loop.set(RunLoop.current)
+            ready.signal()
+            release.wait()
+        }.start()
+        addTeardownBlock { release.signal() }
+        _ = ready.wait(timeout: .now() + 10)
+        return loop.get()
+    }
+
+    /// Streams first scheduled in a run loop that does not run get no events there (as on Apple
+    /// platforms); removed from it and scheduled in the main run loop, they get them on the main
+    /// one: the delivery stuck in the idle loop does not hold the stream's events back.
+    func testAStreamMovedFromARunLoopThatDoesNotRunGetsItsEventsWhereItIsScheduledNow() throws {
+        let name = uniqueName("CBCoCm")
+        let peripheral = ChannelPeripheral(name: name)
+        wait("advertising") { peripheral.lines.contains("advertising") }
+        defer { peripheral.manager.stopAdvertising() }
+        let idle = try XCTUnwrap(startIdleThread())
+        let central = ChannelCentral(name: name)
+        central.runLoop.set(idle)
+        wait("the central's channel") { central.channel != nil }
+        let channel = try XCTUnwrap(central.channel)
+        XCTAssertFalse(central.lines.contains { $0.hasSuffix(" open") }, "no events in a run loop that does not run")
+        for stream in [channel.inputStream as Stream, channel.outputStream as Stream] {
+            stream.remove(from: idle, forMode: .default)
+            stream.schedule(in: .main, forMode: .default)
+        }
+        wait("openCompleted on the main run loop") { central.lines.contains("input open") && central.lines.contains("output open") }
+        XCTAssertEqual(central.eventsOffMainThread, 0)
+        wait("the peripheral's end open") { peripheral.lines.contains("output open") }
+        peripheral.outgoing = Data("after the move".utf8)
+        peripheral.pump()
+        wait("the bytes on the main run loop") { central.received == Data("after the move".utf8) }
     }
 
     func testOpeningAnUnpublishedPSMFailsAndUnpublishingWithdrawsIt() throws {
