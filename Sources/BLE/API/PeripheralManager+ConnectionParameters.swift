@@ -7,8 +7,10 @@ extension PeripheralManager {
     /// units of 1.25 ms, the timeout in 10 ms. Returns once the controller has taken the
     /// request; the central decides, and the link's parameters change when it applies them.
     /// Throws `.invalidArgument` for parameters outside the spec's ranges, `.notConnected` for
-    /// a central that is gone, `.hci` when the controller refuses (e.g. the central's controller
-    /// lacks the procedure).
+    /// a central that is gone, `.hci` when our controller refuses the command. The central's
+    /// answer comes later, in LE Connection Update Complete (§7.7.65.3), and is not awaited: a
+    /// central that refuses (or whose controller lacks the procedure) leaves the parameters as
+    /// they were, and nothing reports it to the caller.
     public func requestConnectionParameters(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
                                             supervisionTimeout: UInt16, for central: ConnectedCentral) async throws {
         guard LinkParameters.isValid(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: supervisionTimeout) else {
