@@ -194,6 +194,7 @@ final class GATTClientSessions {
                 if start <= end { range = start...end }
             }
             link.observation.invalidateServices(in: range)
+            host.caches.servicesChanged(range, linkID: link.id, host)
             for s in session.servicesChangedSinks.values { s.yield(range) }
         }
         for sink in (session.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }
