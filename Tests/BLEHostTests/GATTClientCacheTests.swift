@@ -116,6 +116,7 @@ final class GATTClientCacheTests: XCTestCase {
         guard case let .found(hr) = cache.firstCharacteristic(BluetoothUUID(0x2A37)) else { return XCTFail() }
         cache.record(descriptors: [GATTDescriptor(handle: 0x0011, uuid: BluetoothUUID(0x2902))], of: hr)
         cache.recordSubscription(valueHandle: 0x0010, bits: 1)
+        cache.enabledRobustCaching = true
         XCTAssertEqual(try GATTCacheFileFormat.decode(GATTCacheFileFormat.encode(cache)), cache)
         XCTAssertEqual(try GATTCacheFileFormat.decode(GATTCacheFileFormat.encode(GATTAttributeCache())), GATTAttributeCache())
     }
@@ -145,7 +146,7 @@ final class GATTClientCacheTests: XCTestCase {
             }
         }
         // A count claiming more entries than the file holds is refused before allocating.
-        var huge = GATTCacheFileFormat.magic + [GATTCacheFileFormat.version, 0]
+        var huge = GATTCacheFileFormat.magic + [GATTCacheFileFormat.version, 0, 0]
         huge += [0xFF, 0xFF]
         XCTAssertThrowsError(try GATTCacheFileFormat.decode(huge))
     }

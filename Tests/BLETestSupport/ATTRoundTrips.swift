@@ -27,11 +27,17 @@ public struct ATTRoundTrips: Sendable, Equatable, CustomStringConvertible {
             + (connected ? "" : " (no Connection Complete)") + (notified ? "" : " (no notification)")
     }
 
-    /// Counts in the records of a btsnoop file.
-    public init(btsnoop bytes: [UInt8]) throws {
+    /// Counts in the records of a btsnoop file, from its `connection`th successful Connection
+    /// Complete (1 = the first).
+    public init(btsnoop bytes: [UInt8], connection: Int = 1) throws {
+        var toSkip = connection - 1
         for record in try BTSnoop.parse(bytes) {
             guard let frame = try? record.frame() else { continue }
             if take(frame, direction: record.direction) { break }
+            if connected, toSkip > 0, frame.type == .event {
+                toSkip -= 1
+                connected = false
+            }
         }
     }
 

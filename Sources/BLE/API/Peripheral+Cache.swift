@@ -73,9 +73,10 @@ extension Peripheral {
 
     /// True when the server is bonded, the link is encrypted with its key, and the cache says
     /// this client left `bits` in the CCCD: the server restored it (§3.3.3.3).
-    func keepsSubscription(_ valueHandle: UInt16, bits: UInt16) async throws -> Bool {
+    /// With a nil `valueHandle`, true when the server is bonded and the link so encrypted.
+    func keepsSubscription(_ valueHandle: UInt16?, bits: UInt16) async throws -> Bool {
         let cache = try await cache()
-        guard cache.subscriptions[valueHandle] == bits else { return false }
+        if let valueHandle, cache.subscriptions[valueHandle] != bits { return false }
         let linkID = self.linkID
         let state = await host.run { host -> (bonded: Bool, encrypted: Bool) in
             guard host.caches.entry(linkID: linkID)?.key?.bonded == true,
@@ -113,12 +114,10 @@ extension Peripheral {
         }
         do {
             if let csf = try await characteristic(GATTUUID.clientSupportedFeatures), csf.properties.contains(.write) {
-                let robustCaching: UInt8 = 0x01
-                if try await keepsSubscription(csf.valueHandle, bits: UInt16(robustCaching) << 8) { return }
-                try await syncing { try await writeValue([robustCaching], handle: csf.valueHandle) }
-                // Kept beside the CCCDs (a value no CCCD can have) so a bonded reconnection,
-                // whose server remembers it (§7.2), does not write it again.
-                await updateCache { $0.recordSubscription(valueHandle: csf.valueHandle, bits: UInt16(robustCaching) << 8) }
+                // A bonded server keeps it (§7.2): not written again.
+                if try await cache().enabledRobustCaching, try await keepsSubscription(nil, bits: 0) { return }
+                try await syncing { try await writeValue([0x01], handle: csf.valueHandle) }
+                await updateCache { $0.enabledRobustCaching = true }
             }
         } catch {
             HostDiagnostics.log("[host] enabling robust caching on \(address): \(error)")
@@ -169,7 +168,7 @@ extension Peripheral {
     }
 
     /// The server's Database Hash (§7.3), nil when it has none.
-    func readDatabaseHash() async throws -> [UInt8]? {
+    public func readDatabaseHash() async throws -> [UInt8]? {
         guard case let .handleValues(found) = try await run(ReadDatabaseHashProcedure()) else {
             throw BLEError.unsupported("internal: unexpected output for a Database Hash read")
         }
@@ -181,20 +180,13 @@ extension Peripheral {
         await host.run { $0.caches.update(linkID: linkID, $0, body) }
     }
 
-    /// Runs `body`; on Database Out Of Sync (§2.5.2.1) drops the cache, reads the hash again
-    /// (which makes this client change-aware) and runs `body` once more.
+    /// Runs `body`; on Database Out Of Sync (§2.5.2.1), which made the host drop the link's
+    /// cache (`GATTCacheSessions.outOfSync`), runs it once more: its lookups prepare the cache
+    /// again, reading the Database Hash, which makes this client change-aware.
     func syncing<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch BLEError.gatt(.att(.databaseOutOfSync, _, _)) {
-            let hash = try await readDatabaseHash()
-            let linkID = self.linkID, peer = self.address
-            await host.run { host in
-                // A bonded entry keeps its key; an unbonded one moves to the new hash's.
-                let old = host.caches.entry(linkID: linkID)?.key
-                let key = old?.bonded == true ? old : hash.map { GATTCacheKey.unbonded(peer, databaseHash: $0) }
-                host.caches.rekey(linkID: linkID, key: key, cache: GATTAttributeCache(databaseHash: hash), host)
-            }
             return try await body()
         }
     }

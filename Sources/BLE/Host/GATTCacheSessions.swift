@@ -38,11 +38,14 @@ final class GATTCacheSessions {
         persist(entry, host)
     }
 
-    /// Re-keys the link's cache (the Database Hash changed) and stores it under the new key.
-    func rekey(linkID: UInt64, key: GATTCacheKey?, cache: GATTAttributeCache, _ host: isolated HostController) {
-        guard entries[linkID] != nil else { return }
-        entries[linkID] = Entry(key: key, cache: cache, loaded: false)
-        if let entry = entries[linkID] { persist(entry, host) }
+    /// A request on the link was answered Database Out Of Sync (§2.5.2.1): the server's
+    /// database changed since the cache was filled. The link's cache is dropped, and a bonded
+    /// peer's stored entry removed (an unbonded peer's stays valid for the hash it is kept
+    /// under); the next lookup prepares it again from the Database Hash.
+    func outOfSync(linkID: UInt64, _ host: isolated HostController) {
+        guard let entry = entries.removeValue(forKey: linkID) else { return }
+        guard let key = entry.key, key.bonded, let store = host.configuration.gattCache else { return }
+        do { try store.remove(key) } catch { host.log("GATT cache \(key): not removed: \(error)") }
     }
 
     private func persist(_ entry: Entry, _ host: isolated HostController) {

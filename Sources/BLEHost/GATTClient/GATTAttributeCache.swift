@@ -24,6 +24,9 @@ public struct GATTAttributeCache: Hashable, Sendable {
     /// handle: a bonded server keeps them across connections (§3.3.3.3), so a reconnection need
     /// not write them again.
     public private(set) var subscriptions: [UInt16: UInt16] = [:]
+    /// This client enabled robust caching on the server (Client Supported Features bit 0,
+    /// §7.2), which a bonded server keeps across connections.
+    public var enabledRobustCaching = false
 
     /// An empty cache, optionally for a server whose Database Hash is `databaseHash`.
     public init(databaseHash: [UInt8]? = nil) {
@@ -32,12 +35,13 @@ public struct GATTAttributeCache: Hashable, Sendable {
 
     /// A cache with these contents, as read back from storage; `GATTCacheFileFormat` checks them.
     init(databaseHash: [UInt8]?, characteristics: [GATTCharacteristic], covered: [ClosedRange<UInt16>],
-         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16]) {
+         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], enabledRobustCaching: Bool) {
         self.databaseHash = databaseHash
         self.characteristics = characteristics
         self.covered = covered
         self.descriptors = descriptors
         self.subscriptions = subscriptions
+        self.enabledRobustCaching = enabledRobustCaching
     }
 
     /// True when nothing is known.
