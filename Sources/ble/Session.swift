@@ -145,10 +145,16 @@ extension CharacteristicArgument: CustomStringConvertible {
 }
 
 /// Connects to an address argument, learning its type by scanning if needed, and exchanges the
-/// ATT MTU (a peer that refuses the exchange keeps the default 23).
-func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+/// ATT MTU (a peer that refuses the exchange keeps the default 23). Unless `waitForMTU`, the
+/// exchange is only started: the caller's first request queues behind it on the bearer.
+func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10),
+             waitForMTU: Bool = true) async throws -> Peripheral {
     let address = try await target.resolve(using: central)
     let peripheral = try await central.connect(address, timeout: timeout)
-    try await exchangeMTU(mtu, on: peripheral)
+    if waitForMTU {
+        try await exchangeMTU(mtu, on: peripheral)
+    } else if mtu > 23 {
+        await peripheral.startMTUExchange(mtu)
+    }
     return peripheral
 }

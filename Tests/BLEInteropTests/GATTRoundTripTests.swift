@@ -87,4 +87,30 @@ final class GATTRoundTripTests: XCTestCase {
         XCTAssertLessThanOrEqual(warm.count, 2, "reconnect with an unchanged Database Hash: \(warm)")
         print("round trips to the first notification, Bumble over rootcanal: cold \(cold), reconnect \(warm)")
     }
+
+    /// Bumble as the client of our server: it enables robust caching (Client Supported Features
+    /// 0x01, §7.2) and reads the Database Hash (§7.3) on two connections; the hash is the same
+    /// both times and the same our own client reads, so a caching client can skip discovery.
+    func testABumbleClientEnablesRobustCachingAndReadsAStableHashFromOurServer() throws {
+        let env = try InteropEnvironment.current()
+        let sensor = try ServeProcess(profile: "heart-rate", name: "HRC\(UInt32.random(in: 100_000...999_999))", environment: env)
+        addTeardownBlock { sensor.stop() }
+        var hashes: [String] = []
+        for round in 0..<2 {
+            let client = try startPeer("central.py", arguments: [
+                "--target", sensor.address.description, "--read", "2B2A", "--write", "2B29=01", "--read", "2B29",
+            ], environment: env)
+            let hash = try client.waitForEvent("read", timeout: 30) { $0.string("uuid") == "2B2A" }
+            hashes.append(try XCTUnwrap(hash.string("value")))
+            try client.waitForEvent("wrote", timeout: 10) { $0.string("uuid") == "2B29" }
+            try client.waitForEvent("done", timeout: 20)
+            _ = client.waitForExit(timeout: 10)
+            _ = try sensor.waitForCount("disconnected", count: round + 1, timeout: 20)
+            if round == 0 { XCTAssertEqual(hashes[0].count, 32, "16 octets: \(hashes[0])") }
+        }
+        XCTAssertEqual(hashes[0], hashes[1], "the database did not change between connections")
+        let ours = try BLETool.run(["read", "\(sensor.address)/random", "2B2A", "--json", "--hci", env.rootcanal], timeout: 60)
+        XCTAssertTrue(ours.succeeded, "\(ours)")
+        XCTAssertTrue(ours.stdout.contains("\"hex\":\"\(hashes[0])\""), "our client reads the same hash: \(ours.stdout)")
+    }
 }

@@ -191,3 +191,16 @@ extension Peripheral {
         }
     }
 }
+
+extension Peripheral {
+    /// Starts the ATT MTU exchange (Vol 3 Part G §4.3.1, asking for `preferred`, default 517)
+    /// and returns at once: whatever is asked next queues behind it on the bearer and goes out
+    /// as soon as the exchange ends, sized by the new ATT_MTU, which `mtu` shows from then on.
+    /// A peer that refuses leaves 23. The exchange can be asked once per connection
+    /// (Vol 3 Part F §3.4.2.1).
+    public func startMTUExchange(_ preferred: Int? = nil) async {
+        let procedure = AnyGATTProcedure(ExchangeMTUProcedure(clientMTU: preferred ?? host.configuration.preferredATTMTU))
+        let linkID = self.linkID
+        await host.run { $0.client.submitWithoutWaiting(procedure, onLink: linkID, $0) }
+    }
+}

@@ -37,7 +37,8 @@ struct SubscribeCommand: BLECommand {
     }
 
     func run() async throws {
-        try await withPeripheral(controller, target, timeout: .seconds(10)) { peripheral in
+        // The MTU exchange is overlapped: the first lookup queues behind it on the bearer.
+        try await withPeripheral(controller, target, timeout: .seconds(10), waitForMTU: false) { peripheral in
             // Only what this subscription needs goes before the first value: the characteristic
             // and its CCCD, from the attribute cache or a targeted search (Vol 3 Part G §2.5.2);
             // no CCCD write to a bonded server that kept it (§3.3.3.3).
