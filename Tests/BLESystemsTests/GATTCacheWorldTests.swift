@@ -25,9 +25,9 @@ final class GATTCacheWorldTests: XCTestCase {
         return (try await Central.open(transport: capture, clock: world.clock, configuration: configuration), capture)
     }
 
-    /// The first value of `values`, or nil after `limit` of the world's time.
-    static func firstValue(_ values: AsyncStream<[UInt8]>, within limit: Duration, _ world: VirtualWorld) async -> [UInt8]? {
-        await withTaskGroup(of: [UInt8]?.self) { group in
+    /// The first element of `values`, or nil after `limit` of the world's time.
+    static func firstValue<T: Sendable>(_ values: AsyncStream<T>, within limit: Duration, _ world: VirtualWorld) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
             group.addTask(executorPreference: world.clock.taskExecutor) {
                 for await v in values { return v }
                 return nil
@@ -150,12 +150,49 @@ final class GATTCacheWorldTests: XCTestCase {
             let handles = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
                 GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
             ]))
-            var iterator = changes.makeAsyncIterator()
-            let range = await iterator.next()
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, handles.range)
             let found = try await p.characteristic(BluetoothUUID(0xFFF1))
             XCTAssertEqual(found.map { handles.range.contains($0.declarationHandle) }, true)
             try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// A bonded client away while the server's database changes is change-unaware when it comes
+    /// back (§2.5.2.1): once its link is encrypted the server indicates Service Changed (§7.1),
+    /// the client drops what its cache held in the range, and finds the new characteristic.
+    func testABondedClientIsToldOfAChangeMadeWhileItWasAway() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            let absent = try await first.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNil(absent)
+            await first.completeCaching()
+            try await first.disconnect()
+
+            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+
+            let again = try await central.connect(address)
+            let changes = await again.servicesChanged()
+            // From the bonded cache, no request: this also arms the Service Changed handle.
+            let sc = try await again.characteristic(GATTUUID.serviceChanged)
+            XCTAssertNotNil(sc)
+            try await again.encrypt()
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, 0x0001...0xFFFF, "the whole database, as the server does not say which part")
+            let found = try await again.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNotNil(found, "found after Service Changed")
+            try await again.disconnect()
             await central.close()
             await manager.close()
         }

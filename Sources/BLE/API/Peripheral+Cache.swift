@@ -138,7 +138,8 @@ extension Peripheral {
             key = .bonded(identity)
             cache = load(key, from: store)
         }
-        if cache == nil {
+        // Without a store the hash could only key what is never kept: not read.
+        if cache == nil, store != nil {
             let hash = try await readDatabaseHash()
             if identity == nil, let store, let hash {
                 key = .unbonded(peer, databaseHash: hash)
