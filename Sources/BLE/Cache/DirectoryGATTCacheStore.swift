@@ -40,6 +40,7 @@ public final class DirectoryGATTCacheStore: GATTCacheStore {
         return [directory]
     }
 
+    /// The entry under `key`; a file that does not decode throws `GATTCacheFileError`.
     public func load(_ key: GATTCacheKey) throws -> GATTAttributeCache? {
         var firstError: (any Error)?
         for dir in directories(for: key) {
@@ -55,6 +56,7 @@ public final class DirectoryGATTCacheStore: GATTCacheStore {
         return nil
     }
 
+    /// Stores `cache` under `key`, replacing what was there.
     public func save(_ cache: GATTAttributeCache, for key: GATTCacheKey) throws {
         let bytes = GATTCacheFileFormat.encode(cache)
         for dir in directories(for: key) {
@@ -63,6 +65,7 @@ public final class DirectoryGATTCacheStore: GATTCacheStore {
         }
     }
 
+    /// Removes the entry under `key`, if any.
     public func remove(_ key: GATTCacheKey) throws {
         for dir in directories(for: key) { _ = try PrivateFiles.remove(directory: dir, name: key.fileName) }
     }

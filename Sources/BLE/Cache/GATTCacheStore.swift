@@ -37,6 +37,7 @@ public struct GATTCacheKey: Hashable, Sendable, CustomStringConvertible {
     /// `.gatt`.
     public static let suffix = ".gatt"
 
+    /// The file name, for logs.
     public var description: String { fileName }
 }
 
@@ -59,16 +60,19 @@ public final class InMemoryGATTCacheStore: GATTCacheStore {
     /// An empty store.
     public init() {}
 
+    /// The entry under `key`; a file that does not decode throws `GATTCacheFileError`.
     public func load(_ key: GATTCacheKey) throws -> GATTAttributeCache? {
         guard let bytes = files.withLock({ $0[key.fileName] }) else { return nil }
         return try GATTCacheFileFormat.decode(bytes)
     }
 
+    /// Stores `cache` under `key`, replacing what was there.
     public func save(_ cache: GATTAttributeCache, for key: GATTCacheKey) throws {
         let bytes = GATTCacheFileFormat.encode(cache)
         files.withLock { $0[key.fileName] = bytes }
     }
 
+    /// Removes the entry under `key`, if any.
     public func remove(_ key: GATTCacheKey) throws {
         _ = files.withLock { $0.removeValue(forKey: key.fileName) }
     }
