@@ -197,4 +197,44 @@ final class GATTCacheWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    /// The same across a server restart with a changed database: the bond keeps the hash of the
+    /// database the client knew (`Bond.servedDatabaseHash`), so the restarted server, which
+    /// has no memory of the client, still finds it change-unaware and indicates Service Changed.
+    func testABondedClientIsToldOfAChangeMadeWhileTheServerRestarted() async throws {
+        try await VirtualWorld.run { world in
+            let bonds = InMemoryBondStore()
+            var serverConfiguration = HostConfiguration()
+            serverConfiguration.security.bondStore = bonds
+            let serverAddress = BDAddress(rawValue: 0x00_5A_B1_00_00_77)
+            let (before, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
+            try await before.startAdvertising(AdvertisingData())
+            let own = await before.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            await first.completeCaching()
+            try await first.disconnect()
+            await before.close()
+            let kept = try bonds.bonds().first?.servedDatabaseHash
+            XCTAssertNotNil(kept, "the bond keeps the hash the client knew")
+
+            let (after, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
+            _ = try await after.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+            try await after.startAdvertising(AdvertisingData())
+            let again = try await central.connect(address)
+            let changes = await again.servicesChanged()
+            _ = try await again.characteristic(GATTUUID.serviceChanged)
+            try await again.encrypt()
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, 0x0001...0xFFFF)
+            try await again.disconnect()
+            await central.close()
+            await after.close()
+        }
+    }
 }
