@@ -61,7 +61,9 @@ extension Peripheral {
         } else {
             throw BLEError.invalidArgument("characteristic \(characteristic.uuid) neither notifies nor indicates")
         }
-        if !force, try await keepsSubscription(characteristic.valueHandle, bits: bits) { return false }
+        // Encrypted first on a bonded link, so the server keeps what is written (§3.3.3.3).
+        let bonded = try await encryptedBondedLink()
+        if !force, bonded, try await cache().subscriptions[characteristic.valueHandle] == bits { return false }
         let descriptors = try await cachedDescriptors(for: characteristic)
         guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
             throw BLEError.invalidArgument("characteristic \(characteristic.uuid) has no Client Characteristic Configuration descriptor")
@@ -71,12 +73,12 @@ extension Peripheral {
         return true
     }
 
-    /// True when the server is bonded, the link is encrypted with its key, and the cache says
-    /// this client left `bits` in the CCCD: the server restored it (§3.3.3.3).
-    /// With a nil `valueHandle`, true when the server is bonded and the link so encrypted.
-    func keepsSubscription(_ valueHandle: UInt16?, bits: UInt16) async throws -> Bool {
-        let cache = try await cache()
-        if let valueHandle, cache.subscriptions[valueHandle] != bits { return false }
+    /// True when the peer is bonded and the link is encrypted with the bond's key, encrypting
+    /// it first when it is not (no ATT request): a bonded server keeps a client's CCCDs and
+    /// Client Supported Features across connections only for links encrypted so (§3.3.3.3,
+    /// §7.2). False for a peer that is not bonded, or that lost the key.
+    func encryptedBondedLink(encryptingIfNeeded: Bool = true) async throws -> Bool {
+        _ = try await cache()
         let linkID = self.linkID
         let state = await host.run { host -> (bonded: Bool, encrypted: Bool) in
             guard host.caches.entry(linkID: linkID)?.key?.bonded == true,
@@ -86,9 +88,7 @@ extension Peripheral {
         }
         guard state.bonded else { return false }
         if state.encrypted { return true }
-        // The server restores a bonded client's CCCDs once the link is encrypted with the
-        // bond's key (§3.3.3.3); encrypting is no ATT request. A peer that lost the key gets
-        // the CCCD written instead.
+        guard encryptingIfNeeded else { return false }
         do {
             try await encrypt()
             return true
@@ -96,6 +96,20 @@ extension Peripheral {
             HostDiagnostics.log("[host] re-encrypting with \(address) for its kept subscriptions: \(error)")
             return false
         }
+    }
+
+    /// Turns updates off through the cache (the CCCD handle from it), unless `keepingBonded`
+    /// and the peer is bonded on an encrypted link: a bonded server keeps the CCCD for the next
+    /// connection (§3.3.3.3), which then needs no request before its first value. Returns true
+    /// when the CCCD was written.
+    @discardableResult
+    public func disableUpdates(for characteristic: GATTCharacteristic, keepingBonded: Bool = false) async throws -> Bool {
+        if keepingBonded, try await encryptedBondedLink(encryptingIfNeeded: false) { return false }
+        let descriptors = try await cachedDescriptors(for: characteristic)
+        guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else { return false }
+        try await syncing { try await setNotifyValue(false, for: characteristic, cccdHandle: cccd.handle) }
+        await updateCache { $0.recordSubscription(valueHandle: characteristic.valueHandle, bits: 0) }
+        return true
     }
 
     /// What the client does once the user's request is served, so that it costs no round trip
@@ -115,7 +129,7 @@ extension Peripheral {
         do {
             if let csf = try await characteristic(GATTUUID.clientSupportedFeatures), csf.properties.contains(.write) {
                 // A bonded server keeps it (§7.2): not written again.
-                if try await cache().enabledRobustCaching, try await keepsSubscription(nil, bits: 0) { return }
+                if try await cache().enabledRobustCaching, try await encryptedBondedLink() { return }
                 try await syncing { try await writeValue([0x01], handle: csf.valueHandle) }
                 await updateCache { $0.enabledRobustCaching = true }
             }

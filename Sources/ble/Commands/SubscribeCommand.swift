@@ -102,7 +102,9 @@ struct SubscribeCommand: BLECommand {
             if let limit, n < limit, let deadline {
                 throw BLEError.timeout("received \(n) of \(limit) values in \(deadline)")
             }
-            try? await peripheral.setNotifyValue(false, for: c)
+            // A bonded server keeps the subscription for the next run (§3.3.3.3), which then
+            // needs no request before its first value; others are unsubscribed.
+            _ = try? await peripheral.disableUpdates(for: c, keepingBonded: true)
         }
     }
 
