@@ -30,6 +30,7 @@ struct CommandNeeds: OptionSet, Sendable {
 let controllerOptions = CommandOptionGroup(title: "CONTROLLER OPTIONS", options: [
     .single("hci", value: "SPEC", help: "controller: virtual (in-process radio with demo peripherals), tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else the first Linux adapter that opens)"),
     .single("capture", value: "FILE", help: "write every HCI packet, both directions, to FILE (btsnoop)"),
+    .single("gatt-cache", value: "DIR", help: "keep what GATT discovery learns of each peer in DIR (default: $BLE_GATT_CACHE, else $XDG_CACHE_HOME/ble/gatt; in memory with --hci virtual)"),
     .flag("verbose", help: "log what the stack drops or ignores to stderr"),
 ] + bondOptions)
 

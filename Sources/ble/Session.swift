@@ -8,6 +8,9 @@ import BLEWire
 struct ControllerOptions {
     var hci: String?
     var capture: String?
+    /// Where attribute caches are kept (`--gatt-cache`, `BLE_GATT_CACHE`, default
+    /// `$XDG_CACHE_HOME/ble/gatt`); nil keeps them in memory for the process.
+    var gattCacheDirectory: String?
     var mtu: Int
     var security: SecurityOptions
 
@@ -24,6 +27,14 @@ struct ControllerOptions {
             security.bondsDirectory = nil
             security.bondsNamed = false
         }
+        // Like bonds: the virtual radio's demo peripherals live as long as the process, so their
+        // caches do too unless a directory is named on the command line.
+        if (hci ?? environment["BLE_HCI"]) == "virtual" {
+            gattCacheDirectory = args.option("gatt-cache")
+        } else {
+            gattCacheDirectory = args.option("gatt-cache") ?? environment["BLE_GATT_CACHE"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? DirectoryGATTCacheStore.defaultDirectory(environment: environment)
+        }
         mtu = try attMTU ? (args.int("mtu") ?? 517) : 517
         guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }
@@ -36,12 +47,22 @@ struct ControllerOptions {
         let store = try security.bondStore()
         var configuration = HostConfiguration()
         configuration.security = security.settings(store: store)
+        configuration.gattCache = try gattCacheStore()
         let bonds = (try? store.bonds()) ?? []
         // A named target that is bonded; or, for the flows that pick a device from a scan (the
         // seed systems' centrals), any bond at all, since the device they pick may be one.
         let bonded = target.map { t in bonds.contains { $0.peer.address == t.address || $0.connectionAddress?.address == t.address } } ?? !bonds.isEmpty
         let address = try security.ownAddress(store: store, identity: pairing || bonded)
         return try await Central.open(transport: Controllers.open(spec: hci, capture: capture), address: address, configuration: configuration)
+    }
+}
+
+extension ControllerOptions {
+    /// The attribute cache store: files in `gattCacheDirectory` (bonded peers' entries also
+    /// beside their bonds), else memory for this process.
+    func gattCacheStore() throws -> any GATTCacheStore {
+        guard let gattCacheDirectory else { return InMemoryGATTCacheStore() }
+        return try DirectoryGATTCacheStore(directory: gattCacheDirectory, bondsDirectory: security.bondsDirectory)
     }
 }
 
@@ -91,6 +112,14 @@ enum CharacteristicArgument {
 
     /// Finds the characteristic on the peer; a handle may name a value or declaration handle.
     func locate(on peripheral: Peripheral) async throws -> GATTCharacteristic {
+        // By type: the first declaration of it, from the attribute cache or a search of just
+        // what the cache lacks (Vol 3 Part G §2.5.2), without discovering services first.
+        if case let .uuid(u) = self {
+            guard let c = try await peripheral.characteristic(u) else {
+                throw BLEError.invalidArgument("no characteristic \(self) on \(peripheral.address)")
+            }
+            return c
+        }
         let services = try await peripheral.discoverServices()
         for service in services {
             if case let .handle(h) = self, !(service.startHandle...service.endHandle).contains(h) { continue }
@@ -116,10 +145,16 @@ extension CharacteristicArgument: CustomStringConvertible {
 }
 
 /// Connects to an address argument, learning its type by scanning if needed, and exchanges the
-/// ATT MTU (a peer that refuses the exchange keeps the default 23).
-func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+/// ATT MTU (a peer that refuses the exchange keeps the default 23). Unless `waitForMTU`, the
+/// exchange is only started: the caller's first request queues behind it on the bearer.
+func connect(_ target: AddressArgument, central: Central, mtu: Int, timeout: Duration = .seconds(10),
+             waitForMTU: Bool = true) async throws -> Peripheral {
     let address = try await target.resolve(using: central)
     let peripheral = try await central.connect(address, timeout: timeout)
-    try await exchangeMTU(mtu, on: peripheral)
+    if waitForMTU {
+        try await exchangeMTU(mtu, on: peripheral)
+    } else if mtu > 23 {
+        await peripheral.startMTUExchange(mtu)
+    }
     return peripheral
 }

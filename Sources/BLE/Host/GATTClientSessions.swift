@@ -164,6 +164,9 @@ final class GATTClientSessions {
             case let .send(bytes):
                 host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
             case let .complete(id, result):
+                if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
+                    host.caches.outOfSync(linkID: link.id, host)
+                }
                 sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
             case let .notification(valueHandle, value), let .indication(valueHandle, value):
                 deliver(value, from: valueHandle, handle: handle, host)
@@ -194,6 +197,7 @@ final class GATTClientSessions {
                 if start <= end { range = start...end }
             }
             link.observation.invalidateServices(in: range)
+            host.caches.servicesChanged(range, linkID: link.id, host)
             for s in session.servicesChangedSinks.values { s.yield(range) }
         }
         for sink in (session.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }

@@ -33,6 +33,9 @@ final class GATTServerSessions {
     /// Callers of `updateValueWaiting` waiting for room in a full queue.
     private var roomWaiters = ContinuationTable<Void>()
     private var eventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
+    /// Bonded clients' change awareness while they are away, by identity (Vol 3 Part G
+    /// §2.5.2.1; GATTServerChangeTracking.swift).
+    var bondedChangeAwareness: [DeviceAddress: Bool] = [:]
 
     var nextDeadline: Duration? { pending.values.lazy.map(\.deadline).min() }
 
@@ -53,9 +56,10 @@ final class GATTServerSessions {
         announceDatabaseChange(host)
     }
 
-    private func announceDatabaseChange(_ host: isolated HostController) {
+    func announceDatabaseChange(_ host: isolated HostController) {
         guard let range = database.serviceChangedRange else { return }
         database.serviceChangedRange = nil
+        databaseChangedForAllClients(host)
         let scHandle = database.serviceChangedHandle
         let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
         let t = host.now
@@ -347,6 +351,7 @@ final class GATTServerSessions {
     /// The link is gone: its pending requests and indications are dropped, writers waiting for
     /// room try again, and the application hears of the disconnect.
     func linkClosed(_ link: Link, reason: HCIStatus, _ host: isolated HostController) {
+        rememberChangeAwareness(of: link, host)
         pending = pending.filter { $0.value.linkHandle != link.handle }
         indications = indications.filter { $0.value.linkHandle != link.handle }
         roomWaiters.resumeAll(with: .success(()))

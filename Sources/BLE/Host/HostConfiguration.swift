@@ -64,6 +64,10 @@ public struct HostConfiguration: Sendable {
     /// Pairing, bonding and how the GATT client raises security (Core spec Vol 3 Part H).
     public var security = SecuritySettings()
 
+    /// Where the GATT client keeps what discovery learned of each server between connections
+    /// (the attribute cache of Core spec Vol 3 Part G §2.5.2); nil keeps nothing beyond a link.
+    public var gattCache: (any GATTCacheStore)?
+
     /// Makes a configuration with the defaults above; change the fields you need before opening.
     public init() {}
 }

@@ -26,6 +26,8 @@ actor HostController {
     let scanning = ScanCoordinator()
     let advertising = AdvertisingCoordinator()
     let client = GATTClientSessions()
+    /// Each link's attribute cache (Vol 3 Part G §2.5.2).
+    let caches = GATTCacheSessions()
     let server = GATTServerSessions()
     let security: SecurityCoordinator
     let privacy = PrivacyCoordinator()
@@ -326,6 +328,7 @@ actor HostController {
     /// its ACL credits return. Called by the connection manager when a link ends.
     func linkEnded(_ link: Link, reason: HCIStatus, error: BLEError) {
         client.linkClosed(link, error: error, self)
+        caches.linkClosed(link, self)
         security.linkClosed(link, error: error, self)
         sendACL(aclFlow.connectionClosed(handle: link.handle))
         router.linkClosed(handle: link.handle)

@@ -298,6 +298,7 @@ final class SecurityCoordinator {
             }
             if let worth, worth.bonded, let link = host.connections.links[handle] {
                 restoreSubscriptions(link, host)
+                if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }
             }
         } else if status != .success {
             host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")

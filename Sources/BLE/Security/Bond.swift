@@ -63,6 +63,10 @@ public struct Bond: Sendable, Hashable {
     public var clientConfigurations: [UInt16: UInt16]
     /// The peer's GATT Database Hash when we last discovered it (for GATT caching).
     public var databaseHash: [UInt8]?
+    /// Our server's Database Hash (Vol 3 Part G §7.3) when this peer, as a client, last knew the
+    /// database as it was (change-aware at the end of a connection, §2.5.2.1): if it differs
+    /// on its return, the peer is change-unaware and is sent Service Changed.
+    public var servedDatabaseHash: [UInt8]?
 
     /// A bond from its parts, as `DirectoryBondStore` reads one back. EDIV and Rand default to 0,
     /// as Secure Connections keys have them.
@@ -70,7 +74,7 @@ public struct Bond: Sendable, Hashable {
                 localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
                 peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
                 localSignCounter: UInt32 = 0, localSignatureKey: [UInt8]? = nil, secureConnections: Bool, authenticated: Bool, keySize: Int,
-                clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil) {
+                clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil, servedDatabaseHash: [UInt8]? = nil) {
         self.peer = peer
         self.connectionAddress = connectionAddress
         self.peerLongTermKey = peerLongTermKey
@@ -89,6 +93,7 @@ public struct Bond: Sendable, Hashable {
         self.keySize = keySize
         self.clientConfigurations = clientConfigurations
         self.databaseHash = databaseHash
+        self.servedDatabaseHash = servedDatabaseHash
     }
 
     /// Whether a device at `address` is this bond's peer: its identity, the address it paired

@@ -38,6 +38,7 @@ enum BondFileFormat {
             lines.append("cccd=\(handle):\(value)")
         }
         add("database-hash", b.databaseHash?.hexString)
+        add("served-database-hash", b.servedDatabaseHash?.hexString)
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -72,7 +73,8 @@ enum BondFileFormat {
             secureConnections: try fields.flag("secure-connections"), authenticated: try fields.flag("authenticated"),
             keySize: keySize,
             clientConfigurations: clientConfigurations,
-            databaseHash: try fields.bytes("database-hash"))
+            databaseHash: try fields.bytes("database-hash"),
+            servedDatabaseHash: try fields.bytes("served-database-hash"))
     }
 
     // MARK: Identity

@@ -47,7 +47,7 @@ public struct DiscoverCharacteristicsProcedure: GATTProcedure {
 
 /// Read By Type for «Characteristic» (Vol 3 Part F §3.4.4.1): each entry is a characteristic
 /// declaration, its value properties (1) + value handle (2) + UUID (2 or 16), Vol 3 Part G §3.3.1.
-private struct CharacteristicDeclarations: ReadByTypeQuery {
+struct CharacteristicDeclarations: ReadByTypeQuery {
     /// Where the last characteristic found ends (§3.3); the procedure ends the others before the
     /// next declaration once all are known.
     let rangeEnd: UInt16
@@ -96,7 +96,26 @@ public struct DiscoverDescriptorsProcedure: GATTProcedure {
         guard var current = walk else { return .failed(.unexpected(pdu, for: .findInformationRequest)) }
         let step = current.step(receiving: pdu)
         walk = current
-        return step
+        // A characteristic's descriptors end at the next declaration (§3.3.3): a range bounded
+        // only by the next characteristic declaration, as a targeted search gives it, may reach
+        // into the next service, whose declaration ends the search without a further request.
+        switch step {
+        case .send:
+            if let end = current.found.firstIndex(where: { Self.isDeclaration($0.uuid) }) {
+                return .done(Array(current.found[..<end]))
+            }
+            return step
+        case let .done(found):
+            return .done(Array(found.prefix { !Self.isDeclaration($0.uuid) }))
+        case .failed:
+            return step
+        }
+    }
+
+    /// «Primary Service», «Secondary Service», «Include» and «Characteristic» (§3.1–§3.3.1).
+    static func isDeclaration(_ uuid: BluetoothUUID) -> Bool {
+        uuid == GATTUUID.primaryService || uuid == GATTUUID.secondaryService
+            || uuid == GATTUUID.include || uuid == GATTUUID.characteristic
     }
 
     public static func gattOutput(_ output: [GATTDescriptor]) -> GATTOutput { .descriptors(output) }

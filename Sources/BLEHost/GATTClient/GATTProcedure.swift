@@ -68,6 +68,8 @@ public enum GATTOutput: Hashable, Sendable {
     case services([GATTService])
     case includedServices([GATTIncludedService])
     case characteristics([GATTCharacteristic])
+    /// A targeted characteristic search (`FindCharacteristicProcedure`): what it saw and where.
+    case characteristicSearch(GATTCharacteristicSearch)
     case descriptors([GATTDescriptor])
     /// Read, read long, read multiple (concatenated values).
     case value([UInt8])
@@ -83,6 +85,7 @@ public enum GATTOutput: Hashable, Sendable {
     public var services: [GATTService]? { if case let .services(v) = self { return v } else { return nil } }
     public var includedServices: [GATTIncludedService]? { if case let .includedServices(v) = self { return v } else { return nil } }
     public var characteristics: [GATTCharacteristic]? { if case let .characteristics(v) = self { return v } else { return nil } }
+    public var characteristicSearch: GATTCharacteristicSearch? { if case let .characteristicSearch(v) = self { return v } else { return nil } }
     public var descriptors: [GATTDescriptor]? { if case let .descriptors(v) = self { return v } else { return nil } }
     public var value: [UInt8]? { if case let .value(v) = self { return v } else { return nil } }
     public var values: [[UInt8]]? { if case let .values(v) = self { return v } else { return nil } }

@@ -53,6 +53,7 @@ extension ATTServer {
         }
         let pdu = ATTPDU.handleValueIndication(handle: valueHandle, value: Array(value.prefix(mtu - 3)))
         outgoing.append(.indication(id: id, pdu: pdu.encode()))
+        if valueHandle == database.serviceChangedHandle { serviceChangedIndicationID = id }
         return .queued
     }
 

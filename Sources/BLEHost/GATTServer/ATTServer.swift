@@ -40,6 +40,11 @@ public struct ATTServer: Sendable {
     var clientConfigurations: [UInt16: UInt16] = [:]
     /// Client Supported Features octets (Vol 3 Part G §7.2).
     var clientFeatures: [UInt8] = []
+    /// Robust caching state (Vol 3 Part G §2.5.2.1, ATTServer+ChangeAwareness.swift).
+    var changeAware = true
+    var outOfSyncSent = false
+    var hashReadWhileUnaware = false
+    var serviceChangedIndicationID: UInt64?
     /// Prepared writes in arrival order (§3.4.6).
     var prepareQueue: [PreparedWrite] = []
     /// Notifications and indications waiting for `nextOutgoing`.
@@ -96,6 +101,9 @@ public struct ATTServer: Sendable {
         if opcode == .handleValueConfirmation {
             actions += receiveConfirmation(pdu)
             return actions
+        }
+        if let refused = changeAwarenessVerdict(pdu, database: database) {
+            return actions + refused
         }
         if opcode.isCommand {
             actions += receiveCommand(pdu, database: &database, security: security)
@@ -171,6 +179,7 @@ public struct ATTServer: Sendable {
     mutating func receiveConfirmation(_ pdu: [UInt8]) -> [ServerAction] {
         guard pdu.count == 1, let outstanding = outstandingIndication else { return [] }
         outstandingIndication = nil
+        confirmed(indication: outstanding.id)
         return [.indicationConfirmed(id: outstanding.id)]
     }
 

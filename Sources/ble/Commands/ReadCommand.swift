@@ -61,10 +61,11 @@ struct ReadCommand: BLECommand {
 }
 
 /// Opens the controller, connects, runs `body`, disconnects and closes, on every path.
-func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, timeout: Duration, _ body: (Peripheral) async throws -> Void) async throws {
+func withPeripheral(_ controller: ControllerOptions, _ target: AddressArgument, timeout: Duration, waitForMTU: Bool = true,
+                    _ body: (Peripheral) async throws -> Void) async throws {
     let central = try await controller.openCentral(target: target)
     do {
-        let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout)
+        let peripheral = try await connect(target, central: central, mtu: controller.mtu, timeout: timeout, waitForMTU: waitForMTU)
         do {
             try await body(peripheral)
         } catch {

@@ -37,19 +37,32 @@ struct SubscribeCommand: BLECommand {
     }
 
     func run() async throws {
-        try await withPeripheral(controller, target, timeout: .seconds(10)) { peripheral in
+        // The MTU exchange is overlapped: the first lookup queues behind it on the bearer.
+        try await withPeripheral(controller, target, timeout: .seconds(10), waitForMTU: false) { peripheral in
+            // Only what this subscription needs goes before the first value: the characteristic
+            // and its CCCD, from the attribute cache or a targeted search (Vol 3 Part G §2.5.2);
+            // no CCCD write to a bonded server that kept it (§3.3.3.3).
             let c = try await characteristic.locate(on: peripheral)
             let values = await peripheral.notifications(for: c)
-            try await peripheral.setNotifyValue(true, for: c)
+            let wrote = try await peripheral.enableUpdates(for: c)
             let kind = c.properties.contains(.notify) ? "notifications" : "indications"
             if !json { print("subscribed to \(kind) from \(c.uuid) [0x\(String(format4: c.valueHandle))]") }
             let limit = count
             let deadline = timeout
             let received = Counter()
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // The first value, told twice: a wait that may be given up (ending its stream) and
+            // the wait that follows it.
+            let (firstValue, firstValueSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let (firstValueSoon, firstValueSoonSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            // Each child says whether its end ends the command.
+            try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     for await value in values {
                         let n = received.increment()
+                        if n == 1 {
+                            firstValueSignal.yield()
+                            firstValueSoonSignal.yield()
+                        }
                         if json {
                             print(JSON.object([("handle", .int(Int(c.valueHandle)))] + valueJSON(value)).text)
                         } else {
@@ -58,11 +71,28 @@ struct SubscribeCommand: BLECommand {
                         flushOutput()
                         if let limit, n >= limit { break }
                     }
+                    return true
                 }
                 if let deadline {
-                    group.addTask { try await Task.sleep(for: deadline) }
+                    group.addTask {
+                        try await Task.sleep(for: deadline)
+                        return true
+                    }
                 }
-                _ = try await group.next()
+                group.addTask {
+                    // A kept subscription should deliver within a measurement or two; if it
+                    // does not, the server forgot it after all and the CCCD is written.
+                    if !wrote, await !Self.arrives(firstValueSoon, within: Self.keptSubscriptionGrace) {
+                        try await peripheral.enableUpdates(for: c, force: true)
+                    }
+                    for await _ in firstValue { break }
+                    // After the user's first value: Service Changed and robust caching.
+                    await peripheral.completeCaching()
+                    return false
+                }
+                while let ends = try await group.next() {
+                    if ends { break }
+                }
                 group.cancelAll()
             }
             if peripheral.state != .connected, let reason = peripheral.disconnectReason {
@@ -72,7 +102,29 @@ struct SubscribeCommand: BLECommand {
             if let limit, n < limit, let deadline {
                 throw BLEError.timeout("received \(n) of \(limit) values in \(deadline)")
             }
-            try? await peripheral.setNotifyValue(false, for: c)
+            // A bonded server keeps the subscription for the next run (§3.3.3.3), which then
+            // needs no request before its first value; others are unsubscribed.
+            _ = try? await peripheral.disableUpdates(for: c, keepingBonded: true)
+        }
+    }
+
+    /// How long a subscription a bonded server kept may take to deliver its first value.
+    static let keptSubscriptionGrace: Duration = .seconds(3)
+
+    /// True when `signal` yields within `limit`.
+    static func arrives(_ signal: AsyncStream<Void>, within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in signal { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 }

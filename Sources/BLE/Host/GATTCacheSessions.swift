@@ -1,0 +1,69 @@
+import BLEHost
+import BLEWire
+
+/// Each link's attribute cache (Core spec Vol 3 Part G §2.5.2): what the client knows of the
+/// server's database on this connection, the key it is stored under, and whether it may be
+/// trusted. Isolated to the host actor that owns it; `Peripheral`'s cached lookups fill it, and
+/// Service Changed indications (§7.1) cut the range they name out of it.
+final class GATTCacheSessions {
+    /// One link's cache.
+    struct Entry {
+        /// Where it is stored; nil when it cannot be (no store, or an unbonded server with no
+        /// Database Hash, whose cache could never be checked on a later connection).
+        var key: GATTCacheKey?
+        var cache: GATTAttributeCache
+        /// Set by the lookups that loaded it: true when the entry came from storage.
+        var loaded: Bool
+    }
+
+    private var entries: [UInt64: Entry] = [:]
+
+    /// The link's cache, once prepared.
+    func entry(linkID: UInt64) -> Entry? { entries[linkID] }
+
+    /// Installs a prepared cache for a link that is still up.
+    func install(_ entry: Entry, linkID: UInt64, _ host: isolated HostController) {
+        guard host.connections.links.handle(forID: linkID) != nil else { return }
+        entries[linkID] = entry
+    }
+
+    /// Changes the link's cache and stores it. A store that fails is logged: the link keeps
+    /// what it learned, the next connection discovers again.
+    func update(linkID: UInt64, _ host: isolated HostController, _ body: (inout GATTAttributeCache) -> Void) {
+        guard var entry = entries[linkID] else { return }
+        let before = entry.cache
+        body(&entry.cache)
+        entries[linkID] = entry
+        guard entry.cache != before else { return }
+        persist(entry, host)
+    }
+
+    /// A request on the link was answered Database Out Of Sync (§2.5.2.1): the server's
+    /// database changed since the cache was filled. The link's cache is dropped, and a bonded
+    /// peer's stored entry removed (an unbonded peer's stays valid for the hash it is kept
+    /// under); the next lookup prepares it again from the Database Hash.
+    func outOfSync(linkID: UInt64, _ host: isolated HostController) {
+        guard let entry = entries.removeValue(forKey: linkID) else { return }
+        guard let key = entry.key, key.bonded, let store = host.configuration.gattCache else { return }
+        do { try store.remove(key) } catch { host.log("GATT cache \(key): not removed: \(error)") }
+    }
+
+    private func persist(_ entry: Entry, _ host: isolated HostController) {
+        guard let key = entry.key, let store = host.configuration.gattCache else { return }
+        do {
+            try store.save(entry.cache, for: key)
+        } catch {
+            host.log("GATT cache \(key): not stored: \(error)")
+        }
+    }
+
+    /// A Service Changed indication named `range` (§7.1): whatever the cache held there is stale.
+    func servicesChanged(_ range: ClosedRange<UInt16>, linkID: UInt64, _ host: isolated HostController) {
+        update(linkID: linkID, host) { $0.invalidate(range) }
+    }
+
+    /// The link is gone; its cache stays in the store.
+    func linkClosed(_ link: Link, _ host: isolated HostController) {
+        entries[link.id] = nil
+    }
+}

@@ -1,0 +1,166 @@
+import BLEWire
+
+/// What a GATT client knows of one server's attribute database between discoveries: the
+/// attribute cache of Core spec Vol 3 Part G §2.5.2, sans-IO (the owner loads and stores it).
+///
+/// It holds what discovery actually learned, not necessarily the whole database: the
+/// characteristics whose declarations were seen, the handle ranges in which every declaration
+/// is known (`covered`), each characteristic's descriptors once discovered, and the Database
+/// Hash (§7.3) the server reported when it was filled, so a later connection can check with one
+/// read that it still holds. A lookup the cache cannot answer says where discovery must look,
+/// so a request that needs one characteristic asks only for the part that is missing, and a
+/// Service Changed range (§7.1) or a Database Out Of Sync (§2.5.2.1) drops just what it covers.
+public struct GATTAttributeCache: Hashable, Sendable {
+    /// The server's Database Hash (§7.3) as read when the cache was filled; nil when unknown.
+    public var databaseHash: [UInt8]?
+    /// Known characteristics in handle order, each with its end handle.
+    public private(set) var characteristics: [GATTCharacteristic] = []
+    /// Disjoint ranges in ascending order in which every characteristic declaration is in
+    /// `characteristics`.
+    public private(set) var covered: [ClosedRange<UInt16>] = []
+    /// All descriptors of a characteristic, by its value handle, once discovered.
+    public private(set) var descriptors: [UInt16: [GATTDescriptor]] = [:]
+    /// Client Characteristic Configuration values this client wrote, by characteristic value
+    /// handle: a bonded server keeps them across connections (§3.3.3.3), so a reconnection need
+    /// not write them again.
+    public private(set) var subscriptions: [UInt16: UInt16] = [:]
+    /// This client enabled robust caching on the server (Client Supported Features bit 0,
+    /// §7.2), which a bonded server keeps across connections.
+    public var enabledRobustCaching = false
+
+    /// An empty cache, optionally for a server whose Database Hash is `databaseHash`.
+    public init(databaseHash: [UInt8]? = nil) {
+        self.databaseHash = databaseHash
+    }
+
+    /// A cache with these contents, as read back from storage; `GATTCacheFileFormat` checks them.
+    init(databaseHash: [UInt8]?, characteristics: [GATTCharacteristic], covered: [ClosedRange<UInt16>],
+         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], enabledRobustCaching: Bool) {
+        self.databaseHash = databaseHash
+        self.characteristics = characteristics
+        self.covered = covered
+        self.descriptors = descriptors
+        self.subscriptions = subscriptions
+        self.enabledRobustCaching = enabledRobustCaching
+    }
+
+    /// True when nothing is known.
+    public var isEmpty: Bool { characteristics.isEmpty && covered.isEmpty && subscriptions.isEmpty }
+
+    // MARK: Lookups
+
+    /// What the cache can say about the first characteristic of a type.
+    public enum Lookup: Hashable, Sendable {
+        /// The first characteristic of that type in handle order.
+        case found(GATTCharacteristic)
+        /// The whole database is known and has none.
+        case absent
+        /// Not known: declarations from this handle on must be searched (up to the next
+        /// covered range, or the end of the database).
+        case search(ClosedRange<UInt16>)
+    }
+
+    /// The first characteristic of `uuid` in handle order, if every declaration before it is known.
+    public func firstCharacteristic(_ uuid: BluetoothUUID) -> Lookup {
+        var next: UInt16 = 0x0001
+        for range in covered {
+            if range.lowerBound > next { return .search(next...(range.lowerBound - 1)) }
+            if let c = characteristics.first(where: { $0.uuid == uuid && range.contains($0.declarationHandle) }) {
+                return .found(c)
+            }
+            if range.upperBound == 0xFFFF { return .absent }
+            next = max(next, range.upperBound + 1)
+        }
+        return .search(next...0xFFFF)
+    }
+
+    /// The characteristic whose value is at `valueHandle`, if known.
+    public func characteristic(valueHandle: UInt16) -> GATTCharacteristic? {
+        characteristics.first { $0.valueHandle == valueHandle }
+    }
+
+    /// The known descriptors of the characteristic whose value is at `valueHandle`.
+    public func descriptors(ofValueHandle valueHandle: UInt16) -> [GATTDescriptor]? {
+        descriptors[valueHandle]
+    }
+
+    // MARK: Learning
+
+    /// Records a search's declarations: the range becomes covered, replacing what was known in it.
+    public mutating func record(_ search: GATTCharacteristicSearch) {
+        let range = search.covered
+        characteristics.removeAll { range.contains($0.declarationHandle) }
+        characteristics += search.characteristics.filter { range.contains($0.declarationHandle) }
+        characteristics.sort { $0.declarationHandle < $1.declarationHandle }
+        covered = Self.merging(covered + [range])
+    }
+
+    /// Records all descriptors of a characteristic. When they end before its recorded end handle
+    /// (discovery stopped at the next service's declaration), the end handle is tightened.
+    public mutating func record(descriptors found: [GATTDescriptor], of characteristic: GATTCharacteristic, end: UInt16? = nil) {
+        guard let index = characteristics.firstIndex(where: { $0.valueHandle == characteristic.valueHandle }) else { return }
+        descriptors[characteristic.valueHandle] = found
+        if let end, end >= characteristics[index].valueHandle, end < characteristics[index].endHandle {
+            characteristics[index].endHandle = end
+        }
+    }
+
+    /// Records a CCCD value written (or 0 to forget it).
+    public mutating func recordSubscription(valueHandle: UInt16, bits: UInt16) {
+        subscriptions[valueHandle] = bits == 0 ? nil : bits
+    }
+
+    // MARK: Forgetting
+
+    /// Forgets everything in `range` (a Service Changed range, §7.1): characteristics that
+    /// overlap it, their descriptors and subscriptions, and the range's coverage.
+    public mutating func invalidate(_ range: ClosedRange<UInt16>) {
+        let stale = characteristics.filter { $0.declarationHandle <= range.upperBound && $0.endHandle >= range.lowerBound }
+        characteristics.removeAll { c in stale.contains(c) }
+        for c in stale {
+            descriptors[c.valueHandle] = nil
+        }
+        let staleValues = Set(stale.map(\.valueHandle))
+        subscriptions = subscriptions.filter { !range.contains($0.key) && !staleValues.contains($0.key) }
+        var left: [ClosedRange<UInt16>] = []
+        for r in covered {
+            if r.upperBound < range.lowerBound || r.lowerBound > range.upperBound {
+                left.append(r)
+                continue
+            }
+            if r.lowerBound < range.lowerBound { left.append(r.lowerBound...(range.lowerBound - 1)) }
+            if r.upperBound > range.upperBound { left.append((range.upperBound + 1)...r.upperBound) }
+        }
+        // A characteristic that straddled the range's edge was dropped: its declaration is no
+        // longer known, so neither is its part of the coverage.
+        for c in stale {
+            let span = c.declarationHandle...max(c.declarationHandle, c.endHandle)
+            left = left.flatMap { r -> [ClosedRange<UInt16>] in
+                guard r.overlaps(span) else { return [r] }
+                var parts: [ClosedRange<UInt16>] = []
+                if r.lowerBound < span.lowerBound { parts.append(r.lowerBound...(span.lowerBound - 1)) }
+                if r.upperBound > span.upperBound { parts.append((span.upperBound + 1)...r.upperBound) }
+                return parts
+            }
+        }
+        covered = Self.merging(left)
+    }
+
+    /// Forgets everything (Database Out Of Sync with no range, a changed hash).
+    public mutating func removeAll(keepingHash hash: [UInt8]? = nil) {
+        self = GATTAttributeCache(databaseHash: hash)
+    }
+
+    /// Sorts and merges touching or overlapping ranges.
+    static func merging(_ ranges: [ClosedRange<UInt16>]) -> [ClosedRange<UInt16>] {
+        var out: [ClosedRange<UInt16>] = []
+        for r in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = out.last, r.lowerBound <= last.upperBound || r.lowerBound == last.upperBound &+ 1 && last.upperBound != 0xFFFF {
+                out[out.count - 1] = last.lowerBound...max(last.upperBound, r.upperBound)
+            } else {
+                out.append(r)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,75 @@
+import BLEWire
+
+// Robust caching on the server side, Core spec Vol 3 Part G §2.5.2.1: whether this connection's
+// client knows the database as it is now (change-aware) or cached it before a change
+// (change-unaware), and Database Out Of Sync (ATT error 0x12, Vol 3 Part F §3.4.1.1) to a
+// change-unaware client that enabled robust caching (Client Supported Features bit 0, §7.2).
+//
+// - A client without a trusted relationship starts each connection change-aware; a bonded
+//   client's state persists across connections (the owner restores it with
+//   `restoreChangeAwareness` once the link is encrypted with the bond's key).
+// - A change to the database makes every client change-unaware (`databaseChanged`).
+// - A change-unaware client that enabled robust caching gets Database Out Of Sync for every
+//   request except a read of the Database Hash, and its commands are ignored.
+// - It becomes change-aware again when it confirms a Service Changed indication, when it
+//   sends another request after being answered Database Out Of Sync, or when it sends another
+//   request after reading the Database Hash.
+extension ATTServer {
+    /// Client Supported Features bit 0: the client enabled robust caching (§7.2).
+    public var robustCachingEnabled: Bool { (clientFeatures.first ?? 0) & 0x01 != 0 }
+
+    /// The database changed since this client last knew it: it is change-unaware (§2.5.2.1).
+    public mutating func databaseChanged() {
+        changeAware = false
+        outOfSyncSent = false
+        hashReadWhileUnaware = false
+    }
+
+    /// Sets a returning bonded client's change awareness as it was left (§2.5.2.1: the state
+    /// of a client with a trusted relationship persists across connections).
+    public mutating func restoreChangeAwareness(_ aware: Bool) {
+        if aware { changeAware = true } else { databaseChanged() }
+    }
+
+    /// True when the client knows the database as it is (§2.5.2.1).
+    public var isChangeAware: Bool { changeAware }
+
+    /// For a request or command from the client: nil to handle it as usual; otherwise what to
+    /// answer instead (Database Out Of Sync for a request, nothing for a command).
+    mutating func changeAwarenessVerdict(_ bytes: [UInt8], database: GATTServerDatabase) -> [ServerAction]? {
+        guard !changeAware, robustCachingEnabled, let first = bytes.first else { return nil }
+        let opcode = ATTOpcode(first)
+        if opcode.isCommand { return [] }
+        if Self.readsDatabaseHash(bytes, database: database) {
+            hashReadWhileUnaware = true
+            return nil
+        }
+        if outOfSyncSent || hashReadWhileUnaware {
+            changeAware = true
+            outOfSyncSent = false
+            hashReadWhileUnaware = false
+            return nil
+        }
+        outOfSyncSent = true
+        return [Self.error(opcode, 0x0000, .databaseOutOfSync)]
+    }
+
+    /// A Read By Type for «Database Hash», or a Read of its value handle (§7.3).
+    static func readsDatabaseHash(_ bytes: [UInt8], database: GATTServerDatabase) -> Bool {
+        switch try? ATTPDU.decode(bytes) {
+        case let .readByTypeRequest(_, _, type)?: return type == GATTUUID.databaseHash
+        case let .readRequest(handle)?: return handle != 0 && handle == database.databaseHashHandle
+        default: return false
+        }
+    }
+
+    /// The confirmed indication was Service Changed: the client is change-aware (§2.5.2.1).
+    mutating func confirmed(indication id: UInt64) {
+        if id == serviceChangedIndicationID {
+            serviceChangedIndicationID = nil
+            changeAware = true
+            outOfSyncSent = false
+            hashReadWhileUnaware = false
+        }
+    }
+}

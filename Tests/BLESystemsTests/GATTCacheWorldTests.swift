@@ -1,0 +1,240 @@
+import BLE
+import BLEHost
+import BLERuntime
+import BLESystems
+import BLETestSupport
+import BLEVirtual
+import BLEWire
+import XCTest
+
+/// GATT caching end to end (Core spec Vol 3 Part G §2.5.2), two whole hosts on the virtual radio
+/// in virtual time, each transition once: a bonded server that kept the CCCD (no request at
+/// all to the first notification), Database Out Of Sync to a change-unaware client that enabled
+/// robust caching (§2.5.2.1), and a Service Changed indication that makes the client search
+/// again only the changed range (§7.1). Round trips are counted in a btsnoop capture of the
+/// central's HCI (`RecordingTransport`, `ATTRoundTrips`).
+final class GATTCacheWorldTests: XCTestCase {
+    static let measurement = BluetoothUUID(0x2A37)
+
+    /// A central on its own controller whose HCI is recorded, with an in-memory cache store.
+    static func recordedCentral(_ world: VirtualWorld, store: InMemoryGATTCacheStore) async throws -> (Central, RecordingTransport) {
+        let device = await world.radio.addDevice()
+        let capture = RecordingTransport(wrapping: device.transport, executor: world.clock.taskExecutor)
+        var configuration = HostConfiguration()
+        configuration.gattCache = store
+        return (try await Central.open(transport: capture, clock: world.clock, configuration: configuration), capture)
+    }
+
+    /// The first element of `values`, or nil after `limit` of the world's time.
+    static func firstValue<T: Sendable>(_ values: AsyncStream<T>, within limit: Duration, _ world: VirtualWorld) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask(executorPreference: world.clock.taskExecutor) {
+                for await v in values { return v }
+                return nil
+            }
+            group.addTask(executorPreference: world.clock.taskExecutor) {
+                try? await world.clock.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func testABondedServerThatKeptTheCCCDTakesNoRequestToTheFirstNotification() async throws {
+        try await VirtualWorld.run { world in
+            let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
+            let own = await sensor.manager.address
+            let address = try XCTUnwrap(own)
+            let store = InMemoryGATTCacheStore()
+            let (central, capture) = try await Self.recordedCentral(world, store: store)
+
+            // Cold: pair, subscribe, first value, then Service Changed and robust caching.
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            let located = try await first.characteristic(Self.measurement)
+            let c = try XCTUnwrap(located)
+            let values = await first.notifications(for: c)
+            let wrote = try await first.enableUpdates(for: c)
+            XCTAssertTrue(wrote)
+            let value = await Self.firstValue(values, within: .seconds(5), world)
+            XCTAssertNotNil(value)
+            await first.completeCaching()
+            try await first.disconnect()
+            XCTAssertEqual(store.fileNames.count, 1, "one entry, under the bonded identity: \(store.fileNames)")
+            XCTAssertFalse(store.fileNames.first?.contains("-random-") == true && store.fileNames.first!.count > 40,
+                           "a bonded peer's entry is not keyed by hash: \(store.fileNames)")
+
+            // Bonded reconnection: no ATT request at all before the first notification.
+            let again = try await central.connect(address)
+            try await again.exchangeMTU()
+            let relocated = try await again.characteristic(Self.measurement)
+            let cached = try XCTUnwrap(relocated)
+            XCTAssertEqual(cached, c)
+            let moreValues = await again.notifications(for: cached)
+            let wroteAgain = try await again.enableUpdates(for: cached)
+            XCTAssertFalse(wroteAgain, "the server kept the CCCD")
+            let kept = await Self.firstValue(moreValues, within: .seconds(5), world)
+            XCTAssertNotNil(kept, "the kept subscription delivers")
+            let counted = try ATTRoundTrips(btsnoop: capture.btsnoop, connection: 2)
+            XCTAssertTrue(counted.notified, "\(counted)")
+            XCTAssertEqual(counted.count, 0, "bonded reconnection: \(counted)")
+            print("round trips to the first notification, bonded reconnection on the virtual radio: \(counted)")
+            try await again.disconnect()
+            await central.close()
+            await sensor.stop()
+        }
+    }
+
+    /// A server whose database changes under a client that enabled robust caching but not
+    /// Service Changed: the client's next request gets Database Out Of Sync, the client drops its
+    /// cache, reads the hash (aware again) and finds the new characteristic.
+    func testDatabaseOutOfSyncMakesTheClientDropItsCacheAndFindTheNewCharacteristic() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let store = InMemoryGATTCacheStore()
+            let (central, capture) = try await Self.recordedCentral(world, store: store)
+            let p = try await central.connect(address)
+            try await p.exchangeMTU()
+            let features = try await p.characteristic(GATTUUID.clientSupportedFeatures)
+            let csf = try XCTUnwrap(features)
+            try await p.writeValue([0x01], for: csf)
+            let before = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNil(before)
+            let oldHash = try await p.readDatabaseHash()
+
+            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+            let requestsBefore = try ATTRoundTrips(btsnoop: capture.btsnoop).count
+            // The cache says there is no such characteristic; the server refuses the next request.
+            do {
+                _ = try await p.readValue(for: csf)
+                XCTFail("a change-unaware client is answered Database Out Of Sync")
+            } catch BLEError.gatt(.att(.databaseOutOfSync, _, _)) {}
+            let found = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNotNil(found, "found after Database Out Of Sync")
+            let value = try await p.readValue(for: try XCTUnwrap(found))
+            XCTAssertEqual(value, [0x2A])
+            let newHash = try await p.readDatabaseHash()
+            XCTAssertNotEqual(newHash, oldHash)
+            let all = try ATTRoundTrips(btsnoop: capture.btsnoop)
+            XCTAssertGreaterThan(all.count, requestsBefore + 2, "refused, hash read, searched again: \(all)")
+            XCTAssertEqual(store.fileNames.count, 2, "an entry per Database Hash of the unbonded server: \(store.fileNames)")
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// Service Changed (§7.1) once the client subscribed to it: only the changed range is
+    /// searched again, and the new characteristic is found there.
+    func testServiceChangedMakesTheClientSearchOnlyTheChangedRange() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let p = try await central.connect(address)
+            try await p.exchangeMTU()
+            let changes = await p.servicesChanged()
+            let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNil(absent)
+            await p.completeCaching()
+            let handles = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, handles.range)
+            let found = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertEqual(found.map { handles.range.contains($0.declarationHandle) }, true)
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// A bonded client away while the server's database changes is change-unaware when it comes
+    /// back (§2.5.2.1): once its link is encrypted the server indicates Service Changed (§7.1),
+    /// the client drops what its cache held in the range, and finds the new characteristic.
+    func testABondedClientIsToldOfAChangeMadeWhileItWasAway() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            let absent = try await first.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNil(absent)
+            await first.completeCaching()
+            try await first.disconnect()
+
+            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+
+            let again = try await central.connect(address)
+            let changes = await again.servicesChanged()
+            // From the bonded cache, no request: this also arms the Service Changed handle.
+            let sc = try await again.characteristic(GATTUUID.serviceChanged)
+            XCTAssertNotNil(sc)
+            try await again.encrypt()
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, 0x0001...0xFFFF, "the whole database, as the server does not say which part")
+            let found = try await again.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNotNil(found, "found after Service Changed")
+            try await again.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// The same across a server restart with a changed database: the bond keeps the hash of the
+    /// database the client knew (`Bond.servedDatabaseHash`), so the restarted server, which
+    /// has no memory of the client, still finds it change-unaware and indicates Service Changed.
+    func testABondedClientIsToldOfAChangeMadeWhileTheServerRestarted() async throws {
+        try await VirtualWorld.run { world in
+            let bonds = InMemoryBondStore()
+            var serverConfiguration = HostConfiguration()
+            serverConfiguration.security.bondStore = bonds
+            let serverAddress = BDAddress(rawValue: 0x00_5A_B1_00_00_77)
+            let (before, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
+            try await before.startAdvertising(AdvertisingData())
+            let own = await before.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            await first.completeCaching()
+            try await first.disconnect()
+            await before.close()
+            let kept = try bonds.bonds().first?.servedDatabaseHash
+            XCTAssertNotNil(kept, "the bond keeps the hash the client knew")
+
+            let (after, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
+            _ = try await after.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+            try await after.startAdvertising(AdvertisingData())
+            let again = try await central.connect(address)
+            let changes = await again.servicesChanged()
+            _ = try await again.characteristic(GATTUUID.serviceChanged)
+            try await again.encrypt()
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, 0x0001...0xFFFF)
+            try await again.disconnect()
+            await central.close()
+            await after.close()
+        }
+    }
+}
