@@ -100,21 +100,17 @@ final class BenchVirtualRadioTests: XCTestCase {
         assertPingPong(o.peripheral, o.central, count: 20, o.peripheralLines)
     }
 
-    /// The central may be the GATT server (the peripheral then writes) only with a peripheral
-    /// that has a GATT client; ours has none, which its configuration says at once.
-    func testAPeripheralGATTClientIsRefusedClearly() async throws {
-        var configuration = BenchConfiguration(role: .peripheral)
-        configuration.mode = .gattClient
-        let p = configuration
-        do {
-            _ = try await VirtualWorld.run { world in
-                let device = await world.radio.addDevice()
-                return try await p.run(transport: device.transport, clock: world.clock) { _ in }
-            }
-            XCTFail("a peripheral cannot be the GATT client")
-        } catch let error as BenchError {
-            guard case .unsupported = error else { return XCTFail("\(error)") }
-        }
+    /// The roles swapped: the central serves the speed service, the peripheral is its GATT client.
+    func testPeripheralGATTClientSendsToCentralGATTServer() async throws {
+        let (c, p) = configurations(central: (.gattServer, .receive), peripheral: (.gattClient, .send))
+        let o = try await pair(c, p)
+        assertSendReceive(o.peripheral, o.central, count: 20, o.centralLines)
+    }
+
+    func testCentralGATTServerPingsPeripheralGATTClient() async throws {
+        let (c, p) = configurations(central: (.gattServer, .ping), peripheral: (.gattClient, .pong))
+        let o = try await pair(c, p)
+        assertPingPong(o.central, o.peripheral, count: 20, o.centralLines)
     }
 
     // MARK: L2CAP

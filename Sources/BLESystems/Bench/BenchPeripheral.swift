@@ -55,7 +55,10 @@ public enum BenchPeripheral {
             log("*** L2CAP channel: \(channel.info)")
             io = BenchL2CAPIO(channel: channel)
         case .gattClient:
-            throw BenchError.unsupported("gatt-client mode needs the central role")
+            // The central serves the speed service; we are its GATT client on the same link.
+            try await clock.sleep(for: configuration.postConnectionWait)
+            guard let peer = await manager.client(for: central) else { throw BenchError.linkEnded(waiting: "the GATT client to start") }
+            io = try await BenchGATTClientIO.connect(peer, mtu: configuration.attMTU, log: log)
         }
 
         let result = try await BenchScenarioRunner.run(configuration.run, on: io, clock: clock, log: log)
@@ -93,9 +96,7 @@ public enum BenchPeripheral {
         case .l2capServer:
             listener = try await manager.listenL2CAP(psm: configuration.psm, parameters: configuration.channelParameters)
             log("### Listening for L2CAP connection on PSM \(configuration.psm)")
-        case .gattClient:
-            throw BenchError.unsupported("gatt-client mode needs the central role here: a peripheral's GATT client is not in the stack's public API")
-        case .l2capClient:
+        case .gattClient, .l2capClient:
             break
         }
         let advertisement = AdvertisingData.Builder().flags(discoverableFlags).localName(BenchProfile.peripheralName).build()

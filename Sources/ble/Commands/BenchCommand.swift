@@ -88,9 +88,6 @@ struct BenchCommand: BLECommand {
             guard let scenario = BenchScenario(rawValue: text) else { throw UsageError("--scenario must be send, receive, ping or pong, not '\(text)'") }
             c.run.scenario = scenario
         }
-        if role == .peripheral, c.mode == .gattClient {
-            throw UsageError("--mode gatt-client runs on the central here (this stack's peripheral role has no public GATT client)")
-        }
         c.run.packetSize = try Self.int(args, "packet-size", 10...8192) ?? c.run.packetSize
         c.run.packetCount = try Self.int(args, "packet-count", 1...Int(UInt32.max)) ?? c.run.packetCount
         c.run.startDelay = try args.seconds("start-delay") ?? c.run.startDelay
