@@ -1,5 +1,6 @@
 import BLE
 import BLERuntime
+import BLEWire
 import BLESystems
 import BLEVirtual
 import XCTest
@@ -163,5 +164,42 @@ final class BenchVirtualRadioTests: XCTestCase {
         c.run.pace = .milliseconds(50)
         let o = try await pair(c, p)
         assertPingPong(o.central, o.peripheral, count: 10, o.centralLines)
+    }
+
+    /// A peer that is not bumble-bench writes nonsense before a proper run: the receiver reports
+    /// each bad packet and the out-of-order one, and still finishes the run that follows.
+    func testBadPacketsFromAPeerAreReportedAndTheRunGoesOn() async throws {
+        var configuration = BenchConfiguration(role: .peripheral)
+        configuration.lingerTime = .milliseconds(100)
+        let p = configuration
+        let (result, lines) = try await VirtualWorld.run { world in
+            let log = Collected<String>()
+            let device = await world.radio.addDevice()
+            let served = Task(executorPreference: world.clock.taskExecutor) {
+                try await p.run(transport: device.transport, clock: world.clock) { log.append($0) }
+            }
+            let (central, _) = try await world.addCentral()
+            let peer = try await central.connect(DeviceAddress(BenchProfile.peripheralAddress, type: .random), timeout: .seconds(5))
+            try await peer.exchangeMTU(247)
+            let services = try await peer.discoverServices([BenchProfile.service])
+            let service = try XCTUnwrap(services.first)
+            let characteristics = try await peer.discoverCharacteristics([BenchProfile.tx], for: service)
+            let tx = try XCTUnwrap(characteristics.first)
+            let writes: [[UInt8]] = [[], [0x07, 0x01], [0x01, 0x00, 0x05], BenchPacket.reset.bytes,
+                                     BenchPacket.sequence(BenchSequencePacket(sequence: 0, timestamp: 0, payloadLength: 20)).bytes,
+                                     BenchPacket.sequence(BenchSequencePacket(sequence: 5, timestamp: 0, payloadLength: 20)).bytes,
+                                     BenchPacket.sequence(BenchSequencePacket(flags: .last, sequence: 6, timestamp: 0, payloadLength: 20)).bytes]
+            for w in writes { try await peer.writeValue(w, for: tx, type: .withoutResponse) }
+            let result = try await served.value
+            await central.close()
+            return (result, log.all)
+        }
+        XCTAssertEqual(result.invalidPackets, 3, "\(lines)")
+        XCTAssertEqual(result.outOfOrder, 1)
+        XCTAssertEqual(result.packetsReceived, 3)
+        XCTAssertEqual(result.runs, 1)
+        XCTAssertTrue(lines.contains("!!! Invalid packet: empty packet"), "\(lines)")
+        XCTAssertTrue(lines.contains("!!! Invalid packet: unknown packet type 0x7"), "\(lines)")
+        XCTAssertTrue(lines.contains("!!! Unexpected packet, expected 1 but received 5"), "\(lines)")
     }
 }

@@ -15,7 +15,13 @@ public final class BenchGATTClientIO: BenchPacketIO {
     /// The MTU is exchanged first, asking for `mtu` (bumble-bench's `--att-mtu`).
     public static func connect(_ peripheral: Peripheral, mtu: Int, log: @Sendable (String) -> Void) async throws -> BenchGATTClientIO {
         log("*** Requesting MTU update: \(mtu)")
-        _ = try await peripheral.exchangeMTU(mtu)
+        do {
+            _ = try await peripheral.exchangeMTU(mtu)
+        } catch let error as BLEError {
+            // A peer that refuses the exchange (or has done it already) leaves the MTU as it is;
+            // packets that do not fit are refused before the run starts.
+            log("!!! MTU update refused: \(error); the MTU stays \(peripheral.mtu)")
+        }
         log("*** Discovering services...")
         guard let service = try await peripheral.discoverServices([BenchProfile.service]).first(where: { $0.uuid == BenchProfile.service }) else {
             throw BenchError.missingAttribute("Speed Service (\(BenchProfile.service))")
