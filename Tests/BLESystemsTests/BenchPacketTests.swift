@@ -115,6 +115,10 @@ final class BenchPacketTests: XCTestCase {
         XCTAssertEqual(jitter, 0, accuracy: 1e-9)
         guard case let .lastPacket(summary?, _) = events.last else { return XCTFail("three packets give jitter statistics: \(events)") }
         XCTAssertEqual(summary.signed.maximum, 0.25 - 0.25 / 3, accuracy: 1e-9)
+        XCTAssertEqual(summary.histogram.count, 20, "bumble-bench's 20 bins")
+        XCTAssertEqual(summary.histogram.first?.count, 2, "the two on-time packets in the lowest bin")
+        XCTAssertEqual(summary.histogram.last?.count, 1, "the late one in the highest")
+        XCTAssertEqual(summary.histogram.reduce(0) { $0 + $1.count }, 3)
     }
 
     // MARK: Sender (send, ping)

@@ -28,6 +28,7 @@ public enum BenchLines {
             if let jitter {
                 lines.append("### Jitter (signed) stats: " + jitter.signed.text(decimals: 3))
                 lines.append("### Jitter (absolute) stats: " + jitter.absolute.text(decimals: 3))
+                lines += jitter.histogram.map { "@@@ >= \(NumberText.fixed($0.lowerBound, 4)): \($0.count)" }
             }
             return lines
         }

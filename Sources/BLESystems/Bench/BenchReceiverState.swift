@@ -122,8 +122,7 @@ public struct BenchReceiverState: Sendable {
         }
         if p.flags.contains(.last) {
             runsCompleted += 1
-            events.append(.lastPacket(jitter: jitter.summary.map { BenchJitterSummary(signed: $0.signed, absolute: $0.absolute) },
-                                      done: !linger))
+            events.append(.lastPacket(jitter: jitter.summary, done: !linger))
         }
         return events
     }
@@ -135,10 +134,3 @@ public struct BenchReceiverState: Sendable {
     }
 }
 
-/// A run's jitter around its mean, signed and absolute, in seconds.
-public struct BenchJitterSummary: Equatable, Sendable {
-    /// Lateness minus the mean lateness.
-    public var signed: BenchStatistics
-    /// The same, as magnitudes.
-    public var absolute: BenchStatistics
-}

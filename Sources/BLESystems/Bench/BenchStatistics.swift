@@ -64,13 +64,41 @@ public struct BenchJitter: Sendable {
         return jitter
     }
 
-    /// The signed and absolute jitter around its mean, once a run has at least three packets.
-    public var summary: (signed: BenchStatistics, absolute: BenchStatistics)? {
+    /// The signed and absolute jitter around its mean, and its histogram, once a run has at
+    /// least three packets.
+    public var summary: BenchJitterSummary? {
         guard values.count >= 3, let raw = BenchStatistics(values) else { return nil }
         let adjusted = values.map { $0 - raw.average }
         guard let signed = BenchStatistics(adjusted), let absolute = BenchStatistics(adjusted.map(abs)) else { return nil }
-        return (signed, absolute)
+        return BenchJitterSummary(signed: signed, absolute: absolute, histogram: Self.histogram(adjusted, range: signed))
     }
+
+    /// bumble-bench's histogram: 20 bins of equal width from the smallest to the largest value,
+    /// each value counted in the highest bin whose lower edge it reaches.
+    static func histogram(_ values: [Double], range: BenchStatistics, bins: Int = 20) -> [BenchJitterSummary.Bin] {
+        let width = (range.maximum - range.minimum) / Double(bins)
+        var result = (0..<bins).map { BenchJitterSummary.Bin(lowerBound: range.minimum + Double($0) * width, count: 0) }
+        for v in values {
+            if let i = result.indices.last(where: { v >= result[$0].lowerBound }) { result[i].count += 1 }
+        }
+        return result
+    }
+}
+
+/// A run's jitter around its mean, signed and absolute, in seconds, with its histogram.
+public struct BenchJitterSummary: Equatable, Sendable {
+    /// One bin of the histogram: the values from `lowerBound` up to the next bin's.
+    public struct Bin: Equatable, Sendable {
+        public var lowerBound: Double
+        public var count: Int
+    }
+
+    /// Lateness minus the mean lateness.
+    public var signed: BenchStatistics
+    /// The same, as magnitudes.
+    public var absolute: BenchStatistics
+    /// The signed values in 20 bins.
+    public var histogram: [Bin]
 }
 
 extension Duration {
