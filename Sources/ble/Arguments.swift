@@ -46,6 +46,9 @@ protocol BLECommand: Sendable {
     /// The command's own options; the CONTROLLER OPTIONS come with `needs: .controller`.
     static var options: [CommandOption] { get }
     static var needs: CommandNeeds { get }
+    /// `arguments` (after the command's name) checked against the signature; a command that
+    /// accepts another tool's spellings (`ble bench` takes bumble-bench's `-sd`) rewrites them first.
+    static func parse(_ arguments: [String]) throws -> ParsedArguments
     init(_ arguments: ParsedArguments) throws
     func run() async throws
 }
