@@ -23,6 +23,7 @@ public final class HCIFrameQueue: Sendable {
 
     private let state = Mutex(State())
 
+    /// An empty, open queue.
     public init() {}
 
     /// Appends a frame; false (and nothing queued) once the queue is closed.
