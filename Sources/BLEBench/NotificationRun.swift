@@ -11,6 +11,9 @@ import BLEWire
 struct NotificationRun: Sendable {
     var phy: LEPHY = .le2M
     var dataLength = 251
+    /// The controllers' LE ACL buffer length (LE Read Buffer Size, Core Vol 4 Part E §7.8.2): 27
+    /// makes the host fragment every 244-byte notification into ten ACL packets.
+    var aclBufferLength: UInt16 = 251
     /// Connection interval in 1.25 ms units (6 = 7.5 ms).
     var intervalUnits: UInt16 = 6
     var airTimeModel = true
@@ -41,7 +44,7 @@ struct NotificationRun: Sendable {
 
     private func measure(in world: VirtualWorld) async throws -> Result {
         var controller = VirtualControllerConfiguration()
-        controller.leACLBufferLength = 251
+        controller.leACLBufferLength = aclBufferLength
         var host = HostConfiguration()
         host.preferredDataLength = dataLength
         host.preferredPHY = phy

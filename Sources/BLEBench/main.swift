@@ -12,12 +12,23 @@ import Synchronization
 ///   ble-bench                 both parts below
 ///   ble-bench air             with the air-time model, in virtual time, against the theoretical
 ///                             figure for the same PHY, interval and data length (AirTime.swift)
-///   ble-bench raw [--count N] without the air-time model: the host's own cost, as notifications
+///   ble-bench raw [--count N] [--acl-buffer 27|251]
+///                             without the air-time model: the host's own cost, as notifications
 ///                             per CPU-second (getrusage); under valgrind's callgrind,
-///                             scripts/bench.sh turns two runs into instructions per notification
+///                             scripts/bench.sh turns two runs into instructions per notification.
+///                             --acl-buffer sets both controllers' LE ACL buffer length (default
+///                             251; 27 is what controllers without LE Data Length Extension give)
 let arguments = Array(CommandLine.arguments.dropFirst())
 let part = arguments.first ?? "all"
-let count: Int? = arguments.firstIndex(of: "--count").flatMap { i in i + 1 < arguments.count ? Int(arguments[i + 1]) : nil }
+func option(_ name: String) -> Int? {
+    arguments.firstIndex(of: name).flatMap { i in i + 1 < arguments.count ? Int(arguments[i + 1]) : nil }
+}
+let count: Int? = option("--count")
+let aclBuffer: UInt16? = option("--acl-buffer").flatMap { UInt16(exactly: $0) }
+if arguments.contains("--acl-buffer"), aclBuffer.map({ $0 < 27 || $0 > 251 }) ?? true {
+    FileHandle.standardError.write(Data("ble-bench: --acl-buffer takes a length from 27 to 251\n".utf8))
+    exit(2)
+}
 
 func cpuSeconds() -> Double {
     var usage = rusage()
@@ -47,9 +58,10 @@ func airTimeTable(count: Int?) async throws {
     }
 }
 
-func rawCost(count: Int?) async throws {
+func rawCost(count: Int?, aclBuffer: UInt16?) async throws {
     var run = NotificationRun()
     run.airTimeModel = false
+    run.aclBufferLength = aclBuffer ?? 251
     run.count = count ?? 20_000
     run.size = 244
     // Warm up (first-use costs: metadata, allocations), then measure.
@@ -59,7 +71,7 @@ func rawCost(count: Int?) async throws {
     let before = cpuSeconds()
     _ = try await run.run()
     let cpu = cpuSeconds() - before
-    print("raw host cost, no air-time model: \(run.count) notifications of \(run.valueSize) B, Swift → Swift (both hosts in this process)")
+    print("raw host cost, no air-time model: \(run.count) notifications of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process)")
     print(String(format: "  %.3f s CPU: %.0f notifications per CPU-second", cpu, Double(run.count) / cpu))
 }
 
@@ -72,11 +84,11 @@ Task.detached {
     do {
         switch part {
         case "air": try await airTimeTable(count: count)
-        case "raw": try await rawCost(count: count)
+        case "raw": try await rawCost(count: count, aclBuffer: aclBuffer)
         default:
             try await airTimeTable(count: count)
             print("")
-            try await rawCost(count: count)
+            try await rawCost(count: count, aclBuffer: aclBuffer)
         }
     } catch {
         failure.withLock { $0 = "\(error)" }

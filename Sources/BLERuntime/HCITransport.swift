@@ -22,6 +22,31 @@ public protocol HCITransport: AnyObject, Sendable {
     func close() async
     /// The transport in `TransportSpec` form, e.g. "tcp:127.0.0.1:6402", for logs and errors.
     var description: String { get }
+    /// True when `sendImmediately` can always take a frame without suspending (an in-process
+    /// pipe): the host then writes from its own actor turn instead of through a writer task, one
+    /// task switch less per packet. False (the default) for sockets and serial lines.
+    var acceptsImmediateSends: Bool { get }
+    /// Writes one whole frame without suspending, in call order with every other send; only
+    /// called when `acceptsImmediateSends` is true. Throws as `send` does.
+    func sendImmediately(_ frame: H4Frame) throws
+    /// The frames of `incoming` as a batch queue, when the transport keeps them in one (an
+    /// in-process pipe): a reader that takes them from here takes a whole burst per wake-up.
+    /// Read this or `incoming`, never both. Nil (the default) for the others.
+    var incomingQueue: HCIFrameQueue? { get }
+}
+
+extension HCITransport {
+    /// Sockets, serial lines and user channels may block: they take frames through `send`.
+    public var acceptsImmediateSends: Bool { false }
+
+    /// Sockets, serial lines and user channels deliver through `incoming` only.
+    public var incomingQueue: HCIFrameQueue? { nil }
+
+    /// Not available on a transport that may block: it throws `TransportError.Kind.io`, and the
+    /// host never calls it there (it asks `acceptsImmediateSends` first).
+    public func sendImmediately(_ frame: H4Frame) throws {
+        throw TransportError(.io, "\(description) cannot send without suspending")
+    }
 }
 
 /// Why a transport could not be opened or stopped working. A struct with an open set of kinds

@@ -12,6 +12,8 @@ public final class InMemoryTransport: HCITransport {
     public let description: String
     /// What the other end sent, in order; finishes when either end closes or fails.
     public let incoming: AsyncThrowingStream<H4Frame, any Error>
+    /// The same frames as `incoming`, in batches (read one or the other, never both).
+    public let incomingQueue: HCIFrameQueue?
     private let link: Link
     private let side: Int
 
@@ -22,18 +24,18 @@ public final class InMemoryTransport: HCITransport {
             var closed = false
             var frames: [Int] = [0, 0]
         }
-        let continuations: [AsyncThrowingStream<H4Frame, any Error>.Continuation]
+        let queues: [HCIFrameQueue]
         let state = Mutex(State())
 
-        init(_ continuations: [AsyncThrowingStream<H4Frame, any Error>.Continuation]) {
-            self.continuations = continuations
+        init(_ queues: [HCIFrameQueue]) {
+            self.queues = queues
         }
 
         func deliver(_ frame: H4Frame, from side: Int) throws {
             try state.withLock { s in
                 if s.closed { throw TransportError(.closed, "in-memory transport is closed") }
                 s.frames[side] += 1
-                continuations[1 - side].yield(frame)
+                queues[1 - side].push(frame)
             }
         }
 
@@ -43,29 +45,42 @@ public final class InMemoryTransport: HCITransport {
                 return !s.closed
             }
             guard first else { return }
-            for c in continuations { c.finish(throwing: error) }
+            for q in queues { q.close(error: error) }
         }
     }
 
-    private init(description: String, incoming: AsyncThrowingStream<H4Frame, any Error>, link: Link, side: Int) {
+    private init(description: String, queue: HCIFrameQueue, link: Link, side: Int) {
         self.description = description
-        self.incoming = incoming
+        self.incoming = queue.stream()
+        self.incomingQueue = queue
         self.link = link
         self.side = side
     }
 
     /// Makes two linked ends: `host` receives what `controller` sends and vice versa.
     public static func pair() -> (host: InMemoryTransport, controller: InMemoryTransport) {
-        let (hostStream, hostContinuation) = AsyncThrowingStream.makeStream(of: H4Frame.self, throwing: (any Error).self)
-        let (controllerStream, controllerContinuation) = AsyncThrowingStream.makeStream(of: H4Frame.self, throwing: (any Error).self)
-        let link = Link([hostContinuation, controllerContinuation])
-        return (InMemoryTransport(description: "in-memory (host end)", incoming: hostStream, link: link, side: 0),
-                InMemoryTransport(description: "in-memory (controller end)", incoming: controllerStream, link: link, side: 1))
+        let queues = [HCIFrameQueue(), HCIFrameQueue()]
+        let link = Link(queues)
+        return (InMemoryTransport(description: "in-memory (host end)", queue: queues[0], link: link, side: 0),
+                InMemoryTransport(description: "in-memory (controller end)", queue: queues[1], link: link, side: 1))
     }
 
     /// Delivers `frame` to the other end at once; throws `.closed` once either end is closed.
     public func send(_ frame: H4Frame) async throws {
         try link.deliver(frame, from: side)
+    }
+
+    /// Delivery takes a lock and never waits, so both ends may send from inside an actor turn.
+    public var acceptsImmediateSends: Bool { true }
+
+    /// `send` without the suspension point: the frame is delivered before this returns.
+    public func sendImmediately(_ frame: H4Frame) throws {
+        try link.deliver(frame, from: side)
+    }
+
+    /// `close()` from synchronous code (an actor removing the end it owns).
+    public func closeNow() {
+        link.close(error: nil)
     }
 
     /// Closes both ends: both `incoming` streams finish normally.

@@ -16,15 +16,18 @@ public struct VirtualDevice: Sendable {
 /// Its API also injects faults (issue 4): moving a device out of range, powering it off,
 /// resetting it, dropping a link, delaying or stalling its HCI path.
 ///
-/// Each controller's outgoing frames go through one queue drained by one task, so a host sees
-/// them in exactly the order the medium produced them, whatever the actor's reentrancy.
+/// A controller's frames go to its host synchronously, from inside the actor turn that produced
+/// them (the in-memory transport's send never waits), so a host sees them in exactly the order
+/// the medium produced them; frames from the host are read by one loop per device that runs on
+/// this actor, so a frame costs one task switch each way and no relay task (issue 12).
 public actor VirtualRadio {
     private var medium = VirtualMedium()
     private let clock: any BLEClock
-    private var outlets: [VirtualMedium.ControllerID: AsyncStream<H4Frame>.Continuation] = [:]
+    /// The controller end of each device's transport: what its host receives is sent here.
+    private var outlets: [VirtualMedium.ControllerID: InMemoryTransport] = [:]
     private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
-    /// Each device's two relay tasks (frames to the host, frames from it).
-    private var tasks: [VirtualMedium.ControllerID: [Task<Void, Never>]] = [:]
+    /// Each device's reader: the loop taking its host's frames into the medium.
+    private var tasks: [VirtualMedium.ControllerID: Task<Void, Never>] = [:]
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
@@ -58,29 +61,32 @@ public actor VirtualRadio {
         let (hostEnd, controllerEnd) = InMemoryTransport.pair()
         let id = medium.add(VirtualController(address: address, configuration: configuration))
         medium.move(id, to: position, now: clock.now())
-        let (stream, continuation) = AsyncStream.makeStream(of: H4Frame.self)
-        outlets[id] = continuation
         paths[id] = HCIPath()
-        if closed { continuation.finish() }
-        let executor = clock.taskExecutor
-        tasks[id] = [
-            Task(executorPreference: executor) {
-                for await frame in stream {
-                    do { try await controllerEnd.send(frame) } catch { break }
-                }
-                // The radio shut down or the device was removed: the host's stream ends too.
-                await controllerEnd.close()
-            },
-            Task(executorPreference: executor) { [weak self] in
-                do {
-                    for try await frame in controllerEnd.incoming {
-                        guard let self else { return }
-                        await self.receive(frame, from: id)
-                    }
-                } catch {}
-            },
-        ]
+        if closed {
+            // The radio shut down: the host's stream ends at once.
+            controllerEnd.closeNow()
+        } else {
+            outlets[id] = controllerEnd
+            tasks[id] = Task(executorPreference: clock.taskExecutor) { [weak self] in
+                await self?.read(controllerEnd.incomingQueue, from: id)
+            }
+        }
         return VirtualDevice(id: id, address: address, transport: hostEnd)
+    }
+
+    /// Takes a host's frames into the medium until its transport ends or the device is removed.
+    /// Isolated to the radio, so a frame is handled where it arrives, without a hop, and every
+    /// frame that arrived since the last wake-up in one turn.
+    private func read(_ queue: HCIFrameQueue?, from id: VirtualMedium.ControllerID) async {
+        guard let queue else { return }
+        do {
+            while let frames = try await queue.next() { receive(frames, from: id) }
+        } catch {}
+    }
+
+    /// Hands one frame to a controller's host; a host that closed its end just misses it.
+    private func send(_ frame: H4Frame, to id: VirtualMedium.ControllerID) {
+        try? outlets[id]?.sendImmediately(frame)
     }
 
     /// A new controller with public address `address`, and the host end of its transport.
@@ -170,8 +176,8 @@ public actor VirtualRadio {
     /// ends, and the radio keeps nothing of it but the inert entry in the medium.
     public func remove(_ id: VirtualMedium.ControllerID) {
         medium.remove(id, now: clock.now())
-        outlets.removeValue(forKey: id)?.finish()
-        tasks.removeValue(forKey: id)?.last?.cancel()
+        outlets.removeValue(forKey: id)?.closeNow()
+        tasks.removeValue(forKey: id)?.cancel()
         paths[id] = nil
         schedule()
     }
@@ -181,26 +187,34 @@ public actor VirtualRadio {
         closed = true
         timer?.cancel()
         timer = nil
-        // Finishing an outlet ends its relay task, which closes the controller end: the host's
-        // incoming stream ends.
-        for c in outlets.values { c.finish() }
-        for t in tasks.values.compactMap(\.last) { t.cancel() }
+        // Closing a controller end ends its host's incoming stream (and the device's reader).
+        for end in outlets.values { end.closeNow() }
+        outlets = [:]
+        for t in tasks.values { t.cancel() }
         tasks = [:]
     }
 
     // MARK: Frames
 
-    private func receive(_ frame: H4Frame, from id: VirtualMedium.ControllerID) {
+    /// A batch of frames from the host of `id`, in order. What a direct path's frames produce is
+    /// delivered together, with the completed-packet reports merged
+    /// (`coalescingCompletedPackets`); a delayed or stalled path holds each frame as before.
+    private func receive(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) {
         guard !closed else { return }
         let now = clock.now()
-        deliver(medium.advance(to: now))
-        if let path = paths[id], !path.isDirect {
-            paths[id]?.toController.append((now + path.delay, frame))
-            pump(now: now)
-        } else {
-            deliver(medium.receive(frame, from: id, now: now))
+        var out = medium.advance(to: now)
+        for frame in frames {
+            if let path = paths[id], !path.isDirect {
+                deliver(out.coalescingCompletedPackets())
+                out = []
+                paths[id]?.toController.append((now + path.delay, frame))
+                pump(now: now)
+            } else {
+                out += medium.receive(frame, from: id, now: now)
+            }
         }
-        deliver(medium.advance(to: now))
+        out += medium.advance(to: now)
+        deliver(out.coalescingCompletedPackets())
         schedule()
     }
 
@@ -210,7 +224,7 @@ public actor VirtualRadio {
             if let path = paths[d.to], !path.isDirect {
                 paths[d.to]?.toHost.append((now + path.delay, d.packet.h4Frame))
             } else {
-                outlets[d.to]?.yield(d.packet.h4Frame)
+                send(d.packet.h4Frame, to: d.to)
             }
         }
         if deliveries.contains(where: { paths[$0.to]?.isDirect == false }) { pump(now: now) }
@@ -223,7 +237,7 @@ public actor VirtualRadio {
             var toHost = path.toHost
             while let first = toHost.first, first.due <= now {
                 toHost.removeFirst()
-                outlets[id]?.yield(first.frame)
+                send(first.frame, to: id)
             }
             paths[id]?.toHost = toHost
             while let first = paths[id]?.toController.first, first.due <= now, paths[id]?.stalled == false {

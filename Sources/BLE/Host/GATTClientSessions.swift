@@ -10,7 +10,7 @@ final class GATTClientSessions {
     /// One link's waiting callers and streams.
     private struct Session {
         var procedures = ContinuationTable<GATTOutput>()
-        var notificationSinks: [UInt16: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
+        var notificationSinks: [UInt16: [UInt64: NotificationQueue]] = [:]
         /// Value handles of Service Changed characteristics learned by discovery.
         var serviceChangedHandles: Set<UInt16> = []
         var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
@@ -200,30 +200,23 @@ final class GATTClientSessions {
             host.caches.servicesChanged(range, linkID: link.id, host)
             for s in session.servicesChangedSinks.values { s.yield(range) }
         }
-        for sink in (session.notificationSinks[valueHandle] ?? [:]).values { sink.yield(value) }
+        guard let sinks = session.notificationSinks[valueHandle] else { return }
+        var abandoned = false
+        for sink in sinks.values where !sink.yield(value) { abandoned = true }
+        // A consumer that let its stream go is forgotten here rather than by a task of its own.
+        if abandoned { sessions[handle]?.notificationSinks[valueHandle] = sinks.filter { !$0.value.isAbandoned } }
     }
 
     // MARK: - Streams
 
     func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(host.configuration.notificationBufferLimit))
+        let queue = NotificationQueue(limit: host.configuration.notificationBufferLimit)
         guard let handle = host.connections.links.handle(forID: linkID) else {
-            continuation.finish()
-            return stream
+            queue.finish()
+            return queue.stream()
         }
-        let id = host.makeToken()
-        sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][id] = continuation
-        continuation.onTermination = { _ in
-            Task(executorPreference: host.clock.taskExecutor) {
-                await host.run { $0.client.removeNotificationSink(id: id, valueHandle: valueHandle, linkID: linkID, $0) }
-            }
-        }
-        return stream
-    }
-
-    private func removeNotificationSink(id: UInt64, valueHandle: UInt16, linkID: UInt64, _ host: isolated HostController) {
-        guard let handle = host.connections.links.handle(forID: linkID) else { return }
-        sessions[handle]?.notificationSinks[valueHandle]?[id] = nil
+        sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][host.makeToken()] = queue
+        return queue.stream()
     }
 
     func servicesChangedStream(onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<ClosedRange<UInt16>> {

@@ -86,9 +86,9 @@ final class GATTServerSessions {
 
     /// A request, command or confirmation for our server on this link.
     func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+        guard let central = host.connections.links.read(handle, { $0.central }) else { return }
         if !eventSinks.isEmpty, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
-            emit(.request(link.central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
+            emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
         if payload.first == ATTOpcode.signedWriteCommand.rawValue {
             receiveSignedWrite(payload, handle: handle, host)
@@ -141,7 +141,7 @@ final class GATTServerSessions {
 
     /// Carries out what a link's ATT server asked for.
     func perform(_ actions: [ServerAction], handle: UInt16, _ host: isolated HostController) {
-        guard let central = host.connections.links[handle]?.central else { return }
+        guard let central = host.connections.links.read(handle, { $0.central }) else { return }
         for action in actions {
             switch action {
             case let .send(bytes):
@@ -278,23 +278,29 @@ final class GATTServerSessions {
     /// link's current security could not read the value counts as not subscribed
     /// (`ATTServer.deliverableSubscription`).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
-        // Read through `host.connections.links` each time, never a local copy of the table: a
-        // copy alive while `withLink` mutates a link would copy its server's queues.
-        let targets = host.connections.links.handles.filter { handle in
-            guard let link = host.connections.links[handle] else { return false }
-            return (centrals?.contains(link.id) ?? true)
-                && link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0
+        // Read in place (`read`, `withLink`), never a copy of a link or of the table: a copy alive
+        // while `withLink` mutates a link would copy its server's queues, and copying a link out
+        // per notification costs more than queueing it.
+        var targets: [UInt16] = []
+        var full = false
+        for handle in host.connections.links.handles {
+            let wanted = host.connections.links.read(handle) { link in
+                (centrals?.contains(link.id) ?? true)
+                    && link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0
+            } ?? false
+            guard wanted else { continue }
+            targets.append(handle)
+            if host.connections.links.read(handle, { !$0.server.hasRoomForUpdate }) == true { full = true }
         }
-        let full = targets.filter { host.connections.links[$0].map { !$0.server.hasRoomForUpdate } ?? false }
-        if !full.isEmpty {
+        if full {
             // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-            for h in full { host.connections.links.withLink(h) { $0.server.signalReadyWhenRoom() } }
+            for h in targets { host.connections.links.withLink(h) { $0.server.signalReadyWhenRoom() } }
             return .queueFull
         }
         var queued = 0
         let t = host.now
         for handle in targets {
-            guard let notifies = host.connections.links[handle].map({ $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
+            guard let notifies = host.connections.links.read(handle, { $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
             let result: UpdateResult?
             if notifies {
                 result = host.connections.links.withLink(handle) {

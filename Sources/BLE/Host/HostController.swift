@@ -46,6 +46,12 @@ actor HostController {
     private(set) var failure: BLEError?
 
     private let outbound: AsyncStream<H4Frame>.Continuation
+    /// The transport takes frames without suspending (an in-process pipe): they are written from
+    /// the actor turn that made them, with no writer task in between.
+    private nonisolated let immediate: Bool
+    /// An immediate write failed: like the writer task after a failed write, nothing more is
+    /// written (the reader then sees the transport end).
+    private var writeFailed = false
     private var tasks = HostTasks()
     private var readerStarted = false
     private var timerTask: Task<Void, Never>?
@@ -59,6 +65,7 @@ actor HostController {
         self.security = SecurityCoordinator(settings: configuration.security)
         let (stream, continuation) = AsyncStream<H4Frame>.makeStream(bufferingPolicy: .unbounded)
         self.outbound = continuation
+        self.immediate = transport.acceptsImmediateSends
         // One writer drains the outbound queue so frames reach the transport in the order the actor
         // produced them, and the actor never waits on a socket. It ends when `close` finishes the
         // queue, or at the first failed write (the reader then sees the transport end).
@@ -150,7 +157,15 @@ actor HostController {
     // MARK: - Outbound
 
     func sendFrame(_ frame: H4Frame) {
-        outbound.yield(frame)
+        guard immediate else {
+            outbound.yield(frame)
+            return
+        }
+        guard !writeFailed else { return }
+        do { try transport.sendImmediately(frame) } catch {
+            writeFailed = true
+            HostDiagnostics.log("[host] transport write failed: \(error)")
+        }
     }
 
     func sendCommandPacket(_ command: HCICommand) {
@@ -163,7 +178,7 @@ actor HostController {
 
     /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1).
     func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
-        guard connections.links[handle] != nil else { return }
+        guard connections.links.contains(handle) else { return }
         let pdu = L2CAPFrame(channelID: channel, payload: payload).encode()
         sendACL(aclFlow.enqueue(handle: handle, pdu: pdu))
     }
@@ -209,17 +224,36 @@ actor HostController {
     // MARK: - Inbound
 
     private func startReader() {
-        let stream = transport.incoming
-        spawn("transport reader") { [weak self] in
-            do {
-                for try await frame in stream {
-                    guard let self else { return }
-                    await self.receive(frame)
-                }
-                await self?.transportEnded(nil)
-            } catch {
-                await self?.transportEnded(error)
+        if let queue = transport.incomingQueue {
+            spawn("transport reader") { [weak self] in await self?.read(queue) }
+        } else {
+            let stream = transport.incoming
+            spawn("transport reader") { [weak self] in await self?.read(stream) }
+        }
+    }
+
+    /// `read(_:)` for a transport that queues its frames: each wake-up takes the whole burst
+    /// that arrived meanwhile (the ACL fragments of a PDU, their completions) in one actor turn.
+    private func read(_ queue: HCIFrameQueue) async {
+        do {
+            while let frames = try await queue.next() {
+                for frame in frames { take(frame) }
+                rescheduleTimer()
             }
+            transportEnded(nil)
+        } catch {
+            transportEnded(error)
+        }
+    }
+
+    /// Takes the controller's frames until the transport ends. Isolated to the host, so a frame
+    /// goes from the transport's stream through every layer without leaving the actor.
+    private func read(_ stream: AsyncThrowingStream<H4Frame, any Error>) async {
+        do {
+            for try await frame in stream { receive(frame) }
+            transportEnded(nil)
+        } catch {
+            transportEnded(error)
         }
     }
 
@@ -230,6 +264,13 @@ actor HostController {
     }
 
     func receive(_ frame: H4Frame) {
+        take(frame)
+        rescheduleTimer()
+    }
+
+    /// `receive` without re-arming the timer, for a batch that re-arms it once at its end (no
+    /// time passes within one actor turn that a deadline could miss).
+    private func take(_ frame: H4Frame) {
         switch frame.type {
         case .event:
             do {
@@ -247,7 +288,6 @@ actor HostController {
         default:
             break
         }
-        rescheduleTimer()
     }
 
     /// Hands one HCI event to the part it concerns. Core spec Vol 4 Part E §7.7.

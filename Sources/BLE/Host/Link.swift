@@ -50,15 +50,32 @@ struct Link {
 /// API holds instead of the handle (a controller reuses handles once a link is gone).
 struct LinkTable {
     private var links: [UInt16: Link] = [:]
+    /// The keys of `links`, sorted: kept as links come and go, so asking on every notification
+    /// neither sorts nor allocates.
+    private var sortedHandles: [UInt16] = []
     private var nextID: UInt64 = 1
 
     subscript(handle: UInt16) -> Link? {
         get { links[handle] }
-        set { links[handle] = newValue }
+        set {
+            if let newValue {
+                if links.updateValue(newValue, forKey: handle) == nil { insertHandle(handle) }
+            } else {
+                _ = remove(handle)
+            }
+        }
+    }
+
+    private mutating func insertHandle(_ handle: UInt16) {
+        let at = sortedHandles.firstIndex { $0 > handle } ?? sortedHandles.endIndex
+        sortedHandles.insert(handle, at: at)
     }
 
     /// Handles of the open links, in order (so work over all links is deterministic).
-    var handles: [UInt16] { links.keys.sorted() }
+    var handles: [UInt16] { sortedHandles }
+
+    /// Whether a link with this handle is open (without copying it out of the table).
+    func contains(_ handle: UInt16) -> Bool { links.index(forKey: handle) != nil }
 
     var all: Dictionary<UInt16, Link>.Values { links.values }
 
@@ -68,12 +85,27 @@ struct LinkTable {
     }
 
     mutating func remove(_ handle: UInt16) -> Link? {
-        links.removeValue(forKey: handle)
+        guard let link = links.removeValue(forKey: handle) else { return nil }
+        sortedHandles.removeAll { $0 == handle }
+        return link
     }
 
     /// The handle of the link with this id, if it is still open.
     func handle(forID id: UInt64) -> UInt16? {
-        links.first(where: { $0.value.id == id })?.key
+        // By index: `first(where:)` would copy every link it looks at.
+        var i = links.startIndex
+        while i != links.endIndex {
+            if links.values[i].id == id { return links.keys[i] }
+            links.formIndex(after: &i)
+        }
+        return nil
+    }
+
+    /// Reads from the link in place: `self[handle]` copies the whole link out (every buffer it
+    /// holds retained, then released), which on a per-packet path shows in the profile.
+    func read<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R? {
+        guard let index = links.index(forKey: handle) else { return nil }
+        return body(links.values[index])
     }
 
     /// Runs `body` on the link in place. A `var link = links[h]` … `links[h] = link` round trip
@@ -90,8 +122,11 @@ struct LinkTable {
     /// Asked after every frame the host receives, so it allocates nothing.
     var nextDeadline: Duration? {
         var next: Duration?
-        for link in links.values {
-            next = earliest(next, earliest(link.bearer.nextDeadline, link.server.nextDeadline))
+        // By index, not `for link in links.values`: that copies each link out of the table.
+        var i = links.values.startIndex
+        while i != links.values.endIndex {
+            next = earliest(next, earliest(links.values[i].bearer.nextDeadline, links.values[i].server.nextDeadline))
+            links.values.formIndex(after: &i)
         }
         return next
     }

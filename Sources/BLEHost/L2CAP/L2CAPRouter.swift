@@ -184,8 +184,12 @@ public struct L2CAPRouter: Sendable {
     /// The earliest signaling response deadline on any link.
     public var nextDeadline: Duration? {
         var next: Duration?
-        for link in links.values {
-            if let d = link.signaling.creditBasedDeadline { next = next.map { min($0, d) } ?? d }
+        // By index: `for link in links.values` copies each link's signaling state (asked after
+        // every batch of frames the host receives).
+        var i = links.values.startIndex
+        while i != links.values.endIndex {
+            if let d = links.values[i].signaling.creditBasedDeadline { next = next.map { min($0, d) } ?? d }
+            links.values.formIndex(after: &i)
         }
         return next
     }

@@ -1,0 +1,47 @@
+import BLEHCI
+
+extension Array where Element == VirtualMedium.Delivery {
+    /// The deliveries with every controller's Number Of Completed Packets events merged into
+    /// one per host, at the place of its first, with one entry per handle (counts added, handles
+    /// in the order they first appear). Core spec Vol 4 Part E §7.7.19 lets a controller report
+    /// completed packets when it likes, for several handles at once; §4.1.1 only requires that
+    /// every packet is reported. The radio does this for the deliveries of one batch of host
+    /// frames, as a controller reporting once per connection event would: a burst of fragments
+    /// then returns its credits in one event instead of one event per fragment (issue 12).
+    ///
+    /// Moving a later report earlier never credits a packet before it was sent (the whole batch
+    /// reached the controller first); a report for a link that ended in between is dropped by
+    /// the host as for any flushed packet.
+    func coalescingCompletedPackets() -> [VirtualMedium.Delivery] {
+        var reports = 0
+        for d in self { if case .event(.numberOfCompletedPackets) = d.packet { reports += 1 } }
+        guard reports > 1 else { return self }
+        // Per destination: where its merged event goes, and its entries.
+        var merged: [VirtualMedium.ControllerID: (index: Int, entries: [CompletedPackets])] = [:]
+        var out: [VirtualMedium.Delivery] = []
+        out.reserveCapacity(count)
+        for d in self {
+            guard case let .event(.numberOfCompletedPackets(entries)) = d.packet else {
+                out.append(d)
+                continue
+            }
+            if var m = merged[d.to] {
+                for e in entries {
+                    if let i = m.entries.firstIndex(where: { $0.handle == e.handle }) {
+                        m.entries[i].count = m.entries[i].count.addingReportingOverflow(e.count).overflow ? .max : m.entries[i].count + e.count
+                    } else {
+                        m.entries.append(e)
+                    }
+                }
+                merged[d.to] = m
+            } else {
+                merged[d.to] = (out.count, entries)
+                out.append(d)
+            }
+        }
+        for (to, m) in merged {
+            out[m.index] = VirtualMedium.Delivery(to: to, packet: .event(.numberOfCompletedPackets(m.entries)))
+        }
+        return out
+    }
+}
