@@ -15,9 +15,20 @@ import Synchronization
 ///   ble-bench raw [--count N] without the air-time model: the host's own cost, as notifications
 ///                             per CPU-second (getrusage); under valgrind's callgrind,
 ///                             scripts/bench.sh turns two runs into instructions per notification
+///   ble-bench scan [--count N] [--reports-per-event K]
+///                             advertising reports from 10,000 devices through the whole host to a
+///                             `Central.scan` consumer (ScanRun.swift): reports per CPU-second;
+///                             under callgrind, instructions per report
+///   ble-bench framing [--count BYTES]
+///                             the S1 framed-stream decoder over BYTES and 10 × BYTES of
+///                             notifications (FramingRun.swift): bytes per CPU-second and the ratio
+///                             of the two times, which is 10 when the decoder is linear
 let arguments = Array(CommandLine.arguments.dropFirst())
 let part = arguments.first ?? "all"
-let count: Int? = arguments.firstIndex(of: "--count").flatMap { i in i + 1 < arguments.count ? Int(arguments[i + 1]) : nil }
+func option(_ name: String) -> Int? {
+    arguments.firstIndex(of: name).flatMap { i in i + 1 < arguments.count ? Int(arguments[i + 1]) : nil }
+}
+let count = option("--count")
 
 func cpuSeconds() -> Double {
     var usage = rusage()
@@ -63,6 +74,19 @@ func rawCost(count: Int?) async throws {
     print(String(format: "  %.3f s CPU: %.0f notifications per CPU-second", cpu, Double(run.count) / cpu))
 }
 
+func scanCost(count: Int?, reportsPerEvent: Int?) async throws {
+    var run = ScanRun()
+    if let count { run.count = count }
+    if let reportsPerEvent { run.reportsPerEvent = max(1, min(25, reportsPerEvent)) }
+    let r = try await run.run()
+    let round = r.round
+    print("scan: \(r.reports) advertising reports in \(r.events) HCI events (at most \(run.reportsPerEvent) per event), "
+          + "\(r.malformed) malformed events rejected, \(r.delivered) devices delivered to the consumer (\(r.distinct) different)")
+    print("  each round: \(AdvertisingPopulation.deviceCount) devices, \(round.legacy) legacy + \(round.extended) extended reports "
+          + "(\(round.scanResponses) scan responses), active scan, duplicates filtered, ageing on")
+    print(String(format: "  %.3f s CPU: %.0f reports per CPU-second", r.cpuSeconds, Double(r.reports) / r.cpuSeconds))
+}
+
 /// Runs the parts on a detached task and waits on a semaphore rather than using an async main:
 /// valgrind 3.19 (Debian 12) crashes when the main thread parks in `dispatch_main`, which an
 /// async main does.
@@ -73,6 +97,8 @@ Task.detached {
         switch part {
         case "air": try await airTimeTable(count: count)
         case "raw": try await rawCost(count: count)
+        case "scan": try await scanCost(count: count, reportsPerEvent: option("--reports-per-event"))
+        case "framing": try framingCost(bytes: count)
         default:
             try await airTimeTable(count: count)
             print("")
