@@ -20,7 +20,7 @@ import Synchronization
 ///                             `Central.scan` consumer (ScanRun.swift): reports per CPU-second;
 ///                             under callgrind, instructions per report
 ///   ble-bench framing [--count BYTES]
-///                             the S1 framed-stream decoder over BYTES and 10 × BYTES of
+///                             the S1 framed-stream decoder over BYTES (9 MB) and 10 × BYTES of
 ///                             notifications (FramingRun.swift): bytes per CPU-second and the ratio
 ///                             of the two times, which is 10 when the decoder is linear
 let arguments = Array(CommandLine.arguments.dropFirst())
