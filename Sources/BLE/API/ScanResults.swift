@@ -12,7 +12,9 @@ import Synchronization
 /// Ending the iteration (leaving the loop, or dropping the sequence) or cancelling the
 /// consuming task ends the scan.
 public struct ScanResults: AsyncSequence, Sendable {
+    /// Each element is a device as the scan merged it.
     public typealias Element = ScannedDevice
+    /// The error that ended the scan (a transport failure, the controller refusing it).
     public typealias Failure = any Error
 
     /// The most devices held for a consumer that has not taken them yet.
@@ -27,6 +29,7 @@ public struct ScanResults: AsyncSequence, Sendable {
         self.lifetime = Lifetime(buffer)
     }
 
+    /// An iterator over the devices, for `for try await`.
     public func makeAsyncIterator() -> Iterator { Iterator(buffer: buffer, lifetime: lifetime) }
 
     /// Takes the devices out of the buffer a batch at a time.
