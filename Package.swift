@@ -52,7 +52,7 @@ let package = Package(
         // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
         .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
         // Benchmarks (README "Performance"): throughput against theory, raw host cost.
-        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,
         // the scripted HCI controller. A plain library so test targets can depend on it.
         .target(name: "BLETestSupport", dependencies: ["BLEWire", "BLEHCI", "BLERuntime"], path: "Tests/BLETestSupport"),

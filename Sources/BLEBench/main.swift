@@ -18,6 +18,14 @@ import Synchronization
 ///                             scripts/bench.sh turns two runs into instructions per notification.
 ///                             --acl-buffer sets both controllers' LE ACL buffer length (default
 ///                             251; 27 is what controllers without LE Data Length Extension give)
+///   ble-bench scan [--count N] [--reports-per-event K]
+///                             advertising reports from 10,000 devices through the whole host to a
+///                             `Central.scan` consumer (ScanRun.swift): reports per CPU-second;
+///                             under callgrind, instructions per report
+///   ble-bench framing [--count BYTES]
+///                             the S1 framed-stream decoder over BYTES (9 MB) and 10 × BYTES of
+///                             notifications (FramingRun.swift): bytes per CPU-second and the ratio
+///                             of the two times, which is 10 when the decoder is linear
 let arguments = Array(CommandLine.arguments.dropFirst())
 let part = arguments.first ?? "all"
 func option(_ name: String) -> Int? {
@@ -75,6 +83,19 @@ func rawCost(count: Int?, aclBuffer: UInt16?) async throws {
     print(String(format: "  %.3f s CPU: %.0f notifications per CPU-second", cpu, Double(run.count) / cpu))
 }
 
+func scanCost(count: Int?, reportsPerEvent: Int?) async throws {
+    var run = ScanRun()
+    if let count { run.count = count }
+    if let reportsPerEvent { run.reportsPerEvent = max(1, min(25, reportsPerEvent)) }
+    let r = try await run.run()
+    let round = r.round
+    print("scan: \(r.reports) advertising reports in \(r.events) HCI events (at most \(run.reportsPerEvent) per event), "
+          + "\(r.malformed) malformed events rejected, \(r.delivered) devices delivered to the consumer (\(r.distinct) different)")
+    print("  each round: \(AdvertisingPopulation.deviceCount) devices, \(round.legacy) legacy + \(round.extended) extended reports "
+          + "(\(round.scanResponses) scan responses), active scan, duplicates filtered, ageing on")
+    print(String(format: "  %.3f s CPU: %.0f reports per CPU-second", r.cpuSeconds, Double(r.reports) / r.cpuSeconds))
+}
+
 /// Runs the parts on a detached task and waits on a semaphore rather than using an async main:
 /// valgrind 3.19 (Debian 12) crashes when the main thread parks in `dispatch_main`, which an
 /// async main does.
@@ -85,6 +106,8 @@ Task.detached {
         switch part {
         case "air": try await airTimeTable(count: count)
         case "raw": try await rawCost(count: count, aclBuffer: aclBuffer)
+        case "scan": try await scanCost(count: count, reportsPerEvent: option("--reports-per-event"))
+        case "framing": try framingCost(bytes: count)
         default:
             try await airTimeTable(count: count)
             print("")

@@ -229,7 +229,7 @@ enum GAPFuzzTargets {
             DeviceAddress(BDAddress(rawValue: 0x00_11_22_33_44_55), type: .public),
             DeviceAddress(BDAddress(rawValue: 0x00_11_22_33_44_66), type: .randomIdentity),
         ]
-        let kinds: [AdvertisingEventKind] = [.connectableUndirected, .connectableDirected, .scannableUndirected, .nonConnectable, .scanResponse]
+        let kinds: [AdvertisingEventKind] = [.connectableUndirected, .connectableDirected, .connectableNonScannable, .scannableUndirected, .nonConnectable, .scanResponse]
         var rawAdvertising: [DeviceAddress: [UInt8]] = [:]
         var rawScanResponse: [DeviceAddress: [UInt8]] = [:]
         var lastEmitted: [DeviceAddress: AdvertisingData] = [:]

@@ -248,8 +248,10 @@ extension ByteReader {
         try readU16() & 0x0FFF
     }
 
+    /// A BD_ADDR, six octets least significant first, read without an intermediate array.
     mutating func readBDADDRess() throws(WireError) -> BDAddress {
-        BDAddress(littleEndian: try readBytes(6))
+        let low = try readU32()
+        return BDAddress(rawValue: UInt64(low) | UInt64(try readU16()) << 32)
     }
 
     /// An LE address type byte (0...3). Anything else is a garbled event.

@@ -42,7 +42,15 @@ public struct AdvertisingData: Sendable, Hashable {
     /// the end stops parsing and is reported in `malformed`.
     public init(bytes: [UInt8]) {
         self.init()
+        // Count the structures first, so their array is allocated once.
+        var count = 0
         var offset = 0
+        while offset < bytes.count, bytes[offset] != 0, offset + 1 + Int(bytes[offset]) <= bytes.count {
+            count += 1
+            offset += 1 + Int(bytes[offset])
+        }
+        if count > 0 { structures.reserveCapacity(count) }
+        offset = 0
         while offset < bytes.count {
             let length = Int(bytes[offset])
             if length == 0 { break }

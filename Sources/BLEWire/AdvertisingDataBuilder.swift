@@ -85,27 +85,31 @@ extension AdvertisingData {
     /// side has a complete one (the scan response when both or neither do). Any other type in the
     /// scan response replaces that type in the advertisement. The first `malformed` is kept.
     public func merging(_ scanResponse: AdvertisingData) -> AdvertisingData {
-        let nameTypes: Set<ADType> = [.completeLocalName, .shortenedLocalName]
+        // Linear passes over the few structures of each side, without building sets: this runs
+        // for every changed device a scan reports.
         let response = scanResponse.structures
         let takeName = scanResponse.contains(.completeLocalName)
             || (scanResponse.contains(.shortenedLocalName) && !contains(.completeLocalName))
-        let serviceDataTypes = Set(ADType.serviceDataTypes.map(\.type))
-        let replacedTypes = Set(response.map(\.type)).filter { type in
-            !Self.listTypes.contains(type) && type != .manufacturerSpecificData && !nameTypes.contains(type)
-                && !serviceDataTypes.contains(type)
+        var replacedServiceData: [BluetoothUUID] = []
+        for s in response where Self.isServiceDataType(s.type) {
+            if let uuid = Self.serviceDataUUID(s) { replacedServiceData.append(uuid) }
         }
-        let replacedServiceData = Set(response.compactMap(Self.serviceDataUUID))
 
         var out = self
+        out.structures.reserveCapacity(structures.count + response.count)
         out.structures.removeAll { s in
-            replacedTypes.contains(s.type)
-                || (takeName && nameTypes.contains(s.type))
-                || Self.serviceDataUUID(s).map(replacedServiceData.contains) ?? false
+            if Self.isNameType(s.type) { return takeName }
+            if Self.isServiceDataType(s.type) {
+                return !replacedServiceData.isEmpty && Self.serviceDataUUID(s).map(replacedServiceData.contains) ?? false
+            }
+            // A type the scan response replaces: any type but lists, names, manufacturer and
+            // service data.
+            return Self.isReplacedByScanResponse(s.type) && response.contains { $0.type == s.type }
         }
         for s in response {
-            if nameTypes.contains(s.type) {
+            if Self.isNameType(s.type) {
                 if takeName { out.structures.append(s) }
-            } else if Self.listTypes.contains(s.type) || s.type == .manufacturerSpecificData {
+            } else if Self.isListType(s.type) || s.type == .manufacturerSpecificData {
                 if !out.structures.contains(s) { out.structures.append(s) }
             } else {
                 out.structures.append(s)
@@ -113,6 +117,27 @@ extension AdvertisingData {
         }
         out.malformed = malformed ?? scanResponse.malformed
         return out
+    }
+
+    /// `listTypes` as a switch (no hashing).
+    private static func isListType(_ type: ADType) -> Bool {
+        switch type.rawValue {
+        case 0x02...0x07, 0x14, 0x15, 0x1F, 0x17, 0x18: return true
+        default: return false
+        }
+    }
+
+    private static func isNameType(_ type: ADType) -> Bool {
+        type == .completeLocalName || type == .shortenedLocalName
+    }
+
+    private static func isServiceDataType(_ type: ADType) -> Bool {
+        type == .serviceData16 || type == .serviceData32 || type == .serviceData128
+    }
+
+    /// Whether a structure of `type` in the scan response replaces those of the advertisement.
+    private static func isReplacedByScanResponse(_ type: ADType) -> Bool {
+        !isListType(type) && type != .manufacturerSpecificData && !isNameType(type) && !isServiceDataType(type)
     }
 
     /// Types whose data is a list that merging unions.

@@ -123,6 +123,24 @@ final class ScannerTests: XCTestCase {
         XCTAssertEqual(out.first?.devices.first?.advertisement.localName, "Thermo")
     }
 
+    /// An extended advertisement that is connectable but not scannable has no scan response to
+    /// wait for: an active scan reports it at once (it was held until the device's next
+    /// advertisement, as if it were an ADV_IND), connectable; a scannable one is still held.
+    func testAnActiveScanReportsAConnectableNonScannableExtendedAdvertisementAtOnce() {
+        var scanner = Scanner()
+        let id = scanner.begin(active: true, filter: ScanFilter(), timeout: nil) ?? 0
+        let data = AdvertisingData.Builder().localName("Tracker").build().encode()
+        let connectable = LEAdvertisingReport(properties: [.connectable], address: address, rssi: -40, data: data)
+        let out = scanner.receive(connectable, now: .seconds(1))
+        XCTAssertEqual(out.map(\.id), [id])
+        XCTAssertEqual(out.first?.devices.first?.isConnectable, true)
+        let other = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_03), type: .random)
+        let scannable = LEAdvertisingReport(properties: [.scannable], address: other, rssi: -40, data: data)
+        XCTAssertTrue(scanner.receive(scannable, now: .seconds(1)).isEmpty, "held for its scan response")
+        let response = LEAdvertisingReport(properties: [.scannable, .scanResponse], address: other, rssi: -40, data: data)
+        XCTAssertEqual(scanner.receive(response, now: .seconds(1)).first?.devices.first?.isConnectable, false)
+    }
+
     /// Each scan filters for itself, and keeps its own table: a device already reported to
     /// one scan is new to a scan that starts later.
     func testScansFilterAndRememberDevicesEachForThemselves() {

@@ -80,20 +80,20 @@ public final class Central: Sendable {
     /// scan. Several scans may run at once, each with its own filter and timeout: they share
     /// the controller's scanner, which stops when the last ends (`stopScan` and `connect` end
     /// them all).
-    public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> AsyncThrowingStream<ScannedDevice, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<ScannedDevice, any Error>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+    public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> ScanResults {
+        let buffer = ScanBuffer()
         let host = self.host
         let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
-                let id = try await host.run { try await $0.scanning.start(active: active, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, continuation: continuation, $0) }
-                continuation.onTermination = { _ in Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
+                let id = try await host.run { try await $0.scanning.start(active: active, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, consumer: buffer, $0) }
+                buffer.onTermination { Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
                 if Task.isCancelled { await host.run { $0.scanning.finish(id, $0) } }
             } catch {
-                continuation.finish(throwing: error)
+                buffer.finish(throwing: error)
             }
         }
-        continuation.onTermination = { _ in starter.cancel() }
-        return stream
+        buffer.onTermination { starter.cancel() }
+        return ScanResults(buffer: buffer)
     }
 
     /// Ends every running scan and waits for the controller to confirm.

@@ -311,10 +311,8 @@ actor HostController {
             security.longTermKeyRequested(handle: handle, ediv: ediv, rand: rand, self)
         case .hardwareError(let code):
             fail(.hci(.hardwareError(code: code)))
-        case let .le(.advertisingReport(reports)):
-            for r in reports { scanning.receive(r, self) }
-        case let .le(.extendedAdvertisingReport(reports)):
-            for r in reports { scanning.receive(r, self) }
+        case let .le(.advertisingReport(reports)), let .le(.extendedAdvertisingReport(reports)):
+            scanning.receive(reports, self)
         case let .le(meta):
             connections.handle(meta, self)
         default:

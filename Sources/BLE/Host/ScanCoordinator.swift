@@ -10,7 +10,9 @@ import BLEWire
 /// scanning is disallowed). Isolated to the host actor that owns it.
 final class ScanCoordinator {
     private var scanner = Scanner()
-    private var consumers: [UInt64: AsyncThrowingStream<ScannedDevice, any Error>.Continuation] = [:]
+    /// The scanner's output for one report, emptied after each (its storage is kept).
+    private var deliveries = Scanner.Deliveries()
+    private var consumers: [UInt64: ScanBuffer] = [:]
     /// Whether the controller is scanning, as far as the host has told it, and how.
     private var radioEnabled = false
     private var radioActive = false
@@ -26,16 +28,16 @@ final class ScanCoordinator {
 
     var nextDeadline: Duration? { scanner.nextDeadline }
 
-    /// Starts a scan; devices go to `continuation` until the deadline, `stop`, or the consumer
+    /// Starts a scan; devices go to `consumer` until the deadline, `stop`, or the consumer
     /// going away (`finish`). Other scans running meanwhile go on.
     func start(active: Bool, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
-               continuation: AsyncThrowingStream<ScannedDevice, any Error>.Continuation,
+               consumer: ScanBuffer,
                _ host: isolated HostController) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
-        consumers[id] = continuation
+        consumers[id] = consumer
         do {
             try await turnRadioOn(active: active, ownAddressType: ownAddressType, host)
             // Stopped while starting (a connect, the consumer going away).
@@ -188,14 +190,21 @@ final class ScanCoordinator {
         }
     }
 
-    func receive(_ report: LEAdvertisingReport, _ host: isolated HostController) {
+    /// The reports of one HCI event: each goes through the scanner, and each device it gives
+    /// goes to its scan's consumer, in order.
+    func receive(_ reports: [LEAdvertisingReport], _ host: isolated HostController) {
         guard !consumers.isEmpty else { return }
-        for (id, devices) in scanner.receive(report, now: host.now) {
-            guard let consumer = consumers[id] else { continue }
-            for var device in devices {
+        let now = host.now
+        for report in reports {
+            scanner.receive(report, now: now, into: &deliveries)
+            guard !deliveries.isEmpty else { continue }
+            for (id, found) in zip(deliveries.ids, deliveries.devices) {
+                guard let consumer = consumers[id] else { continue }
+                var device = found
                 device.identity = host.privacy.identity(of: device.address, host)
                 consumer.yield(device)
             }
+            deliveries.removeAll()
         }
     }
 

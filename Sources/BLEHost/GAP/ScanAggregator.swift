@@ -7,6 +7,9 @@ public enum AdvertisingEventKind: Sendable, Hashable {
     case connectableUndirected
     /// ADV_DIRECT_IND: connectable directed.
     case connectableDirected
+    /// Connectable undirected and not scannable: extended advertising only (AUX_ADV_IND with
+    /// the connectable mode, Vol 6 Part B §2.3.1.4), so no scan response is waited for.
+    case connectableNonScannable
     /// ADV_SCAN_IND: scannable, not connectable.
     case scannableUndirected
     /// ADV_NONCONN_IND: neither.
@@ -15,7 +18,7 @@ public enum AdvertisingEventKind: Sendable, Hashable {
     case scanResponse
 
     /// Whether the advertiser accepts a connection request (ADV_IND, ADV_DIRECT_IND).
-    public var isConnectable: Bool { self == .connectableUndirected || self == .connectableDirected }
+    public var isConnectable: Bool { self == .connectableUndirected || self == .connectableDirected || self == .connectableNonScannable }
     /// Whether an active scanner may send a scan request for a scan response (ADV_IND, ADV_SCAN_IND).
     public var isScannable: Bool { self == .connectableUndirected || self == .scannableUndirected }
 }
@@ -117,86 +120,159 @@ public struct ScannedDevice: Sendable, Hashable {
 /// held until the scan response arrives, so the user sees one merged advertisement; if the next
 /// advertisement from that device comes first (the scan response was lost), the held one is
 /// reported without it. Passive scanning and non-scannable PDUs are reported at once.
+///
+/// One table entry per address holds everything about the device (its raw data, the parsed scan
+/// response, what was last reported), so a report costs one look-up. Data that repeats what the
+/// device sent before (the common case: most devices advertise the same bytes all day) is neither
+/// parsed nor merged again, and is known to be a duplicate without comparing advertisements.
 public struct ScanAggregator: Sendable {
     public let active: Bool
     public var filter: ScanFilter
-    public private(set) var devices: [DeviceAddress: ScannedDevice] = [:]
-    private var rawAdvertising: [DeviceAddress: [UInt8]] = [:]
-    private var rawScanResponse: [DeviceAddress: [UInt8]] = [:]
-    private var awaitingScanResponse: Set<DeviceAddress> = []
-    private var reported: [DeviceAddress: AdvertisingData] = [:]
+    private var entries: [Key: Entry] = [:]
+
+    /// The table's key: the address and its type in one integer, hashed in one step.
+    private struct Key: Hashable, Sendable {
+        let value: UInt64
+        init(_ address: DeviceAddress) { value = address.address.rawValue | UInt64(address.type.rawValue) << 48 }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+    }
+
+    private struct Entry: Sendable {
+        /// Nil while only a scan response has been heard.
+        var device: ScannedDevice?
+        var advertising: [UInt8]?
+        var scanResponse: [UInt8]?
+        /// `scanResponse` parsed, once it is merged.
+        var parsedScanResponse: AdvertisingData?
+        var awaitingScanResponse = false
+        /// The advertisement last reported.
+        var reported: AdvertisingData?
+        /// Whether `reported` is known to equal `device.advertisement` (set when reporting, or
+        /// after a comparison; cleared when the advertisement is merged anew).
+        var reportedIsCurrent = false
+    }
 
     public init(active: Bool, filter: ScanFilter) {
         self.active = active
         self.filter = filter
     }
 
+    /// The devices known, by address.
+    public var devices: [DeviceAddress: ScannedDevice] {
+        var out: [DeviceAddress: ScannedDevice] = [:]
+        for entry in entries.values { if let d = entry.device { out[d.address] = d } }
+        return out
+    }
+
+    /// The number of devices known.
+    public var deviceCount: Int { entries.values.reduce(0) { $0 + ($1.device == nil ? 0 : 1) } }
+
     /// Takes one report; returns the devices to deliver now (zero, one, or — when a held report
     /// is flushed — two entries for the same device).
     public mutating func receive(_ report: AdvertisingReportInput, now: Duration) -> [ScannedDevice] {
-        let key = report.address
         var out: [ScannedDevice] = []
-        if report.kind == .scanResponse {
-            rawScanResponse[key] = report.data
-            awaitingScanResponse.remove(key)
-            guard devices[key] != nil else {
-                // A scan response without its advertisement: keep it for when the advertisement comes.
-                return []
-            }
-            update(key, report: report, now: now, scanResponse: true)
-            if let d = devices[key], let emitted = emitIfWanted(d) { out.append(emitted) }
-            return out
-        }
-        if awaitingScanResponse.contains(key), let held = devices[key], let emitted = emitIfWanted(held) {
-            out.append(emitted)
-        }
-        rawAdvertising[key] = report.data
-        update(key, report: report, now: now, scanResponse: false)
-        if active && report.kind.isScannable {
-            awaitingScanResponse.insert(key)
-            return out
-        }
-        awaitingScanResponse.remove(key)
-        if let d = devices[key], let emitted = emitIfWanted(d) { out.append(emitted) }
+        receive(report, now: now, into: &out)
         return out
+    }
+
+    /// Like `receive(_:now:)`, appending the devices to deliver to `out` (a buffer the owner
+    /// reuses, so the hot path allocates no result array).
+    public mutating func receive(_ report: AdvertisingReportInput, now: Duration, into out: inout [ScannedDevice]) {
+        let key = Key(report.address)
+        let filter = self.filter
+        let active = self.active
+        // In place: the entry is not copied out of the table and back.
+        withEntry(key) { entry in
+            if report.kind == .scanResponse {
+                if entry.scanResponse != report.data {
+                    entry.scanResponse = report.data
+                    entry.parsedScanResponse = nil
+                }
+                entry.awaitingScanResponse = false
+                // A scan response without its advertisement: kept for when the advertisement comes.
+                guard entry.device != nil else { return }
+                Self.update(&entry, report: report, now: now, scanResponse: true)
+                Self.emitIfWanted(&entry, filter: filter, into: &out)
+                return
+            }
+            if entry.awaitingScanResponse, entry.device != nil {
+                Self.emitIfWanted(&entry, filter: filter, into: &out)
+            }
+            Self.update(&entry, report: report, now: now, scanResponse: false)
+            if active && report.kind.isScannable {
+                entry.awaitingScanResponse = true
+                return
+            }
+            entry.awaitingScanResponse = false
+            Self.emitIfWanted(&entry, filter: filter, into: &out)
+        }
+    }
+
+    private mutating func withEntry(_ key: Key, _ body: (inout Entry) -> Void) {
+        body(&entries[key, default: Entry()])
     }
 
     /// Devices not heard for `maximumAge` as of `now`, removed from the table.
     public mutating func removeStale(olderThan maximumAge: Duration, now: Duration) -> [ScannedDevice] {
-        let stale = devices.values.filter { now - $0.lastSeen > maximumAge }
-        for d in stale {
-            devices[d.address] = nil
-            rawAdvertising[d.address] = nil
-            rawScanResponse[d.address] = nil
-            awaitingScanResponse.remove(d.address)
-            reported[d.address] = nil
+        var stale: [ScannedDevice] = []
+        var keys: [Key] = []
+        for (key, entry) in entries {
+            guard let d = entry.device, now - d.lastSeen > maximumAge else { continue }
+            stale.append(d)
+            keys.append(key)
         }
+        for key in keys { entries[key] = nil }
         return stale
     }
 
-    private mutating func update(_ key: DeviceAddress, report: AdvertisingReportInput, now: Duration, scanResponse: Bool) {
-        var merged = AdvertisingData(bytes: rawAdvertising[key] ?? [])
-        let response = rawScanResponse[key]
-        if let response { merged = merged.merging(AdvertisingData(bytes: response)) }
-        if var existing = devices[key] {
-            existing.advertisement = merged
+    /// Brings the entry's device up to date with `report`; the advertisement is merged again
+    /// only when the device's data changed (or it is new).
+    private static func update(_ entry: inout Entry, report: AdvertisingReportInput, now: Duration, scanResponse: Bool) {
+        var changed = entry.device == nil
+        if !scanResponse, entry.advertising != report.data {
+            entry.advertising = report.data
+            changed = true
+        }
+        if scanResponse, entry.parsedScanResponse == nil { changed = true }
+        var merged: AdvertisingData?
+        if changed {
+            var advertisement = AdvertisingData(bytes: entry.advertising ?? [])
+            if let response = entry.scanResponse {
+                let parsed = entry.parsedScanResponse ?? AdvertisingData(bytes: response)
+                entry.parsedScanResponse = parsed
+                advertisement = advertisement.merging(parsed)
+            }
+            merged = advertisement
+            entry.reportedIsCurrent = false
+        }
+        let hasScanResponse = entry.scanResponse != nil
+        if var existing = entry.device {
+            entry.device = nil // `existing` is now the one reference: changed in place, not copied
+            if let merged { existing.advertisement = merged }
             if let r = report.rssi { existing.rssi = r }
             existing.lastSeen = now
             if !scanResponse { existing.isConnectable = report.kind.isConnectable }
-            existing.hasScanResponse = response != nil
-            devices[key] = existing
+            existing.hasScanResponse = hasScanResponse
+            entry.device = existing
         } else {
-            devices[key] = ScannedDevice(
-                address: key, advertisement: merged, rssi: report.rssi,
+            entry.device = ScannedDevice(
+                address: report.address, advertisement: merged ?? AdvertisingData(), rssi: report.rssi,
                 isConnectable: report.kind.isConnectable, lastSeen: now, firstSeen: now,
-                hasScanResponse: response != nil)
+                hasScanResponse: hasScanResponse)
         }
     }
 
-    private mutating func emitIfWanted(_ device: ScannedDevice) -> ScannedDevice? {
-        guard filter.matches(device) else { return nil }
-        if !filter.allowDuplicates, reported[device.address] == device.advertisement { return nil }
-        reported[device.address] = device.advertisement
-        return device
+    private static func emitIfWanted(_ entry: inout Entry, filter: ScanFilter, into out: inout [ScannedDevice]) {
+        guard let device = entry.device, filter.matches(device) else { return }
+        if !filter.allowDuplicates {
+            if entry.reportedIsCurrent { return }
+            if entry.reported == device.advertisement {
+                entry.reportedIsCurrent = true
+                return
+            }
+        }
+        entry.reported = device.advertisement
+        entry.reportedIsCurrent = true
+        out.append(device)
     }
 }

@@ -77,27 +77,64 @@ public struct Scanner: Sendable {
     /// reports both carry Event_Type properties (§7.7.65.13); an incomplete extended chain
     /// (more data to come) waits until it completes.
     public mutating func receive(_ report: LEAdvertisingReport, now: Duration) -> [(id: UInt64, devices: [ScannedDevice])] {
-        guard !sessions.isEmpty, report.properties.dataStatus == .complete else { return [] }
+        var deliveries = Deliveries()
+        receive(report, now: now, into: &deliveries)
+        var out: [(id: UInt64, devices: [ScannedDevice])] = []
+        for (id, device) in zip(deliveries.ids, deliveries.devices) {
+            if out.last?.id == id { out[out.count - 1].devices.append(device) } else { out.append((id, [device])) }
+        }
+        return out
+    }
+
+    /// What `receive(_:now:into:)` hands on: devices in order, each with the id of its scan. The
+    /// owner keeps one and empties it after each report, so the hot path allocates nothing for
+    /// the result.
+    public struct Deliveries: Sendable {
+        /// The scan each device is for (parallel to `devices`).
+        public private(set) var ids: [UInt64] = []
+        /// The devices, in the order the scans' aggregators gave them (scans oldest first).
+        public fileprivate(set) var devices: [ScannedDevice] = []
+
+        /// An empty list.
+        public init() {}
+
+        /// Whether there is nothing to deliver.
+        public var isEmpty: Bool { devices.isEmpty }
+
+        /// Empties the list, keeping its storage.
+        public mutating func removeAll() {
+            ids.removeAll(keepingCapacity: true)
+            devices.removeAll(keepingCapacity: true)
+        }
+
+        fileprivate mutating func tag(from start: Int, with id: UInt64) {
+            for _ in start..<devices.count { ids.append(id) }
+        }
+    }
+
+    /// Like `receive(_:now:)`, appending each scan's devices to `deliveries`.
+    public mutating func receive(_ report: LEAdvertisingReport, now: Duration, into deliveries: inout Deliveries) {
+        guard !sessions.isEmpty, report.properties.dataStatus == .complete else { return }
         let kind: AdvertisingEventKind
         if report.isScanResponse {
             kind = .scanResponse
         } else if report.isConnectable {
-            kind = report.isDirected ? .connectableDirected : .connectableUndirected
+            // Extended advertising may be connectable without being scannable (§7.7.65.13).
+            kind = report.isDirected ? .connectableDirected : report.isScannable ? .connectableUndirected : .connectableNonScannable
         } else {
             kind = report.isScannable ? .scannableUndirected : .nonConnectable
         }
         let input = AdvertisingReportInput(kind: kind, address: report.address, data: report.data,
                                            rssi: report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi)
-        var out: [(id: UInt64, devices: [ScannedDevice])] = []
         for i in sessions.indices {
+            let start = deliveries.devices.count
             // In place: the aggregator's tables are not copied.
-            let devices = sessions[i].aggregator.receive(input, now: now)
+            sessions[i].aggregator.receive(input, now: now, into: &deliveries.devices)
             if now - sessions[i].lastPrune > Self.pruneInterval {
                 _ = sessions[i].aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
                 sessions[i].lastPrune = now
             }
-            if !devices.isEmpty { out.append((sessions[i].id, devices)) }
+            deliveries.tag(from: start, with: sessions[i].id)
         }
-        return out
     }
 }

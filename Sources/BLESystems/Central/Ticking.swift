@@ -11,8 +11,8 @@ enum Ticked<Element: Sendable>: Sendable {
 /// entries and redraw while nothing is heard. Ticks sleep on the host clock and the tasks prefer
 /// its executor, so this runs in virtual time too. The result ends (or fails) with `stream`;
 /// ending its consumer stops both tasks and so ends the consumer's interest in `stream`.
-func ticking<Element: Sendable>(_ stream: AsyncThrowingStream<Element, any Error>, every interval: Duration,
-                                on clock: any BLEClock) -> AsyncThrowingStream<Ticked<Element>, any Error> {
+func ticking<Element: Sendable, Stream: AsyncSequence & Sendable>(_ stream: Stream, every interval: Duration,
+                                on clock: any BLEClock) -> AsyncThrowingStream<Ticked<Element>, any Error> where Stream.Element == Element {
     let (merged, continuation) = AsyncThrowingStream<Ticked<Element>, any Error>.makeStream()
     let feeder = Task(executorPreference: clock.taskExecutor) {
         do {

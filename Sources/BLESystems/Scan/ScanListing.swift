@@ -10,7 +10,7 @@ public enum ScanListing {
     /// Shows `scan` until it ends (its timeout, or the consumer's cancellation), then, live, draws
     /// the table a last time. `clock` is the host's (ages and redraws are on it); `write` gets
     /// finished text, newlines included: stdout, flushed, by default.
-    public static func run(_ scan: AsyncThrowingStream<ScannedDevice, any Error>, mode: OutputMode, clock: any BLEClock,
+    public static func run(_ scan: some AsyncSequence<ScannedDevice, any Error> & Sendable, mode: OutputMode, clock: any BLEClock,
                            write: @Sendable (String) -> Void = { text in
                                print(text, terminator: "")
                                flushOutput()
