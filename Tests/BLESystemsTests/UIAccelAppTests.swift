@@ -214,4 +214,99 @@ final class UIAccelAppTests: XCTestCase {
         XCTAssertEqual(list.first { $0.name == "BLE001" }?.accelerometer, true)
         XCTAssertEqual(list.first { $0.name == "BLE Battery" }?.accelerometer, false)
     }
+
+    /// `paused`, when given, must be a boolean: a script's `"false"` (a string) or `null` must
+    /// not pause the session as if `paused` were missing; it is a bad request. (Bounded: if
+    /// they paused, the samples read after would never come, and virtual time ends at 120 s.)
+    func testAPauseWhosePausedIsNotABooleanIsABadRequest() async throws {
+        let (answers, before, after) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let screen = try await Screen(world)
+            var stream = try XCTUnwrap(screen.stream())
+            _ = await stream.read(until: "sample", count: 2)
+            var answers: [Int] = []
+            for paused in [#""false""#, "null"] {
+                let body = #"{"address":"\#(screen.address)","paused":\#(paused)}"#
+                guard case let .response(r)? = screen.app.handle(HTTPRequest(method: "POST", target: "/api/accel/pause", body: Array(body.utf8))) else {
+                    answers.append(0)
+                    continue
+                }
+                answers.append(r.status.code)
+            }
+            let before = screen.csv()?.count ?? -1
+            _ = await stream.read(until: "sample", count: 3)
+            let after = screen.csv()?.count ?? -1
+            await screen.close()
+            return (answers, before, after)
+        }
+        XCTAssertEqual(answers, [400, 400])
+        XCTAssertGreaterThan(after, before, "still recording: neither paused")
+    }
+
+    /// Two pages on one device share one flow; the first leaving changes nothing for the other,
+    /// the last leaving ends the flow and its link.
+    func testTheLastPageLeavingEndsTheLink() async throws {
+        let (second, linkedWhileOne, linkedAfter) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let screen = try await Screen(world)
+            let (app, manager, path) = (screen.app, screen.sensor.manager, "/api/accel-events/\(screen.address)")
+            let pageA = Task(executorPreference: world.clock.taskExecutor) {
+                guard case let .events(a)? = app.handle(HTTPRequest(method: "GET", target: path)) else { return }
+                var reader = EventReader(a)
+                _ = await reader.read(until: "never")
+            }
+            let pageB = Task(executorPreference: world.clock.taskExecutor) { () -> (Int, Int) in
+                guard case let .events(b)? = app.handle(HTTPRequest(method: "GET", target: path)) else { return (-1, -1) }
+                var reader = EventReader(b)
+                _ = await reader.read(until: "sample", count: 2)
+                pageA.cancel()  // the first page leaves
+                await pageA.value
+                let samples = await reader.read(until: "sample", count: 5).filter { $0.type == "sample" }.count
+                return (samples, await manager.connectedCentrals.count)
+            }
+            // The task ends, and with it the last page's stream.
+            let (second, linkedWhileOne) = await pageB.value
+            try await world.clock.sleep(for: .seconds(2))
+            let linkedAfter = await manager.connectedCentrals.count
+            await screen.close()
+            return (second, linkedWhileOne, linkedAfter)
+        }
+        XCTAssertEqual(second, 5, "the other page goes on")
+        XCTAssertEqual(linkedWhileOne, 1, "one link for both pages")
+        XCTAssertEqual(linkedAfter, 0, "the last page gone, the link is gone")
+    }
+
+    /// After `stop` (the server shutting down) a page that still asks starts no flow: its
+    /// stream ends at once, and nothing connects to the device.
+    func testAfterStopNoFlowStarts() async throws {
+        let (events, linked) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let screen = try await Screen(world)
+            screen.app.stop()
+            var stream = try XCTUnwrap(screen.stream())
+            let events = await stream.read(until: "sample")
+            try await world.clock.sleep(for: .seconds(3))
+            let linked = await screen.sensor.manager.connectedCentrals.count
+            await screen.close()
+            return (events.map(\.type), linked)
+        }
+        XCTAssertEqual(events, [], "no flow, no events")
+        XCTAssertEqual(linked, 0)
+    }
+
+    /// Stopped while connecting to an address nobody answers at: the stream ends at once, not
+    /// after the connect timeout.
+    func testStopDuringConnectEndsAtOnce() async throws {
+        let (events, elapsed) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let screen = try await Screen(world)
+            guard case let .events(s)? = screen.get("/api/accel-events/00:5A:B1:00:00:77%2Fpublic") else { throw XCTSkip("no stream") }
+            var reader = EventReader(s)
+            var events = await reader.read(until: "connecting")
+            let start = world.clock.now()
+            screen.app.stop()
+            events += await reader.read(until: "end-of-stream")
+            let elapsed = world.clock.now() - start
+            await screen.close()
+            return (events.map(\.type), elapsed)
+        }
+        XCTAssertEqual(events, ["connecting"])
+        XCTAssertLessThan(elapsed, .seconds(1))
+    }
 }

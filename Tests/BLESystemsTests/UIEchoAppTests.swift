@@ -142,4 +142,76 @@ final class UIEchoAppTests: XCTestCase {
         XCTAssertNil(UIEchoApp.imageType([]))
         XCTAssertNil(UIEchoApp.imageType(Array("BM".utf8)), "too short to be a bitmap")
     }
+
+    /// After `stop` (the server shutting down) a message starts no exchange: it is refused with
+    /// 503, and nothing connects to the echo server.
+    func testAfterStopAMessageIsRefused() async throws {
+        let (answer, events, linked) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let server = try await world.serve(EchoServeProfile.self, name: "EchoServer")
+            let (central, _) = try await world.addCentral()
+            let app = UIEchoApp(central: central, token: "t")
+            app.stop()
+            let opened = await Self.stream(app)
+            var stream = try XCTUnwrap(opened)
+            let answer = await Self.post(app, "/api/echo", #"{"text":"too late"}"#)
+            let events = await stream.read(until: "closed")
+            let linked = await server.manager.connectedCentrals.count
+            await central.close()
+            await server.stop()
+            return (answer, events.map(\.type), linked)
+        }
+        XCTAssertEqual(answer.status, 503, answer.text)
+        XCTAssertEqual(events, [], "a stream opened after stop ends at once")
+        XCTAssertEqual(linked, 0)
+    }
+
+    /// Stopped while the exchange is connecting: the POST is answered at once with the
+    /// cancellation, and the link to the echo server goes down.
+    func testStopDuringAnExchangeEndsItAndItsLink() async throws {
+        let (answer, elapsed, linked) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let server = try await world.serve(EchoServeProfile.self, name: "EchoServer")
+            let (central, _) = try await world.addCentral()
+            let app = UIEchoApp(central: central, token: "t")
+            let opened = await Self.stream(app)
+            var stream = try XCTUnwrap(opened)
+            let post = Task(executorPreference: world.clock.taskExecutor) { await Self.post(app, "/api/echo", #"{"text":"stop me"}"#) }
+            _ = await stream.read(until: "connected")
+            let start = world.clock.now()
+            app.stop()
+            let answer = await post.value
+            let elapsed = world.clock.now() - start
+            try await world.clock.sleep(for: .seconds(1))
+            let linked = await server.manager.connectedCentrals.count
+            await central.close()
+            await server.stop()
+            return (answer, elapsed, linked)
+        }
+        XCTAssertNotNil(answer.json["error"], answer.text)
+        XCTAssertLessThan(elapsed, .seconds(1))
+        XCTAssertEqual(linked, 0)
+    }
+
+    /// A reply that is no image a browser draws (here an HTML page with a script) is served only
+    /// as a download: never as HTML on this origin.
+    func testANonImageReplyIsOnlyADownload() async throws {
+        let directory = try temporaryDirectory(for: self)
+        try Data("<html><script>alert(1)</script></html>".utf8).write(to: directory.appendingPathComponent("page.html"))
+        let url = directory.appendingPathComponent("page.html").absoluteString
+        let served = try ServedDirectory(directory.path)
+        let (answer, image) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let server = try await world.serve(EchoServeProfile(files: served), name: "EchoServer")
+            let (central, _) = try await world.addCentral()
+            let app = UIEchoApp(central: central, token: "t")
+            let answer = await Self.post(app, "/api/echo/fetch", #"{"url":"\#(url)"}"#)
+            var image: HTTPResponse?
+            if let path = answer.json["image"] as? String, case let .response(r)? = await app.handle(HTTPRequest(method: "GET", target: path)) { image = r }
+            await central.close()
+            await server.stop()
+            return (answer, image)
+        }
+        XCTAssertEqual(answer.json["code"] as? String, "I", answer.text)
+        XCTAssertTrue(answer.json["contentType"] is NSNull, answer.text)
+        XCTAssertEqual(image?.headers.first { $0.name == "Content-Type" }?.value, "application/octet-stream")
+        XCTAssertEqual(image?.headers.first { $0.name == "Content-Disposition" }?.value.hasPrefix("attachment"), true)
+    }
 }

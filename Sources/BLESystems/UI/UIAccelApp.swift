@@ -42,6 +42,8 @@ public final class UIAccelApp: Sendable {
     /// Each device's latest session, kept after its flow ends so the page can still download it.
     private let recordings = Mutex<[(address: DeviceAddress, recording: AccelerometerRecording)]>([])
     private let nextViewer = Atomic<UInt64>(0)
+    /// Set by `stop` (under the sessions' lock): no flow starts after it.
+    private let stopped = Atomic<Bool>(false)
 
     /// The screens over `central`, listing from `devices`' scan; its pages carry `token`.
     public init(central: Central, token: String, devices: UIDevicesApp) {
@@ -90,6 +92,7 @@ public final class UIAccelApp: Sendable {
     /// Ends every flow and every page's stream.
     public func stop() {
         let all = sessions.withLock { s -> [Session] in
+            stopped.store(true, ordering: .relaxed)
             defer { s = [:] }
             return Array(s.values)
         }
@@ -125,7 +128,11 @@ public final class UIAccelApp: Sendable {
         guard let text = object["address"] as? String, let address = UIPeripheralApp.address(text) else {
             return UIPeripheralApp.json(.object([("error", .string("the body needs \"address\": \"XX:XX:XX:XX:XX:XX/public|random\""))]), status: .badRequest)
         }
-        let paused = object["paused"] as? Bool ?? true
+        // Missing means pause; anything but a boolean (`"false"`, `null`) is no guess to make.
+        let given = object["paused"]
+        guard let paused = given == nil ? true : given as? Bool else {
+            return UIPeripheralApp.json(.object([("error", .string("\"paused\" must be true or false"))]), status: .badRequest)
+        }
         let event = Self.event("paused", [("paused", .bool(paused))])
         // Under the lock, like each sample: a page sees no sample after this event.
         let followed = sessions.withLock { s -> Bool in
@@ -172,7 +179,9 @@ public final class UIAccelApp: Sendable {
         // the radio.
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.replayedSamples + 16))
         let id = nextViewer.add(1, ordering: .relaxed).newValue
-        let starts = sessions.withLock { s -> UInt64? in
+        let starts = sessions.withLock { s -> UInt64?? in
+            // The server stops: no flow for a page that asks now; its stream just ends.
+            guard !stopped.load(ordering: .relaxed) else { return nil }
             var session = s[address] ?? Session(generation: id)
             for key in ["connected", "status", "paused"] { if let e = session.state[key] { continuation.yield(e) } }
             session.recent.forEach { continuation.yield($0) }
@@ -180,7 +189,11 @@ public final class UIAccelApp: Sendable {
             let starts = session.started ? nil : session.generation
             session.started = true
             s[address] = session
-            return starts
+            return .some(starts)
+        }
+        guard let starts else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in self?.leave(address, id) }
         continuation.yield(ServerSentEvents.keepAlive)

@@ -97,18 +97,20 @@ enum UIAccelAssets {
       let paused = false, receiving = false;
       function text(id, value) { document.getElementById(id).textContent = value; }
       function say(message, error) { status.textContent = message; status.className = error ? "error" : ""; }
-      function fixed(v) { return (v < 0 ? "" : " ") + v.toFixed(3); }
+      // A component a peer sent as NaN or infinity arrives as null (JSON has neither): shown
+      // as a dash and left out of the lines (the global isFinite(null) is true: Number's is not).
+      function fixed(v) { return Number.isFinite(v) ? (v < 0 ? "" : " ") + v.toFixed(3) : " –"; }
       function draw() {
         if (samples.length === 0) return;
         const end = samples[samples.length - 1][0], start = end - span;
         let lo = Infinity, hi = -Infinity;
-        for (const s of samples) for (let i = 1; i < 4; i++) if (isFinite(s[i])) { lo = Math.min(lo, s[i]); hi = Math.max(hi, s[i]); }
+        for (const s of samples) for (let i = 1; i < 4; i++) if (Number.isFinite(s[i])) { lo = Math.min(lo, s[i]); hi = Math.max(hi, s[i]); }
         if (!isFinite(lo)) { lo = -1; hi = 1; }
         if (hi - lo < 0.5) { const mid = (hi + lo) / 2; lo = mid - 0.25; hi = mid + 0.25; }
         const pad = (hi - lo) * 0.08; lo -= pad; hi += pad;
         const y = v => (232 - (v - lo) / (hi - lo) * 224).toFixed(1);
         ["ac-x", "ac-y", "ac-z"].forEach((id, i) => {
-          document.getElementById(id).setAttribute("points", samples.filter(s => isFinite(s[i + 1]))
+          document.getElementById(id).setAttribute("points", samples.filter(s => Number.isFinite(s[i + 1]))
             .map(s => ((s[0] - start) / span * 600).toFixed(1) + "," + y(s[i + 1])).join(" "));
         });
         const axis = document.querySelector("#ac-chart .ac-axis");

@@ -16,6 +16,8 @@ import Synchronization
 public final class UIEchoApp: Sendable {
     private struct State {
         var busy = false
+        /// Set by `stop`: no exchange starts, and no page's stream opens, after it.
+        var stopped = false
         /// The exchange under way, which `stop` cancels.
         var running: Task<Frame, any Error>?
         var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
@@ -76,7 +78,7 @@ public final class UIEchoApp: Sendable {
     /// Cancels the exchange under way (which disconnects) and ends every page's stream.
     public func stop() {
         let (viewers, running) = state.withLock { s -> ([AsyncStream<[UInt8]>.Continuation], Task<Frame, any Error>?) in
-            defer { s.viewers = [:]; s.running = nil }
+            defer { s.viewers = [:]; s.running = nil; s.stopped = true }
             return (Array(s.viewers.values), s.running)
         }
         running?.cancel()
@@ -94,11 +96,15 @@ public final class UIEchoApp: Sendable {
 
     /// Runs one exchange of `frame` and answers with its reply, or the error that ended it.
     private func exchange(_ frame: Frame) async -> UIReply {
-        let claimed = state.withLock { s -> Bool in
+        let claimed = state.withLock { s -> Bool? in
+            guard !s.stopped else { return nil }
             guard !s.busy else { return false }
             s.busy = true
             s.history = []
             return true
+        }
+        guard let claimed else {
+            return UIPeripheralApp.json(.object([("error", .string("the server is stopping"))]), status: .serviceUnavailable)
         }
         guard claimed else {
             return UIPeripheralApp.json(.object([("error", .string("a message is under way: wait for its reply"))]), status: HTTPStatus(409, "Conflict"))
@@ -119,7 +125,12 @@ public final class UIEchoApp: Sendable {
                 }
             }
         }
-        state.withLock { $0.running = task }
+        // A stop since the claim found nothing to cancel: this one is cancelled here.
+        let stopped = state.withLock { s -> Bool in
+            if !s.stopped { s.running = task }
+            return s.stopped
+        }
+        if stopped { task.cancel() }
         let result = await task.result
         state.withLock { s in
             s.busy = false
@@ -236,11 +247,16 @@ public final class UIEchoApp: Sendable {
     /// A new page's stream: the latest exchange so far, then every event.
     private func watch() -> AsyncStream<[UInt8]> {
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let id = state.withLock { s -> UInt64 in
+        let id = state.withLock { s -> UInt64? in
+            guard !s.stopped else { return nil }
             s.history.forEach { continuation.yield($0) }
             s.nextViewer += 1
             s.viewers[s.nextViewer] = continuation
             return s.nextViewer
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.viewers.removeValue(forKey: id) } }
         continuation.yield(ServerSentEvents.keepAlive)

@@ -22,6 +22,7 @@ enum UIEchoAssets {
         <button id="echo-fetch" type="submit">Fetch</button></form>
         <p><progress id="echo-progress" max="100" value="0" aria-label="reply received"></progress> <span id="echo-progress-text"></span></p>
         <p id="echo-fetch-error" class="error" role="alert"></p>
+        <p><a id="echo-download" href="#" download hidden>Download the received bytes</a></p>
         <figure id="echo-figure" hidden><img id="echo-image" alt="the image the echo server sent"><figcaption id="echo-caption"></figcaption></figure>
         </section>
         <h2>Steps</h2>
@@ -99,6 +100,10 @@ enum UIEchoAssets {
             figure.hidden = false;
             document.getElementById("echo-caption").textContent = bytes(m.size) + (m.contentType ? ", " + m.contentType : ", not a type the browser shows");
             if (m.contentType) image.src = withToken(m.image); else image.removeAttribute("src");
+            // Whatever the type, the bytes download; for no browser format that is all there is.
+            const download = document.getElementById("echo-download");
+            download.href = withToken(m.image); download.hidden = false;
+            download.textContent = m.contentType ? "Download the image" : "Download the received bytes (" + bytes(m.size) + ", not an image the browser shows)";
           } else if (m.request === "U") {
             fetchError.textContent = m.text; progressText.textContent = "";
           } else {

@@ -2,8 +2,9 @@
 """Serves one PNG over HTTP on 127.0.0.1 for the `ble ui` echo browser test: the picture the
 echo server (a demo peripheral of `ble ui --hci virtual`) is asked to fetch. Picks a free port,
 prints `PORT n` on stdout, then serves GET /picture.png (--width x --height pixels, made here
-with zlib, large enough that its reply takes many notifications) until SIGTERM or SIGINT.
-Every other path is 404. Logs nothing."""
+with zlib, large enough that its reply takes many notifications), and GET /page.html (an HTML
+page with a script: a reply that is no image) until SIGTERM or SIGINT. Every other path is 404.
+Logs nothing."""
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,9 @@ def png(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(rows), 6)) + chunk(b"IEND", b"")
 
 
+PAGE = b"<!doctype html><html><body><script>document.title = 'ran'</script>not an image</body></html>\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--width", type=int, default=120)
@@ -39,14 +43,16 @@ def main() -> int:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the http.server API)
-            if self.path.split("?")[0] != "/picture.png":
+            path = self.path.split("?")[0]
+            if path not in ("/picture.png", "/page.html"):
                 self.send_error(404)
                 return
+            data, kind = (body, "image/png") if path == "/picture.png" else (PAGE, "text/html")
             self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(data)
 
         def log_message(self, *_: object) -> None:
             pass
