@@ -392,4 +392,73 @@ final class EnhancedCreditBasedTests: XCTestCase {
         XCTAssertEqual(Self.events(overflow), [.closed(cid: 0x41, error: .creditOverflow, unsent: [])])
         XCTAssertNil(s.send(Array(repeating: 0, count: 201), cid: 0x40, token: 3), "longer than the peer's MTU")
     }
+
+    // MARK: Review: races and a hostile peer
+
+    /// A reconfiguration waits for its answer while its channel closes and the CID is reused for
+    /// a new channel: neither the late answer nor the 30 s timeout may touch the new channel.
+    func testAPendingReconfigurationForgetsAChannelThatClosed() throws {
+        var s = Self.accepted([0x50])
+        let request = try s.reconfigure(cids: [0x40], mtu: 300, mps: 64, token: 1, now: .zero)
+        let reconfigureID = Self.identifier(request)
+        // We close the channel; the peer confirms, so CID 0x40 is free again.
+        let close = s.disconnect(cid: 0x40, now: .seconds(1))
+        XCTAssertEqual(Self.events(close), [.closed(cid: 0x40, error: nil, unsent: []), .reconfigureFailed(token: 1, .closed)],
+                       "the caller hears at once that its channel is gone")
+        guard case let .disconnectionRequest(disconnectID, _, _)? = Self.sent(close).first else { return XCTFail("\(close)") }
+        _ = s.receive(Cmd.disconnectionResponse(identifier: disconnectID, destinationCID: 0x50, sourceCID: 0x40).encode(), role: .peripheral)
+        // The peer opens a new channel: it gets CID 0x40, with our listener's MTU 100.
+        let reopened = s.receive(Self.request(3, cids: [0x51]), role: .peripheral, context: Self.context(now: .seconds(2)))
+        XCTAssertEqual(Self.response(reopened)?.destinationCIDs, [0x40])
+        XCTAssertEqual(s.channel(0x40)?.local.mtu, 100)
+        XCTAssertNoThrow(try s.reconfigure(cids: [0x40], mtu: 120, mps: 64, token: 2, now: .seconds(2)),
+                         "the new channel is not busy with the old channel's reconfiguration")
+
+        // The old request times out: the new channel stays open.
+        let expired = s.expireCreditBased(now: .seconds(30))
+        XCTAssertFalse(Self.events(expired).contains { if case .closed = $0 { return true } else { return false } }, "\(expired)")
+        XCTAssertEqual(Self.events(expired), [], "the request was already reported failed")
+        XCTAssertNotNil(s.channel(0x40))
+
+        // A late answer to the old request changes nothing on the new channel either.
+        var t = Self.accepted([0x50])
+        let id = Self.identifier(try t.reconfigure(cids: [0x40], mtu: 300, mps: 64, token: 1, now: .zero))
+        let bye = t.receive(Cmd.disconnectionRequest(identifier: 9, destinationCID: 0x40, sourceCID: 0x50).encode(), role: .peripheral)
+        XCTAssertEqual(Self.events(bye), [.closed(cid: 0x40, error: nil, unsent: []), .reconfigureFailed(token: 1, .closed)])
+        _ = t.receive(Self.request(3, cids: [0x52]), role: .peripheral, context: Self.context())
+        XCTAssertEqual(t.channel(0x40)?.remoteCID, 0x52)
+        let answer = t.receive(Cmd.creditBasedReconfigureResponse(identifier: id, result: .success).encode(), role: .peripheral)
+        XCTAssertEqual(Self.events(answer), [])
+        XCTAssertEqual(t.channel(0x40)?.local, Self.ours, "the new channel keeps its own MTU and MPS")
+        XCTAssertNotEqual(reconfigureID, 0)
+    }
+
+    /// A "pending" answer that comes after our request timed out must not make us forget the
+    /// request: the final success that follows opened channels on the peer, which we close.
+    func testAPendingAnswerAfterTheTimeoutStillClosesWhatTheFinalAnswerOpens() throws {
+        var s = LESignalingChannel()
+        let id = Self.identifier(s.connectEnhanced(spsm: 0x80, parameters: Self.ours, count: 2, token: 1, now: .zero))
+        XCTAssertEqual(Self.events(s.expireCreditBased(now: .seconds(30))), [.connectFailed(token: 1, .timeout)])
+        XCTAssertEqual(s.receive(Cmd.creditBasedConnectionResponse(identifier: id, .init(
+            mtu: 0, mps: 0, initialCredits: 0, result: .pending, destinationCIDs: [0, 0])).encode(), role: .central), [])
+        let late = s.receive(Cmd.creditBasedConnectionResponse(identifier: id, .init(
+            mtu: 64, mps: 64, initialCredits: 1, result: .success, destinationCIDs: [0x60, 0x61])).encode(), role: .central)
+        XCTAssertEqual(Self.sent(late).compactMap { c -> UInt16? in
+            if case let .disconnectionRequest(_, destination, _) = c { return destination } else { return nil }
+        }, [0x60, 0x61])
+        XCTAssertEqual(Self.events(late), [])
+        XCTAssertEqual(s.openChannels, [])
+    }
+
+    /// A Destination CID the peer still uses for a channel we are disconnecting is in use: the
+    /// response may not open a second channel with it.
+    func testADestinationCIDStillBeingDisconnectedIsInUse() throws {
+        var s = Self.accepted([0x50])
+        _ = s.disconnect(cid: 0x40, now: .zero)
+        let id = Self.identifier(s.connectEnhanced(spsm: 0x80, parameters: Self.ours, count: 1, token: 1, now: .zero))
+        let r = s.receive(Cmd.creditBasedConnectionResponse(identifier: id, .init(
+            mtu: 64, mps: 64, initialCredits: 1, result: .success, destinationCIDs: [0x50])).encode(), role: .central)
+        guard case .connectFailed(1, .invalidResponse)? = Self.events(r).last else { return XCTFail("\(r)") }
+        XCTAssertEqual(s.openChannels, [])
+    }
 }

@@ -319,6 +319,7 @@ extension LESignalingChannel {
                 let unsent = creditBased.channels[destination]!.dropOutbound()
                 creditBased.channels[destination] = nil
                 return [.send(response), .channel(.closed(cid: destination, error: nil, unsent: unsent))]
+                    + forgetReconfigurations(of: destination)
             }
             if creditBased.disconnects.values.contains(where: { $0.localCID == destination && $0.remoteCID == source }) {
                 // Both sides closed at once: answer theirs too.
@@ -429,7 +430,7 @@ extension LESignalingChannel {
         return [
             .send(LESignalingCommand.disconnectionRequest(identifier: id, destinationCID: c.remoteCID, sourceCID: cid).encode()),
             .channel(.closed(cid: cid, error: error, unsent: unsent)),
-        ]
+        ] + forgetReconfigurations(of: cid)
     }
 
     mutating func release(_ cid: UInt16) -> [SignalingAction] {

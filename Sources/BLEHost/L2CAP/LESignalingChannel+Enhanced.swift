@@ -16,12 +16,17 @@ struct PendingEnhancedConnect: Sendable {
 /// Our Credit Based Reconfigure Request waiting for its response (§4.27, §4.28).
 struct PendingReconfigure: Sendable {
     let token: UInt64
-    let cids: [UInt16]
+    /// The channels still open: one that closes leaves the list at once, since its CID may be
+    /// reused by a new channel before the answer or the timeout comes.
+    var cids: [UInt16]
     /// Each channel's own parameters before the request, to go back to on a refusal.
     let previous: [UInt16: CreditBasedChannelParameters]
     let mtu: UInt16
     let mps: UInt16
     let deadline: Duration
+    /// Every channel closed and the request was reported failed (`.closed`); it stays only to
+    /// take its answer (and keep its identifier) until the deadline.
+    var reported = false
 }
 
 /// Enhanced Credit Based Flow Control mode (Core spec Vol 3 Part A §4.25–§4.28, §10.2): up to
@@ -110,7 +115,8 @@ extension LESignalingChannel {
 
     /// Tokens of our enhanced requests and reconfigurations still waiting for an answer.
     public var pendingEnhancedTokens: [UInt64] {
-        (creditBased.enhancedConnects.values.filter { !$0.expired }.map(\.token) + creditBased.reconfigures.values.map(\.token)).sorted()
+        (creditBased.enhancedConnects.values.filter { !$0.expired }.map(\.token)
+            + creditBased.reconfigures.values.filter { !$0.reported }.map(\.token)).sorted()
     }
 
     // MARK: - Timeouts
@@ -132,6 +138,7 @@ extension LESignalingChannel {
         for id in creditBased.reconfigures.keys.sorted() {
             guard let r = creditBased.reconfigures[id], r.deadline <= now else { continue }
             creditBased.reconfigures[id] = nil
+            guard !r.reported else { continue }
             for cid in r.cids { actions += close(cid, error: .timeout, now: now) }
             actions.append(.channel(.reconfigureFailed(token: r.token, .timeout)))
         }
@@ -148,8 +155,9 @@ extension LESignalingChannel {
             return acceptEnhanced(request, identifier: id, context: context)
         case let .creditBasedConnectionResponse(id, response):
             guard let pending = creditBased.enhancedConnects.removeValue(forKey: id) else { return [] }
-            if Self.pendingResults.contains(response.result) && !pending.expired {
-                // The final answer follows under the same identifier, within the same 30 s.
+            if Self.pendingResults.contains(response.result) {
+                // The final answer follows under the same identifier. A request that already
+                // timed out keeps waiting for it too: what that answer opens must be closed.
                 creditBased.enhancedConnects[id] = pending
                 return []
             }
@@ -258,7 +266,9 @@ extension LESignalingChannel {
                 problem = problem ?? "destination CID 0x\(String(dcid, radix: 16)) is not a dynamic CID"
                 continue
             }
+            // The peer's CID stays taken until it answers our Disconnection Request (§4.6).
             let inUse = seen.contains(dcid) || creditBased.channels.values.contains { $0.remoteCID == dcid }
+                || creditBased.disconnects.values.contains { $0.remoteCID == dcid }
             seen.insert(dcid)
             guard !broken, !inUse, remote.isValidEnhanced else {
                 if problem == nil {
@@ -328,9 +338,27 @@ extension LESignalingChannel {
         return [respond(.success), .channel(.peerReconfigured(infos))]
     }
 
+    /// Channel `cid` closed (either side, or an error): no reconfiguration of ours may touch it
+    /// again, since a new channel may get its CID before the answer or the timeout comes. A
+    /// request left without channels is reported failed now and kept only to take its answer.
+    mutating func forgetReconfigurations(of cid: UInt16) -> [SignalingAction] {
+        var actions: [SignalingAction] = []
+        for id in creditBased.reconfigures.keys.sorted() {
+            guard var r = creditBased.reconfigures[id], let index = r.cids.firstIndex(of: cid) else { continue }
+            r.cids.remove(at: index)
+            if r.cids.isEmpty && !r.reported {
+                r.reported = true
+                actions.append(.channel(.reconfigureFailed(token: r.token, .closed)))
+            }
+            creditBased.reconfigures[id] = r
+        }
+        return actions
+    }
+
     /// Our reconfiguration was answered: success (`error` nil) makes a smaller MPS ours too;
     /// anything else puts back the parameters the channels had.
     private mutating func reconfigureAnswered(_ pending: PendingReconfigure, _ error: L2CAPChannelError?) -> [SignalingAction] {
+        guard !pending.reported else { return [] }
         var infos: [CreditBasedChannelInfo] = []
         for cid in pending.cids where creditBased.channels[cid] != nil {
             if error == nil {
