@@ -107,7 +107,9 @@ final class UIServerHardeningTests: XCTestCase {
     /// One peer address gets `maximumConnectionsPerAddress` slots; its next connection is
     /// answered 503 saying so, and another address is still served.
     func testOneAddressCannotTakeEverySlot() async {
-        let server = UIServer(policy: policy) { _ in .response(.text(.ok, "hi")) }
+        // On a clock that does not move: the held connections send no request, and on the
+        // system clock the request timeout would close them after 10 s of a slow run.
+        let server = UIServer(policy: policy, clock: ManualClock()) { _ in .response(.text(.ok, "hi")) }
         var held: [MemoryStream] = []
         var tasks: [Task<Void, Never>] = []
         for _ in 0..<UIServer.maximumConnectionsPerAddress {
@@ -142,7 +144,9 @@ final class UIServerHardeningTests: XCTestCase {
     /// Content-Length and no body, the connection kept.
     func testHeadGetsTheHeadAndNoBody() async {
         let ended = Mutex(false)
-        let server = UIServer(policy: policy) { request in
+        // On a clock that does not move: no request timeout closes the kept-alive page
+        // connection under a slow run.
+        let server = UIServer(policy: policy, clock: ManualClock()) { request in
             guard request.path == "/api/events" else { return .response(.text(.ok, "hi")) }
             let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
             continuation.onTermination = { _ in ended.withLock { $0 = true } }
