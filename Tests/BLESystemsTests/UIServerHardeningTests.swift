@@ -52,7 +52,60 @@ final class UIServerHardeningTests: XCTestCase {
         var parkedWrites: Int { parked.withLock { $0.count } }
     }
 
+    /// A client that reads the first `passing` writes and then stops reading: later writes
+    /// wait until the connection is closed.
+    final class StallingStream: UIByteStream, @unchecked Sendable {
+        let stalled = StalledStream()
+        private let passed = Mutex(0)
+        let passing: Int
+        init(passing: Int) { self.passing = passing }
+        var incoming: AsyncThrowingStream<[UInt8], any Error> { stalled.incoming }
+        func client(_ text: String) { stalled.client(text) }
+        func send(_ bytes: [UInt8]) async throws {
+            let passes = passed.withLock { n -> Bool in
+                n += 1
+                return n <= passing
+            }
+            if passes { return }
+            try await stalled.send(bytes)
+        }
+        func close() async { await stalled.close() }
+        var isClosed: Bool { stalled.isClosed }
+        var parkedWrites: Int { stalled.parkedWrites }
+    }
+
     let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
+
+    /// An event stream whose keep-alive write is parked (the browser stopped reading) when its
+    /// events end: the write is still bounded, so the connection closes and its slot is freed,
+    /// instead of the cancelled keep-alive waiting on the write for ever.
+    func testAParkedKeepAliveIsBoundedWhenTheEventsEnd() async {
+        let clock = ManualClock()
+        let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let server = UIServer(policy: policy, clock: clock) { _ in .events(events) }
+        let client = StallingStream(passing: 1)
+        let serving = Task { await server.serve(client) }
+        client.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        // Past the keep-alive interval on the server's clock: the comment's write parks.
+        for _ in 0..<(Int(UIServer.keepAliveInterval / .milliseconds(500)) + 4) where client.parkedWrites == 0 {
+            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || client.parkedWrites > 0 }
+            clock.advance(by: .milliseconds(500))
+        }
+        let parked = await waitUntil("the keep-alive parked", within: .seconds(10)) { client.parkedWrites > 0 }
+        XCTAssertTrue(parked)
+        // The events end (the screen stopped) while that write waits.
+        continuation.finish()
+        // At most the write timeout later, on the server's clock, the connection is closed.
+        for _ in 0..<(Int(UIServer.writeTimeout / .milliseconds(500)) + 4) where !client.isClosed {
+            _ = await waitUntil("a sleeper or the close", within: .seconds(2)) { clock.sleeperCount > 0 || client.isClosed }
+            clock.advance(by: .milliseconds(500))
+        }
+        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
+        XCTAssertTrue(client.isClosed, "closed within the write timeout")
+        XCTAssertTrue(freed, "the slot freed")
+        await client.close()
+        if freed { await serving.value } else { serving.cancel() }
+    }
 
     /// An event stream whose browser stopped reading: its write is parked, and after the write
     /// timeout (on the server's clock) the connection is closed and its slot freed, while
