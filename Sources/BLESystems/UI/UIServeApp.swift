@@ -189,11 +189,13 @@ public final class UIServeApp: Sendable {
             publishState()
             return Self.json(status())
         } catch {
+            // What the install added before it failed too (`added` is set only once it is done).
+            if added.isEmpty { added = await manager.services.filter { !before.contains($0.range.lowerBound) } }
             for service in added.reversed() { try? await manager.remove(service) }
             state.withLock { $0.phase = .idle }
             log.line("error", [("error", .string("\(error)"))], text: "could not start \(P.name): \(error)")
             publishState()
-            return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]))
+            return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]), status: .internalServerError)
         }
     }
 
