@@ -87,7 +87,7 @@ public struct HTTPAccessPolicy: Sendable {
 
     /// The decision for `request`.
     public func check(_ request: HTTPRequest) -> Decision {
-        guard let host = request.header("Host")?.lowercased(), allowedHosts.contains(host) else {
+        guard let host = request.header("Host").map(Self.withPort), allowedHosts.contains(host) else {
             return .refuse(.text(.misdirectedRequest, "this server does not answer to that Host\n"))
         }
         // A browser's request from elsewhere is refused, except for opening a page (a link
@@ -112,6 +112,17 @@ public struct HTTPAccessPolicy: Sendable {
             return .refuse(HTTPResponse(.methodNotAllowed, headers: [("Allow", "GET, HEAD, POST"), ("Content-Type", "text/plain; charset=utf-8")],
                                         body: Array("method not allowed\n".utf8)))
         }
+    }
+
+    /// A `Host` field in lower case with its port: a browser leaves out HTTP's default, 80
+    /// (RFC 3986 §6.2.3), so `192.168.1.7` is `192.168.1.7:80` and `[::1]` is `[::1]:80`.
+    static func withPort(_ field: String) -> String {
+        let host = field.lowercased()
+        guard !host.isEmpty else { return host }
+        let afterAddress = host.hasPrefix("[") ? host.firstIndex(of: "]").map { host[$0...] } ?? "" : host[...]
+        // An IPv6 address without its closing bracket is left as it is (and matches nothing).
+        if host.hasPrefix("["), afterAddress.isEmpty { return host }
+        return afterAddress.contains(":") ? host : host + ":80"
     }
 
     /// Compares in time independent of where the strings differ.

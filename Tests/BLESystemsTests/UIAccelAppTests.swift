@@ -127,6 +127,32 @@ final class UIAccelAppTests: XCTestCase {
         XCTAssertEqual(disposition?.hasPrefix("attachment; filename=\"accel-"), true, "\(disposition ?? "none")")
     }
 
+    /// HEAD of a device's event stream changes nothing (RFC 9110 §9.3.2): it is answered as an
+    /// event stream, but no session starts, so no flow connects and the last session's recording
+    /// stays downloadable as it was (a new session replaces it with an empty one).
+    func testHeadOfTheEventStreamStartsNoSessionAndKeepsTheRecording() async throws {
+        let (before, after, isStream) = try await VirtualWorld.run { world in
+            let screen = try await Screen(world)
+            do {
+                var stream = try XCTUnwrap(screen.stream())
+                _ = await stream.read(until: "sample", count: 3)
+            }
+            // The page went away: its flow stops, its recording stays.
+            try await world.clock.sleep(for: .seconds(1))
+            let before = screen.csv()?.count ?? -1
+            let head = screen.app.handle(HTTPRequest(method: "HEAD", target: "/api/accel-events/\(screen.address)"))
+            var isStream = false
+            if case .events = head { isStream = true }
+            try await world.clock.sleep(for: .seconds(1))
+            let after = screen.csv()?.count ?? -1
+            await screen.close()
+            return (before, after, isStream)
+        }
+        XCTAssertTrue(isStream, "HEAD gets the head of an event stream")
+        XCTAssertGreaterThanOrEqual(before, 4, "the header and three samples at least")
+        XCTAssertEqual(after, before, "a HEAD does not replace the recording")
+    }
+
     /// A device without 0011 (the heart-rate sensor) is said to be no accelerometer; the stream
     /// ends, so a page's EventSource does not ask again and again.
     func testADeviceThatIsNotAnAccelerometerIsSaidSo() async throws {

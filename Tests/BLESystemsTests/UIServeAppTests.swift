@@ -133,4 +133,42 @@ final class UIServeAppTests: XCTestCase {
             await ui.close()
         }
     }
+
+    /// A profile whose install adds one service and then fails, as an install whose second
+    /// service does not fit would.
+    struct HalfInstalledProfile: ServeProfile {
+        static let name = "half"
+        static let summary = "adds one service, then fails"
+        struct Refused: Error {}
+        init() {}
+        mutating func install(on manager: PeripheralManager) async throws {
+            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [1]),
+            ]))
+            throw Refused()
+        }
+        func advertisement(name: String) -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+            (AdvertisingData.Builder().localName(name).build(), nil)
+        }
+        func run(on manager: PeripheralManager, log: ServeLog) async throws {}
+    }
+
+    /// A start whose install fails part way is answered with an error status, and the services
+    /// it did add are removed: the database is as it was, and the next start serves one copy.
+    func testAStartThatFailsPartWayLeavesNoServiceBehind() async throws {
+        let (failed, before, after) = try await VirtualWorld.run { world in
+            let (ui, _) = try await world.addCentral()
+            let app = UIServeApp(central: ui, token: "t", profiles: [HalfInstalledProfile.self, BatteryServeProfile.self])
+            let database = PeripheralManager(sharingControllerWith: ui)
+            let before = await database.services.map(\.range.lowerBound)
+            let failed = await Self.post(app, "/api/serve/start", #"{"profile": "half"}"#)
+            let after = await database.services.map(\.range.lowerBound)
+            await app.stop()
+            await ui.close()
+            return ((failed.status, failed.json["error"] as? String ?? ""), before, after)
+        }
+        XCTAssertEqual(failed.0, 500, failed.1)
+        XCTAssertTrue(failed.1.contains("could not start half"), failed.1)
+        XCTAssertEqual(after, before, "the half-installed service was removed")
+    }
 }

@@ -52,7 +52,59 @@ final class UIServerHardeningTests: XCTestCase {
         var parkedWrites: Int { parked.withLock { $0.count } }
     }
 
+    /// A client that reads the first `passing` writes and then stops reading: later writes
+    /// wait until the connection is closed.
+    final class StallingStream: UIByteStream, @unchecked Sendable {
+        let stalled = StalledStream()
+        private let passed = Mutex(0)
+        let passing: Int
+        init(passing: Int) { self.passing = passing }
+        var incoming: AsyncThrowingStream<[UInt8], any Error> { stalled.incoming }
+        func client(_ text: String) { stalled.client(text) }
+        func send(_ bytes: [UInt8]) async throws {
+            let passes = passed.withLock { n -> Bool in
+                n += 1
+                return n <= passing
+            }
+            if passes { return }
+            try await stalled.send(bytes)
+        }
+        func close() async { await stalled.close() }
+        var isClosed: Bool { stalled.isClosed }
+        var parkedWrites: Int { stalled.parkedWrites }
+    }
+
     let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
+
+    /// An event stream whose keep-alive write is parked (the browser stopped reading) when its
+    /// events end: the write is still bounded, so the connection closes and its slot is freed,
+    /// instead of the cancelled keep-alive waiting on the write for ever.
+    func testAParkedKeepAliveIsBoundedWhenTheEventsEnd() async {
+        let clock = ManualClock()
+        let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let server = UIServer(policy: policy, clock: clock) { _ in .events(events) }
+        let client = StallingStream(passing: 1)
+        let serving = Task { await server.serve(client) }
+        client.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        // Past the keep-alive interval on the server's clock: the comment's write parks.
+        for _ in 0..<(Int(UIServer.keepAliveInterval / .milliseconds(500)) + 4) where client.parkedWrites == 0 {
+            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || client.parkedWrites > 0 }
+            clock.advance(by: .milliseconds(500))
+        }
+        let parked = await waitUntil("the keep-alive parked", within: .seconds(10)) { client.parkedWrites > 0 }
+        XCTAssertTrue(parked)
+        // The events end (the screen stopped) while that write waits: the server gives up on
+        // the connection and closes it then, with no time passing on its clock (advancing it
+        // here would let the write's own timer close it first and hide a timer cancelled
+        // with the keep-alive).
+        continuation.finish()
+        let closed = await waitUntil("the connection closed", within: .seconds(10)) { client.isClosed }
+        XCTAssertTrue(closed)
+        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
+        XCTAssertTrue(freed, "the slot freed")
+        await client.close()
+        if freed { await serving.value } else { serving.cancel() }
+    }
 
     /// An event stream whose browser stopped reading: its write is parked, and after the write
     /// timeout (on the server's clock) the connection is closed and its slot freed, while
@@ -107,7 +159,9 @@ final class UIServerHardeningTests: XCTestCase {
     /// One peer address gets `maximumConnectionsPerAddress` slots; its next connection is
     /// answered 503 saying so, and another address is still served.
     func testOneAddressCannotTakeEverySlot() async {
-        let server = UIServer(policy: policy) { _ in .response(.text(.ok, "hi")) }
+        // On a clock that does not move: the held connections send no request, and on the
+        // system clock the request timeout would close them after 10 s of a slow run.
+        let server = UIServer(policy: policy, clock: ManualClock()) { _ in .response(.text(.ok, "hi")) }
         var held: [MemoryStream] = []
         var tasks: [Task<Void, Never>] = []
         for _ in 0..<UIServer.maximumConnectionsPerAddress {
@@ -142,7 +196,9 @@ final class UIServerHardeningTests: XCTestCase {
     /// Content-Length and no body, the connection kept.
     func testHeadGetsTheHeadAndNoBody() async {
         let ended = Mutex(false)
-        let server = UIServer(policy: policy) { request in
+        // On a clock that does not move: no request timeout closes the kept-alive page
+        // connection under a slow run.
+        let server = UIServer(policy: policy, clock: ManualClock()) { request in
             guard request.path == "/api/events" else { return .response(.text(.ok, "hi")) }
             let (events, continuation) = AsyncStream<[UInt8]>.makeStream()
             continuation.onTermination = { _ in ended.withLock { $0 = true } }

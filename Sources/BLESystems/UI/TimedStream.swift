@@ -29,8 +29,11 @@ struct TimedStream<Base: UIByteStream>: UIByteStream {
                 return true
             }
             group.addTask {
-                // Cancelled when the write ends first.
-                try await clock.sleep(for: limit)
+                // Ends at the limit, or at once when the caller is cancelled (an event stream's
+                // keep-alive when its events end): a cancelled caller gave up on the write, which
+                // would otherwise wait on with no limit, since only closing wakes it. Cancelled by
+                // the group when the write ends first, its answer then unread.
+                try? await clock.sleep(for: limit)
                 return false
             }
             defer { group.cancelAll() }
@@ -38,6 +41,7 @@ struct TimedStream<Base: UIByteStream>: UIByteStream {
             if !first {
                 // The write is still parked: closing wakes it (and it throws).
                 await base.close()
+                if Task.isCancelled { throw CancellationError() }
                 throw UIWriteTimeout()
             }
         }

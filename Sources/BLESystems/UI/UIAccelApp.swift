@@ -77,6 +77,9 @@ public final class UIAccelApp: Sendable {
         }
         if let text = Self.suffix(path, after: "/api/accel-events/") {
             guard let address = UIPeripheralApp.address(text) else { return Self.badAddress(text) }
+            // HEAD changes nothing: the stream's head, without starting a session (which would
+            // connect and replace the device's recording).
+            if request.method == "HEAD" { return .events(AsyncStream { $0.finish() }) }
             return .events(watch(address))
         }
         if let text = Self.suffix(path, after: "/api/accel-session/") {

@@ -40,7 +40,7 @@ enum UIAssets {
     <p><label>Filter <input id="filter" type="search" placeholder="name, address or service" autocomplete="off"></label>
     <span id="count" role="status">waiting for the first advertisements…</span></p>
     <table id="devices">
-    <thead><tr><th>Name</th><th>Address</th><th>RSSI</th><th>Age</th><th>Advertisement</th></tr></thead>
+    <thead><tr><th>Name</th><th>Address</th><th>RSSI</th><th>Age</th><th class="ad">Advertisement</th></tr></thead>
     <tbody></tbody>
     </table>
     """
@@ -84,7 +84,9 @@ enum UIAssets {
     td.ad { color: var(--muted); word-break: break-word; }
     .bar { display: inline-block; height: .6em; background: var(--bar); margin-left: .4em; vertical-align: middle; }
     input[type=search] { font: inherit; padding: .2em .4em; min-width: 14em; }
-    @media (max-width: 40em) { td.ad, th:last-child { display: none; } }
+    /* A narrow screen drops the advertisement column: its header and its cells, both marked "ad"
+       (a positional rule such as th:last-child would hide the last header of every table). */
+    @media (max-width: 40em) { th.ad, td.ad { display: none; } }
     .service { margin: 1em 0; padding: .5em .8em; border: 1px solid var(--line); border-radius: 6px; }
     .characteristic { margin: .6em 0 .6em 1em; }
     .value { font-family: ui-monospace, monospace; }

@@ -10,7 +10,7 @@ enum UIHeartRateAssets {
         <h1>Heart-rate monitors</h1>
         <p id="hr-count" role="status">scanning for 180D…</p>
         <table id="monitors" data-min-rssi="\(minimumRSSI)">
-        <thead><tr><th>Name</th><th>Address</th><th>RSSI</th><th>Heard</th><th>Advertisement</th></tr></thead>
+        <thead><tr><th>Name</th><th>Address</th><th>RSSI</th><th>Heard</th><th class="ad">Advertisement</th></tr></thead>
         <tbody></tbody>
         </table>
         <p id="hr-refused" class="error" role="alert"></p>

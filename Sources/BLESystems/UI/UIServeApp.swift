@@ -17,8 +17,8 @@ import Synchronization
 /// profile (the links the other screens made as a central stay), and removes the services, so
 /// the next start finds the database as it was.
 public final class UIServeApp: Sendable {
-    /// The profiles `/serve` offers, by `ble serve`'s names.
-    static let profiles: [any ServeProfile.Type] = [
+    /// The profiles `/serve` offers by default, by `ble serve`'s names.
+    public static let defaultProfiles: [any ServeProfile.Type] = [
         TestServeProfile.self, HeartRateServeProfile.self, BatteryServeProfile.self,
         EchoServeProfile.self, SampleServeProfile.self, AccelerometerServeProfile.self,
     ]
@@ -57,12 +57,15 @@ public final class UIServeApp: Sendable {
 
     private let manager: PeripheralManager
     private let token: String
+    /// The profiles offered (`defaultProfiles`; tests add their own).
+    private let profiles: [any ServeProfile.Type]
     private let state = Mutex(State())
 
-    /// The screen serving on `central`'s controller, its page carrying `token`.
-    public init(central: Central, token: String) {
+    /// The screen serving `profiles` on `central`'s controller, its page carrying `token`.
+    public init(central: Central, token: String, profiles: [any ServeProfile.Type] = UIServeApp.defaultProfiles) {
         self.manager = PeripheralManager(sharingControllerWith: central)
         self.token = token
+        self.profiles = profiles
     }
 
     /// Answers this screen's routes; nil for a path it does not serve.
@@ -77,7 +80,7 @@ public final class UIServeApp: Sendable {
         case ("GET", "/api/serve-events"), ("HEAD", "/api/serve-events"):
             return .events(watch())
         case ("POST", "/api/serve/start"):
-            switch Self.startRequest(request.body) {
+            switch Self.startRequest(request.body, profiles: profiles) {
             case let .success((type, name)): return await start(type, name: name)
             case let .failure(error): return Self.json(.object([("error", .string(error.description))]), status: .badRequest)
             }
@@ -100,7 +103,7 @@ public final class UIServeApp: Sendable {
 
     /// The profile and device name a start asks for (`{"profile": NAME, "name": NAME}`), or what
     /// is wrong with the body.
-    static func startRequest(_ body: [UInt8]) -> Result<(any ServeProfile.Type, String?), UIRequestError> {
+    static func startRequest(_ body: [UInt8], profiles: [any ServeProfile.Type] = defaultProfiles) -> Result<(any ServeProfile.Type, String?), UIRequestError> {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             return .failure(UIRequestError("the body is not a JSON object: send {\"profile\": NAME}"))
         }
@@ -120,10 +123,11 @@ public final class UIServeApp: Sendable {
     /// `{"profiles": [...], "running": {...} or null, "centrals": [...]}`, as `GET /api/serve`
     /// gives it.
     func status() -> JSON {
-        state.withLock { Self.status($0) }
+        let profiles = self.profiles
+        return state.withLock { Self.status($0, profiles: profiles) }
     }
 
-    private static func status(_ s: State) -> JSON {
+    private static func status(_ s: State, profiles: [any ServeProfile.Type]) -> JSON {
         let running: JSON
         if case let .running(r) = s.phase {
             running = .object([("profile", .string(r.profile)), ("name", .string(r.name)),
@@ -135,7 +139,7 @@ public final class UIServeApp: Sendable {
         let centrals = s.centrals.values.sorted { $0.central.id < $1.central.id }.map { c in
             JSON.object([("address", .string(c.central.address.description)), ("connection", .int(Int(c.central.id))), ("mtu", c.mtu.map { .int($0) } ?? .null)])
         }
-        let profiles = Self.profiles.map { p in JSON.object([("name", .string(p.name)), ("summary", .string(p.summary))]) }
+        let profiles = profiles.map { p in JSON.object([("name", .string(p.name)), ("summary", .string(p.summary))]) }
         var busy = false
         if case .busy = s.phase { busy = true }
         return .object([("profiles", .array(profiles)), ("running", running), ("busy", .bool(busy)), ("centrals", .array(centrals))])
@@ -185,11 +189,13 @@ public final class UIServeApp: Sendable {
             publishState()
             return Self.json(status())
         } catch {
+            // What the install added before it failed too (`added` is set only once it is done).
+            if added.isEmpty { added = await manager.services.filter { !before.contains($0.range.lowerBound) } }
             for service in added.reversed() { try? await manager.remove(service) }
             state.withLock { $0.phase = .idle }
             log.line("error", [("error", .string("\(error)"))], text: "could not start \(P.name): \(error)")
             publishState()
-            return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]))
+            return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]), status: .internalServerError)
         }
     }
 
@@ -234,14 +240,15 @@ public final class UIServeApp: Sendable {
     }
 
     private func publishState() {
+        let profiles = self.profiles
         let viewers = state.withLock { s -> ([AsyncStream<[UInt8]>.Continuation], [UInt8]) in
-            (Array(s.viewers.values), Self.stateEvent(s))
+            (Array(s.viewers.values), Self.stateEvent(s, profiles: profiles))
         }
         viewers.0.forEach { $0.yield(viewers.1) }
     }
 
-    private static func stateEvent(_ s: State) -> [UInt8] {
-        guard case var .object(fields) = status(s) else { return [] }
+    private static func stateEvent(_ s: State, profiles: [any ServeProfile.Type]) -> [UInt8] {
+        guard case var .object(fields) = status(s, profiles: profiles) else { return [] }
         fields.insert(("type", .string("state")), at: 0)
         return ServerSentEvents.event(JSON.object(fields).text, name: "serve")
     }
@@ -265,9 +272,10 @@ public final class UIServeApp: Sendable {
         // A page that reads slowly keeps the newest events and loses older ones, never holding
         // the radio.
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.keptLog + 16))
+        let profiles = self.profiles
         let id = state.withLock { s -> UInt64 in
             s.nextViewer += 1
-            continuation.yield(Self.stateEvent(s))
+            continuation.yield(Self.stateEvent(s, profiles: profiles))
             s.log.forEach { continuation.yield($0) }
             s.viewers[s.nextViewer] = continuation
             return s.nextViewer

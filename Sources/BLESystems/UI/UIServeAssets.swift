@@ -102,7 +102,5 @@ enum UIServeAssets {
     static let css = """
     .serve-log { font-family: ui-monospace, monospace; max-height: 24em; overflow: auto; padding-left: 2.5em; word-break: break-all; }
     select { font: inherit; }
-    /* The device list's narrow-screen rule hides every table's last header; this table keeps it. */
-    #serve-centrals th:last-child { display: table-cell; }
     """
 }
