@@ -22,10 +22,10 @@ extension UIBrowserTests {
           return document.getElementById("sample-steps").dataset.done !== undefined; })()
         """##
         let result = try python("browser.py", [
-            "--url", "\(root)/sample?token=\(token)", "--until", script, "--timeout", "40", "--height", "900",
+            "--url", "\(root)/sample?token=\(token)", "--until", script, "--timeout", "120", "--height", "900",
             "--expr", ##"({ done: document.getElementById("sample-steps").dataset.done, steps: Array.from(document.querySelectorAll("#sample-steps li")).map(li => li.dataset.step), labels: Array.from(document.querySelectorAll("#sample-steps .step-label")).map(e => e.textContent), status: document.getElementById("sample-status").textContent })"##,
             "--screenshot", FileManager.default.temporaryDirectory.appendingPathComponent("ui-sample.png").path,
-        ], timeout: 90)
+        ], timeout: 150)
         XCTAssertTrue(result.succeeded, "\(result)")
         let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         XCTAssertEqual(shown["done"] as? String, "done", "\(shown)")
