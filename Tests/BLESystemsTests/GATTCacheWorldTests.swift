@@ -237,4 +237,74 @@ final class GATTCacheWorldTests: XCTestCase {
             await after.close()
         }
     }
+
+    /// An unbonded server's entry is kept under the Database Hash it was read for: after a
+    /// Service Changed indication the link's cache describes another database, which must not
+    /// be stored under the old hash (a later connection to a server reporting that hash would
+    /// load the new layout as the old one).
+    func testServiceChangedDoesNotStoreTheNewDatabaseUnderTheOldHash() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let store = InMemoryGATTCacheStore()
+            let (central, _) = try await Self.recordedCentral(world, store: store)
+            let p = try await central.connect(address)
+            try await p.exchangeMTU()
+            let changes = await p.servicesChanged()
+            let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNil(absent)
+            await p.completeCaching()
+            let read = try await p.readDatabaseHash()
+            let oldHash = try XCTUnwrap(read)
+            let handles = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
+            ]))
+            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, handles.range)
+            let found = try await p.characteristic(BluetoothUUID(0xFFF1))
+            XCTAssertNotNil(found)
+            let newRead = try await p.readDatabaseHash()
+            let newHash = try XCTUnwrap(newRead)
+            try await p.disconnect()
+            let old = try store.load(.unbonded(p.address, databaseHash: oldHash))
+            XCTAssertNil(old?.characteristics.first { $0.uuid == BluetoothUUID(0xFFF1) },
+                         "the old hash's entry holds the new database: \(store.fileNames)")
+            let new = try store.load(.unbonded(p.address, databaseHash: newHash))
+            XCTAssertNotNil(new?.characteristics.first { $0.uuid == BluetoothUUID(0xFFF1) },
+                            "what was learned after the change is kept under the new hash: \(store.fileNames)")
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// Client Supported Features persist across connections for a client with a trusted
+    /// relationship (Vol 3 Part G §7.2), and `completeCaching` relies on it (a bonded server is
+    /// not written again): a bonded client that enabled robust caching still has it on the
+    /// next encrypted connection.
+    func testABondedClientsRobustCachingPersistsAcrossConnections() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, _) = try await world.addPeripheralManager(name: "Server")
+            try await manager.startAdvertising(AdvertisingData())
+            let own = await manager.address
+            let address = try XCTUnwrap(own)
+            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
+            let first = try await central.connect(address)
+            try await first.exchangeMTU()
+            _ = try await first.pair()
+            await first.completeCaching()
+            try await first.disconnect()
+
+            let again = try await central.connect(address)
+            try await again.encrypt()
+            let located = try await again.characteristic(GATTUUID.clientSupportedFeatures)
+            let csf = try XCTUnwrap(located)
+            let value = try await again.readValue(for: csf)
+            XCTAssertEqual(value.first.map { $0 & 0x01 }, 0x01, "robust caching kept for the bonded client: \(value)")
+            try await again.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
 }

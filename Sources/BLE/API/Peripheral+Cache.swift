@@ -143,7 +143,13 @@ extension Peripheral {
     /// The link's cache, prepared on first use (see the type's comment).
     func cache() async throws -> GATTAttributeCache {
         let linkID = self.linkID, peer = self.address
-        if let entry = await host.run({ $0.caches.entry(linkID: linkID) }) { return entry.cache }
+        if let entry = await host.run({ $0.caches.entry(linkID: linkID) }) {
+            guard entry.needsHash else { return entry.cache }
+            // Service Changed on an unbonded server: key what follows by the new hash.
+            let hash = try await readDatabaseHash()
+            await host.run { $0.caches.rekey(linkID: linkID, peer: peer, databaseHash: hash, $0) }
+            return await host.run { $0.caches.entry(linkID: linkID)?.cache } ?? entry.cache
+        }
         let store = host.configuration.gattCache
         let identity = await host.run { $0.security.bond(for: peer, $0)?.peer }
         var key: GATTCacheKey?

@@ -14,6 +14,9 @@ final class GATTCacheSessions {
         var cache: GATTAttributeCache
         /// Set by the lookups that loaded it: true when the entry came from storage.
         var loaded: Bool
+        /// An unbonded server's database changed (Service Changed) since the hash was read: its
+        /// entry is not stored until the next lookup reads the new hash and keys it by that.
+        var needsHash = false
     }
 
     private var entries: [UInt64: Entry] = [:]
@@ -58,8 +61,28 @@ final class GATTCacheSessions {
     }
 
     /// A Service Changed indication named `range` (§7.1): whatever the cache held there is stale.
+    /// An unbonded server's entry is keyed by the Database Hash it was read for, which no
+    /// longer describes the database: it stops being stored (the entry under the old hash stays
+    /// valid for that database) until `rekey` gives it the new hash.
     func servicesChanged(_ range: ClosedRange<UInt16>, linkID: UInt64, _ host: isolated HostController) {
+        if var entry = entries[linkID], let key = entry.key, !key.bonded {
+            entry.key = nil
+            entry.needsHash = true
+            entry.cache.databaseHash = nil
+            entries[linkID] = entry
+        }
         update(linkID: linkID, host) { $0.invalidate(range) }
+    }
+
+    /// The new Database Hash of an unbonded server whose database changed on this link: the
+    /// entry is keyed by it (nil: the server has none, so the entry is not stored) and stored.
+    func rekey(linkID: UInt64, peer: DeviceAddress, databaseHash hash: [UInt8]?, _ host: isolated HostController) {
+        guard var entry = entries[linkID], entry.needsHash else { return }
+        entry.needsHash = false
+        entry.cache.databaseHash = hash
+        entry.key = hash.map { .unbonded(peer, databaseHash: $0) }
+        entries[linkID] = entry
+        persist(entry, host)
     }
 
     /// The link is gone; its cache stays in the store.

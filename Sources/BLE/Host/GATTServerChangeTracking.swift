@@ -24,6 +24,7 @@ extension GATTServerSessions {
         guard link.security.encrypted, link.security.hasLongTermKey,
               var bond = host.security.bond(for: link.peer, host) else { return }
         bondedChangeAwareness[bond.peer] = link.server.isChangeAware
+        if !link.server.clientSupportedFeatures.isEmpty { bondedClientFeatures[bond.peer] = link.server.clientSupportedFeatures }
         // The hash of the database it knew: the current one if it is aware, else the one kept.
         guard link.server.isChangeAware, let hash = try? database.databaseHashCharacteristicValue(),
               bond.servedDatabaseHash != hash else { return }
@@ -35,6 +36,10 @@ extension GATTServerSessions {
     /// database changed while it was away it is told with a Service Changed indication of the
     /// whole database (§7.1: the server need not say which part changed).
     func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated HostController) {
+        // Client Supported Features first: whether Database Out Of Sync applies depends on them.
+        if let features = bondedClientFeatures[identity] {
+            host.connections.links.withLink(handle) { $0.server.restoreClientSupportedFeatures(features) }
+        }
         let kept = host.security.bond(for: identity, host)?.servedDatabaseHash
         guard let aware = bondedChangeAwareness[identity]
                 ?? kept.map({ $0 == (try? database.databaseHashCharacteristicValue()) }) else { return }

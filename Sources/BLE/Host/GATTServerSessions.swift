@@ -36,6 +36,9 @@ final class GATTServerSessions {
     /// Bonded clients' change awareness while they are away, by identity (Vol 3 Part G
     /// §2.5.2.1; GATTServerChangeTracking.swift).
     var bondedChangeAwareness: [DeviceAddress: Bool] = [:]
+    /// Bonded clients' Client Supported Features while they are away, by identity: persistent
+    /// across connections for a client with a trusted relationship (Vol 3 Part G §7.2).
+    var bondedClientFeatures: [DeviceAddress: [UInt8]] = [:]
 
     var nextDeadline: Duration? { pending.values.lazy.map(\.deadline).min() }
 

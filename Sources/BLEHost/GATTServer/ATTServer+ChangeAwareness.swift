@@ -31,6 +31,17 @@ extension ATTServer {
         if aware { changeAware = true } else { databaseChanged() }
     }
 
+    /// Sets a returning bonded client's Client Supported Features as it left them (§7.2: for a
+    /// client with a trusted relationship they persist across connections). Bits already set
+    /// on this connection stay set (a client may not clear a bit it enabled).
+    public mutating func restoreClientSupportedFeatures(_ features: [UInt8]) {
+        var merged = clientFeatures
+        for (i, octet) in features.enumerated() {
+            if i < merged.count { merged[i] |= octet } else { merged.append(octet) }
+        }
+        clientFeatures = merged
+    }
+
     /// True when the client knows the database as it is (§2.5.2.1).
     public var isChangeAware: Bool { changeAware }
 
