@@ -109,7 +109,7 @@ public actor UIPeripheralApp {
             attempt = running
         } else {
             let central = self.central
-            attempt = Task {
+            attempt = Task(executorPreference: central.clock.taskExecutor) {
                 do {
                     let peripheral = try await central.connect(address, timeout: .seconds(10))
                     // As `ble gatt` does: the largest ATT_MTU, so long values read in fewer requests.
@@ -199,7 +199,7 @@ public actor UIPeripheralApp {
                 defer { subscribing[key] = nil }
                 let values = await peripheral.notifications(for: characteristic)
                 try await peripheral.setNotifyValue(true, for: characteristic)
-                let task = Task { [weak self] in
+                let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
                     for await value in values { await self?.publish(address, handle: handle, value: value) }
                 }
                 if subscribing[key] == false {
@@ -240,7 +240,9 @@ public actor UIPeripheralApp {
         nextListener += 1
         let id = nextListener
         listeners[address, default: [:]][id] = continuation
-        continuation.onTermination = { [weak self] _ in Task { await self?.unsubscribe(address, id) } }
+        continuation.onTermination = { [weak self, executor = central.clock.taskExecutor] _ in
+            Task(executorPreference: executor) { await self?.unsubscribe(address, id) }
+        }
         continuation.yield(ServerSentEvents.keepAlive)
         return stream
     }
