@@ -46,8 +46,9 @@ enum EnhancedCreditBasedFuzzTargets {
             var actions: [SignalingAction]
             switch input.u8() % 12 {
             case 0:
-                received = input.chunk()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                let bytes = input.chunk()
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
             case 1, 2:
                 let count = Int(input.u8() % 6)
                 var cids: [UInt16] = []
@@ -56,8 +57,9 @@ enum EnhancedCreditBasedFuzzTargets {
                     spsm: input.bool() ? spsm : UInt16(input.u8()), mtu: input.bool() ? 64 + input.u16() % 500 : input.u16() % 100,
                     mps: input.bool() ? 64 + UInt16(input.u8()) : input.u16(), initialCredits: input.u16(), sourceCIDs: cids)
                 let id = input.u8()
-                received = LESignalingCommand.creditBasedConnectionRequest(identifier: id, q).encode()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                let bytes = LESignalingCommand.creditBasedConnectionRequest(identifier: id, q).encode()
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
                 checkConnection(actions, request: q, identifier: id, spsm: spsm, listener: listener, before: open)
             case 3:
                 let count = Int(input.u8() % 6)
@@ -66,8 +68,9 @@ enum EnhancedCreditBasedFuzzTargets {
                 let r = LESignalingCommand.CreditBasedConnectionResponse(
                     mtu: input.bool() ? 64 + input.u16() % 500 : input.u16(), mps: input.bool() ? 64 + UInt16(input.u8()) : input.u16(),
                     initialCredits: input.u16(), result: .init(rawValue: input.bool() ? 0 : UInt16(input.u8() % 17)), destinationCIDs: cids)
-                received = LESignalingCommand.creditBasedConnectionResponse(identifier: input.u8() % 8, r).encode()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                let bytes = LESignalingCommand.creditBasedConnectionResponse(identifier: input.u8() % 8, r).encode()
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
             case 4:
                 let count = Int(input.u8() % 6)
                 var cids: [UInt16] = []
@@ -76,25 +79,28 @@ enum EnhancedCreditBasedFuzzTargets {
                     mtu: input.bool() ? 64 + input.u16() % 700 : input.u16(), mps: input.bool() ? 64 + UInt16(input.u8()) : input.u16(),
                     destinationCIDs: cids)
                 let id = input.u8() | 1
-                received = LESignalingCommand.creditBasedReconfigureRequest(identifier: id, q).encode()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                let bytes = LESignalingCommand.creditBasedReconfigureRequest(identifier: id, q).encode()
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
                 checkReconfigure(actions, request: q, identifier: id, before: open, after: channel)
             case 5:
-                received = (input.bool()
+                let bytes = (input.bool()
                     ? LESignalingCommand.creditBasedReconfigureResponse(identifier: input.u8() % 8, result: .init(rawValue: UInt16(input.u8() % 6)))
                     : LESignalingCommand.commandReject(identifier: input.u8() % 8, reason: .notUnderstood)).encode()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
             case 6:
                 guard !open.isEmpty else { continue }
                 let c = open[Int(input.u8()) % open.count]
                 actions = channel.receiveFrame(input.longChunk(maximum: Int(c.local.mps) + 4), cid: c.localCID, now: now)
             case 7:
                 let remote = cid(open, remote: true, &input)
-                received = (input.bool()
+                let bytes = (input.bool()
                     ? LESignalingCommand.flowControlCredit(identifier: input.u8() | 1, channelID: remote, credits: UInt16(input.u8()))
                     : LESignalingCommand.disconnectionRequest(identifier: input.u8() | 1, destinationCID: cid(open, remote: false, &input),
                                                               sourceCID: remote)).encode()
-                actions = channel.receive(received!, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
+                received = bytes
+                actions = channel.receive(bytes, role: role, context: CreditBasedFuzzTargets.ctx(context, now))
             case 8:
                 token += 1
                 let p = CreditBasedChannelParameters(mtu: 64 + input.u16() % 300, mps: 64 + UInt16(input.u8()), initialCredits: 1 + UInt16(input.u8() % 8))
