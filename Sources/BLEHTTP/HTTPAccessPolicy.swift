@@ -23,31 +23,35 @@ public struct HTTPAccessPolicy: Sendable {
     /// `localhost:8765`, `[::1]:8765`).
     public let allowedHosts: Set<String>
 
-    /// A policy for `token` on a server reached as `allowedHosts`.
+    /// A policy for `token` on a server reached as `allowedHosts` (`host:port` forms, each
+    /// taken in `HTTPHostName`'s canonical form, as every request's `Host` is).
     public init(token: String, allowedHosts: Set<String>) {
         self.token = token
-        self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
+        self.allowedHosts = Set(allowedHosts.map { HTTPHostName.authority($0) ?? $0.lowercased() })
     }
 
     /// The `host:port` names a server bound to `host` answers to: that address, and for the
-    /// loopback addresses also `localhost`.
+    /// loopback addresses also `localhost`. `host` may be an IPv6 address in any spelling, in
+    /// brackets or not.
     public static func hosts(boundTo host: String, port: UInt16) -> Set<String> {
-        var names: Set<String> = [host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"]
-        if host == "127.0.0.1" || host == "::1" || host == "localhost" {
+        var names: Set<String> = [HTTPHostName.join(host, port: port)]
+        if ["127.0.0.1", "::1", "localhost"].contains(HTTPHostName.canonical(host)) {
             names.formUnion(["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"])
         }
         return names
     }
 
-    /// Whether `host` binds every interface (`0.0.0.0`, `::`): the server is then reachable
-    /// from the network, not only from this machine.
+    /// Whether `host` binds every interface (`0.0.0.0`, `::` in any spelling): the server is
+    /// then reachable from the network, not only from this machine.
     public static func isWildcard(_ host: String) -> Bool {
-        ["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"].contains(host)
+        ["0.0.0.0", "::"].contains(HTTPHostName.canonical(host))
     }
 
-    /// Whether `host` is a loopback address or name: only this machine reaches it.
+    /// Whether `host` is a loopback address or name (`::1` in any spelling, 127.0.0.0/8, also
+    /// IPv4-mapped): only this machine reaches it.
     public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        let name = HTTPHostName.canonical(host)
+        return name == "localhost" || name == "::1" || name.hasPrefix("127.") || name.hasPrefix("::ffff:127.")
     }
 
     /// The `host:port` names a server bound to `host` answers to, for a bind that the
@@ -65,12 +69,13 @@ public struct HTTPAccessPolicy: Sendable {
             out = hosts(boundTo: host, port: port)
         }
         for name in names where !name.isEmpty { out.insert(authority(name, port: port)) }
-        return Set(out.map { $0.lowercased() })
+        return out
     }
 
-    /// `name:port`, with an IPv6 address in brackets (RFC 3986 §3.2.2), as a `Host` field has it.
+    /// `name:port`, with an IPv6 address in brackets (RFC 3986 §3.2.2), as a `Host` field has
+    /// it, the name in `HTTPHostName`'s canonical form.
     public static func authority(_ name: String, port: UInt16) -> String {
-        name.contains(":") && !name.hasPrefix("[") ? "[\(name)]:\(port)" : "\(name):\(port)"
+        HTTPHostName.join(name, port: port)
     }
 
     /// What to do with a request.
@@ -87,7 +92,9 @@ public struct HTTPAccessPolicy: Sendable {
 
     /// The decision for `request`.
     public func check(_ request: HTTPRequest) -> Decision {
-        guard let host = request.header("Host").map(Self.withPort), allowedHosts.contains(host) else {
+        // A browser leaves out HTTP's default port, 80 (RFC 3986 §6.2.3): `192.168.1.7` is
+        // `192.168.1.7:80` and `[::1]` is `[::1]:80`.
+        guard let host = request.header("Host").flatMap({ HTTPHostName.authority($0) }), allowedHosts.contains(host) else {
             return .refuse(.text(.misdirectedRequest, "this server does not answer to that Host\n"))
         }
         // A browser's request from elsewhere is refused, except for opening a page (a link
@@ -112,17 +119,6 @@ public struct HTTPAccessPolicy: Sendable {
             return .refuse(HTTPResponse(.methodNotAllowed, headers: [("Allow", "GET, HEAD, POST"), ("Content-Type", "text/plain; charset=utf-8")],
                                         body: Array("method not allowed\n".utf8)))
         }
-    }
-
-    /// A `Host` field in lower case with its port: a browser leaves out HTTP's default, 80
-    /// (RFC 3986 §6.2.3), so `192.168.1.7` is `192.168.1.7:80` and `[::1]` is `[::1]:80`.
-    static func withPort(_ field: String) -> String {
-        let host = field.lowercased()
-        guard !host.isEmpty else { return host }
-        let afterAddress = host.hasPrefix("[") ? host.firstIndex(of: "]").map { host[$0...] } ?? "" : host[...]
-        // An IPv6 address without its closing bracket is left as it is (and matches nothing).
-        if host.hasPrefix("["), afterAddress.isEmpty { return host }
-        return afterAddress.contains(":") ? host : host + ":80"
     }
 
     /// Compares in time independent of where the strings differ.

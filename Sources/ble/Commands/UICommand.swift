@@ -44,8 +44,9 @@ struct UICommand: BLECommand {
         guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
             throw UsageError("--listen expects HOST:PORT, e.g. 127.0.0.1:8765, not '\(listen)'")
         }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // An IPv6 address in brackets, in any spelling: its canonical text (`[0::1]` is `::1`,
+        // loopback) for binding, the Host check and what is printed.
+        let host = HTTPHostName.canonical(String(listen[..<colon]))
         guard !host.isEmpty else { throw UsageError("--listen needs a host, e.g. 127.0.0.1:\(port)") }
         self.host = host
         self.port = port
@@ -57,14 +58,11 @@ struct UICommand: BLECommand {
         }
     }
 
-    /// An `--allow-host` name: a DNS name or an address as a `Host` field carries it, without
-    /// the port (the server's port is added).
+    /// An `--allow-host` name: a DNS name or an address without the port (the server's port
+    /// is added), an IPv6 one with or without brackets; in the canonical form a `Host` field is
+    /// compared in (`HTTPHostName`).
     static func allowedName(_ text: String) throws -> String {
-        var name = text.lowercased()
-        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-        let allowed = name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-.:_".unicodeScalars.contains($0) }
-        let isIPv6 = name.filter { $0 == ":" }.count >= 2 && name.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }
-        guard !name.isEmpty, allowed, !name.contains(":") || isIPv6 else {
+        guard let name = HTTPHostName.hostWithoutPort(text) else {
             throw UsageError("--allow-host expects a host name or address without a port (e.g. pi.local), not '\(text)'")
         }
         return name
