@@ -11,9 +11,9 @@ import XCTest
 final class UIServerHardeningTests: XCTestCase {
     typealias MemoryStream = UIServerTests.MemoryStream
 
-    /// A memory stream from a given peer address.
-    struct AddressedStream: UIByteStream {
-        let base: MemoryStream
+    /// A memory (or stalled) stream from a given peer address.
+    struct AddressedStream<Base: UIByteStream>: UIByteStream {
+        let base: Base
         let peerAddress: String?
         var incoming: AsyncThrowingStream<[UInt8], any Error> { base.incoming }
         func send(_ bytes: [UInt8]) async throws { try await base.send(bytes) }
@@ -189,6 +189,37 @@ final class UIServerHardeningTests: XCTestCase {
         again.client("GET /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\nConnection: close\r\n\r\n")
         await againServing.value
         XCTAssertTrue(again.output.hasPrefix("HTTP/1.1 200 OK\r\n"), again.output)
+    }
+
+    /// A connection over the per-address limit whose client does not read: its 503 is given up
+    /// on and the connection closed after a fraction of a second on the server's clock, not
+    /// held for the write timeout (a flood of such connections would keep a task each).
+    func testARefusalToAClientThatDoesNotReadEndsPromptly() async {
+        let clock = ManualClock()
+        let server = UIServer(policy: policy, clock: clock) { _ in .response(.text(.ok, "hi")) }
+        var held: [MemoryStream] = []
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<UIServer.maximumConnectionsPerAddress {
+            let s = MemoryStream()
+            held.append(s)
+            tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: "192.0.2.1")) })
+        }
+        // Each held connection's request watchdog is asleep on the clock.
+        let count = UIServer.maximumConnectionsPerAddress
+        _ = await waitUntil("the address's slots taken", within: .seconds(10)) { server.connectionCount == count && clock.sleeperCount == count }
+        let stalled = StalledStream()
+        let refusing = Task { await server.serve(AddressedStream(base: stalled, peerAddress: "192.0.2.1")) }
+        // The 503's write is parked and its timer asleep.
+        let parked = await waitUntil("the refusal parked", within: .seconds(10)) { stalled.parkedWrites > 0 && clock.sleeperCount == count + 1 }
+        XCTAssertTrue(parked)
+        // Less than the held connections' watchdog period, far less than the write timeout.
+        clock.advance(by: .milliseconds(300))
+        let closed = await waitUntil("the refused connection closed", within: .seconds(10)) { stalled.isClosed }
+        XCTAssertTrue(closed, "refused and closed within 300 ms of the server's clock")
+        if closed { await refusing.value } else { await stalled.close(); await refusing.value }
+        XCTAssertEqual(server.connectionCount, count, "a refusal takes no slot")
+        for s in held { await s.close() }
+        for t in tasks { await t.value }
     }
 
     /// HEAD of an event stream: the head a GET gets, no event, the connection closed, and the

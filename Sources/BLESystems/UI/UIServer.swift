@@ -34,7 +34,7 @@ public enum UIReply: Sendable {
 /// `HTTPRequestParser`, admitting them by `HTTPAccessPolicy`, and writing what `handler` replies.
 /// Bounded so a slow or hostile client cannot stall the radio or other clients: at most
 /// `maximumConnections` at once and `maximumConnectionsPerAddress` from one peer address (more
-/// are answered 503 and closed), a connection that does not complete a request within
+/// are answered 503 and closed at once, a refusal's write bounded by `refusalWriteTimeout`), a connection that does not complete a request within
 /// `requestTimeout` is closed (408), request sizes are the parser's limits, and every write
 /// waits only on its own connection and at most `writeTimeout`: a client that stops reading
 /// loses its connection (and its slot) instead of holding a write, and with it an event
@@ -52,6 +52,10 @@ public final class UIServer: Sendable {
     /// How long one write may wait for the client to read (a full socket buffer): past it the
     /// connection is closed.
     public static let writeTimeout: Duration = .seconds(10)
+    /// How long the 503 to a connection over a limit may wait to be written: it is a hundred
+    /// bytes into a new socket's empty buffer, so only a client that does not read waits, and
+    /// a flood of those must not keep a task each for `writeTimeout`.
+    public static let refusalWriteTimeout: Duration = .milliseconds(250)
 
     private let policy: HTTPAccessPolicy
     private let clock: any BLEClock
@@ -77,7 +81,6 @@ public final class UIServer: Sendable {
 
     /// Serves one connection until it closes. Returns when it is done.
     public func serve(_ raw: some UIByteStream) async {
-        let connection = TimedStream(raw, clock: clock, limit: Self.writeTimeout)
         let peer = raw.peerAddress
         let refusal = open.withLock { slots -> String? in
             guard slots.count < Self.maximumConnections else { return "too many connections\n" }
@@ -89,10 +92,13 @@ public final class UIServer: Sendable {
             return nil
         }
         if let refusal {
-            try? await connection.send(HTTPResponse.text(.serviceUnavailable, refusal).encode(keepAlive: false))
-            await connection.close()
+            // Answered and closed at once: the write waits `refusalWriteTimeout` at most.
+            let refused = TimedStream(raw, clock: clock, limit: Self.refusalWriteTimeout)
+            try? await refused.send(HTTPResponse.text(.serviceUnavailable, refusal).encode(keepAlive: false))
+            await refused.close()
             return
         }
+        let connection = TimedStream(raw, clock: clock, limit: Self.writeTimeout)
         defer {
             open.withLock { slots in
                 slots.count -= 1
