@@ -102,4 +102,25 @@ final class UISampleAppTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// A stop is final: a run asked for after it (a page's click racing the server's shutdown)
+    /// is refused with 503, and nothing connects to the sample peripheral.
+    func testNoRunStartsAfterStop() async throws {
+        let (answer, linked) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let server = try await world.serve(SampleServeProfile.self, name: "M5Stack")
+            let (central, _) = try await world.addCentral()
+            let app = UISampleApp(central: central, token: "t")
+            app.stop()
+            let answer = Self.post(app, #"{"count": 1}"#)
+            // Long enough for a run's scan and connection (about a second on this radio).
+            try await world.clock.sleep(for: .seconds(5))
+            let linked = await server.manager.connectedCentrals.count
+            await central.close()
+            await server.stop()
+            return ((answer.status, answer.json["error"] as? String), linked)
+        }
+        XCTAssertEqual(answer.0, 503, "\(answer)")
+        XCTAssertEqual(answer.1, "the server is stopping")
+        XCTAssertEqual(linked, 0, "no run connected after the stop")
+    }
 }

@@ -22,6 +22,8 @@ public final class UISampleApp: Sendable {
         var steps: [String] = []
         var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
         var nextViewer: UInt64 = 0
+        /// Set by `stop`: no run starts after it, and a run whose start it overtook is cancelled.
+        var stopped = false
     }
 
     /// Events kept of a run (a run of 20 notifications has about 35).
@@ -59,9 +61,11 @@ public final class UISampleApp: Sendable {
         }
     }
 
-    /// Cancels a run under way (it disconnects) and ends every page's stream.
+    /// Cancels a run under way (it disconnects), also one whose start is under way, ends every
+    /// page's stream, and refuses every later run.
     public func stop() {
         let (task, viewers) = state.withLock { s -> (Task<Void, Never>?, [AsyncStream<[UInt8]>.Continuation]) in
+            s.stopped = true
             defer { s.viewers = [:]; s.task = nil }
             return (s.task, Array(s.viewers.values))
         }
@@ -109,17 +113,19 @@ public final class UISampleApp: Sendable {
         case let .success(o): options = o
         case let .failure(error): return Self.json(.object([("error", .string(error.description))]), status: .badRequest)
         }
-        let run = state.withLock { s -> UInt64? in
-            guard !s.running else { return nil }
+        // The run's number, or the refusal: 503 once stopped, 409 while another run is under way.
+        let claim = state.withLock { s -> (run: UInt64?, refusal: UIReply?) in
+            guard !s.stopped else { return (nil, Self.json(.object([("error", .string("the server is stopping"))]), status: .serviceUnavailable)) }
+            guard !s.running else {
+                return (nil, Self.json(.object([("error", .string("a run is under way: wait for it to end"))]), status: HTTPStatus(409, "Conflict")))
+            }
             s.run += 1
             s.running = true
             s.events = []
             s.steps = []
-            return s.run
+            return (s.run, nil)
         }
-        guard let run else {
-            return Self.json(.object([("error", .string("a run is under way: wait for it to end"))]), status: HTTPStatus(409, "Conflict"))
-        }
+        guard let run = claim.run else { return claim.refusal ?? Self.json(.null, status: .internalServerError) }
         publish(run, .object([("type", .string("started")), ("run", .int(Int(run)))]), step: false)
         let central = self.central
         let task = Task(executorPreference: central.clock.taskExecutor) { [weak self] in
@@ -136,7 +142,13 @@ public final class UISampleApp: Sendable {
                 self?.finish(run, .object([("type", .string("error")), ("run", .int(Int(run))), ("message", .string(message))]))
             }
         }
-        state.withLock { s in if s.run == run { s.task = task } }
+        // A stop between the claim above and here found no task to cancel: this run is its to end.
+        let overtaken = state.withLock { s -> Bool in
+            guard !s.stopped else { return true }
+            if s.run == run, s.running { s.task = task }
+            return false
+        }
+        if overtaken { task.cancel() }
         return Self.json(.object([("run", .int(Int(run)))]))
     }
 

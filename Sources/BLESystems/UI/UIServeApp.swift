@@ -15,7 +15,9 @@ import Synchronization
 /// one database would be one device serving both. Starting installs the profile's services
 /// and advertises; stopping stops advertising, disconnects the centrals connected to the
 /// profile (the links the other screens made as a central stay), and removes the services, so
-/// the next start finds the database as it was.
+/// the next start finds the database as it was. A stop that comes while a start is under way
+/// is carried out when the start's install ends (the start is answered 409, the stop with the
+/// stopped state); after `stop`, no start is taken.
 public final class UIServeApp: Sendable {
     /// The profiles `/serve` offers by default, by `ble serve`'s names.
     public static let defaultProfiles: [any ServeProfile.Type] = [
@@ -33,8 +35,11 @@ public final class UIServeApp: Sendable {
 
     private enum Phase {
         case idle
-        /// A start or stop is under way: other starts and stops are refused meanwhile.
-        case busy
+        /// A start is under way: other starts are refused meanwhile. `stopAsked`: a stop came
+        /// meanwhile; the start undoes itself when its install ends, and the stop then answers.
+        case starting(stopAsked: Bool)
+        /// A stop is under way: starts are refused, other stops wait for it.
+        case stopping
         case running(Running)
     }
 
@@ -48,6 +53,10 @@ public final class UIServeApp: Sendable {
         var started = Duration.zero
         var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
         var nextViewer: UInt64 = 0
+        /// Set by `stop` (the server shuts down): no profile starts after it.
+        var closed = false
+        /// Stops waiting for the start or stop under way to end (the phase to be idle).
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// Log events a page opened later is given.
@@ -91,8 +100,10 @@ public final class UIServeApp: Sendable {
         }
     }
 
-    /// Stops the running profile (as `POST /api/serve/stop`) and ends every page's stream.
+    /// Stops the running profile (as `POST /api/serve/stop`; one being started is stopped once
+    /// its start ends), refuses every later start, and ends every page's stream.
     public func stop() async {
+        state.withLock { $0.closed = true }
         _ = await stopProfile()
         let viewers = state.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
             defer { s.viewers = [:] }
@@ -140,21 +151,27 @@ public final class UIServeApp: Sendable {
             JSON.object([("address", .string(c.central.address.description)), ("connection", .int(Int(c.central.id))), ("mtu", c.mtu.map { .int($0) } ?? .null)])
         }
         let profiles = profiles.map { p in JSON.object([("name", .string(p.name)), ("summary", .string(p.summary))]) }
-        var busy = false
-        if case .busy = s.phase { busy = true }
-        return .object([("profiles", .array(profiles)), ("running", running), ("busy", .bool(busy)), ("centrals", .array(centrals))])
+        var (starting, stopping) = (false, false)
+        switch s.phase {
+        case let .starting(stopAsked): (starting, stopping) = (!stopAsked, stopAsked)
+        case .stopping: stopping = true
+        case .idle, .running: break
+        }
+        return .object([("profiles", .array(profiles)), ("running", running), ("busy", .bool(starting || stopping)),
+                        ("starting", .bool(starting)), ("stopping", .bool(stopping)), ("centrals", .array(centrals))])
     }
 
     private func start<P: ServeProfile>(_ type: P.Type, name: String?) async -> UIReply {
-        let claimed = state.withLock { s -> Bool in
-            guard case .idle = s.phase else { return false }
-            s.phase = .busy
+        let refusal = state.withLock { s -> UIReply? in
+            guard !s.closed else { return Self.json(.object([("error", .string("the server is stopping"))]), status: .serviceUnavailable) }
+            guard case .idle = s.phase else { return Self.json(.object([("error", .string("a profile is being served: stop it first"))]), status: Self.conflict) }
+            s.phase = .starting(stopAsked: false)
             s.centrals = [:]
             s.log = []
             s.started = self.manager.clock.now()
-            return true
+            return nil
         }
-        guard claimed else { return Self.json(.object([("error", .string("a profile is being served: stop it first"))]), status: Self.conflict) }
+        if let refusal { return refusal }
         publishState()
         let name = name ?? (P.name == AccelerometerServeProfile.name ? AccelerometerProfile.localName : "SwiftBLE")
         let manager = self.manager
@@ -183,7 +200,20 @@ public final class UIServeApp: Sendable {
                     await group.waitForAll()
                 }
             }
-            state.withLock { $0.phase = .running(Running(profile: P.name, name: name, address: address, services: added, task: task)) }
+            let started = Running(profile: P.name, name: name, address: address, services: added, task: task)
+            // A stop that came during the start is carried out now, as if it came after it.
+            let undo = state.withLock { s -> Bool in
+                if case .starting(stopAsked: true) = s.phase {
+                    s.phase = .stopping
+                    return true
+                }
+                s.phase = .running(started)
+                return false
+            }
+            if undo {
+                await tearDown(started)
+                return Self.json(.object([("error", .string("stopped while starting"))]), status: Self.conflict)
+            }
             log.line("ready", [("profile", .string(P.name)), ("name", .string(name)), ("address", .optional(address.map { $0.address.description }))],
                      text: "serving \(P.name) as \"\(name)\" at \(address.map { "\($0)" } ?? "?")")
             publishState()
@@ -192,7 +222,12 @@ public final class UIServeApp: Sendable {
             // What the install added before it failed too (`added` is set only once it is done).
             if added.isEmpty { added = await manager.services.filter { !before.contains($0.range.lowerBound) } }
             for service in added.reversed() { try? await manager.remove(service) }
-            state.withLock { $0.phase = .idle }
+            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                s.phase = .idle
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            waiters.forEach { $0.resume() }
             log.line("error", [("error", .string("\(error)"))], text: "could not start \(P.name): \(error)")
             publishState()
             return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]), status: .internalServerError)
@@ -200,12 +235,46 @@ public final class UIServeApp: Sendable {
     }
 
     private func stopProfile() async -> UIReply {
-        let running = state.withLock { s -> Running? in
-            guard case let .running(r) = s.phase else { return nil }
-            s.phase = .busy
-            return r
+        enum Step { case refuse, tearDown(Running), wait }
+        let step = state.withLock { s -> Step in
+            switch s.phase {
+            case .idle: return .refuse
+            case let .running(r):
+                s.phase = .stopping
+                return .tearDown(r)
+            case .starting:
+                s.phase = .starting(stopAsked: true)
+                return .wait
+            case .stopping: return .wait
+            }
         }
-        guard let running else { return Self.json(.object([("error", .string("no profile is being served"))]), status: Self.conflict) }
+        switch step {
+        case .refuse:
+            return Self.json(.object([("error", .string("no profile is being served"))]), status: Self.conflict)
+        case let .tearDown(running):
+            await tearDown(running)
+        case .wait:
+            publishState()
+            await untilIdle()
+        }
+        return Self.json(status())
+    }
+
+    /// Waits until no start or stop is under way.
+    private func untilIdle() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { s -> Bool in
+                if case .idle = s.phase { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if idle { c.resume() }
+        }
+    }
+
+    /// Ends `running` (the phase is `.stopping`): advertising off, its centrals disconnected,
+    /// its services removed, its task ended; then idle, and the stops waiting answer.
+    private func tearDown(_ running: Running) async {
         publishState()
         try? await manager.stopAdvertising()
         // Only the centrals connected to this profile: the links the other screens made as a
@@ -214,13 +283,15 @@ public final class UIServeApp: Sendable {
         for service in running.services.reversed() { try? await manager.remove(service) }
         running.task.cancel()
         await running.task.value
-        state.withLock { s in
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.phase = .idle
             s.centrals = [:]
+            defer { s.waiters = [] }
+            return s.waiters
         }
         publishLog(json: JSON.object([("event", .string("stopped")), ("profile", .string(running.profile))]).text, text: "stopped \(running.profile)")
         publishState()
-        return Self.json(status())
+        waiters.forEach { $0.resume() }
     }
 
     /// Keeps the list of connected centrals as the manager's events say.

@@ -8,7 +8,7 @@ enum UIServeAssets {
     <form id="serve-form" class="controls">
     <label>Profile <select id="serve-profile"></select></label>
     <label>Name <input id="serve-name" type="text" placeholder="SwiftBLE" maxlength="64" autocomplete="off"></label>
-    <button id="serve-start" type="submit">Start</button>
+    <button id="serve-start" type="submit" disabled>Start</button>
     <button id="serve-stop" type="button" disabled>Stop</button>
     </form>
     <p id="serve-summary" class="muted"></p>
@@ -49,11 +49,12 @@ enum UIServeAssets {
         const r = m.running;
         status.dataset.state = m.busy ? "busy" : r ? "running" : "stopped";
         status.dataset.address = r && r.address ? r.address + "/" + r.addressType : "";
-        if (m.busy) say("working…");
+        if (m.stopping) say("stopping…");
+        else if (m.busy) say("working…");
         else if (r) say("serving " + r.profile + " as \\"" + r.name + "\\" at " + (r.address || "?") + " " + (r.addressType === "public" ? "pub" : "rnd"));
         else say("not serving");
         start.disabled = !!r || m.busy;
-        stop.disabled = !r || m.busy;
+        stop.disabled = !(r || m.starting) || m.stopping;
         select.disabled = name.disabled = !!r || m.busy;
         if (r) { select.value = r.profile; name.value = r.name; }
         describe();
