@@ -335,4 +335,41 @@ final class UIAccelAppTests: XCTestCase {
         XCTAssertEqual(events, ["connecting"])
         XCTAssertLessThan(elapsed, .seconds(1))
     }
+
+    /// Eight devices are followed at most: the ninth session's recording replaces that of a
+    /// flow that has ended, not the oldest live one's (still recording), and a page for a
+    /// device more than that is told so instead of starting a flow.
+    func testAFullSetOfSessionsReplacesOnlyAnEndedRecordingAndRefusesOneMore() async throws {
+        let (kept, ended, refusal) = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let screen = try await Screen(world)
+            // Nobody answers at these: each flow stays connecting (live) for its 10 s.
+            func address(_ n: Int) -> String { String(format: "00:5A:B1:00:00:%02X", 0x70 + n) + "%2Fpublic" }
+            func follow(_ n: Int) -> AsyncStream<[UInt8]>? {
+                guard case let .events(s)? = screen.get("/api/accel-events/\(address(n))") else { return nil }
+                return s
+            }
+            func downloadable(_ n: Int) -> Bool {
+                guard case let .response(r)? = screen.get("/api/accel-session/\(address(n)).csv") else { return false }
+                return r.status == .ok
+            }
+            var pages = [try XCTUnwrap(follow(0))]
+            // The second device's page leaves: its flow ends, its recording stays.
+            let leaving = try XCTUnwrap(follow(1))
+            let reader = Task(executorPreference: world.clock.taskExecutor) { for await _ in leaving {} }
+            reader.cancel()
+            await reader.value
+            let ended = downloadable(1)
+            for n in 2...8 { pages.append(try XCTUnwrap(follow(n))) }
+            let kept = (0...8).filter { $0 != 1 }.allSatisfy(downloadable) && !downloadable(1)
+            var refused = EventReader(try XCTUnwrap(follow(9)))
+            let refusal = await refused.read(until: "error")
+            await screen.close()
+            _ = pages
+            return (kept, ended, refusal)
+        }
+        XCTAssertTrue(ended, "an ended flow's recording stays downloadable")
+        XCTAssertTrue(kept, "the eight live sessions keep their recordings; the ended one's went")
+        XCTAssertEqual(refusal.map(\.type), ["error"], "\(refusal)")
+        XCTAssertTrue(refusal.first?.data.contains("8 devices are followed already") == true, "\(refusal)")
+    }
 }

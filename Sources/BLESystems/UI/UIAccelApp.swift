@@ -15,35 +15,24 @@ import Synchronization
 /// `.svg`, `AccelerometerRecording`), also after the link went down. One flow per address,
 /// whatever the number of pages; it stops when the last page goes away.
 public final class UIAccelApp: Sendable {
-    private struct Session {
-        /// Which flow this is: one ending after its session was replaced must not touch the new one.
-        let generation: UInt64
-        var started = false
-        var task: Task<Void, Never>?
-        var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
-        /// What a page opened later needs: the newest state events and the newest samples.
-        var state: [String: [UInt8]] = [:]
-        var recent: [[UInt8]] = []
-        var paused = false
-    }
-
     /// Samples a page opened later is given: the chart's 30 s at 5 Hz.
     static let replayedSamples = 150
     /// The most samples a session keeps for its downloads (over five hours at 5 Hz); later
     /// ones are still charted, and the page is told once.
     static let maximumRecorded = 100_000
-    /// How many devices' sessions are kept for download after their flows ended.
+    /// How many devices' sessions are kept for download, live ones included: at most this many
+    /// devices are followed at once (a page for one more is told so), and a new session
+    /// replaces the oldest recording of a flow that has ended, never a live one's.
     static let keptRecordings = 8
 
     private let central: Central
     private let token: String
     private let devices: UIDevicesApp
-    private let sessions = Mutex<[DeviceAddress: Session]>([:])
+    /// The flows, each session's `extra` saying whether it is paused: a page opened later
+    /// gets the connection, the status and the pause, then the newest samples.
+    private let flows = UIDeviceFlows(replayedState: ["connected", "status", "paused"], replayedRecent: UIAccelApp.replayedSamples, extra: false)
     /// Each device's latest session, kept after its flow ends so the page can still download it.
     private let recordings = Mutex<[(address: DeviceAddress, recording: AccelerometerRecording)]>([])
-    private let nextViewer = Atomic<UInt64>(0)
-    /// Set by `stop` (under the sessions' lock): no flow starts after it.
-    private let stopped = Atomic<Bool>(false)
 
     /// The screens over `central`, listing from `devices`' scan; its pages carry `token`.
     public init(central: Central, token: String, devices: UIDevicesApp) {
@@ -92,17 +81,9 @@ public final class UIAccelApp: Sendable {
         return nil
     }
 
-    /// Ends every flow and every page's stream.
+    /// Ends every flow and every page's stream; no flow starts after it.
     public func stop() {
-        let all = sessions.withLock { s -> [Session] in
-            stopped.store(true, ordering: .relaxed)
-            defer { s = [:] }
-            return Array(s.values)
-        }
-        for s in all {
-            s.task?.cancel()
-            s.viewers.values.forEach { $0.finish() }
-        }
+        flows.stop()
     }
 
     static func suffix(_ path: String, after prefix: String) -> String? {
@@ -138,14 +119,13 @@ public final class UIAccelApp: Sendable {
         }
         let event = Self.event("paused", [("paused", .bool(paused))])
         // Under the lock, like each sample: a page sees no sample after this event.
-        let followed = sessions.withLock { s -> Bool in
-            guard var session = s[address] else { return false }
-            session.paused = paused
-            Self.keep(event, in: &session, key: "paused")
-            s[address] = session
+        let limit = Self.replayedSamples
+        let followed = flows.update(address) { session -> Bool in
+            session.extra = paused
+            session.keep(event, key: "paused", recentLimit: limit)
             return true
         }
-        guard followed else {
+        guard followed == true else {
             return UIPeripheralApp.json(.object([("error", .string("no page follows \(address) now: open /accel/\(address) first"))]), status: .notFound)
         }
         return UIPeripheralApp.json(.object([("paused", .bool(paused))]))
@@ -176,40 +156,23 @@ public final class UIAccelApp: Sendable {
     // MARK: The flow
 
     /// A page's stream for `address`: the state so far and the newest samples, then every
-    /// event; the first page starts the flow.
+    /// event; the first page starts the flow. One device more than `keptRecordings` is
+    /// refused with an error event (the page does not ask again on an error).
     private func watch(_ address: DeviceAddress) -> AsyncStream<[UInt8]> {
-        // A page that reads slowly keeps the newest events and loses older ones, never holding
-        // the radio.
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.replayedSamples + 16))
-        let id = nextViewer.add(1, ordering: .relaxed).newValue
-        let starts = sessions.withLock { s -> UInt64?? in
-            // The server stops: no flow for a page that asks now; its stream just ends.
-            guard !stopped.load(ordering: .relaxed) else { return nil }
-            var session = s[address] ?? Session(generation: id)
-            for key in ["connected", "status", "paused"] { if let e = session.state[key] { continuation.yield(e) } }
-            session.recent.forEach { continuation.yield($0) }
-            session.viewers[id] = continuation
-            let starts = session.started ? nil : session.generation
-            session.started = true
-            s[address] = session
-            return .some(starts)
-        }
-        guard let starts else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in self?.leave(address, id) }
-        continuation.yield(ServerSentEvents.keepAlive)
-        if let generation = starts { start(address, generation) }
-        return stream
+        let refusal = Self.event("error", [("message", .string("\(Self.keptRecordings) devices are followed already: close one's page first"))])
+        return flows.watch(address, limit: Self.keptRecordings, refusal: refusal) { start(address, $0) }
     }
 
     private func start(_ address: DeviceAddress, _ generation: UInt64) {
-        // A new session: its recording replaces the last one of this device.
-        recordings.withLock { all in
-            all.removeAll { $0.address == address }
-            all.insert((address, AccelerometerRecording()), at: 0)
-            if all.count > Self.keptRecordings { all.removeLast(all.count - Self.keptRecordings) }
+        // A new session: its recording replaces the last one of this device, and past the
+        // limit the oldest of a flow that has ended goes (there is one: `watch` keeps the live
+        // sessions within the limit). The lock order is sessions, then recordings.
+        flows.withFollowed { followed in
+            recordings.withLock { all in
+                all.removeAll { $0.address == address }
+                all.insert((address, AccelerometerRecording()), at: 0)
+                while all.count > Self.keptRecordings, let i = all.lastIndex(where: { !followed($0.address) }) { all.remove(at: i) }
+            }
         }
         var options = AccelerometerCentralOptions()
         options.target = AddressArgument(address: address.address, type: address.type.peerType)
@@ -227,36 +190,9 @@ public final class UIAccelApp: Sendable {
                 // do not ask again (an event stream would reconnect on its own).
                 self?.send(address, generation, key: "status", Self.event("error", [("message", .string("\(error)"))]))
             }
-            self?.finish(address, generation)
+            self?.flows.finish(address, generation)
         }
-        let stale = sessions.withLock { s -> Bool in
-            guard s[address]?.generation == generation else { return true }
-            s[address]?.task = task
-            return false
-        }
-        if stale { task.cancel() }
-    }
-
-    private func leave(_ address: DeviceAddress, _ id: UInt64) {
-        let ending = sessions.withLock { s -> Task<Void, Never>?? in
-            s[address]?.viewers[id] = nil
-            guard let session = s[address], session.viewers.isEmpty else { return nil }
-            s[address] = nil
-            return .some(session.task)
-        }
-        // The last page went away: the flow stops (and disconnects).
-        if case let .some(task) = ending { task?.cancel() }
-    }
-
-    /// The flow ended by itself: the pages' streams end, and a page opened later starts anew
-    /// (the recording stays downloadable until then).
-    private func finish(_ address: DeviceAddress, _ generation: UInt64) {
-        let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            guard let session = s[address], session.generation == generation else { return [] }
-            s[address] = nil
-            return Array(session.viewers.values)
-        }
-        viewers.forEach { $0.finish() }
+        flows.attach(task, to: address, generation: generation)
     }
 
     private func publish(_ address: DeviceAddress, _ generation: UInt64, _ event: AccelerometerCentralEvent) {
@@ -275,16 +211,16 @@ public final class UIAccelApp: Sendable {
             // sessions' lock, as a pause is: no page sees a sample after the pause event, and
             // none is recorded once a pause is answered.
             let t = Double(at.components.seconds) + Double(at.components.attoseconds) / 1e18
-            let full = sessions.withLock { s -> Bool in
-                guard var session = s[address], session.generation == generation, !session.paused else { return false }
+            let limit = Self.replayedSamples
+            let full = flows.update(address, generation: generation) { session -> Bool in
+                guard !session.extra else { return false }
                 let recorded = record(address) { $0.record(event) }
-                Self.keep(Self.event("sample", [("t", .number(t)), ("x", .number(Double(sample.x))), ("y", .number(Double(sample.y))),
-                                                ("z", .number(Double(sample.z))), ("recorded", .int(recorded))]),
-                          in: &session, key: nil)
-                s[address] = session
+                session.keep(Self.event("sample", [("t", .number(t)), ("x", .number(Double(sample.x))), ("y", .number(Double(sample.y))),
+                                                   ("z", .number(Double(sample.z))), ("recorded", .int(recorded))]),
+                             key: nil, recentLimit: limit)
                 return recorded == 0
             }
-            if full { send(address, generation, key: "full", Self.event("full", [("limit", .int(Self.maximumRecorded))]), once: true) }
+            if full == true { send(address, generation, key: "full", Self.event("full", [("limit", .int(Self.maximumRecorded))]), once: true) }
         case let .malformed(value, error):
             send(address, generation, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
         case .chose, .found, .scanning:
@@ -302,24 +238,6 @@ public final class UIAccelApp: Sendable {
     /// `key` (the newest of each kind of state), or among the newest samples. `once`: only if
     /// nothing is kept under `key` yet.
     private func send(_ address: DeviceAddress, _ generation: UInt64, key: String?, _ event: [UInt8], once: Bool = false) {
-        sessions.withLock { s in
-            guard var session = s[address], session.generation == generation else { return }
-            if once, let key, session.state[key] != nil { return }
-            Self.keep(event, in: &session, key: key)
-            s[address] = session
-        }
-    }
-
-    /// Keeps `event` in `session` and sends it to its pages. Called under the sessions' lock,
-    /// so every page gets the events in the order they were decided; a yield never waits (a
-    /// slow page's buffer drops its oldest).
-    private static func keep(_ event: [UInt8], in session: inout Session, key: String?) {
-        if let key {
-            session.state[key] = event
-        } else {
-            session.recent.append(event)
-            if session.recent.count > replayedSamples { session.recent.removeFirst(session.recent.count - replayedSamples) }
-        }
-        session.viewers.values.forEach { $0.yield(event) }
+        flows.send(address, generation, key: key, event, once: once)
     }
 }

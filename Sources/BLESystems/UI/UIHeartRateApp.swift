@@ -13,28 +13,16 @@ import Synchronization
 /// the chart are drawn by the page). One monitor flow per address, whatever the number of
 /// pages; it stops when the last page goes away.
 public final class UIHeartRateApp: Sendable {
-    private struct Session {
-        /// Which flow this is: a flow that ends after its session was replaced (the last page
-        /// left, a new one came) must not touch the new session.
-        let generation: UInt64
-        /// Set by the first page, so that a second one arriving at once does not start another.
-        var started = false
-        var task: Task<Void, Never>?
-        var viewers: [UInt64: AsyncStream<[UInt8]>.Continuation] = [:]
-        /// What a page opened later needs to catch up: the state events, and the newest
-        /// measurements (five minutes of one a second).
-        var state: [String: [UInt8]] = [:]
-        var measurements: [[UInt8]] = []
-    }
-
     /// Measurements a page opened later is given (the chart's five minutes at 1 Hz).
     static let replayedMeasurements = 300
 
     private let central: Central
     private let token: String
     private let options: HeartRateMonitorOptions
-    private let sessions = Mutex<[DeviceAddress: Session]>([:])
-    private let nextViewer = Atomic<UInt64>(0)
+    /// The monitor flows: a page opened later gets the connection, the location and the
+    /// status (the status last: the page's `connected` handler would write over it), then the
+    /// newest measurements.
+    private let flows = UIDeviceFlows(replayedState: ["connected", "location", "status"], replayedRecent: UIHeartRateApp.replayedMeasurements, extra: ())
 
     /// The screens over `central`, with the monitor flow's `options` (its RSSI gate above all).
     public init(central: Central, token: String, options: HeartRateMonitorOptions = HeartRateMonitorOptions()) {
@@ -63,40 +51,15 @@ public final class UIHeartRateApp: Sendable {
         return nil
     }
 
-    /// Ends every monitor flow and every page's stream.
+    /// Ends every monitor flow and every page's stream; no flow starts after it.
     public func stop() {
-        let all = sessions.withLock { s -> [Session] in
-            defer { s = [:] }
-            return Array(s.values)
-        }
-        for s in all {
-            s.task?.cancel()
-            s.viewers.values.forEach { $0.finish() }
-        }
+        flows.stop()
     }
 
     /// A page's stream for `address`: what happened so far, then every event; the first page
     /// starts the monitor flow.
     private func watch(_ address: DeviceAddress) -> AsyncStream<[UInt8]> {
-        // A page that reads slowly keeps the newest events and loses older ones, never holding
-        // the radio.
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(Self.replayedMeasurements + 16))
-        let id = nextViewer.add(1, ordering: .relaxed).newValue
-        let starts = sessions.withLock { s -> UInt64? in
-            var session = s[address] ?? Session(generation: id)
-            // The status last: the page's `connected` handler would write over it.
-            for key in ["connected", "location", "status"] { if let e = session.state[key] { continuation.yield(e) } }
-            session.measurements.forEach { continuation.yield($0) }
-            session.viewers[id] = continuation
-            let starts = session.started ? nil : session.generation
-            session.started = true
-            s[address] = session
-            return starts
-        }
-        continuation.onTermination = { [weak self] _ in self?.leave(address, id) }
-        continuation.yield(ServerSentEvents.keepAlive)
-        if let generation = starts { start(address, generation) }
-        return stream
+        flows.watch(address) { start(address, $0) }
     }
 
     private func start(_ address: DeviceAddress, _ generation: UInt64) {
@@ -127,35 +90,9 @@ public final class UIHeartRateApp: Sendable {
                 // why and do not ask again (an event stream would reconnect on its own).
                 self?.send(address, generation, key: "status", Self.event("error", [("message", .string("\(error)"))]))
             }
-            self?.finish(address, generation)
+            self?.flows.finish(address, generation)
         }
-        let stale = sessions.withLock { s -> Bool in
-            guard s[address]?.generation == generation else { return true }
-            s[address]?.task = task
-            return false
-        }
-        if stale { task.cancel() }
-    }
-
-    private func leave(_ address: DeviceAddress, _ id: UInt64) {
-        let ending = sessions.withLock { s -> Task<Void, Never>?? in
-            s[address]?.viewers[id] = nil
-            guard let session = s[address], session.viewers.isEmpty else { return nil }
-            s[address] = nil
-            return .some(session.task)
-        }
-        // The last page went away: the flow stops (and disconnects).
-        if case let .some(task) = ending { task?.cancel() }
-    }
-
-    /// The flow ended by itself: the pages' streams end, and a page opened later starts anew.
-    private func finish(_ address: DeviceAddress, _ generation: UInt64) {
-        let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            guard let session = s[address], session.generation == generation else { return [] }
-            s[address] = nil
-            return Array(session.viewers.values)
-        }
-        viewers.forEach { $0.finish() }
+        flows.attach(task, to: address, generation: generation)
     }
 
     private func publish(_ address: DeviceAddress, _ generation: UInt64, _ event: HeartRateMonitorEvent) {
@@ -179,7 +116,7 @@ public final class UIHeartRateApp: Sendable {
         case let .malformed(value, error):
             send(address, generation, key: nil, Self.event("malformed", [("hex", .string(value.hexString)), ("error", .string("\(error)"))]))
         case let .disconnected(_, reason):
-            sessions.withLock { s in if s[address]?.generation == generation { s[address]?.state.removeValue(forKey: "connected") } }
+            _ = flows.update(address, generation: generation) { $0.state.removeValue(forKey: "connected") }
             send(address, generation, key: "status", Self.event("disconnected", [("reason", .string(reason))]))
         case .device, .tick:
             break
@@ -194,17 +131,6 @@ public final class UIHeartRateApp: Sendable {
     /// Sends `event` to the pages of `address`, and keeps it for pages opened later: under
     /// `key` (the newest of each kind of state), or among the newest measurements.
     private func send(_ address: DeviceAddress, _ generation: UInt64, key: String?, _ event: [UInt8]) {
-        let viewers = sessions.withLock { s -> [AsyncStream<[UInt8]>.Continuation] in
-            guard var session = s[address], session.generation == generation else { return [] }
-            if let key {
-                session.state[key] = event
-            } else {
-                session.measurements.append(event)
-                if session.measurements.count > Self.replayedMeasurements { session.measurements.removeFirst(session.measurements.count - Self.replayedMeasurements) }
-            }
-            s[address] = session
-            return Array(session.viewers.values)
-        }
-        viewers.forEach { $0.yield(event) }
+        flows.send(address, generation, key: key, event)
     }
 }
