@@ -17,7 +17,7 @@ extension UIBrowserTests {
         let script = ##"""
         (() => { const w = window.__t || (window.__t = { step: 0 });
           const $ = id => document.getElementById(id);
-          if (!$("echo-form") || document.readyState !== "complete") return false; // echo.js (deferred) has run: a click before it would submit the form natively, to a URL without the token
+          if (!$("echo-form") || document.readyState !== "complete") return false; // echo.js (deferred) has run: until it has the forms their buttons are disabled
           if (w.step === 0) { $("echo-url").value = "TARGET"; $("echo-fetch").click(); w.step = 1; return false; }
           if (w.step === 1) {
             const a = $("echo-download");

@@ -64,7 +64,7 @@ extension UIBrowserTests {
         let script = ##"""
         (() => { const w = window.__t || (window.__t = { step: 0, progress: [] });
           const $ = id => document.getElementById(id);
-          if (!$("echo-form") || document.readyState !== "complete") return false; // echo.js (deferred) has run: a click before it would submit the form natively, to a URL without the token
+          if (!$("echo-form") || document.readyState !== "complete") return false; // echo.js (deferred) has run: until it has the forms their buttons are disabled
           if (w.step === 0) { $("echo-text").value = "hello from chromium"; $("echo-send").click(); w.step = 1; return false; }
           if (w.step === 1) {
             if ($("echo-reply").textContent !== "You said: hello from chromium" || $("echo-fetch").disabled) return false;

@@ -12,14 +12,14 @@ enum UIEchoAssets {
         <h2>Text</h2>
         <form id="echo-form" class="controls"><label for="echo-text">Message</label>
         <input id="echo-text" type="text" autocomplete="off" required placeholder="hello (a text starting with http is fetched)">
-        <button id="echo-send" type="submit">Send</button></form>
+        <button id="echo-send" type="submit" disabled>Send</button></form>
         <p>Reply: <output id="echo-reply" aria-live="polite">–</output></p>
         </section>
         <section class="echo-part">
         <h2>Fetch an image</h2>
         <form id="echo-fetch-form" class="controls"><label for="echo-url">URL</label>
         <input id="echo-url" type="text" autocomplete="off" required placeholder="http://… or file://…" value="\(escaped(suggestedURL ?? ""))">
-        <button id="echo-fetch" type="submit">Fetch</button></form>
+        <button id="echo-fetch" type="submit" disabled>Fetch</button></form>
         <p><progress id="echo-progress" max="100" value="0" aria-label="reply received"></progress> <span id="echo-progress-text"></span></p>
         <p id="echo-fetch-error" class="error" role="alert"></p>
         <p><a id="echo-download" href="#" download hidden>Download the received bytes</a></p>
@@ -72,6 +72,9 @@ enum UIEchoAssets {
       document.getElementById("echo-fetch-form").addEventListener("submit", e => {
         e.preventDefault(); send("/api/echo/fetch", { url: document.getElementById("echo-url").value });
       });
+      // The page comes with Send and Fetch disabled: before this script has the forms, a click
+      // (or Enter) would submit one natively, to this address without its query (the token).
+      busy(false);
       function bytes(n) { return n < 10000 ? n + " bytes" : (n / 1000).toFixed(1) + " kB"; }
       const events = new EventSource(withToken("/api/echo-events"));
       events.addEventListener("echo", e => {

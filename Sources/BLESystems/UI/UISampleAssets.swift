@@ -9,7 +9,7 @@ enum UISampleAssets {
     <form id="sample-form" class="controls">
     <label>Notifications <input id="sample-count" type="number" min="1" max="20" value="3" inputmode="numeric"></label>
     <label>Address <input id="sample-address" type="text" placeholder="any" autocomplete="off" size="17"></label>
-    <button id="sample-run" type="submit">Run</button>
+    <button id="sample-run" type="submit" disabled>Run</button>
     </form>
     <p id="sample-status" role="status">not run yet</p>
     <ol id="sample-steps" class="steps" aria-live="polite"></ol>
@@ -55,6 +55,9 @@ enum UISampleAssets {
         if (address) body.address = address;
         post("/api/sample/run", body).then(r => { if (r.error) say(r.error, true); }).catch(() => say("the request failed", true));
       });
+      // The page comes with Run disabled: before this script has the form, a click (or Enter)
+      // would submit it natively, to this address without its query, so without the token.
+      button.disabled = false;
     })();
     """
 

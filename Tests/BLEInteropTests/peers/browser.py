@@ -3,6 +3,9 @@
 3 and 4, messages separated by NUL) for the `ble ui` browser tests: opens --url, waits until the
 JavaScript --until expression is truthy (polling, bounded by --timeout seconds), prints the JSON
 value of --expr (default: the --until value) on stdout, and writes --screenshot PNG if given.
+--block PATTERN (repeatable) keeps the page from loading the URLs that match (Network.setBlockedURLs:
+`*` matches any characters), to see what a page does before (or without) one of its scripts.
+When --until does not hold, what the page was (address, title, text) goes to stderr.
 Exit status 0 when the condition held, 1 on timeout, 2 when Chromium cannot start.
 """
 from __future__ import annotations
@@ -58,6 +61,7 @@ def main() -> int:
     parser.add_argument("--screenshot")
     parser.add_argument("--width", type=int, default=1000)
     parser.add_argument("--height", type=int, default=700)
+    parser.add_argument("--block", action="append", default=[], help="a URL pattern the page may not load")
     args = parser.parse_args()
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if not binary:
@@ -87,6 +91,9 @@ def main() -> int:
         target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         pipe.call("Page.enable", session=session)
+        if args.block:
+            pipe.call("Network.enable", session=session)
+            pipe.call("Network.setBlockedURLs", {"urls": args.block}, session=session)
         pipe.call("Page.navigate", {"url": args.url}, session=session)
         deadline = time.monotonic() + args.timeout
         value = None
@@ -101,6 +108,13 @@ def main() -> int:
         if args.expr:
             result = pipe.call("Runtime.evaluate", {"expression": args.expr, "returnByValue": True}, session=session)
             value = result.get("result", {}).get("value")
+            if "exceptionDetails" in result:
+                print(f"--expr threw: {result['exceptionDetails'].get('exception', {}).get('description')}", file=sys.stderr)
+        if not held:
+            # What the page was when the condition did not hold, for the test's failure message.
+            seen = pipe.call("Runtime.evaluate", {"expression": "({ href: location.href, ready: document.readyState, title: document.title, "
+                                                  "text: (document.body ? document.body.innerText : '').slice(0, 400) })", "returnByValue": True}, session=session)
+            print(f"--until did not hold within {args.timeout} s; the page: {json.dumps(seen.get('result', {}).get('value'))}", file=sys.stderr)
         print(json.dumps(value))
         if args.screenshot:
             shot = pipe.call("Page.captureScreenshot", {"format": "png"}, session=session)
