@@ -134,6 +134,7 @@ public struct ACLFlowController: Sendable {
         // Nothing queued on any handle: fragments go straight out while credits last, in the
         // order round-robin would have sent them (this handle is the only one waiting).
         var direct = order.isEmpty
+        var fragmentsSent = 0
         var offset = 0
         repeat {
             let end = min(offset + size, total)
@@ -143,6 +144,7 @@ public struct ACLFlowController: Sendable {
             if direct && availableCredits > 0 {
                 availableCredits -= 1
                 states[i].inFlight += 1
+                fragmentsSent += 1
                 send(fragment.bytes)
             } else {
                 direct = false
@@ -150,7 +152,12 @@ public struct ACLFlowController: Sendable {
             }
         } while offset < total
         if !states[i].queue.isEmpty {
-            if !order.contains(h) { order.append(h) }
+            if !order.contains(h) {
+                order.append(h)
+                // This handle was just served straight out (`direct` began with nothing queued):
+                // as round-robin would, the next turn goes to the handle after it.
+                if order.count == 1 && fragmentsSent > 0 { cursor = 1 }
+            }
             pump(send)
         }
     }
