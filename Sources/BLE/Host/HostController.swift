@@ -403,10 +403,6 @@ actor HostController {
                                      earliest(scanning.nextDeadline, server.nextDeadline)),
                             earliest(earliest(security.nextDeadline, privacy.nextDeadline), router.nextDeadline))
         guard next != scheduledDeadline else { return }
-        // A later deadline than the armed one (each indication sent moves its transaction
-        // timeout on): the armed timer fires first, finds nothing due and re-arms for what is
-        // left, instead of a timer task made and cancelled per packet.
-        if let next, let scheduled = scheduledDeadline, timerTask != nil, scheduled < next { return }
         timerTask?.cancel()
         scheduledDeadline = next
         guard let next else { timerTask = nil; return }
