@@ -7,8 +7,30 @@ import BLEWire
 
 /// One benchmark run: a Swift peripheral notifies `count` values of `size` bytes as fast as its
 /// queue allows, a Swift central on the same virtual radio receives them all. Both hosts are the
-/// unmodified stack; the radio runs in virtual time.
+/// unmodified stack; the radio runs in virtual time. `mode` sends indications instead (each
+/// confirmed before the next, Vol 3 Part F §3.4.7.2), or has the central write the values
+/// without response (§3.4.5.3) for the peripheral to receive.
 struct NotificationRun: Sendable {
+    /// Which ATT PDU carries the values.
+    enum Mode: String, Sendable, CaseIterable {
+        /// Handle Value Notification, peripheral to central.
+        case notification
+        /// Write Command, central to peripheral (paced by the central's ACL buffers).
+        case writeWithoutResponse = "write-without-response"
+        /// Handle Value Indication, peripheral to central, one outstanding at a time.
+        case indication
+
+        /// What one value is called in the benchmark's lines.
+        var plural: String {
+            switch self {
+            case .notification: return "notifications"
+            case .writeWithoutResponse: return "writes without response"
+            case .indication: return "indications"
+            }
+        }
+    }
+
+    var mode = Mode.notification
     var phy: LEPHY = .le2M
     var dataLength = 251
     /// The controllers' LE ACL buffer length (LE Read Buffer Size, Core Vol 4 Part E §7.8.2): 27
@@ -51,8 +73,14 @@ struct NotificationRun: Sendable {
         host.connectionIntervalMin = intervalUnits
         host.connectionIntervalMax = intervalUnits
         let (manager, _) = try await world.addPeripheralManager(name: "Bench", configuration: host, controller: controller)
+        let properties: CharacteristicProperties
+        switch mode {
+        case .notification: properties = [.notify]
+        case .writeWithoutResponse: properties = [.writeWithoutResponse]
+        case .indication: properties = [.indicate]
+        }
         let handles = try await manager.add(GATTServiceDefinition(uuid: Self.service, characteristics: [
-            GATTCharacteristicDefinition(uuid: Self.stream, properties: [.notify], permissions: [.read], value: [0]),
+            GATTCharacteristicDefinition(uuid: Self.stream, properties: properties, permissions: [.read, .write], value: [0]),
         ]))
         guard let valueHandle = handles[Self.stream]?.valueHandle else { throw BLEError.invalidArgument("no stream characteristic") }
         let events = await manager.events
@@ -66,22 +94,36 @@ struct NotificationRun: Sendable {
               let characteristic = try await peripheral.discoverCharacteristics([Self.stream], for: service).first else {
             throw BLEError.invalidArgument("benchmark service not found")
         }
-        let values = await peripheral.notifications(for: characteristic)
-        try await peripheral.setNotifyValue(true, for: characteristic)
-        for await event in events {
-            if case .subscriptionChanged(_, _, true, _) = event { break }
-        }
-        // Let the data length and PHY updates settle before timing.
-        try await world.clock.sleep(for: .milliseconds(100))
         let value = [UInt8](repeating: 0xA5, count: valueSize)
         let count = self.count
-        let sender = Task(executorPreference: world.clock.taskExecutor) {
-            for _ in 0..<count { _ = try await manager.updateValueWaiting(value, forHandle: valueHandle) }
-        }
         var arrivals: [(time: Duration, bytes: Int)] = []
-        for await v in values {
-            arrivals.append((world.clock.now(), v.count))
-            if arrivals.count == count { break }
+        arrivals.reserveCapacity(count)
+        let sender: Task<Void, any Error>
+        if mode == .writeWithoutResponse {
+            // Let the data length and PHY updates settle before timing.
+            try await world.clock.sleep(for: .milliseconds(100))
+            sender = Task(executorPreference: world.clock.taskExecutor) {
+                for _ in 0..<count { try await peripheral.writeValue(value, for: characteristic, type: .withoutResponse) }
+            }
+            for await event in events {
+                guard case let .valueWritten(_, handle, v) = event, handle == valueHandle else { continue }
+                arrivals.append((world.clock.now(), v.count))
+                if arrivals.count == count { break }
+            }
+        } else {
+            let values = await peripheral.notifications(for: characteristic)
+            try await peripheral.setNotifyValue(true, for: characteristic)
+            for await event in events {
+                if case .subscriptionChanged(_, _, let notifications, let indications) = event, notifications || indications { break }
+            }
+            try await world.clock.sleep(for: .milliseconds(100))
+            sender = Task(executorPreference: world.clock.taskExecutor) {
+                for _ in 0..<count { _ = try await manager.updateValueWaiting(value, forHandle: valueHandle) }
+            }
+            for await v in values {
+                arrivals.append((world.clock.now(), v.count))
+                if arrivals.count == count { break }
+            }
         }
         // Count whole connection intervals from the first arrival: the pattern of each event
         // repeats, so bytes per whole interval is the steady rate, free of partial first and

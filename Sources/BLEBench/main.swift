@@ -12,12 +12,14 @@ import Synchronization
 ///   ble-bench                 both parts below
 ///   ble-bench air             with the air-time model, in virtual time, against the theoretical
 ///                             figure for the same PHY, interval and data length (AirTime.swift)
-///   ble-bench raw [--count N] [--acl-buffer 27|251]
+///   ble-bench raw [--count N] [--acl-buffer 27|251] [--mode notification|write-without-response|indication]
 ///                             without the air-time model: the host's own cost, as notifications
 ///                             per CPU-second (getrusage); under valgrind's callgrind,
 ///                             scripts/bench.sh turns two runs into instructions per notification.
 ///                             --acl-buffer sets both controllers' LE ACL buffer length (default
-///                             251; 27 is what controllers without LE Data Length Extension give)
+///                             251; 27 is what controllers without LE Data Length Extension give);
+///                             --mode sends the values as indications, or as writes without
+///                             response from the central, instead of notifications
 ///   ble-bench scan [--count N] [--reports-per-event K]
 ///                             advertising reports from 10,000 devices through the whole host to a
 ///                             `Central.scan` consumer (ScanRun.swift): reports per CPU-second;
@@ -35,6 +37,13 @@ let count: Int? = option("--count")
 let aclBuffer: UInt16? = option("--acl-buffer").flatMap { UInt16(exactly: $0) }
 if arguments.contains("--acl-buffer"), aclBuffer.map({ $0 < 27 || $0 > 251 }) ?? true {
     FileHandle.standardError.write(Data("ble-bench: --acl-buffer takes a length from 27 to 251\n".utf8))
+    exit(2)
+}
+let modeName = arguments.firstIndex(of: "--mode").flatMap { i in i + 1 < arguments.count ? arguments[i + 1] : nil }
+let mode = modeName.flatMap(NotificationRun.Mode.init(rawValue:)) ?? .notification
+if arguments.contains("--mode"), modeName.flatMap(NotificationRun.Mode.init(rawValue:)) == nil {
+    let names = NotificationRun.Mode.allCases.map(\.rawValue).joined(separator: ", ")
+    FileHandle.standardError.write(Data("ble-bench: --mode takes one of \(names)\n".utf8))
     exit(2)
 }
 
@@ -66,8 +75,9 @@ func airTimeTable(count: Int?) async throws {
     }
 }
 
-func rawCost(count: Int?, aclBuffer: UInt16?) async throws {
+func rawCost(count: Int?, aclBuffer: UInt16?, mode: NotificationRun.Mode) async throws {
     var run = NotificationRun()
+    run.mode = mode
     run.airTimeModel = false
     run.aclBufferLength = aclBuffer ?? 251
     run.count = count ?? 20_000
@@ -79,8 +89,9 @@ func rawCost(count: Int?, aclBuffer: UInt16?) async throws {
     let before = cpuSeconds()
     _ = try await run.run()
     let cpu = cpuSeconds() - before
-    print("raw host cost, no air-time model: \(run.count) notifications of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process)")
-    print(String(format: "  %.3f s CPU: %.0f notifications per CPU-second", cpu, Double(run.count) / cpu))
+    let what = mode.plural
+    print("raw host cost, no air-time model: \(run.count) \(what) of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process)")
+    print(String(format: "  %.3f s CPU: %.0f \(what) per CPU-second", cpu, Double(run.count) / cpu))
 }
 
 func scanCost(count: Int?, reportsPerEvent: Int?) async throws {
@@ -105,13 +116,13 @@ Task.detached {
     do {
         switch part {
         case "air": try await airTimeTable(count: count)
-        case "raw": try await rawCost(count: count, aclBuffer: aclBuffer)
+        case "raw": try await rawCost(count: count, aclBuffer: aclBuffer, mode: mode)
         case "scan": try await scanCost(count: count, reportsPerEvent: option("--reports-per-event"))
         case "framing": try framingCost(bytes: count)
         default:
             try await airTimeTable(count: count)
             print("")
-            try await rawCost(count: count, aclBuffer: aclBuffer)
+            try await rawCost(count: count, aclBuffer: aclBuffer, mode: mode)
         }
     } catch {
         failure.withLock { $0 = "\(error)" }

@@ -38,12 +38,19 @@ public struct ACLPacket: Hashable, Sendable {
     /// The packet without the H4 indicator. Data beyond 65535 bytes cannot be described by the
     /// length field and is cut off.
     public func encode() -> [UInt8] {
-        let body = data.prefix(Int(UInt16.max))
-        var w = ByteWriter(capacity: 4 + body.count)
-        w.u16((handle & 0x0FFF) | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14)
-        w.u16(UInt16(body.count))
-        w.append(body)
-        return w.bytes
+        let n = min(data.count, Int(UInt16.max))
+        let word = (handle & 0x0FFF) | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14
+        // Header and data in one allocation, the data copied once (a packet per fragment).
+        return [UInt8](unsafeUninitializedCapacity: 4 + n) { buffer, initialized in
+            buffer[0] = UInt8(word & 0xFF)
+            buffer[1] = UInt8(word >> 8)
+            buffer[2] = UInt8(n & 0xFF)
+            buffer[3] = UInt8(n >> 8)
+            data.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[4..<(4 + n)])).copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<n]))
+            }
+            initialized = 4 + n
+        }
     }
 
     /// The packet with its H4 indicator.
@@ -51,16 +58,16 @@ public struct ACLPacket: Hashable, Sendable {
 
     /// Parses an ACL packet without the H4 indicator; the length field must match the bytes.
     public static func decode(_ payload: [UInt8]) throws(WireError) -> ACLPacket {
-        var r = ByteReader(payload)
-        return try r.reading("ACL packet") { (r: inout ByteReader) throws(WireError) -> ACLPacket in
-            let header = try r.readU16()
-            let length = Int(try r.readU16())
-            let data = try r.readBytes(length)
-            guard r.isAtEnd else { throw WireError.invalid("ACL packet: \(r.remaining) bytes beyond its length") }
-            // A 2-bit field always maps to one of the four cases.
-            let boundary = PacketBoundary(rawValue: UInt8((header >> 12) & 0x3)) ?? .continuing
-            return ACLPacket(handle: header & 0x0FFF, boundary: boundary, broadcast: UInt8(header >> 14), data: data)
+        guard payload.count >= 4 else {
+            throw WireError.truncated(needed: 2, remaining: payload.count < 2 ? payload.count : payload.count - 2, "ACL packet")
         }
+        let header = UInt16(payload[0]) | UInt16(payload[1]) << 8
+        let length = Int(payload[2]) | Int(payload[3]) << 8
+        guard payload.count - 4 >= length else { throw WireError.truncated(needed: length, remaining: payload.count - 4, "ACL packet") }
+        guard payload.count - 4 == length else { throw WireError.invalid("ACL packet: \(payload.count - 4 - length) bytes beyond its length") }
+        // A 2-bit field always maps to one of the four cases.
+        let boundary = PacketBoundary(rawValue: UInt8((header >> 12) & 0x3)) ?? .continuing
+        return ACLPacket(handle: header & 0x0FFF, boundary: boundary, broadcast: UInt8(header >> 14), data: Array(payload[4...]))
     }
 }
 
@@ -121,7 +128,14 @@ public enum ACLReassemblyError: Error, Hashable, Sendable, CustomStringConvertib
 /// A PDU is complete when its bytes reach the basic header's length + 4. The header itself may
 /// be split across fragments; the length is read once four bytes are present.
 public struct ACLReassembler: Sendable {
-    private var partial: [UInt16: [UInt8]] = [:]
+    /// One handle's PDU in progress. A small array searched linearly rather than a dictionary:
+    /// every fragment looks its handle up, and a host has a handful of links.
+    private struct Partial: Sendable {
+        let handle: UInt16
+        var buffer: [UInt8]
+    }
+
+    private var partial: [Partial] = []
     /// The last PDU dropped because a new start fragment arrived before it was complete (a
     /// flushed or truncated PDU), for the owner to log. The new PDU is kept, as BlueZ does.
     public private(set) var lastDiscarded: ACLReassemblyError?
@@ -129,43 +143,73 @@ public struct ACLReassembler: Sendable {
     public init() {}
 
     /// Handles with a PDU in progress.
-    public var handlesInProgress: [UInt16] { partial.keys.sorted() }
+    public var handlesInProgress: [UInt16] { partial.map(\.handle).sorted() }
+
+    /// Whether `handle` has a PDU in progress.
+    public func isInProgress(_ handle: UInt16) -> Bool { index(of: handle) != nil }
+
+    private func index(of handle: UInt16) -> Int? {
+        var i = 0
+        while i < partial.count {
+            if partial[i].handle == handle { return i }
+            i += 1
+        }
+        return nil
+    }
 
     /// Adds one received fragment; returns the whole L2CAP PDU (header included) when this
     /// fragment completes it, nil when more fragments are needed.
     public mutating func push(_ packet: ACLPacket) throws(ACLReassemblyError) -> [UInt8]? {
-        let handle = packet.handle
-        var buffer: [UInt8]
-        if packet.boundary.isStart {
-            if partial.removeValue(forKey: handle) != nil {
+        try push(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...])
+    }
+
+    /// `push(_:)` for a fragment's data in place (a slice of the received HCI packet): the
+    /// bytes are appended to the handle's buffer, which is sized for the whole PDU once its
+    /// basic header is in, so a PDU of many fragments is copied once.
+    public mutating func push(handle: UInt16, isStart: Bool, _ data: ArraySlice<UInt8>) throws(ACLReassemblyError) -> [UInt8]? {
+        let i: Int
+        if isStart {
+            if let old = index(of: handle) {
                 // The previous PDU can never complete; drop it and start over with this one.
+                partial.remove(at: old)
                 lastDiscarded = .startWhileInProgress(handle: handle)
             }
-            buffer = packet.data
+            if data.count >= 4 {
+                let expected = (Int(data[data.startIndex]) | Int(data[data.startIndex + 1]) << 8) + 4
+                if data.count > expected {
+                    throw ACLReassemblyError.overflow(handle: handle, expected: expected, received: data.count)
+                }
+                if data.count == expected { return Array(data) }
+                var buffer: [UInt8] = []
+                buffer.reserveCapacity(expected)
+                buffer.append(contentsOf: data)
+                partial.append(Partial(handle: handle, buffer: buffer))
+                return nil
+            }
+            partial.append(Partial(handle: handle, buffer: Array(data)))
+            i = partial.count - 1
         } else {
-            guard let existing = partial[handle] else {
+            guard let existing = index(of: handle) else {
                 throw ACLReassemblyError.continuationWithoutStart(handle: handle)
             }
-            buffer = existing
-            partial[handle] = nil
-            buffer.append(contentsOf: packet.data)
+            i = existing
+            partial[i].buffer.append(contentsOf: data)
         }
-        guard buffer.count >= 4 else {
-            partial[handle] = buffer
-            return nil
+        let count = partial[i].buffer.count
+        guard count >= 4 else { return nil }
+        let expected = (Int(partial[i].buffer[0]) | Int(partial[i].buffer[1]) << 8) + 4
+        if count > expected {
+            partial.remove(at: i)
+            throw ACLReassemblyError.overflow(handle: handle, expected: expected, received: count)
         }
-        let expected = (Int(buffer[0]) | Int(buffer[1]) << 8) + 4
-        if buffer.count > expected {
-            throw ACLReassemblyError.overflow(handle: handle, expected: expected, received: buffer.count)
-        }
-        if buffer.count == expected { return buffer }
-        partial[handle] = buffer
+        if count == expected { return partial.remove(at: i).buffer }
+        if partial[i].buffer.capacity < expected { partial[i].buffer.reserveCapacity(expected) }
         return nil
     }
 
     /// Forgets the partial PDU of a handle (on disconnection).
     public mutating func reset(handle: UInt16) {
-        partial[handle & 0x0FFF] = nil
+        if let i = index(of: handle & 0x0FFF) { partial.remove(at: i) }
     }
 
     /// Forgets all partial PDUs (on controller reset).

@@ -6,6 +6,10 @@
 /// credit; each Number Of Completed Packets entry gives credits back. This fragments each L2CAP
 /// PDU at `bufferLength`, sends what the credits allow, and queues the rest per handle.
 ///
+/// Fragments are built in wire form at once (ACL header, then for the first the L2CAP basic
+/// header, then the payload: one copy of the payload, Vol 4 Part E §5.4.2, Vol 3 Part A §3.1),
+/// so what leaves here is the HCI ACL packet the transport writes, with no per-layer copies.
+///
 /// Fairness: queued packets leave round-robin across handles, one packet per handle per turn, so
 /// a bulk transfer on one link cannot starve another. Fragments of one PDU stay in order; those
 /// of different handles may interleave, which reassembly per handle allows (§5.4.2).
@@ -14,19 +18,36 @@
 /// controller that reports more completions than packets in flight on a handle (or for an
 /// unknown handle) is ignored beyond that, so credits never exceed the total or go negative.
 public struct ACLFlowController: Sendable {
+    /// One encoded ACL packet (header included) and whether it starts an L2CAP PDU.
+    struct Fragment: Sendable {
+        var bytes: [UInt8]
+        var isStart: Bool
+    }
+
     /// One handle's unsent fragments, oldest first.
     struct HandleQueue: Sendable {
-        var packets: [ACLPacket] = []
+        var packets: [Fragment] = []
         var head = 0
+        /// PDUs whose first fragment is still queued.
+        var starts = 0
 
         var isEmpty: Bool { head >= packets.count }
         var count: Int { packets.count - head }
 
-        mutating func popFirst() -> ACLPacket? {
+        mutating func append(_ fragment: Fragment) {
+            if fragment.isStart { starts += 1 }
+            packets.append(fragment)
+        }
+
+        mutating func popFirst() -> Fragment? {
             guard head < packets.count else { return nil }
             let p = packets[head]
             head += 1
-            if head > 64 && head * 2 > packets.count {
+            if p.isStart { starts -= 1 }
+            if head == packets.count {
+                packets.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 64 && head * 2 > packets.count {
                 packets.removeFirst(head)
                 head = 0
             }
@@ -36,17 +57,23 @@ public struct ACLFlowController: Sendable {
         /// PDUs with at least one unsent fragment: each queued start, plus a partly sent one.
         var pduCount: Int {
             guard head < packets.count else { return 0 }
-            var n = packets[head].boundary.isStart ? 0 : 1
-            for i in head..<packets.count where packets[i].boundary.isStart { n += 1 }
-            return n
+            return starts + (packets[head].isStart ? 0 : 1)
         }
+    }
+
+    /// What the controller holds of one handle: packets in flight, and its queue. Kept in a
+    /// small array searched linearly (a host has a handful of links), not a hashed dictionary:
+    /// every packet and every completion looks its handle up.
+    struct HandleState: Sendable {
+        let handle: UInt16
+        var inFlight = 0
+        var queue = HandleQueue()
     }
 
     public let bufferCount: Int
     public let bufferLength: Int
     public private(set) var availableCredits: Int
-    private var inFlight: [UInt16: Int] = [:]
-    private var queues: [UInt16: HandleQueue] = [:]
+    private var states: [HandleState] = []
     /// Handles with queued packets, in round-robin order; `cursor` is the next to serve.
     private var order: [UInt16] = []
     private var cursor = 0
@@ -58,75 +85,193 @@ public struct ACLFlowController: Sendable {
         self.availableCredits = self.bufferCount
     }
 
+    private func index(of handle: UInt16) -> Int? {
+        var i = 0
+        while i < states.count {
+            if states[i].handle == handle { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private mutating func stateIndex(_ handle: UInt16) -> Int {
+        if let i = index(of: handle) { return i }
+        states.append(HandleState(handle: handle))
+        return states.count - 1
+    }
+
+    /// Drops a handle's state once it has nothing queued and nothing in flight.
+    private mutating func forgetIfIdle(_ i: Int) {
+        if states[i].inFlight == 0 && states[i].queue.isEmpty { states.remove(at: i) }
+    }
+
     /// Queues an L2CAP PDU for `handle`; returns the packets to send now.
     public mutating func enqueue(handle: UInt16, pdu: [UInt8]) -> [ACLPacket] {
+        var out: [ACLPacket] = []
+        enqueue(handle: handle, header: nil, payload: pdu) { out.append(Self.packet($0)) }
+        return out
+    }
+
+    /// Queues the L2CAP basic frame `payload` on `channel` of `handle` (Vol 3 Part A §3.1),
+    /// building the basic header into the first fragment; `send` gets each encoded ACL packet
+    /// (HCI header included, no H4 indicator) that may go now, in order. A payload over 65535
+    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does.
+    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) {
+        let length = UInt16(clamping: payload.count)
+        let header = (UInt32(length) | UInt32(channel) << 16)
+        enqueue(handle: handle, header: header, payload: payload, send: send)
+    }
+
+    /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`
+    /// (cut so the whole fits 65535 + 4 bytes) at `bufferLength`, sends what credits allow.
+    private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) {
         let h = handle & 0x0FFF
-        let fragments = ACLFragmenter.fragment(handle: h, pdu: pdu, maxLength: bufferLength)
-        queues[h, default: HandleQueue()].packets.append(contentsOf: fragments)
-        if !order.contains(h) { order.append(h) }
-        return pump()
+        let headerLength = header == nil ? 0 : 4
+        let body = header == nil ? payload.count : min(payload.count, Int(UInt16.max))
+        let total = headerLength + body
+        let size = max(1, bufferLength)
+        let i = stateIndex(h)
+        // Nothing queued on any handle: fragments go straight out while credits last, in the
+        // order round-robin would have sent them (this handle is the only one waiting).
+        var direct = order.isEmpty
+        var fragmentsSent = 0
+        var offset = 0
+        repeat {
+            let end = min(offset + size, total)
+            let fragment = Self.fragment(handle: h, start: offset == 0, header: header, headerLength: headerLength,
+                                         payload: payload, from: offset, to: end)
+            offset = end
+            if direct && availableCredits > 0 {
+                availableCredits -= 1
+                states[i].inFlight += 1
+                fragmentsSent += 1
+                send(fragment.bytes)
+            } else {
+                direct = false
+                states[i].queue.append(fragment)
+            }
+        } while offset < total
+        if !states[i].queue.isEmpty {
+            if !order.contains(h) {
+                order.append(h)
+                // This handle was just served straight out (`direct` began with nothing queued):
+                // as round-robin would, the next turn goes to the handle after it.
+                if order.count == 1 && fragmentsSent > 0 { cursor = 1 }
+            }
+            pump(send)
+        }
+    }
+
+    /// One encoded ACL packet with bytes `from..<to` of (`header`, then `payload`).
+    private static func fragment(handle: UInt16, start: Bool, header: UInt32?, headerLength: Int, payload: [UInt8],
+                                 from: Int, to: Int) -> Fragment {
+        let n = to - from
+        let boundary = start ? PacketBoundary.firstNonFlushable : .continuing
+        let word = handle | UInt16(boundary.rawValue) << 12
+        let bytes = [UInt8](unsafeUninitializedCapacity: 4 + n) { buffer, initialized in
+            buffer[0] = UInt8(word & 0xFF)
+            buffer[1] = UInt8(word >> 8)
+            buffer[2] = UInt8(n & 0xFF)
+            buffer[3] = UInt8(n >> 8)
+            var w = 4
+            var k = from
+            if let header {
+                while k < min(to, headerLength) {
+                    buffer[w] = UInt8(truncatingIfNeeded: header >> (8 * UInt32(k)))
+                    w += 1
+                    k += 1
+                }
+            }
+            if k < to {
+                payload.withUnsafeBufferPointer { source in
+                    let src = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: source[(k - headerLength)..<(to - headerLength)]))
+                    UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[w..<(w + to - k)])).copyMemory(from: src)
+                }
+            }
+            initialized = 4 + n
+        }
+        return Fragment(bytes: bytes, isStart: start)
+    }
+
+    /// An encoded packet back as an `ACLPacket` (the array-returning API).
+    private static func packet(_ bytes: [UInt8]) -> ACLPacket {
+        let word = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
+        return ACLPacket(handle: word & 0x0FFF, boundary: PacketBoundary(rawValue: UInt8((word >> 12) & 0x3)) ?? .continuing,
+                         data: Array(bytes[4...]))
     }
 
     /// Returns credits from a Number Of Completed Packets event; returns the packets now sendable.
     public mutating func completed(_ entries: [CompletedPackets]) -> [ACLPacket] {
-        for entry in entries {
-            let h = entry.handle & 0x0FFF
-            let outstanding = inFlight[h] ?? 0
-            let credited = min(Int(entry.count), outstanding)
-            guard credited > 0 else { continue }
-            inFlight[h] = outstanding - credited == 0 ? nil : outstanding - credited
-            availableCredits = min(bufferCount, availableCredits + credited)
-        }
-        return pump()
+        for entry in entries { credit(handle: entry.handle, count: entry.count) }
+        var out: [ACLPacket] = []
+        pump { out.append(Self.packet($0)) }
+        return out
+    }
+
+    /// Returns `count` credits of `handle` (one Number Of Completed Packets entry, §7.7.19),
+    /// never more than it has in flight; call `pump` after the event's last entry.
+    public mutating func credit(handle: UInt16, count: UInt16) {
+        guard let i = index(of: handle & 0x0FFF) else { return }
+        let credited = min(Int(count), states[i].inFlight)
+        guard credited > 0 else { return }
+        states[i].inFlight -= credited
+        availableCredits = min(bufferCount, availableCredits + credited)
+        forgetIfIdle(i)
     }
 
     /// The connection is gone (Disconnection Complete): its queue is dropped and its packets in
     /// flight count as completed, because the controller flushes them without reporting them
     /// (§4.1.1, §7.7.5). Returns the packets of other handles now sendable.
     public mutating func connectionClosed(handle: UInt16) -> [ACLPacket] {
+        var out: [ACLPacket] = []
+        connectionClosed(handle: handle) { out.append(Self.packet($0)) }
+        return out
+    }
+
+    /// `connectionClosed(handle:)`, handing the encoded packets now sendable to `send`.
+    public mutating func connectionClosed(handle: UInt16, send: ([UInt8]) -> Void) {
         let h = handle & 0x0FFF
-        queues[h] = nil
         if let i = order.firstIndex(of: h) {
             order.remove(at: i)
             if i < cursor { cursor -= 1 }
         }
-        if let n = inFlight.removeValue(forKey: h) {
-            availableCredits = min(bufferCount, availableCredits + n)
+        if let i = index(of: h) {
+            availableCredits = min(bufferCount, availableCredits + states[i].inFlight)
+            states.remove(at: i)
         }
-        return pump()
+        pump(send)
     }
 
     /// PDUs of `handle` not yet fully handed out (queued, or partly sent): for backpressure.
-    public func queuedPDUs(handle: UInt16) -> Int { queues[handle & 0x0FFF]?.pduCount ?? 0 }
+    public func queuedPDUs(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.pduCount } ?? 0 }
 
     /// Packets of `handle` waiting for credits.
-    public func queuedPackets(handle: UInt16) -> Int { queues[handle & 0x0FFF]?.count ?? 0 }
+    public func queuedPackets(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.count } ?? 0 }
 
     /// Packets of `handle` sent and not yet reported completed.
-    public func inFlight(handle: UInt16) -> Int { inFlight[handle & 0x0FFF] ?? 0 }
+    public func inFlight(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].inFlight } ?? 0 }
 
-    /// Sends queued packets round-robin while credits last.
-    private mutating func pump() -> [ACLPacket] {
-        var out: [ACLPacket] = []
+    /// Whether any handle has packets waiting for credits.
+    public var hasQueuedPackets: Bool { !order.isEmpty }
+
+    /// Sends queued packets round-robin while credits last, each to `send` as encoded bytes.
+    public mutating func pump(_ send: ([UInt8]) -> Void) {
         while availableCredits > 0, !order.isEmpty {
             if cursor >= order.count { cursor = 0 }
             let h = order[cursor]
-            guard let packet = queues[h]?.popFirst() else {
+            guard let i = index(of: h), let packet = states[i].queue.popFirst() else {
                 // Defensive: an empty queue should not be in `order`.
                 order.remove(at: cursor)
-                queues[h] = nil
                 continue
             }
             availableCredits -= 1
-            inFlight[h, default: 0] += 1
-            out.append(packet)
-            if queues[h]?.isEmpty ?? true {
-                queues[h] = nil
+            states[i].inFlight += 1
+            send(packet.bytes)
+            if states[i].queue.isEmpty {
                 order.remove(at: cursor)
             } else {
                 cursor += 1
             }
         }
-        return out
     }
 }

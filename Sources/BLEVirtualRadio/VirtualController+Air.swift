@@ -110,6 +110,10 @@ extension VirtualController {
     public func deliverFromPeer(handle: UInt16, packet: ACLPacket) -> [HostBoundPacket] {
         guard connections[handle] != nil else { return [] }
         let size = max(1, Int(configuration.leACLBufferLength))
+        if packet.data.count <= size {
+            // Fits one buffer: the packet's own bytes go on, not a copy.
+            return [.acl(ACLPacket(handle: handle, boundary: packet.boundary.isStart ? .firstFlushable : .continuing, data: packet.data))]
+        }
         var first = packet.boundary.isStart
         var offset = 0
         var out: [HostBoundPacket] = []

@@ -16,8 +16,9 @@ extension Array where Element == VirtualMedium.Delivery {
         var reports = 0
         for d in self { if case .event(.numberOfCompletedPackets) = d.packet { reports += 1 } }
         guard reports > 1 else { return self }
-        // Per destination: where its merged event goes, and its entries.
-        var merged: [VirtualMedium.ControllerID: (index: Int, entries: [CompletedPackets])] = [:]
+        // Per destination: where its merged event goes, and its entries. A small array searched
+        // linearly (a batch reaches one or two hosts), not a hashed dictionary.
+        var merged: [(to: VirtualMedium.ControllerID, index: Int, entries: [CompletedPackets])] = []
         var out: [VirtualMedium.Delivery] = []
         out.reserveCapacity(count)
         for d in self {
@@ -25,22 +26,22 @@ extension Array where Element == VirtualMedium.Delivery {
                 out.append(d)
                 continue
             }
-            if var m = merged[d.to] {
+            if let m = merged.firstIndex(where: { $0.to == d.to }) {
                 for e in entries {
-                    if let i = m.entries.firstIndex(where: { $0.handle == e.handle }) {
-                        m.entries[i].count = m.entries[i].count.addingReportingOverflow(e.count).overflow ? .max : m.entries[i].count + e.count
+                    if let i = merged[m].entries.firstIndex(where: { $0.handle == e.handle }) {
+                        let (sum, overflow) = merged[m].entries[i].count.addingReportingOverflow(e.count)
+                        merged[m].entries[i].count = overflow ? .max : sum
                     } else {
-                        m.entries.append(e)
+                        merged[m].entries.append(e)
                     }
                 }
-                merged[d.to] = m
             } else {
-                merged[d.to] = (out.count, entries)
+                merged.append((d.to, out.count, entries))
                 out.append(d)
             }
         }
-        for (to, m) in merged {
-            out[m.index] = VirtualMedium.Delivery(to: to, packet: .event(.numberOfCompletedPackets(m.entries)))
+        for m in merged {
+            out[m.index] = VirtualMedium.Delivery(to: m.to, packet: .event(.numberOfCompletedPackets(m.entries)))
         }
         return out
     }

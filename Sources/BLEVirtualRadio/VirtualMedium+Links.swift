@@ -61,8 +61,29 @@ extension VirtualMedium {
     }
 
     func link(of end: LinkEnd) -> (Int, LinkEnd)? {
-        for (id, link) in links where link.central == end || link.peripheral == end { return (id, end) }
+        // By index: `for (id, link) in links` copies every link it looks at.
+        var i = links.startIndex
+        while i != links.endIndex {
+            if links.values[i].central == end || links.values[i].peripheral == end { return (links.keys[i], end) }
+            links.formIndex(after: &i)
+        }
         return nil
+    }
+
+    /// An ACL packet from `end`'s host without the air-time model: what
+    /// `VirtualController.receiveFromHost` and `send(_:from:now:)` do together, without their
+    /// intermediate arrays or a copy of the link. The sender's host gets its buffer back at once
+    /// (Number Of Completed Packets, Vol 4 Part E §7.7.19), then the peer's host the data, cut to
+    /// its controller's buffer length. A packet for a handle the controller does not know is
+    /// dropped; one on a link whose peer is out of contact is lost (its credit still returns).
+    mutating func forward(_ packet: ACLPacket, from id: ControllerID) -> [Delivery] {
+        guard nodes[id.rawValue].controller.connections[packet.handle] != nil else { return [] }
+        var deliveries = [Delivery(to: id, packet: .event(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)])))]
+        let end = LinkEnd(id: id, handle: packet.handle)
+        guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
+              links.values[index].lossDeadline == nil, let peer = links.values[index].other(than: end) else { return deliveries }
+        deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: packet) }
+        return deliveries
     }
 
     /// The supervision timeout of a link, from its central's view (10 ms units).

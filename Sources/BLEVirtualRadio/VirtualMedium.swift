@@ -92,8 +92,16 @@ public struct VirtualMedium: Sendable {
 
     /// The earliest time `advance(to:)` has work to do, or nil when nothing is scheduled.
     public var nextDeadline: Duration? {
-        let linkTimes = links.values.flatMap { [$0.nextEvent, $0.lossDeadline].compactMap { $0 } }
-        return (Array(nextAdvertisingEvent.values) + linkTimes).min()
+        // Asked at least twice per batch of host frames: no arrays made, no link copied out.
+        var next: Duration?
+        for t in nextAdvertisingEvent.values { next = next.map { min($0, t) } ?? t }
+        var i = links.values.startIndex
+        while i != links.values.endIndex {
+            if let t = links.values[i].nextEvent { next = next.map { min($0, t) } ?? t }
+            if let t = links.values[i].lossDeadline { next = next.map { min($0, t) } ?? t }
+            links.values.formIndex(after: &i)
+        }
+        return next
     }
 
     // MARK: Input from hosts
@@ -111,6 +119,7 @@ public struct VirtualMedium: Sendable {
             return receive(command, from: id, now: now)
         case .acl:
             guard let packet = try? ACLPacket.decode(frame.payload) else { return [] }
+            if !airTimeModel { return forward(packet, from: id) }
             let out = nodes[id.rawValue].controller.receiveFromHost(packet, creditAtOnce: !airTimeModel)
             return apply(out, from: id, now: now)
         default:

@@ -26,6 +26,9 @@ public actor VirtualRadio {
     /// The controller end of each device's transport: what its host receives is sent here.
     private var outlets: [VirtualMedium.ControllerID: InMemoryTransport] = [:]
     private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
+    /// Every path is direct (no delay, no stall, nothing held): frames skip the per-path
+    /// checks. Recomputed whenever a path changes (`refreshDirect`).
+    private var allDirect = true
     /// Each device's reader: the loop taking its host's frames into the medium.
     private var tasks: [VirtualMedium.ControllerID: Task<Void, Never>] = [:]
     private var timer: Task<Void, Never>?
@@ -157,12 +160,14 @@ public actor VirtualRadio {
     /// Delays every HCI frame between the device and its host by `delay`, both ways.
     public func setHCIDelay(_ id: VirtualMedium.ControllerID, _ delay: Duration) {
         paths[id]?.delay = max(delay, .zero)
+        refreshDirect()
         schedule()
     }
 
     /// Holds every HCI frame between the device and its host (both ways) until `resumeHCI`.
     public func stallHCI(_ id: VirtualMedium.ControllerID) {
         paths[id]?.stalled = true
+        refreshDirect()
     }
 
     /// Releases a stalled HCI path; held frames go on in order.
@@ -179,6 +184,7 @@ public actor VirtualRadio {
         outlets.removeValue(forKey: id)?.closeNow()
         tasks.removeValue(forKey: id)?.cancel()
         paths[id] = nil
+        refreshDirect()
         schedule()
     }
 
@@ -204,11 +210,12 @@ public actor VirtualRadio {
         let now = clock.now()
         var out = medium.advance(to: now)
         for frame in frames {
-            if let path = paths[id], !path.isDirect {
+            if !allDirect, let path = paths[id], !path.isDirect {
                 deliver(out.coalescingCompletedPackets())
                 out = []
                 paths[id]?.toController.append((now + path.delay, frame))
                 pump(now: now)
+                refreshDirect()
             } else {
                 out += medium.receive(frame, from: id, now: now)
             }
@@ -219,6 +226,10 @@ public actor VirtualRadio {
     }
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
+        if allDirect {
+            for d in deliveries { send(d.packet.h4Frame, to: d.to) }
+            return
+        }
         let now = clock.now()
         for d in deliveries {
             if let path = paths[d.to], !path.isDirect {
@@ -228,6 +239,12 @@ public actor VirtualRadio {
             }
         }
         if deliveries.contains(where: { paths[$0.to]?.isDirect == false }) { pump(now: now) }
+        refreshDirect()
+    }
+
+    /// Recomputes `allDirect` after a path changed.
+    private func refreshDirect() {
+        allDirect = paths.values.allSatisfy(\.isDirect)
     }
 
     /// Moves held frames whose time has come, in order, on every path that is not stalled.
@@ -245,16 +262,18 @@ public actor VirtualRadio {
                 deliver(medium.receive(first.frame, from: id, now: now))
             }
         }
+        refreshDirect()
     }
 
     /// The earliest held frame that can move.
     private var nextHeldFrame: Duration? {
-        paths.values.filter { !$0.stalled }.flatMap { ($0.toHost.first.map { [$0.due] } ?? []) + ($0.toController.first.map { [$0.due] } ?? []) }.min()
+        guard !allDirect else { return nil }
+        return paths.values.filter { !$0.stalled }.flatMap { ($0.toHost.first.map { [$0.due] } ?? []) + ($0.toController.first.map { [$0.due] } ?? []) }.min()
     }
 
     /// Keeps one timer task sleeping until the next deadline (the medium's or a held frame's).
     private func schedule() {
-        let deadline = [medium.nextDeadline, nextHeldFrame].compactMap { $0 }.min()
+        let deadline = earliest(medium.nextDeadline, nextHeldFrame)
         guard deadline != timerDeadline || timer == nil else { return }
         timer?.cancel()
         timer = nil
@@ -277,4 +296,11 @@ public actor VirtualRadio {
         deliver(medium.advance(to: now))
         schedule()
     }
+}
+
+/// The earlier of two optional times (nil when neither is set).
+private func earliest(_ a: Duration?, _ b: Duration?) -> Duration? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return min(a, b)
 }

@@ -65,3 +65,36 @@ final class L2CAPRouterTests: XCTestCase {
         }
     }
 }
+
+/// `receive(acl:)`, the in-place path the host takes, against routing decoded packets.
+final class L2CAPRouterInPlaceTests: XCTestCase {
+    func testInPlaceRoutingMatchesDecodedPacketsForAnyFragmentation() throws {
+        var rng = SplitMix64(seed: 9)
+        var inPlace = L2CAPRouter()
+        var decoded = L2CAPRouter()
+        for h: UInt16 in [0x40, 0x41] {
+            inPlace.linkOpened(handle: h, role: .peripheral)
+            decoded.linkOpened(handle: h, role: .peripheral)
+        }
+        for _ in 0..<300 {
+            let handle: UInt16 = Bool.random(using: &rng) ? 0x40 : 0x41
+            let payload = [0x1B, 0x10, 0x00] + (0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let pdu = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), 0x04, 0x00] + payload
+            for f in ACLFragmenter.fragment(handle: handle, pdu: pdu, maxLength: Int.random(in: 1...260, using: &rng)) {
+                let expected = decoded.receive(f)
+                XCTAssertEqual(inPlace.receive(acl: f.encode(), security: { LinkSecurity() }, now: .zero), expected)
+            }
+        }
+    }
+
+    func testMalformedPacketsAreDroppedAndTheLinkGoesOn() {
+        var r = L2CAPRouter()
+        r.linkOpened(handle: 0x40, role: .central)
+        for bad in [hexBytes("40"), hexBytes("4020 0500 0100"), hexBytes("4020 0100 AABB"), hexBytes("4120 0000")] {
+            guard case .dropped = r.receive(acl: bad, security: { LinkSecurity() }, now: .zero) else { return XCTFail("\(bad.hexString) not dropped") }
+        }
+        // A continuation without a start, then a whole frame: dropped, then delivered.
+        guard case .dropped = r.receive(acl: hexBytes("4010 0100 AA"), security: { LinkSecurity() }, now: .zero) else { return XCTFail() }
+        XCTAssertEqual(r.receive(acl: hexBytes("4020 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: .zero), .att(hexBytes("1B1000")))
+    }
+}

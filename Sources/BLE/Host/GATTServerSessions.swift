@@ -32,7 +32,7 @@ final class GATTServerSessions {
     private var indications: [UInt64: IndicationWaiter] = [:]
     /// Callers of `updateValueWaiting` waiting for room in a full queue.
     private var roomWaiters = ContinuationTable<Void>()
-    private var eventSinks: [UInt64: AsyncStream<PeripheralManagerEvent>.Continuation] = [:]
+    private var eventSinks: [UInt64: StreamQueue<PeripheralManagerEvent>] = [:]
     /// Bonded clients' change awareness while they are away, by identity (Vol 3 Part G
     /// §2.5.2.1; GATTServerChangeTracking.swift).
     var bondedChangeAwareness: [DeviceAddress: Bool] = [:]
@@ -90,7 +90,7 @@ final class GATTServerSessions {
     /// A request, command or confirmation for our server on this link.
     func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
         guard let central = host.connections.links.read(handle, { $0.central }) else { return }
-        if !eventSinks.isEmpty, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
+        if hasEventSinks, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
         if payload.first == ATTOpcode.signedWriteCommand.rawValue {
@@ -157,7 +157,7 @@ final class GATTServerSessions {
                         let result = await handler(request)
                         await host.run { $0.server.respond(toRead: request.id, with: result, $0) }
                     }
-                } else if eventSinks.isEmpty {
+                } else if !hasEventSinks {
                     // Nobody could answer: say so now rather than leave the central waiting.
                     respond(toRead: token, with: .failure(.unlikelyError), host)
                 } else {
@@ -179,7 +179,7 @@ final class GATTServerSessions {
                         let result = await handler(request)
                         await host.run { $0.server.respond(toWrite: request.id, with: result, $0) }
                     }
-                } else if eventSinks.isEmpty {
+                } else if !hasEventSinks {
                     respond(toWrite: token, with: .failure(.unlikelyError), host)
                 } else {
                     emit(.write(request))
@@ -264,10 +264,15 @@ final class GATTServerSessions {
     /// backpressure shows (and "queue full" means something).
     func pumpNotifications(handle: UInt16, _ host: isolated HostController) {
         let t = host.now
+        var indicationSent = false
         while host.aclFlow.queuedPDUs(handle: handle) < 2,
               let pdu = host.connections.links.withLink(handle, { $0.server.nextOutgoing(now: t) }) ?? nil {
+            if pdu.first == ATTOpcode.handleValueIndication.rawValue { indicationSent = true }
             host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: pdu)
         }
+        // An indication sent starts its transaction timer (Vol 3 Part F §3.3.3); notifications
+        // move no deadline, so they leave the timer alone.
+        if indicationSent { host.rescheduleTimer() }
         // Signals a drained queue produced (readyToUpdate) come out here.
         guard let events = host.connections.links.withLink(handle, { $0.server.takeEvents() }) else { return }
         if !events.isEmpty { perform(events, handle: handle, host) }
@@ -319,10 +324,8 @@ final class GATTServerSessions {
             if case .queued = result { queued += 1 }
             pumpNotifications(handle: handle, host)
         }
-        host.rescheduleTimer()
-        if database.value(forHandle: valueHandle) != nil {
-            database.setValue(value, forHandle: valueHandle)
-        }
+        // Kept when the server stores this value (`setValue` leaves fixed and dynamic ones).
+        database.setValue(value, forHandle: valueHandle)
         return .queued(centrals: queued)
     }
 
@@ -372,16 +375,22 @@ final class GATTServerSessions {
     // MARK: - Events
 
     func emit(_ event: PeripheralManagerEvent) {
-        for sink in eventSinks.values { sink.yield(event) }
+        var abandoned = false
+        for sink in eventSinks.values where !sink.yield(event) { abandoned = true }
+        // A consumer that let its stream go is forgotten here rather than by a task of its own.
+        if abandoned { eventSinks = eventSinks.filter { !$0.value.isAbandoned } }
     }
 
+    /// Whether any `events` stream still has a consumer (abandoned ones are forgotten first).
+    private var hasEventSinks: Bool {
+        if eventSinks.values.contains(where: \.isAbandoned) { eventSinks = eventSinks.filter { !$0.value.isAbandoned } }
+        return !eventSinks.isEmpty
+    }
+
+    /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order.
     func events(_ host: isolated HostController) -> AsyncStream<PeripheralManagerEvent> {
-        let (stream, continuation) = AsyncStream<PeripheralManagerEvent>.makeStream(bufferingPolicy: .unbounded)
-        let id = host.makeToken()
-        eventSinks[id] = continuation
-        continuation.onTermination = { _ in
-            Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.server.eventSinks[id] = nil } }
-        }
-        return stream
+        let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
+        eventSinks[host.makeToken()] = queue
+        return queue.stream()
     }
 }

@@ -172,15 +172,17 @@ actor HostController {
         sendFrame(H4Frame(type: .command, payload: command.encode()))
     }
 
-    func sendACL(_ packets: [ACLPacket]) {
-        for p in packets { sendFrame(H4Frame(type: .acl, payload: p.encode())) }
+    /// Sends one encoded HCI ACL data packet (what `ACLFlowController` hands out).
+    private func sendACLPacket(_ bytes: [UInt8]) {
+        sendFrame(H4Frame(type: .acl, payload: bytes))
     }
 
-    /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1).
+    /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1). The flow
+    /// controller writes the ACL and basic headers and the payload into each fragment at once:
+    /// the payload is copied once on its way to the transport.
     func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
         guard connections.links.contains(handle) else { return }
-        let pdu = L2CAPFrame(channelID: channel, payload: payload).encode()
-        sendACL(aclFlow.enqueue(handle: handle, pdu: pdu))
+        aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
     }
 
     // MARK: - Commands
@@ -273,6 +275,11 @@ actor HostController {
     private func take(_ frame: H4Frame) {
         switch frame.type {
         case .event:
+            // Number Of Completed Packets, one per burst of packets sent, read in place.
+            if HCIEvent.scanCompletedPackets(frame.payload, { aclFlow.credit(handle: $0, count: $1) }) {
+                completedPackets(frame.payload)
+                return
+            }
             do {
                 handle(try HCIEvent.decode(frame.payload))
             } catch {
@@ -280,11 +287,7 @@ actor HostController {
                 log("dropped malformed HCI event: \(error)")
             }
         case .acl:
-            do {
-                receiveACL(try ACLPacket.decode(frame.payload))
-            } catch {
-                log("dropped malformed ACL packet: \(error)")
-            }
+            receiveACL(frame.payload)
         default:
             break
         }
@@ -298,7 +301,9 @@ actor HostController {
             toSend.forEach(sendCommandPacket)
             resolveCommands(completions)
         case let .numberOfCompletedPackets(entries):
-            sendACL(aclFlow.completed(entries))
+            // `scanCompletedPackets` takes every well-formed one before it is decoded.
+            for entry in entries { aclFlow.credit(handle: entry.handle, count: entry.count) }
+            aclFlow.pump(sendACLPacket)
             for entry in entries { server.pumpNotifications(handle: entry.handle, self) }
             client.aclProgressed(self)
         case .disconnectionComplete:
@@ -320,19 +325,31 @@ actor HostController {
         }
     }
 
-    /// Routes a fragment through L2CAP to the link's ATT bearer or control channels.
-    private func receiveACL(_ packet: ACLPacket) {
+    /// Number Of Completed Packets (Vol 4 Part E §7.7.19), its credits already returned by
+    /// `scanCompletedPackets`: what waited for them goes now, then each handle's server queue
+    /// refills the ACL queue and writers waiting for room wake.
+    private func completedPackets(_ payload: [UInt8]) {
+        aclFlow.pump(sendACLPacket)
+        _ = HCIEvent.scanCompletedPackets(payload) { handle, _ in server.pumpNotifications(handle: handle, self) }
+        client.aclProgressed(self)
+    }
+
+    /// Routes an HCI ACL data packet (as received, header included) through L2CAP to the
+    /// link's ATT bearer or control channels.
+    private func receiveACL(_ bytes: [UInt8]) {
+        let handle = bytes.count >= 2 ? (UInt16(bytes[0]) | UInt16(bytes[1]) << 8) & 0x0FFF : 0
         // A listener's requirement is checked against the link's security (Vol 3 Part A §4.22).
-        let linkSecurity = connections.links.withLink(packet.handle) { $0.security } ?? LinkSecurity()
-        switch router.receive(packet, security: linkSecurity, now: now) {
+        let routing = router.receive(acl: bytes, security: { connections.links.withLink(handle) { $0.security } ?? LinkSecurity() },
+                                     now: now)
+        switch routing {
         case .none:
             break
         case let .att(payload):
-            receiveATT(payload, handle: packet.handle)
+            receiveATT(payload, handle: handle)
         case let .smp(payload):
-            security.receive(payload, handle: packet.handle, self)
+            security.receive(payload, handle: handle, self)
         case let .control(actions):
-            connections.perform(actions, handle: packet.handle, self)
+            connections.perform(actions, handle: handle, self)
         case let .dropped(why):
             log(why)
         }
@@ -368,7 +385,7 @@ actor HostController {
         client.linkClosed(link, error: error, self)
         caches.linkClosed(link, self)
         security.linkClosed(link, error: error, self)
-        sendACL(aclFlow.connectionClosed(handle: link.handle))
+        aclFlow.connectionClosed(handle: link.handle, send: sendACLPacket)
         router.linkClosed(handle: link.handle)
         l2cap.linkClosed(handle: link.handle, error: error)
         server.linkClosed(link, reason: reason, self)

@@ -48,36 +48,51 @@ struct Link {
 
 /// The host's links by connection handle. Links also have an id that is never reused, which the
 /// API holds instead of the handle (a controller reuses handles once a link is gone).
+///
+/// An array sorted by handle, searched linearly (a host has a handful of links), not a hashed
+/// dictionary: the notification path looks a link up about ten times per packet, and hashing
+/// a handle costs more than scanning a few of them.
 struct LinkTable {
-    private var links: [UInt16: Link] = [:]
-    /// The keys of `links`, sorted: kept as links come and go, so asking on every notification
-    /// neither sorts nor allocates.
+    private var links: [Link] = []
+    /// The handles of `links`, in the same (sorted) order: what the search scans, and what
+    /// `handles` returns without building an array per call.
     private var sortedHandles: [UInt16] = []
     private var nextID: UInt64 = 1
 
+    private func index(of handle: UInt16) -> Int? {
+        var i = 0
+        while i < sortedHandles.count {
+            if sortedHandles[i] == handle { return i }
+            i += 1
+        }
+        return nil
+    }
+
     subscript(handle: UInt16) -> Link? {
-        get { links[handle] }
+        get { index(of: handle).map { links[$0] } }
         set {
             if let newValue {
-                if links.updateValue(newValue, forKey: handle) == nil { insertHandle(handle) }
+                if let i = index(of: handle) {
+                    links[i] = newValue
+                } else {
+                    let at = sortedHandles.firstIndex { $0 > handle } ?? sortedHandles.endIndex
+                    sortedHandles.insert(handle, at: at)
+                    links.insert(newValue, at: at)
+                }
             } else {
                 _ = remove(handle)
             }
         }
     }
 
-    private mutating func insertHandle(_ handle: UInt16) {
-        let at = sortedHandles.firstIndex { $0 > handle } ?? sortedHandles.endIndex
-        sortedHandles.insert(handle, at: at)
-    }
-
     /// Handles of the open links, in order (so work over all links is deterministic).
     var handles: [UInt16] { sortedHandles }
 
     /// Whether a link with this handle is open (without copying it out of the table).
-    func contains(_ handle: UInt16) -> Bool { links.index(forKey: handle) != nil }
+    func contains(_ handle: UInt16) -> Bool { index(of: handle) != nil }
 
-    var all: Dictionary<UInt16, Link>.Values { links.values }
+    /// Every open link, in handle order.
+    var all: [Link] { links }
 
     mutating func makeID() -> UInt64 {
         defer { nextID += 1 }
@@ -85,18 +100,17 @@ struct LinkTable {
     }
 
     mutating func remove(_ handle: UInt16) -> Link? {
-        guard let link = links.removeValue(forKey: handle) else { return nil }
-        sortedHandles.removeAll { $0 == handle }
-        return link
+        guard let i = index(of: handle) else { return nil }
+        sortedHandles.remove(at: i)
+        return links.remove(at: i)
     }
 
     /// The handle of the link with this id, if it is still open.
     func handle(forID id: UInt64) -> UInt16? {
-        // By index: `first(where:)` would copy every link it looks at.
-        var i = links.startIndex
-        while i != links.endIndex {
-            if links.values[i].id == id { return links.keys[i] }
-            links.formIndex(after: &i)
+        var i = 0
+        while i < links.count {
+            if links[i].id == id { return sortedHandles[i] }
+            i += 1
         }
         return nil
     }
@@ -104,8 +118,8 @@ struct LinkTable {
     /// Reads from the link in place: `self[handle]` copies the whole link out (every buffer it
     /// holds retained, then released), which on a per-packet path shows in the profile.
     func read<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R? {
-        guard let index = links.index(forKey: handle) else { return nil }
-        return body(links.values[index])
+        guard let i = index(of: handle) else { return nil }
+        return body(links[i])
     }
 
     /// Runs `body` on the link in place. A `var link = links[h]` … `links[h] = link` round trip
@@ -113,22 +127,23 @@ struct LinkTable {
     /// server's queues, the bearer's state): on the notification path that was the largest cost.
     @discardableResult
     mutating func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R? {
-        guard let index = links.index(forKey: handle) else { return nil }
-        return body(&links.values[index])
+        guard let i = index(of: handle) else { return nil }
+        return body(&links[i])
     }
 
     /// The earliest protocol deadline of any link's bearer (transaction timeout) or server
     /// (indication confirmation timeout).
     /// Asked after every frame the host receives, so it allocates nothing.
     var nextDeadline: Duration? {
-        var next: Duration?
-        // By index, not `for link in links.values`: that copies each link out of the table.
-        var i = links.values.startIndex
-        while i != links.values.endIndex {
-            next = earliest(next, earliest(links.values[i].bearer.nextDeadline, links.values[i].server.nextDeadline))
-            links.values.formIndex(after: &i)
+        // Through the buffer, each link read where it lies: indexing the array copied every link
+        // out (all its buffers retained and released) on each call.
+        links.withUnsafeBufferPointer { buffer in
+            var next: Duration?
+            for i in buffer.indices {
+                next = earliest(next, earliest(buffer[i].bearer.nextDeadline, buffer[i].server.nextDeadline))
+            }
+            return next
         }
-        return next
     }
 }
 

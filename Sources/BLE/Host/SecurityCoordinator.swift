@@ -69,6 +69,7 @@ final class SecurityCoordinator {
     }
 
     var nextDeadline: Duration? {
+        guard !machines.isEmpty else { return nil }
         var next: Duration?
         for m in machines.values { next = earliest(next, m.nextDeadline) }
         return next

@@ -219,6 +219,11 @@ public struct ATTClientBearer: Sendable {
         let opcode = ATTOpcode(first)
         switch opcode.kind {
         case .notification:
+            if first == ATTOpcode.handleValueNotification.rawValue {
+                // The one a server sends per update (§3.4.7.1), read in place: handle, value.
+                guard bytes.count >= 3 else { return [] }
+                return [.notification(handle: UInt16(bytes[1]) | UInt16(bytes[2]) << 8, value: Array(bytes[3...]))]
+            }
             switch try? ATTPDU.decode(bytes) {
             case let .handleValueNotification(handle, value)?:
                 return [.notification(handle: handle, value: value)]

@@ -32,8 +32,7 @@ extension ATTServer {
             readyPending = true
             return .queueFull
         }
-        let pdu = ATTPDU.handleValueNotification(handle: valueHandle, value: Array(value.prefix(mtu - 3)))
-        outgoing.append(.notification(pdu.encode()))
+        outgoing.append(.notification(Self.updatePDU(ATTOpcode.handleValueNotification.rawValue, valueHandle, value, mtu: mtu)))
         return .queued
     }
 
@@ -51,8 +50,7 @@ extension ATTServer {
             readyPending = true
             return .queueFull
         }
-        let pdu = ATTPDU.handleValueIndication(handle: valueHandle, value: Array(value.prefix(mtu - 3)))
-        outgoing.append(.indication(id: id, pdu: pdu.encode()))
+        outgoing.append(.indication(id: id, pdu: Self.updatePDU(ATTOpcode.handleValueIndication.rawValue, valueHandle, value, mtu: mtu)))
         if valueHandle == database.serviceChangedHandle { serviceChangedIndicationID = id }
         return .queued
     }
@@ -73,6 +71,12 @@ extension ATTServer {
     /// (an owner updating several connections all-or-nothing checks every one first).
     public var hasRoomForUpdate: Bool { outgoing.count < notificationQueueLimit }
 
+    /// How far a full queue drains before `.readyToUpdate`: half of it (at least one slot
+    /// free). The sender then refills many slots per ready signal, not one slot per signal
+    /// and wake-up, and the queue never runs dry while it waits (a signal per freed slot cost
+    /// a task switch per notification, issue 12).
+    public var readyThreshold: Int { notificationQueueLimit / 2 }
+
     /// Asks for `.readyToUpdate` once the queue has room again (as a refused update does).
     public mutating func signalReadyWhenRoom() {
         if !hasRoomForUpdate { readyPending = true }
@@ -80,8 +84,8 @@ extension ATTServer {
 
     /// The next notification or indication to send, nil when nothing can go now. An indication's
     /// timer starts here, at the latest time the server has seen; use `nextOutgoing(now:)` to give
-    /// the time exactly. When the queue was full and now has room, `.readyToUpdate` waits in
-    /// `takeEvents()`.
+    /// the time exactly. When the queue was full and has drained to `readyThreshold`,
+    /// `.readyToUpdate` waits in `takeEvents()`.
     public mutating func nextOutgoing() -> [UInt8]? {
         nextOutgoing(now: clock)
     }
@@ -96,7 +100,7 @@ extension ATTServer {
             return true
         }) else { return nil }
         let item = outgoing.remove(at: index)
-        if readyPending && outgoing.count < notificationQueueLimit {
+        if readyPending && outgoing.count <= readyThreshold {
             readyPending = false
             events.append(.readyToUpdate)
         }
@@ -133,5 +137,21 @@ extension ATTServer {
         isClosed = true
         actions.append(.closeBearer)
         return actions
+    }
+
+    /// A Handle Value Notification or Indication PDU (opcode, handle, value cut to ATT_MTU − 3;
+    /// §3.4.7.1, §3.4.7.2) written in one allocation, with the value copied once: the same bytes
+    /// `ATTPDU.encode` gives, made on every update.
+    static func updatePDU(_ opcode: UInt8, _ handle: UInt16, _ value: [UInt8], mtu: Int) -> [UInt8] {
+        let n = max(0, min(value.count, mtu - 3))
+        return [UInt8](unsafeUninitializedCapacity: 3 + n) { buffer, initialized in
+            buffer[0] = opcode
+            buffer[1] = UInt8(handle & 0xFF)
+            buffer[2] = UInt8(handle >> 8)
+            value.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[3..<(3 + n)])).copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<n]))
+            }
+            initialized = 3 + n
+        }
     }
 }

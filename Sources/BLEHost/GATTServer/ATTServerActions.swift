@@ -37,8 +37,8 @@ public enum ServerAction: Hashable, Sendable {
     /// The indication with this id was not confirmed within the transaction timeout
     /// (Vol 3 Part F §3.3.3), or was still queued when the bearer failed.
     case indicationTimedOut(id: UInt64)
-    /// The update queue, once full, has room again (CoreBluetooth's
-    /// `peripheralManagerIsReady(toUpdateSubscribers:)`).
+    /// The update queue, once full, has room again: it has drained to `readyThreshold`
+    /// (CoreBluetooth's `peripheralManagerIsReady(toUpdateSubscribers:)`).
     case readyToUpdate
     /// The client exchanged MTU; this is the ATT_MTU from now on (Vol 3 Part F §3.4.2.2).
     case mtuChanged(Int)

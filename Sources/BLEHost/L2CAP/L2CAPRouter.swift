@@ -1,4 +1,5 @@
 import BLEHCI
+import BLEWire
 
 /// What the router asks its owner to do with a link's traffic.
 public enum L2CAPRouting: Sendable, Equatable {
@@ -64,38 +65,82 @@ public struct L2CAPRouter: Sendable {
     /// link's now (a listener's requirement is checked against it); `now` runs the signaling
     /// timeouts.
     public mutating func receive(_ packet: ACLPacket, security: LinkSecurity = LinkSecurity(), now: Duration = .zero) -> L2CAPRouting {
-        let handle = packet.handle
-        guard links[handle] != nil else {
+        receive(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...], security: { security }, now: now)
+    }
+
+    /// `receive(_:security:now:)` for an HCI ACL data packet as it came from the controller
+    /// (header and data, no H4 indicator), read in place: a whole basic frame in one fragment
+    /// (every 244-byte notification over 251-byte buffers) has its payload copied out once,
+    /// and a fragmented one is copied once into its reassembly buffer. A packet whose length
+    /// field does not match its bytes is dropped as `ACLPacket.decode` would refuse it.
+    /// `security` is asked only for signaling (a listener's requirement is checked against it).
+    public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+        guard bytes.count >= 4 else {
+            return .dropped("malformed ACL packet: \(WireError.truncated(needed: 4, remaining: bytes.count, "ACL packet"))")
+        }
+        let word = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
+        let length = Int(bytes[2]) | Int(bytes[3]) << 8
+        guard bytes.count == 4 + length else {
+            return .dropped(bytes.count < 4 + length
+                ? "malformed ACL packet: \(WireError.truncated(needed: length, remaining: bytes.count - 4, "ACL packet"))"
+                : "malformed ACL packet: \(WireError.invalid("ACL packet: \(bytes.count - 4 - length) bytes beyond its length"))")
+        }
+        // A 2-bit field always maps to one of the four cases; only "continuing" is not a start.
+        let isStart = (word >> 12) & 0x3 != PacketBoundary.continuing.rawValue
+        return receive(handle: word & 0x0FFF, isStart: isStart, bytes[4...], security: security, now: now)
+    }
+
+    private mutating func receive(handle: UInt16, isStart: Bool, _ data: ArraySlice<UInt8>, security: () -> LinkSecurity,
+                                  now: Duration) -> L2CAPRouting {
+        guard links.index(forKey: handle) != nil else {
             return .dropped("ACL data for unknown handle 0x\(String(handle, radix: 16))")
+        }
+        // The common case, a whole basic frame in one start fragment with nothing in progress:
+        // route its payload straight from the packet (the reassembler would return the same).
+        if isStart, data.count >= L2CAPFrame.headerLength, !reassembler.isInProgress(handle) {
+            let s = data.startIndex
+            let length = Int(data[s]) | Int(data[s + 1]) << 8
+            if data.count == L2CAPFrame.headerLength + length {
+                let cid = UInt16(data[s + 2]) | UInt16(data[s + 3]) << 8
+                return route(cid: cid, payload: Array(data[(s + L2CAPFrame.headerLength)...]), handle: handle,
+                             security: security, now: now)
+            }
         }
         let pdu: [UInt8]?
         do {
-            pdu = try reassembler.push(packet)
+            pdu = try reassembler.push(handle: handle, isStart: isStart, data)
         } catch {
             return .dropped("ACL reassembly on 0x\(String(handle, radix: 16)): \(error)")
         }
         guard let pdu else { return .none }
-        let frame: L2CAPFrame
-        do {
-            frame = try L2CAPFrame.decode(pdu)
-        } catch {
-            return .dropped("malformed L2CAP frame: \(error)")
+        // The reassembler returns exactly header + length bytes, so the frame always decodes;
+        // checked all the same rather than trusted.
+        guard pdu.count >= L2CAPFrame.headerLength,
+              pdu.count == L2CAPFrame.headerLength + (Int(pdu[0]) | Int(pdu[1]) << 8) else {
+            do { _ = try L2CAPFrame.decode(pdu) } catch { return .dropped("malformed L2CAP frame: \(error)") }
+            return .dropped("malformed L2CAP frame")
         }
-        switch frame.channelID {
+        return route(cid: UInt16(pdu[2]) | UInt16(pdu[3]) << 8, payload: Array(pdu[L2CAPFrame.headerLength...]), handle: handle,
+                     security: security, now: now)
+    }
+
+    /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1).
+    private mutating func route(cid: UInt16, payload: [UInt8], handle: UInt16, security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+        switch cid {
         case L2CAPChannel.att:
-            return .att(frame.payload)
+            return .att(payload)
         case L2CAPChannel.leSignaling:
-            return .control(receiveSignaling(frame.payload, handle: handle,
-                                             context: CreditBasedContext(listeners: listeners, security: security, now: now)))
+            return .control(receiveSignaling(payload, handle: handle,
+                                             context: CreditBasedContext(listeners: listeners, security: security(), now: now)))
         case L2CAPChannel.smp:
-            return .smp(frame.payload)
+            return .smp(payload)
         case L2CAPChannel.dynamicRange:
-            guard let index = links.index(forKey: handle), links.values[index].signaling.channel(frame.channelID) != nil else {
-                return .dropped("data on L2CAP channel 0x\(String(frame.channelID, radix: 16)), which is not open")
+            guard let index = links.index(forKey: handle), links.values[index].signaling.channel(cid) != nil else {
+                return .dropped("data on L2CAP channel 0x\(String(cid, radix: 16)), which is not open")
             }
-            return .control(Self.map(links.values[index].signaling.receiveFrame(frame.payload, cid: frame.channelID, now: now)))
+            return .control(Self.map(links.values[index].signaling.receiveFrame(payload, cid: cid, now: now)))
         default:
-            return .dropped("data on unrouted L2CAP channel 0x\(String(frame.channelID, radix: 16))")
+            return .dropped("data on unrouted L2CAP channel 0x\(String(cid, radix: 16))")
         }
     }
 

@@ -1,0 +1,79 @@
+@testable import BLEHCI
+import BLEWire
+import BLETestSupport
+import XCTest
+
+/// The in-place paths of the notification hot path (issue 12) against the per-layer ones they
+/// replace: fragments built in wire form with the L2CAP basic header (Vol 3 Part A §3.1, Vol 4
+/// Part E §5.4.2), and Number Of Completed Packets read without decoding (§7.7.19).
+final class ACLWireFormTests: XCTestCase {
+    /// The old way: an L2CAP frame encoded, fragmented, each fragment encoded.
+    private func perLayer(handle: UInt16, channel: UInt16, payload: [UInt8], length: Int) -> [[UInt8]] {
+        let pdu = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), UInt8(channel & 0xFF), UInt8(channel >> 8)] + payload
+        return ACLFragmenter.fragment(handle: handle, pdu: pdu, maxLength: length).map { $0.encode() }
+    }
+
+    func testFragmentsInWireFormAreTheBytesOfEveryLayerEncodedInTurn() {
+        var rng = SeededGenerator(seed: 12)
+        for _ in 0..<300 {
+            let length = Int.random(in: 1...260, using: &rng)
+            let payload = (0..<Int.random(in: 0...600, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let handle = UInt16.random(in: 0...0x0EFF, using: &rng)
+            var flow = ACLFlowController(bufferCount: 1_000, bufferLength: length)
+            var sent: [[UInt8]] = []
+            flow.enqueue(handle: handle, channel: 0x0004, payload: payload) { sent.append($0) }
+            XCTAssertEqual(sent, perLayer(handle: handle, channel: 0x0004, payload: payload, length: length), "buffer \(length)")
+        }
+    }
+
+    func testWireFormFragmentsWaitForCreditsAndKeepTheirOrder() {
+        var flow = ACLFlowController(bufferCount: 3, bufferLength: 27)
+        let payload = [UInt8](repeating: 0xA5, count: 247)
+        var sent: [[UInt8]] = []
+        flow.enqueue(handle: 0x40, channel: 0x0004, payload: payload) { sent.append($0) }
+        XCTAssertEqual(sent.count, 3)
+        XCTAssertEqual(flow.queuedPDUs(handle: 0x40), 1)
+        while flow.queuedPackets(handle: 0x40) > 0 {
+            flow.credit(handle: 0x40, count: 1)
+            flow.pump { sent.append($0) }
+        }
+        XCTAssertEqual(sent, perLayer(handle: 0x40, channel: 0x0004, payload: payload, length: 27))
+        XCTAssertEqual(flow.availableCredits + flow.inFlight(handle: 0x40), 3)
+    }
+
+    func testCompletedPacketsAreReadInPlaceAsDecodeReadsThem() throws {
+        let event = hexBytes("13 09 02 4000 0300 4100 0100")
+        var entries: [CompletedPackets] = []
+        XCTAssertTrue(HCIEvent.scanCompletedPackets(event) { entries.append(CompletedPackets(handle: $0, count: $1)) })
+        XCTAssertEqual(entries, [CompletedPackets(handle: 0x40, count: 3), CompletedPackets(handle: 0x41, count: 1)])
+        guard case let .numberOfCompletedPackets(decoded) = try HCIEvent.decode(event) else { return XCTFail("not decoded as NOCP") }
+        XCTAssertEqual(decoded, entries)
+    }
+
+    func testOtherEventsAndBadLengthsAreLeftToDecode() {
+        var called = false
+        // Command Complete; a length byte that does not match; fewer entries than announced.
+        for bytes in [hexBytes("0E 04 01 0300 00"), hexBytes("13 09 02 4000 0300"), hexBytes("13 05 02 4000 0300"), hexBytes("13")] {
+            XCTAssertFalse(HCIEvent.scanCompletedPackets(bytes) { _, _ in called = true })
+        }
+        XCTAssertFalse(called)
+        XCTAssertThrowsError(try HCIEvent.decode(hexBytes("13 05 02 4000 0300")))
+    }
+
+    func testReassemblyFromSlicesMatchesWholePackets() throws {
+        var rng = SeededGenerator(seed: 5)
+        for _ in 0..<200 {
+            let payload = (0..<Int.random(in: 0...400, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let pdu = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), 0x04, 0x00] + payload
+            let fragments = ACLFragmenter.fragment(handle: 1, pdu: pdu, maxLength: Int.random(in: 1...64, using: &rng))
+            var reassembler = ACLReassembler()
+            var whole: [UInt8]?
+            for f in fragments {
+                XCTAssertNil(whole)
+                whole = try reassembler.push(handle: 1, isStart: f.boundary.isStart, f.encode()[4...])
+            }
+            XCTAssertEqual(whole, pdu)
+            XCTAssertFalse(reassembler.isInProgress(1))
+        }
+    }
+}
