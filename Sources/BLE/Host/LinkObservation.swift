@@ -27,17 +27,17 @@ final class LinkObservation: Sendable {
 
     var snapshot: Snapshot { storage.withLock { $0 } }
 
+    /// Applies `body`; a state change is yielded to every watcher while the state lock is held,
+    /// so a watcher registering at the same moment sees each change exactly once and in order.
     func update(_ body: (inout Snapshot) -> Void) {
-        let (old, new) = storage.withLock { s -> (ConnectionState, ConnectionState) in
+        storage.withLock { s in
             let old = s.state
             body(&s)
-            return (old, s.state)
-        }
-        if old != new {
+            guard old != s.state else { return }
             let list = watchers.withLock { Array($0.values) }
             for w in list {
-                w.yield(new)
-                if case .disconnected = new { w.finish() }
+                w.yield(s.state)
+                if case .disconnected = s.state { w.finish() }
             }
         }
     }
@@ -50,20 +50,22 @@ final class LinkObservation: Sendable {
         }
     }
 
-    /// Every state change from now on; finishes after the disconnect.
+    /// The current state, then every change from now on; finishes after the disconnect. The
+    /// current state is read and the watcher registered under the state lock, so a disconnect
+    /// that happens meanwhile is never missed.
     func stateUpdates() -> AsyncStream<ConnectionState> {
         let (stream, continuation) = AsyncStream<ConnectionState>.makeStream()
-        let current = snapshot.state
-        continuation.yield(current)
-        if case .disconnected = current {
-            continuation.finish()
-            return stream
-        }
         let id = nextWatcher.wrappingAdd(1, ordering: .relaxed).oldValue
-        watchers.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in
             _ = self?.watchers.withLock { $0.removeValue(forKey: id) }
         }
+        let watching = storage.withLock { s -> Bool in
+            continuation.yield(s.state)
+            if case .disconnected = s.state { return false }
+            watchers.withLock { $0[id] = continuation }
+            return true
+        }
+        if !watching { continuation.finish() }
         return stream
     }
 }
