@@ -138,6 +138,7 @@ final class ConnectionManager {
             }
             host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
             host.security.linkOpened(handle: event.handle, host)
+            host.server.bondedClientConnected(handle: event.handle, host)
             applyLinkPreferences(handle: event.handle, host)
             if role == .peripheral {
                 // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
