@@ -118,6 +118,12 @@ public struct VirtualControllerConfiguration: Hashable, Sendable {
     /// The most data PDUs this controller exchanges in one connection event (nil: as many as
     /// fit in the interval). Many phones allow only a handful.
     public var maximumPDUsPerConnectionEvent: Int?
+    /// When set, this controller as central refuses every Connection Parameters Request from a
+    /// peripheral (Vol 6 Part B §5.1.7) with this reason, without asking its host, as a central
+    /// whose Link Layer rejects the procedure (LL_REJECT_EXT_IND): the peripheral's host gets LE
+    /// Connection Update Complete with this status and the link keeps its parameters. For
+    /// example Unsupported Remote Feature (0x1A) or Unacceptable Connection Parameters (0x3B).
+    public var refusesConnectionParameterRequests: HCIStatus?
 
     public init() {}
 }

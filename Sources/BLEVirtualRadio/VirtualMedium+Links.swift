@@ -278,6 +278,11 @@ extension VirtualMedium {
             }
         case let .connectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
             guard let (linkID, end, central) = find(handle) else { return [] }
+            if let refusal = nodes[central.id.rawValue].controller.configuration.refusesConnectionParameterRequests {
+                return deliver(to: end.id) {
+                    $0.connectionUpdated(handle: end.handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout, status: refusal)
+                }
+            }
             links[linkID]?.pendingParameters = (intervalMin, latency, timeout)
             let asked = deliver(to: central.id) {
                 $0.parameterRequest(handle: central.handle, intervalMin: intervalMin, intervalMax: intervalMax,

@@ -16,39 +16,17 @@ import XCTest
 final class GATTCacheWorldTests: XCTestCase {
     static let measurement = BluetoothUUID(0x2A37)
 
-    /// A central on its own controller whose HCI is recorded, with an in-memory cache store.
-    static func recordedCentral(_ world: VirtualWorld, store: InMemoryGATTCacheStore) async throws -> (Central, RecordingTransport) {
-        let device = await world.radio.addDevice()
-        let capture = RecordingTransport(wrapping: device.transport, executor: world.clock.taskExecutor)
-        var configuration = HostConfiguration()
-        configuration.gattCache = store
-        return (try await Central.open(transport: capture, clock: world.clock, configuration: configuration), capture)
-    }
-
-    /// The first element of `values`, or nil after `limit` of the world's time.
-    static func firstValue<T: Sendable>(_ values: AsyncStream<T>, within limit: Duration, _ world: VirtualWorld) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask(executorPreference: world.clock.taskExecutor) {
-                for await v in values { return v }
-                return nil
-            }
-            group.addTask(executorPreference: world.clock.taskExecutor) {
-                try? await world.clock.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
-
     func testABondedServerThatKeptTheCCCDTakesNoRequestToTheFirstNotification() async throws {
         try await VirtualWorld.run { world in
             let sensor = try await world.serve(HeartRateServeProfile.self, name: "HRM")
             let own = await sensor.manager.address
             let address = try XCTUnwrap(own)
+            let device = await world.radio.addDevice()
+            let capture = RecordingTransport(wrapping: device.transport, executor: world.clock.taskExecutor)
             let store = InMemoryGATTCacheStore()
-            let (central, capture) = try await Self.recordedCentral(world, store: store)
+            var configuration = HostConfiguration()
+            configuration.gattCache = store
+            let central = try await Central.open(transport: capture, clock: world.clock, configuration: configuration)
 
             // Cold: pair, subscribe, first value, then Service Changed and robust caching.
             let first = try await central.connect(address)
@@ -59,7 +37,7 @@ final class GATTCacheWorldTests: XCTestCase {
             let values = await first.notifications(for: c)
             let wrote = try await first.enableUpdates(for: c)
             XCTAssertTrue(wrote)
-            let value = await Self.firstValue(values, within: .seconds(5), world)
+            let value = await GATTCacheRig.firstValue(values, within: .seconds(5), world)
             XCTAssertNotNil(value)
             await first.completeCaching()
             try await first.disconnect()
@@ -76,7 +54,7 @@ final class GATTCacheWorldTests: XCTestCase {
             let moreValues = await again.notifications(for: cached)
             let wroteAgain = try await again.enableUpdates(for: cached)
             XCTAssertFalse(wroteAgain, "the server kept the CCCD")
-            let kept = await Self.firstValue(moreValues, within: .seconds(5), world)
+            let kept = await GATTCacheRig.firstValue(moreValues, within: .seconds(5), world)
             XCTAssertNotNil(kept, "the kept subscription delivers")
             let counted = try ATTRoundTrips(btsnoop: capture.btsnoop, connection: 2)
             XCTAssertTrue(counted.notified, "\(counted)")
@@ -93,13 +71,8 @@ final class GATTCacheWorldTests: XCTestCase {
     /// cache, reads the hash (aware again) and finds the new characteristic.
     func testDatabaseOutOfSyncMakesTheClientDropItsCacheAndFindTheNewCharacteristic() async throws {
         try await VirtualWorld.run { world in
-            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
-            try await manager.startAdvertising(AdvertisingData())
-            let own = await manager.address
-            let address = try XCTUnwrap(own)
-            let store = InMemoryGATTCacheStore()
-            let (central, capture) = try await Self.recordedCentral(world, store: store)
-            let p = try await central.connect(address)
+            let rig = try await GATTCacheRig.open(world)
+            let p = try await rig.central.connect(rig.address)
             try await p.exchangeMTU()
             let features = try await p.characteristic(GATTUUID.clientSupportedFeatures)
             let csf = try XCTUnwrap(features)
@@ -108,10 +81,8 @@ final class GATTCacheWorldTests: XCTestCase {
             XCTAssertNil(before)
             let oldHash = try await p.readDatabaseHash()
 
-            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
-            ]))
-            let requestsBefore = try ATTRoundTrips(btsnoop: capture.btsnoop).count
+            _ = try await rig.manager.add(GATTCacheRig.addedService)
+            let requestsBefore = try ATTRoundTrips(btsnoop: rig.capture.btsnoop).count
             // The cache says there is no such characteristic; the server refuses the next request.
             do {
                 _ = try await p.readValue(for: csf)
@@ -123,12 +94,11 @@ final class GATTCacheWorldTests: XCTestCase {
             XCTAssertEqual(value, [0x2A])
             let newHash = try await p.readDatabaseHash()
             XCTAssertNotEqual(newHash, oldHash)
-            let all = try ATTRoundTrips(btsnoop: capture.btsnoop)
+            let all = try ATTRoundTrips(btsnoop: rig.capture.btsnoop)
             XCTAssertGreaterThan(all.count, requestsBefore + 2, "refused, hash read, searched again: \(all)")
-            XCTAssertEqual(store.fileNames.count, 2, "an entry per Database Hash of the unbonded server: \(store.fileNames)")
+            XCTAssertEqual(rig.store.fileNames.count, 2, "an entry per Database Hash of the unbonded server: \(rig.store.fileNames)")
             try await p.disconnect()
-            await central.close()
-            await manager.close()
+            await rig.close()
         }
     }
 
@@ -136,27 +106,20 @@ final class GATTCacheWorldTests: XCTestCase {
     /// searched again, and the new characteristic is found there.
     func testServiceChangedMakesTheClientSearchOnlyTheChangedRange() async throws {
         try await VirtualWorld.run { world in
-            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
-            try await manager.startAdvertising(AdvertisingData())
-            let own = await manager.address
-            let address = try XCTUnwrap(own)
-            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
-            let p = try await central.connect(address)
+            let rig = try await GATTCacheRig.open(world)
+            let p = try await rig.central.connect(rig.address)
             try await p.exchangeMTU()
             let changes = await p.servicesChanged()
             let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
             XCTAssertNil(absent)
             await p.completeCaching()
-            let handles = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
-            ]))
-            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            let handles = try await rig.manager.add(GATTCacheRig.addedService)
+            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, handles.range)
             let found = try await p.characteristic(BluetoothUUID(0xFFF1))
             XCTAssertEqual(found.map { handles.range.contains($0.declarationHandle) }, true)
             try await p.disconnect()
-            await central.close()
-            await manager.close()
+            await rig.close()
         }
     }
 
@@ -165,36 +128,23 @@ final class GATTCacheWorldTests: XCTestCase {
     /// the client drops what its cache held in the range, and finds the new characteristic.
     func testABondedClientIsToldOfAChangeMadeWhileItWasAway() async throws {
         try await VirtualWorld.run { world in
-            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
-            try await manager.startAdvertising(AdvertisingData())
-            let own = await manager.address
-            let address = try XCTUnwrap(own)
-            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
-            let first = try await central.connect(address)
-            try await first.exchangeMTU()
-            _ = try await first.pair()
-            let absent = try await first.characteristic(BluetoothUUID(0xFFF1))
-            XCTAssertNil(absent)
-            await first.completeCaching()
-            try await first.disconnect()
+            let rig = try await GATTCacheRig.open(world)
+            let absent = try await rig.bondAndLeave(lookingUp: [BluetoothUUID(0xFFF1)])
+            XCTAssertEqual(absent, [nil])
+            _ = try await rig.manager.add(GATTCacheRig.addedService)
 
-            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
-            ]))
-
-            let again = try await central.connect(address)
+            let again = try await rig.central.connect(rig.address)
             let changes = await again.servicesChanged()
             // From the bonded cache, no request: this also arms the Service Changed handle.
             let sc = try await again.characteristic(GATTUUID.serviceChanged)
             XCTAssertNotNil(sc)
             try await again.encrypt()
-            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, 0x0001...0xFFFF, "the whole database, as the server does not say which part")
             let found = try await again.characteristic(BluetoothUUID(0xFFF1))
             XCTAssertNotNil(found, "found after Service Changed")
             try await again.disconnect()
-            await central.close()
-            await manager.close()
+            await rig.close()
         }
     }
 
@@ -203,39 +153,40 @@ final class GATTCacheWorldTests: XCTestCase {
     /// has no memory of the client, still finds it change-unaware and indicates Service Changed.
     func testABondedClientIsToldOfAChangeMadeWhileTheServerRestarted() async throws {
         try await VirtualWorld.run { world in
-            let bonds = InMemoryBondStore()
-            var serverConfiguration = HostConfiguration()
-            serverConfiguration.security.bondStore = bonds
-            let serverAddress = BDAddress(rawValue: 0x00_5A_B1_00_00_77)
-            let (before, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
-            try await before.startAdvertising(AdvertisingData())
-            let own = await before.address
-            let address = try XCTUnwrap(own)
-            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
-            let first = try await central.connect(address)
-            try await first.exchangeMTU()
-            _ = try await first.pair()
-            await first.completeCaching()
-            try await first.disconnect()
-            await before.close()
-            let kept = try bonds.bonds().first?.servedDatabaseHash
-            XCTAssertNotNil(kept, "the bond keeps the hash the client knew")
-
-            let (after, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
-            _ = try await after.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
-            ]))
-            try await after.startAdvertising(AdvertisingData())
-            let again = try await central.connect(address)
+            let (rig, bonds, after) = try await Self.restartedServer(world, changing: true)
+            let kept = try XCTUnwrap(bonds.bonds().first)
+            XCTAssertNotNil(kept.servedDatabaseHash, "the bond keeps the hash the client knew")
+            let again = try await rig.central.connect(rig.address)
             let changes = await again.servicesChanged()
             _ = try await again.characteristic(GATTUUID.serviceChanged)
             try await again.encrypt()
-            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, 0x0001...0xFFFF)
             try await again.disconnect()
-            await central.close()
+            await rig.central.close()
             await after.close()
         }
+    }
+
+    /// A rig whose server bonded with the central, then restarted (same address and bond
+    /// store, no memory of the client) with the added service when `changing`, advertising again.
+    /// `editBond` changes the stored bond while the server is down (an older bond file).
+    static func restartedServer(_ world: VirtualWorld, changing: Bool, editBond: (inout Bond) -> Void = { _ in })
+        async throws -> (rig: GATTCacheRig, bonds: InMemoryBondStore, after: PeripheralManager) {
+        let bonds = InMemoryBondStore()
+        var serverConfiguration = HostConfiguration()
+        serverConfiguration.security.bondStore = bonds
+        let serverAddress = BDAddress(rawValue: 0x00_5A_B1_00_00_77)
+        let rig = try await GATTCacheRig.open(world, name: "Restarting", serverAddress: serverAddress, server: serverConfiguration)
+        try await rig.bondAndLeave()
+        await rig.manager.close()
+        var bond = try XCTUnwrap(try bonds.bonds().first)
+        editBond(&bond)
+        try bonds.save(bond)
+        let (after, _) = try await world.addPeripheralManager(name: "Restarting", address: serverAddress, configuration: serverConfiguration)
+        if changing { _ = try await after.add(GATTCacheRig.addedService) }
+        try await after.startAdvertising(AdvertisingData())
+        return (rig, bonds, after)
     }
 
     /// An unbonded server's entry is kept under the Database Hash it was read for: after a
@@ -244,13 +195,8 @@ final class GATTCacheWorldTests: XCTestCase {
     /// load the new layout as the old one).
     func testServiceChangedDoesNotStoreTheNewDatabaseUnderTheOldHash() async throws {
         try await VirtualWorld.run { world in
-            let (manager, _) = try await world.addPeripheralManager(name: "Changing")
-            try await manager.startAdvertising(AdvertisingData())
-            let own = await manager.address
-            let address = try XCTUnwrap(own)
-            let store = InMemoryGATTCacheStore()
-            let (central, _) = try await Self.recordedCentral(world, store: store)
-            let p = try await central.connect(address)
+            let rig = try await GATTCacheRig.open(world)
+            let p = try await rig.central.connect(rig.address)
             try await p.exchangeMTU()
             let changes = await p.servicesChanged()
             let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
@@ -258,24 +204,21 @@ final class GATTCacheWorldTests: XCTestCase {
             await p.completeCaching()
             let read = try await p.readDatabaseHash()
             let oldHash = try XCTUnwrap(read)
-            let handles = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: [0x2A]),
-            ]))
-            let range = await Self.firstValue(changes, within: .seconds(5), world)
+            let handles = try await rig.manager.add(GATTCacheRig.addedService)
+            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, handles.range)
             let found = try await p.characteristic(BluetoothUUID(0xFFF1))
             XCTAssertNotNil(found)
             let newRead = try await p.readDatabaseHash()
             let newHash = try XCTUnwrap(newRead)
             try await p.disconnect()
-            let old = try store.load(.unbonded(p.address, databaseHash: oldHash))
+            let old = try rig.store.load(.unbonded(p.address, databaseHash: oldHash))
             XCTAssertNil(old?.characteristics.first { $0.uuid == BluetoothUUID(0xFFF1) },
-                         "the old hash's entry holds the new database: \(store.fileNames)")
-            let new = try store.load(.unbonded(p.address, databaseHash: newHash))
+                         "the old hash's entry holds the new database: \(rig.store.fileNames)")
+            let new = try rig.store.load(.unbonded(p.address, databaseHash: newHash))
             XCTAssertNotNil(new?.characteristics.first { $0.uuid == BluetoothUUID(0xFFF1) },
-                            "what was learned after the change is kept under the new hash: \(store.fileNames)")
-            await central.close()
-            await manager.close()
+                            "what was learned after the change is kept under the new hash: \(rig.store.fileNames)")
+            await rig.close()
         }
     }
 
@@ -285,26 +228,16 @@ final class GATTCacheWorldTests: XCTestCase {
     /// next encrypted connection.
     func testABondedClientsRobustCachingPersistsAcrossConnections() async throws {
         try await VirtualWorld.run { world in
-            let (manager, _) = try await world.addPeripheralManager(name: "Server")
-            try await manager.startAdvertising(AdvertisingData())
-            let own = await manager.address
-            let address = try XCTUnwrap(own)
-            let (central, _) = try await Self.recordedCentral(world, store: InMemoryGATTCacheStore())
-            let first = try await central.connect(address)
-            try await first.exchangeMTU()
-            _ = try await first.pair()
-            await first.completeCaching()
-            try await first.disconnect()
-
-            let again = try await central.connect(address)
+            let rig = try await GATTCacheRig.open(world, name: "Server")
+            try await rig.bondAndLeave()
+            let again = try await rig.central.connect(rig.address)
             try await again.encrypt()
             let located = try await again.characteristic(GATTUUID.clientSupportedFeatures)
             let csf = try XCTUnwrap(located)
             let value = try await again.readValue(for: csf)
             XCTAssertEqual(value.first.map { $0 & 0x01 }, 0x01, "robust caching kept for the bonded client: \(value)")
             try await again.disconnect()
-            await central.close()
-            await manager.close()
+            await rig.close()
         }
     }
 }

@@ -145,8 +145,9 @@ extension Peripheral {
         let linkID = self.linkID, peer = self.address
         if let entry = await host.run({ $0.caches.entry(linkID: linkID) }) {
             guard entry.needsHash else { return entry.cache }
-            // Service Changed on an unbonded server: key what follows by the new hash.
-            let hash = try await readDatabaseHash()
+            // Service Changed on an unbonded server: key what follows by the new hash (none
+            // when it cannot be read: what follows is then not stored).
+            let hash = try await databaseHashOrDiscovery()
             await host.run { $0.caches.rekey(linkID: linkID, peer: peer, databaseHash: hash, $0) }
             return await host.run { $0.caches.entry(linkID: linkID)?.cache } ?? entry.cache
         }
@@ -160,7 +161,7 @@ extension Peripheral {
         }
         // Without a store the hash could only key what is never kept: not read.
         if cache == nil, store != nil {
-            let hash = try await readDatabaseHash()
+            let hash = try await databaseHashOrDiscovery()
             if identity == nil, let store, let hash {
                 key = .unbonded(peer, databaseHash: hash)
                 cache = load(key, from: store)
@@ -184,6 +185,19 @@ extension Peripheral {
         } catch {
             // Corrupt, hostile or unreadable: discover afresh and let the next save replace it.
             HostDiagnostics.log("[host] GATT cache \(key): ignored: \(error)")
+            return nil
+        }
+    }
+
+    /// The Database Hash for checking the cache: nil when the server has none, and when it
+    /// answers the read with an ATT error or a malformed value, so the lookup falls back to
+    /// discovery (an unbonded server's entry is then not stored, having no hash to be kept
+    /// under). A timeout is thrown: nothing more may be asked on the bearer (Vol 3 Part F §3.3.3).
+    func databaseHashOrDiscovery() async throws -> [UInt8]? {
+        do {
+            return try await readDatabaseHash()
+        } catch let BLEError.gatt(error) where GATTCacheSessions.discoveryReplaces(error) {
+            HostDiagnostics.log("[host] Database Hash of \(address) unreadable (\(error)): discovering instead")
             return nil
         }
     }

@@ -20,6 +20,8 @@ final class ConnectionManager {
     /// The caller of the running attempt, waiting for its connection handle.
     private var attemptResult: (id: UInt64, result: OneShot<UInt16>)?
     private var disconnectAttempts: [UInt16: [OneShot<Void>]] = [:]
+    /// Callers waiting for a link's LE Connection Update Complete (ConnectionManager+ParameterUpdates.swift).
+    var parameterUpdates: [UInt16: [OneShot<LinkParameters>]] = [:]
     private let configuration: HostConfiguration
 
     init(configuration: HostConfiguration) {
@@ -136,6 +138,7 @@ final class ConnectionManager {
             }
             host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
             host.security.linkOpened(handle: event.handle, host)
+            host.server.bondedClientConnected(handle: event.handle, host)
             applyLinkPreferences(handle: event.handle, host)
             if role == .peripheral {
                 // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
@@ -216,6 +219,7 @@ final class ConnectionManager {
     func linkClosed(handle: UInt16, reason: HCIStatus, error: BLEError, _ host: isolated HostController) {
         guard let link = links.remove(handle) else { return }
         for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] { attempt.succeed(()) }
+        for update in parameterUpdates.removeValue(forKey: handle) ?? [] { update.fail(error) }
         link.observation.update { $0.state = .disconnected(reason: reason) }
         host.linkEnded(link, reason: reason, error: error)
     }
@@ -259,11 +263,8 @@ final class ConnectionManager {
         case let .connectionComplete(c):
             connectionCompleted(c, host)
         case let .connectionUpdateComplete(status, handle, interval, latency, timeout):
-            guard status == .success else { return }
-            links.withLink(handle) {
-                $0.parameters = LinkParameters(interval: interval, latency: latency, supervisionTimeout: timeout)
-                $0.publish()
-            }
+            connectionUpdateCompleted(status: status, handle: handle,
+                                      LinkParameters(interval: interval, latency: latency, supervisionTimeout: timeout), host)
         case let .dataLengthChange(handle, maxTxOctets, _, maxRxOctets, _):
             links.withLink(handle) {
                 $0.maxTxOctets = Int(maxTxOctets)

@@ -85,6 +85,16 @@ final class GATTCacheSessions {
         persist(entry, host)
     }
 
+    /// Whether a failed Database Hash read leaves the bearer usable for discovery instead: an
+    /// ATT error or a malformed answer does; a timeout or a closed bearer does not (no more
+    /// requests on a timed-out bearer, Vol 3 Part F §3.3.3).
+    static func discoveryReplaces(_ error: GATTError) -> Bool {
+        switch error {
+        case .att, .unexpectedResponse, .malformedResponse, .protocolViolation: return true
+        default: return false
+        }
+    }
+
     /// The link is gone; its cache stays in the store.
     func linkClosed(_ link: Link, _ host: isolated HostController) {
         entries[link.id] = nil

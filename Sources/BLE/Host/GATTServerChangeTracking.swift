@@ -3,13 +3,30 @@ import BLEWire
 
 /// The server's side of GATT caching across connections, Core spec Vol 3 Part G §2.5.2 and
 /// §2.5.2.1: every client becomes change-unaware when the database changes; a bonded client's
-/// state persists while it is away, and one that comes back change-unaware is sent a Service
-/// Changed indication (§7.1) once its link is encrypted with the bond's key (when its restored
-/// CCCD asks for them), and answered Database Out Of Sync meanwhile if it enabled robust caching.
+/// state (change awareness, Client Supported Features §7.2, CCCDs §3.3.3.3) persists while it
+/// is away.
+///
+/// A returning bonded client gets that state back as soon as the server knows who it is:
+/// - at connection, when the address it connected with names a bond (its identity address, or
+///   a resolvable private address that a bonded IRK resolves, in the controller or here), so
+///   its first request is already judged by it: a change-unaware client that enabled robust
+///   caching is answered Database Out Of Sync, not served from a stale layout;
+/// - otherwise once its link is encrypted with a bond's key. Until then the server cannot tell
+///   it from a client without a trusted relationship, and treats it as one: change-aware, no
+///   features, no CCCDs (§2.5.2.1: the initial state of a client without a trusted
+///   relationship is change-aware).
+///
+/// A change-unaware client is sent a Service Changed indication of the whole database (§7.1)
+/// once its link is encrypted with the bond's key, when its restored CCCD asks for them: the
+/// proof that it is the bonded client, and the point our own client has its cache in hand.
+/// What a client does on a link not encrypted so is not kept for the next connection.
 ///
 /// The state of absent bonded clients is kept for the host's lifetime and, as the hash of the
-/// database they last knew, with their bond (`Bond.servedDatabaseHash`), so a server restarted
-/// with a changed database tells them too.
+/// database they last knew and their features, with their bond (`Bond.servedDatabaseHash`,
+/// `Bond.clientSupportedFeatures`), so a server restarted with a changed database tells them
+/// too. A bond without a served-database hash (stored before it was recorded, or left while
+/// the client was change-unaware) makes the client change-unaware: nothing shows that it saw
+/// the database as it is.
 extension GATTServerSessions {
     /// The database changed: connected clients and absent bonded ones are change-unaware.
     func databaseChangedForAllClients(_ host: isolated HostController) {
@@ -24,35 +41,57 @@ extension GATTServerSessions {
         guard link.security.encrypted, link.security.hasLongTermKey,
               var bond = host.security.bond(for: link.peer, host) else { return }
         bondedChangeAwareness[bond.peer] = link.server.isChangeAware
-        if !link.server.clientSupportedFeatures.isEmpty { bondedClientFeatures[bond.peer] = link.server.clientSupportedFeatures }
+        let features = link.server.clientSupportedFeatures
+        if !features.isEmpty { bondedClientFeatures[bond.peer] = features }
+        var changed = false
+        if !features.isEmpty, bond.clientSupportedFeatures != features {
+            bond.clientSupportedFeatures = features
+            changed = true
+        }
         // The hash of the database it knew: the current one if it is aware, else the one kept.
-        guard link.server.isChangeAware, let hash = try? database.databaseHashCharacteristicValue(),
-              bond.servedDatabaseHash != hash else { return }
-        bond.servedDatabaseHash = hash
-        _ = host.security.store(bond, replacing: true, host)
+        if link.server.isChangeAware, let hash = try? database.databaseHashCharacteristicValue(), bond.servedDatabaseHash != hash {
+            bond.servedDatabaseHash = hash
+            changed = true
+        }
+        if changed { _ = host.security.store(bond, replacing: true, host) }
     }
 
-    /// A bonded client is back on an encrypted link: its awareness is restored, and if the
-    /// database changed while it was away it is told with a Service Changed indication of the
-    /// whole database (§7.1: the server need not say which part changed).
+    /// A link is up: when its peer's address names a bond, that client's kept state is
+    /// restored before its first request (see the type's comment).
+    func bondedClientConnected(handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle], let bond = host.security.bond(for: link.peer, host) else { return }
+        restoreBondedState(handle: handle, bond, host)
+    }
+
+    /// A bonded client is back on an encrypted link: its state is restored if the connection
+    /// did not already do so, and if the database changed while it was away it is told with a
+    /// Service Changed indication of the whole database (§7.1: the server need not say which
+    /// part changed).
     func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated HostController) {
-        // Client Supported Features first: whether Database Out Of Sync applies depends on them.
-        if let features = bondedClientFeatures[identity] {
-            host.connections.links.withLink(handle) { $0.server.restoreClientSupportedFeatures(features) }
+        guard let link = host.connections.links[handle] else { return }
+        if !link.server.hasRestoredBondedState, let bond = host.security.bond(for: identity, host) {
+            restoreBondedState(handle: handle, bond, host)
         }
-        let kept = host.security.bond(for: identity, host)?.servedDatabaseHash
-        guard let aware = bondedChangeAwareness[identity]
-                ?? kept.map({ $0 == (try? database.databaseHashCharacteristicValue()) }) else { return }
-        host.connections.links.withLink(handle) { $0.server.restoreChangeAwareness(aware) }
-        guard !aware, let link = host.connections.links[handle] else { return }
+        guard let restored = host.connections.links[handle], !restored.server.isChangeAware else { return }
         let scHandle = database.serviceChangedHandle
         guard scHandle != 0,
-              link.server.deliverableSubscription(valueHandle: scHandle, database: database, security: link.security) & 0x0002 != 0 else { return }
+              restored.server.deliverableSubscription(valueHandle: scHandle, database: database, security: restored.security) & 0x0002 != 0 else { return }
         let id = host.makeToken()
         let t = host.now
         host.connections.links.withLink(handle) {
             _ = $0.server.indicate(valueHandle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF], id: id, now: t, database: database, security: $0.security)
         }
         pumpNotifications(handle: handle, host)
+    }
+
+    /// Gives the link the bonded client's kept state: what this host remembers of it, else what
+    /// its bond holds. Aware only when it last knew the database whose hash the server has now.
+    private func restoreBondedState(handle: UInt16, _ bond: Bond, _ host: isolated HostController) {
+        let current = try? database.databaseHashCharacteristicValue()
+        let aware = bondedChangeAwareness[bond.peer] ?? (bond.servedDatabaseHash != nil && bond.servedDatabaseHash == current)
+        let features = bondedClientFeatures[bond.peer] ?? bond.clientSupportedFeatures
+        host.connections.links.withLink(handle) {
+            $0.server.restoreBondedState(changeAware: aware, features: features, subscriptions: bond.clientConfigurations)
+        }
     }
 }

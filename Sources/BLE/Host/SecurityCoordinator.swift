@@ -298,7 +298,7 @@ final class SecurityCoordinator {
                 if worth.bonded { link.security.hasLongTermKey = true }
             }
             if let worth, worth.bonded, let link = host.connections.links[handle] {
-                restoreSubscriptions(link, host)
+                // CCCDs, features and change awareness, unless the connection restored them.
                 if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }
             }
         } else if status != .success {
@@ -320,11 +320,6 @@ final class SecurityCoordinator {
             // A MIC failure or a key the peer no longer has: the bond is stale; pairing again repairs it.
             for w in waiting { w.fail(BLEError.security(.encryptionFailed(status: status.rawValue))) }
         }
-    }
-
-    private func restoreSubscriptions(_ link: Link, _ host: isolated HostController) {
-        guard let b = bond(for: link.peer, host), !b.clientConfigurations.isEmpty else { return }
-        host.connections.links.withLink(link.handle) { $0.server.restoreSubscriptions(b.clientConfigurations) }
     }
 
     func expire(now: Duration, _ host: isolated HostController) {

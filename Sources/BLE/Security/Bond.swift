@@ -67,6 +67,11 @@ public struct Bond: Sendable, Hashable {
     /// database as it was (change-aware at the end of a connection, §2.5.2.1): if it differs
     /// on its return, the peer is change-unaware and is sent Service Changed.
     public var servedDatabaseHash: [UInt8]?
+    /// The Client Supported Features (Vol 3 Part G §7.2) this peer, as a client, enabled on our
+    /// server: they persist across connections for a client with a trusted relationship, so a
+    /// restarted server still answers a change-unaware client Database Out Of Sync (§2.5.2.1).
+    /// Nil when it enabled none, and for bonds stored before this was recorded.
+    public var clientSupportedFeatures: [UInt8]?
 
     /// A bond from its parts, as `DirectoryBondStore` reads one back. EDIV and Rand default to 0,
     /// as Secure Connections keys have them.
@@ -74,7 +79,8 @@ public struct Bond: Sendable, Hashable {
                 localLongTermKey: [UInt8]? = nil, localEDIV: UInt16 = 0, localRand: UInt64 = 0,
                 peerIdentityResolvingKey: [UInt8]? = nil, peerSignatureKey: [UInt8]? = nil, peerSignCounter: UInt32? = nil,
                 localSignCounter: UInt32 = 0, localSignatureKey: [UInt8]? = nil, secureConnections: Bool, authenticated: Bool, keySize: Int,
-                clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil, servedDatabaseHash: [UInt8]? = nil) {
+                clientConfigurations: [UInt16: UInt16] = [:], databaseHash: [UInt8]? = nil, servedDatabaseHash: [UInt8]? = nil,
+                clientSupportedFeatures: [UInt8]? = nil) {
         self.peer = peer
         self.connectionAddress = connectionAddress
         self.peerLongTermKey = peerLongTermKey
@@ -94,6 +100,7 @@ public struct Bond: Sendable, Hashable {
         self.clientConfigurations = clientConfigurations
         self.databaseHash = databaseHash
         self.servedDatabaseHash = servedDatabaseHash
+        self.clientSupportedFeatures = clientSupportedFeatures
     }
 
     /// Whether a device at `address` is this bond's peer: its identity, the address it paired

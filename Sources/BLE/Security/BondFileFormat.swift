@@ -39,6 +39,7 @@ enum BondFileFormat {
         }
         add("database-hash", b.databaseHash?.hexString)
         add("served-database-hash", b.servedDatabaseHash?.hexString)
+        add("client-features", b.clientSupportedFeatures?.hexString)
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -74,7 +75,8 @@ enum BondFileFormat {
             keySize: keySize,
             clientConfigurations: clientConfigurations,
             databaseHash: try fields.bytes("database-hash"),
-            servedDatabaseHash: try fields.bytes("served-database-hash"))
+            servedDatabaseHash: try fields.bytes("served-database-hash"),
+            clientSupportedFeatures: try fields.bytes("client-features"))
     }
 
     // MARK: Identity

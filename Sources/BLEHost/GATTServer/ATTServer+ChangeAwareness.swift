@@ -7,7 +7,8 @@ import BLEWire
 //
 // - A client without a trusted relationship starts each connection change-aware; a bonded
 //   client's state persists across connections (the owner restores it with
-//   `restoreChangeAwareness` once the link is encrypted with the bond's key).
+//   `restoreBondedState` as soon as it knows the client: at connection when the client's
+//   address names a bond, else once the link is encrypted with the bond's key).
 // - A change to the database makes every client change-unaware (`databaseChanged`).
 // - A change-unaware client that enabled robust caching gets Database Out Of Sync for every
 //   request except a read of the Database Hash, and its commands are ignored.
@@ -41,6 +42,19 @@ extension ATTServer {
         }
         clientFeatures = merged
     }
+
+    /// Restores what a bonded client left on its last connection, once per connection: its
+    /// Client Supported Features (§7.2), CCCDs (§3.3.3.3) and change awareness (§2.5.2.1), all
+    /// of which persist across connections for a client with a trusted relationship.
+    public mutating func restoreBondedState(changeAware aware: Bool, features: [UInt8]?, subscriptions: [UInt16: UInt16]) {
+        bondedStateRestored = true
+        if let features { restoreClientSupportedFeatures(features) }
+        restoreSubscriptions(subscriptions)
+        restoreChangeAwareness(aware)
+    }
+
+    /// True once `restoreBondedState` ran on this connection.
+    public var hasRestoredBondedState: Bool { bondedStateRestored }
 
     /// True when the client knows the database as it is (§2.5.2.1).
     public var isChangeAware: Bool { changeAware }

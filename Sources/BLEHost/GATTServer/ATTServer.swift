@@ -45,6 +45,8 @@ public struct ATTServer: Sendable {
     var outOfSyncSent = false
     var hashReadWhileUnaware = false
     var serviceChangedIndicationID: UInt64?
+    /// A bonded client's kept state was restored on this connection (`restoreBondedState`).
+    var bondedStateRestored = false
     /// Prepared writes in arrival order (§3.4.6).
     var prepareQueue: [PreparedWrite] = []
     /// Notifications and indications waiting for `nextOutgoing`.

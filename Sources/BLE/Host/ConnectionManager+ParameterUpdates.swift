@@ -1,0 +1,64 @@
+import BLEHCI
+import BLEHost
+
+extension ConnectionManager {
+    /// How long an LE Connection Update may take after the controller took the command: the
+    /// Link Layer's procedure response timeout, 40 s (Core spec Vol 6 Part B §5.2), after which
+    /// the controller ends the procedure (or the link) itself.
+    static let connectionUpdateResponseTimeout: Duration = .seconds(40)
+
+    /// LE Connection Update (Core spec Vol 4 Part E §7.8.18) on the link with this id, waiting for
+    /// its LE Connection Update Complete (§7.7.65.3): the parameters the link has then.
+    ///
+    /// From a peripheral the controller runs the Connection Parameters Request procedure with
+    /// the central (Vol 6 Part B §5.1.7), which may refuse. A completion with a non-zero status
+    /// throws `.hci(.commandFailed(opcode: .leConnectionUpdate, status:))` carrying it, and the
+    /// link keeps its parameters; a controller that refuses the command throws the same with the
+    /// Command Status; a link that goes away throws why; no completion within the command
+    /// timeout plus the procedure response timeout throws `.timeout`.
+    func updateParameters(linkID: UInt64, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, supervisionTimeout: UInt16,
+                          _ host: isolated HostController) async throws -> LinkParameters {
+        guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
+        let update = OneShot<LinkParameters>()
+        parameterUpdates[handle, default: []].append(update)
+        let owned = ActorOwned(update)
+        let limit = host.configuration.commandTimeout + Self.connectionUpdateResponseTimeout
+        let clock = host.clock
+        host.spawn("connection update deadline") {
+            try await clock.sleep(for: limit)
+            await host.run { $0.connections.parameterUpdateTimedOut(owned.value, handle: handle) }
+        }
+        do {
+            try await host.command(.leConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                                       maxLatency: latency, supervisionTimeout: supervisionTimeout,
+                                                       minCELength: 0, maxCELength: 0))
+        } catch {
+            parameterUpdates[handle]?.removeAll { $0 === update }
+            update.fail(error)
+            throw error
+        }
+        return try await update.wait()
+    }
+
+    /// LE Connection Update Complete (§7.7.65.3): on success the link takes the new parameters;
+    /// otherwise it keeps the ones it had. Either way the callers waiting on the link learn it.
+    func connectionUpdateCompleted(status: HCIStatus, handle: UInt16, _ parameters: LinkParameters, _ host: isolated HostController) {
+        let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
+        guard status == .success else {
+            host.log("LE Connection Update on 0x\(String(handle, radix: 16)) failed: \(status)")
+            for update in waiting { update.fail(BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: status))) }
+            return
+        }
+        links.withLink(handle) {
+            $0.parameters = parameters
+            $0.publish()
+        }
+        for update in waiting { update.succeed(parameters) }
+    }
+
+    func parameterUpdateTimedOut(_ update: OneShot<LinkParameters>, handle: UInt16) {
+        guard !update.isFulfilled else { return }
+        parameterUpdates[handle]?.removeAll { $0 === update }
+        update.fail(BLEError.timeout("no LE Connection Update Complete"))
+    }
+}

@@ -1,0 +1,147 @@
+import BLE
+import BLEHost
+import BLERuntime
+import BLETestSupport
+import BLEVirtual
+import BLEWire
+import XCTest
+
+/// A returning bonded client as our server sees it (Core spec Vol 3 Part G §2.5.2.1, §3.3.3.3,
+/// §7.2), two whole hosts on the virtual radio in virtual time: its state is restored at
+/// connection when its address names the bond (identity address, or an RPA its IRK resolves
+/// in the host or the controller), so a request before encryption is judged by it; and a bond
+/// stored without the served-database hash makes it change-unaware.
+final class GATTCacheBondedClientWorldTests: XCTestCase {
+    /// Asks the server something over the client's cached layout before the link is encrypted,
+    /// and expects Database Out Of Sync: the client enabled robust caching and is change-unaware.
+    static func assertOutOfSyncBeforeEncryption(_ p: Peripheral, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let level = await p.securityLevel
+        XCTAssertEqual(level, .none, "the request goes before encryption", file: file, line: line)
+        // From the bonded cache: no request.
+        let located = try await p.characteristic(GATTUUID.clientSupportedFeatures)
+        let csf = try XCTUnwrap(located, file: file, line: line)
+        do {
+            _ = try await p.readValue(for: csf)
+            XCTFail("a change-unaware bonded client is answered Database Out Of Sync", file: file, line: line)
+        } catch BLEError.gatt(.att(.databaseOutOfSync, _, _)) {}
+        // The client catches up (hash read, change-aware) and finds what was added.
+        let found = try await p.characteristic(BluetoothUUID(0xFFF1))
+        XCTAssertNotNil(found, "found after Database Out Of Sync", file: file, line: line)
+    }
+
+    /// The client connects with its identity address (public): known at connection.
+    func testAChangeUnawareBondedClientIsAnsweredOutOfSyncBeforeEncryption() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await GATTCacheRig.open(world)
+            try await rig.bondAndLeave()
+            _ = try await rig.manager.add(GATTCacheRig.addedService)
+            let again = try await rig.central.connect(rig.address)
+            try await Self.assertOutOfSyncBeforeEncryption(again)
+            try await again.disconnect()
+            await rig.close()
+        }
+    }
+
+    /// The client comes back with a new resolvable private address: the bond's IRK resolves it
+    /// at connection, in the host (Bond.matches) or in the controller's resolving list.
+    func testABondedClientWithANewRPAIsRecognisedAtConnection() async throws {
+        for controllerResolution in [false, true] {
+            try await VirtualWorld.run { world in
+                var server = HostConfiguration()
+                server.security.bondStore = InMemoryBondStore()
+                server.security.usesControllerAddressResolution = controllerResolution
+                var central = HostConfiguration()
+                central.security.bondStore = InMemoryBondStore()
+                central.security.usesControllerAddressResolution = controllerResolution
+                let rotation: Duration = .seconds(60)
+                let rig = try await GATTCacheRig.open(world, server: server, central: central, centralAddress: .resolvablePrivate(rotation: rotation))
+                let events = await rig.manager.events
+                try await rig.bondAndLeave()
+                _ = try await rig.manager.add(GATTCacheRig.addedService)
+                try await world.clock.sleep(for: rotation + .seconds(1))
+                let again = try await rig.central.connect(rig.address)
+                try await Self.assertOutOfSyncBeforeEncryption(again)
+                var centrals: [DeviceAddress] = []
+                for await e in events {
+                    if case let .connected(c) = e { centrals.append(c.address) }
+                    if centrals.count == 2 { break }
+                }
+                if !controllerResolution {
+                    XCTAssertNotEqual(centrals.first, centrals.last, "the client came back with a new RPA")
+                    XCTAssertTrue(centrals.allSatisfy { $0.address.randomKind == .resolvablePrivate }, "\(centrals)")
+                }
+                try await again.disconnect()
+                await rig.close()
+            }
+        }
+    }
+
+    /// A bonded client's CCCDs are back at connection (§3.3.3.3): a value notified before the
+    /// link is encrypted reaches it, on a characteristic that needs no encryption.
+    func testABondedClientsSubscriptionDeliversBeforeEncryption() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await GATTCacheRig.open(world)
+            let handles = try await rig.manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFE0), characteristics: [
+                GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFE1), properties: [.read, .notify], permissions: [.read], value: [0x00]),
+            ]))
+            let valueHandle = try XCTUnwrap(handles[BluetoothUUID(0xFFE1)]?.valueHandle)
+            let first = try await rig.central.connect(rig.address)
+            _ = try await first.pair()
+            let located = try await first.characteristic(BluetoothUUID(0xFFE1))
+            let c = try XCTUnwrap(located)
+            let wrote = try await first.enableUpdates(for: c)
+            XCTAssertTrue(wrote)
+            try await first.disconnect()
+
+            let again = try await rig.central.connect(rig.address)
+            let values = await again.notifications(for: c)
+            // The server's host has seen the connection once the client's first request is answered.
+            _ = try await again.readValue(for: c)
+            let result = await rig.manager.updateValue([0x07], forHandle: valueHandle)
+            XCTAssertEqual(result, .queued(centrals: 1), "the kept CCCD counts before encryption")
+            let value = await GATTCacheRig.firstValue(values, within: .seconds(2), world)
+            XCTAssertEqual(value, [0x07])
+            let level = await again.securityLevel
+            XCTAssertEqual(level, .none)
+            try await again.disconnect()
+            await rig.close()
+        }
+    }
+
+    /// A bond from before the served-database hash was kept (an older bond file) gives the server
+    /// nothing to show that the client saw the database as it is: the client is change-unaware
+    /// and, the database having changed, is told with Service Changed once encrypted.
+    func testABondWithoutAServedHashMakesTheClientChangeUnaware() async throws {
+        try await VirtualWorld.run { world in
+            let (rig, _, after) = try await GATTCacheWorldTests.restartedServer(world, changing: true) {
+                $0.servedDatabaseHash = nil
+                $0.clientSupportedFeatures = nil
+            }
+            let again = try await rig.central.connect(rig.address)
+            let changes = await again.servicesChanged()
+            _ = try await again.characteristic(GATTUUID.serviceChanged)
+            try await again.encrypt()
+            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            XCTAssertEqual(range, 0x0001...0xFFFF, "Service Changed to the client of the old bond")
+            try await again.disconnect()
+            await rig.central.close()
+            await after.close()
+        }
+    }
+
+    /// Client Supported Features are kept with the bond (§7.2): a server restarted with a
+    /// changed database still answers the change-unaware client Database Out Of Sync, before
+    /// its link is encrypted.
+    func testARestartedServerAnswersAChangeUnawareBondedClientOutOfSync() async throws {
+        try await VirtualWorld.run { world in
+            let (rig, bonds, after) = try await GATTCacheWorldTests.restartedServer(world, changing: true)
+            XCTAssertEqual(try bonds.bonds().first?.clientSupportedFeatures.map { $0.first.map { $0 & 0x01 } }, 0x01,
+                           "robust caching is kept with the bond")
+            let again = try await rig.central.connect(rig.address)
+            try await Self.assertOutOfSyncBeforeEncryption(again)
+            try await again.disconnect()
+            await rig.central.close()
+            await after.close()
+        }
+    }
+}

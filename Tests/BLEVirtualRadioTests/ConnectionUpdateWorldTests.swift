@@ -1,0 +1,73 @@
+import BLE
+import BLEHCI
+import BLEVirtual
+import BLEVirtualRadio
+import XCTest
+
+/// `PeripheralManager.requestConnectionParameters` between two of our hosts on the virtual radio,
+/// in virtual time: the peripheral's LE Connection Update (Core spec Vol 4 Part E §7.8.18) runs
+/// the Connection Parameters Request procedure (Vol 6 Part B §5.1.7), and the caller learns how
+/// it ended from LE Connection Update Complete (§7.7.65.3): the new parameters, or the status of
+/// a refusal with the link's parameters left as they were.
+final class ConnectionUpdateWorldTests: XCTestCase {
+    /// A peripheral manager and a central (on a controller configured by `central`) connected to it.
+    static func connected(_ world: VirtualWorld, central controller: VirtualControllerConfiguration)
+        async throws -> (PeripheralManager, ConnectedCentral, Peripheral, Central) {
+        let (manager, _) = try await world.addPeripheralManager(name: "Timing")
+        let events = await manager.events
+        try await manager.startAdvertising(AdvertisingData())
+        let own = await manager.address
+        let address = try XCTUnwrap(own)
+        let device = await world.radio.addDevice(configuration: controller)
+        let central = try await Central.open(transport: device.transport, clock: world.clock)
+        let peripheral = try await central.connect(address)
+        var connected: ConnectedCentral?
+        for await e in events { if case let .connected(c) = e { connected = c; break } }
+        return (manager, try XCTUnwrap(connected), peripheral, central)
+    }
+
+    func testAGrantedRequestReturnsTheNewParameters() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, c, p, central) = try await Self.connected(world, central: VirtualControllerConfiguration())
+            let applied = try await manager.requestConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 400, for: c)
+            XCTAssertEqual(applied.interval, 24, "the central picks the minimum")
+            XCTAssertEqual(applied.supervisionTimeout, 400)
+            // The central's host learns it from its own controller's event: a few virtual ms.
+            for _ in 0..<100 where p.connectionParameters.interval != 24 { try await world.clock.sleep(for: .milliseconds(10)) }
+            let seen = p.connectionParameters
+            XCTAssertEqual(seen.interval, 24, "the central's link has them too")
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    /// A central whose Link Layer rejects the procedure: the caller gets the HCI status of LE
+    /// Connection Update Complete, and the link keeps its parameters.
+    func testARefusedRequestThrowsTheStatusAndKeepsTheParameters() async throws {
+        try await VirtualWorld.run { world in
+            var refusing = VirtualControllerConfiguration()
+            refusing.refusesConnectionParameterRequests = .unsupportedRemoteFeature
+            let (manager, c, p, central) = try await Self.connected(world, central: refusing)
+            let before = p.connectionParameters
+            do {
+                try await manager.requestConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 400, for: c)
+                XCTFail("a refused request must throw")
+            } catch BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: let status)) {
+                XCTAssertEqual(status, .unsupportedRemoteFeature)
+            }
+            try await world.clock.sleep(for: .seconds(1))
+            let after = p.connectionParameters
+            XCTAssertEqual(after, before, "the link keeps its parameters")
+            // The link still serves: a request that is granted afterwards would change them, but
+            // this central refuses all, so a second one fails the same way.
+            do {
+                try await manager.requestConnectionParameters(intervalMin: 12, intervalMax: 12, latency: 0, supervisionTimeout: 200, for: c)
+                XCTFail("refused again")
+            } catch BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: .unsupportedRemoteFeature)) {}
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+}
