@@ -24,6 +24,9 @@ import Synchronization
 ///                             advertising reports from 10,000 devices through the whole host to a
 ///                             `Central.scan` consumer (ScanRun.swift): reports per CPU-second;
 ///                             under callgrind, instructions per report
+///   ble-bench scan-events --out FILE [--reports-per-event K]
+///                             writes the HCI events `scan` feeds (ScanEventsDump.swift), for
+///                             Bumble's equivalent in scripts/bench.sh --compare
 ///   ble-bench framing [--count BYTES]
 ///                             the S1 framed-stream decoder over BYTES (9 MB) and 10 × BYTES of
 ///                             notifications (FramingRun.swift): bytes per CPU-second and the ratio
@@ -119,6 +122,9 @@ Task.detached {
         case "raw": try await rawCost(count: count, aclBuffer: aclBuffer, mode: mode)
         case "scan": try await scanCost(count: count, reportsPerEvent: option("--reports-per-event"))
         case "framing": try framingCost(bytes: count)
+        case "scan-events":
+            try dumpScanEvents(to: arguments.firstIndex(of: "--out").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil },
+                               reportsPerEvent: option("--reports-per-event"))
         default:
             try await airTimeTable(count: count)
             print("")
