@@ -51,7 +51,9 @@ public struct HTTPAccessPolicy: Sendable {
     /// IPv4-mapped): only this machine reaches it.
     public static func isLoopback(_ host: String) -> Bool {
         let name = HTTPHostName.canonical(host)
-        return name == "localhost" || name == "::1" || name.hasPrefix("127.") || name.hasPrefix("::ffff:127.")
+        if name == "localhost" || name == "::1" { return true }
+        let v4 = name.hasPrefix("::ffff:") ? String(name.dropFirst(7)) : name
+        return HTTPHostName.ipv4Octets(v4)?.first == 127
     }
 
     /// The `host:port` names a server bound to `host` answers to, for a bind that the

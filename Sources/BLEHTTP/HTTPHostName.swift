@@ -6,12 +6,18 @@
 public enum HTTPHostName {
     /// `host` (a name, an IPv4 address, or an IPv6 address with or without brackets) in its
     /// canonical form: lower case, an IPv6 address as RFC 5952 writes it and without brackets.
-    /// Text that is not an IPv6 address is only lowercased.
+    /// A scoped address (`fe80::1%eth0`, RFC 4007 §11) keeps its zone as written: the zone
+    /// names an interface, and interface names are case-sensitive. Text that is not an IPv6
+    /// address is only lowercased.
     public static func canonical(_ host: String) -> String {
-        var text = host.lowercased()
+        var text = host
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
-        guard text.contains(":"), let groups = ipv6Groups(text[...]) else { return host.lowercased() }
-        return ipv6Text(groups)
+        let percent = text.firstIndex(of: "%")
+        let address = text[..<(percent ?? text.endIndex)].lowercased()
+        guard address.contains(":"), let groups = ipv6Groups(address[...]) else { return host.lowercased() }
+        guard let percent else { return ipv6Text(groups) }
+        let zone = text[text.index(after: percent)...]
+        return zone.isEmpty ? host.lowercased() : ipv6Text(groups) + "%" + zone
     }
 
     /// Whether `host` (bracketed or not) is an IPv6 address in a text form of RFC 4291 §2.2.
@@ -110,9 +116,10 @@ public enum HTTPHostName {
         return head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
     }
 
-    /// The four octets of a dotted-decimal IPv4 address (no leading zeros, RFC 3986 §3.2.2's
-    /// dec-octet).
-    static func ipv4Octets(_ text: Substring) -> [UInt8]? {
+    /// The four octets of a dotted-decimal IPv4 address (`127.0.0.1`; RFC 3986 §3.2.2's
+    /// IPv4address: four decimal numbers 0–255, no leading zeros), or nil for anything else,
+    /// such as a DNS name that begins with digits (`127.example.net`).
+    public static func ipv4Octets<S: StringProtocol>(_ text: S) -> [UInt8]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var out: [UInt8] = []

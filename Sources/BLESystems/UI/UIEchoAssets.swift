@@ -10,14 +10,14 @@ enum UIEchoAssets {
         <p><span id="echo-status" role="status">idle</span></p>
         <section class="echo-part">
         <h2>Text</h2>
-        <form id="echo-form" class="controls"><label for="echo-text">Message</label>
+        <form id="echo-form" class="controls" autocomplete="off"><label for="echo-text">Message</label>
         <input id="echo-text" type="text" autocomplete="off" required placeholder="hello (a text starting with http is fetched)">
         <button id="echo-send" type="submit" disabled>Send</button></form>
         <p>Reply: <output id="echo-reply" aria-live="polite">–</output></p>
         </section>
         <section class="echo-part">
         <h2>Fetch an image</h2>
-        <form id="echo-fetch-form" class="controls"><label for="echo-url">URL</label>
+        <form id="echo-fetch-form" class="controls" autocomplete="off"><label for="echo-url">URL</label>
         <input id="echo-url" type="text" autocomplete="off" required placeholder="http://… or file://…" value="\(escaped(suggestedURL ?? ""))">
         <button id="echo-fetch" type="submit" disabled>Fetch</button></form>
         <p><progress id="echo-progress" max="100" value="0" aria-label="reply received"></progress> <span id="echo-progress-text"></span></p>

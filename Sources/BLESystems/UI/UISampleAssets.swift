@@ -6,7 +6,7 @@ enum UISampleAssets {
     <p class="muted">Scans for service 068c47b7-fc04-4d47-975a-7952be1a576f, says the manager's state, connects,
     discovers, reads, writes "Write Data NNN" with response, subscribes and takes notifications, as
     <code>ble sample</code> does.</p>
-    <form id="sample-form" class="controls">
+    <form id="sample-form" class="controls" autocomplete="off">
     <label>Notifications <input id="sample-count" type="number" min="1" max="20" value="3" inputmode="numeric"></label>
     <label>Address <input id="sample-address" type="text" placeholder="any" autocomplete="off" size="17"></label>
     <button id="sample-run" type="submit" disabled>Run</button>

@@ -235,41 +235,38 @@ public final class UIServeApp: Sendable {
     }
 
     private func stopProfile() async -> UIReply {
-        enum Step { case refuse, tearDown(Running), wait }
-        let step = state.withLock { s -> Step in
-            switch s.phase {
-            case .idle: return .refuse
-            case let .running(r):
-                s.phase = .stopping
-                return .tearDown(r)
-            case .starting:
-                s.phase = .starting(stopAsked: true)
-                return .wait
-            case .stopping: return .wait
+        enum Step { case refuse, tearDown(Running), waited }
+        var step = Step.waited
+        // The decision and, when it is to wait, the waiter's registration happen under one
+        // lock: otherwise the start could end, and another begin, before the waiter is there,
+        // and this stop would wait for a stop nobody asks for.
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            step = state.withLock { s -> Step in
+                switch s.phase {
+                case .idle: return .refuse
+                case let .running(r):
+                    s.phase = .stopping
+                    return .tearDown(r)
+                case .starting:
+                    s.phase = .starting(stopAsked: true)
+                    s.waiters.append(c)
+                    return .waited
+                case .stopping:
+                    s.waiters.append(c)
+                    return .waited
+                }
             }
+            if case .waited = step { publishState() } else { c.resume() }
         }
         switch step {
         case .refuse:
             return Self.json(.object([("error", .string("no profile is being served"))]), status: Self.conflict)
         case let .tearDown(running):
             await tearDown(running)
-        case .wait:
-            publishState()
-            await untilIdle()
+        case .waited:
+            break
         }
         return Self.json(status())
-    }
-
-    /// Waits until no start or stop is under way.
-    private func untilIdle() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { s -> Bool in
-                if case .idle = s.phase { return true }
-                s.waiters.append(c)
-                return false
-            }
-            if idle { c.resume() }
-        }
     }
 
     /// Ends `running` (the phase is `.stopping`): advertising off, its centrals disconnected,

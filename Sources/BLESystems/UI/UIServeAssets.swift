@@ -5,7 +5,7 @@ enum UIServeAssets {
     <h1>Serve</h1>
     <p class="muted">Runs one of the <code>ble serve</code> profiles on this controller, beside the central the
     other screens use: it advertises, serves its GATT database, and logs what the centrals that connect ask.</p>
-    <form id="serve-form" class="controls">
+    <form id="serve-form" class="controls" autocomplete="off">
     <label>Profile <select id="serve-profile"></select></label>
     <label>Name <input id="serve-name" type="text" placeholder="SwiftBLE" maxlength="64" autocomplete="off"></label>
     <button id="serve-start" type="submit" disabled>Start</button>
