@@ -57,12 +57,16 @@ public struct GATTDatabaseSnapshot: Sendable {
     public var services: [Service]
     /// The link's ATT_MTU when the dump was taken; it bounds what a single read returned.
     public var mtu: Int
+    /// True when the layout (services, includes, characteristics, descriptors) came from the
+    /// attribute cache (Core Vol 3 Part G §2.5.2) rather than from discovery on this link.
+    public var fromCache: Bool
 
     /// A snapshot of `services` taken at ATT_MTU `mtu` (`Peripheral.discoverDatabase` makes
     /// these; `init` is for showing a fixed database).
-    public init(services: [Service], mtu: Int) {
+    public init(services: [Service], mtu: Int, fromCache: Bool = false) {
         self.services = services
         self.mtu = mtu
+        self.fromCache = fromCache
     }
 }
 
@@ -71,26 +75,85 @@ extension Peripheral {
     /// and, with `readValues`, reads each readable value and descriptor. A read the peer refuses
     /// with an ATT error is recorded, not thrown: a dump shows what it could not read. Anything
     /// else (the link dropping, a timeout) ends the dump with that error.
+    ///
+    /// The layout goes through the attribute cache (Vol 3 Part G §2.5.2): when the cache holds
+    /// the whole database (a dump on an earlier connection to a server with the same Database
+    /// Hash, or a bonded server that announced no change), no discovery request is sent, only
+    /// the value reads. A Database Out Of Sync answer to one of them (§2.5.2.1) means the cache
+    /// was stale: the host drops it and the dump discovers afresh.
     public func discoverDatabase(readValues: Bool = true) async throws -> GATTDatabaseSnapshot {
-        var services: [GATTDatabaseSnapshot.Service] = []
+        _ = try await cache()
+        if try await checkBondedEntryHash(), let known = try await cache().database {
+            // Service Changed first, as discovery does it (so the dump shows its CCCD set).
+            if let sc = known.flatMap(\.characteristics).map(\.characteristic).first(where: { $0.uuid == GATTUUID.serviceChanged }),
+               sc.properties.contains(.indicate) {
+                do { try await enableUpdates(for: sc) } catch {
+                    HostDiagnostics.log("[host] enabling Service Changed indications on \(address): \(error)")
+                }
+            }
+            // Unless that write was answered Database Out Of Sync, which dropped the cache.
+            if try await cache().database != nil {
+                let cached = try await snapshot(of: known, readValues: readValues, fromCache: true)
+                if !cached.anyOutOfSync {
+                    showServices(known.map(\.service))
+                    return cached
+                }
+            }
+        }
+        var found: [GATTAttributeCache.ServiceEntry] = []
         for service in try await discoverServices() {
             let included = try await discoverIncludedServices(for: service)
-            var characteristics: [GATTDatabaseSnapshot.Characteristic] = []
+            var characteristics: [GATTAttributeCache.CharacteristicEntry] = []
             for c in try await discoverCharacteristics(for: service) {
+                characteristics.append(.init(characteristic: c, descriptors: try await discoverDescriptors(for: c)))
+            }
+            found.append(.init(service: service, includedServices: included, characteristics: characteristics))
+        }
+        let discovered = found
+        let linkID = self.linkID
+        await host.run { $0.caches.update(linkID: linkID, $0) { $0.record(database: discovered) } }
+        return try await snapshot(of: discovered, readValues: readValues, fromCache: false)
+    }
+
+    /// Makes the link's cache fit for a dump. An unbonded server's entry was found under the
+    /// Database Hash read on this connection (or lives only in memory, for this connection). A
+    /// bonded server's entry is checked against its Database Hash (§7.3), one read, since a
+    /// dump asks for everything and the link may not be encrypted yet, which is when a bonded
+    /// server would tell of a change: a different hash empties the entry and keys what the dump
+    /// discovers by the new one. A server without a hash cannot be checked: the dump discovers
+    /// (and keeps the rest of the entry). True when the cached layout may be used.
+    private func checkBondedEntryHash() async throws -> Bool {
+        let linkID = self.linkID
+        let (bonded, stored) = await host.run { host in
+            (host.caches.entry(linkID: linkID)?.key?.bonded == true, host.caches.entry(linkID: linkID)?.cache.databaseHash)
+        }
+        guard bonded else { return true }
+        let current = try await databaseHashOrDiscovery()
+        if stored == current { return current != nil }
+        await host.run { $0.caches.update(linkID: linkID, $0) { $0.removeAll(keepingHash: current) } }
+        return false
+    }
+
+    /// The dump of a known layout, reading the values when asked.
+    private func snapshot(of layout: [GATTAttributeCache.ServiceEntry], readValues: Bool, fromCache: Bool) async throws -> GATTDatabaseSnapshot {
+        var services: [GATTDatabaseSnapshot.Service] = []
+        for entry in layout {
+            var characteristics: [GATTDatabaseSnapshot.Characteristic] = []
+            for c in entry.characteristics {
                 var value: Result<[UInt8], BLEError>?
-                if readValues, c.properties.contains(.read) {
-                    value = try await capture { try await self.readValue(for: c) }
+                if readValues, c.characteristic.properties.contains(.read) {
+                    value = try await capture { try await self.readValue(for: c.characteristic) }
                 }
                 var descriptors: [GATTDatabaseSnapshot.Descriptor] = []
-                for d in try await discoverDescriptors(for: c) {
+                for d in c.descriptors {
                     let v: Result<[UInt8], BLEError>? = readValues ? try await capture { try await self.readValue(for: d) } : nil
                     descriptors.append(.init(descriptor: d, value: v))
                 }
-                characteristics.append(.init(characteristic: c, value: value, descriptors: descriptors))
+                characteristics.append(.init(characteristic: c.characteristic, value: value, descriptors: descriptors))
             }
-            services.append(.init(service: service, includedServices: included, characteristics: characteristics))
+            services.append(.init(service: entry.service, includedServices: entry.includedServices, characteristics: characteristics))
         }
-        return GATTDatabaseSnapshot(services: services, mtu: mtu)
+        return GATTDatabaseSnapshot(services: services, mtu: mtu, fromCache: fromCache)
     }
 
     private func capture(_ body: () async throws -> [UInt8]) async throws -> Result<[UInt8], BLEError> {
@@ -101,6 +164,19 @@ extension Peripheral {
             case .gatt(.att), .security: return .failure(e)
             default: throw e
             }
+        }
+    }
+}
+
+extension GATTDatabaseSnapshot {
+    /// Whether a read was refused with Database Out Of Sync (Vol 3 Part G §2.5.2.1).
+    var anyOutOfSync: Bool {
+        func stale(_ r: Result<[UInt8], BLEError>?) -> Bool {
+            if case .failure(.gatt(.att(.databaseOutOfSync, _, _)))? = r { return true }
+            return false
+        }
+        return services.contains { s in
+            s.characteristics.contains { c in stale(c.value) || c.descriptors.contains { stale($0.value) } }
         }
     }
 }

@@ -138,12 +138,16 @@ public final class Peripheral: Sendable, CustomStringConvertible {
             guard case let .services(s) = try await run(DiscoverAllPrimaryServicesProcedure()) else { throw unexpected("service discovery") }
             found = s
         }
-        let discovered = found
+        showServices(found)
+        return found
+    }
+
+    /// Adds `discovered` to `services`, replacing those that start at the same handle.
+    func showServices(_ discovered: [GATTService]) {
         observation.update { snapshot in
             let others = snapshot.services.filter { old in !discovered.contains { $0.startHandle == old.startHandle } }
             snapshot.services = (others + discovered).sorted { $0.startHandle < $1.startHandle }
         }
-        return found
     }
 
     /// Finds the services a service includes (Vol 3 Part G §4.5).

@@ -27,6 +27,11 @@ public struct GATTAttributeCache: Hashable, Sendable {
     /// This client enabled robust caching on the server (Client Supported Features bit 0,
     /// §7.2), which a bonded server keeps across connections.
     public var enabledRobustCaching = false
+    /// Every primary service of the server in handle order, once a whole-database discovery
+    /// (§4.4.1) recorded them; nil while the list is not known in full.
+    public private(set) var services: [GATTService]?
+    /// The include declarations (§4.5.1) of each service in `services`, by its start handle.
+    public private(set) var includedServices: [UInt16: [GATTIncludedService]] = [:]
 
     /// An empty cache, optionally for a server whose Database Hash is `databaseHash`.
     public init(databaseHash: [UInt8]? = nil) {
@@ -35,17 +40,72 @@ public struct GATTAttributeCache: Hashable, Sendable {
 
     /// A cache with these contents, as read back from storage; `GATTCacheFileFormat` checks them.
     init(databaseHash: [UInt8]?, characteristics: [GATTCharacteristic], covered: [ClosedRange<UInt16>],
-         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], enabledRobustCaching: Bool) {
+         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], enabledRobustCaching: Bool,
+         services: [GATTService]? = nil, includedServices: [UInt16: [GATTIncludedService]] = [:]) {
         self.databaseHash = databaseHash
         self.characteristics = characteristics
         self.covered = covered
         self.descriptors = descriptors
         self.subscriptions = subscriptions
         self.enabledRobustCaching = enabledRobustCaching
+        self.services = services
+        self.includedServices = includedServices
     }
 
     /// True when nothing is known.
-    public var isEmpty: Bool { characteristics.isEmpty && covered.isEmpty && subscriptions.isEmpty }
+    public var isEmpty: Bool { characteristics.isEmpty && covered.isEmpty && subscriptions.isEmpty && services == nil }
+
+    /// One characteristic as a whole-database discovery found it, with every descriptor it has.
+    public struct CharacteristicEntry: Hashable, Sendable {
+        /// The characteristic declaration.
+        public var characteristic: GATTCharacteristic
+        /// All its descriptors (§4.7.1), in handle order.
+        public var descriptors: [GATTDescriptor]
+        /// A characteristic and all its descriptors.
+        public init(characteristic: GATTCharacteristic, descriptors: [GATTDescriptor]) {
+            self.characteristic = characteristic
+            self.descriptors = descriptors
+        }
+    }
+
+    /// One primary service as a whole-database discovery found it: its includes, and its
+    /// characteristics each with all its descriptors.
+    public struct ServiceEntry: Hashable, Sendable {
+        /// The service declaration.
+        public var service: GATTService
+        /// Its include declarations.
+        public var includedServices: [GATTIncludedService]
+        /// Its characteristics in handle order.
+        public var characteristics: [CharacteristicEntry]
+
+        /// A service, what it includes, and its characteristics with their descriptors.
+        public init(service: GATTService, includedServices: [GATTIncludedService], characteristics: [CharacteristicEntry]) {
+            self.service = service
+            self.includedServices = includedServices
+            self.characteristics = characteristics
+        }
+    }
+
+    /// The whole database, when every part of it is known: the primary services, their
+    /// includes, every characteristic declaration inside each service and every descriptor of
+    /// each. Nil when any part is missing (never discovered, or cut out by a Service Changed
+    /// range), so a dump must then discover.
+    public var database: [ServiceEntry]? {
+        guard let services else { return nil }
+        var out: [ServiceEntry] = []
+        for service in services {
+            let range = service.handleRange
+            guard let includes = includedServices[range.lowerBound],
+                  covered.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) else { return nil }
+            var entries: [CharacteristicEntry] = []
+            for c in characteristics where range.contains(c.declarationHandle) {
+                guard let found = descriptors[c.valueHandle] else { return nil }
+                entries.append(CharacteristicEntry(characteristic: c, descriptors: found))
+            }
+            out.append(ServiceEntry(service: service, includedServices: includes, characteristics: entries))
+        }
+        return out
+    }
 
     // MARK: Lookups
 
@@ -105,6 +165,26 @@ public struct GATTAttributeCache: Hashable, Sendable {
         }
     }
 
+    /// Records what a whole-database discovery found (§4.4.1, §4.5.1, §4.6.1, §4.7.1): the
+    /// primary services replace any list known before, and each service's range becomes
+    /// covered by its characteristics, each with its descriptors.
+    public mutating func record(database: [ServiceEntry]) {
+        for entry in database {
+            let range = entry.service.handleRange
+            characteristics.removeAll { range.contains($0.declarationHandle) }
+            for c in entry.characteristics where range.contains(c.characteristic.declarationHandle) {
+                characteristics.append(c.characteristic)
+                descriptors[c.characteristic.valueHandle] = c.descriptors
+            }
+            covered = Self.merging(covered + [range])
+            includedServices[range.lowerBound] = entry.includedServices
+        }
+        characteristics.sort { $0.declarationHandle < $1.declarationHandle }
+        let list = database.map(\.service).sorted { $0.handleRange.lowerBound < $1.handleRange.lowerBound }
+        includedServices = includedServices.filter { start in list.contains { $0.handleRange.lowerBound == start.key } }
+        services = list
+    }
+
     /// Records a CCCD value written (or 0 to forget it).
     public mutating func recordSubscription(valueHandle: UInt16, bits: UInt16) {
         subscriptions[valueHandle] = bits == 0 ? nil : bits
@@ -115,6 +195,11 @@ public struct GATTAttributeCache: Hashable, Sendable {
     /// Forgets everything in `range` (a Service Changed range, §7.1): characteristics that
     /// overlap it, their descriptors and subscriptions, and the range's coverage.
     public mutating func invalidate(_ range: ClosedRange<UInt16>) {
+        // The list of services is whole or nothing: one changed range makes it unknown.
+        if services != nil {
+            services = nil
+            includedServices = [:]
+        }
         let stale = characteristics.filter { $0.declarationHandle <= range.upperBound && $0.endHandle >= range.lowerBound }
         characteristics.removeAll { c in stale.contains(c) }
         for c in stale {

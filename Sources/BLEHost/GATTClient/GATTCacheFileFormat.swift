@@ -17,14 +17,19 @@ public struct GATTCacheFileError: Error, Hashable, Sendable, CustomStringConvert
 /// octet (bit 0: robust caching enabled), the hash length (0 or 16) and the hash, then counted lists: covered ranges (start, end); characteristics
 /// (declaration, value, end handle, properties, UUID length 2 or 16, UUID, descriptor count or
 /// 0xFFFF when not discovered, then each descriptor's handle, UUID length and UUID); CCCD values
-/// written (value handle, bits). Decoding checks everything a client later relies on (handles
+/// written (value handle, bits); then, from version 2, the primary services when the whole
+/// list is known (count, or 0xFFFF when it is not: start, end, flags with bit 0 primary, UUID
+/// length and UUID, then the include declarations: count, each declaration handle, the included
+/// service's start and end and its UUID). Version 1 files (no services) are still read. Decoding checks everything a client later relies on (handles
 /// ordered and non-zero, descriptors inside their characteristic, no trailing bytes) and counts
 /// are bounded by what is left to read, so a hostile file cannot make it allocate much.
 public enum GATTCacheFileFormat {
     /// `BLEGATTC`.
     public static let magic: [UInt8] = Array("BLEGATTC".utf8)
     /// The current layout.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
+    /// The layout before services were kept, still read.
+    static let versionWithoutServices: UInt8 = 1
     /// The largest file accepted (a full database of 16-bit attributes is far below this).
     public static let maximumLength = 1 << 20
 
@@ -65,6 +70,25 @@ public enum GATTCacheFileFormat {
             w.u16(handle)
             w.u16(bits)
         }
+        if let services = cache.services {
+            w.u16(UInt16(truncatingIfNeeded: services.count))
+            for service in services {
+                w.u16(service.handleRange.lowerBound)
+                w.u16(service.handleRange.upperBound)
+                w.u8(service.isPrimary ? 0x01 : 0x00)
+                uuid(service.uuid, &w)
+                let includes = cache.includedServices[service.handleRange.lowerBound] ?? []
+                w.u16(UInt16(truncatingIfNeeded: includes.count))
+                for include in includes {
+                    w.u16(include.declarationHandle)
+                    w.u16(include.serviceHandleRange.lowerBound)
+                    w.u16(include.serviceHandleRange.upperBound)
+                    uuid(include.uuid, &w)
+                }
+            }
+        } else {
+            w.u16(0xFFFF)
+        }
         return w.bytes
     }
 
@@ -81,7 +105,7 @@ public enum GATTCacheFileFormat {
         do {
             guard try r.readBytes(magic.count) == magic else { throw GATTCacheFileError("not a GATT cache (bad magic)") }
             let v = try r.readU8()
-            guard v == version else { throw GATTCacheFileError("version \(v) is not \(version)") }
+            guard v == version || v == versionWithoutServices else { throw GATTCacheFileError("version \(v) is not \(version)") }
             let flags = try r.readU8()
             guard flags & ~0x01 == 0 else { throw GATTCacheFileError("flags 0x\(String(flags, radix: 16))") }
             let hashLength = Int(try r.readU8())
@@ -138,15 +162,49 @@ public enum GATTCacheFileFormat {
                 }
                 subscriptions[handle] = bits
             }
+            let (services, includes) = v == versionWithoutServices ? (nil, [:]) : try readServices(&r)
             guard r.isAtEnd else { throw GATTCacheFileError("\(r.remaining) bytes after the end") }
             return GATTAttributeCache(databaseHash: hash, characteristics: characteristics, covered: covered,
                                       descriptors: descriptors, subscriptions: subscriptions,
-                                      enabledRobustCaching: flags & 0x01 != 0)
+                                      enabledRobustCaching: flags & 0x01 != 0,
+                                      services: services, includedServices: includes)
         } catch let error as GATTCacheFileError {
             throw error
         } catch {
             throw GATTCacheFileError("truncated (\(error))")
         }
+    }
+
+    /// The services section: nil when the list was not known. Services are in handle order
+    /// without overlap, and each include declaration lies inside its service.
+    private static func readServices(_ r: inout ByteReader) throws -> ([GATTService]?, [UInt16: [GATTIncludedService]]) {
+        let n = try r.readU16()
+        guard n != 0xFFFF else { return (nil, [:]) }
+        guard Int(n) * 10 <= r.remaining else { throw GATTCacheFileError("\(n) services do not fit in \(r.remaining) bytes") }
+        var services: [GATTService] = []
+        var includes: [UInt16: [GATTIncludedService]] = [:]
+        for _ in 0..<n {
+            let start = try r.readU16(), end = try r.readU16()
+            let flags = try r.readU8()
+            let type = try uuid(&r)
+            guard start != 0, start <= end, start > (services.last?.handleRange.upperBound ?? 0), flags & ~0x01 == 0 else {
+                throw GATTCacheFileError("service 0x\(attHex16(start))...0x\(attHex16(end)) out of order")
+            }
+            let includeCount = try count(&r, each: 9)
+            var found: [GATTIncludedService] = []
+            for _ in 0..<includeCount {
+                let declaration = try r.readU16(), first = try r.readU16(), last = try r.readU16()
+                let included = try uuid(&r)
+                guard declaration > start, declaration <= end, declaration > (found.last?.declarationHandle ?? 0),
+                      first != 0, first <= last else {
+                    throw GATTCacheFileError("include 0x\(attHex16(declaration)) outside its service 0x\(attHex16(start))...0x\(attHex16(end))")
+                }
+                found.append(GATTIncludedService(declarationHandle: declaration, serviceHandleRange: first...last, uuid: included))
+            }
+            services.append(GATTService(uuid: type, isPrimary: flags & 0x01 != 0, handleRange: start...end))
+            includes[start] = found
+        }
+        return (services, includes)
     }
 
     /// A list count whose entries (at least `each` bytes) must fit in what is left.

@@ -53,6 +53,7 @@ struct GattCommand: BLECommand {
             } else {
                 print(GATTDatabaseDump.tree(db, address: peripheral.address))
                 print(Self.eattLine(db))
+                if db.fromCache { print("Layout from the GATT cache (Database Hash unchanged): no discovery requests") }
             }
             try? await peripheral.disconnect()
         } catch {
