@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLEHost
+import Synchronization
 import BLESystems
 import BLEWire
 
@@ -43,7 +44,11 @@ struct SubscribeCommand: BLECommand {
             // and its CCCD, from the attribute cache or a targeted search (Vol 3 Part G §2.5.2);
             // no CCCD write to a bonded server that kept it (§3.3.3.3).
             let c = try await characteristic.locate(on: peripheral)
-            let values = await peripheral.notifications(for: c)
+            // Followed across Service Changed (Vol 3 Part G §7.1): a change that covers the
+            // characteristic has it found again and subscribed again.
+            let characteristic = self.characteristic
+            let updates = await peripheral.follow(c) { try await characteristic.locate(on: $0) }
+            let current = Followed(c)
             let wrote = try await peripheral.enableUpdates(for: c)
             let kind = c.properties.contains(.notify) ? "notifications" : "indications"
             if !json { print("subscribed to \(kind) from \(c.uuid) [0x\(String(format4: c.valueHandle))]") }
@@ -57,14 +62,24 @@ struct SubscribeCommand: BLECommand {
             // Each child says whether its end ends the command.
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
-                    for await value in values {
+                    for try await update in updates {
+                        let value: [UInt8]
+                        switch update {
+                        case let .resubscribed(moved):
+                            current.set(moved)
+                            standardError("service changed: subscribed again to \(moved.uuid) [0x\(String(format4: moved.valueHandle))]")
+                            continue
+                        case let .value(v):
+                            value = v
+                        }
                         let n = received.increment()
                         if n == 1 {
                             firstValueSignal.yield()
                             firstValueSoonSignal.yield()
                         }
                         if json {
-                            print(JSON.object([("handle", .int(Int(c.valueHandle)))] + valueJSON(value)).text)
+                            let handle = current.value.valueHandle
+                            print(JSON.object([("handle", .int(Int(handle)))] + valueJSON(value)).text)
                         } else {
                             print(valueText(value))
                         }
@@ -83,7 +98,7 @@ struct SubscribeCommand: BLECommand {
                     // A kept subscription should deliver within a measurement or two; if it
                     // does not, the server forgot it after all and the CCCD is written.
                     if !wrote, await !Self.arrives(firstValueSoon, within: Self.keptSubscriptionGrace) {
-                        try await peripheral.enableUpdates(for: c, force: true)
+                        try await peripheral.enableUpdates(for: current.value, force: true)
                     }
                     for await _ in firstValue { break }
                     // After the user's first value: Service Changed and robust caching.
@@ -104,7 +119,7 @@ struct SubscribeCommand: BLECommand {
             }
             // A bonded server keeps the subscription for the next run (§3.3.3.3), which then
             // needs no request before its first value; others are unsubscribed.
-            _ = try? await peripheral.disableUpdates(for: c, keepingBonded: true)
+            _ = try? await peripheral.disableUpdates(for: current.value, keepingBonded: true)
         }
     }
 
@@ -127,4 +142,13 @@ struct SubscribeCommand: BLECommand {
             return first
         }
     }
+}
+
+/// The characteristic a subscription follows now (it moves on Service Changed), shared by the
+/// task printing values and the one that ends the subscription.
+private final class Followed: Sendable {
+    private let characteristic: Mutex<GATTCharacteristic>
+    init(_ c: GATTCharacteristic) { characteristic = Mutex(c) }
+    var value: GATTCharacteristic { characteristic.withLock { $0 } }
+    func set(_ c: GATTCharacteristic) { characteristic.withLock { $0 = c } }
 }

@@ -9,6 +9,11 @@
   2A39 Heart Rate Control Point WRITE   01 resets Energy Expended; anything else is refused
                                         with ATT error 0x80 (Control Point Not Supported)
 
+With --service-changed-after N, after the N-th measurement of a subscription the sensor
+indicates Service Changed (Core Vol 3 Part G §7.1) for the Heart Rate Service's range to that
+central if it subscribed to it (event "service_changed"), as a server whose database changed
+would; a client must then find the characteristic again and subscribe again.
+
 Measurement k of a subscription (k = 0, 1, …) has variant k mod 24, heart rate 60 + (7k mod
 120) for UInt8 and 200 + (7k mod 120) for UInt16 (so the high byte is used), the sensor's
 Energy Expended (kJ; +3 per measurement sent, saturating at 0xFFFF, reset by the control
@@ -61,8 +66,8 @@ class Sensor:
                                        seed.value(read=self.read_location))
         control = gatt.Characteristic(CONTROL_POINT, P.WRITE, Attribute.WRITEABLE,
                                       seed.value(write=self.write_control_point))
-        device.add_service(gatt.Service(HEART_RATE_SERVICE,
-                                        [self.measurement, location, control]))
+        self.service = gatt.Service(HEART_RATE_SERVICE, [self.measurement, location, control])
+        device.add_service(self.service)
         self.handles = {MEASUREMENT: self.measurement.handle,
                         BODY_SENSOR_LOCATION: location.handle, CONTROL_POINT: control.handle}
         self.measurement.on("subscription", self.on_subscription)
@@ -111,10 +116,22 @@ class Sensor:
                         variant=k % hrm.VARIANTS, **hrm.describe(flags, bpm, energy, rr, value))
             k += 1
             self.sent += 1
+            if self.args.service_changed_after and k == self.args.service_changed_after:
+                await self.indicate_service_changed(connection)
             if self.args.count and self.sent >= self.args.count:
                 self.finished.set()
                 return
             await asyncio.sleep(self.args.interval)
+
+
+    async def indicate_service_changed(self, connection: Any) -> None:
+        sc = self.device.gatt_service.service_changed_characteristic if self.device.gatt_service else None
+        if sc is None:
+            return
+        start, end = self.service.handle, self.service.end_group_handle
+        value = start.to_bytes(2, "little") + end.to_bytes(2, "little")
+        await self.device.indicate_subscriber(connection, sc, value)
+        common.emit("service_changed", connection=connection.handle, start=start, end=end)
 
 
 async def main(args: Any, stop: asyncio.Event) -> int:
@@ -144,5 +161,7 @@ if __name__ == "__main__":
                         help="seconds between measurements (default 1)")
     parser.add_argument("--location", type=int, default=1,
                         help="Body Sensor Location value (default 1, chest)")
+    parser.add_argument("--service-changed-after", type=int, default=0,
+                        help="indicate Service Changed for 180D after this many measurements of a subscription")
     seed.add_peripheral_limits(parser, "measurements")
     common.run(main, parser.parse_args())
