@@ -9,6 +9,10 @@
   2A39 Heart Rate Control Point WRITE   01 resets Energy Expended; anything else is refused
                                         with ATT error 0x80 (Control Point Not Supported)
 
+With --bondable the sensor pairs (LE Secure Connections, Just Works) and bonds, keeping the keys
+in memory; like Bumble's GATT server it keeps no CCCD across connections, even for a bonded
+central (a client that counts on a kept subscription must write it again).
+
 With --service-changed-after N, after the N-th measurement of a subscription the sensor
 indicates Service Changed (Core Vol 3 Part G §7.1) for the Heart Rate Service's range to that
 central if it subscribed to it (event "service_changed"), as a server whose database changed
@@ -27,6 +31,8 @@ from typing import Any
 
 from bumble import att, gatt
 from bumble.att import Attribute
+from bumble.keys import MemoryKeyStore
+from bumble.pairing import PairingConfig
 
 import hr_measurement as hrm
 import peer_common as common
@@ -137,6 +143,9 @@ class Sensor:
 async def main(args: Any, stop: asyncio.Event) -> int:
     async with await common.open_hci(args.transport) as transport:
         device = common.make_device(transport, args.name, args.address)
+        if args.bondable:
+            device.keystore = MemoryKeyStore()
+            device.pairing_config_factory = lambda connection: PairingConfig(sc=True, mitm=False, bonding=True)
         finished = asyncio.Event()
         sensor = Sensor(device, args, finished)
         common.watch_connections(device, on_disconnect=sensor.on_disconnect)
@@ -161,6 +170,8 @@ if __name__ == "__main__":
                         help="seconds between measurements (default 1)")
     parser.add_argument("--location", type=int, default=1,
                         help="Body Sensor Location value (default 1, chest)")
+    parser.add_argument("--bondable", action="store_true",
+                        help="pair (Just Works) and bond; keys in memory")
     parser.add_argument("--service-changed-after", type=int, default=0,
                         help="indicate Service Changed for 180D after this many measurements of a subscription")
     seed.add_peripheral_limits(parser, "measurements")
