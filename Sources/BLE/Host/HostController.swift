@@ -280,6 +280,8 @@ actor HostController {
                 completedPackets(frame.payload)
                 return
             }
+            // LE (Extended) Advertising Reports, read in place: no HCIEvent, no arrays per report.
+            if scanning.receive(event: frame.payload, self) { return }
             do {
                 handle(try HCIEvent.decode(frame.payload))
             } catch {

@@ -195,17 +195,39 @@ final class ScanCoordinator {
     func receive(_ reports: [LEAdvertisingReport], _ host: isolated HostController) {
         guard !consumers.isEmpty else { return }
         let now = host.now
-        for report in reports {
-            scanner.receive(report, now: now, into: &deliveries)
-            guard !deliveries.isEmpty else { continue }
-            for (id, found) in zip(deliveries.ids, deliveries.devices) {
-                guard let consumer = consumers[id] else { continue }
-                var device = found
-                device.identity = host.privacy.identity(of: device.address, host)
-                consumer.yield(device)
-            }
-            deliveries.removeAll()
+        for report in reports { scanner.receive(report, now: now, into: &deliveries) }
+        deliver(host)
+    }
+
+    /// An LE Advertising Report or LE Extended Advertising Report event (its code, length and
+    /// parameters), read in place: false when `event` is not a well-formed one, which the host
+    /// then decodes as any other event (and drops, with a log, when it is malformed).
+    func receive(event: [UInt8], _ host: isolated HostController) -> Bool {
+        // Not an advertising report: not even the clock is read.
+        guard event.count > 2, event[0] == HCIEvent.Code.leMeta,
+              event[2] == LEMetaEvent.Subevent.advertisingReport || event[2] == LEMetaEvent.Subevent.extendedAdvertisingReport
+        else { return false }
+        let now = consumers.isEmpty ? .zero : host.now
+        guard scanner.receive(event: event, now: now, into: &deliveries) else { return false }
+        deliver(host)
+        return true
+    }
+
+    /// Hands the devices of one event to their scans' consumers: each consumer's run of devices
+    /// in one buffer operation.
+    private func deliver(_ host: isolated HostController) {
+        guard !deliveries.isEmpty else { return }
+        deliveries.resolveIdentities { host.privacy.identity(of: $0, host) }
+        let ids = deliveries.ids
+        var start = 0
+        while start < ids.count {
+            let id = ids[start]
+            var end = start + 1
+            while end < ids.count && ids[end] == id { end += 1 }
+            consumers[id]?.yield(contentsOf: deliveries.devices[start..<end])
+            start = end
         }
+        deliveries.removeAll()
     }
 
     func expire(now: Duration, _ host: isolated HostController) {
