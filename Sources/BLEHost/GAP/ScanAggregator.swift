@@ -132,23 +132,34 @@ public struct ScanAggregator: Sendable {
     public var filter: ScanFilter
     private var table = AddressTable<Entry>()
 
+    /// Everything about one address. No optionals of the large structs: an optional
+    /// `ScannedDevice` or `AdvertisingData` is copied and destroyed through the runtime's generic
+    /// value witnesses on every in-place change, which cost more than the rest of a report.
     private struct Entry: Sendable {
-        /// Nil while only a scan response has been heard.
-        var device: ScannedDevice?
+        /// Valid when `hasDevice`; until then (only a scan response heard) a placeholder.
+        var device: ScannedDevice
+        var hasDevice = false
         /// The advertising data last heard (valid when `hasAdvertising`); its storage is reused
         /// when the data changes.
         var advertising: [UInt8] = []
         var hasAdvertising = false
         var scanResponse: [UInt8] = []
         var hasScanResponse = false
-        /// `scanResponse` parsed, once it is merged.
-        var parsedScanResponse: AdvertisingData?
+        /// `scanResponse` parsed, once it is merged (valid when `scanResponseParsed`).
+        var parsedScanResponse = AdvertisingData()
+        var scanResponseParsed = false
         var awaitingScanResponse = false
-        /// The advertisement last reported.
-        var reported: AdvertisingData?
+        /// The advertisement last reported (valid when `hasReported`).
+        var reported = AdvertisingData()
+        var hasReported = false
         /// Whether `reported` is known to equal `device.advertisement` (set when reporting, or
         /// after a comparison; cleared when the advertisement is merged anew).
         var reportedIsCurrent = false
+
+        init(address: DeviceAddress) {
+            device = ScannedDevice(address: address, advertisement: AdvertisingData(), rssi: nil, isConnectable: false,
+                                   lastSeen: .zero, firstSeen: .zero, hasScanResponse: false)
+        }
     }
 
     public init(active: Bool, filter: ScanFilter) {
@@ -159,12 +170,12 @@ public struct ScanAggregator: Sendable {
     /// The devices known, by address.
     public var devices: [DeviceAddress: ScannedDevice] {
         var out: [DeviceAddress: ScannedDevice] = [:]
-        for entry in table.values { if let d = entry.device { out[d.address] = d } }
+        for entry in table.values where entry.hasDevice { out[entry.device.address] = entry.device }
         return out
     }
 
     /// The number of devices known.
-    public var deviceCount: Int { table.values.reduce(0) { $0 + ($1.device == nil ? 0 : 1) } }
+    public var deviceCount: Int { table.values.reduce(0) { $0 + ($1.hasDevice ? 1 : 0) } }
 
     /// Takes one report; returns the devices to deliver now (zero, one, or — when a held report
     /// is flushed — two entries for the same device).
@@ -187,7 +198,7 @@ public struct ScanAggregator: Sendable {
     public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
                                  rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
         let key = AddressTable<Entry>.key(address)
-        let index = table.index(of: key) ?? table.append(Entry(), for: key)
+        let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
         let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
         // In place: the entry is not copied out of the table and back.
         Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out)
@@ -207,16 +218,16 @@ public struct ScanAggregator: Sendable {
             if !entry.hasScanResponse || !equal(entry.scanResponse, report.data) {
                 store(report.data, in: &entry.scanResponse)
                 entry.hasScanResponse = true
-                entry.parsedScanResponse = nil
+                entry.scanResponseParsed = false
             }
             entry.awaitingScanResponse = false
             // A scan response without its advertisement: kept for when the advertisement comes.
-            guard entry.device != nil else { return }
+            guard entry.hasDevice else { return }
             update(&entry, report: report, now: now, scanResponse: true)
             emitIfWanted(&entry, filter: filter, into: &out)
             return
         }
-        if entry.awaitingScanResponse, entry.device != nil {
+        if entry.awaitingScanResponse, entry.hasDevice {
             emitIfWanted(&entry, filter: filter, into: &out)
         }
         update(&entry, report: report, now: now, scanResponse: false)
@@ -232,8 +243,8 @@ public struct ScanAggregator: Sendable {
     public mutating func removeStale(olderThan maximumAge: Duration, now: Duration) -> [ScannedDevice] {
         var stale: [ScannedDevice] = []
         table.removeAll { entry in
-            guard let d = entry.device, now - d.lastSeen > maximumAge else { return false }
-            stale.append(d)
+            guard entry.hasDevice, now - entry.device.lastSeen > maximumAge else { return false }
+            stale.append(entry.device)
             return true
         }
         return stale
@@ -268,51 +279,52 @@ public struct ScanAggregator: Sendable {
     /// Brings the entry's device up to date with `report`; the advertisement is merged again
     /// only when the device's data changed (or it is new).
     private static func update(_ entry: inout Entry, report: Heard, now: Duration, scanResponse: Bool) {
-        var changed = entry.device == nil
+        var changed = !entry.hasDevice
         if !scanResponse, !entry.hasAdvertising || !equal(entry.advertising, report.data) {
             store(report.data, in: &entry.advertising)
             entry.hasAdvertising = true
             changed = true
         }
-        if scanResponse, entry.parsedScanResponse == nil { changed = true }
-        var merged: AdvertisingData?
+        if scanResponse, !entry.scanResponseParsed { changed = true }
         if changed {
             var advertisement = AdvertisingData(bytes: entry.advertising)
             if entry.hasScanResponse {
-                let parsed = entry.parsedScanResponse ?? AdvertisingData(bytes: entry.scanResponse)
-                entry.parsedScanResponse = parsed
-                advertisement = advertisement.merging(parsed)
+                if !entry.scanResponseParsed {
+                    entry.parsedScanResponse = AdvertisingData(bytes: entry.scanResponse)
+                    entry.scanResponseParsed = true
+                }
+                advertisement = advertisement.merging(entry.parsedScanResponse)
             }
-            merged = advertisement
+            entry.device.advertisement = advertisement
             entry.reportedIsCurrent = false
         }
-        let hasScanResponse = entry.hasScanResponse
-        if entry.device != nil {
-            // Changed in place through the optional: the device is not copied.
-            if let merged { entry.device?.advertisement = merged }
-            if let r = report.rssi { entry.device?.rssi = r }
-            entry.device?.lastSeen = now
-            if !scanResponse { entry.device?.isConnectable = report.kind.isConnectable }
-            entry.device?.hasScanResponse = hasScanResponse
+        // Changed in place, field by field: the device is not copied.
+        if entry.hasDevice {
+            if let r = report.rssi { entry.device.rssi = r }
+            if !scanResponse { entry.device.isConnectable = report.kind.isConnectable }
         } else {
-            entry.device = ScannedDevice(
-                address: report.address, advertisement: merged ?? AdvertisingData(), rssi: report.rssi,
-                isConnectable: report.kind.isConnectable, lastSeen: now, firstSeen: now,
-                hasScanResponse: hasScanResponse)
+            entry.hasDevice = true
+            entry.device.address = report.address
+            entry.device.rssi = report.rssi
+            entry.device.isConnectable = report.kind.isConnectable
+            entry.device.firstSeen = now
         }
+        entry.device.lastSeen = now
+        entry.device.hasScanResponse = entry.hasScanResponse
     }
 
     private static func emitIfWanted(_ entry: inout Entry, filter: borrowing ScanFilter, into out: inout [ScannedDevice]) {
         // A device whose advertisement was reported as it is now is a duplicate whatever the
         // filter says: looked at first, so a repeat costs no filtering.
         if !filter.allowDuplicates && entry.reportedIsCurrent { return }
-        guard let device = entry.device, filter.matches(device) else { return }
-        if !filter.allowDuplicates, entry.reported == device.advertisement {
+        guard entry.hasDevice, filter.matches(entry.device) else { return }
+        if !filter.allowDuplicates, entry.hasReported, entry.reported == entry.device.advertisement {
             entry.reportedIsCurrent = true
             return
         }
-        entry.reported = device.advertisement
+        entry.reported = entry.device.advertisement
+        entry.hasReported = true
         entry.reportedIsCurrent = true
-        out.append(device)
+        out.append(entry.device)
     }
 }
