@@ -101,6 +101,22 @@ public struct Scanner: Sendable {
         /// Whether there is nothing to deliver.
         public var isEmpty: Bool { devices.isEmpty }
 
+        /// How many devices there are.
+        public var count: Int { devices.count }
+
+        /// The scan every device is for, when they are all for one (the common case: one scan
+        /// running); nil when empty or for several.
+        public var singleScan: UInt64? {
+            guard let first = ids.first, ids.allSatisfy({ $0 == first }) else { return nil }
+            return first
+        }
+
+        /// Hands the devices to `body` to take (move out, or leave), then empties the list.
+        public mutating func moveDevices(_ body: (inout [ScannedDevice]) -> Void) {
+            body(&devices)
+            removeAll()
+        }
+
         /// Empties the list, keeping its storage.
         public mutating func removeAll() {
             ids.removeAll(keepingCapacity: true)
