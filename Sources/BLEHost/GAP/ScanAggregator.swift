@@ -293,7 +293,7 @@ public struct ScanAggregator: Sendable {
                     entry.parsedScanResponse = AdvertisingData(bytes: entry.scanResponse)
                     entry.scanResponseParsed = true
                 }
-                advertisement = advertisement.merging(entry.parsedScanResponse)
+                advertisement.merge(entry.parsedScanResponse)
             }
             entry.device.advertisement = advertisement
             entry.reportedIsCurrent = false
