@@ -4,30 +4,38 @@ import Synchronization
 
 /// The controller end of `ble-bench scan`: an `HCITransport` that answers the host's commands
 /// at once, as a conforming LE controller does (Core spec Vol 4 Part E §7), and lets the
-/// benchmark put HCI event frames straight into the host's incoming stream. No radio, no
+/// benchmark put HCI event frames straight into the host's incoming queue. No radio, no
 /// tasks, no copies: what the host does with the frames is all that is measured.
+///
+/// Frames reach the host through an `HCIFrameQueue`, as from the in-process transports
+/// (`InMemoryTransport`, the virtual radio): the host's reader takes a whole injected burst per
+/// wake-up, and commands are answered from the host's own turn (`sendImmediately`).
 final class BenchController: HCITransport {
     let description = "ble-bench controller"
+    private let queue = HCIFrameQueue()
+    var incomingQueue: HCIFrameQueue? { queue }
     let incoming: AsyncThrowingStream<H4Frame, any Error>
-    private let continuation: AsyncThrowingStream<H4Frame, any Error>.Continuation
     /// Called once, when the host turns scanning on (LE Set Scan Enable with Enable 1).
     private let onScanEnabled: Mutex<(@Sendable () -> Void)?>
 
     /// A controller that calls `onScanEnabled` when the host first enables scanning.
     init(onScanEnabled: @escaping @Sendable () -> Void) {
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: H4Frame.self, throwing: (any Error).self)
+        incoming = queue.stream()
         self.onScanEnabled = Mutex(onScanEnabled)
     }
 
-    /// Puts `frames` into the host's incoming stream, in order.
+    /// Puts `frames` into the host's incoming queue, in order, as one burst.
     func inject(_ frames: ArraySlice<H4Frame>) {
-        for frame in frames { continuation.yield(frame) }
+        queue.push(contentsOf: frames)
     }
 
-    func send(_ frame: H4Frame) async throws {
+    /// Answering takes no lock the host could be waiting on and never suspends.
+    var acceptsImmediateSends: Bool { true }
+
+    func sendImmediately(_ frame: H4Frame) throws {
         guard frame.type == .command, let command = try? HCICommand.decode(frame.payload) else { return }
-        continuation.yield(HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: command.opcode,
-                                                    returnParameters: [0x00] + Self.returnParameters(command.opcode)).h4Frame)
+        queue.push(HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: command.opcode,
+                                            returnParameters: [0x00] + Self.returnParameters(command.opcode)).h4Frame)
         if command.opcode == .leSetScanEnable, command.parameters.first == 1 {
             onScanEnabled.withLock { callback -> (@Sendable () -> Void)? in
                 defer { callback = nil }
@@ -36,8 +44,12 @@ final class BenchController: HCITransport {
         }
     }
 
+    func send(_ frame: H4Frame) async throws {
+        try sendImmediately(frame)
+    }
+
     func close() async {
-        continuation.finish()
+        queue.close()
     }
 
     /// The return parameters after the status byte: an LE-only controller with v1 buffer sizes.

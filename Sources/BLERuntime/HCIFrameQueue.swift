@@ -40,6 +40,21 @@ public final class HCIFrameQueue: Sendable {
         return true
     }
 
+    /// Appends `frames` in order under one lock (a burst a controller sends at once); false (and
+    /// nothing queued) once the queue is closed.
+    @discardableResult
+    public func push(contentsOf frames: some Collection<H4Frame>) -> Bool {
+        let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>?? in
+            guard !s.closed else { return .none }
+            s.frames.append(contentsOf: frames)
+            defer { s.waiter = nil }
+            return .some(s.waiter)
+        }
+        guard let waiter else { return false }
+        waiter?.resume()
+        return true
+    }
+
     /// Ends the queue: the reader gets what is queued, then nil, or `error` thrown. Idempotent
     /// (the first close decides how the queue ends).
     public func close(error: (any Error)? = nil) {

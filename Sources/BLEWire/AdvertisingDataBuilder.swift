@@ -85,6 +85,16 @@ extension AdvertisingData {
     /// side has a complete one (the scan response when both or neither do). Any other type in the
     /// scan response replaces that type in the advertisement. The first `malformed` is kept.
     public func merging(_ scanResponse: AdvertisingData) -> AdvertisingData {
+        var out = self
+        out.merge(scanResponse)
+        return out
+    }
+
+    /// `merging(_:)` in place: the structures move into their larger array instead of being
+    /// copied (and the originals released), which a scanner merging every changed device's scan
+    /// response saves each time. Core spec Vol 3 Part C §11 (advertising and scan response data
+    /// of one device).
+    public mutating func merge(_ scanResponse: AdvertisingData) {
         // Linear passes over the few structures of each side, without building sets: this runs
         // for every changed device a scan reports.
         let response = scanResponse.structures
@@ -95,9 +105,8 @@ extension AdvertisingData {
             if let uuid = Self.serviceDataUUID(s) { replacedServiceData.append(uuid) }
         }
 
-        var out = self
-        out.structures.reserveCapacity(structures.count + response.count)
-        out.structures.removeAll { s in
+        structures.reserveCapacity(structures.count + response.count)
+        structures.removeAll { s in
             if Self.isNameType(s.type) { return takeName }
             if Self.isServiceDataType(s.type) {
                 return !replacedServiceData.isEmpty && Self.serviceDataUUID(s).map(replacedServiceData.contains) ?? false
@@ -108,15 +117,14 @@ extension AdvertisingData {
         }
         for s in response {
             if Self.isNameType(s.type) {
-                if takeName { out.structures.append(s) }
+                if takeName { structures.append(s) }
             } else if Self.isListType(s.type) || s.type == .manufacturerSpecificData {
-                if !out.structures.contains(s) { out.structures.append(s) }
+                if !structures.contains(s) { structures.append(s) }
             } else {
-                out.structures.append(s)
+                structures.append(s)
             }
         }
-        out.malformed = malformed ?? scanResponse.malformed
-        return out
+        malformed = malformed ?? scanResponse.malformed
     }
 
     /// `listTypes` as a switch (no hashing).

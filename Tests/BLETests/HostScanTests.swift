@@ -36,6 +36,36 @@ final class HostScanTests: XCTestCase {
         await central.close()
     }
 
+    /// The host hands a scan's devices over at the end of each burst of frames; a scan that
+    /// ends within the burst (here a Hardware Error after the report, queued together so the
+    /// host reads them in one turn) still gets the device first, then the error.
+    func testADeviceHeardInTheBurstThatEndsTheScanIsDeliveredBeforeTheEnd() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let scan = Task { () -> ([DeviceAddress], (any Error)?) in
+            var heard: [DeviceAddress] = []
+            do {
+                for try await d in central.scan(active: false) { heard.append(d.address) }
+            } catch {
+                return (heard, error)
+            }
+            return (heard, nil)
+        }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x01 }
+        let queue = try XCTUnwrap(t.hostEnd.incomingQueue)
+        queue.push(contentsOf: [
+            HCIEvent.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])).h4Frame,
+            HCIEvent.hardwareError(code: 0x42).h4Frame,
+        ])
+        let (heard, error) = await scan.value
+        XCTAssertEqual(heard, [device])
+        guard case BLEError.hci(.hardwareError(code: 0x42))? = error else {
+            return XCTFail("the scan should end with the hardware error, not \(String(describing: error))")
+        }
+        await central.close()
+    }
+
     func testScanEndsAtItsTimeout() async throws {
         let t = HostUnderTest()
         await t.controller.start()

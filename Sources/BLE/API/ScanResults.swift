@@ -115,6 +115,53 @@ final class ScanBuffer: Sendable {
         waiter?.resume()
     }
 
+    /// Buffers `devices` in order under one lock, as `yield` would one by one: beyond the limit
+    /// the oldest are dropped.
+    func yield(contentsOf devices: ArraySlice<ScannedDevice>) {
+        guard !devices.isEmpty else { return }
+        let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+            guard !s.finished else { return nil }
+            s.devices.append(contentsOf: devices)
+            if s.buffered > limit {
+                s.head += s.buffered - limit
+                if s.head >= limit {
+                    s.devices.removeFirst(s.head)
+                    s.head = 0
+                }
+            }
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// `yield(contentsOf:)` for devices the caller gives up: when nothing is buffered the array
+    /// itself becomes the buffer (and `devices` gets the buffer's old, empty storage), so the
+    /// devices are neither copied nor released here.
+    func yield(moving devices: inout [ScannedDevice]) {
+        guard !devices.isEmpty else { return }
+        let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+            guard !s.finished else { return nil }
+            if s.buffered == 0 && devices.count <= limit {
+                s.devices.removeAll(keepingCapacity: true)
+                s.head = 0
+                swap(&s.devices, &devices)
+            } else {
+                s.devices.append(contentsOf: devices)
+                if s.buffered > limit {
+                    s.head += s.buffered - limit
+                    if s.head >= limit {
+                        s.devices.removeFirst(s.head)
+                        s.head = 0
+                    }
+                }
+            }
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
     /// Ends the sequence: the consumer gets what is buffered, then nil, or `error`.
     func finish(throwing error: (any Error)? = nil) {
         let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in

@@ -240,7 +240,7 @@ actor HostController {
         do {
             while let frames = try await queue.next() {
                 for frame in frames { take(frame) }
-                rescheduleTimer()
+                endOfBatch()
             }
             transportEnded(nil)
         } catch {
@@ -267,6 +267,13 @@ actor HostController {
 
     func receive(_ frame: H4Frame) {
         take(frame)
+        endOfBatch()
+    }
+
+    /// After the frames of one wake-up: the scans' consumers get the devices those frames gave
+    /// (one buffer operation per consumer, not one per event), and the timer is re-armed.
+    private func endOfBatch() {
+        scanning.deliver(self)
         rescheduleTimer()
     }
 
@@ -280,6 +287,8 @@ actor HostController {
                 completedPackets(frame.payload)
                 return
             }
+            // LE (Extended) Advertising Reports, read in place: no HCIEvent, no arrays per report.
+            if scanning.receive(event: frame.payload, self) { return }
             do {
                 handle(try HCIEvent.decode(frame.payload))
             } catch {

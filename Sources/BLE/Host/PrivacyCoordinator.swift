@@ -126,6 +126,9 @@ final class PrivacyCoordinator {
     /// a bonded device heard at its identity, or an RPA one of the bonds' IRKs resolves.
     /// Remembers an RPA as the identity's latest, for connecting by identity.
     func identity(of address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
+        // No bond and no list: nobody to resolve to (what every scan of an unbonded host asks,
+        // for every device it reports).
+        if controllerList.isEmpty && host.security.bonds(host).isEmpty { return nil }
         switch address.type {
         case .publicIdentity, .randomIdentity:
             // Resolved by the controller's list; a bond removed since is no one's.

@@ -10,8 +10,14 @@ import BLEWire
 /// scanning is disallowed). Isolated to the host actor that owns it.
 final class ScanCoordinator {
     private var scanner = Scanner()
-    /// The scanner's output for one report, emptied after each (its storage is kept).
+    /// The scanner's output not yet handed to the consumers: the host delivers it at the end of
+    /// each batch of frames (`deliver`), or sooner when `deliveryBatch` devices are waiting, and
+    /// before any scan ends, so a consumer gets its devices before its end. Emptied each time
+    /// (its storage is kept).
     private var deliveries = Scanner.Deliveries()
+    /// Devices held back at most: far below the consumer's buffer (`ScanResults.bufferLimit`),
+    /// so a consumer that keeps up loses nothing to a long burst of events.
+    private static let deliveryBatch = 256
     private var consumers: [UInt64: ScanBuffer] = [:]
     /// Whether the controller is scanning, as far as the host has told it, and how.
     private var radioEnabled = false
@@ -66,7 +72,7 @@ final class ScanCoordinator {
             try await switchRadioOn(ownAddressType: ownAddressType, host)
         } catch {
             // The scanner is off, and the other scans would wait in silence: they end too.
-            if !radioEnabled { endAll(error: error) }
+            if !radioEnabled { endAll(error: error, host) }
             throw error
         }
     }
@@ -122,6 +128,7 @@ final class ScanCoordinator {
     /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given); when
     /// it was the last, the controller's scanner is turned off in the background.
     func finish(_ id: UInt64, error: (any Error)? = nil, _ host: isolated HostController) {
+        deliver(host)
         guard scanner.end(id) else { return }
         consumers.removeValue(forKey: id)?.finish(throwing: error)
         host.rescheduleTimer()
@@ -131,12 +138,13 @@ final class ScanCoordinator {
 
     /// Ends every scan and waits until the controller has confirmed it (so a connect can follow).
     func stop(_ host: isolated HostController) async {
-        endAll(error: nil)
+        endAll(error: nil, host)
         host.rescheduleTimer()
         await disableRadio(host)
     }
 
-    private func endAll(error: (any Error)?) {
+    private func endAll(error: (any Error)?, _ host: isolated HostController) {
+        deliver(host)
         for id in scanner.runningIDs where scanner.end(id) {
             consumers.removeValue(forKey: id)?.finish(throwing: error)
         }
@@ -186,7 +194,7 @@ final class ScanCoordinator {
         } catch {
             // The scanner stays off: the scans end with the error rather than wait in silence.
             host.log("resuming the scan after a new RPA: \(error)")
-            endAll(error: error)
+            endAll(error: error, host)
         }
     }
 
@@ -195,17 +203,45 @@ final class ScanCoordinator {
     func receive(_ reports: [LEAdvertisingReport], _ host: isolated HostController) {
         guard !consumers.isEmpty else { return }
         let now = host.now
-        for report in reports {
-            scanner.receive(report, now: now, into: &deliveries)
-            guard !deliveries.isEmpty else { continue }
-            for (id, found) in zip(deliveries.ids, deliveries.devices) {
-                guard let consumer = consumers[id] else { continue }
-                var device = found
-                device.identity = host.privacy.identity(of: device.address, host)
-                consumer.yield(device)
-            }
-            deliveries.removeAll()
+        for report in reports { scanner.receive(report, now: now, into: &deliveries) }
+        if deliveries.count >= Self.deliveryBatch { deliver(host) }
+    }
+
+    /// An LE Advertising Report or LE Extended Advertising Report event (its code, length and
+    /// parameters), read in place: false when `event` is not a well-formed one, which the host
+    /// then decodes as any other event (and drops, with a log, when it is malformed).
+    func receive(event: [UInt8], _ host: isolated HostController) -> Bool {
+        // Not an advertising report: not even the clock is read.
+        guard event.count > 2, event[0] == HCIEvent.Code.leMeta,
+              event[2] == LEMetaEvent.Subevent.advertisingReport || event[2] == LEMetaEvent.Subevent.extendedAdvertisingReport
+        else { return false }
+        let now = consumers.isEmpty ? .zero : host.now
+        guard scanner.receive(event: event, now: now, into: &deliveries) else { return false }
+        if deliveries.count >= Self.deliveryBatch { deliver(host) }
+        return true
+    }
+
+    /// Hands the devices waiting to their scans' consumers, in order: each consumer's run of
+    /// devices in one buffer operation.
+    func deliver(_ host: isolated HostController) {
+        guard !deliveries.isEmpty else { return }
+        deliveries.resolveIdentities { host.privacy.identity(of: $0, host) }
+        if let id = deliveries.singleScan {
+            // One scan running (the common case): the devices move to its buffer uncopied.
+            let consumer = consumers[id]
+            deliveries.moveDevices { consumer?.yield(moving: &$0) }
+            return
         }
+        let ids = deliveries.ids
+        var start = 0
+        while start < ids.count {
+            let id = ids[start]
+            var end = start + 1
+            while end < ids.count && ids[end] == id { end += 1 }
+            consumers[id]?.yield(contentsOf: deliveries.devices[start..<end])
+            start = end
+        }
+        deliveries.removeAll()
     }
 
     func expire(now: Duration, _ host: isolated HostController) {
@@ -214,6 +250,6 @@ final class ScanCoordinator {
 
     /// The controller or transport failed: every stream ends with `error`.
     func fail(_ error: BLEError, _ host: isolated HostController) {
-        endAll(error: error)
+        endAll(error: error, host)
     }
 }

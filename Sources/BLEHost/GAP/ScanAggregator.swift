@@ -122,34 +122,44 @@ public struct ScannedDevice: Sendable, Hashable {
 /// reported without it. Passive scanning and non-scannable PDUs are reported at once.
 ///
 /// One table entry per address holds everything about the device (its raw data, the parsed scan
-/// response, what was last reported), so a report costs one look-up. Data that repeats what the
-/// device sent before (the common case: most devices advertise the same bytes all day) is neither
-/// parsed nor merged again, and is known to be a duplicate without comparing advertisements.
+/// response, what was last reported), so a report costs one look-up in an `AddressTable`. Data
+/// that repeats what the device sent before (the common case: most devices advertise the same
+/// bytes all day) is compared where it lies in the HCI event, and is neither copied, parsed nor
+/// merged again; a device reported already with it is known to be a duplicate without
+/// comparing advertisements.
 public struct ScanAggregator: Sendable {
     public let active: Bool
     public var filter: ScanFilter
-    private var entries: [Key: Entry] = [:]
+    private var table = AddressTable<Entry>()
 
-    /// The table's key: the address and its type in one integer, hashed in one step.
-    private struct Key: Hashable, Sendable {
-        let value: UInt64
-        init(_ address: DeviceAddress) { value = address.address.rawValue | UInt64(address.type.rawValue) << 48 }
-        func hash(into hasher: inout Hasher) { hasher.combine(value) }
-    }
-
+    /// Everything about one address. No optionals of the large structs: an optional
+    /// `ScannedDevice` or `AdvertisingData` is copied and destroyed through the runtime's generic
+    /// value witnesses on every in-place change, which cost more than the rest of a report.
     private struct Entry: Sendable {
-        /// Nil while only a scan response has been heard.
-        var device: ScannedDevice?
-        var advertising: [UInt8]?
-        var scanResponse: [UInt8]?
-        /// `scanResponse` parsed, once it is merged.
-        var parsedScanResponse: AdvertisingData?
+        /// Valid when `hasDevice`; until then (only a scan response heard) a placeholder.
+        var device: ScannedDevice
+        var hasDevice = false
+        /// The advertising data last heard (valid when `hasAdvertising`); its storage is reused
+        /// when the data changes.
+        var advertising: [UInt8] = []
+        var hasAdvertising = false
+        var scanResponse: [UInt8] = []
+        var hasScanResponse = false
+        /// `scanResponse` parsed, once it is merged (valid when `scanResponseParsed`).
+        var parsedScanResponse = AdvertisingData()
+        var scanResponseParsed = false
         var awaitingScanResponse = false
-        /// The advertisement last reported.
-        var reported: AdvertisingData?
+        /// The advertisement last reported (valid when `hasReported`).
+        var reported = AdvertisingData()
+        var hasReported = false
         /// Whether `reported` is known to equal `device.advertisement` (set when reporting, or
         /// after a comparison; cleared when the advertisement is merged anew).
         var reportedIsCurrent = false
+
+        init(address: DeviceAddress) {
+            device = ScannedDevice(address: address, advertisement: AdvertisingData(), rssi: nil, isConnectable: false,
+                                   lastSeen: .zero, firstSeen: .zero, hasScanResponse: false)
+        }
     }
 
     public init(active: Bool, filter: ScanFilter) {
@@ -160,12 +170,12 @@ public struct ScanAggregator: Sendable {
     /// The devices known, by address.
     public var devices: [DeviceAddress: ScannedDevice] {
         var out: [DeviceAddress: ScannedDevice] = [:]
-        for entry in entries.values { if let d = entry.device { out[d.address] = d } }
+        for entry in table.values where entry.hasDevice { out[entry.device.address] = entry.device }
         return out
     }
 
     /// The number of devices known.
-    public var deviceCount: Int { entries.values.reduce(0) { $0 + ($1.device == nil ? 0 : 1) } }
+    public var deviceCount: Int { table.values.reduce(0) { $0 + ($1.hasDevice ? 1 : 0) } }
 
     /// Takes one report; returns the devices to deliver now (zero, one, or — when a held report
     /// is flushed — two entries for the same device).
@@ -178,101 +188,143 @@ public struct ScanAggregator: Sendable {
     /// Like `receive(_:now:)`, appending the devices to deliver to `out` (a buffer the owner
     /// reuses, so the hot path allocates no result array).
     public mutating func receive(_ report: AdvertisingReportInput, now: Duration, into out: inout [ScannedDevice]) {
-        let key = Key(report.address)
-        let filter = self.filter
-        let active = self.active
-        // In place: the entry is not copied out of the table and back.
-        withEntry(key) { entry in
-            if report.kind == .scanResponse {
-                if entry.scanResponse != report.data {
-                    entry.scanResponse = report.data
-                    entry.parsedScanResponse = nil
-                }
-                entry.awaitingScanResponse = false
-                // A scan response without its advertisement: kept for when the advertisement comes.
-                guard entry.device != nil else { return }
-                Self.update(&entry, report: report, now: now, scanResponse: true)
-                Self.emitIfWanted(&entry, filter: filter, into: &out)
-                return
-            }
-            if entry.awaitingScanResponse, entry.device != nil {
-                Self.emitIfWanted(&entry, filter: filter, into: &out)
-            }
-            Self.update(&entry, report: report, now: now, scanResponse: false)
-            if active && report.kind.isScannable {
-                entry.awaitingScanResponse = true
-                return
-            }
-            entry.awaitingScanResponse = false
-            Self.emitIfWanted(&entry, filter: filter, into: &out)
+        report.data.withUnsafeBufferPointer { data in
+            receive(kind: report.kind, address: report.address, data: data, rssi: report.rssi, now: now, into: &out)
         }
     }
 
-    private mutating func withEntry(_ key: Key, _ body: (inout Entry) -> Void) {
-        body(&entries[key, default: Entry()])
+    /// Like `receive(_:now:into:)` for a report read in place: `data` points into the HCI event
+    /// and is copied only when it differs from what the device sent before.
+    public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
+                                 rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
+        let key = AddressTable<Entry>.key(address)
+        let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
+        let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
+        // In place: the entry is not copied out of the table and back.
+        Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out)
+    }
+
+    /// One report as `receive` passes it on.
+    private struct Heard {
+        let kind: AdvertisingEventKind
+        let address: DeviceAddress
+        let data: UnsafeBufferPointer<UInt8>
+        let rssi: Int8?
+    }
+
+    private static func receive(_ report: Heard, into entry: inout Entry, active: Bool, filter: borrowing ScanFilter,
+                                now: Duration, out: inout [ScannedDevice]) {
+        if report.kind == .scanResponse {
+            if !entry.hasScanResponse || !equal(entry.scanResponse, report.data) {
+                store(report.data, in: &entry.scanResponse)
+                entry.hasScanResponse = true
+                entry.scanResponseParsed = false
+            }
+            entry.awaitingScanResponse = false
+            // A scan response without its advertisement: kept for when the advertisement comes.
+            guard entry.hasDevice else { return }
+            update(&entry, report: report, now: now, scanResponse: true)
+            emitIfWanted(&entry, filter: filter, into: &out)
+            return
+        }
+        if entry.awaitingScanResponse, entry.hasDevice {
+            emitIfWanted(&entry, filter: filter, into: &out)
+        }
+        update(&entry, report: report, now: now, scanResponse: false)
+        if active && report.kind.isScannable {
+            entry.awaitingScanResponse = true
+            return
+        }
+        entry.awaitingScanResponse = false
+        emitIfWanted(&entry, filter: filter, into: &out)
     }
 
     /// Devices not heard for `maximumAge` as of `now`, removed from the table.
     public mutating func removeStale(olderThan maximumAge: Duration, now: Duration) -> [ScannedDevice] {
         var stale: [ScannedDevice] = []
-        var keys: [Key] = []
-        for (key, entry) in entries {
-            guard let d = entry.device, now - d.lastSeen > maximumAge else { continue }
-            stale.append(d)
-            keys.append(key)
+        table.removeAll { entry in
+            guard entry.hasDevice, now - entry.device.lastSeen > maximumAge else { return false }
+            stale.append(entry.device)
+            return true
         }
-        for key in keys { entries[key] = nil }
         return stale
+    }
+
+    /// Whether `stored` holds the same bytes as `data`, compared eight at a time.
+    private static func equal(_ stored: [UInt8], _ data: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard stored.count == data.count else { return false }
+        return stored.withUnsafeBytes { s -> Bool in
+            let d = UnsafeRawBufferPointer(data)
+            var i = 0
+            while i + 8 <= d.count {
+                if s.loadUnaligned(fromByteOffset: i, as: UInt64.self) != d.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                    return false
+                }
+                i += 8
+            }
+            while i < d.count {
+                if s[i] != d[i] { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    /// Replaces the contents of `stored` with `data`, in its own storage when it has room.
+    private static func store(_ data: UnsafeBufferPointer<UInt8>, in stored: inout [UInt8]) {
+        stored.removeAll(keepingCapacity: true)
+        stored.append(contentsOf: data)
     }
 
     /// Brings the entry's device up to date with `report`; the advertisement is merged again
     /// only when the device's data changed (or it is new).
-    private static func update(_ entry: inout Entry, report: AdvertisingReportInput, now: Duration, scanResponse: Bool) {
-        var changed = entry.device == nil
-        if !scanResponse, entry.advertising != report.data {
-            entry.advertising = report.data
+    private static func update(_ entry: inout Entry, report: Heard, now: Duration, scanResponse: Bool) {
+        var changed = !entry.hasDevice
+        if !scanResponse, !entry.hasAdvertising || !equal(entry.advertising, report.data) {
+            store(report.data, in: &entry.advertising)
+            entry.hasAdvertising = true
             changed = true
         }
-        if scanResponse, entry.parsedScanResponse == nil { changed = true }
-        var merged: AdvertisingData?
+        if scanResponse, !entry.scanResponseParsed { changed = true }
         if changed {
-            var advertisement = AdvertisingData(bytes: entry.advertising ?? [])
-            if let response = entry.scanResponse {
-                let parsed = entry.parsedScanResponse ?? AdvertisingData(bytes: response)
-                entry.parsedScanResponse = parsed
-                advertisement = advertisement.merging(parsed)
+            var advertisement = AdvertisingData(bytes: entry.advertising)
+            if entry.hasScanResponse {
+                if !entry.scanResponseParsed {
+                    entry.parsedScanResponse = AdvertisingData(bytes: entry.scanResponse)
+                    entry.scanResponseParsed = true
+                }
+                advertisement.merge(entry.parsedScanResponse)
             }
-            merged = advertisement
+            entry.device.advertisement = advertisement
             entry.reportedIsCurrent = false
         }
-        let hasScanResponse = entry.scanResponse != nil
-        if var existing = entry.device {
-            entry.device = nil // `existing` is now the one reference: changed in place, not copied
-            if let merged { existing.advertisement = merged }
-            if let r = report.rssi { existing.rssi = r }
-            existing.lastSeen = now
-            if !scanResponse { existing.isConnectable = report.kind.isConnectable }
-            existing.hasScanResponse = hasScanResponse
-            entry.device = existing
+        // Changed in place, field by field: the device is not copied.
+        if entry.hasDevice {
+            if let r = report.rssi { entry.device.rssi = r }
+            if !scanResponse { entry.device.isConnectable = report.kind.isConnectable }
         } else {
-            entry.device = ScannedDevice(
-                address: report.address, advertisement: merged ?? AdvertisingData(), rssi: report.rssi,
-                isConnectable: report.kind.isConnectable, lastSeen: now, firstSeen: now,
-                hasScanResponse: hasScanResponse)
+            entry.hasDevice = true
+            entry.device.address = report.address
+            entry.device.rssi = report.rssi
+            entry.device.isConnectable = report.kind.isConnectable
+            entry.device.firstSeen = now
         }
+        entry.device.lastSeen = now
+        entry.device.hasScanResponse = entry.hasScanResponse
     }
 
-    private static func emitIfWanted(_ entry: inout Entry, filter: ScanFilter, into out: inout [ScannedDevice]) {
-        guard let device = entry.device, filter.matches(device) else { return }
-        if !filter.allowDuplicates {
-            if entry.reportedIsCurrent { return }
-            if entry.reported == device.advertisement {
-                entry.reportedIsCurrent = true
-                return
-            }
+    private static func emitIfWanted(_ entry: inout Entry, filter: borrowing ScanFilter, into out: inout [ScannedDevice]) {
+        // A device whose advertisement was reported as it is now is a duplicate whatever the
+        // filter says: looked at first, so a repeat costs no filtering.
+        if !filter.allowDuplicates && entry.reportedIsCurrent { return }
+        guard entry.hasDevice, filter.matches(entry.device) else { return }
+        if !filter.allowDuplicates, entry.hasReported, entry.reported == entry.device.advertisement {
+            entry.reportedIsCurrent = true
+            return
         }
-        entry.reported = device.advertisement
+        entry.reported = entry.device.advertisement
+        entry.hasReported = true
         entry.reportedIsCurrent = true
-        out.append(device)
+        out.append(entry.device)
     }
 }

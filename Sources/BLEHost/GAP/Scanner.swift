@@ -101,10 +101,32 @@ public struct Scanner: Sendable {
         /// Whether there is nothing to deliver.
         public var isEmpty: Bool { devices.isEmpty }
 
+        /// How many devices there are.
+        public var count: Int { devices.count }
+
+        /// The scan every device is for, when they are all for one (the common case: one scan
+        /// running); nil when empty or for several.
+        public var singleScan: UInt64? {
+            guard let first = ids.first, ids.allSatisfy({ $0 == first }) else { return nil }
+            return first
+        }
+
+        /// Hands the devices to `body` to take (move out, or leave), then empties the list.
+        public mutating func moveDevices(_ body: (inout [ScannedDevice]) -> Void) {
+            body(&devices)
+            removeAll()
+        }
+
         /// Empties the list, keeping its storage.
         public mutating func removeAll() {
             ids.removeAll(keepingCapacity: true)
             devices.removeAll(keepingCapacity: true)
+        }
+
+        /// Sets each device's `identity` to what `identity` says of its address (the host's
+        /// bonds and resolving list, Core spec Vol 3 Part C §10.8.2), in place.
+        public mutating func resolveIdentities(_ identity: (DeviceAddress) -> DeviceAddress?) {
+            for i in devices.indices { devices[i].identity = identity(devices[i].address) }
         }
 
         fileprivate mutating func tag(from start: Int, with id: UInt64) {
@@ -114,22 +136,42 @@ public struct Scanner: Sendable {
 
     /// Like `receive(_:now:)`, appending each scan's devices to `deliveries`.
     public mutating func receive(_ report: LEAdvertisingReport, now: Duration, into deliveries: inout Deliveries) {
-        guard !sessions.isEmpty, report.properties.dataStatus == .complete else { return }
-        let kind: AdvertisingEventKind
-        if report.isScanResponse {
-            kind = .scanResponse
-        } else if report.isConnectable {
-            // Extended advertising may be connectable without being scannable (§7.7.65.13).
-            kind = report.isDirected ? .connectableDirected : report.isScannable ? .connectableUndirected : .connectableNonScannable
-        } else {
-            kind = report.isScannable ? .scannableUndirected : .nonConnectable
+        report.data.withUnsafeBufferPointer { data in
+            receive(properties: report.properties, address: report.address, rssi: report.rssi, data: data,
+                    now: now, into: &deliveries)
         }
-        let input = AdvertisingReportInput(kind: kind, address: report.address, data: report.data,
-                                           rssi: report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi)
+    }
+
+    /// The reports of an LE Advertising Report or LE Extended Advertising Report event, read in
+    /// place (`HCIEvent.scanAdvertisingReports`), each as `receive(_:now:into:)` takes it; false,
+    /// with nothing received, when `event` (code, length, parameters) is not a well-formed one
+    /// (the owner then decodes it as any other event).
+    public mutating func receive(event: [UInt8], now: Duration, into deliveries: inout Deliveries) -> Bool {
+        HCIEvent.scanAdvertisingReports(event) { report in
+            receive(properties: report.properties, address: report.address, rssi: report.rssi, data: report.data,
+                    now: now, into: &deliveries)
+        }
+    }
+
+    private mutating func receive(properties: AdvertisingEventProperties, address: DeviceAddress, rssi: Int8,
+                                  data: UnsafeBufferPointer<UInt8>, now: Duration, into deliveries: inout Deliveries) {
+        guard !sessions.isEmpty, properties.dataStatus == .complete else { return }
+        let kind: AdvertisingEventKind
+        if properties.contains(.scanResponse) {
+            kind = .scanResponse
+        } else if properties.contains(.connectable) {
+            // Extended advertising may be connectable without being scannable (§7.7.65.13).
+            let scannable = properties.contains(.scannable)
+            kind = properties.contains(.directed) ? .connectableDirected : scannable ? .connectableUndirected : .connectableNonScannable
+        } else {
+            kind = properties.contains(.scannable) ? .scannableUndirected : .nonConnectable
+        }
+        let rssi = rssi == LEAdvertisingReport.unavailable ? nil : rssi
         for i in sessions.indices {
             let start = deliveries.devices.count
             // In place: the aggregator's tables are not copied.
-            sessions[i].aggregator.receive(input, now: now, into: &deliveries.devices)
+            sessions[i].aggregator.receive(kind: kind, address: address, data: data, rssi: rssi, now: now,
+                                           into: &deliveries.devices)
             if now - sessions[i].lastPrune > Self.pruneInterval {
                 _ = sessions[i].aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
                 sessions[i].lastPrune = now
