@@ -83,7 +83,7 @@ public actor VirtualRadio {
     private func read(_ queue: HCIFrameQueue?, from id: VirtualMedium.ControllerID) async {
         guard let queue else { return }
         do {
-            while let frames = try await queue.next() { receive(frames, from: id) }
+            try await queue.read { frames in receive(frames, from: id) }
         } catch {}
     }
 
