@@ -90,12 +90,28 @@ extension VirtualMedium {
     /// fragment; the link and the peer's controller are used in place, not copied out.
     mutating func forward(_ packet: ACLPacket, from id: ControllerID, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
+        let end = LinkEnd(id: id, handle: packet.handle)
+        // The previous packet of the batch came from the same end: its route still holds (only
+        // ACL packets were handled since, and they change no connection, link or time).
+        if let route = credits.route, route.from == end {
+            credits.credit(handle: packet.handle, to: id, in: &deliveries)
+            if let peer = route.to {
+                nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet) {
+                    deliveries.append(Delivery(to: peer.id, packet: $0))
+                }
+            }
+            return
+        }
+        credits.route = nil
         guard nodes[id.rawValue].controller.connections.index(forKey: packet.handle) != nil else { return }
         credits.credit(handle: packet.handle, to: id, in: &deliveries)
-        let end = LinkEnd(id: id, handle: packet.handle)
         guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
               let peer = Self.reachablePeer(of: end, &links.values[index]),
-              exists(peer.id), nodes[peer.id.rawValue].onAir else { return }
+              exists(peer.id), nodes[peer.id.rawValue].onAir else {
+            credits.route = (end, nil)
+            return
+        }
+        credits.route = (end, peer)
         nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet) {
             deliveries.append(Delivery(to: peer.id, packet: $0))
         }
@@ -121,6 +137,11 @@ extension VirtualMedium {
         }
 
         private var reports: [Report] = []
+        /// Where the last ACL packet of the batch went: its sender's end (known to its
+        /// controller) and the reachable peer end, nil when it reached no one. Valid only while
+        /// nothing but ACL packets is handled; `receive(_:from:now:into:credits:)` clears it for
+        /// anything else.
+        var route: (from: LinkEnd, to: LinkEnd?)?
 
         /// One completed packet of `handle` for `id`'s host.
         mutating func credit(handle: UInt16, to id: ControllerID, in deliveries: inout [Delivery]) {
@@ -148,6 +169,7 @@ extension VirtualMedium {
                 deliveries[report.index].packet = .event(.numberOfCompletedPackets(report.entries))
             }
             reports = []
+            route = nil
         }
     }
 

@@ -129,6 +129,7 @@ public struct VirtualMedium: Sendable {
             forward(packet, from: id, into: &deliveries, credits: &credits)
             return
         }
+        credits.route = nil
         deliveries += receiveOther(frame, from: id, now: now)
     }
 
