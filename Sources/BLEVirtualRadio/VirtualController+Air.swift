@@ -117,12 +117,15 @@ extension VirtualController {
     /// in between (the medium appends them to the batch it builds). `mutating` only so that the
     /// medium calls it on the controller where it lies: a non-mutating call on an element of
     /// its node array copies the whole node first.
-    mutating func deliverFromPeer(handle: UInt16, packet: ACLPacket, _ emit: (HostBoundPacket) -> Void) {
-        emitFromPeer(handle: handle, packet: packet, emit)
+    /// `knownConnected`: the caller has just seen `handle` connected here, with nothing in
+    /// between that could end the connection (the medium's route for a batch of ACL packets),
+    /// so the connection is not looked up again.
+    mutating func deliverFromPeer(handle: UInt16, packet: ACLPacket, knownConnected: Bool = false, _ emit: (HostBoundPacket) -> Void) {
+        emitFromPeer(handle: handle, packet: packet, knownConnected: knownConnected, emit)
     }
 
-    private func emitFromPeer(handle: UInt16, packet: ACLPacket, _ emit: (HostBoundPacket) -> Void) {
-        guard connections.index(forKey: handle) != nil else { return }
+    private func emitFromPeer(handle: UInt16, packet: ACLPacket, knownConnected: Bool = false, _ emit: (HostBoundPacket) -> Void) {
+        guard knownConnected || connections.index(forKey: handle) != nil else { return }
         let size = max(1, Int(configuration.leACLBufferLength))
         if packet.data.count <= size {
             // Fits one buffer: the packet's own bytes go on, not a copy.

@@ -96,7 +96,7 @@ extension VirtualMedium {
         if let route = credits.route, route.from == end {
             credits.credit(handle: packet.handle, to: id, in: &deliveries)
             if let peer = route.to {
-                nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet) {
+                nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: route.peerConnected) {
                     deliveries.append(Delivery(to: peer.id, packet: $0))
                 }
             }
@@ -108,11 +108,12 @@ extension VirtualMedium {
         guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
               let peer = Self.reachablePeer(of: end, &links.values[index]),
               exists(peer.id), nodes[peer.id.rawValue].onAir else {
-            credits.route = (end, nil)
+            credits.route = (end, nil, false)
             return
         }
-        credits.route = (end, peer)
-        nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet) {
+        let peerConnected = nodes[peer.id.rawValue].controller.connections.index(forKey: peer.handle) != nil
+        credits.route = (end, peer, peerConnected)
+        nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: peerConnected) {
             deliveries.append(Delivery(to: peer.id, packet: $0))
         }
     }
@@ -138,10 +139,10 @@ extension VirtualMedium {
 
         private var reports: [Report] = []
         /// Where the last ACL packet of the batch went: its sender's end (known to its
-        /// controller) and the reachable peer end, nil when it reached no one. Valid only while
-        /// nothing but ACL packets is handled; `receive(_:from:now:into:credits:)` clears it for
-        /// anything else.
-        var route: (from: LinkEnd, to: LinkEnd?)?
+        /// controller), the reachable peer end (nil when it reached no one) and whether the
+        /// peer's controller knows that connection. Valid only while nothing but ACL packets is
+        /// handled; `receive(_:from:now:into:credits:)` clears it for anything else.
+        var route: (from: LinkEnd, to: LinkEnd?, peerConnected: Bool)?
 
         /// One completed packet of `handle` for `id`'s host.
         mutating func credit(handle: UInt16, to id: ControllerID, in deliveries: inout [Delivery]) {
