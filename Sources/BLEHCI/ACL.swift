@@ -40,17 +40,18 @@ public struct ACLPacket: Hashable, Sendable {
     public func encode() -> [UInt8] {
         let n = min(data.count, Int(UInt16.max))
         let word = (handle & 0x0FFF) | UInt16(boundary.rawValue) << 12 | UInt16(broadcast & 0x03) << 14
-        // Header and data in one allocation, the data copied once (a packet per fragment).
-        return [UInt8](unsafeUninitializedCapacity: 4 + n) { buffer, initialized in
-            buffer[0] = UInt8(word & 0xFF)
-            buffer[1] = UInt8(word >> 8)
-            buffer[2] = UInt8(n & 0xFF)
-            buffer[3] = UInt8(n >> 8)
-            data.withUnsafeBytes { source in
-                UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[4..<(4 + n)])).copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<n]))
-            }
-            initialized = 4 + n
-        }
+        // Header and data in one allocation, the data copied once (a packet per fragment);
+        // `reserveCapacity` and `append` are specialised here, while
+        // `init(unsafeUninitializedCapacity:)` allocates through an unspecialised path that looks
+        // the storage type up on every call.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 + n)
+        bytes.append(UInt8(word & 0xFF))
+        bytes.append(UInt8(word >> 8))
+        bytes.append(UInt8(n & 0xFF))
+        bytes.append(UInt8(n >> 8))
+        bytes.append(contentsOf: data[0..<n])
+        return bytes
     }
 
     /// The packet with its H4 indicator.

@@ -168,28 +168,22 @@ public struct ACLFlowController: Sendable {
         let n = to - from
         let boundary = start ? PacketBoundary.firstNonFlushable : .continuing
         let word = handle | UInt16(boundary.rawValue) << 12
-        let bytes = [UInt8](unsafeUninitializedCapacity: 4 + n) { buffer, initialized in
-            buffer[0] = UInt8(word & 0xFF)
-            buffer[1] = UInt8(word >> 8)
-            buffer[2] = UInt8(n & 0xFF)
-            buffer[3] = UInt8(n >> 8)
-            var w = 4
-            var k = from
-            if let header {
-                while k < min(to, headerLength) {
-                    buffer[w] = UInt8(truncatingIfNeeded: header >> (8 * UInt32(k)))
-                    w += 1
-                    k += 1
-                }
+        // `reserveCapacity` and `append`, specialised here: `init(unsafeUninitializedCapacity:)`
+        // allocates through an unspecialised path that looks the storage type up per fragment.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 + n)
+        bytes.append(UInt8(word & 0xFF))
+        bytes.append(UInt8(word >> 8))
+        bytes.append(UInt8(n & 0xFF))
+        bytes.append(UInt8(n >> 8))
+        var k = from
+        if let header {
+            while k < min(to, headerLength) {
+                bytes.append(UInt8(truncatingIfNeeded: header >> (8 * UInt32(k))))
+                k += 1
             }
-            if k < to {
-                payload.withUnsafeBufferPointer { source in
-                    let src = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: source[(k - headerLength)..<(to - headerLength)]))
-                    UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[w..<(w + to - k)])).copyMemory(from: src)
-                }
-            }
-            initialized = 4 + n
         }
+        if k < to { bytes.append(contentsOf: payload[(k - headerLength)..<(to - headerLength)]) }
         return Fragment(bytes: bytes, isStart: start)
     }
 

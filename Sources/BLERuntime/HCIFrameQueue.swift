@@ -111,6 +111,42 @@ public final class HCIFrameQueue: Sendable {
         }
     }
 
+    /// Hands every batch to `body`, oldest first, until the queue is closed and drained (then
+    /// returns) or fails (then throws the error `close` was given), or the reading task is
+    /// cancelled (then returns once what is queued has been handed over). What a read loop over
+    /// `next` does, with one cancellation handler for the whole loop instead of one per wait: a
+    /// reader wakes once per burst, and each wait is then one continuation and nothing more
+    /// (issue 12). Runs on the caller's actor (`isolation`), `body` within its turn.
+    public func read(isolation: isolated (any Actor)? = #isolation, _ body: ([H4Frame]) -> Void) async throws {
+        try await withTaskCancellationHandler(operation: {
+            while true {
+                switch take() {
+                case let .frames(frames):
+                    body(frames)
+                    continue
+                case .end: return
+                case let .failed(error): throw error
+                case .empty: break
+                }
+                await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { s -> Bool in
+                        if !s.frames.isEmpty || s.closed || s.cancelled { return true }
+                        s.waiter = c
+                        return false
+                    }
+                    if resumeNow { c.resume() }
+                }
+            }
+        }, onCancel: {
+            let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+                s.cancelled = true
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume()
+        }, isolation: isolation)
+    }
+
     private func take() -> Take {
         state.withLock { s -> Take in
             if !s.frames.isEmpty {

@@ -17,35 +17,36 @@ public final class InMemoryTransport: HCITransport {
     private let link: Link
     private let side: Int
 
-    /// Shared by both ends: one lock orders every delivery, so frames sent from concurrent tasks
-    /// arrive whole and in the order the sends took the lock.
+    /// Shared by both ends. The receiving queue's lock orders every delivery, so frames sent from
+    /// concurrent tasks arrive whole and in the order the sends took it; a send is one lock, not
+    /// two (issue 12: the in-process pipe carries every fragment of the hot path).
     private final class Link: Sendable {
-        struct State {
-            var closed = false
-            var frames: [Int] = [0, 0]
-        }
         let queues: [HCIFrameQueue]
-        let state = Mutex(State())
+        /// Set first by `close`, so a send that starts after it throws; a send racing a close
+        /// either lands before the queues close (and is read) or is refused by the closed queue.
+        let closed = Atomic<Bool>(false)
+        /// Frames each side has delivered.
+        let sentBySide0 = Atomic<Int>(0)
+        let sentBySide1 = Atomic<Int>(0)
 
         init(_ queues: [HCIFrameQueue]) {
             self.queues = queues
         }
 
         func deliver(_ frame: H4Frame, from side: Int) throws {
-            try state.withLock { s in
-                if s.closed { throw TransportError(.closed, "in-memory transport is closed") }
-                s.frames[side] += 1
-                queues[1 - side].push(frame)
+            guard !closed.load(ordering: .acquiring), queues[1 - side].push(frame) else {
+                throw TransportError(.closed, "in-memory transport is closed")
             }
+            if side == 0 { sentBySide0.wrappingAdd(1, ordering: .relaxed) } else { sentBySide1.wrappingAdd(1, ordering: .relaxed) }
         }
 
         func close(error: (any Error)?) {
-            let first = state.withLock { s -> Bool in
-                defer { s.closed = true }
-                return !s.closed
-            }
-            guard first else { return }
+            guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
             for q in queues { q.close(error: error) }
+        }
+
+        func sentCount(_ side: Int) -> Int {
+            side == 0 ? sentBySide0.load(ordering: .relaxed) : sentBySide1.load(ordering: .relaxed)
         }
     }
 
@@ -95,5 +96,5 @@ public final class InMemoryTransport: HCITransport {
     }
 
     /// How many frames this end has sent so far.
-    public var sentCount: Int { link.state.withLock { $0.frames[side] } }
+    public var sentCount: Int { link.sentCount(side) }
 }

@@ -108,23 +108,39 @@ extension VirtualController {
     /// ACL data from the peer, cut to this controller's LE buffer length. A start fragment is
     /// marked "first flushable", as controllers mark data towards the host (§5.4.2).
     public func deliverFromPeer(handle: UInt16, packet: ACLPacket) -> [HostBoundPacket] {
-        guard connections[handle] != nil else { return [] }
+        var out: [HostBoundPacket] = []
+        emitFromPeer(handle: handle, packet: packet) { out.append($0) }
+        return out
+    }
+
+    /// `deliverFromPeer(handle:packet:)` handing each packet to `emit`, in order, with no array
+    /// in between (the medium appends them to the batch it builds). `mutating` only so that the
+    /// medium calls it on the controller where it lies: a non-mutating call on an element of
+    /// its node array copies the whole node first.
+    /// `knownConnected`: the caller has just seen `handle` connected here, with nothing in
+    /// between that could end the connection (the medium's route for a batch of ACL packets),
+    /// so the connection is not looked up again.
+    mutating func deliverFromPeer(handle: UInt16, packet: ACLPacket, knownConnected: Bool = false, _ emit: (HostBoundPacket) -> Void) {
+        emitFromPeer(handle: handle, packet: packet, knownConnected: knownConnected, emit)
+    }
+
+    private func emitFromPeer(handle: UInt16, packet: ACLPacket, knownConnected: Bool = false, _ emit: (HostBoundPacket) -> Void) {
+        guard knownConnected || connections.index(forKey: handle) != nil else { return }
         let size = max(1, Int(configuration.leACLBufferLength))
         if packet.data.count <= size {
             // Fits one buffer: the packet's own bytes go on, not a copy.
-            return [.acl(ACLPacket(handle: handle, boundary: packet.boundary.isStart ? .firstFlushable : .continuing, data: packet.data))]
+            emit(.acl(ACLPacket(handle: handle, boundary: packet.boundary.isStart ? .firstFlushable : .continuing, data: packet.data)))
+            return
         }
         var first = packet.boundary.isStart
         var offset = 0
-        var out: [HostBoundPacket] = []
         repeat {
             let end = min(offset + size, packet.data.count)
             let chunk = Array(packet.data[offset..<end])
-            out.append(.acl(ACLPacket(handle: handle, boundary: first ? .firstFlushable : .continuing, data: chunk)))
+            emit(.acl(ACLPacket(handle: handle, boundary: first ? .firstFlushable : .continuing, data: chunk)))
             first = false
             offset = end
         } while offset < packet.data.count
-        return out
     }
 
     /// High duty cycle directed advertising ran 1.28 s without a connection (§7.8.9).

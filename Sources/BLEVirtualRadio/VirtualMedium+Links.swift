@@ -77,13 +77,101 @@ extension VirtualMedium {
     /// its controller's buffer length. A packet for a handle the controller does not know is
     /// dropped; one on a link whose peer is out of contact is lost (its credit still returns).
     mutating func forward(_ packet: ACLPacket, from id: ControllerID) -> [Delivery] {
-        guard nodes[id.rawValue].controller.connections[packet.handle] != nil else { return [] }
-        var deliveries = [Delivery(to: id, packet: .event(.numberOfCompletedPackets([CompletedPackets(handle: packet.handle, count: 1)])))]
-        let end = LinkEnd(id: id, handle: packet.handle)
-        guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
-              links.values[index].lossDeadline == nil, let peer = links.values[index].other(than: end) else { return deliveries }
-        deliveries += deliver(to: peer.id) { $0.deliverFromPeer(handle: peer.handle, packet: packet) }
+        var deliveries: [Delivery] = []
+        var credits = CompletedPacketsTally()
+        forward(packet, from: id, into: &deliveries, credits: &credits)
+        credits.write(into: &deliveries)
         return deliveries
+    }
+
+    /// `forward(_:from:)` appending to `deliveries` (the batch being built): the credit is
+    /// counted in `credits`, one Number Of Completed Packets event per host and batch, as
+    /// `coalescingCompletedPackets` would merge them, instead of an event (and two arrays) per
+    /// fragment; the link and the peer's controller are used in place, not copied out.
+    mutating func forward(_ packet: ACLPacket, from id: ControllerID, into deliveries: inout [Delivery],
+                          credits: inout CompletedPacketsTally) {
+        let end = LinkEnd(id: id, handle: packet.handle)
+        // The previous packet of the batch came from the same end: its route still holds (only
+        // ACL packets were handled since, and they change no connection, link or time).
+        if let route = credits.route, route.from == end {
+            credits.credit(handle: packet.handle, to: id, in: &deliveries)
+            if let peer = route.to {
+                nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: route.peerConnected) {
+                    deliveries.append(Delivery(to: peer.id, packet: $0))
+                }
+            }
+            return
+        }
+        credits.route = nil
+        guard nodes[id.rawValue].controller.connections.index(forKey: packet.handle) != nil else { return }
+        credits.credit(handle: packet.handle, to: id, in: &deliveries)
+        guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
+              let peer = Self.reachablePeer(of: end, &links.values[index]),
+              exists(peer.id), nodes[peer.id.rawValue].onAir else {
+            credits.route = (end, nil, false)
+            return
+        }
+        let peerConnected = nodes[peer.id.rawValue].controller.connections.index(forKey: peer.handle) != nil
+        credits.route = (end, peer, peerConnected)
+        nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: peerConnected) {
+            deliveries.append(Delivery(to: peer.id, packet: $0))
+        }
+    }
+
+    /// The other end of `link` from `end`, nil while the link is out of contact. Takes the link
+    /// `inout` so that it is read where it lies (a `Dictionary.Values` read copies the link).
+    private static func reachablePeer(of end: LinkEnd, _ link: inout Link) -> LinkEnd? {
+        link.lossDeadline == nil ? link.other(than: end) : nil
+    }
+
+    /// The packets completed during one batch of host frames, per host: one Number Of
+    /// Completed Packets event each (Vol 4 Part E §7.7.19), at the place in the batch of its
+    /// first packet, with one entry per handle in the order they first appear and the counts
+    /// added (saturating) — what `coalescingCompletedPackets` makes of one event per packet,
+    /// without making them. `write(into:)` puts the counts into the batch before it goes out.
+    struct CompletedPacketsTally {
+        private struct Report {
+            let to: ControllerID
+            /// Where in the batch its event stands (appended, empty, at the first credit).
+            let index: Int
+            var entries: [CompletedPackets]
+        }
+
+        private var reports: [Report] = []
+        /// Where the last ACL packet of the batch went: its sender's end (known to its
+        /// controller), the reachable peer end (nil when it reached no one) and whether the
+        /// peer's controller knows that connection. Valid only while nothing but ACL packets is
+        /// handled; `receive(_:from:now:into:credits:)` clears it for anything else.
+        var route: (from: LinkEnd, to: LinkEnd?, peerConnected: Bool)?
+
+        /// One completed packet of `handle` for `id`'s host.
+        mutating func credit(handle: UInt16, to id: ControllerID, in deliveries: inout [Delivery]) {
+            var r = 0
+            while r < reports.count, reports[r].to != id { r += 1 }
+            if r == reports.count {
+                reports.append(Report(to: id, index: deliveries.count, entries: [CompletedPackets(handle: handle, count: 1)]))
+                deliveries.append(Delivery(to: id, packet: .event(.numberOfCompletedPackets([]))))
+                return
+            }
+            var e = 0
+            while e < reports[r].entries.count, reports[r].entries[e].handle != handle { e += 1 }
+            if e == reports[r].entries.count {
+                reports[r].entries.append(CompletedPackets(handle: handle, count: 1))
+            } else {
+                let (sum, overflow) = reports[r].entries[e].count.addingReportingOverflow(1)
+                reports[r].entries[e].count = overflow ? .max : sum
+            }
+        }
+
+        /// Writes each host's counts into its event in `deliveries` (the batch the credits were
+        /// counted in) and starts over.
+        mutating func write(into deliveries: inout [Delivery]) {
+            for report in reports where deliveries.indices.contains(report.index) {
+                deliveries[report.index].packet = .event(.numberOfCompletedPackets(report.entries))
+            }
+            reports = []
+            route = nil
+        }
     }
 
     /// The supervision timeout of a link, from its central's view (10 ms units).

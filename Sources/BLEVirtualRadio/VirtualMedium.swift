@@ -111,6 +111,29 @@ public struct VirtualMedium: Sendable {
     /// answer a packet it cannot parse (Vol 4 Part E §5.4). A controller that is off or removed
     /// hears nothing from its host.
     public mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration) -> [Delivery] {
+        var deliveries: [Delivery] = []
+        var credits = CompletedPacketsTally()
+        receive(frame, from: id, now: now, into: &deliveries, credits: &credits)
+        credits.write(into: &deliveries)
+        return deliveries
+    }
+
+    /// `receive(_:from:now:)` appending to `deliveries`, the batch the radio is building: an
+    /// ACL packet without the air-time model goes through `forward(_:from:into:credits:)`, with
+    /// no array of its own; the caller writes `credits` into the batch before it goes out.
+    mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration, into deliveries: inout [Delivery],
+                          credits: inout CompletedPacketsTally) {
+        if frame.type == .acl, !airTimeModel {
+            latest = max(latest, now)
+            guard exists(id), nodes[id.rawValue].onAir, let packet = try? ACLPacket.decode(frame.payload) else { return }
+            forward(packet, from: id, into: &deliveries, credits: &credits)
+            return
+        }
+        credits.route = nil
+        deliveries += receiveOther(frame, from: id, now: now)
+    }
+
+    private mutating func receiveOther(_ frame: H4Frame, from id: ControllerID, now: Duration) -> [Delivery] {
         latest = max(latest, now)
         guard exists(id), nodes[id.rawValue].onAir else { return [] }
         switch frame.type {

@@ -24,7 +24,9 @@ public actor VirtualRadio {
     private var medium = VirtualMedium()
     private let clock: any BLEClock
     /// The controller end of each device's transport: what its host receives is sent here.
-    private var outlets: [VirtualMedium.ControllerID: InMemoryTransport] = [:]
+    /// Indexed by `ControllerID.rawValue` (the medium numbers controllers from 0): a frame to a
+    /// host looks its outlet up without hashing; nil once removed.
+    private var outlets: [InMemoryTransport?] = []
     private var paths: [VirtualMedium.ControllerID: HCIPath] = [:]
     /// Every path is direct (no delay, no stall, nothing held): frames skip the per-path
     /// checks. Recomputed whenever a path changes (`refreshDirect`).
@@ -69,7 +71,8 @@ public actor VirtualRadio {
             // The radio shut down: the host's stream ends at once.
             controllerEnd.closeNow()
         } else {
-            outlets[id] = controllerEnd
+            while outlets.count <= id.rawValue { outlets.append(nil) }
+            outlets[id.rawValue] = controllerEnd
             tasks[id] = Task(executorPreference: clock.taskExecutor) { [weak self] in
                 await self?.read(controllerEnd.incomingQueue, from: id)
             }
@@ -83,13 +86,14 @@ public actor VirtualRadio {
     private func read(_ queue: HCIFrameQueue?, from id: VirtualMedium.ControllerID) async {
         guard let queue else { return }
         do {
-            while let frames = try await queue.next() { receive(frames, from: id) }
+            try await queue.read { frames in receive(frames, from: id) }
         } catch {}
     }
 
     /// Hands one frame to a controller's host; a host that closed its end just misses it.
     private func send(_ frame: H4Frame, to id: VirtualMedium.ControllerID) {
-        try? outlets[id]?.sendImmediately(frame)
+        guard outlets.indices.contains(id.rawValue) else { return }
+        try? outlets[id.rawValue]?.sendImmediately(frame)
     }
 
     /// A new controller with public address `address`, and the host end of its transport.
@@ -181,7 +185,10 @@ public actor VirtualRadio {
     /// ends, and the radio keeps nothing of it but the inert entry in the medium.
     public func remove(_ id: VirtualMedium.ControllerID) {
         medium.remove(id, now: clock.now())
-        outlets.removeValue(forKey: id)?.closeNow()
+        if outlets.indices.contains(id.rawValue) {
+            outlets[id.rawValue]?.closeNow()
+            outlets[id.rawValue] = nil
+        }
         tasks.removeValue(forKey: id)?.cancel()
         paths[id] = nil
         refreshDirect()
@@ -194,8 +201,8 @@ public actor VirtualRadio {
         timer?.cancel()
         timer = nil
         // Closing a controller end ends its host's incoming stream (and the device's reader).
-        for end in outlets.values { end.closeNow() }
-        outlets = [:]
+        for end in outlets { end?.closeNow() }
+        outlets = []
         for t in tasks.values { t.cancel() }
         tasks = [:]
     }
@@ -209,17 +216,20 @@ public actor VirtualRadio {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
+        var credits = VirtualMedium.CompletedPacketsTally()
         for frame in frames {
             if !allDirect, let path = paths[id], !path.isDirect {
+                credits.write(into: &out)
                 deliver(out.coalescingCompletedPackets())
                 out = []
                 paths[id]?.toController.append((now + path.delay, frame))
                 pump(now: now)
                 refreshDirect()
             } else {
-                out += medium.receive(frame, from: id, now: now)
+                medium.receive(frame, from: id, now: now, into: &out, credits: &credits)
             }
         }
+        credits.write(into: &out)
         out += medium.advance(to: now)
         deliver(out.coalescingCompletedPackets())
         schedule()

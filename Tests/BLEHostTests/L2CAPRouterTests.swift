@@ -53,6 +53,31 @@ final class L2CAPRouterTests: XCTestCase {
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0100 0400 1E"))), .att([0x1E]))
     }
 
+    /// `nextDeadline` is kept beside the links (issue 12): it must follow every change a link's
+    /// signaling requests go through — a request sent, its 30 s running out (the identifier
+    /// and CID then stay held for another 30 s, Vol 3 Part A §4.6), the link closing.
+    func testTheSignalingDeadlineFollowsRequestsTheirExpiryAndTheLinkClosing() throws {
+        var r = L2CAPRouter()
+        r.linkOpened(handle: 0x40, role: .central)
+        r.linkOpened(handle: 0x41, role: .central)
+        XCTAssertNil(r.nextDeadline)
+        let parameters = CreditBasedChannelParameters(mtu: 100, mps: 100, initialCredits: 4)
+        XCTAssertNotNil(r.connect(handle: 0x40, spsm: 0x80, parameters: parameters, token: 1, now: .seconds(5)))
+        XCTAssertEqual(r.nextDeadline, .seconds(35))
+        XCTAssertNotNil(r.connect(handle: 0x41, spsm: 0x80, parameters: parameters, token: 2, now: .seconds(1)))
+        XCTAssertEqual(r.nextDeadline, .seconds(31), "the earliest of both links")
+        let expired = r.expire(now: .seconds(31))
+        XCTAssertEqual(expired.map(\.handle), [0x41])
+        XCTAssertEqual(r.nextDeadline, .seconds(35), "0x40's request is now the earliest; 0x41's is held until 61 s")
+        r.linkClosed(handle: 0x40)
+        XCTAssertEqual(r.nextDeadline, .seconds(61))
+        r.linkClosed(handle: 0x41)
+        XCTAssertNil(r.nextDeadline)
+        // A handle opened again starts with nothing pending.
+        r.linkOpened(handle: 0x40, role: .central)
+        XCTAssertNil(r.nextDeadline)
+    }
+
     func testClosingALinkForgetsItsPartialFrame() {
         var r = router()
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0500 04"))), .none)

@@ -67,6 +67,80 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(seen, (0..<3).map { frame(UInt8($0)) })
     }
 
+    // MARK: - read(_:), the reader loop with one cancellation handler
+
+    func testReadHandsOverEveryFrameInOrderAndReturnsOnceClosedAndDrained() async throws {
+        let queue = HCIFrameQueue()
+        for b in 0..<3 { queue.push(frame(UInt8(b))) }
+        let reader = Task { () throws -> [[H4Frame]] in
+            var batches: [[H4Frame]] = []
+            try await queue.read { batches.append($0) }
+            return batches
+        }
+        for b in 3..<6 { queue.push(frame(UInt8(b))) }
+        queue.close()
+        XCTAssertFalse(queue.push(frame(6)))
+        let batches = try await reader.value
+        XCTAssertEqual(batches.flatMap { $0 }, (0..<6).map { frame(UInt8($0)) })
+        XCTAssertFalse(batches.contains { $0.isEmpty }, "no empty batch is handed over")
+        XCTAssertEqual(batches.first?.prefix(3), (0..<3).map { frame(UInt8($0)) }[...], "what was queued before the read is its first batch")
+    }
+
+    func testReadThrowsTheCloseErrorAfterTheFramesQueuedBeforeIt() async throws {
+        let queue = HCIFrameQueue()
+        queue.push(frame(1))
+        queue.push(frame(2))
+        queue.close(error: TransportError(.desync, "lost sync"))
+        var seen: [H4Frame] = []
+        do {
+            try await queue.read { seen += $0 }
+            XCTFail("expected the close error")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .desync)
+        }
+        XCTAssertEqual(seen, [frame(1), frame(2)])
+    }
+
+    func testCancellingTheReadingTaskEndsReadAfterWhatIsQueuedAndTheQueueServesTheNextReader() async throws {
+        let queue = HCIFrameQueue()
+        queue.push(frame(1))
+        queue.push(frame(2))
+        let reader = Task { () throws -> [H4Frame] in
+            var seen: [H4Frame] = []
+            try await queue.read { seen += $0 }
+            return seen
+        }
+        reader.cancel()
+        let seen = try await reader.value
+        XCTAssertEqual(seen, [frame(1), frame(2)])
+        XCTAssertFalse(queue.isClosed, "a cancelled reader does not close the queue")
+        // The cancellation ended that read only: a new reader gets what comes next, then the end.
+        queue.push(frame(3))
+        queue.close()
+        var next: [H4Frame] = []
+        try await queue.read { next += $0 }
+        XCTAssertEqual(next, [frame(3)])
+    }
+
+    func testCancellingAReaderThatWaitsWakesIt() async throws {
+        let queue = HCIFrameQueue()
+        let started = expectation(description: "first batch handled")
+        let reader = Task { () throws -> Int in
+            var batches = 0
+            try await queue.read { _ in
+                batches += 1
+                started.fulfill()
+            }
+            return batches
+        }
+        queue.push(frame(1))
+        await fulfillment(of: [started], timeout: 10)
+        // The reader has handled its batch and now waits (or is about to): cancelling must end it.
+        reader.cancel()
+        let batches = try await reader.value
+        XCTAssertEqual(batches, 1)
+    }
+
     func testInMemoryEndsSendImmediatelyInOrderAndRefuseAfterClose() async throws {
         let (host, controller) = InMemoryTransport.pair()
         XCTAssertTrue(host.acceptsImmediateSends)

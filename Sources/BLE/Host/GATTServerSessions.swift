@@ -40,7 +40,7 @@ final class GATTServerSessions {
     /// across connections for a client with a trusted relationship (Vol 3 Part G §7.2).
     var bondedClientFeatures: [DeviceAddress: [UInt8]] = [:]
 
-    var nextDeadline: Duration? { pending.values.lazy.map(\.deadline).min() }
+    var nextDeadline: Duration? { pending.isEmpty ? nil : pending.values.lazy.map(\.deadline).min() }
 
     // MARK: - Database
 

@@ -238,7 +238,7 @@ actor HostController {
     /// that arrived meanwhile (the ACL fragments of a PDU, their completions) in one actor turn.
     private func read(_ queue: HCIFrameQueue) async {
         do {
-            while let frames = try await queue.next() {
+            try await queue.read { frames in
                 for frame in frames { take(frame) }
                 endOfBatch()
             }

@@ -119,7 +119,8 @@ struct LinkTable {
     /// holds retained, then released), which on a per-packet path shows in the profile.
     func read<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R? {
         guard let i = index(of: handle) else { return nil }
-        return body(links[i])
+        // Through the buffer: `links[i]` (the array's getter) still made a copy to borrow.
+        return links.withUnsafeBufferPointer { body($0[i]) }
     }
 
     /// Runs `body` on the link in place. A `var link = links[h]` … `links[h] = link` round trip

@@ -144,14 +144,15 @@ extension ATTServer {
     /// `ATTPDU.encode` gives, made on every update.
     static func updatePDU(_ opcode: UInt8, _ handle: UInt16, _ value: [UInt8], mtu: Int) -> [UInt8] {
         let n = max(0, min(value.count, mtu - 3))
-        return [UInt8](unsafeUninitializedCapacity: 3 + n) { buffer, initialized in
-            buffer[0] = opcode
-            buffer[1] = UInt8(handle & 0xFF)
-            buffer[2] = UInt8(handle >> 8)
-            value.withUnsafeBytes { source in
-                UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[3..<(3 + n)])).copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<n]))
-            }
-            initialized = 3 + n
-        }
+        // `reserveCapacity` and `append`, which are specialised here, not
+        // `init(unsafeUninitializedCapacity:)`, whose allocation runs unspecialised in the
+        // standard library and looks the array's storage type up on every call.
+        var pdu: [UInt8] = []
+        pdu.reserveCapacity(3 + n)
+        pdu.append(opcode)
+        pdu.append(UInt8(handle & 0xFF))
+        pdu.append(UInt8(handle >> 8))
+        pdu.append(contentsOf: value[0..<n])
+        return pdu
     }
 }

@@ -41,6 +41,11 @@ public struct L2CAPRouter: Sendable {
 
     private var reassembler = ACLReassembler()
     private var links: [UInt16: LinkChannels] = [:]
+    /// Each link's earliest signaling response deadline, beside the links and updated after
+    /// every change to a link's signaling state: `nextDeadline` is asked after every batch of
+    /// frames the host receives, and reading a link out of `links` copies its whole signaling
+    /// state (issue 12).
+    private var signalingDeadlines: [UInt16: Duration] = [:]
 
     /// Who accepts LE credit-based channels, by SPSM (Vol 3 Part A §4.22).
     public var listeners: [UInt16: CreditBasedListener] = [:]
@@ -50,11 +55,13 @@ public struct L2CAPRouter: Sendable {
     /// Starts routing for a new link.
     public mutating func linkOpened(handle: UInt16, role: LESignalingChannel.Role) {
         links[handle] = LinkChannels(role: role)
+        signalingDeadlines[handle] = nil
     }
 
     /// Forgets a closed link, with any partial PDU it left.
     public mutating func linkClosed(handle: UInt16) {
         links[handle] = nil
+        signalingDeadlines[handle] = nil
         reassembler.reset(handle: handle)
     }
 
@@ -138,7 +145,9 @@ public struct L2CAPRouter: Sendable {
             guard let index = links.index(forKey: handle), links.values[index].signaling.channel(cid) != nil else {
                 return .dropped("data on L2CAP channel 0x\(String(cid, radix: 16)), which is not open")
             }
-            return .control(Self.map(links.values[index].signaling.receiveFrame(payload, cid: cid, now: now)))
+            let actions = links.values[index].signaling.receiveFrame(payload, cid: cid, now: now)
+            noteDeadline(at: index)
+            return .control(Self.map(actions))
         default:
             return .dropped("data on unrouted L2CAP channel 0x\(String(cid, radix: 16))")
         }
@@ -147,7 +156,9 @@ public struct L2CAPRouter: Sendable {
     private mutating func receiveSignaling(_ payload: [UInt8], handle: UInt16, context: CreditBasedContext) -> [L2CAPControlAction] {
         guard let index = links.index(forKey: handle) else { return [] }
         let role = links.values[index].role
-        return Self.map(links.values[index].signaling.receive(payload, role: role, context: context))
+        let actions = links.values[index].signaling.receive(payload, role: role, context: context)
+        noteDeadline(at: index)
+        return Self.map(actions)
     }
 
     private static func map(_ actions: [SignalingAction]) -> [L2CAPControlAction] {
@@ -171,7 +182,19 @@ public struct L2CAPRouter: Sendable {
     /// Runs `body` on a link's signaling channel; [] for an unknown link.
     private mutating func withSignaling(_ handle: UInt16, _ body: (inout LESignalingChannel) -> [SignalingAction]?) -> [L2CAPControlAction]? {
         guard let index = links.index(forKey: handle) else { return nil }
-        return body(&links.values[index].signaling).map(Self.map)
+        let actions = body(&links.values[index].signaling)
+        noteDeadline(at: index)
+        return actions.map(Self.map)
+    }
+
+    /// Records the signaling deadline of the link at `index` after its state changed; the link
+    /// is read in place (`inout`), not copied out of the dictionary.
+    private mutating func noteDeadline(at index: Dictionary<UInt16, LinkChannels>.Index) {
+        signalingDeadlines[links.keys[index]] = Self.deadline(of: &links.values[index])
+    }
+
+    private static func deadline(of link: inout LinkChannels) -> Duration? {
+        link.signaling.creditBasedDeadline
     }
 
     // MARK: - LE credit-based channels (Vol 3 Part A §4.22–§4.24, §10.2)
@@ -197,6 +220,7 @@ public struct L2CAPRouter: Sendable {
     public mutating func reconfigure(handle: UInt16, cids: [UInt16], mtu: UInt16, mps: UInt16, token: UInt64,
                                      now: Duration) throws(LESignalingChannel.ReconfigureProblem) -> [L2CAPControlAction] {
         guard let index = links.index(forKey: handle) else { throw .notEnhanced(cid: cids.first ?? 0) }
+        defer { noteDeadline(at: index) }
         return Self.map(try links.values[index].signaling.reconfigure(cids: cids, mtu: mtu, mps: mps, token: token, now: now))
     }
 
@@ -208,6 +232,7 @@ public struct L2CAPRouter: Sendable {
     /// Takes back the SDU `token` queued on channel `cid` of `handle` if none of it has gone out.
     public mutating func withdraw(handle: UInt16, cid: UInt16, token: UInt64) -> Bool {
         guard let index = links.index(forKey: handle) else { return false }
+        defer { noteDeadline(at: index) }
         return links.values[index].signaling.withdraw(token: token, cid: cid)
     }
 
@@ -228,15 +253,7 @@ public struct L2CAPRouter: Sendable {
 
     /// The earliest signaling response deadline on any link.
     public var nextDeadline: Duration? {
-        var next: Duration?
-        // By index: `for link in links.values` copies each link's signaling state (asked after
-        // every batch of frames the host receives).
-        var i = links.values.startIndex
-        while i != links.values.endIndex {
-            if let d = links.values[i].signaling.creditBasedDeadline { next = next.map { min($0, d) } ?? d }
-            links.values.formIndex(after: &i)
-        }
-        return next
+        signalingDeadlines.isEmpty ? nil : signalingDeadlines.values.min()
     }
 
     /// Fails the requests whose 30 s have run out, per link (handles in order).

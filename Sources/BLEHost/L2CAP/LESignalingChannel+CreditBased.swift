@@ -168,6 +168,8 @@ struct CreditBasedChannelSet: Sendable {
     }
 
     var nextDeadline: Duration? {
+        // Asked after every batch of frames the host receives; almost always nothing is pending.
+        if connects.isEmpty && disconnects.isEmpty && enhancedConnects.isEmpty && reconfigures.isEmpty { return nil }
         var next: Duration?
         for c in connects.values { next = next.map { min($0, c.deadline) } ?? c.deadline }
         for d in disconnects.values { next = next.map { min($0, d.deadline) } ?? d.deadline }

@@ -1,0 +1,97 @@
+import BLEHCI
+@testable import BLEVirtualRadio
+import BLEWire
+import XCTest
+
+/// One batch of host frames without the air-time model, as the radio hands it to the medium
+/// (issue 12): ACL packets go into the batch's deliveries with one Number Of Completed Packets
+/// event per host (at the place of its first packet), and the route the batch's packets share is
+/// looked up again after anything but an ACL packet — a disconnect in the middle of a batch
+/// drops the packets after it.
+final class BatchForwardingTests: XCTestCase {
+    var medium = VirtualMedium()
+    var peripheral = VirtualMedium.ControllerID(rawValue: 0)
+    var central = VirtualMedium.ControllerID(rawValue: 0)
+    let peripheralAddress = BDAddress(rawValue: 0x00_00_00_00_00_AA)
+
+    override func setUp() {
+        medium = VirtualMedium()
+        medium.airTimeModel = false
+        peripheral = medium.add(VirtualController(address: peripheralAddress))
+        central = medium.add(VirtualController(address: BDAddress(rawValue: 0x00_00_00_00_00_BB)))
+        for id in [peripheral, central] {
+            _ = medium.receive(.setEventMask(EventMask.default), from: id, now: .zero)
+            _ = medium.receive(.leSetEventMask(LEEventMask.default), from: id, now: .zero)
+        }
+    }
+
+    func connect() throws -> (central: UInt16, peripheral: UInt16) {
+        _ = medium.receive(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), from: peripheral, now: .zero)
+        _ = medium.receive(.leSetAdvertisingEnable(enable: true), from: peripheral, now: .zero)
+        _ = medium.receive(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(peripheralAddress, type: .public),
+                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
+                           from: central, now: .zero)
+        var handles: (UInt16?, UInt16?)
+        for d in medium.advance(to: .zero) {
+            guard case let .event(.le(.connectionComplete(c))) = d.packet else { continue }
+            if d.to == central { handles.0 = c.handle } else { handles.1 = c.handle }
+        }
+        let c = try XCTUnwrap(handles.0)
+        let p = try XCTUnwrap(handles.1)
+        return (c, p)
+    }
+
+    /// The frames as one batch from `id`'s host, the way `VirtualRadio` hands them over.
+    func batch(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) -> [VirtualMedium.Delivery] {
+        var out: [VirtualMedium.Delivery] = []
+        var credits = VirtualMedium.CompletedPacketsTally()
+        for frame in frames { medium.receive(frame, from: id, now: .zero, into: &out, credits: &credits) }
+        credits.write(into: &out)
+        return out
+    }
+
+    func acl(_ handle: UInt16, _ byte: UInt8) -> H4Frame {
+        ACLPacket(handle: handle, boundary: .firstNonFlushable, data: [byte]).h4Frame
+    }
+
+    func testABatchOfPacketsArrivesInOrderWithOneCreditReportForItsSender() throws {
+        let handles = try connect()
+        let out = batch([acl(handles.central, 1), acl(handles.central, 2), acl(handles.central, 3)], from: central)
+        XCTAssertEqual(out.first, VirtualMedium.Delivery(to: central, packet: .event(.numberOfCompletedPackets([
+            CompletedPackets(handle: handles.central, count: 3)]))), "one report, where the first packet's stood")
+        let received = out.compactMap { d -> ACLPacket? in
+            guard d.to == peripheral, case let .acl(p) = d.packet else { return nil }
+            return p
+        }
+        XCTAssertEqual(received.map(\.data), [[1], [2], [3]])
+        XCTAssertTrue(received.allSatisfy { $0.handle == handles.peripheral && $0.boundary == .firstFlushable })
+        XCTAssertEqual(out.count, 4)
+    }
+
+    func testADisconnectInTheMiddleOfABatchDropsThePacketsAfterIt() throws {
+        let handles = try connect()
+        let out = batch([acl(handles.central, 1), HCICommand.disconnect(handle: handles.central).h4Frame, acl(handles.central, 2)], from: central)
+        let received = out.compactMap { d -> [UInt8]? in
+            guard d.to == peripheral, case let .acl(p) = d.packet else { return nil }
+            return p.data
+        }
+        XCTAssertEqual(received, [[1]], "the packet after the disconnect has no connection to go over")
+        let credited = out.compactMap { d -> [CompletedPackets]? in
+            guard d.to == central, case let .event(.numberOfCompletedPackets(entries)) = d.packet else { return nil }
+            return entries
+        }
+        XCTAssertEqual(credited, [[CompletedPackets(handle: handles.central, count: 1)]], "only the packet that was sent is credited")
+    }
+
+    func testPacketsFromAnUnknownHandleAreDroppedAndNotCredited() throws {
+        let handles = try connect()
+        let out = batch([acl(0x0EEE, 1), acl(handles.central, 2), acl(0x0EEE, 3)], from: central)
+        let received = out.compactMap { d -> [UInt8]? in
+            guard d.to == peripheral, case let .acl(p) = d.packet else { return nil }
+            return p.data
+        }
+        XCTAssertEqual(received, [[2]])
+        XCTAssertEqual(out.first, VirtualMedium.Delivery(to: central, packet: .event(.numberOfCompletedPackets([
+            CompletedPackets(handle: handles.central, count: 1)]))))
+    }
+}
