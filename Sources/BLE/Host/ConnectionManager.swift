@@ -236,6 +236,8 @@ final class ConnectionManager {
             guard let (client, server) = links.withLink(handle, { ($0.bearer.expire(now: now), $0.server.expire(now: now)) }) else { continue }
             host.client.perform(client, handle: handle, host)
             host.server.perform(server, handle: handle, host)
+            host.client.expireEnhancedBearers(handle: handle, now: now, host)
+            host.server.expireEnhancedBearers(handle: handle, now: now, host)
         }
     }
 

@@ -150,7 +150,13 @@ final class GATTClientSessions {
 
     // MARK: - Incoming
 
-    /// A response, notification or indication for our client on this link.
+    /// A response, notification or indication for our client on `bearer` of this link.
+    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+        guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
+        receiveEnhanced(payload, handle: handle, cid: cid, host)
+    }
+
+    /// A response, notification or indication for our client on this link's unenhanced bearer.
     func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
         let t = host.now
         guard let actions = host.connections.links.withLink(handle, { $0.bearer.receive(payload, now: t) }) else { return }

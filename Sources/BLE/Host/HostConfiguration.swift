@@ -67,6 +67,12 @@ public struct HostConfiguration: Sendable {
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
 
+    /// Whether our GATT server offers Enhanced ATT (Core spec Vol 3 Part G §5.3): Server Supported
+    /// Features (§7.4) says "EATT Supported" and the host accepts Enhanced ATT bearers, enhanced
+    /// credit-based channels on SPSM 0x0027 (Vol 3 Part A §4.25), on encrypted links. Off by
+    /// default: SPSM 0x0027 is then refused like any SPSM nobody listens on.
+    public var offersEnhancedATT = false
+
     /// Pairing, bonding and how the GATT client raises security (Core spec Vol 3 Part H).
     public var security = SecuritySettings()
 

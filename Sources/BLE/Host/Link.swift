@@ -15,6 +15,14 @@ struct Link {
     var bearer: ATTClientBearer
     /// Our GATT server's side of this link's ATT bearer (CCCDs, MTU, queues are per connection).
     var server: ATTServer
+    /// Our GATT client's side of each Enhanced ATT bearer, by our local CID of its channel
+    /// (Vol 3 Part F §3.2.11; the eatt-client part).
+    var enhancedClients: [UInt16: ATTClientBearer] = [:]
+    /// Our GATT server's side of each Enhanced ATT bearer, by our local CID of its channel: its own
+    /// ATT_MTU, request in progress, prepare queue and outstanding indication. What belongs to the
+    /// client rather than a bearer (CCCDs, Client Supported Features, change awareness) stays in
+    /// `server` and is shared with every bearer (GATTServerSessions+Enhanced.swift).
+    var enhancedServers: [UInt16: ATTServer] = [:]
     var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
     var maxTxOctets = 27
     var maxRxOctets = 27
@@ -141,6 +149,13 @@ struct LinkTable {
             var next: Duration?
             for i in buffer.indices {
                 next = earliest(next, earliest(buffer[i].bearer.nextDeadline, buffer[i].server.nextDeadline))
+                // Enhanced ATT bearers, when the link has any (Vol 3 Part F §3.3.3 per bearer).
+                if !buffer[i].enhancedClients.isEmpty {
+                    for client in buffer[i].enhancedClients.values { next = earliest(next, client.nextDeadline) }
+                }
+                if !buffer[i].enhancedServers.isEmpty {
+                    for server in buffer[i].enhancedServers.values { next = earliest(next, server.nextDeadline) }
+                }
             }
             return next
         }
