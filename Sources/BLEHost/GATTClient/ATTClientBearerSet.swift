@@ -47,9 +47,11 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
 
     /// The unenhanced bearer's id (its bearer is never removed, only closed with the link).
     public let unenhancedID: BearerID
-    /// Open bearers in preference order: the unenhanced one first, then enhanced ones by age.
-    private var order: [BearerID]
-    private var bearers: [BearerID: ATTClientBearer]
+    /// Stored apart from the enhanced ones so the busiest path (notifications on the one bearer
+    /// most links have) reaches it without a search.
+    private var first: ATTClientBearer
+    /// Open enhanced bearers, oldest first: the preference order after the unenhanced one.
+    private var enhanced: [(id: BearerID, bearer: ATTClientBearer)] = []
     private var waiting: [Waiting] = []
     /// Procedures handed to a bearer and not yet complete, with that bearer.
     private var running: [UInt64: BearerID] = [:]
@@ -57,8 +59,21 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// A set with only the unenhanced bearer.
     public init(unenhancedID: BearerID, unenhanced: ATTClientBearer) {
         self.unenhancedID = unenhancedID
-        order = [unenhancedID]
-        bearers = [unenhancedID: unenhanced]
+        first = unenhanced
+    }
+
+    private var order: [BearerID] { [unenhancedID] + enhanced.map(\.id) }
+
+    private func bearer(_ id: BearerID) -> ATTClientBearer? {
+        if id == unenhancedID { return first }
+        return enhanced.first { $0.id == id }?.bearer
+    }
+
+    /// Runs `body` on the bearer in place (no copy of its queues); nil when it is not open.
+    private mutating func withBearer<R>(_ id: BearerID, _ body: (inout ATTClientBearer) -> R) -> R? {
+        if id == unenhancedID { return body(&first) }
+        guard let i = enhanced.firstIndex(where: { $0.id == id }) else { return nil }
+        return body(&enhanced[i].bearer)
     }
 
     // MARK: Reading
@@ -66,18 +81,18 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// The unenhanced bearer: its MTU is the link's, and commands (Write Without Response, Signed
     /// Write) go on it. Set it only to send commands or record an MTU the server agreed.
     public var unenhanced: ATTClientBearer {
-        get { bearers[unenhancedID] ?? ATTClientBearer() }
-        set { bearers[unenhancedID] = newValue }
+        get { first }
+        _modify { yield &first }
     }
 
     /// The bearer with this id, while it is open.
-    public subscript(bearer id: BearerID) -> ATTClientBearer? { bearers[id] }
+    public subscript(bearer id: BearerID) -> ATTClientBearer? { bearer(id) }
 
     /// The ids of the open bearers, the unenhanced one first.
     public var bearerIDs: [BearerID] { order }
 
     /// How many enhanced bearers are open.
-    public var enhancedCount: Int { order.count - 1 }
+    public var enhancedCount: Int { enhanced.count }
 
     /// Procedures waiting for a free bearer.
     public var waitingCount: Int { waiting.count }
@@ -87,9 +102,9 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
 
     /// The earliest transaction deadline of any bearer.
     public var nextDeadline: Duration? {
-        var next: Duration?
-        for id in order {
-            guard let d = bearers[id]?.nextDeadline else { continue }
+        var next = first.nextDeadline
+        for e in enhanced {
+            guard let d = e.bearer.nextDeadline else { continue }
             next = next.map { min($0, d) } ?? d
         }
         return next
@@ -100,9 +115,8 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// An enhanced bearer opened (its ATT_MTU is the smaller of the two channel MTUs, Part F
     /// §3.2.8): waiting procedures may start on it at once. An id already open is ignored.
     public mutating func add(_ id: BearerID, bearer: ATTClientBearer, now: Duration) -> [Action] {
-        guard bearers[id] == nil, !bearer.isClosed else { return [] }
-        order.append(id)
-        bearers[id] = bearer
+        guard self.bearer(id) == nil, !bearer.isClosed else { return [] }
+        enhanced.append((id, bearer))
         return dispatch(now: now)
     }
 
@@ -110,8 +124,8 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// `.bearerClosed`, the waiting ones move to the other bearers. The unenhanced bearer is
     /// not removed this way (use `close()` when the link goes).
     public mutating func remove(_ id: BearerID, now: Duration) -> [Action] {
-        guard id != unenhancedID, var bearer = bearers.removeValue(forKey: id) else { return [] }
-        order.removeAll { $0 == id }
+        guard id != unenhancedID, let i = enhanced.firstIndex(where: { $0.id == id }) else { return [] }
+        var bearer = enhanced.remove(at: i).bearer
         var actions = tag(bearer.close(), id)
         actions += failStranded(.bearerClosed)
         return actions + dispatch(now: now)
@@ -120,16 +134,18 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// The link is gone: every procedure on every bearer, and every waiting one, fails with
     /// `.bearerClosed`.
     public mutating func close() -> [Action] {
-        var actions: [Action] = []
-        for id in order {
-            guard var bearer = bearers[id] else { continue }
-            actions += tag(bearer.close(), id)
-            bearers[id] = bearer
-        }
-        order = [unenhancedID]
-        bearers = bearers.filter { $0.key == unenhancedID }
+        var actions = tag(first.close(), unenhancedID)
+        for var e in enhanced { actions += tag(e.bearer.close(), e.id) }
+        enhanced = []
         actions += failStranded(.bearerClosed)
         return actions
+    }
+
+    /// An enhanced bearer's channel was reconfigured (Vol 3 Part A §4.27; its MTU never shrinks):
+    /// its ATT_MTU is now `mtu`, for the procedures that start on it from now on.
+    public mutating func bearerMTUChanged(_ mtu: Int, on id: BearerID) {
+        guard id != unenhancedID else { return }
+        _ = withBearer(id) { $0.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu) }
     }
 
     // MARK: Procedures
@@ -151,9 +167,7 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
             waiting.remove(at: index)
             return [Action(bearer: unenhancedID, action: .complete(id: id, .failure(.cancelled)))]
         }
-        guard let on = running[id], var bearer = bearers[on] else { return [] }
-        let actions = bearer.cancel(id: id)
-        bearers[on] = bearer
+        guard let on = running[id], let actions = withBearer(on, { $0.cancel(id: id) }) else { return [] }
         return settle(tag(actions, on), now: now)
     }
 
@@ -163,9 +177,10 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// request comes back as `.peerRequest` for the local server). A PDU for a bearer that is
     /// not open is dropped.
     public mutating func receive(_ bytes: [UInt8], on id: BearerID, now: Duration) -> [Action] {
-        guard var bearer = bearers[id] else { return [] }
-        let actions = bearer.receive(bytes, now: now)
-        bearers[id] = bearer
+        guard let actions = withBearer(id, { $0.receive(bytes, now: now) }) else { return [] }
+        // Nothing happened and nobody waits (a dropped PDU): skip the bookkeeping. A cancelled
+        // procedure's answer frees its bearer silently, so with waiters it must go on.
+        guard !actions.isEmpty || !waiting.isEmpty else { return [] }
         return settle(tag(actions, id), now: now)
     }
 
@@ -173,18 +188,13 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// out enhanced bearer leaves the set (`.closeBearer` asks to close its channel); the
     /// unenhanced one stays, closed, and its `.closeBearer` asks to disconnect the link.
     public mutating func expire(now: Duration) -> [Action] {
-        var actions: [Action] = []
-        for id in order {
-            guard var bearer = bearers[id] else { continue }
-            let fired = bearer.expire(now: now)
-            guard !fired.isEmpty else { continue }
-            bearers[id] = bearer
-            actions += tag(fired, id)
-            if id != unenhancedID {
-                bearers[id] = nil
-                order.removeAll { $0 == id }
-            }
+        var actions = tag(first.expire(now: now), unenhancedID)
+        var open: [(id: BearerID, bearer: ATTClientBearer)] = []
+        for var e in enhanced {
+            let fired = e.bearer.expire(now: now)
+            if fired.isEmpty { open.append(e) } else { actions += tag(fired, e.id) }
         }
+        if open.count != enhanced.count { enhanced = open }
         guard !actions.isEmpty else { return [] }
         return settle(actions, now: now, strandedError: .timeout)
     }
@@ -207,18 +217,28 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
         }
     }
 
+    private static func isFree(_ b: ATTClientBearer) -> Bool {
+        !b.isClosed && !b.hasOutstandingRequest && b.queuedCount == 0
+    }
+
     private func isFree(_ id: BearerID) -> Bool {
-        guard let b = bearers[id] else { return false }
-        return !b.isClosed && !b.hasOutstandingRequest && b.queuedCount == 0
+        bearer(id).map(Self.isFree) ?? false
+    }
+
+    /// The first free bearer in preference order.
+    private var firstFree: BearerID? {
+        if Self.isFree(first) { return unenhancedID }
+        return enhanced.first { Self.isFree($0.bearer) }?.id
     }
 
     private func canEverRun(_ w: Waiting) -> Bool {
-        if let pin = w.pinned { return bearers[pin].map { !$0.isClosed } ?? false }
-        return order.contains { bearers[$0].map { !$0.isClosed } ?? false }
+        if let pin = w.pinned { return bearer(pin).map { !$0.isClosed } ?? false }
+        return !first.isClosed || enhanced.contains { !$0.bearer.isClosed }
     }
 
     /// Waiting procedures that no open bearer could run fail with `error`.
     private mutating func failStranded(_ error: GATTError) -> [Action] {
+        guard !waiting.isEmpty else { return [] }
         var actions: [Action] = []
         var keep: [Waiting] = []
         for w in waiting {
@@ -237,7 +257,7 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// once, so the loop goes on until no waiting procedure has a free bearer.
     private mutating func dispatch(now: Duration) -> [Action] {
         var actions: [Action] = []
-        var progress = true
+        var progress = !waiting.isEmpty
         while progress {
             progress = false
             for (index, w) in waiting.enumerated() {
@@ -245,13 +265,12 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
                 if let pin = w.pinned {
                     target = isFree(pin) ? pin : nil
                 } else {
-                    target = order.first(where: isFree)
+                    target = firstFree
                 }
-                guard let target, var bearer = bearers[target] else { continue }
+                guard let target else { continue }
                 waiting.remove(at: index)
                 running[w.id] = target
-                let started = tag(bearer.submit(w.procedure, id: w.id, now: now), target)
-                bearers[target] = bearer
+                let started = tag(withBearer(target, { $0.submit(w.procedure, id: w.id, now: now) }) ?? [], target)
                 forgetCompleted(started)
                 actions += started
                 progress = true
