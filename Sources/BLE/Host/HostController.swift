@@ -28,7 +28,7 @@ actor HostController {
     let client = GATTClientSessions()
     /// Each link's attribute cache (Vol 3 Part G §2.5.2).
     let caches = GATTCacheSessions()
-    let server = GATTServerSessions()
+    let server: GATTServerSessions
     let security: SecurityCoordinator
     let privacy = PrivacyCoordinator()
     let l2cap = L2CAPChannelSessions()
@@ -63,6 +63,7 @@ actor HostController {
         self.configuration = configuration
         self.connections = ConnectionManager(configuration: configuration)
         self.security = SecurityCoordinator(settings: configuration.security)
+        self.server = GATTServerSessions(offersEnhancedATT: configuration.offersEnhancedATT)
         // Enhanced ATT bearers are accepted only when the server offers EATT (Vol 3 Part G §5.3);
         // otherwise SPSM 0x0027 is refused like any SPSM nobody listens on.
         if configuration.offersEnhancedATT {
