@@ -7,7 +7,7 @@ import XCTest
 /// 0.0.236, whose `eatt_enabled` device sets "EATT Supported" in its Server Supported Features
 /// and serves ATT on enhanced credit-based channels of SPSM 0x0027: `ble gatt` says whether a
 /// peer offers EATT, and our enhanced channels carry ATT bearers to Bumble's server, each
-/// answering its own request. (Our GATT client and server do not run on such bearers yet.)
+/// answering its own request. (EATTClientInteropTests runs our GATT client on such bearers.)
 final class EATTInteropTests: XCTestCase {
     static let characteristic = "7E1F00A1-8D0B-4C1E-9A00-5B1E00C0FFEE"
 
@@ -22,6 +22,16 @@ final class EATTInteropTests: XCTestCase {
         let without = try BLETool.run(["gatt", "\(plain.address)/random", "--hci", env.rootcanal], timeout: 60)
         XCTAssertTrue(without.succeeded, "\(without)")
         XCTAssertTrue(without.stdout.contains("EATT: not offered"), without.stdout)
+    }
+
+    /// A value readable only when encrypted makes `ble gatt` pair (security raised on demand),
+    /// after which our client opens its Enhanced ATT bearers, and the EATT line counts them.
+    func testBleGattCountsTheEnhancedBearersOnAnEncryptedLink() throws {
+        let env = try InteropEnvironment.current()
+        let eatt = try startPeer("eatt_peer.py", arguments: ["--secret"], environment: env)
+        let run = try BLETool.run(["gatt", "\(eatt.address)/random", "--hci", env.rootcanal], timeout: 60)
+        XCTAssertTrue(run.succeeded, "\(run)")
+        XCTAssertTrue(run.stdout.contains("EATT: offered (Server Supported Features 0x01), 2 bearers open"), run.stdout)
     }
 
     /// Two enhanced channels on SPSM 0x0027 are two ATT bearers to Bumble's server: an

@@ -13,7 +13,9 @@ One custom service 7e1f00a0-8d0b-4c1e-9a00-5b1e00c0ffee has a readable character
   * 7e1f00a4 "notifier": notifies; a write of anything to 7e1f00a5 "trigger" makes the peer send
     one notification of 7e1f00a4 ("on eatt") on every Enhanced ATT bearer of the link, and none
     on the unenhanced bearer;
-  * 7e1f00a6 "long": readable, 60 octets 0x00..0x3b (for Read Multiple Variable Length).
+  * 7e1f00a6 "long": readable, 60 octets 0x00..0x3b (for Read Multiple Variable Length);
+  * with --secret, 7e1f00a7 "secret", readable only on an encrypted link (so a client that reads
+    every value pairs, and then opens its Enhanced ATT bearers).
 Pairing: Just Works, bonding off. Events: "ready", "connected"/"disconnected", "gated_read"
 {enhanced}, "opener_read" {enhanced}, "notified" {bearers}, "encrypted".
 """
@@ -36,6 +38,7 @@ OPENER = "7e1f00a3" + BASE
 NOTIFIER = "7e1f00a4" + BASE
 TRIGGER = "7e1f00a5" + BASE
 LONG = "7e1f00a6" + BASE
+SECRET = "7e1f00a7" + BASE
 # How long a gated read waits for the opener before it fails (a bound, not a timing assumption).
 GATE_LIMIT = 20.0
 
@@ -79,7 +82,11 @@ async def main(args: Any, stop: asyncio.Event) -> int:
         def write_trigger(connection: Any, value: bytes) -> None:
             asyncio.get_running_loop().create_task(notify_on_eatt(connection))
 
-        device.add_service(gatt.Service(SERVICE, [
+        extra = []
+        if args.secret:
+            extra.append(gatt.Characteristic(SECRET, gatt.Characteristic.Properties.READ,
+                                             gatt.Characteristic.READ_REQUIRES_ENCRYPTION, b"secret"))
+        device.add_service(gatt.Service(SERVICE, extra + [
             gatt.Characteristic(CHARACTERISTIC, gatt.Characteristic.Properties.READ,
                                 gatt.Characteristic.READABLE, b"eatt read"),
             gatt.Characteristic(GATED, gatt.Characteristic.Properties.READ, gatt.Characteristic.READABLE,
@@ -117,4 +124,5 @@ async def main(args: Any, stop: asyncio.Event) -> int:
 if __name__ == "__main__":
     parser = common.base_parser(__doc__)
     parser.add_argument("--name", default="BumbleEATT")
+    parser.add_argument("--secret", action="store_true", help="add the encrypted-read characteristic 7e1f00a7")
     common.run(main, parser.parse_args())
