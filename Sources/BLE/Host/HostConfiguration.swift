@@ -59,10 +59,11 @@ public struct HostConfiguration: Sendable {
     /// Length (27...251 octets, Vol 4 Part E §7.8.33), as Zephyr and Android do by default.
     public var preferredDataLength: Int?
     /// How many Enhanced ATT bearers (Core spec Vol 3 Part G §5.3: L2CAP enhanced credit-based
-    /// channels on SPSM 0x0027) the GATT client opens, besides the unenhanced bearer, on an
-    /// encrypted link to a server whose Server Supported Features offer EATT (§7.4); independent
-    /// requests then run in parallel, one per bearer. 0 opens none and leaves Client Supported
-    /// Features bit 1 clear (§7.2).
+    /// channels on SPSM 0x0027) the GATT client opens (at most 5), besides the unenhanced bearer,
+    /// when a link it made as central becomes encrypted and the server's Server Supported
+    /// Features offer EATT (§7.4, read once per server in the host's life); independent requests
+    /// then run in parallel, one per bearer. 0 opens none and leaves Client Supported Features
+    /// bit 1 clear (§7.2).
     public var enhancedATTBearers: Int = 2
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
