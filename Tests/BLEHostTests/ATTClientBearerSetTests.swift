@@ -134,6 +134,7 @@ final class ATTClientBearerSetTests: XCTestCase {
         _ = s.submit(ReadProcedure(handle: 11), id: 5, now: .zero)
         XCTAssertEqual(s.bearer(running: 2), 0x40)
         XCTAssertEqual(s.remove(0x40, now: .seconds(1)), [Action(bearer: 0x40, action: .complete(id: 2, .failure(.bearerClosed)))])
+        XCTAssertNil(s.bearer(running: 2), "a failed procedure runs nowhere")
         XCTAssertEqual(s.waitingCount, 2)
         XCTAssertEqual(s.receive([0x0B, 7], on: 0x41, now: .seconds(2)), [
             Action(bearer: 0x41, action: .complete(id: 3, .success(.value([7])))),
@@ -204,5 +205,8 @@ final class ATTClientBearerSetTests: XCTestCase {
         }), [1, 2, 3])
         XCTAssertEqual(actions.count, 3)
         XCTAssertEqual(s.enhancedCount, 0)
+        XCTAssertNil(s.bearer(running: 1))
+        XCTAssertNil(s.bearer(running: 2))
+        XCTAssertEqual(s.submit(ReadProcedure(handle: 9), id: 4, now: .zero), [Action(bearer: 0, action: .complete(id: 4, .failure(.bearerClosed)))])
     }
 }

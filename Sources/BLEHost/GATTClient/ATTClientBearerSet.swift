@@ -126,9 +126,7 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     public mutating func remove(_ id: BearerID, now: Duration) -> [Action] {
         guard id != unenhancedID, let i = enhanced.firstIndex(where: { $0.id == id }) else { return [] }
         var bearer = enhanced.remove(at: i).bearer
-        var actions = tag(bearer.close(), id)
-        actions += failStranded(.bearerClosed)
-        return actions + dispatch(now: now)
+        return settle(tag(bearer.close(), id), now: now)
     }
 
     /// The link is gone: every procedure on every bearer, and every waiting one, fails with
@@ -137,6 +135,7 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
         var actions = tag(first.close(), unenhancedID)
         for var e in enhanced { actions += tag(e.bearer.close(), e.id) }
         enhanced = []
+        running = [:]
         actions += failStranded(.bearerClosed)
         return actions
     }
