@@ -176,44 +176,44 @@ final class GATTClientSessions {
     }
 
     private func perform(_ action: BearerAction, on bearer: ATTBearerID, handle: UInt16, _ host: isolated HostController) {
-            switch action {
-            case let .send(bytes):
-                if case .unenhanced = bearer {
-                    host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
-                } else {
-                    host.sendATT(bytes, handle: handle, bearer: bearer)
-                }
-            case let .complete(id, result):
-                if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
-                    host.caches.outOfSync(linkID: link.id, host)
-                }
-                sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
-            case let .notification(valueHandle, value), let .indication(valueHandle, value):
-                deliver(value, from: valueHandle, handle: handle, host)
-            case let .mtuChanged(mtu):
-                // An Enhanced ATT bearer's MTU is its channel's (Vol 3 Part F §3.2.8), set by L2CAP.
-                guard case .unenhanced = bearer else { return }
-                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
-                host.connections.links.withLink(handle) {
-                    $0.server.mtu = mtu
-                    $0.publish()
-                }
-            case .closeBearer:
-                // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer
-                // (Vol 3 Part F §3.3.3): an Enhanced ATT bearer's channel is closed, the rest of
-                // the link goes on; the unenhanced bearer lives as long as the link, which is
-                // useless for GATT without it, so the link is closed.
-                guard case .unenhanced = bearer else {
-                    if let linkID = host.connections.links[handle]?.id {
-                        host.log("closing timed-out \(bearer) of 0x\(String(handle, radix: 16))")
-                        host.closeEnhancedATTBearer(linkID: linkID, bearer)
-                    }
-                    return
-                }
-                host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
-            case let .peerRequest(bytes):
-                host.server.receive(bytes, handle: handle, bearer: bearer, host)
+        switch action {
+        case let .send(bytes):
+            if case .unenhanced = bearer {
+                host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
+            } else {
+                host.sendATT(bytes, handle: handle, bearer: bearer)
             }
+        case let .complete(id, result):
+            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
+                host.caches.outOfSync(linkID: link.id, host)
+            }
+            sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
+        case let .notification(valueHandle, value), let .indication(valueHandle, value):
+            deliver(value, from: valueHandle, handle: handle, host)
+        case let .mtuChanged(mtu):
+            // An Enhanced ATT bearer's MTU is its channel's (Vol 3 Part F §3.2.8), set by L2CAP.
+            guard case .unenhanced = bearer else { return }
+            // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
+            host.connections.links.withLink(handle) {
+                $0.server.mtu = mtu
+                $0.publish()
+            }
+        case .closeBearer:
+            // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer
+            // (Vol 3 Part F §3.3.3): an Enhanced ATT bearer's channel is closed, the rest of
+            // the link goes on; the unenhanced bearer lives as long as the link, which is
+            // useless for GATT without it, so the link is closed.
+            guard case .unenhanced = bearer else {
+                if let linkID = host.connections.links[handle]?.id {
+                    host.log("closing timed-out \(bearer) of 0x\(String(handle, radix: 16))")
+                    host.closeEnhancedATTBearer(linkID: linkID, bearer)
+                }
+                return
+            }
+            host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+        case let .peerRequest(bytes):
+            host.server.receive(bytes, handle: handle, bearer: bearer, host)
+        }
     }
 
     private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {

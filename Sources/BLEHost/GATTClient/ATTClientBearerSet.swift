@@ -207,7 +207,13 @@ public struct ATTClientBearerSet<BearerID: Hashable & Sendable>: Sendable {
     /// Forgets completed procedures, then starts waiting ones on bearers that became free.
     private mutating func settle(_ actions: [Action], now: Duration, strandedError: GATTError = .bearerClosed) -> [Action] {
         forgetCompleted(actions)
-        return actions + failStranded(strandedError) + dispatch(now: now)
+        // Without copies on the common path (a notification, nothing stranded or started).
+        var out = actions
+        let stranded = failStranded(strandedError)
+        if !stranded.isEmpty { out += stranded }
+        let started = dispatch(now: now)
+        if !started.isEmpty { out += started }
+        return out
     }
 
     private mutating func forgetCompleted(_ actions: [Action]) {
