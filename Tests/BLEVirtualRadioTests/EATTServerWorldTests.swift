@@ -28,6 +28,8 @@ final class EATTServerWorldTests: XCTestCase {
         var central = HostConfiguration()
         central.security.agent = FixedPairingAgent(confirms: true)
         central.security.raisesSecurityOnDemand = false
+        // The test is the EATT client here, on raw channels: our GATT client opens none of its own.
+        central.enhancedATTBearers = 0
         let (manager, device) = try await world.addPeripheralManager(name: "EATT", configuration: peripheral)
         let handles = try await manager.add(GATTServiceDefinition(uuid: service, characteristics: [
             GATTCharacteristicDefinition(uuid: first, properties: [.read, .notify, .indicate], permissions: [.read], value: [0]),
