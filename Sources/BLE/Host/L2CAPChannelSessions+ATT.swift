@@ -23,12 +23,12 @@ extension L2CAPChannelSessions {
         case let .opened(info):
             guard isATTListener(info.spsm, host) else { return false }
             attBearers.insert(Key(handle: handle, cid: info.localCID))
-            host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info))
+            host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: true)
             return true
         case let .enhancedConnected(token, infos, _):
             guard attOpenHandles.removeValue(forKey: token) != nil else { return false }
             for info in infos { attBearers.insert(Key(handle: handle, cid: info.localCID)) }
-            for info in infos { host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info)) }
+            for info in infos { host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: false) }
             if !attOpenWaiters.resume(token, with: .success(infos.map { .enhanced(cid: $0.localCID) })) {
                 // Nobody waits any more (cancelled): the bearers are closed again.
                 for info in infos { closeATTBearer(handle: handle, cid: info.localCID, host) }
