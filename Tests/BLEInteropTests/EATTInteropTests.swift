@@ -90,6 +90,16 @@ final class EATTInteropTests: XCTestCase {
         try serve.waitFor("subscription") { $0["notifications"] as? Bool == true }
     }
 
+    /// `ble gatt` against `ble serve --eatt` finds our own Server Supported Features.
+    func testBleGattSaysBleServeEattOffersEATT() throws {
+        let env = try InteropEnvironment.current()
+        let serve = try ServeProcess(profile: "battery", arguments: ["--eatt"], environment: env)
+        defer { serve.stop() }
+        let offered = try BLETool.run(["gatt", "\(serve.address)/random", "--hci", env.rootcanal], timeout: 60)
+        XCTAssertTrue(offered.succeeded, "\(offered)")
+        XCTAssertTrue(offered.stdout.contains("EATT: offered (Server Supported Features 0x01)"), offered.stdout)
+    }
+
     /// Without `--eatt` the server says nothing of EATT and refuses SPSM 0x0027: Bumble's
     /// `connect_eatt` fails, while the unenhanced bearer served it as always.
     func testBleServeWithoutEattRefusesEnhancedBearers() throws {
