@@ -243,4 +243,15 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertEqual(Self.sent(server.receive([0x08, 0x01, 0x00, 0xFF, 0xFF, 0x3A, 0x2B], database: &plain, security: .none, now: .zero)),
                        ["010801000a"])
     }
+
+    func testUpdatesGoOnABearerOurClientOpenedOnlyOnceTheClientSaysItSupportsEATT() {
+        var link = Link()
+        let ours = ATTServer.enhancedBearer(mtu: 100, openedByPeer: false)
+        XCTAssertTrue(link.unenhanced.carriesUpdates(clientState: link.unenhanced))
+        XCTAssertTrue(link.a.carriesUpdates(clientState: link.unenhanced), "the peer opened it: its client runs EATT")
+        XCTAssertFalse(ours.carriesUpdates(clientState: link.unenhanced))
+        let features = String(format: "%02x%02x", link.database.clientSupportedFeaturesHandle & 0xFF, link.database.clientSupportedFeaturesHandle >> 8)
+        XCTAssertEqual(Self.sent(link.receive("12 " + features + " 02", on: .unenhanced)), ["13"])
+        XCTAssertTrue(ours.carriesUpdates(clientState: link.unenhanced), "Client Supported Features bit 1")
+    }
 }

@@ -27,10 +27,12 @@ extension GATTServerSessions {
         perform(actions ?? [], handle: handle, bearer: bearer, host)
     }
 
-    /// An Enhanced ATT bearer opened on `handle` with this ATT_MTU: it gets a server of its own.
-    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated HostController) {
+    /// An Enhanced ATT bearer opened on `handle` with this ATT_MTU (by the peer, or by our
+    /// client): it gets a server of its own.
+    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool, _ host: isolated HostController) {
         host.connections.links.withLink(handle) { link in
-            link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, notificationQueueLimit: link.server.notificationQueueLimit,
+            link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, openedByPeer: openedByPeer,
+                                                                 notificationQueueLimit: link.server.notificationQueueLimit,
                                                                  indicationTimeout: link.server.indicationTimeout)
         }
     }

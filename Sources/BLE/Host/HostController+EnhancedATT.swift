@@ -85,9 +85,10 @@ extension HostController {
 
     // MARK: - Bearer events, to both roles
 
-    /// A new Enhanced ATT bearer is open on `handle` with this ATT_MTU (either side opened it).
-    func enhancedATTBearerOpened(handle: UInt16, cid: UInt16, mtu: Int) {
-        server.enhancedBearerOpened(handle: handle, cid: cid, mtu: mtu, self)
+    /// A new Enhanced ATT bearer is open on `handle` with this ATT_MTU (`openedByPeer`: the peer
+    /// opened it, else our client did).
+    func enhancedATTBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool) {
+        server.enhancedBearerOpened(handle: handle, cid: cid, mtu: mtu, openedByPeer: openedByPeer, self)
         client.enhancedBearerOpened(handle: handle, cid: cid, mtu: mtu, self)
     }
 

@@ -6,9 +6,11 @@ import BLEHost
 /// the application. Incoming ones are those the Enhanced ATT listener accepted (installed when
 /// `HostConfiguration.offersEnhancedATT`), outgoing ones those `openATTBearers` asked for; a
 /// channel the application opens or accepts on 0x0027 itself stays the application's. Their
-/// SDUs go to `HostController.receiveATT(_:handle:bearer:)`, whole, and their credits go back at
-/// once: what bounds a bearer's traffic is ATT's own rule of one request, one indication at a
-/// time, and the bounded update queues behind it.
+/// SDUs go to `HostController.receiveATT(_:handle:bearer:)`, whole. An SDU's credit goes back
+/// once what was queued on the bearer when it had been handled (its answer: a response, a
+/// confirmation) has left for the peer, at once when nothing waits: a peer that withholds its
+/// credits stalls its own requests after the credits we granted (Vol 3 Part A §10.2), instead of
+/// making us queue answers without bound.
 extension L2CAPChannelSessions {
     /// Whether a channel the peer opened on `spsm` is an Enhanced ATT bearer: the host offers
     /// EATT and the application has no listener of its own there.
@@ -23,12 +25,12 @@ extension L2CAPChannelSessions {
         case let .opened(info):
             guard isATTListener(info.spsm, host) else { return false }
             attBearers.insert(Key(handle: handle, cid: info.localCID))
-            host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info))
+            host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: true)
             return true
         case let .enhancedConnected(token, infos, _):
             guard attOpenHandles.removeValue(forKey: token) != nil else { return false }
             for info in infos { attBearers.insert(Key(handle: handle, cid: info.localCID)) }
-            for info in infos { host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info)) }
+            for info in infos { host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: false) }
             if !attOpenWaiters.resume(token, with: .success(infos.map { .enhanced(cid: $0.localCID) })) {
                 // Nobody waits any more (cancelled): the bearers are closed again.
                 for info in infos { closeATTBearer(handle: handle, cid: info.localCID, host) }
@@ -41,15 +43,25 @@ extension L2CAPChannelSessions {
         case let .sdu(cid, sdu):
             let key = Key(handle: handle, cid: cid)
             guard attBearers.contains(key) else { return false }
-            // Consumed at once: the credit goes back before the PDU is even handled.
-            host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
             host.receiveATT(sdu, handle: handle, bearer: .enhanced(cid: cid))
+            guard attBearers.contains(key) else { return true }
+            // The credit waits until the answer (the last SDU queued now, the queue being FIFO)
+            // has gone out.
+            let queued = host.router.channel(handle: handle, cid: cid)?.queuedSDUs ?? 0
+            if queued == 0 {
+                host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
+            } else {
+                attHeldCredits[key, default: []].append(queued)
+            }
             return true
-        case let .sent(cid, _):
-            guard attBearers.contains(Key(handle: handle, cid: cid)) else { return false }
+        case let .sent(cid, tokens):
+            let key = Key(handle: handle, cid: cid)
+            guard attBearers.contains(key) else { return false }
+            releaseHeldCredits(key, sent: tokens.count, host)
             host.enhancedATTBearerSent(handle: handle, cid: cid)
             return true
         case let .closed(cid, error, _):
+            attHeldCredits[Key(handle: handle, cid: cid)] = nil
             guard attBearers.remove(Key(handle: handle, cid: cid)) != nil else { return false }
             host.enhancedATTBearerClosed(handle: handle, cid: cid, error: error.map { BLEError.l2cap($0) } ?? BLEError.l2cap(.closed))
             return true
@@ -62,6 +74,18 @@ extension L2CAPChannelSessions {
             return false
         case .connected, .reconfigureFailed:
             return false
+        }
+    }
+
+    /// `sent` SDUs of bearer `key` went out: the credits of SDUs whose answers are now gone go back.
+    private func releaseHeldCredits(_ key: Key, sent: Int, _ host: isolated HostController) {
+        guard let held = attHeldCredits[key] else { return }
+        let left = held.map { $0 - sent }
+        let due = left.filter { $0 <= 0 }.count
+        let waiting = left.filter { $0 > 0 }
+        attHeldCredits[key] = waiting.isEmpty ? nil : waiting
+        for _ in 0..<due {
+            host.connections.perform(host.router.consumed(handle: key.handle, cid: key.cid), handle: key.handle, host)
         }
     }
 
@@ -115,6 +139,7 @@ extension L2CAPChannelSessions {
     /// and opens waiting on it fail.
     func attLinkClosed(handle: UInt16, error: BLEError) {
         attBearers = attBearers.filter { $0.handle != handle }
+        attHeldCredits = attHeldCredits.filter { $0.key.handle != handle }
         for (token, h) in attOpenHandles.sorted(by: { $0.key < $1.key }) where h == handle {
             attOpenHandles[token] = nil
             attOpenWaiters.resume(token, with: .failure(error))

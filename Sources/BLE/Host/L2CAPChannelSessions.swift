@@ -47,6 +47,9 @@ final class L2CAPChannelSessions {
     /// Callers of `openATTBearers`, and the link each waits on.
     var attOpenWaiters = ContinuationTable<[ATTBearerID]>()
     var attOpenHandles: [UInt64: UInt16] = [:]
+    /// Credits of Enhanced ATT bearers held back until what answered their SDU has left: per
+    /// bearer, for each SDU whose credit is held, how many queued SDUs must still go out first.
+    var attHeldCredits: [Key: [Int]] = [:]
 
     // MARK: - Listening
 

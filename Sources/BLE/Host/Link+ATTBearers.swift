@@ -34,7 +34,7 @@ extension Link {
     var updateBearers: [(bearer: ATTBearerID, mtu: Int, indicationInFlight: Bool)] {
         var all: [(bearer: ATTBearerID, mtu: Int, indicationInFlight: Bool)] = []
         for cid in enhancedServers.keys.sorted() {
-            guard let s = enhancedServers[cid], !s.isClosed else { continue }
+            guard let s = enhancedServers[cid], !s.isClosed, s.carriesUpdates(clientState: server) else { continue }
             all.append((.enhanced(cid: cid), s.mtu, s.hasIndicationInFlight))
         }
         all.append((.unenhanced, server.mtu, server.hasIndicationInFlight))

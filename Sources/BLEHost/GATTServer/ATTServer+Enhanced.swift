@@ -29,12 +29,14 @@ public struct ATTClientState: Sendable, Hashable {
 extension ATTServer {
     /// A server for one Enhanced ATT bearer whose ATT_MTU is `mtu` (the smaller of both sides'
     /// L2CAP MTU, §3.2.8; at least 64, Vol 3 Part A §4.25). Exchange MTU is refused on it (§3.4.2).
-    /// Run it through `sharingClientState(with:)` of the link's unenhanced server.
-    public static func enhancedBearer(mtu: Int, prepareQueueLimit: Int = 128, notificationQueueLimit: Int = 32,
+    /// Run it through `sharingClientState(with:)` of the link's unenhanced server. `openedByPeer`
+    /// says whether the peer opened the bearer, which shows that its client runs EATT.
+    public static func enhancedBearer(mtu: Int, openedByPeer: Bool = true, prepareQueueLimit: Int = 128, notificationQueueLimit: Int = 32,
                                       indicationTimeout: Duration = .seconds(30)) -> ATTServer {
         var server = ATTServer(preferredMTU: mtu, prepareQueueLimit: prepareQueueLimit, notificationQueueLimit: notificationQueueLimit,
                                indicationTimeout: indicationTimeout)
         server.isEnhanced = true
+        server.isOpenedByPeer = openedByPeer
         server.mtu = min(max(mtu, Self.defaultMTU), 0xFFFF)
         return server
     }
@@ -57,6 +59,14 @@ extension ATTServer {
 
     /// Client Supported Features bit 1 (Vol 3 Part G §7.2): the client supports Enhanced ATT.
     public var clientSupportsEnhancedATT: Bool { (client.features.first ?? 0) & 0x02 != 0 }
+
+    /// Whether updates may go on this bearer: the unenhanced one always; an Enhanced ATT bearer
+    /// when the peer opened it or the client said it supports EATT (Client Supported Features
+    /// bit 1, Vol 3 Part G §7.2, in `clientState`). A bearer only our own client opened to a
+    /// peer whose client never said so is left to requests: that client may not listen there.
+    public func carriesUpdates(clientState: ATTServer) -> Bool {
+        !isEnhanced || isOpenedByPeer || clientState.clientSupportsEnhancedATT
+    }
 
     /// Client Supported Features bit 2 (Vol 3 Part G §7.2): the client takes Multiple Handle
     /// Value Notifications (Vol 3 Part F §3.4.7.4).

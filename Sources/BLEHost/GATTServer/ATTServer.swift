@@ -41,6 +41,9 @@ public struct ATTServer: Sendable {
     /// True for the server of an Enhanced ATT bearer (`enhancedBearer(mtu:)`, §3.2.11): its
     /// ATT_MTU is the channel's, and Exchange MTU is refused (§3.4.2).
     public internal(set) var isEnhanced = false
+    /// For an Enhanced ATT bearer: whether the peer opened it (so its client runs EATT), rather
+    /// than our own client (`enhancedBearer(mtu:openedByPeer:)`).
+    public internal(set) var isOpenedByPeer = false
 
     /// What belongs to the client rather than to this bearer: CCCDs, Client Supported Features,
     /// change awareness. Shared by every bearer of the link (`sharingClientState`).
