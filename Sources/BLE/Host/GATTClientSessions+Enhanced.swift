@@ -93,7 +93,12 @@ extension GATTClientSessions {
         // Bit 0, EATT Supported (Vol 3 Part G §7.4).
         guard (features.first ?? 0) & 0x01 != 0 else { return }
         do {
-            let opened = try await host.openEnhancedATTBearers(linkID: linkID, count: count)
+            // Straight to L2CAP, not `openEnhancedATTBearers`: a refusal for want of security
+            // must not start a pairing nobody asked for in the background (the link is
+            // encrypted; a server that wants more gets no bearers, `Peripheral.openEnhancedATTBearers`
+            // raises security when the application asks).
+            let opened = try await host.l2cap.openATTBearers(linkID: linkID, count: count,
+                                                             parameters: host.enhancedATTChannelParameters, host)
             host.log("opened \(opened.count) Enhanced ATT bearers on link \(linkID): \(opened)")
         } catch {
             host.log("Enhanced ATT bearers on link \(linkID) not opened: \(error)")
