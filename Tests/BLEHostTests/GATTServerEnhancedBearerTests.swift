@@ -205,15 +205,25 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["0b01"])
     }
 
-    func testRobustCachingStateIsTheClientsOnEveryBearer() {
+    func testOutOfSyncThenTheNextRequestMakesTheClientChangeAwareOnlyWhileNoEATTBearerIsOpen() {
         var link = Link()
+        link.unenhanced.enhancedBearersOpen = true
         let features = String(format: "%02x%02x", link.database.clientSupportedFeaturesHandle & 0xFF, link.database.clientSupportedFeaturesHandle >> 8)
         XCTAssertEqual(Self.sent(link.receive("12 " + features + " 01", on: .a)), ["13"])
         link.unenhanced.databaseChanged()
-        // Database Out Of Sync on B; the next request, on A, finds the client change-aware again
-        // (Vol 3 Part G §2.5.2.1: the state is the client's, not a bearer's).
+        // Requests sent back to back on two bearers before the client learnt of the change: each
+        // is Database Out Of Sync (Vol 3 Part G §2.5.2.1); the second must not count as "the next
+        // request" after the first's error, nor may a later one on either bearer, since one sent
+        // before the client saw the error may still be in flight on another bearer.
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["010a000012"])
         XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["010a000012"])
-        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .a)), ["0b01"])
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["010a000012"])
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["010a000012"])
+        XCTAssertFalse(link.unenhanced.isChangeAware)
+        // With the EATT bearers gone, the next request on the unenhanced bearer after its Out Of
+        // Sync was necessarily sent after it: the client is change-aware.
+        link.unenhanced.enhancedBearersOpen = false
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["0b01"])
         XCTAssertTrue(link.unenhanced.isChangeAware)
     }
 

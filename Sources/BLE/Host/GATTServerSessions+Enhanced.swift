@@ -34,6 +34,7 @@ extension GATTServerSessions {
             link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, openedByPeer: openedByPeer,
                                                                  notificationQueueLimit: link.server.notificationQueueLimit,
                                                                  indicationTimeout: link.server.indicationTimeout)
+            link.server.enhancedBearersOpen = true
         }
     }
 
@@ -43,6 +44,7 @@ extension GATTServerSessions {
     func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated HostController) {
         guard let actions = host.connections.links.withLink(handle, { link -> [ServerAction] in
             guard var server = link.enhancedServers.removeValue(forKey: cid) else { return [] }
+            link.server.enhancedBearersOpen = !link.enhancedServers.isEmpty
             return server.bearerClosed()
         }) else { return }
         let bearer = ATTBearerID.enhanced(cid: cid)

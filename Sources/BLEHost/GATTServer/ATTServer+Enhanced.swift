@@ -15,6 +15,9 @@ public struct ATTClientState: Sendable, Hashable {
     var outOfSyncSent = false
     var hashReadWhileUnaware = false
     var serviceChangedIndicationID: UInt64?
+    /// The client has Enhanced ATT bearers open besides the unenhanced one (§2.5.2.1's "next
+    /// request" rule then no longer applies).
+    var enhancedBearersOpen = false
     /// A bonded client's kept state was restored on this connection (`restoreBondedState`).
     var bondedStateRestored = false
 
