@@ -227,6 +227,21 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertTrue(link.unenhanced.isChangeAware)
     }
 
+    func testABearerClosingWithAFullUpdateQueueSaysReadyToUpdate() {
+        var link = Link()
+        link.a = ATTServer.enhancedBearer(mtu: 100, notificationQueueLimit: 2)
+        XCTAssertEqual(Self.sent(link.receive("12 1700 0100", on: .a)), ["13"])
+        for value in [[UInt8(1)], [2]] {
+            XCTAssertEqual(link.on(.a) { s, db, sec in s.notify(valueHandle: 0x16, value: value, database: db, security: sec) }, .queued)
+        }
+        XCTAssertEqual(link.on(.a) { s, db, sec in s.notify(valueHandle: 0x16, value: [3], database: db, security: sec) }, .queueFull)
+        // The queue goes with the bearer: the application that waits for room hears it has some
+        // (its updates now go on another bearer).
+        let closed = link.a.bearerClosed()
+        XCTAssertEqual(closed.filter { if case .readyToUpdate = $0 { return true } else { return false } }.count, 1)
+        XCTAssertTrue(link.a.bearerClosed().isEmpty, "once")
+    }
+
     func testReadMultipleVariableLengthOnAnEnhancedBearerFitsItsMTU() throws {
         var link = Link()
         let rw = try Self.valueHandle(0xAAA1, in: link.database)

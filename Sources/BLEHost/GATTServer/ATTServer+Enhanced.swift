@@ -141,10 +141,15 @@ extension ATTServer {
     /// The bearer's channel closed (Vol 3 Part F §3.2.11): only its own work ends. The request
     /// waiting on the application is dropped, the outstanding and queued indications are
     /// reported timed out (`.indicationTimedOut`, nobody will confirm them), queued notifications
-    /// are dropped, and the server answers nothing more.
+    /// are dropped, and the server answers nothing more. An update refused for want of room here
+    /// gets its `.readyToUpdate` now: the queue is gone and later updates go on other bearers.
     public mutating func bearerClosed() -> [ServerAction] {
         var actions = takeEvents()
         guard !isClosed else { return actions }
+        if readyPending {
+            readyPending = false
+            actions.append(.readyToUpdate)
+        }
         if let outstanding = outstandingIndication { actions.append(.indicationTimedOut(id: outstanding.id)) }
         for case let .indication(id, _) in outgoing { actions.append(.indicationTimedOut(id: id)) }
         outstandingIndication = nil
