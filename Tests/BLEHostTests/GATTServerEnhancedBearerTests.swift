@@ -242,6 +242,19 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertTrue(link.a.bearerClosed().isEmpty, "once")
     }
 
+    func testAValueThatGoesAloneIsCutToATTMTUMinus3NotToATuplesRoom() {
+        let long = Array(UInt8(0)..<20), pdu = [UInt8(0x1B), 0x16, 0x00] + long
+        // Alone: a Handle Value Notification carries ATT_MTU − 3 octets (Vol 3 Part F §3.4.7.1).
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long)], mtu: 23), [pdu])
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long), (0x16, long)], mtu: 23), [pdu, pdu])
+        // A long value that ends up alone before two short ones packed together.
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long), (0x19, [1, 2]), (0x16, [3])], mtu: 23),
+                       [pdu, [0x23, 0x19, 0x00, 0x02, 0x00, 1, 2, 0x16, 0x00, 0x01, 0x00, 3]])
+        // Short values still share one PDU.
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x19, [1]), (0x16, [2])], mtu: 23),
+                       [[0x23, 0x19, 0x00, 0x01, 0x00, 1, 0x16, 0x00, 0x01, 0x00, 2]])
+    }
+
     func testReadMultipleVariableLengthOnAnEnhancedBearerFitsItsMTU() throws {
         var link = Link()
         let rw = try Self.valueHandle(0xAAA1, in: link.database)

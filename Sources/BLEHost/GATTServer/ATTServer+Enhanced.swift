@@ -84,8 +84,8 @@ extension ATTServer {
     /// Queues notifications of several values at once, those the client enabled notifications
     /// for and may read (`deliverableSubscription`), the rest left out. To a client that set
     /// Client Supported Features bit 2 they go as Multiple Handle Value Notifications (§3.4.7.4),
-    /// as many tuples per PDU as ATT_MTU − 1 octets hold (a value longer than ATT_MTU − 5 cut to
-    /// it); a PDU that would carry one tuple is an ordinary notification. To any other client
+    /// as many tuples per PDU as ATT_MTU − 1 octets hold; a PDU that would carry one tuple is an
+    /// ordinary notification of the value (cut to ATT_MTU − 3, as §3.4.7.1 allows). To any other client
     /// each value is one Handle Value Notification (§3.4.7.1). All or nothing: when the PDUs do
     /// not all fit the queue, none is queued (`.queueFull`, `.readyToUpdate` follows).
     /// `.notSubscribed` when none of the values is deliverable.
@@ -105,12 +105,14 @@ extension ATTServer {
     }
 
     /// The handle–length–value tuples of `values` packed into Multiple Handle Value Notification
-    /// PDUs of at most `mtu` octets (§3.4.7.4); a PDU left with one tuple becomes a Handle Value
-    /// Notification (§3.4.7.1).
+    /// PDUs of at most `mtu` octets (§3.4.7.4, a tuple's value cut to ATT_MTU − 5); a PDU left with
+    /// one tuple becomes a Handle Value Notification (§3.4.7.1) of the whole value, cut only to
+    /// ATT_MTU − 3 as any notification.
     static func multipleNotificationPDUs(_ values: [(handle: UInt16, value: [UInt8])], mtu: Int) -> [[UInt8]] {
         var pdus: [[UInt8]] = []
         var current: [(handle: UInt16, value: [UInt8])] = []
         var used = 1
+        let room = max(0, mtu - 5)
         func flush() {
             guard !current.isEmpty else { return }
             if current.count == 1 {
@@ -119,9 +121,10 @@ extension ATTServer {
                 var w = ByteWriter()
                 w.u8(ATTOpcode.multipleHandleValueNotification.rawValue)
                 for t in current {
+                    let cut = t.value.prefix(room)
                     w.u16(t.handle)
-                    w.u16(UInt16(t.value.count))
-                    w.append(t.value)
+                    w.u16(UInt16(cut.count))
+                    w.append(Array(cut))
                 }
                 pdus.append(w.bytes)
             }
@@ -129,10 +132,10 @@ extension ATTServer {
             used = 1
         }
         for v in values {
-            let cut = Array(v.value.prefix(max(0, mtu - 5)))
-            if used + 4 + cut.count > mtu { flush() }
-            current.append((v.handle, cut))
-            used += 4 + cut.count
+            let length = min(v.value.count, room)
+            if used + 4 + length > mtu { flush() }
+            current.append(v)
+            used += 4 + length
         }
         flush()
         return pdus
