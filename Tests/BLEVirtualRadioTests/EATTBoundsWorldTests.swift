@@ -10,6 +10,8 @@ import XCTest
 final class EATTBoundsWorldTests: XCTestCase {
     static let service = BluetoothUUID(0xEB00)
     static let notifying = BluetoothUUID(0xEB01)
+    static let removable = BluetoothUUID(0xEC00)
+    static let writable = BluetoothUUID(0xEC01)
 
     struct Rig {
         let central: Central
@@ -114,4 +116,31 @@ final class EATTBoundsWorldTests: XCTestCase {
             await rig.manager.close()
         }
     }
+
+    func testRemovingAServiceForgetsItsPreparedWritesOnEATTBearersToo() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await Self.rig(world)
+            let doomed = try await rig.manager.add(GATTServiceDefinition(uuid: Self.removable, characteristics: [
+                GATTCharacteristicDefinition(uuid: Self.writable, properties: [.read, .write], permissions: [.read, .write], value: [0]),
+            ]))
+            let bearers = try await rig.peripheral.openL2CAPChannels(psm: ATTBearerID.enhancedATTPSM, count: 1,
+                                                                   parameters: CreditBasedChannelParameters(mtu: 517, mps: 247, initialCredits: 8))
+            let bearer = try XCTUnwrap(bearers.first)
+            var it = bearer.makeAsyncIterator()
+            let h = try XCTUnwrap(doomed[Self.writable]).valueHandle
+            let le = [UInt8(h & 0xFF), UInt8(h >> 8)]
+            try await bearer.send([0x16] + le + [0x00, 0x00, 0x42])
+            let prepared = try await it.next()
+            XCTAssertEqual(prepared, [0x17] + le + [0x00, 0x00, 0x42])
+            // The service goes (Vol 3 Part G §2.5.2: its handles may be reused): what was
+            // prepared for it goes with it, on every bearer.
+            try await rig.manager.remove(doomed)
+            try await bearer.send([0x18, 0x01])
+            let executed = try await it.next()
+            XCTAssertEqual(executed, [0x19], "nothing left to write")
+            await rig.central.close()
+            await rig.manager.close()
+        }
+    }
 }
+
