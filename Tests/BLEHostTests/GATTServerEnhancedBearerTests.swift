@@ -205,16 +205,54 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["0b01"])
     }
 
-    func testRobustCachingStateIsTheClientsOnEveryBearer() {
+    func testOutOfSyncThenTheNextRequestMakesTheClientChangeAwareOnlyWhileNoEATTBearerIsOpen() {
         var link = Link()
+        link.unenhanced.enhancedBearersOpen = true
         let features = String(format: "%02x%02x", link.database.clientSupportedFeaturesHandle & 0xFF, link.database.clientSupportedFeaturesHandle >> 8)
         XCTAssertEqual(Self.sent(link.receive("12 " + features + " 01", on: .a)), ["13"])
         link.unenhanced.databaseChanged()
-        // Database Out Of Sync on B; the next request, on A, finds the client change-aware again
-        // (Vol 3 Part G §2.5.2.1: the state is the client's, not a bearer's).
+        // Requests sent back to back on two bearers before the client learnt of the change: each
+        // is Database Out Of Sync (Vol 3 Part G §2.5.2.1); the second must not count as "the next
+        // request" after the first's error, nor may a later one on either bearer, since one sent
+        // before the client saw the error may still be in flight on another bearer.
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["010a000012"])
         XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["010a000012"])
-        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .a)), ["0b01"])
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["010a000012"])
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["010a000012"])
+        XCTAssertFalse(link.unenhanced.isChangeAware)
+        // With the EATT bearers gone, the next request on the unenhanced bearer after its Out Of
+        // Sync was necessarily sent after it: the client is change-aware.
+        link.unenhanced.enhancedBearersOpen = false
+        XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .unenhanced)), ["0b01"])
         XCTAssertTrue(link.unenhanced.isChangeAware)
+    }
+
+    func testABearerClosingWithAFullUpdateQueueSaysReadyToUpdate() {
+        var link = Link()
+        link.a = ATTServer.enhancedBearer(mtu: 100, notificationQueueLimit: 2)
+        XCTAssertEqual(Self.sent(link.receive("12 1700 0100", on: .a)), ["13"])
+        for value in [[UInt8(1)], [2]] {
+            XCTAssertEqual(link.on(.a) { s, db, sec in s.notify(valueHandle: 0x16, value: value, database: db, security: sec) }, .queued)
+        }
+        XCTAssertEqual(link.on(.a) { s, db, sec in s.notify(valueHandle: 0x16, value: [3], database: db, security: sec) }, .queueFull)
+        // The queue goes with the bearer: the application that waits for room hears it has some
+        // (its updates now go on another bearer).
+        let closed = link.a.bearerClosed()
+        XCTAssertEqual(closed.filter { if case .readyToUpdate = $0 { return true } else { return false } }.count, 1)
+        XCTAssertTrue(link.a.bearerClosed().isEmpty, "once")
+    }
+
+    func testAValueThatGoesAloneIsCutToATTMTUMinus3NotToATuplesRoom() {
+        let long = Array(UInt8(0)..<20), pdu = [UInt8(0x1B), 0x16, 0x00] + long
+        // Alone: a Handle Value Notification carries ATT_MTU − 3 octets (Vol 3 Part F §3.4.7.1).
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long)], mtu: 23), [pdu])
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long), (0x16, long)], mtu: 23), [pdu, pdu])
+        // A long value that ends up alone before two short ones packed together.
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x16, long), (0x19, [1, 2]), (0x16, [3])], mtu: 23),
+                       [pdu, [0x23, 0x19, 0x00, 0x02, 0x00, 1, 2, 0x16, 0x00, 0x01, 0x00, 3]])
+        // Short values still share one PDU.
+        XCTAssertEqual(ATTServer.multipleNotificationPDUs([(0x19, [1]), (0x16, [2])], mtu: 23),
+                       [[0x23, 0x19, 0x00, 0x01, 0x00, 1, 0x16, 0x00, 0x01, 0x00, 2]])
     }
 
     func testReadMultipleVariableLengthOnAnEnhancedBearerFitsItsMTU() throws {

@@ -59,4 +59,44 @@ final class EATTSeamWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    func testACancelledOpenAnnouncesNoBearerAndClosesTheLateOnes() async throws {
+        try await VirtualWorld.run { world in
+            var peripheral = HostConfiguration()
+            peripheral.offersEnhancedATT = true
+            peripheral.security.agent = FixedPairingAgent(confirms: true)
+            var central = HostConfiguration()
+            central.security.agent = FixedPairingAgent(confirms: true)
+            let (manager, device) = try await world.addPeripheralManager(name: "Seam", configuration: peripheral)
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Seam").build(),
+                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let (c, _) = try await world.addCentral(configuration: central)
+            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            _ = try await p.pair()
+
+            // Cancelled before the peer answers: the request is out, the answer comes late.
+            let opening = Task(executorPreference: world.clock.taskExecutor) {
+                try await p.host.openEnhancedATTBearers(linkID: p.linkID, count: 2)
+            }
+            opening.cancel()
+            // Until the late bearers are closed again, neither GATT role may have heard of them.
+            var announced = false
+            for _ in 0..<500 where !announced {
+                announced = !(await Self.bearers(p.host)?.cids.isEmpty ?? true)
+                try await world.clock.sleep(for: .milliseconds(2))
+            }
+            XCTAssertFalse(announced, "a bearer nobody waits for is not announced")
+            let announcements = await p.host.run { $0.l2cap.attBearersAnnounced }
+            XCTAssertEqual(announcements, 0, "not even for a moment")
+            let result = await opening.result
+            XCTAssertThrowsError(try result.get())
+            let theirs = await Self.bearers(manager.host)
+            XCTAssertEqual(theirs?.cids.count, 0, "the late bearers were closed")
+            // The link goes on: the unenhanced bearer still serves.
+            _ = try await p.discoverServices()
+            await c.close()
+            await manager.close()
+        }
+    }
 }
+

@@ -34,22 +34,26 @@ extension GATTServerSessions {
             link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, openedByPeer: openedByPeer,
                                                                  notificationQueueLimit: link.server.notificationQueueLimit,
                                                                  indicationTimeout: link.server.indicationTimeout)
+            link.server.enhancedBearersOpen = true
         }
     }
 
     /// An Enhanced ATT bearer closed: its server goes, with the request it was answering (the
     /// application's late answer finds nobody) and its indications (reported timed out, nobody
-    /// will confirm them). Writers waiting for room try again, on the bearers left.
+    /// will confirm them). Writers waiting for room try again, on the bearers left, and an
+    /// application told `.queueFull` for this bearer hears `.readyToUpdateSubscribers`.
     func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated HostController) {
         guard let actions = host.connections.links.withLink(handle, { link -> [ServerAction] in
             guard var server = link.enhancedServers.removeValue(forKey: cid) else { return [] }
+            link.server.enhancedBearersOpen = !link.enhancedServers.isEmpty
             return server.bearerClosed()
         }) else { return }
         let bearer = ATTBearerID.enhanced(cid: cid)
         pending = pending.filter { !($0.value.linkHandle == handle && $0.value.bearer == bearer) }
-        for case let .indicationTimedOut(id) in actions { indications[id] = nil }
         roomWaiters.resumeAll(with: .success(()))
-        host.rescheduleTimer()
+        // Events the closed server still had (`.readyToUpdate`, timed-out indications); nothing
+        // of them is sent, the bearer is gone.
+        perform(actions.filter { if case .send = $0 { return false } else { return true } }, handle: handle, bearer: bearer, host)
     }
 
     /// The bearer's channel was reconfigured: its ATT_MTU is now `mtu` (Vol 3 Part F §3.2.8).

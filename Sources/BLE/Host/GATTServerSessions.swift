@@ -63,7 +63,13 @@ final class GATTServerSessions {
 
     func removeService(_ service: GATTServiceHandles, _ host: isolated HostController) throws {
         try database.remove(serviceStartingAt: service.range.lowerBound)
-        for handle in host.connections.links.handles { host.connections.links.withLink(handle) { $0.server.forgetHandles(in: service.range) } }
+        // The client's CCCDs and every bearer's prepare queue (each Enhanced ATT bearer has its own).
+        for handle in host.connections.links.handles {
+            host.connections.links.withLink(handle) { link in
+                link.server.forgetHandles(in: service.range)
+                for cid in link.enhancedServers.keys.sorted() { link.enhancedServers[cid]?.forgetHandles(in: service.range) }
+            }
+        }
         readHandlers = readHandlers.filter { !service.range.contains($0.key) }
         writeHandlers = writeHandlers.filter { !service.range.contains($0.key) }
         announceDatabaseChange(host)

@@ -25,16 +25,26 @@ extension L2CAPChannelSessions {
         case let .opened(info):
             guard isATTListener(info.spsm, host) else { return false }
             attBearers.insert(Key(handle: handle, cid: info.localCID))
+            attBearersAnnounced += 1
             host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: true)
             return true
         case let .enhancedConnected(token, infos, _):
             guard attOpenHandles.removeValue(forKey: token) != nil else { return false }
             for info in infos { attBearers.insert(Key(handle: handle, cid: info.localCID)) }
-            for info in infos { host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: false) }
-            if !attOpenWaiters.resume(token, with: .success(infos.map { .enhanced(cid: $0.localCID) })) {
-                // Nobody waits any more (cancelled): the bearers are closed again.
-                for info in infos { closeATTBearer(handle: handle, cid: info.localCID, host) }
+            guard attOpenWaiters.contains(token) else {
+                // Nobody waits any more (cancelled): the bearers are closed again without the
+                // GATT roles ever hearing of them (work dispatched there would only fail).
+                for info in infos {
+                    attUnannounced.insert(Key(handle: handle, cid: info.localCID))
+                    closeATTBearer(handle: handle, cid: info.localCID, host)
+                }
+                return true
             }
+            for info in infos {
+                attBearersAnnounced += 1
+                host.enhancedATTBearerOpened(handle: handle, cid: info.localCID, mtu: Self.attMTU(info), openedByPeer: false)
+            }
+            attOpenWaiters.resume(token, with: .success(infos.map { .enhanced(cid: $0.localCID) }))
             return true
         case let .connectFailed(token, error):
             guard attOpenHandles.removeValue(forKey: token) != nil else { return false }
@@ -43,6 +53,11 @@ extension L2CAPChannelSessions {
         case let .sdu(cid, sdu):
             let key = Key(handle: handle, cid: cid)
             guard attBearers.contains(key) else { return false }
+            // A late bearer being closed unannounced: nobody reads it.
+            guard !attUnannounced.contains(key) else {
+                host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
+                return true
+            }
             host.receiveATT(sdu, handle: handle, bearer: .enhanced(cid: cid))
             guard attBearers.contains(key) else { return true }
             // The credit waits until the answer (the last SDU queued now, the queue being FIFO)
@@ -63,12 +78,14 @@ extension L2CAPChannelSessions {
         case let .closed(cid, error, _):
             attHeldCredits[Key(handle: handle, cid: cid)] = nil
             guard attBearers.remove(Key(handle: handle, cid: cid)) != nil else { return false }
+            guard attUnannounced.remove(Key(handle: handle, cid: cid)) == nil else { return true }
             host.enhancedATTBearerClosed(handle: handle, cid: cid, error: error.map { BLEError.l2cap($0) } ?? BLEError.l2cap(.closed))
             return true
         case let .peerReconfigured(infos), let .reconfigured(_, infos):
             // Either side raised MTU or MPS (Vol 3 Part A §4.27): the bearer's ATT_MTU follows
             // (Vol 3 Part F §3.2.8). Our reconfigure waiters are still the application's part.
-            for info in infos where attBearers.contains(Key(handle: handle, cid: info.localCID)) {
+            for info in infos where attBearers.contains(Key(handle: handle, cid: info.localCID))
+                && !attUnannounced.contains(Key(handle: handle, cid: info.localCID)) {
                 host.enhancedATTBearerMTUChanged(handle: handle, cid: info.localCID, mtu: Self.attMTU(info))
             }
             return false
@@ -140,6 +157,7 @@ extension L2CAPChannelSessions {
     func attLinkClosed(handle: UInt16, error: BLEError) {
         attBearers = attBearers.filter { $0.handle != handle }
         attHeldCredits = attHeldCredits.filter { $0.key.handle != handle }
+        attUnannounced = attUnannounced.filter { $0.handle != handle }
         for (token, h) in attOpenHandles.sorted(by: { $0.key < $1.key }) where h == handle {
             attOpenHandles[token] = nil
             attOpenWaiters.resume(token, with: .failure(error))

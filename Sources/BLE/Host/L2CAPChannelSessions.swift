@@ -50,6 +50,10 @@ final class L2CAPChannelSessions {
     /// Credits of Enhanced ATT bearers held back until what answered their SDU has left: per
     /// bearer, for each SDU whose credit is held, how many queued SDUs must still go out first.
     var attHeldCredits: [Key: [Int]] = [:]
+    /// How many Enhanced ATT bearers were announced to the GATT roles so far (diagnostics).
+    var attBearersAnnounced = 0
+    /// Bearers that arrived for a cancelled `openATTBearers` and are being closed unannounced.
+    var attUnannounced: Set<Key> = []
 
     // MARK: - Listening
 

@@ -56,6 +56,16 @@ extension ATTServer {
     /// True once `restoreBondedState` ran on this connection.
     public var hasRestoredBondedState: Bool { client.bondedStateRestored }
 
+    /// Whether the client has Enhanced ATT bearers open on the link besides the unenhanced one
+    /// (Vol 3 Part G §5.3), set by the owner of the link's servers. While it has, a request after
+    /// Database Out Of Sync does not make the client change-aware (§2.5.2.1): one it sent before
+    /// it saw the error may still be in flight on another bearer. Service Changed's confirmation
+    /// or a read of the Database Hash still do.
+    public var enhancedBearersOpen: Bool {
+        get { client.enhancedBearersOpen }
+        set { client.enhancedBearersOpen = newValue }
+    }
+
     /// True when the client knows the database as it is (§2.5.2.1).
     public var isChangeAware: Bool { client.changeAware }
 
@@ -69,13 +79,16 @@ extension ATTServer {
             client.hashReadWhileUnaware = true
             return nil
         }
-        if client.outOfSyncSent || client.hashReadWhileUnaware {
+        // "The next request" only means "sent after the client saw the error" on a single
+        // bearer, where requests go one at a time: the Out Of Sync must have gone on the
+        // unenhanced bearer and no Enhanced ATT bearer may be open (as Zephyr does).
+        if client.outOfSyncSent && !client.enhancedBearersOpen && !isEnhanced || client.hashReadWhileUnaware {
             client.changeAware = true
             client.outOfSyncSent = false
             client.hashReadWhileUnaware = false
             return nil
         }
-        client.outOfSyncSent = true
+        if !isEnhanced { client.outOfSyncSent = true }
         return [Self.error(opcode, 0x0000, .databaseOutOfSync)]
     }
 

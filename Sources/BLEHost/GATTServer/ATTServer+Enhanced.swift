@@ -15,6 +15,9 @@ public struct ATTClientState: Sendable, Hashable {
     var outOfSyncSent = false
     var hashReadWhileUnaware = false
     var serviceChangedIndicationID: UInt64?
+    /// The client has Enhanced ATT bearers open besides the unenhanced one (§2.5.2.1's "next
+    /// request" rule then no longer applies).
+    var enhancedBearersOpen = false
     /// A bonded client's kept state was restored on this connection (`restoreBondedState`).
     var bondedStateRestored = false
 
@@ -81,8 +84,8 @@ extension ATTServer {
     /// Queues notifications of several values at once, those the client enabled notifications
     /// for and may read (`deliverableSubscription`), the rest left out. To a client that set
     /// Client Supported Features bit 2 they go as Multiple Handle Value Notifications (§3.4.7.4),
-    /// as many tuples per PDU as ATT_MTU − 1 octets hold (a value longer than ATT_MTU − 5 cut to
-    /// it); a PDU that would carry one tuple is an ordinary notification. To any other client
+    /// as many tuples per PDU as ATT_MTU − 1 octets hold; a PDU that would carry one tuple is an
+    /// ordinary notification of the value (cut to ATT_MTU − 3, as §3.4.7.1 allows). To any other client
     /// each value is one Handle Value Notification (§3.4.7.1). All or nothing: when the PDUs do
     /// not all fit the queue, none is queued (`.queueFull`, `.readyToUpdate` follows).
     /// `.notSubscribed` when none of the values is deliverable.
@@ -102,12 +105,14 @@ extension ATTServer {
     }
 
     /// The handle–length–value tuples of `values` packed into Multiple Handle Value Notification
-    /// PDUs of at most `mtu` octets (§3.4.7.4); a PDU left with one tuple becomes a Handle Value
-    /// Notification (§3.4.7.1).
+    /// PDUs of at most `mtu` octets (§3.4.7.4, a tuple's value cut to ATT_MTU − 5); a PDU left with
+    /// one tuple becomes a Handle Value Notification (§3.4.7.1) of the whole value, cut only to
+    /// ATT_MTU − 3 as any notification.
     static func multipleNotificationPDUs(_ values: [(handle: UInt16, value: [UInt8])], mtu: Int) -> [[UInt8]] {
         var pdus: [[UInt8]] = []
         var current: [(handle: UInt16, value: [UInt8])] = []
         var used = 1
+        let room = max(0, mtu - 5)
         func flush() {
             guard !current.isEmpty else { return }
             if current.count == 1 {
@@ -116,9 +121,10 @@ extension ATTServer {
                 var w = ByteWriter()
                 w.u8(ATTOpcode.multipleHandleValueNotification.rawValue)
                 for t in current {
+                    let cut = t.value.prefix(room)
                     w.u16(t.handle)
-                    w.u16(UInt16(t.value.count))
-                    w.append(t.value)
+                    w.u16(UInt16(cut.count))
+                    w.append(Array(cut))
                 }
                 pdus.append(w.bytes)
             }
@@ -126,10 +132,10 @@ extension ATTServer {
             used = 1
         }
         for v in values {
-            let cut = Array(v.value.prefix(max(0, mtu - 5)))
-            if used + 4 + cut.count > mtu { flush() }
-            current.append((v.handle, cut))
-            used += 4 + cut.count
+            let length = min(v.value.count, room)
+            if used + 4 + length > mtu { flush() }
+            current.append(v)
+            used += 4 + length
         }
         flush()
         return pdus
@@ -138,10 +144,15 @@ extension ATTServer {
     /// The bearer's channel closed (Vol 3 Part F §3.2.11): only its own work ends. The request
     /// waiting on the application is dropped, the outstanding and queued indications are
     /// reported timed out (`.indicationTimedOut`, nobody will confirm them), queued notifications
-    /// are dropped, and the server answers nothing more.
+    /// are dropped, and the server answers nothing more. An update refused for want of room here
+    /// gets its `.readyToUpdate` now: the queue is gone and later updates go on other bearers.
     public mutating func bearerClosed() -> [ServerAction] {
         var actions = takeEvents()
         guard !isClosed else { return actions }
+        if readyPending {
+            readyPending = false
+            actions.append(.readyToUpdate)
+        }
         if let outstanding = outstandingIndication { actions.append(.indicationTimedOut(id: outstanding.id)) }
         for case let .indication(id, _) in outgoing { actions.append(.indicationTimedOut(id: id)) }
         outstandingIndication = nil
