@@ -67,6 +67,8 @@ final class EATTSeamWorldTests: XCTestCase {
             peripheral.security.agent = FixedPairingAgent(confirms: true)
             var central = HostConfiguration()
             central.security.agent = FixedPairingAgent(confirms: true)
+            // The test opens the bearers itself: our GATT client opens none of its own after pairing.
+            central.enhancedATTBearers = 0
             let (manager, device) = try await world.addPeripheralManager(name: "Seam", configuration: peripheral)
             try await manager.startAdvertising(AdvertisingData.Builder().localName("Seam").build(),
                                                parameters: AdvertisingParameters(interval: .milliseconds(20)))
