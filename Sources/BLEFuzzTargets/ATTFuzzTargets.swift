@@ -173,7 +173,7 @@ struct BearerHarness {
     mutating func submitProcedure() {
         let id = nextID
         nextID += 1
-        let kind = input.u8() % 14
+        let kind = input.u8() % 15
         let range = handleRange()
         let expectation: Expectation
         let wasOutstanding = bearer.hasOutstandingRequest
@@ -223,6 +223,9 @@ struct BearerHarness {
             let offset: UInt16 = input.bool() ? 0 : input.u16() % 600
             actions = bearer.submit(LongWriteProcedure(handle: input.u16(), value: input.longChunk(maximum: 600), offset: offset),
                                     id: id, now: now)
+        case 14:
+            expectation = .other
+            actions = bearer.submit(ReadValuesProcedure(handles: handles(), fallback: input.bool()), id: id, now: now)
         default:
             expectation = .other
             var writes: [ATTHandleValue] = []

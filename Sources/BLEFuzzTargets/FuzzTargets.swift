@@ -23,6 +23,7 @@ public enum FuzzTargets {
         "enhanced-credit-based-signaling": EnhancedCreditBasedFuzzTargets.enhancedSignaling,
         "att-pdu": ATTFuzzTargets.attPDU,
         "att-client-bearer": ATTFuzzTargets.attClientBearer,
+        "att-client-bearer-set": ATTBearerSetFuzzTarget.run,
         "att-signed-write": ATTSignedWriteFuzzTarget.run,
         "advertising-data": GAPFuzzTargets.advertisingData,
         "http-request": HTTPFuzzTargets.httpRequest,
@@ -129,6 +130,16 @@ public enum FuzzTargets {
                 [0, 1, 6, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0, 0x0A, 7, 0, 3, 0x2A, 0, 0x12],
                 [3, 0, 12, 0, 0, 0, 0, 0, 0x03, 0x00, 1, 40] + Array(0..<40) + [3, 2, 1, 3, 2, 1, 3, 3, 0, 3, 4],
                 [0, 1, 13, 0, 0, 0, 0, 0, 2, 3, 0, 4, 1, 2, 3, 4, 5, 0, 2, 5, 6, 3, 2, 1, 3, 2, 1, 3, 2, 1, 8, 1, 9, 0, 0],
+            ]
+        case "att-client-bearer-set":
+            return [
+                // MTU 23; two enhanced bearers open; three reads go out at once, answered on each
+                // bearer; a fourth waits, one bearer closes, time runs out on another.
+                [0, 4, 1, 0, 100, 0, 4, 2, 0, 100, 0, 0, 0, 1, 0, 3, 0, 0, 0, 1, 0, 5, 0, 0, 0, 1, 0, 7, 0,
+                 2, 1, 0, 1, 0x55, 2, 2, 0, 1, 0x66, 0, 0, 1, 2, 9, 0, 9, 0, 5, 1, 7, 0, 35, 2, 0, 0, 1, 0x77],
+                // Notifications and an indication on enhanced bearers; a pinned write; cancel.
+                [1, 4, 1, 0, 64, 0, 3, 1, 2, 0x1B, 0x05, 0x00, 0xAA, 3, 1, 4, 0x1D, 0x05, 0x00, 0x01,
+                 0, 1, 0, 3, 0x09, 0x00, 1, 0x01, 6, 0, 1, 2, 1, 1, 0x13],
             ]
         case "att-signed-write":
             // Flags (unencrypted, authenticated, last counter 5, key present), then: a good write

@@ -35,6 +35,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testEnhancedCreditBasedSignaling() { smoke("enhanced-credit-based-signaling") }
     func testATTPDU() { smoke("att-pdu") }
     func testATTClientBearer() { smoke("att-client-bearer") }
+    func testATTClientBearerSet() { smoke("att-client-bearer-set") }
     func testATTSignedWrite() { smoke("att-signed-write") }
     func testAdvertisingData() { smoke("advertising-data") }
     func testScanAggregator() { smoke("scan-aggregator") }
@@ -47,7 +48,7 @@ final class FuzzSmokeTests: XCTestCase {
         let tested: Set<String> = [
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
             "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler",
-            "enhanced-credit-based-signaling", "att-pdu", "att-client-bearer", "att-signed-write",
+            "enhanced-credit-based-signaling", "att-pdu", "att-client-bearer", "att-client-bearer-set", "att-signed-write",
             "advertising-data", "scan-aggregator", "http-request",
             "smp-pdu", "smp-pairing",
         ]

@@ -128,14 +128,25 @@ extension Peripheral {
         }
         do {
             if let csf = try await characteristic(GATTUUID.clientSupportedFeatures), csf.properties.contains(.write) {
-                // A bonded server keeps it (§7.2): not written again.
-                if try await cache().enabledRobustCaching, try await encryptedBondedLink() { return }
-                try await syncing { try await writeValue([0x01], handle: csf.valueHandle) }
-                await updateCache { $0.enabledRobustCaching = true }
+                let wanted = Self.clientSupportedFeatures(enhancedATTBearers: host.configuration.enhancedATTBearers)
+                let written = try await cache().clientFeaturesWritten
+                // A bonded server keeps them (§7.2): not written again when they hold ours.
+                if written & wanted == wanted, try await encryptedBondedLink() { return }
+                // A client never clears a bit it set (§7.2): what was written stays.
+                let value = written | wanted
+                try await syncing { try await writeValue([value], handle: csf.valueHandle) }
+                await updateCache { $0.clientFeaturesWritten = value }
             }
         } catch {
-            HostDiagnostics.log("[host] enabling robust caching on \(address): \(error)")
+            HostDiagnostics.log("[host] writing Client Supported Features on \(address): \(error)")
         }
+    }
+
+    /// The Client Supported Features octet this client writes (Vol 3 Part G §7.2): bit 0 robust
+    /// caching, bit 2 Multiple Handle Value Notifications (the client takes ATT opcode 0x23 on
+    /// every bearer), and bit 1 Enhanced ATT bearer unless `enhancedATTBearers` is 0.
+    static func clientSupportedFeatures(enhancedATTBearers: Int) -> UInt8 {
+        0x01 | 0x04 | (enhancedATTBearers > 0 ? 0x02 : 0x00)
     }
 
     // MARK: The link's cache

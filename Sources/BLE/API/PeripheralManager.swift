@@ -157,6 +157,18 @@ public final class PeripheralManager: Sendable {
         return await host.run { $0.server.updateValue(value, valueHandle: valueHandle, centrals: targets, $0) }
     }
 
+    /// Notifies several characteristic values at once to every central subscribed to them (or to
+    /// the given ones): a central whose client set Client Supported Features bit 2 (Core spec
+    /// Vol 3 Part G §7.2) gets them in one Multiple Handle Value Notification (Vol 3 Part F
+    /// §3.4.7.4; several when they exceed its ATT_MTU), any other a Handle Value Notification
+    /// per value; a value subscribed for indications only is indicated on its own. Each value is
+    /// stored as `updateValue` stores it. All or nothing: `.queueFull` when some central's queue
+    /// lacks room for all of it (nothing was queued; wait for `.readyToUpdateSubscribers`).
+    public func updateValues(_ values: [(handle: UInt16, value: [UInt8])], onSubscribedCentrals centrals: [ConnectedCentral]? = nil) async -> UpdateValueResult {
+        let targets = centrals.map { Set($0.map(\.id)) }
+        return await host.run { $0.server.updateValues(values, centrals: targets, $0) }
+    }
+
     /// Like `updateValue`, but waits for room instead of reporting a full queue. Returns the
     /// number of centrals the value was queued for.
     @discardableResult

@@ -121,7 +121,8 @@ final class ConnectionManager {
             let role: ConnectionRole = event.role == .central ? .central : .peripheral
             links[event.handle] = Link(
                 id: links.makeID(), handle: event.handle, peer: event.peer, role: role, parameters: parameters,
-                bearer: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout),
+                clients: ATTClientBearerSet(unenhancedID: .unenhanced,
+                                            unenhanced: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout)),
                 server: ATTServer(preferredMTU: configuration.preferredATTMTU),
                 observation: LinkObservation(parameters: parameters))
             links.withLink(event.handle) {
@@ -233,9 +234,12 @@ final class ConnectionManager {
     func expire(now: Duration, _ host: isolated HostController) {
         if let id = attemptResult?.id, initiator.expire(now: now) { sendCreateConnectionCancel(id, host) }
         for handle in links.handles {
-            guard let (client, server) = links.withLink(handle, { ($0.bearer.expire(now: now), $0.server.expire(now: now)) }) else { continue }
+            // Every client bearer of the link, Enhanced ATT ones too (Vol 3 Part F §3.3.3).
+            guard let (client, server) = links.withLink(handle, { ($0.clients.expire(now: now), $0.server.expire(now: now)) }) else { continue }
             host.client.perform(client, handle: handle, host)
             host.server.perform(server, handle: handle, host)
+            host.client.expireEnhancedBearers(handle: handle, now: now, host)
+            host.server.expireEnhancedBearers(handle: handle, now: now, host)
         }
     }
 

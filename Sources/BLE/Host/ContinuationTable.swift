@@ -6,6 +6,9 @@ struct ContinuationTable<Value: Sendable> {
 
     var isEmpty: Bool { waiting.isEmpty }
 
+    /// Whether somebody waits under `token`.
+    func contains(_ token: UInt64) -> Bool { waiting[token] != nil }
+
     mutating func insert(_ token: UInt64, _ continuation: CheckedContinuation<Value, any Error>) {
         waiting[token] = continuation
     }

@@ -11,7 +11,7 @@ extension GATTClientSessions {
         guard host.failure == nil, let handle = host.connections.links.handle(forID: linkID) else { return }
         let id = host.makeToken()
         let t = host.now
-        guard let actions = host.connections.links.withLink(handle, { $0.bearer.submit(procedure, id: id, now: t) }) else { return }
+        guard let actions = host.connections.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }

@@ -24,6 +24,8 @@ final class GATTClientSessions {
     }
 
     private var sessions: [UInt16: Session] = [:]
+    /// Each link's background set-up of Enhanced ATT bearers (GATTClientSessions+Enhanced.swift).
+    var enhancedSetups = EnhancedATTSetups()
     private var aclWaiters: [ACLWaiter] = []
 
     // MARK: - Procedures
@@ -37,7 +39,7 @@ final class GATTClientSessions {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<GATTOutput, any Error>) in
                 let t = host.now
-                guard let actions = host.connections.links.withLink(handle, { $0.bearer.submit(procedure, id: id, now: t) }) else {
+                guard let actions = host.connections.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else {
                     c.resume(throwing: BLEError.notConnected)
                     return
                 }
@@ -52,7 +54,7 @@ final class GATTClientSessions {
 
     private func cancel(id: UInt64, handle: UInt16, _ host: isolated HostController) {
         guard sessions[handle]?.procedures.resume(id, with: .failure(CancellationError())) == true,
-              let actions = host.connections.links.withLink(handle, { $0.bearer.cancel(id: id) }) else { return }
+              let actions = host.connections.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
@@ -150,39 +152,67 @@ final class GATTClientSessions {
 
     // MARK: - Incoming
 
-    /// A response, notification or indication for our client on this link.
+    /// A response, notification or indication for our client on `bearer` of this link.
+    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+        guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
+        receiveEnhanced(payload, handle: handle, cid: cid, host)
+    }
+
+    /// A response, notification or indication for our client on this link's unenhanced bearer.
     func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
         let t = host.now
-        guard let actions = host.connections.links.withLink(handle, { $0.bearer.receive(payload, now: t) }) else { return }
+        guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
-    /// Carries out what a bearer asked for.
+    /// Carries out what the unenhanced bearer asked for (a command it sent).
     func perform(_ actions: [BearerAction], handle: UInt16, _ host: isolated HostController) {
-        for action in actions {
-            switch action {
-            case let .send(bytes):
+        for action in actions { perform(action, on: .unenhanced, handle: handle, host) }
+    }
+
+    /// Carries out what the link's bearers asked for, each on its own bearer.
+    func perform(_ actions: [ATTBearerSetAction<ATTBearerID>], handle: UInt16, _ host: isolated HostController) {
+        for a in actions { perform(a.action, on: a.bearer, handle: handle, host) }
+    }
+
+    private func perform(_ action: BearerAction, on bearer: ATTBearerID, handle: UInt16, _ host: isolated HostController) {
+        switch action {
+        case let .send(bytes):
+            if case .unenhanced = bearer {
                 host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
-            case let .complete(id, result):
-                if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
-                    host.caches.outOfSync(linkID: link.id, host)
-                }
-                sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
-            case let .notification(valueHandle, value), let .indication(valueHandle, value):
-                deliver(value, from: valueHandle, handle: handle, host)
-            case let .mtuChanged(mtu):
-                // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
-                host.connections.links.withLink(handle) {
-                    $0.server.mtu = mtu
-                    $0.publish()
-                }
-            case .closeBearer:
-                // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer;
-                // the link is useless for GATT, so it is closed (Vol 3 Part F §3.3.3).
-                host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
-            case let .peerRequest(bytes):
-                host.server.receive(bytes, handle: handle, host)
+            } else {
+                host.sendATT(bytes, handle: handle, bearer: bearer)
             }
+        case let .complete(id, result):
+            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
+                host.caches.outOfSync(linkID: link.id, host)
+            }
+            sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
+        case let .notification(valueHandle, value), let .indication(valueHandle, value):
+            deliver(value, from: valueHandle, handle: handle, host)
+        case let .mtuChanged(mtu):
+            // An Enhanced ATT bearer's MTU is its channel's (Vol 3 Part F §3.2.8), set by L2CAP.
+            guard case .unenhanced = bearer else { return }
+            // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
+            host.connections.links.withLink(handle) {
+                $0.server.mtu = mtu
+                $0.publish()
+            }
+        case .closeBearer:
+            // After an ATT transaction timeout no more ATT PDUs may be sent on this bearer
+            // (Vol 3 Part F §3.3.3): an Enhanced ATT bearer's channel is closed, the rest of
+            // the link goes on; the unenhanced bearer lives as long as the link, which is
+            // useless for GATT without it, so the link is closed.
+            guard case .unenhanced = bearer else {
+                if let linkID = host.connections.links[handle]?.id {
+                    host.log("closing timed-out \(bearer) of 0x\(String(handle, radix: 16))")
+                    host.closeEnhancedATTBearer(linkID: linkID, bearer)
+                }
+                return
+            }
+            host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+        case let .peerRequest(bytes):
+            host.server.receive(bytes, handle: handle, bearer: bearer, host)
         }
     }
 
@@ -237,13 +267,14 @@ final class GATTClientSessions {
 
     /// The link is gone: its procedures fail with `error`, its streams finish, its writers wake.
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
-        var bearer = link.bearer
-        _ = bearer.close()
+        var clients = link.clients
+        _ = clients.close()
         if var session = sessions.removeValue(forKey: link.handle) {
             session.procedures.resumeAll(with: .failure(error))
             for sinks in session.notificationSinks.values { for s in sinks.values { s.finish() } }
             for s in session.servicesChangedSinks.values { s.finish() }
         }
         releaseACLWaiters(handle: link.handle, force: false, host)
+        enhancedSetups.finish(handle: link.handle, linkGone: true)
     }
 }

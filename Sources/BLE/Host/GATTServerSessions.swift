@@ -9,10 +9,12 @@ final class GATTServerSessions {
     /// A dynamic read or write the server is waiting on the application for. `serverID` is the
     /// link's ATT server's own number for it; the host-wide token that keys this entry is what
     /// the application sees (two links' servers number their requests independently).
-    private struct PendingRequest {
+    struct PendingRequest {
         enum Kind { case read, write }
         let kind: Kind
         let linkHandle: UInt16
+        /// The bearer the request came on, whose server answers it (Vol 3 Part F §3.2.11).
+        let bearer: ATTBearerID
         let serverID: UInt64
         /// When the request is answered with Unlikely Error if the application has not
         /// answered: well inside the client's 30-second transaction timeout (Vol 3 Part F §3.3.3).
@@ -20,7 +22,7 @@ final class GATTServerSessions {
     }
 
     /// An indication queued by `updateValue`, until its confirmation (or the link closing).
-    private struct IndicationWaiter {
+    struct IndicationWaiter {
         let valueHandle: UInt16
         let linkHandle: UInt16
     }
@@ -28,10 +30,10 @@ final class GATTServerSessions {
     var database = GATTServerDatabase(deviceName: "SwiftBLE", appearance: 0)
     private var readHandlers: [UInt16: GATTReadHandler] = [:]
     private var writeHandlers: [UInt16: GATTWriteHandler] = [:]
-    private var pending: [UInt64: PendingRequest] = [:]
-    private var indications: [UInt64: IndicationWaiter] = [:]
+    var pending: [UInt64: PendingRequest] = [:]
+    var indications: [UInt64: IndicationWaiter] = [:]
     /// Callers of `updateValueWaiting` waiting for room in a full queue.
-    private var roomWaiters = ContinuationTable<Void>()
+    var roomWaiters = ContinuationTable<Void>()
     private var eventSinks: [UInt64: StreamQueue<PeripheralManagerEvent>] = [:]
     /// Bonded clients' change awareness while they are away, by identity (Vol 3 Part G
     /// §2.5.2.1; GATTServerChangeTracking.swift).
@@ -41,6 +43,14 @@ final class GATTServerSessions {
     var bondedClientFeatures: [DeviceAddress: [UInt8]] = [:]
 
     var nextDeadline: Duration? { pending.isEmpty ? nil : pending.values.lazy.map(\.deadline).min() }
+
+    /// A server whose GATT service says what `offersEnhancedATT` asks: with Server Supported
+    /// Features "EATT Supported" (Vol 3 Part G §7.4) when the host accepts Enhanced ATT bearers.
+    init(offersEnhancedATT: Bool = false) {
+        if offersEnhancedATT {
+            database = GATTServerDatabase(deviceName: "SwiftBLE", appearance: 0, serverSupportedFeatures: [0x01])
+        }
+    }
 
     // MARK: - Database
 
@@ -53,7 +63,13 @@ final class GATTServerSessions {
 
     func removeService(_ service: GATTServiceHandles, _ host: isolated HostController) throws {
         try database.remove(serviceStartingAt: service.range.lowerBound)
-        for handle in host.connections.links.handles { host.connections.links.withLink(handle) { $0.server.forgetHandles(in: service.range) } }
+        // The client's CCCDs and every bearer's prepare queue (each Enhanced ATT bearer has its own).
+        for handle in host.connections.links.handles {
+            host.connections.links.withLink(handle) { link in
+                link.server.forgetHandles(in: service.range)
+                for cid in link.enhancedServers.keys.sorted() { link.enhancedServers[cid]?.forgetHandles(in: service.range) }
+            }
+        }
         readHandlers = readHandlers.filter { !service.range.contains($0.key) }
         writeHandlers = writeHandlers.filter { !service.range.contains($0.key) }
         announceDatabaseChange(host)
@@ -94,7 +110,7 @@ final class GATTServerSessions {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
         if payload.first == ATTOpcode.signedWriteCommand.rawValue {
-            receiveSignedWrite(payload, handle: handle, host)
+            receiveSignedWrite(payload, handle: handle, bearer: .unenhanced, host)
             return
         }
         let t = host.now
@@ -106,7 +122,7 @@ final class GATTServerSessions {
     /// SignCounter stored with the bond, then applied. A write whose counter cannot be stored
     /// is dropped (a command gets no answer, Vol 3 Part F §3.4.5.4), so no counter ever
     /// takes effect without being on record.
-    private func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, _ host: isolated HostController) {
+    func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
         // Read through the table, never a Link copy kept across `withLink` (it would copy the
         // server's queues).
         guard let verdict = host.connections.links[handle].map({ link in
@@ -123,10 +139,11 @@ final class GATTServerSessions {
                 return
             }
             let t = host.now
-            let actions = host.connections.links.withLink(handle) {
-                $0.server.applySignedWrite(write, database: &database, security: $0.security, now: t)
-            } ?? []
-            perform(actions, handle: handle, host)
+            let actions = host.connections.links.withLink(handle) { link in
+                let security = link.security
+                return link.withServer(bearer) { $0.applySignedWrite(write, database: &database, security: security, now: t) }
+            } ?? nil
+            perform(actions ?? [], handle: handle, bearer: bearer, host)
         }
     }
 
@@ -142,15 +159,15 @@ final class GATTServerSessions {
         }
     }
 
-    /// Carries out what a link's ATT server asked for.
-    func perform(_ actions: [ServerAction], handle: UInt16, _ host: isolated HostController) {
+    /// Carries out what the ATT server of `bearer` of a link asked for.
+    func perform(_ actions: [ServerAction], handle: UInt16, bearer: ATTBearerID = .unenhanced, _ host: isolated HostController) {
         guard let central = host.connections.links.read(handle, { $0.central }) else { return }
         for action in actions {
             switch action {
             case let .send(bytes):
-                host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: bytes)
+                host.sendATT(bytes, handle: handle, bearer: bearer)
             case let .read(id, attribute, offset):
-                let token = pend(.read, serverID: id, handle: handle, host)
+                let token = pend(.read, serverID: id, handle: handle, bearer: bearer, host)
                 let request = GATTReadRequest(id: token, central: central, handle: attribute, offset: offset)
                 if let handler = readHandlers[attribute] {
                     host.spawn("read handler for 0x\(String(attribute, radix: 16))") {
@@ -171,7 +188,7 @@ final class GATTServerSessions {
                 case .prepared: publicKind = .prepared
                 }
                 // A Write Command gets no answer (Vol 3 Part F §3.4.5.3): nothing to keep pending.
-                let token = publicKind == .command ? host.makeToken() : pend(.write, serverID: id, handle: handle, host)
+                let token = publicKind == .command ? host.makeToken() : pend(.write, serverID: id, handle: handle, bearer: bearer, host)
                 let request = GATTWriteRequest(id: token, central: central, handle: attribute, value: value, offset: offset, kind: publicKind,
                                                isSigned: kind == .signedCommand)
                 if let handler = writeHandlers[attribute] {
@@ -205,7 +222,12 @@ final class GATTServerSessions {
                 }
                 emit(.mtuChanged(central, mtu: mtu))
             case .closeBearer:
-                host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+                guard case let .enhanced(cid) = bearer else {
+                    host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+                    continue
+                }
+                // An Enhanced ATT bearer that timed out is closed alone (Vol 3 Part F §3.3.3).
+                host.l2cap.closeATTBearer(handle: handle, cid: cid, host)
             }
         }
         pumpNotifications(handle: handle, host)
@@ -227,9 +249,9 @@ final class GATTServerSessions {
     }
 
     /// Keeps a request for the application under a new host-wide token, with its deadline.
-    private func pend(_ kind: PendingRequest.Kind, serverID: UInt64, handle: UInt16, _ host: isolated HostController) -> UInt64 {
+    private func pend(_ kind: PendingRequest.Kind, serverID: UInt64, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) -> UInt64 {
         let token = host.makeToken()
-        pending[token] = PendingRequest(kind: kind, linkHandle: handle, serverID: serverID,
+        pending[token] = PendingRequest(kind: kind, linkHandle: handle, bearer: bearer, serverID: serverID,
                                         deadline: host.now + host.configuration.applicationResponseTimeout)
         return token
     }
@@ -240,10 +262,11 @@ final class GATTServerSessions {
         guard let request = pending[token], request.kind == kind else { return }
         pending[token] = nil
         let now = host.now
-        guard let actions = host.connections.links.withLink(request.linkHandle, {
-            complete(&$0.server, request.serverID, &database, now)
-        }) else { return }
-        perform(actions, handle: request.linkHandle, host)
+        // The bearer may have closed meanwhile: then nobody waits for the answer.
+        guard let actions = host.connections.links.withLink(request.linkHandle, { link in
+            link.withServer(request.bearer) { complete(&$0, request.serverID, &database, now) }
+        }) ?? nil else { return }
+        perform(actions, handle: request.linkHandle, bearer: request.bearer, host)
     }
 
     /// Requests the application did not answer in time get Unlikely Error.
@@ -276,6 +299,7 @@ final class GATTServerSessions {
         // Signals a drained queue produced (readyToUpdate) come out here.
         guard let events = host.connections.links.withLink(handle, { $0.server.takeEvents() }) else { return }
         if !events.isEmpty { perform(events, handle: handle, host) }
+        if host.connections.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
     }
 
     /// Notifies or indicates `value` to every central subscribed to `valueHandle` (or to the
@@ -289,36 +313,43 @@ final class GATTServerSessions {
         // Read in place (`read`, `withLink`), never a copy of a link or of the table: a copy alive
         // while `withLink` mutates a link would copy its server's queues, and copying a link out
         // per notification costs more than queueing it.
-        var targets: [UInt16] = []
+        // Each link's update goes on one of its bearers (`Link.updateBearer`): the unenhanced one
+        // unless Enhanced ATT bearers are open.
+        var targets: [(handle: UInt16, bearer: ATTBearerID)] = []
         var full = false
         for handle in host.connections.links.handles {
-            let wanted = host.connections.links.read(handle) { link in
-                (centrals?.contains(link.id) ?? true)
-                    && link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0
-            } ?? false
-            guard wanted else { continue }
-            targets.append(handle)
-            if host.connections.links.read(handle, { !$0.server.hasRoomForUpdate }) == true { full = true }
+            let target = host.connections.links.read(handle) { link -> ATTBearerID? in
+                guard (centrals?.contains(link.id) ?? true),
+                      link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0 else { return nil }
+                return link.enhancedServers.isEmpty ? .unenhanced : link.updateBearer(for: valueHandle)
+            } ?? nil
+            guard let bearer = target else { continue }
+            targets.append((handle, bearer))
+            if host.connections.links.read(handle, { !$0.hasRoomForUpdate(on: bearer) }) == true { full = true }
         }
         if full {
             // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-            for h in targets { host.connections.links.withLink(h) { $0.server.signalReadyWhenRoom() } }
+            for t in targets { host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
             return .queueFull
         }
         var queued = 0
         let t = host.now
-        for handle in targets {
+        for (handle, bearer) in targets {
             guard let notifies = host.connections.links.read(handle, { $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
             let result: UpdateResult?
             if notifies {
-                result = host.connections.links.withLink(handle) {
-                    $0.server.notify(valueHandle: valueHandle, value: value, database: database, security: $0.security)
-                }
+                result = host.connections.links.withLink(handle) { link in
+                    let security = link.security
+                    return link.withServer(bearer) { $0.notify(valueHandle: valueHandle, value: value, database: database, security: security) }
+                } ?? nil
             } else {
                 let id = host.makeToken()
-                result = host.connections.links.withLink(handle) {
-                    $0.server.indicate(valueHandle: valueHandle, value: value, id: id, now: t, database: database, security: $0.security)
-                }
+                result = host.connections.links.withLink(handle) { link in
+                    let security = link.security
+                    return link.withServer(bearer) {
+                        $0.indicate(valueHandle: valueHandle, value: value, id: id, now: t, database: database, security: security)
+                    }
+                } ?? nil
                 if case .queued = result { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle) }
             }
             if case .queued = result { queued += 1 }
@@ -382,7 +413,7 @@ final class GATTServerSessions {
     }
 
     /// Whether any `events` stream still has a consumer (abandoned ones are forgotten first).
-    private var hasEventSinks: Bool {
+    var hasEventSinks: Bool {
         if eventSinks.values.contains(where: \.isAbandoned) { eventSinks = eventSinks.filter { !$0.value.isAbandoned } }
         return !eventSinks.isEmpty
     }

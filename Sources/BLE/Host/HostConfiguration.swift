@@ -58,8 +58,21 @@ public struct HostConfiguration: Sendable {
     /// When set, every new link (either role) asks for this LL payload size with LE Set Data
     /// Length (27...251 octets, Vol 4 Part E §7.8.33), as Zephyr and Android do by default.
     public var preferredDataLength: Int?
+    /// How many Enhanced ATT bearers (Core spec Vol 3 Part G §5.3: L2CAP enhanced credit-based
+    /// channels on SPSM 0x0027) the GATT client opens (at most 5), besides the unenhanced bearer,
+    /// when a link it made as central becomes encrypted and the server's Server Supported
+    /// Features offer EATT (§7.4, read once per server in the host's life); independent requests
+    /// then run in parallel, one per bearer. 0 opens none and leaves Client Supported Features
+    /// bit 1 clear (§7.2).
+    public var enhancedATTBearers: Int = 2
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
+
+    /// Whether our GATT server offers Enhanced ATT (Core spec Vol 3 Part G §5.3): Server Supported
+    /// Features (§7.4) says "EATT Supported" and the host accepts Enhanced ATT bearers, enhanced
+    /// credit-based channels on SPSM 0x0027 (Vol 3 Part A §4.25), on encrypted links. Off by
+    /// default: SPSM 0x0027 is then refused like any SPSM nobody listens on.
+    public var offersEnhancedATT = false
 
     /// Pairing, bonding and how the GATT client raises security (Core spec Vol 3 Part H).
     public var security = SecuritySettings()

@@ -28,7 +28,7 @@ actor HostController {
     let client = GATTClientSessions()
     /// Each link's attribute cache (Vol 3 Part G §2.5.2).
     let caches = GATTCacheSessions()
-    let server = GATTServerSessions()
+    let server: GATTServerSessions
     let security: SecurityCoordinator
     let privacy = PrivacyCoordinator()
     let l2cap = L2CAPChannelSessions()
@@ -63,6 +63,14 @@ actor HostController {
         self.configuration = configuration
         self.connections = ConnectionManager(configuration: configuration)
         self.security = SecurityCoordinator(settings: configuration.security)
+        self.server = GATTServerSessions(offersEnhancedATT: configuration.offersEnhancedATT)
+        // Enhanced ATT bearers are accepted only when the server offers EATT (Vol 3 Part G §5.3);
+        // otherwise SPSM 0x0027 is refused like any SPSM nobody listens on.
+        if configuration.offersEnhancedATT {
+            var router = L2CAPRouter()
+            router.listeners[ATTBearerID.enhancedATTPSM] = Self.enhancedATTListener(configuration)
+            self.router = router
+        }
         let (stream, continuation) = AsyncStream<H4Frame>.makeStream(bufferingPolicy: .unbounded)
         self.outbound = continuation
         self.immediate = transport.acceptsImmediateSends
@@ -365,14 +373,15 @@ actor HostController {
     }
 
     /// Splits one ATT bearer between our client and our server by opcode (Vol 3 Part F §3.3):
-    /// requests, commands and confirmations are for the server; the rest for the client.
-    func receiveATT(_ payload: [UInt8], handle: UInt16) {
+    /// requests, commands and confirmations are for the server; the rest for the client. Every
+    /// bearer, unenhanced or Enhanced ATT (§3.2.11), carries both directions.
+    func receiveATT(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID = .unenhanced) {
         guard let first = payload.first else { return }
         switch ATTOpcode(rawValue: first).kind {
         case .request, .command, .confirmation, .unknown:
-            server.receive(payload, handle: handle, self)
+            server.receive(payload, handle: handle, bearer: bearer, self)
         case .response, .notification, .indication:
-            client.receive(payload, handle: handle, self)
+            client.receive(payload, handle: handle, bearer: bearer, self)
         }
     }
 

@@ -41,6 +41,19 @@ final class L2CAPChannelSessions {
     var enhancedWaiters = ContinuationTable<[LECreditBasedChannel]>()
     var reconfigureWaiters = ContinuationTable<Void>()
     var enhancedHandles: [UInt64: UInt16] = [:]
+    /// Open Enhanced ATT bearers (SPSM 0x0027, `L2CAPChannelSessions+ATT.swift`): channels that
+    /// carry ATT for the GATT parts, not the application's.
+    var attBearers: Set<Key> = []
+    /// Callers of `openATTBearers`, and the link each waits on.
+    var attOpenWaiters = ContinuationTable<[ATTBearerID]>()
+    var attOpenHandles: [UInt64: UInt16] = [:]
+    /// Credits of Enhanced ATT bearers held back until what answered their SDU has left: per
+    /// bearer, for each SDU whose credit is held, how many queued SDUs must still go out first.
+    var attHeldCredits: [Key: [Int]] = [:]
+    /// How many Enhanced ATT bearers were announced to the GATT roles so far (diagnostics).
+    var attBearersAnnounced = 0
+    /// Bearers that arrived for a cancelled `openATTBearers` and are being closed unannounced.
+    var attUnannounced: Set<Key> = []
 
     // MARK: - Listening
 
@@ -49,6 +62,9 @@ final class L2CAPChannelSessions {
     func listen(psm: UInt16, listener: CreditBasedListener, _ host: isolated HostController) throws -> (UInt64, AsyncStream<LECreditBasedChannel>) {
         if let failure = host.failure { throw failure }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
+        if psm == ATTBearerID.enhancedATTPSM && host.configuration.offersEnhancedATT {
+            throw BLEError.busy("PSM 0x0027 is Enhanced ATT's: the host accepts its channels as ATT bearers (offersEnhancedATT)")
+        }
         guard listeners[psm] == nil else { throw BLEError.busy("PSM \(psm) already has a listener") }
         let token = host.makeToken()
         // Unbounded, but a link has at most 64 dynamic CIDs: the stream can never hold more
@@ -122,6 +138,7 @@ final class L2CAPChannelSessions {
 
     /// Acts on what the router reported for `handle`'s channels.
     func handle(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated HostController) {
+        if routeATT(event, handle: handle, host) { return }
         switch event {
         case let .opened(info):
             guard let linkID = host.connections.links[handle]?.id else { return }
@@ -294,6 +311,7 @@ final class L2CAPChannelSessions {
 
     /// The link went down: its channels end with `error`, its pending opens fail.
     func linkClosed(handle: UInt16, error: BLEError) {
+        attLinkClosed(handle: handle, error: error)
         for key in channels.keys.filter({ $0.handle == handle }).sorted(by: { $0.cid < $1.cid }) {
             end(key, .failure(error))
         }

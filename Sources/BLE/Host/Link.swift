@@ -11,10 +11,23 @@ struct Link {
     let peer: DeviceAddress
     let role: ConnectionRole
     var parameters: LinkParameters
-    /// Our GATT client's side of this link's ATT bearer.
-    var bearer: ATTClientBearer
+    /// Our GATT client's side of every ATT bearer of this link: the unenhanced one and each
+    /// Enhanced ATT bearer (Vol 3 Part F §3.2.11), with the scheduler that runs procedures on
+    /// whichever is free.
+    var clients: ATTClientBearerSet<ATTBearerID>
+    /// Our GATT client's side of this link's unenhanced ATT bearer (fixed channel 0x0004): its
+    /// MTU is the link's, commands go on it.
+    var bearer: ATTClientBearer {
+        get { clients.unenhanced }
+        _modify { yield &clients.unenhanced }
+    }
     /// Our GATT server's side of this link's ATT bearer (CCCDs, MTU, queues are per connection).
     var server: ATTServer
+    /// Our GATT server's side of each Enhanced ATT bearer, by our local CID of its channel: its own
+    /// ATT_MTU, request in progress, prepare queue and outstanding indication. What belongs to the
+    /// client rather than a bearer (CCCDs, Client Supported Features, change awareness) stays in
+    /// `server` and is shared with every bearer (GATTServerSessions+Enhanced.swift).
+    var enhancedServers: [UInt16: ATTServer] = [:]
     var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
     var maxTxOctets = 27
     var maxRxOctets = 27
@@ -141,7 +154,11 @@ struct LinkTable {
         links.withUnsafeBufferPointer { buffer in
             var next: Duration?
             for i in buffer.indices {
-                next = earliest(next, earliest(buffer[i].bearer.nextDeadline, buffer[i].server.nextDeadline))
+                // Every client bearer's, Enhanced ATT ones too (Vol 3 Part F §3.3.3 per bearer).
+                next = earliest(next, earliest(buffer[i].clients.nextDeadline, buffer[i].server.nextDeadline))
+                if !buffer[i].enhancedServers.isEmpty {
+                    for server in buffer[i].enhancedServers.values { next = earliest(next, server.nextDeadline) }
+                }
             }
             return next
         }

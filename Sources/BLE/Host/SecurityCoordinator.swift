@@ -297,6 +297,8 @@ final class SecurityCoordinator {
                 link.security.keySize = worth.keySize
                 if worth.bonded { link.security.hasLongTermKey = true }
             }
+            // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
+            host.client.linkEncrypted(handle: handle, host)
             if let worth, worth.bonded, let link = host.connections.links[handle] {
                 // CCCDs, features and change awareness, unless the connection restored them.
                 if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }

@@ -24,9 +24,17 @@ public struct GATTAttributeCache: Hashable, Sendable {
     /// handle: a bonded server keeps them across connections (§3.3.3.3), so a reconnection need
     /// not write them again.
     public private(set) var subscriptions: [UInt16: UInt16] = [:]
+    /// The Client Supported Features bits (§7.2) this client wrote to the server: bit 0 robust
+    /// caching, bit 1 Enhanced ATT bearer, bit 2 Multiple Handle Value Notifications. A bonded
+    /// server keeps them across connections, and a client may never clear one it set.
+    public var clientFeaturesWritten: UInt8 = 0
+
     /// This client enabled robust caching on the server (Client Supported Features bit 0,
     /// §7.2), which a bonded server keeps across connections.
-    public var enabledRobustCaching = false
+    public var enabledRobustCaching: Bool {
+        get { clientFeaturesWritten & 0x01 != 0 }
+        set { clientFeaturesWritten = newValue ? clientFeaturesWritten | 0x01 : clientFeaturesWritten & ~0x01 }
+    }
     /// Every primary service of the server in handle order, once a whole-database discovery
     /// (§4.4.1) recorded them; nil while the list is not known in full.
     public private(set) var services: [GATTService]?
@@ -40,14 +48,14 @@ public struct GATTAttributeCache: Hashable, Sendable {
 
     /// A cache with these contents, as read back from storage; `GATTCacheFileFormat` checks them.
     init(databaseHash: [UInt8]?, characteristics: [GATTCharacteristic], covered: [ClosedRange<UInt16>],
-         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], enabledRobustCaching: Bool,
+         descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], clientFeaturesWritten: UInt8,
          services: [GATTService]? = nil, includedServices: [UInt16: [GATTIncludedService]] = [:]) {
         self.databaseHash = databaseHash
         self.characteristics = characteristics
         self.covered = covered
         self.descriptors = descriptors
         self.subscriptions = subscriptions
-        self.enabledRobustCaching = enabledRobustCaching
+        self.clientFeaturesWritten = clientFeaturesWritten
         self.services = services
         self.includedServices = includedServices
     }

@@ -13,8 +13,9 @@ public struct GATTCacheFileError: Error, Hashable, Sendable, CustomStringConvert
 
 /// The bytes of a stored `GATTAttributeCache` (Core spec Vol 3 Part G §2.5.2), sans-IO.
 ///
-/// Layout, little-endian like the rest of Bluetooth: the magic `BLEGATTC`, version 1, a flags
-/// octet (bit 0: robust caching enabled), the hash length (0 or 16) and the hash, then counted lists: covered ranges (start, end); characteristics
+/// Layout, little-endian like the rest of Bluetooth: the magic `BLEGATTC`, version 2, a flags
+/// octet (the Client Supported Features bits written, §7.2: bit 0 robust caching, bit 1 Enhanced
+/// ATT, bit 2 Multiple Handle Value Notifications), the hash length (0 or 16) and the hash, then counted lists: covered ranges (start, end); characteristics
 /// (declaration, value, end handle, properties, UUID length 2 or 16, UUID, descriptor count or
 /// 0xFFFF when not discovered, then each descriptor's handle, UUID length and UUID); CCCD values
 /// written (value handle, bits); then, from version 2, the primary services when the whole
@@ -30,6 +31,8 @@ public enum GATTCacheFileFormat {
     public static let version: UInt8 = 2
     /// The layout before services were kept, still read.
     static let versionWithoutServices: UInt8 = 1
+    /// The Client Supported Features bits the flags octet may hold (Vol 3 Part G §7.2).
+    public static let knownClientFeatures: UInt8 = 0x07
     /// The largest file accepted (a full database of 16-bit attributes is far below this).
     public static let maximumLength = 1 << 20
 
@@ -38,7 +41,7 @@ public enum GATTCacheFileFormat {
         var w = ByteWriter(capacity: 64 + cache.characteristics.count * 16)
         w.append(magic)
         w.u8(version)
-        w.u8(cache.enabledRobustCaching ? 0x01 : 0x00)
+        w.u8(cache.clientFeaturesWritten & GATTCacheFileFormat.knownClientFeatures)
         let hash = cache.databaseHash ?? []
         w.u8(UInt8(truncatingIfNeeded: hash.count))
         w.append(hash)
@@ -107,7 +110,7 @@ public enum GATTCacheFileFormat {
             let v = try r.readU8()
             guard v == version || v == versionWithoutServices else { throw GATTCacheFileError("version \(v) is not \(version)") }
             let flags = try r.readU8()
-            guard flags & ~0x01 == 0 else { throw GATTCacheFileError("flags 0x\(String(flags, radix: 16))") }
+            guard flags & ~GATTCacheFileFormat.knownClientFeatures == 0 else { throw GATTCacheFileError("flags 0x\(String(flags, radix: 16))") }
             let hashLength = Int(try r.readU8())
             guard hashLength == 0 || hashLength == 16 else { throw GATTCacheFileError("Database Hash of \(hashLength) octets") }
             let hash = hashLength == 0 ? nil : try r.readBytes(hashLength)
@@ -166,7 +169,7 @@ public enum GATTCacheFileFormat {
             guard r.isAtEnd else { throw GATTCacheFileError("\(r.remaining) bytes after the end") }
             return GATTAttributeCache(databaseHash: hash, characteristics: characteristics, covered: covered,
                                       descriptors: descriptors, subscriptions: subscriptions,
-                                      enabledRobustCaching: flags & 0x01 != 0,
+                                      clientFeaturesWritten: flags,
                                       services: services, includedServices: includes)
         } catch let error as GATTCacheFileError {
             throw error

@@ -17,65 +17,78 @@ import BLEWire
 //   request after reading the Database Hash.
 extension ATTServer {
     /// Client Supported Features bit 0: the client enabled robust caching (§7.2).
-    public var robustCachingEnabled: Bool { (clientFeatures.first ?? 0) & 0x01 != 0 }
+    public var robustCachingEnabled: Bool { (client.features.first ?? 0) & 0x01 != 0 }
 
     /// The database changed since this client last knew it: it is change-unaware (§2.5.2.1).
     public mutating func databaseChanged() {
-        changeAware = false
-        outOfSyncSent = false
-        hashReadWhileUnaware = false
+        client.changeAware = false
+        client.outOfSyncSent = false
+        client.hashReadWhileUnaware = false
     }
 
     /// Sets a returning bonded client's change awareness as it was left (§2.5.2.1: the state
     /// of a client with a trusted relationship persists across connections).
     public mutating func restoreChangeAwareness(_ aware: Bool) {
-        if aware { changeAware = true } else { databaseChanged() }
+        if aware { client.changeAware = true } else { databaseChanged() }
     }
 
     /// Sets a returning bonded client's Client Supported Features as it left them (§7.2: for a
     /// client with a trusted relationship they persist across connections). Bits already set
     /// on this connection stay set (a client may not clear a bit it enabled).
     public mutating func restoreClientSupportedFeatures(_ features: [UInt8]) {
-        var merged = clientFeatures
+        var merged = client.features
         for (i, octet) in features.enumerated() {
             if i < merged.count { merged[i] |= octet } else { merged.append(octet) }
         }
-        clientFeatures = merged
+        client.features = merged
     }
 
     /// Restores what a bonded client left on its last connection, once per connection: its
     /// Client Supported Features (§7.2), CCCDs (§3.3.3.3) and change awareness (§2.5.2.1), all
     /// of which persist across connections for a client with a trusted relationship.
     public mutating func restoreBondedState(changeAware aware: Bool, features: [UInt8]?, subscriptions: [UInt16: UInt16]) {
-        bondedStateRestored = true
+        client.bondedStateRestored = true
         if let features { restoreClientSupportedFeatures(features) }
         restoreSubscriptions(subscriptions)
         restoreChangeAwareness(aware)
     }
 
     /// True once `restoreBondedState` ran on this connection.
-    public var hasRestoredBondedState: Bool { bondedStateRestored }
+    public var hasRestoredBondedState: Bool { client.bondedStateRestored }
+
+    /// Whether the client has Enhanced ATT bearers open on the link besides the unenhanced one
+    /// (Vol 3 Part G §5.3), set by the owner of the link's servers. While it has, a request after
+    /// Database Out Of Sync does not make the client change-aware (§2.5.2.1): one it sent before
+    /// it saw the error may still be in flight on another bearer. Service Changed's confirmation
+    /// or a read of the Database Hash still do.
+    public var enhancedBearersOpen: Bool {
+        get { client.enhancedBearersOpen }
+        set { client.enhancedBearersOpen = newValue }
+    }
 
     /// True when the client knows the database as it is (§2.5.2.1).
-    public var isChangeAware: Bool { changeAware }
+    public var isChangeAware: Bool { client.changeAware }
 
     /// For a request or command from the client: nil to handle it as usual; otherwise what to
     /// answer instead (Database Out Of Sync for a request, nothing for a command).
     mutating func changeAwarenessVerdict(_ bytes: [UInt8], database: GATTServerDatabase) -> [ServerAction]? {
-        guard !changeAware, robustCachingEnabled, let first = bytes.first else { return nil }
+        guard !client.changeAware, robustCachingEnabled, let first = bytes.first else { return nil }
         let opcode = ATTOpcode(first)
         if opcode.isCommand { return [] }
         if Self.readsDatabaseHash(bytes, database: database) {
-            hashReadWhileUnaware = true
+            client.hashReadWhileUnaware = true
             return nil
         }
-        if outOfSyncSent || hashReadWhileUnaware {
-            changeAware = true
-            outOfSyncSent = false
-            hashReadWhileUnaware = false
+        // "The next request" only means "sent after the client saw the error" on a single
+        // bearer, where requests go one at a time: the Out Of Sync must have gone on the
+        // unenhanced bearer and no Enhanced ATT bearer may be open (as Zephyr does).
+        if client.outOfSyncSent && !client.enhancedBearersOpen && !isEnhanced || client.hashReadWhileUnaware {
+            client.changeAware = true
+            client.outOfSyncSent = false
+            client.hashReadWhileUnaware = false
             return nil
         }
-        outOfSyncSent = true
+        if !isEnhanced { client.outOfSyncSent = true }
         return [Self.error(opcode, 0x0000, .databaseOutOfSync)]
     }
 
@@ -90,11 +103,11 @@ extension ATTServer {
 
     /// The confirmed indication was Service Changed: the client is change-aware (§2.5.2.1).
     mutating func confirmed(indication id: UInt64) {
-        if id == serviceChangedIndicationID {
-            serviceChangedIndicationID = nil
-            changeAware = true
-            outOfSyncSent = false
-            hashReadWhileUnaware = false
+        if id == client.serviceChangedIndicationID {
+            client.serviceChangedIndicationID = nil
+            client.changeAware = true
+            client.outOfSyncSent = false
+            client.hashReadWhileUnaware = false
         }
     }
 }

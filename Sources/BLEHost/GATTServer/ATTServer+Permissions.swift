@@ -117,7 +117,7 @@ extension ATTServer {
             let v = cccd(valueHandle: valueHandle)
             full = [UInt8(v & 0xFF), UInt8(v >> 8)]
         case .clientSupportedFeatures:
-            full = clientFeatures.isEmpty ? [0x00] : clientFeatures
+            full = client.features.isEmpty ? [0x00] : client.features
         case .databaseHash:
             guard let v = try? database.currentDatabaseHashValue() else { return .failure(.unlikelyError) }
             full = v

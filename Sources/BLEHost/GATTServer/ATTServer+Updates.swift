@@ -51,7 +51,7 @@ extension ATTServer {
             return .queueFull
         }
         outgoing.append(.indication(id: id, pdu: Self.updatePDU(ATTOpcode.handleValueIndication.rawValue, valueHandle, value, mtu: mtu)))
-        if valueHandle == database.serviceChangedHandle { serviceChangedIndicationID = id }
+        if valueHandle == database.serviceChangedHandle { client.serviceChangedIndicationID = id }
         return .queued
     }
 

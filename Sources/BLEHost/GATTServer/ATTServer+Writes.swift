@@ -193,7 +193,7 @@ extension ATTServer {
         case let .clientConfiguration(valueHandle, _):
             let v = cccd(valueHandle: valueHandle)
             return [UInt8(v & 0xFF), UInt8(v >> 8)]
-        case .clientSupportedFeatures: return clientFeatures
+        case .clientSupportedFeatures: return client.features
         case .dynamic, .databaseHash: return []
         }
     }
@@ -242,11 +242,11 @@ extension ATTServer {
             // Reserved bits (2–15) are not kept: only notifications and indications exist.
             let bits = (UInt16(value[0]) | UInt16(value[1]) << 8) & 0x0003
             let old = cccd(valueHandle: valueHandle)
-            clientConfigurations[valueHandle] = bits
+            client.configurations[valueHandle] = bits
             guard bits != old else { return [] }
             return [.subscriptionChanged(valueHandle: valueHandle, notifications: bits & 1 != 0, indications: bits & 2 != 0)]
         case .clientSupportedFeatures:
-            clientFeatures = value
+            client.features = value
             return [.valueWritten(handle: attribute.handle, value: value)]
         case .fixed, .dynamic, .databaseHash:
             return []

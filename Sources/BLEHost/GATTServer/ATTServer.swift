@@ -1,13 +1,16 @@
 import BLEWire
 
-/// The Attribute Protocol server of one connection (one unenhanced ATT bearer), sans-IO.
-/// Core spec Vol 3 Part F §3 (the protocol) serving Vol 3 Part G's GATT procedures.
+/// The Attribute Protocol server of one ATT bearer, sans-IO. Core spec Vol 3 Part F §3 (the
+/// protocol) serving Vol 3 Part G's GATT procedures. A link's unenhanced bearer has one, and
+/// so has each of its Enhanced ATT bearers (`enhancedBearer(mtu:)`, ATTServer+Enhanced.swift).
 ///
 /// The owner (the host actor) feeds it every request, command and confirmation the client
 /// sends, with the shared `GATTServerDatabase`, the link's current security and the time, and
-/// carries out the returned `ServerAction`s. Per-connection state lives here: ATT_MTU, the
-/// CCCDs, Client Supported Features, the prepare queue, and the bounded queue of notifications
-/// and indications.
+/// carries out the returned `ServerAction`s. Per-bearer state lives here: ATT_MTU, the request
+/// in progress, the prepare queue, the bounded queue of notifications and indications and the
+/// outstanding indication. Per-client state (CCCDs, Client Supported Features, change awareness,
+/// `ATTClientState`) lives here too, in the unenhanced bearer's server, which lends it to the
+/// link's Enhanced ATT bearers' servers for each call (`sharingClientState`).
 ///
 /// Requests are answered one at a time (§3.3.2): when a request needs the application (a
 /// dynamic value), the server emits `.read`/`.write` and answers when the owner calls
@@ -35,18 +38,16 @@ public struct ATTServer: Sendable {
     /// True after an indication timed out: the bearer is dead (§3.3.3) and the server answers
     /// nothing more.
     public internal(set) var isClosed = false
+    /// True for the server of an Enhanced ATT bearer (`enhancedBearer(mtu:)`, §3.2.11): its
+    /// ATT_MTU is the channel's, and Exchange MTU is refused (§3.4.2).
+    public internal(set) var isEnhanced = false
+    /// For an Enhanced ATT bearer: whether the peer opened it (so its client runs EATT), rather
+    /// than our own client (`enhancedBearer(mtu:openedByPeer:)`).
+    public internal(set) var isOpenedByPeer = false
 
-    /// CCCD values by characteristic value handle.
-    var clientConfigurations: [UInt16: UInt16] = [:]
-    /// Client Supported Features octets (Vol 3 Part G §7.2).
-    var clientFeatures: [UInt8] = []
-    /// Robust caching state (Vol 3 Part G §2.5.2.1, ATTServer+ChangeAwareness.swift).
-    var changeAware = true
-    var outOfSyncSent = false
-    var hashReadWhileUnaware = false
-    var serviceChangedIndicationID: UInt64?
-    /// A bonded client's kept state was restored on this connection (`restoreBondedState`).
-    var bondedStateRestored = false
+    /// What belongs to the client rather than to this bearer: CCCDs, Client Supported Features,
+    /// change awareness. Shared by every bearer of the link (`sharingClientState`).
+    var client = ATTClientState()
     /// Prepared writes in arrival order (§3.4.6).
     var prepareQueue: [PreparedWrite] = []
     /// Notifications and indications waiting for `nextOutgoing`.
@@ -140,6 +141,8 @@ public struct ATTServer: Sendable {
         }
         switch request {
         case let .exchangeMTURequest(clientMTU):
+            // §3.4.2: not used on an Enhanced ATT bearer, whose ATT_MTU the L2CAP channel sets.
+            if isEnhanced { return [Self.error(opcode, 0, .requestNotSupported)] }
             return exchangeMTU(clientMTU: Int(clientMTU))
         case .writeRequest, .prepareWriteRequest, .executeWriteRequest:
             return handleWriteRequest(request, database: &database, security: security)
@@ -199,25 +202,25 @@ public struct ATTServer: Sendable {
     /// This connection's Client Characteristic Configuration for the characteristic whose value
     /// is at `valueHandle` (0 when never written).
     public func cccd(valueHandle: UInt16) -> UInt16 {
-        clientConfigurations[valueHandle] ?? 0
+        client.configurations[valueHandle] ?? 0
     }
 
     /// Every non-zero CCCD by value handle, for keeping them with a bond (Vol 3 Part G
     /// §3.3.3.3: configurations of bonded clients persist across connections).
-    public var subscriptions: [UInt16: UInt16] { clientConfigurations.filter { $0.value != 0 } }
+    public var subscriptions: [UInt16: UInt16] { client.configurations.filter { $0.value != 0 } }
 
     /// Restores CCCDs saved from an earlier connection of the same bonded client.
     public mutating func restoreSubscriptions(_ values: [UInt16: UInt16]) {
-        for (handle, value) in values { clientConfigurations[handle] = value & 0x0003 }
+        for (handle, value) in values { client.configurations[handle] = value & 0x0003 }
     }
 
     /// This connection's Client Supported Features value (Vol 3 Part G §7.2).
-    public var clientSupportedFeatures: [UInt8] { clientFeatures }
+    public var clientSupportedFeatures: [UInt8] { client.features }
 
     /// Forgets per-connection state tied to handles of a removed service: its CCCDs and any
     /// prepared writes for it. Call after `GATTServerDatabase.remove`, before handles are reused.
     public mutating func forgetHandles(in range: ClosedRange<UInt16>) {
-        clientConfigurations = clientConfigurations.filter { !range.contains($0.key) }
+        client.configurations = client.configurations.filter { !range.contains($0.key) }
         prepareQueue.removeAll { range.contains($0.handle) }
     }
 

@@ -18,6 +18,8 @@ extension GATTUUID {
     public static let clientSupportedFeatures = BluetoothUUID(0x2B29)
     /// Database Hash, Vol 3 Part G §7.3.
     public static let databaseHash = BluetoothUUID(0x2B2A)
+    /// Server Supported Features, Vol 3 Part G §7.4 (bit 0: EATT Supported).
+    public static let serverSupportedFeatures = BluetoothUUID(0x2B3A)
 }
 
 /// One attribute of the server's database: handle, type, permissions and where its value lives.

@@ -34,8 +34,10 @@ public struct GATTServerDatabase: Sendable {
     /// - GATT 0x1801 (Vol 3 Part G §7): Service Changed 0x2A05 (indicate, with its CCCD), Client
     ///   Supported Features 0x2B29 (read, write; per connection) and Database Hash 0x2B2A (read).
     /// Their handles are 0x0001–0x0005 and 0x0006–0x000D, the layout of the spec's Database
-    /// Hash example (Vol 3 Part G Appendix B).
-    public init(deviceName: String, appearance: UInt16, deviceNameWritable: Bool = false) {
+    /// Hash example (Vol 3 Part G Appendix B). With `serverSupportedFeatures`, the GATT service
+    /// also has Server Supported Features 0x2B3A (read, this fixed value; §7.4, bit 0 "EATT
+    /// Supported") at 0x000E–0x000F.
+    public init(deviceName: String, appearance: UInt16, deviceNameWritable: Bool = false, serverSupportedFeatures: [UInt8]? = nil) {
         var w = ByteWriter()
         w.u16(appearance)
         let gap = GATTServiceDefinition(uuid: GATTUUID.genericAccessService, characteristics: [
@@ -46,14 +48,20 @@ public struct GATTServerDatabase: Sendable {
             GATTCharacteristicDefinition(uuid: GATTUUID.appearance, properties: [.read], permissions: [.read],
                                          value: w.bytes, maximumLength: 2),
         ])
-        let gatt = GATTServiceDefinition(uuid: GATTUUID.genericAttributeService, characteristics: [
+        var gattCharacteristics = [
             GATTCharacteristicDefinition(uuid: GATTUUID.serviceChanged, properties: [.indicate], permissions: [],
                                          value: [], maximumLength: 4),
             GATTCharacteristicDefinition(uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write],
                                          permissions: [.read, .write], value: nil, maximumLength: 16),
             GATTCharacteristicDefinition(uuid: GATTUUID.databaseHash, properties: [.read], permissions: [.read],
                                          value: nil, maximumLength: 16),
-        ])
+        ]
+        if let serverSupportedFeatures {
+            gattCharacteristics.append(GATTCharacteristicDefinition(
+                uuid: GATTUUID.serverSupportedFeatures, properties: [.read], permissions: [.read],
+                value: Array(serverSupportedFeatures.prefix(16)), maximumLength: 16))
+        }
+        let gatt = GATTServiceDefinition(uuid: GATTUUID.genericAttributeService, characteristics: gattCharacteristics)
         // Neither can fail: 13 handles from 0x0001, no includes, no duplicate descriptors.
         if let gapHandles = try? insert(gap, at: nil) {
             deviceNameHandle = gapHandles[GATTUUID.deviceName]?.valueHandle ?? 0

@@ -30,12 +30,15 @@ struct GattCommand: BLECommand {
     }
 
     /// `EATT: offered (Server Supported Features 0x01)`, `EATT: not offered`, or unknown when
-    /// the characteristic's value was not read.
-    static func eattLine(_ db: GATTDatabaseSnapshot) -> String {
+    /// the characteristic's value was not read. On an encrypted link, `bearers` says how many
+    /// Enhanced ATT bearers our client opened (Vol 3 Part G §5.3.1: only encrypted links have
+    /// them): `EATT: offered (…), 2 bearers open`.
+    static func eattLine(_ db: GATTDatabaseSnapshot, bearers: Int? = nil) -> String {
         switch db.offersEATT {
         case true?:
             let hex = (db.serverSupportedFeatures ?? []).map { String($0, radix: 16, uppercase: true) }.map { $0.count == 1 ? "0" + $0 : $0 }
-            return "EATT: offered (Server Supported Features 0x\(hex.joined()))"
+            let open = bearers.map { ", \($0) bearer\($0 == 1 ? "" : "s") open" } ?? ""
+            return "EATT: offered (Server Supported Features 0x\(hex.joined()))" + open
         case false?:
             return db.serverSupportedFeatures == nil ? "EATT: not offered (no Server Supported Features)" : "EATT: not offered"
         case nil:
@@ -52,7 +55,9 @@ struct GattCommand: BLECommand {
                 print(GATTDatabaseDump.json(db, address: peripheral.address).text)
             } else {
                 print(GATTDatabaseDump.tree(db, address: peripheral.address))
-                print(Self.eattLine(db))
+                let encrypted = await peripheral.securityLevel >= .encrypted
+                let bearers = encrypted ? await peripheral.enhancedATTBearersSettled() : nil
+                print(Self.eattLine(db, bearers: bearers))
                 if db.fromCache { print("Layout from the GATT cache (Database Hash unchanged): no discovery requests") }
             }
             try? await peripheral.disconnect()

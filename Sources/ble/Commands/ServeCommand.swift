@@ -23,6 +23,7 @@ struct ServeCommand: BLECommand {
         .single("source", value: "sim|FILE|-", help: "accel: samples from 'sim' (simulated motion, default), a FILE of \"x y z\" lines, or '-' (stdin)"),
         .single("files", value: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
         .single("l2cap", value: "PSM", help: "also accept LE credit-based L2CAP channels on PSM (1...255) and echo every SDU back"),
+        .flag("eatt", help: "offer Enhanced ATT: Server Supported Features says EATT, and ATT bearers on SPSM 0x0027 are accepted on encrypted links"),
     ]
     /// Serves until interrupted or --duration, then stops advertising and disconnects in order.
     static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts, .pairing]
@@ -46,6 +47,7 @@ struct ServeCommand: BLECommand {
     var json: Bool
     var advertise: Bool
     var l2capPSM: UInt16?
+    var eatt: Bool
     var arguments: ParsedArguments
 
     init(_ args: ParsedArguments) throws {
@@ -71,6 +73,8 @@ struct ServeCommand: BLECommand {
         json = args.flag("json")
         advertise = !args.flag("no-advertise")
         l2capPSM = try args.option("l2cap").map(L2capCommand.psm)
+        eatt = args.flag("eatt")
+        guard !(eatt && l2capPSM == 0x27) else { throw UsageError("--l2cap 0x27 and --eatt exclude each other: SPSM 0x0027 is Enhanced ATT's") }
         arguments = args
     }
 
@@ -102,6 +106,7 @@ struct ServeCommand: BLECommand {
         let security = controller.security
         let store = try security.bondStore()
         var configuration = HostConfiguration()
+        configuration.offersEnhancedATT = eatt
         configuration.security = security.settings(store: store, prompts: keyboard == nil ? nil : prompts) { text in
             log.line("pairingPrompt", [("text", .string(text))], text: text)
         }
