@@ -216,8 +216,8 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return v
     }
 
-    /// Writes a value. With response, a value longer than ATT_MTU − 3 goes as a long write
-    /// (prepared writes then execute; cancelled if any step fails). Without response, it must
+    /// Writes a value. With response, a value longer than ATT_MTU − 3 of the bearer the write
+    /// runs on goes as a long write (prepared writes then execute; cancelled if any step fails). Without response, it must
     /// fit in one Write Command; signed, in one Signed Write Command (ATT_MTU − 15), and the
     /// peer must be bonded with our CSRK (else `BLEError.security(.unavailable)`, nothing sent).
     /// By handle the characteristic's properties are not known: `writeValue(_:for:type:)`
@@ -237,11 +237,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
             try await host.run { [linkID] in try await $0.client.writeWithoutResponse(handle: handle, value: value, onLink: linkID, $0) }
         case .withResponse:
             guard value.count <= 512 else { throw BLEError.invalidArgument("attribute values are at most 512 bytes (got \(value.count))") }
-            if value.count <= mtu - 3 {
-                _ = try await run(WriteProcedure(handle: handle, value: value))
-            } else {
-                _ = try await run(LongWriteProcedure(handle: handle, value: value))
-            }
+            // Write Request or long write, chosen from the ATT_MTU of the bearer it runs on
+            // (an Enhanced ATT bearer's may be smaller than `mtu`, Vol 3 Part F §3.2.8).
+            _ = try await run(WriteValueProcedure(handle: handle, value: value))
         }
     }
 
