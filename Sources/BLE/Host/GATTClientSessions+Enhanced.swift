@@ -11,8 +11,9 @@ import BLEWire
 ///
 /// On a central's link that becomes encrypted, the client reads the server's Server Supported
 /// Features (§7.4) in the background (one Read By Type, once per server in the host's life) and,
-/// when it offers EATT (bit 0), opens `HostConfiguration.enhancedATTBearers` bearers (at most 5,
-/// one L2CAP request).
+/// when it offers EATT (bit 0), opens bearers up to `HostConfiguration.enhancedATTBearers` on the
+/// link (at most 5, one L2CAP request): those open or being opened on the application's request
+/// count, so the background never adds bearers on top of an explicit open.
 extension GATTClientSessions {
     /// A response, notification or indication for our client on the Enhanced ATT bearer `cid`.
     func receiveEnhanced(_ payload: [UInt8], handle: UInt16, cid: UInt16, _ host: isolated HostController) {
@@ -92,12 +93,21 @@ extension GATTClientSessions {
         }
         // Bit 0, EATT Supported (Vol 3 Part G §7.4).
         guard (features.first ?? 0) & 0x01 != 0 else { return }
+        // Top the link up to the configured count, no more: bearers the application opened or is
+        // opening (`HostController.openEnhancedATTBearers`, e.g. the one whose pairing started
+        // this set-up) count against it. Checked now, after the read, when they are known.
+        let open = host.connections.links[handle]?.clients.enhancedCount ?? 0
+        let wanted = count - open - enhancedSetups.requested(handle: handle)
+        guard wanted > 0 else {
+            host.log("Enhanced ATT on link \(linkID): \(open) open, \(enhancedSetups.requested(handle: handle)) being opened on request; none more")
+            return
+        }
         do {
             // Straight to L2CAP, not `openEnhancedATTBearers`: a refusal for want of security
             // must not start a pairing nobody asked for in the background (the link is
             // encrypted; a server that wants more gets no bearers, `Peripheral.openEnhancedATTBearers`
             // raises security when the application asks).
-            let opened = try await host.l2cap.openATTBearers(linkID: linkID, count: count,
+            let opened = try await host.l2cap.openATTBearers(linkID: linkID, count: wanted,
                                                              parameters: host.enhancedATTChannelParameters, host)
             host.log("opened \(opened.count) Enhanced ATT bearers on link \(linkID): \(opened)")
         } catch {
@@ -130,6 +140,19 @@ struct EnhancedATTSetups {
     /// Server Supported Features (Vol 3 Part G §7.4) read from each server during this host's
     /// life, empty for a server without the characteristic.
     var serverFeatures: [DeviceAddress: [UInt8]] = [:]
+
+    /// Enhanced ATT bearers being opened on explicit request (`HostController.openEnhancedATTBearers`)
+    /// per link handle, from the call until it returns (pairing included).
+    private var requests: [UInt16: Int] = [:]
+
+    /// How many bearers explicit requests are opening on `handle` now.
+    func requested(handle: UInt16) -> Int { requests[handle] ?? 0 }
+
+    /// An explicit request for `count` bearers on `handle` starts (`+`) or ends (`-`).
+    mutating func request(handle: UInt16, adding count: Int) {
+        let total = (requests[handle] ?? 0) + count
+        requests[handle] = total > 0 ? total : nil
+    }
 
     /// Marks the set-up of `handle` running; false when it already ran or runs.
     mutating func begin(handle: UInt16) -> Bool {

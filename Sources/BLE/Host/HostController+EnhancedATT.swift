@@ -62,6 +62,11 @@ extension HostController {
     /// and tries once more. Fails with `.l2cap(.refused(result))` when the peer accepts none.
     func openEnhancedATTBearers(linkID: UInt64, count: Int) async throws -> [ATTBearerID] {
         let parameters = enhancedATTChannelParameters
+        // Known to the background set-up while this runs (the pairing below starts it), which
+        // then counts these against its target instead of opening more.
+        let handle = connections.links.handle(forID: linkID)
+        if let handle { client.enhancedSetups.request(handle: handle, adding: count) }
+        defer { if let handle { client.enhancedSetups.request(handle: handle, adding: -count) } }
         do {
             return try await l2cap.openATTBearers(linkID: linkID, count: count, parameters: parameters, self)
         } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand {
