@@ -28,6 +28,20 @@ final class GATTReadValuesTests: XCTestCase {
         XCTAssertEqual(outcome.result, .success(.values([[0xAA, 0xBB], first + rest])))
     }
 
+    /// Review finding 7: a tuple list cut at ATT_MTU − 1 octets (§3.4.4.12) may end inside the
+    /// next value's Length field. The whole tuples are kept, the rest is read.
+    func testAListCutInsideALengthFieldKeepsTheWholeTuplesAndReadsTheRest() {
+        let first = [UInt8](repeating: 0x5A, count: 19)
+        let outcome = runGATTClientScript(ReadValuesProcedure(handles: [3, 5]), [
+            "C: 20 0300 0500",
+            // 1 + (2 + 19) + 1 = 23 = ATT_MTU: one octet of the second tuple's Length.
+            "S: 21 1300 " + first.hexString + " 05",
+            "C: 0a 0500",
+            "S: 0b 0708",
+        ])
+        XCTAssertEqual(outcome.result, .success(.values([first, [0x07, 0x08]])))
+    }
+
     func testAValueTheResponseLeftOutIsRead() {
         let outcome = runGATTClientScript(ReadValuesProcedure(handles: [3, 5, 7]), [
             "C: 20 0300 0500 0700",

@@ -104,10 +104,13 @@ extension ATTPDU {
             return .readMultipleVariableRequest(handles: try handleSet(&r))
         case .readMultipleVariableResponse:
             // §3.4.4.12: the last tuple's value may be cut short by ATT_MTU; its Length field
-            // still gives the full length.
+            // still gives the full length. The cut may also fall inside a Length field.
             guard !r.isAtEnd else { throw WireError.invalid("empty Length Value Tuple List") }
             var tuples: [ATTLengthValue] = []
             while !r.isAtEnd {
+                // The list may be cut at ATT_MTU − 1 octets inside the next Length field: the
+                // whole tuples stand, the lone octet is dropped (the client reads the rest).
+                if r.remaining == 1, !tuples.isEmpty { _ = try r.readU8(); break }
                 let length = try r.readU16()
                 let available = min(Int(length), r.remaining)
                 tuples.append(ATTLengthValue(length: length, value: try r.readBytes(available)))
