@@ -115,7 +115,9 @@ extension Peripheral {
     /// What the client does once the user's request is served, so that it costs no round trip
     /// before the first value: enables robust caching by writing Client Supported Features bit 0
     /// (§7.2, §2.5.2.1), and Service Changed indications (§7.1), both through the cache. A peer
-    /// that refuses either, or has neither, leaves the link as it is.
+    /// that refuses either, or has neither, leaves the link as it is. Client Supported Features
+    /// never loses a bit the server holds: refused as Value Not Allowed (our record of what we
+    /// wrote is gone), it is read and the union of its bits and ours written and recorded.
     public func completeCaching() async {
         do {
             if let sc = try await characteristic(GATTUUID.serviceChanged), sc.properties.contains(.indicate) {
@@ -134,8 +136,17 @@ extension Peripheral {
                 if written & wanted == wanted, try await encryptedBondedLink() { return }
                 // A client never clears a bit it set (§7.2): what was written stays.
                 let value = written | wanted
-                try await syncing { try await writeValue([value], handle: csf.valueHandle) }
-                await updateCache { $0.clientFeaturesWritten = value }
+                do {
+                    try await syncing { try await writeValue([value], handle: csf.valueHandle) }
+                    await updateCache { $0.clientFeaturesWritten = value }
+                } catch BLEError.gatt(.att(code: .valueNotAllowed, _, _)) {
+                    // The server holds bits our record lacks (a bonded server keeps them, §7.2,
+                    // and refuses a write that clears one): read them and add ours.
+                    let held = try await syncing { try await readValue(handle: csf.valueHandle) }.first ?? 0
+                    let merged = held | value
+                    if merged != held { try await syncing { try await writeValue([merged], handle: csf.valueHandle) } }
+                    await updateCache { $0.clientFeaturesWritten = merged }
+                }
             }
         } catch {
             HostDiagnostics.log("[host] writing Client Supported Features on \(address): \(error)")
