@@ -97,7 +97,7 @@ async def main(args: Any, stop: asyncio.Event) -> int:
             gatt.Characteristic(TRIGGER, gatt.Characteristic.Properties.WRITE, gatt.Characteristic.WRITEABLE,
                                 gatt.CharacteristicValue(write=write_trigger)),
             gatt.Characteristic(LONG, gatt.Characteristic.Properties.READ, gatt.Characteristic.READABLE,
-                                bytes(range(60))),
+                                bytes(i % 256 for i in range(512))),
         ]))
 
         def on_connect(connection: Any) -> None:
