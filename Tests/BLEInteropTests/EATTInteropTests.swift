@@ -31,7 +31,10 @@ final class EATTInteropTests: XCTestCase {
     func testBleGattCountsTheEnhancedBearersOnAnEncryptedLink() throws {
         let env = try InteropEnvironment.current()
         let eatt = try startPeer("eatt_peer.py", arguments: ["--secret"], environment: env)
-        let run = try BLETool.run(["gatt", "\(eatt.address)/random", "--hci", env.rootcanal], timeout: 60)
+        // Its own bond store: the run's shared one may hold another Bumble peer's bond.
+        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("ble-eatt-bonds-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: bonds) }
+        let run = try BLETool.run(["gatt", "\(eatt.address)/random", "--hci", env.rootcanal], environment: ["BLE_BONDS": bonds.path], timeout: 60)
         XCTAssertTrue(run.succeeded, "\(run)")
         XCTAssertTrue(run.stdout.contains("EATT: offered (Server Supported Features 0x01), 2 bearers open"), run.stdout)
     }

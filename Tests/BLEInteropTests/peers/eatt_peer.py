@@ -52,6 +52,9 @@ def eatt_channels(device: Device, connection: Any) -> list[Any]:
 async def main(args: Any, stop: asyncio.Event) -> int:
     async with await common.open_hci(args.transport) as transport:
         config = DeviceConfiguration(name=args.name, address=common.parse_static_address(args.address))
+        # An IRK of its own (a bare DeviceConfiguration keeps Bumble's all-zero default, the same
+        # for every peer): derived from the address, as Bumble's config loader does.
+        config.irk = (bytes(config.address) * 3)[:16]
         config.eatt_enabled = True
         device = Device.from_config_with_hci(config, transport.source, transport.sink)
         gate = asyncio.Event()
