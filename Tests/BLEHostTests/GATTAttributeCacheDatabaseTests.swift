@@ -14,7 +14,7 @@ final class GATTAttributeCacheDatabaseTests: XCTestCase {
     static let cccd = GATTDescriptor(handle: 0x000A, uuid: BluetoothUUID(0x2902))
     static let location = GATTCharacteristic(uuid: BluetoothUUID(0x2A38), declarationHandle: 0x000B, valueHandle: 0x000C, properties: [.read], endHandle: 0x000B)
     static let include = GATTIncludedService(declarationHandle: 0x0007, serviceHandleRange: 0x0020...0x0025,
-                                             uuid: BluetoothUUID(string: "7E1F00A0-8D0B-4C1E-9A00-5B1E00C0FFEE")!)
+                                             uuid: BluetoothUUID(0xFEE0))
 
     static var dump: [GATTAttributeCache.ServiceEntry] {
         [.init(service: gap, includedServices: [], characteristics: [.init(characteristic: name, descriptors: []), .init(characteristic: appearance, descriptors: [])]),

@@ -117,8 +117,17 @@ extension HostController {
     /// Opens a channel on `linkID`; a refusal for want of security raises it (encrypt with the
     /// bond's key, otherwise pair) and tries once more, as a GATT request does.
     func openL2CAPChannel(linkID: UInt64, psm: UInt16, parameters: CreditBasedChannelParameters) async throws -> LECreditBasedChannel {
+        try await raisingSecurityOnRefusal(linkID: linkID) {
+            try await l2cap.open(linkID: linkID, psm: psm, parameters: parameters, self)
+        }
+    }
+
+    /// Runs `open`; when the peer refuses for want of security (insufficient authentication,
+    /// encryption or key size, Vol 3 Part A §4.23) and the settings raise security on demand,
+    /// raises it (encrypt with the bond's key, otherwise pair) and runs `open` once more.
+    func raisingSecurityOnRefusal<T>(linkID: UInt64, _ open: () async throws -> T) async throws -> T {
         do {
-            return try await l2cap.open(linkID: linkID, psm: psm, parameters: parameters, self)
+            return try await open()
         } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand {
             let code: ATTErrorCode
             switch result {
@@ -128,7 +137,7 @@ extension HostController {
             default: throw BLEError.l2cap(.refused(result))
             }
             try await security.raise(for: code, linkID: linkID, self)
-            return try await l2cap.open(linkID: linkID, psm: psm, parameters: parameters, self)
+            return try await open()
         }
     }
 }

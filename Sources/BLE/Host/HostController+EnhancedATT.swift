@@ -67,18 +67,8 @@ extension HostController {
         let handle = connections.links.handle(forID: linkID)
         if let handle { client.enhancedSetups.request(handle: handle, adding: count) }
         defer { if let handle { client.enhancedSetups.request(handle: handle, adding: -count) } }
-        do {
-            return try await l2cap.openATTBearers(linkID: linkID, count: count, parameters: parameters, self)
-        } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand {
-            let code: ATTErrorCode
-            switch result {
-            case .insufficientAuthentication: code = .insufficientAuthentication
-            case .insufficientEncryption: code = .insufficientEncryption
-            case .encryptionKeySizeTooShort: code = .encryptionKeySizeTooShort
-            default: throw BLEError.l2cap(.refused(result))
-            }
-            try await security.raise(for: code, linkID: linkID, self)
-            return try await l2cap.openATTBearers(linkID: linkID, count: count, parameters: parameters, self)
+        return try await raisingSecurityOnRefusal(linkID: linkID) {
+            try await l2cap.openATTBearers(linkID: linkID, count: count, parameters: parameters, self)
         }
     }
 

@@ -11,8 +11,10 @@ extension Link {
         case .unenhanced:
             return body(&server)
         case let .enhanced(cid):
-            guard enhancedServers[cid] != nil else { return nil }
-            return server.sharingClientState(with: &enhancedServers[cid]!, body)
+            // Taken out and put back, so the bearer's server is changed in place, not copied.
+            guard var bearerServer = enhancedServers.removeValue(forKey: cid) else { return nil }
+            defer { enhancedServers[cid] = bearerServer }
+            return server.sharingClientState(with: &bearerServer, body)
         }
     }
 
