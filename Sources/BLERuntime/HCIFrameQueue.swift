@@ -92,8 +92,22 @@ public final class HCIFrameQueue: Sendable {
             }
             if Task.isCancelled { return nil }
             await withTaskCancellationHandler(operation: {
-                await waitForFrames(isolation: isolation)
-            }, onCancel: { cancelReader() }, isolation: isolation)
+                await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { s -> Bool in
+                        if !s.frames.isEmpty || s.closed || s.cancelled { return true }
+                        s.waiter = c
+                        return false
+                    }
+                    if resumeNow { c.resume() }
+                }
+            }, onCancel: {
+                let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+                    s.cancelled = true
+                    defer { s.waiter = nil }
+                    return s.waiter
+                }
+                waiter?.resume()
+            }, isolation: isolation)
         }
     }
 
@@ -114,31 +128,23 @@ public final class HCIFrameQueue: Sendable {
                 case let .failed(error): throw error
                 case .empty: break
                 }
-                await waitForFrames(isolation: isolation)
+                await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { s -> Bool in
+                        if !s.frames.isEmpty || s.closed || s.cancelled { return true }
+                        s.waiter = c
+                        return false
+                    }
+                    if resumeNow { c.resume() }
+                }
             }
-        }, onCancel: { cancelReader() }, isolation: isolation)
-    }
-
-    /// Suspends until frames are queued, the queue is closed, or the reader was cancelled.
-    private func waitForFrames(isolation: isolated (any Actor)?) async {
-        await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> Bool in
-                if !s.frames.isEmpty || s.closed || s.cancelled { return true }
-                s.waiter = c
-                return false
+        }, onCancel: {
+            let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+                s.cancelled = true
+                defer { s.waiter = nil }
+                return s.waiter
             }
-            if resumeNow { c.resume() }
-        }
-    }
-
-    /// The reader's task was cancelled: marks it and wakes a waiting reader.
-    private func cancelReader() {
-        let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
-            s.cancelled = true
-            defer { s.waiter = nil }
-            return s.waiter
-        }
-        waiter?.resume()
+            waiter?.resume()
+        }, isolation: isolation)
     }
 
     private func take() -> Take {
