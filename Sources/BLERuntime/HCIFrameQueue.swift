@@ -92,22 +92,8 @@ public final class HCIFrameQueue: Sendable {
             }
             if Task.isCancelled { return nil }
             await withTaskCancellationHandler(operation: {
-                await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
-                    let resumeNow = state.withLock { s -> Bool in
-                        if !s.frames.isEmpty || s.closed || s.cancelled { return true }
-                        s.waiter = c
-                        return false
-                    }
-                    if resumeNow { c.resume() }
-                }
-            }, onCancel: {
-                let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
-                    s.cancelled = true
-                    defer { s.waiter = nil }
-                    return s.waiter
-                }
-                waiter?.resume()
-            }, isolation: isolation)
+                await waitForFrames(isolation: isolation)
+            }, onCancel: { cancelReader() }, isolation: isolation)
         }
     }
 
@@ -128,23 +114,31 @@ public final class HCIFrameQueue: Sendable {
                 case let .failed(error): throw error
                 case .empty: break
                 }
-                await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
-                    let resumeNow = state.withLock { s -> Bool in
-                        if !s.frames.isEmpty || s.closed || s.cancelled { return true }
-                        s.waiter = c
-                        return false
-                    }
-                    if resumeNow { c.resume() }
-                }
+                await waitForFrames(isolation: isolation)
             }
-        }, onCancel: {
-            let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
-                s.cancelled = true
-                defer { s.waiter = nil }
-                return s.waiter
+        }, onCancel: { cancelReader() }, isolation: isolation)
+    }
+
+    /// Suspends until frames are queued, the queue is closed, or the reader was cancelled.
+    private func waitForFrames(isolation: isolated (any Actor)?) async {
+        await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if !s.frames.isEmpty || s.closed || s.cancelled { return true }
+                s.waiter = c
+                return false
             }
-            waiter?.resume()
-        }, isolation: isolation)
+            if resumeNow { c.resume() }
+        }
+    }
+
+    /// The reader's task was cancelled: marks it and wakes a waiting reader.
+    private func cancelReader() {
+        let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
+            s.cancelled = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
     }
 
     private func take() -> Take {
