@@ -74,6 +74,10 @@ def parse_static_address(text: str) -> Address:
 
 def make_device(transport: Any, name: str, address: str) -> Device:
     config = DeviceConfiguration(name=name, address=parse_static_address(address))
+    # An IRK of its own, derived from the address: a bare DeviceConfiguration keeps Bumble's
+    # all-zero default, the same for every peer, so two peers bonded in one store would claim
+    # one identity and our stack refuses the second.
+    config.irk = (bytes(config.address) * 3)[:16]
     # Keep the default GAP/GATT services: the tests discover them like on any real device.
     return Device.from_config_with_hci(config, transport.source, transport.sink)
 
