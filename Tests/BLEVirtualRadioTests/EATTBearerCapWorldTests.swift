@@ -59,4 +59,47 @@ final class EATTBearerCapWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    /// Review finding 10: a caller of `enhancedATTBearersSettled` whose task is cancelled stops
+    /// waiting at once. The set-up here hangs: its Server Supported Features read queues behind
+    /// a read the peripheral never answers, so it would end only at the 30 s ATT timeout.
+    func testACancelledWaitForTheSetUpReturnsAtOnce() async throws {
+        try await VirtualWorld.run { world in
+            let silent = BluetoothUUID(0xBE51)
+            var peripheral = HostConfiguration()
+            peripheral.offersEnhancedATT = true
+            peripheral.security.agent = FixedPairingAgent(confirms: true)
+            var central = HostConfiguration()
+            central.security.agent = FixedPairingAgent(confirms: true)
+            let (manager, device) = try await world.addPeripheralManager(name: "Cap3", configuration: peripheral)
+            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE50), characteristics: [
+                GATTCharacteristicDefinition(uuid: silent, properties: [.read], permissions: [.read], value: nil),
+            ]))
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Cap3").build(),
+                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let (c, _) = try await world.addCentral(configuration: central)
+            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let service = try await p.discoverServices([BluetoothUUID(0xBE50)]).first
+            let found = try await p.discoverCharacteristics([silent], for: XCTUnwrap(service))
+            let held = try XCTUnwrap(found.first)
+            // Never answered (the events are read, so the server waits for a response): the
+            // unenhanced bearer stays busy until the transaction timeout.
+            let events = await manager.events
+            let read = Task(executorPreference: world.clock.taskExecutor) { try await p.readValue(for: held) }
+            try await world.clock.sleep(for: .milliseconds(100))
+            _ = try await p.pair()
+            let waiter = Task(executorPreference: world.clock.taskExecutor) { await p.enhancedATTBearersSettled() }
+            try await world.clock.sleep(for: .seconds(1))
+            let cancelledAt = world.clock.now()
+            waiter.cancel()
+            let count = await waiter.value
+            XCTAssertEqual(count, 0, "no bearer opened while the set-up hangs")
+            XCTAssertLessThan(world.clock.now() - cancelledAt, .seconds(1),
+                              "the cancelled wait returned at once, not at the set-up's 30 s timeout")
+            read.cancel()
+            _ = events
+            await c.close()
+            await manager.close()
+        }
+    }
 }

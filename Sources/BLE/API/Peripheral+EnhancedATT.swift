@@ -13,7 +13,8 @@ extension Peripheral {
 
     /// Waits for the background set-up of Enhanced ATT bearers to end, if one runs (it starts
     /// when the link is encrypted, Vol 3 Part G §5.3.1), and returns how many are open then.
-    /// The set-up is bounded by the ATT and L2CAP signalling timeouts, so this returns.
+    /// The set-up is bounded by the ATT and L2CAP signalling timeouts, so this returns; a
+    /// cancelled caller returns at once with the count open then.
     public func enhancedATTBearersSettled() async -> Int {
         await host.run { [linkID] in await $0.client.enhancedBearerCount(linkID: linkID, waitingForSetUp: true, $0) } ?? 0
     }

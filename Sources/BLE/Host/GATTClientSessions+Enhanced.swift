@@ -116,12 +116,21 @@ extension GATTClientSessions {
     }
 
     /// The number of Enhanced ATT bearers open on the link, once its background set-up (if one
-    /// runs) has ended; nil when the link is gone.
+    /// runs) has ended, or at once when the calling task is cancelled; nil when the link is gone.
     func enhancedBearerCount(linkID: UInt64, waitingForSetUp: Bool, _ host: isolated HostController) async -> Int? {
         guard let handle = host.connections.links.handle(forID: linkID) else { return nil }
         if waitingForSetUp, enhancedSetups.isRunning(handle: handle) {
-            await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
-                enhancedSetups.wait(handle: handle, c)
+            let token = host.makeToken()
+            await withTaskCancellationHandler {
+                await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
+                    // Cancelled before it waits: the handler below has nothing to resume yet.
+                    guard !Task.isCancelled else { return c.resume() }
+                    enhancedSetups.wait(handle: handle, token: token, c)
+                }
+            } onCancel: {
+                Task(executorPreference: host.clock.taskExecutor) {
+                    await host.run { $0.client.enhancedSetups.stopWaiting(handle: handle, token: token) }
+                }
             }
         }
         guard let h = host.connections.links.handle(forID: linkID), h == handle else { return nil }
@@ -132,7 +141,8 @@ extension GATTClientSessions {
 /// Which links have their Enhanced ATT set-up running or done, and who waits for it to end.
 struct EnhancedATTSetups {
     private enum State {
-        case running([CheckedContinuation<Void, Never>])
+        /// Running, with who waits for its end, by token.
+        case running([UInt64: CheckedContinuation<Void, Never>])
         case done
     }
 
@@ -157,7 +167,7 @@ struct EnhancedATTSetups {
     /// Marks the set-up of `handle` running; false when it already ran or runs.
     mutating func begin(handle: UInt16) -> Bool {
         guard states[handle] == nil else { return false }
-        states[handle] = .running([])
+        states[handle] = .running([:])
         return true
     }
 
@@ -168,16 +178,23 @@ struct EnhancedATTSetups {
     }
 
     /// Waits for the running set-up of `handle` to end (resumed at once if none runs).
-    mutating func wait(handle: UInt16, _ c: CheckedContinuation<Void, Never>) {
+    mutating func wait(handle: UInt16, token: UInt64, _ c: CheckedContinuation<Void, Never>) {
         guard case var .running(waiters)? = states[handle] else { return c.resume() }
-        waiters.append(c)
+        waiters[token] = c
         states[handle] = .running(waiters)
+    }
+
+    /// The waiter `token` was cancelled: it resumes now, the set-up runs on.
+    mutating func stopWaiting(handle: UInt16, token: UInt64) {
+        guard case var .running(waiters)? = states[handle], let c = waiters.removeValue(forKey: token) else { return }
+        states[handle] = .running(waiters)
+        c.resume()
     }
 
     /// The set-up of `handle` ended, or its link went: its waiters resume. A gone link's entry
     /// is dropped (`finish` from `linkClosed`), so a new link on the handle starts afresh.
     mutating func finish(handle: UInt16, linkGone: Bool = false) {
-        if case let .running(waiters)? = states[handle] { for w in waiters { w.resume() } }
+        if case let .running(waiters)? = states[handle] { for w in waiters.values { w.resume() } }
         states[handle] = linkGone ? nil : .done
     }
 }
