@@ -92,4 +92,24 @@ final class GAPScanAggregatorTests: XCTestCase {
         let out = a.receive(report(.scanResponse, hrm, scanResponse), now: .zero)
         XCTAssertEqual(out.first?.advertisement.txPowerLevel, 4)
     }
+
+    /// A scan response whose advertisement never came ages out like a device: heard again long
+    /// after, the device's advertisement is not merged with that old response.
+    func testALoneScanResponseAgesOut() {
+        var a = ScanAggregator(active: true, filter: ScanFilter())
+        XCTAssertTrue(a.receive(report(.scanResponse, hrm, scanResponse), now: .seconds(1)).isEmpty)
+        XCTAssertTrue(a.removeStale(olderThan: .seconds(10), now: .seconds(12)).isEmpty, "never reported, so not reported stale")
+        let out = a.receive(report(.nonConnectable, hrm, advertisement), now: .seconds(13))
+        XCTAssertEqual(out.count, 1)
+        XCTAssertFalse(out[0].hasScanResponse, "the old scan response was forgotten")
+        XCTAssertNil(out[0].advertisement.txPowerLevel)
+    }
+
+    func testARecentLoneScanResponseIsKept() {
+        var a = ScanAggregator(active: true, filter: ScanFilter())
+        XCTAssertTrue(a.receive(report(.scanResponse, hrm, scanResponse), now: .seconds(5)).isEmpty)
+        XCTAssertTrue(a.removeStale(olderThan: .seconds(10), now: .seconds(12)).isEmpty)
+        let out = a.receive(report(.nonConnectable, hrm, advertisement), now: .seconds(13))
+        XCTAssertEqual(out.first?.advertisement.txPowerLevel, 4, "heard within the age limit, it is still merged")
+    }
 }

@@ -221,8 +221,12 @@ public struct ScanAggregator: Sendable {
                 entry.scanResponseParsed = false
             }
             entry.awaitingScanResponse = false
-            // A scan response without its advertisement: kept for when the advertisement comes.
-            guard entry.hasDevice else { return }
+            // A scan response without its advertisement: kept for when the advertisement comes,
+            // and aged out like a device if it does not (the placeholder's `lastSeen`).
+            guard entry.hasDevice else {
+                entry.device.lastSeen = now
+                return
+            }
             update(&entry, report: report, now: now, scanResponse: true)
             emitIfWanted(&entry, filter: filter, into: &out)
             return
@@ -239,12 +243,13 @@ public struct ScanAggregator: Sendable {
         emitIfWanted(&entry, filter: filter, into: &out)
     }
 
-    /// Devices not heard for `maximumAge` as of `now`, removed from the table.
+    /// Devices not heard for `maximumAge` as of `now`, removed from the table. Scan responses
+    /// whose advertisement never came go too, unreported (no device was reported for them).
     public mutating func removeStale(olderThan maximumAge: Duration, now: Duration) -> [ScannedDevice] {
         var stale: [ScannedDevice] = []
         table.removeAll { entry in
-            guard entry.hasDevice, now - entry.device.lastSeen > maximumAge else { return false }
-            stale.append(entry.device)
+            guard now - entry.device.lastSeen > maximumAge else { return false }
+            if entry.hasDevice { stale.append(entry.device) }
             return true
         }
         return stale
