@@ -82,7 +82,22 @@ final class NotificationSource: Sendable {
     @usableFromInline
     func take() -> StreamTake<[UInt8]> { queue.take() }
 
-    /// Waits on the caller's isolation for the next value (after `take()` said `.wait`).
+    /// Waits on the caller's isolation for the next value (after `take()` said `.wait`):
+    /// nil once the stream is over, or once the reading task is cancelled, which abandons the
+    /// queue (as `AsyncStream`'s `onCancel` did). Inlinable, so that after the wait the consumer
+    /// goes on in its own code with one executor check less.
+    @inlinable
+    nonisolated(nonsending) func wait() async -> [UInt8]? {
+        await withTaskCancellationHandler(operation: {
+            await withUnsafeContinuation { (c: UnsafeContinuation<[UInt8]?, Never>) in park(c) }
+        }, onCancel: { abandon() })
+    }
+
+    /// Hands the waiting consumer's continuation to the queue.
     @usableFromInline
-    nonisolated(nonsending) func wait() async -> [UInt8]? { await queue.wait() }
+    func park(_ c: UnsafeContinuation<[UInt8]?, Never>) { queue.park(c) }
+
+    /// The reading task was cancelled: the queue is abandoned and a waiting read ends.
+    @usableFromInline
+    func abandon() { queue.abandon() }
 }

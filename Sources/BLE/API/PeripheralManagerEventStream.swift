@@ -81,7 +81,22 @@ final class PeripheralManagerEventSource: Sendable {
     @usableFromInline
     func take() -> StreamTake<PeripheralManagerEvent> { queue.take() }
 
-    /// Waits on the caller's isolation for the next event (after `take()` said `.wait`).
+    /// Waits on the caller's isolation for the next event (after `take()` said `.wait`):
+    /// nil once the stream is over, or once the reading task is cancelled, which abandons the
+    /// queue (as `AsyncStream`'s `onCancel` did). Inlinable, so that after the wait the consumer
+    /// goes on in its own code with one executor check less.
+    @inlinable
+    nonisolated(nonsending) func wait() async -> PeripheralManagerEvent? {
+        await withTaskCancellationHandler(operation: {
+            await withUnsafeContinuation { (c: UnsafeContinuation<PeripheralManagerEvent?, Never>) in park(c) }
+        }, onCancel: { abandon() })
+    }
+
+    /// Hands the waiting consumer's continuation to the queue.
     @usableFromInline
-    nonisolated(nonsending) func wait() async -> PeripheralManagerEvent? { await queue.wait() }
+    func park(_ c: UnsafeContinuation<PeripheralManagerEvent?, Never>) { queue.park(c) }
+
+    /// The reading task was cancelled: the queue is abandoned and a waiting read ends.
+    @usableFromInline
+    func abandon() { queue.abandon() }
 }

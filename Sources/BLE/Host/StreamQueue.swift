@@ -85,36 +85,30 @@ final class StreamQueue<Element: Sendable>: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// Waits for the next value after `take()` said `.wait`: nil once finished and drained, or
-    /// once the reading task is cancelled (which abandons the queue, as `AsyncStream`'s
-    /// `onCancel` did). Runs on the caller's isolation (`nonisolated(nonsending)`): no executor
-    /// hop on the way in, the consumer resumed where it waits.
-    nonisolated(nonsending) func wait() async -> Element? {
-        await withTaskCancellationHandler(operation: {
-            await withUnsafeContinuation { (c: UnsafeContinuation<Element?, Never>) in
-                let now = state.withLock { s -> StreamTake<Element> in
-                    if s.head < s.values.count {
-                        let v = s.values[s.head]
-                        s.head += 1
-                        return .value(v)
-                    }
-                    // Abandoned covers a cancellation that came before the handler was in place
-                    // (the handler then ran at once); a second concurrent reader gets the end
-                    // rather than taking the first one's place.
-                    if s.finished || s.abandoned || s.waiter != nil { return .end }
-                    s.waiter = c
-                    return .wait
-                }
-                switch now {
-                case let .value(v): c.resume(returning: v)
-                case .end: c.resume(returning: nil)
-                case .wait: break
-                }
+    /// Parks the consumer's continuation after `take()` said `.wait` (inside the consumer's
+    /// cancellation handler): resumed with the next value, or nil once finished and drained or
+    /// abandoned. Abandoned covers a cancellation that came before the handler was in place (the
+    /// handler then ran at once); a second concurrent reader gets nil rather than taking the
+    /// first one's place.
+    func park(_ c: UnsafeContinuation<Element?, Never>) {
+        let now = state.withLock { s -> StreamTake<Element> in
+            if s.head < s.values.count {
+                let v = s.values[s.head]
+                s.head += 1
+                return .value(v)
             }
-        }, onCancel: { abandon() })
+            if s.finished || s.abandoned || s.waiter != nil { return .end }
+            s.waiter = c
+            return .wait
+        }
+        switch now {
+        case let .value(v): c.resume(returning: v)
+        case .end: c.resume(returning: nil)
+        case .wait: break
+        }
     }
 
-    /// A buffered value, the end, or "wait" (then `wait()`), without suspending: what the
+    /// A buffered value, the end, or "wait" (then `park`), without suspending: what the
     /// consumer's iterator does first. A cancelled reading task abandons the queue and gets the end.
     func take() -> StreamTake<Element> {
         if Task.isCancelled {
