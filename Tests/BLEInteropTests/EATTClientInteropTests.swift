@@ -16,7 +16,7 @@ final class EATTClientInteropTests: XCTestCase {
 
     /// The first `count` values of `stream`, or fewer once `limit` passes (a bound for a
     /// failing test, not a timing assumption).
-    private static func values(_ stream: AsyncStream<[UInt8]>, count: Int, limit: Duration) async -> [[UInt8]] {
+    private static func values(_ stream: NotificationStream, count: Int, limit: Duration) async -> [[UInt8]] {
         await withTaskGroup(of: [[UInt8]]?.self) { group in
             group.addTask {
                 var got: [[UInt8]] = []

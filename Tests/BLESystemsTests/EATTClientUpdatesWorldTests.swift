@@ -18,7 +18,7 @@ final class EATTClientUpdatesWorldTests: XCTestCase {
     static let indicated = BluetoothUUID(0xFE63)
 
     /// Up to `count` values of `stream`, fewer if `limit` of virtual time passes first.
-    static func values(_ stream: AsyncStream<[UInt8]>, count: Int, within limit: Duration, _ world: VirtualWorld) async -> [[UInt8]] {
+    static func values(_ stream: NotificationStream, count: Int, within limit: Duration, _ world: VirtualWorld) async -> [[UInt8]] {
         await withTaskGroup(of: [[UInt8]]?.self) { group in
             group.addTask(executorPreference: world.clock.taskExecutor) {
                 var got: [[UInt8]] = []
@@ -61,7 +61,7 @@ final class EATTClientUpdatesWorldTests: XCTestCase {
             // Client Supported Features 0x07: the server may send Multiple Handle Value Notifications.
             await p.completeCaching()
 
-            var streams: [AsyncStream<[UInt8]>] = []
+            var streams: [NotificationStream] = []
             for uuid in [Self.first, Self.second, Self.indicated] {
                 let found = try await p.characteristic(uuid)
                 let c = try XCTUnwrap(found)

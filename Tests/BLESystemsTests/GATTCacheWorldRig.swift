@@ -64,8 +64,10 @@ struct GATTCacheRig {
     }
 
     /// The first element of `values`, or nil after `limit` of the world's time.
-    static func firstValue<T: Sendable>(_ values: AsyncStream<T>, within limit: Duration, _ world: VirtualWorld) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
+    static func firstValue<Values: AsyncSequence & Sendable>(_ values: Values, within limit: Duration,
+                                                            _ world: VirtualWorld) async -> Values.Element?
+        where Values.Element: Sendable, Values.Failure == Never {
+        await withTaskGroup(of: Values.Element?.self) { group in
             group.addTask(executorPreference: world.clock.taskExecutor) {
                 for await v in values { return v }
                 return nil

@@ -72,7 +72,7 @@ final class EATTBoundsWorldTests: XCTestCase {
     }
 
     /// Whether `events` carries `.readyToUpdateSubscribers` within `bound` of virtual time.
-    static func readyToUpdate(_ events: AsyncStream<PeripheralManagerEvent>, within bound: Duration, _ world: VirtualWorld) async -> Bool {
+    static func readyToUpdate(_ events: PeripheralManagerEventStream, within bound: Duration, _ world: VirtualWorld) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask(executorPreference: world.clock.taskExecutor) {
                 for await event in events { if case .readyToUpdateSubscribers = event { return true } }

@@ -31,7 +31,7 @@ extension Peripheral {
         let executor = host.clock.taskExecutor
         // Forwards one subscription's values; its end (unless cancelled: a newer one took
         // over) is the link's.
-        let forward = { @Sendable (values: AsyncStream<[UInt8]>) -> Task<Void, Never> in
+        let forward = { @Sendable (values: NotificationStream) -> Task<Void, Never> in
             Task(executorPreference: executor) {
                 for await value in values { continuation.yield(.value(value)) }
                 if !Task.isCancelled { continuation.finish() }

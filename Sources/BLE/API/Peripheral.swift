@@ -268,13 +268,13 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     /// Values notified or indicated on this characteristic, from now until the link goes down or
     /// the consumer stops. Indications are confirmed by the stack as they arrive.
-    public func notifications(for characteristic: GATTCharacteristic) async -> AsyncStream<[UInt8]> {
+    public func notifications(for characteristic: GATTCharacteristic) async -> NotificationStream {
         await host.run { [linkID] in $0.client.notificationStream(valueHandle: characteristic.valueHandle, onLink: linkID, $0) }
     }
 
     /// Like `notifications(for:)`, by value handle: for a characteristic whose handle is known
     /// without discovering it.
-    public func notifications(valueHandle: UInt16) async -> AsyncStream<[UInt8]> {
+    public func notifications(valueHandle: UInt16) async -> NotificationStream {
         await host.run { [linkID] in $0.client.notificationStream(valueHandle: valueHandle, onLink: linkID, $0) }
     }
 

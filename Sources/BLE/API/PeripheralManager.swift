@@ -64,7 +64,7 @@ public final class PeripheralManager: Sendable {
 
     /// Everything that happens from now on: connections, subscriptions, requests, ready signals.
     /// Each call returns a new stream; every stream sees every event.
-    public var events: AsyncStream<PeripheralManagerEvent> {
+    public var events: PeripheralManagerEventStream {
         get async { await host.run { $0.server.events($0) } }
     }
 

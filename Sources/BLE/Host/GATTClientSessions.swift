@@ -239,14 +239,14 @@ final class GATTClientSessions {
 
     // MARK: - Streams
 
-    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<[UInt8]> {
+    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> NotificationStream {
         let queue = NotificationQueue(limit: host.configuration.notificationBufferLimit)
         guard let handle = host.connections.links.handle(forID: linkID) else {
             queue.finish()
-            return queue.stream()
+            return NotificationStream(queue)
         }
         sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][host.makeToken()] = queue
-        return queue.stream()
+        return NotificationStream(queue)
     }
 
     func servicesChangedStream(onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<ClosedRange<UInt16>> {

@@ -419,9 +419,9 @@ final class GATTServerSessions {
     }
 
     /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order.
-    func events(_ host: isolated HostController) -> AsyncStream<PeripheralManagerEvent> {
+    func events(_ host: isolated HostController) -> PeripheralManagerEventStream {
         let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
         eventSinks[host.makeToken()] = queue
-        return queue.stream()
+        return PeripheralManagerEventStream(queue)
     }
 }

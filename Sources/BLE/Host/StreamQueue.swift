@@ -8,14 +8,20 @@ typealias NotificationQueue = StreamQueue<[UInt8]>
 /// `AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(limit))` keeps, without the
 /// stream's generic storage on the hot path (issue 12's profile: its unspecialised `yield` and
 /// `removeFirst` cost more than the whole ATT layer per notification; generic here, it is
-/// specialised inside this module). The stream the API returns is `AsyncStream(unfolding:)`
-/// over `next()`, so its type and its behaviour are as before: values in arrival order, at
-/// most `limit` buffered (newer ones dropped while full, as `.bufferingOldest` does; `Int.max`
-/// for an unbounded stream), then the end once the host finishes it and the rest is read.
+/// specialised inside this module). Values come out in arrival order, at most `limit` buffered
+/// (newer ones dropped while full, as `.bufferingOldest` does; `Int.max` for an unbounded
+/// stream), then the end once the host finishes it and the rest is read.
 ///
-/// The host keeps the queue; the stream keeps a `Reader`. When the consumer lets the stream
-/// go, or cancels the task reading it, the queue is marked abandoned and the host drops it at
-/// the next value or when the link closes — no task is started for it.
+/// The host keeps the queue; the consumer's sequence (`NotificationStream`,
+/// `PeripheralManagerEventStream`) keeps a source object that holds it. The sequence's iterator
+/// first calls `take()`: a buffered value is taken under the lock with no suspension, no
+/// executor hop and no cancellation record (issue 12: `AsyncStream(unfolding:)` cost about
+/// eight task switches and a cancellation handler per value); only a consumer that must
+/// `wait()` installs a cancellation handler, and it waits on its own isolation. When the
+/// consumer lets the sequence go, or cancels the task reading it, the queue is marked abandoned
+/// and the host drops it at the next value or when the link closes — no task is started for it.
+///
+/// One reader at a time: a second reader that waits while another already waits gets the end.
 final class StreamQueue<Element: Sendable>: Sendable {
     private struct State {
         var values: [Element] = []
@@ -35,6 +41,9 @@ final class StreamQueue<Element: Sendable>: Sendable {
 
     /// Whether the consumer has gone: the host may forget this queue.
     var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Whether a reader waits for the next value now (tests wait for a reader to park).
+    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 
     /// Hands a value to the consumer (at once if it waits); dropped when `limit` values are
     /// already waiting, or after `finish`. False when the consumer has gone (`isAbandoned`).
@@ -65,7 +74,7 @@ final class StreamQueue<Element: Sendable>: Sendable {
     }
 
     /// The consumer went away (cancelled, or the stream was released): a waiting read ends.
-    fileprivate func abandon() {
+    func abandon() {
         let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
             s.abandoned = true
             s.values = []
@@ -76,40 +85,37 @@ final class StreamQueue<Element: Sendable>: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    private enum Take {
-        case value(Element)
-        case end
-        case wait
-    }
-
-    /// The oldest value waiting, or the next to come; nil once finished and drained.
-    fileprivate func next() async -> Element? {
-        switch take() {
-        case let .value(v): return v
-        case .end: return nil
+    /// Parks the consumer's continuation after `take()` said `.wait` (inside the consumer's
+    /// cancellation handler): resumed with the next value, or nil once finished and drained or
+    /// abandoned. Abandoned covers a cancellation that came before the handler was in place (the
+    /// handler then ran at once); a second concurrent reader gets nil rather than taking the
+    /// first one's place.
+    func park(_ c: UnsafeContinuation<Element?, Never>) {
+        let now = state.withLock { s -> StreamTake<Element> in
+            if s.head < s.values.count {
+                let v = s.values[s.head]
+                s.head += 1
+                return .value(v)
+            }
+            if s.finished || s.abandoned || s.waiter != nil { return .end }
+            s.waiter = c
+            return .wait
+        }
+        switch now {
+        case let .value(v): c.resume(returning: v)
+        case .end: c.resume(returning: nil)
         case .wait: break
         }
-        return await withUnsafeContinuation { (c: UnsafeContinuation<Element?, Never>) in
-            let now = state.withLock { s -> Take in
-                if s.head < s.values.count {
-                    let v = s.values[s.head]
-                    s.head += 1
-                    return .value(v)
-                }
-                if s.finished || s.abandoned { return .end }
-                s.waiter = c
-                return .wait
-            }
-            switch now {
-            case let .value(v): c.resume(returning: v)
-            case .end: c.resume(returning: nil)
-            case .wait: break
-            }
-        }
     }
 
-    private func take() -> Take {
-        state.withLock { s -> Take in
+    /// A buffered value, the end, or "wait" (then `park`), without suspending: what the
+    /// consumer's iterator does first. A cancelled reading task abandons the queue and gets the end.
+    func take() -> StreamTake<Element> {
+        if Task.isCancelled {
+            abandon()
+            return .end
+        }
+        return state.withLock { s -> StreamTake<Element> in
             if s.head < s.values.count {
                 let v = s.values[s.head]
                 s.head += 1
@@ -125,17 +131,15 @@ final class StreamQueue<Element: Sendable>: Sendable {
             return s.finished || s.abandoned ? .end : .wait
         }
     }
+}
 
-    /// The consumer's end: an `AsyncStream` that reads this queue.
-    func stream() -> AsyncStream<Element> {
-        let reader = Reader(self)
-        return AsyncStream(unfolding: { await reader.queue.next() }, onCancel: { reader.queue.abandon() })
-    }
-
-    /// Lives as long as the stream: when the consumer releases it, the queue is abandoned.
-    private final class Reader: Sendable {
-        let queue: StreamQueue
-        init(_ queue: StreamQueue) { self.queue = queue }
-        deinit { queue.abandon() }
-    }
+/// What the consumer's iterator finds without suspending (`StreamQueue.take()`).
+@usableFromInline
+enum StreamTake<Element> {
+    /// The oldest buffered value, now taken.
+    case value(Element)
+    /// The stream is over: finished and drained, or abandoned.
+    case end
+    /// Nothing buffered yet: `wait()` for it.
+    case wait
 }

@@ -29,7 +29,7 @@ public struct AccelerometerServeProfile: ServeProfile {
     public let state = AccelerometerServeState()
     /// Taken in `install`, before advertising starts (as `EchoServeProfile` does): a central
     /// quick to subscribe, before `run` begins, is still seen as a subscriber.
-    var events: AsyncStream<PeripheralManagerEvent>?
+    var events: PeripheralManagerEventStream?
 
     /// `--source sim|FILE|-`, opened now so a file that cannot be read stops the server before
     /// it starts.

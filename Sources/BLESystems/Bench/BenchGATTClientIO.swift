@@ -9,7 +9,7 @@ public final class BenchGATTClientIO: BenchPacketIO {
     /// The peer's TX and RX characteristics.
     public let tx: GATTCharacteristic
     public let rx: GATTCharacteristic
-    private let notifications: SingleReader<[UInt8]>
+    private let notifications: SingleReader<NotificationStream.Iterator>
 
     /// Finds the speed service and its characteristics on `peripheral` and subscribes to RX.
     /// The MTU is exchanged first, asking for `mtu` (bumble-bench's `--att-mtu`).
@@ -42,7 +42,7 @@ public final class BenchGATTClientIO: BenchPacketIO {
         return BenchGATTClientIO(peripheral: peripheral, tx: tx, rx: rx, notifications: stream)
     }
 
-    private init(peripheral: Peripheral, tx: GATTCharacteristic, rx: GATTCharacteristic, notifications: AsyncStream<[UInt8]>) {
+    private init(peripheral: Peripheral, tx: GATTCharacteristic, rx: GATTCharacteristic, notifications: NotificationStream) {
         self.peripheral = peripheral
         self.tx = tx
         self.rx = rx
@@ -64,17 +64,18 @@ public final class BenchGATTClientIO: BenchPacketIO {
     }
 }
 
-/// An `AsyncStream` read through one iterator by one task at a time (what `BenchPacketIO`
-/// promises its callers), so the iterator can live in a class the IO shares.
-final class SingleReader<Element: Sendable>: @unchecked Sendable {
-    private var iterator: AsyncStream<Element>.Iterator
+/// An async sequence (an `AsyncStream`, a `NotificationStream`) read through one iterator by
+/// one task at a time (what `BenchPacketIO` promises its callers), so the iterator can live in a
+/// class the IO shares.
+final class SingleReader<Iterator: AsyncIteratorProtocol>: @unchecked Sendable where Iterator.Failure == Never {
+    private var iterator: Iterator
 
-    init(_ stream: AsyncStream<Element>) {
-        iterator = stream.makeAsyncIterator()
+    init<Sequence: AsyncSequence>(_ sequence: Sequence) where Sequence.AsyncIterator == Iterator {
+        iterator = sequence.makeAsyncIterator()
     }
 
-    /// The next element; nil once the stream has finished.
-    func next() async -> Element? {
-        await iterator.next()
+    /// The next element; nil once the sequence has finished.
+    func next() async -> Iterator.Element? {
+        await iterator.next(isolation: nil)
     }
 }

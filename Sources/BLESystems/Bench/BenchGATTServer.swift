@@ -24,7 +24,7 @@ public final class BenchGATTServer: BenchPacketIO {
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
     private let state = BenchLocked(State())
-    private let packets: SingleReader<[UInt8]>
+    private let packets: SingleReader<AsyncStream<[UInt8]>.Iterator>
     private let watcher: Task<Void, Never>
 
     /// Adds the speed service to `manager` and starts watching its events.
@@ -37,7 +37,7 @@ public final class BenchGATTServer: BenchPacketIO {
         return BenchGATTServer(manager: manager, tx: tx, rx: rx, events: events, log: log)
     }
 
-    private init(manager: PeripheralManager, tx: UInt16, rx: UInt16, events: AsyncStream<PeripheralManagerEvent>,
+    private init(manager: PeripheralManager, tx: UInt16, rx: UInt16, events: PeripheralManagerEventStream,
                  log: @escaping @Sendable (String) -> Void) {
         self.manager = manager
         txHandle = tx

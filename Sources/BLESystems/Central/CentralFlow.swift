@@ -101,7 +101,7 @@ func disconnectEvenIfCancelled(_ peripheral: Peripheral, clock: any BLEClock) as
 /// value and says whether it counts (a malformed one does not). A peer that stays connected but
 /// stops sending would keep a `--count` waiting for ever: after `silenceLimit` without a
 /// notification this ends with `CentralFlowError.silent` (`what` names what was due).
-func countNotifications(_ values: AsyncStream<[UInt8]>, of characteristic: GATTCharacteristic, on peripheral: Peripheral,
+func countNotifications(_ values: NotificationStream, of characteristic: GATTCharacteristic, on peripheral: Peripheral,
                         clock: any BLEClock, start: Int = 0, limit: Int?, silenceLimit: Duration, waitingFor what: String,
                         decoded: @escaping @Sendable ([UInt8]) -> Bool) async throws -> (count: Int, linkDown: Bool) {
     let watchdog = SilenceWatchdog(clock: clock, limit: silenceLimit, waitingFor: what)

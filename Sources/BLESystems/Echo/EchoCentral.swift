@@ -106,7 +106,7 @@ public enum EchoCentral {
 
     /// Feeds notifications to a `FrameDecoder` until a `T` or `I` frame is complete. Nil when
     /// the stream ends first (the link went down).
-    private static func receive(_ notifications: AsyncStream<[UInt8]>, maximumBodySize: Int, clock: any BLEClock,
+    private static func receive(_ notifications: NotificationStream, maximumBodySize: Int, clock: any BLEClock,
                                 watchdog: SilenceWatchdog,
                                 report: @Sendable (EchoCentralEvent) -> Void) async throws -> (Frame, Int, Duration)? {
         var decoder = FrameDecoder(maximumBodySize: maximumBodySize)

@@ -27,7 +27,7 @@ public struct EchoServeProfile: ServeProfile {
     public var files: ServedDirectory?
     var streamHandle: UInt16?
     /// Subscribed at install time, before advertising, so no write can come before we listen.
-    var events: AsyncStream<PeripheralManagerEvent>?
+    var events: PeripheralManagerEventStream?
 
     /// The profile with `ble serve`'s defaults: no files served.
     public init() {}
