@@ -115,16 +115,19 @@ public struct ACLFlowController: Sendable {
     /// Queues the L2CAP basic frame `payload` on `channel` of `handle` (Vol 3 Part A §3.1),
     /// building the basic header into the first fragment; `send` gets each encoded ACL packet
     /// (HCI header included, no H4 indicator) that may go now, in order. A payload over 65535
-    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does.
-    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) {
+    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
+    /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
+    @discardableResult
+    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
         let length = UInt16(clamping: payload.count)
         let header = (UInt32(length) | UInt32(channel) << 16)
-        enqueue(handle: handle, header: header, payload: payload, send: send)
+        return enqueue(handle: handle, header: header, payload: payload, send: send)
     }
 
     /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`
     /// (cut so the whole fits 65535 + 4 bytes) at `bufferLength`, sends what credits allow.
-    private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) {
+    @discardableResult
+    private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
         let h = handle & 0x0FFF
         let headerLength = header == nil ? 0 : 4
         let body = header == nil ? payload.count : min(payload.count, Int(UInt16.max))
@@ -160,6 +163,8 @@ public struct ACLFlowController: Sendable {
             }
             pump(send)
         }
+        // `pump` sends but removes no state (only credits and closing do), so `i` still holds.
+        return states[i].queue.pduCount
     }
 
     /// One encoded ACL packet with bytes `from..<to` of (`header`, then `payload`).

@@ -285,21 +285,57 @@ final class GATTServerSessions {
     /// Moves queued notifications and indications from a link's server into ACL, keeping only a
     /// couple of PDUs waiting for controller credits so the server's bounded queue is where
     /// backpressure shows (and "queue full" means something).
+    ///
+    /// The whole drain is one in-place access to the link (`withLink`): each PDU goes from its
+    /// server straight to the flow controller, which answers how many PDUs the handle then has
+    /// queued, and the server's events come out in the same access.
     func pumpNotifications(handle: UInt16, _ host: isolated HostController) {
         let t = host.now
-        var indicationSent = false
-        while host.aclFlow.queuedPDUs(handle: handle) < 2,
-              let pdu = host.connections.links.withLink(handle, { $0.server.nextOutgoing(now: t) }) ?? nil {
-            if pdu.first == ATTOpcode.handleValueIndication.rawValue { indicationSent = true }
-            host.sendL2CAP(handle: handle, channel: L2CAPChannel.att, payload: pdu)
-        }
+        let indicationOpcode = ATTOpcode.handleValueIndication.rawValue
+        guard let (events, enhanced, indicationSent) = host.connections.links.withLink(handle, { link in
+            var indicationSent = false
+            var queued = host.aclFlow.queuedPDUs(handle: handle)
+            while queued < 2, let pdu = link.server.nextOutgoing(now: t) {
+                if pdu.first == indicationOpcode { indicationSent = true }
+                queued = host.sendL2CAP(openLink: handle, channel: L2CAPChannel.att, payload: pdu)
+            }
+            // Signals a drained queue produced (readyToUpdate).
+            return (link.server.takeEvents(), !link.enhancedServers.isEmpty, indicationSent)
+        }) else { return }
         // An indication sent starts its transaction timer (Vol 3 Part F §3.3.3); notifications
         // move no deadline, so they leave the timer alone.
         if indicationSent { host.rescheduleTimer() }
-        // Signals a drained queue produced (readyToUpdate) come out here.
-        guard let events = host.connections.links.withLink(handle, { $0.server.takeEvents() }) else { return }
-        if !events.isEmpty { perform(events, handle: handle, host) }
-        if host.connections.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
+        if !events.isEmpty {
+            perform(events, handle: handle, host)
+            if host.connections.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
+        } else if enhanced {
+            pumpEnhancedBearers(handle: handle, host)
+        }
+    }
+
+    /// One link an update goes to (`updateValue`): on which bearer, and whether its CCCD asks
+    /// for notifications (else indications).
+    struct UpdateTarget {
+        let handle: UInt16
+        let bearer: ATTBearerID
+        let notifies: Bool
+    }
+
+    /// The links an update goes to, in handle order: the first kept inline, so the usual single
+    /// subscriber costs no array.
+    struct UpdateTargets {
+        private(set) var first: UpdateTarget?
+        private(set) var rest: [UpdateTarget] = []
+
+        mutating func append(_ target: UpdateTarget) {
+            if first == nil { first = target } else { rest.append(target) }
+        }
+
+        func forEach(_ body: (UpdateTarget) -> Void) {
+            guard let first else { return }
+            body(first)
+            for t in rest { body(t) }
+        }
     }
 
     /// Notifies or indicates `value` to every central subscribed to `valueHandle` (or to the
@@ -310,50 +346,57 @@ final class GATTServerSessions {
     /// link's current security could not read the value counts as not subscribed
     /// (`ATTServer.deliverableSubscription`).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
-        // Read in place (`read`, `withLink`), never a copy of a link or of the table: a copy alive
-        // while `withLink` mutates a link would copy its server's queues, and copying a link out
-        // per notification costs more than queueing it.
+        // Each link is reached in place and once per pass (`withLink`): `read` copies the link
+        // when its body calls out of this module (the table lives in a class, which the callee
+        // could reach), and a copy alive while a link mutates would copy its server's queues.
         // Each link's update goes on one of its bearers (`Link.updateBearer`): the unenhanced one
         // unless Enhanced ATT bearers are open.
-        var targets: [(handle: UInt16, bearer: ATTBearerID)] = []
+        var targets = UpdateTargets()
         var full = false
-        for handle in host.connections.links.handles {
-            let target = host.connections.links.read(handle) { link -> ATTBearerID? in
-                guard (centrals?.contains(link.id) ?? true),
-                      link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security) != 0 else { return nil }
-                return link.enhancedServers.isEmpty ? .unenhanced : link.updateBearer(for: valueHandle)
-            } ?? nil
-            guard let bearer = target else { continue }
-            targets.append((handle, bearer))
-            if host.connections.links.read(handle, { !$0.hasRoomForUpdate(on: bearer) }) == true { full = true }
-        }
-        if full {
-            // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-            for t in targets { host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
-            return .queueFull
-        }
         var queued = 0
-        let t = host.now
-        for (handle, bearer) in targets {
-            guard let notifies = host.connections.links.read(handle, { $0.server.cccd(valueHandle: valueHandle) & 0x0001 != 0 }) else { continue }
-            let result: UpdateResult?
-            if notifies {
-                result = host.connections.links.withLink(handle) { link in
-                    let security = link.security
-                    return link.withServer(bearer) { $0.notify(valueHandle: valueHandle, value: value, database: database, security: security) }
+        do {
+            // One copy of the database for the whole update (each read of the property copies
+            // it), gone before `setValue` below changes the database.
+            let database = self.database
+            for handle in host.connections.links.handles {
+                let target = host.connections.links.withLink(handle) { link -> UpdateTarget? in
+                    guard centrals?.contains(link.id) ?? true else { return nil }
+                    let bits = link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security)
+                    guard bits != 0 else { return nil }
+                    let bearer = link.enhancedServers.isEmpty ? ATTBearerID.unenhanced : link.updateBearer(for: valueHandle)
+                    if !link.hasRoomForUpdate(on: bearer) { full = true }
+                    return UpdateTarget(handle: handle, bearer: bearer, notifies: bits & 0x0001 != 0)
                 } ?? nil
-            } else {
-                let id = host.makeToken()
-                result = host.connections.links.withLink(handle) { link in
-                    let security = link.security
-                    return link.withServer(bearer) {
-                        $0.indicate(valueHandle: valueHandle, value: value, id: id, now: t, database: database, security: security)
-                    }
-                } ?? nil
-                if case .queued = result { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: handle) }
+                if let target { targets.append(target) }
             }
-            if case .queued = result { queued += 1 }
-            pumpNotifications(handle: handle, host)
+            if full {
+                // Nothing is queued anywhere; the full ones send the ready signal once they drain.
+                targets.forEach { t in host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
+                return .queueFull
+            }
+            let now = host.now
+            targets.forEach { target in
+                // nil: the link is gone (nothing to pump); .some(nil): its bearer is.
+                let outcome: UpdateResult??
+                if target.notifies {
+                    outcome = host.connections.links.withLink(target.handle) { link in
+                        let security = link.security
+                        return link.withServer(target.bearer) { $0.notify(valueHandle: valueHandle, value: value, database: database, security: security) }
+                    }
+                } else {
+                    let id = host.makeToken()
+                    outcome = host.connections.links.withLink(target.handle) { link in
+                        let security = link.security
+                        return link.withServer(target.bearer) {
+                            $0.indicate(valueHandle: valueHandle, value: value, id: id, now: now, database: database, security: security)
+                        }
+                    }
+                    if case .queued?? = outcome { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
+                }
+                guard let result = outcome else { return }
+                if case .queued = result { queued += 1 }
+                pumpNotifications(handle: target.handle, host)
+            }
         }
         // Kept when the server stores this value (`setValue` leaves fixed and dynamic ones).
         database.setValue(value, forHandle: valueHandle)

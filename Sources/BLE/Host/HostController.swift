@@ -188,8 +188,18 @@ actor HostController {
     /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1). The flow
     /// controller writes the ACL and basic headers and the payload into each fragment at once:
     /// the payload is copied once on its way to the transport.
-    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
-        guard connections.links.contains(handle) else { return }
+    /// Returns how many PDUs of the handle then wait for credits (`ACLFlowController.queuedPDUs`),
+    /// which is what a sender keeping that backlog small asks next.
+    @discardableResult
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
+        guard connections.links.contains(handle) else { return 0 }
+        return sendL2CAP(openLink: handle, channel: channel, payload: payload)
+    }
+
+    /// `sendL2CAP` for a caller that holds the link `handle` in place (`LinkTable.withLink`), so
+    /// knows it is open (and may not look the table up meanwhile): the frame goes straight to
+    /// the flow controller, whose writes touch no link.
+    func sendL2CAP(openLink handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
         aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
     }
 
