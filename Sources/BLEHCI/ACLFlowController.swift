@@ -182,7 +182,14 @@ public struct ACLFlowController: Sendable {
         bytes.append(UInt8(n & 0xFF))
         bytes.append(UInt8(n >> 8))
         var k = from
-        if let header {
+        if let header, k == 0, to >= headerLength {
+            // The whole basic header in this (first) fragment, as always but with tiny buffers.
+            bytes.append(UInt8(truncatingIfNeeded: header))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 16))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 24))
+            k = headerLength
+        } else if let header {
             while k < min(to, headerLength) {
                 bytes.append(UInt8(truncatingIfNeeded: header >> (8 * UInt32(k))))
                 k += 1
@@ -243,6 +250,12 @@ public struct ACLFlowController: Sendable {
 
     /// PDUs of `handle` not yet fully handed out (queued, or partly sent): for backpressure.
     public func queuedPDUs(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.pduCount } ?? 0 }
+
+    /// `queuedPDUs(handle:)` for an owner that keeps the flow controller in a class or actor
+    /// property (the host): called as a mutating method it reads the state where it lies, where
+    /// a non-mutating call on such a property first copies the controller (retaining and
+    /// releasing its arrays) on every ask. Changes nothing.
+    public mutating func queuedPDUsInPlace(handle: UInt16) -> Int { queuedPDUs(handle: handle) }
 
     /// Packets of `handle` waiting for credits.
     public func queuedPackets(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.count } ?? 0 }

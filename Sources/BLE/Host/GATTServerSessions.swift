@@ -286,29 +286,48 @@ final class GATTServerSessions {
     /// couple of PDUs waiting for controller credits so the server's bounded queue is where
     /// backpressure shows (and "queue full" means something).
     ///
-    /// The whole drain is one in-place access to the link (`withLink`): each PDU goes from its
-    /// server straight to the flow controller, which answers how many PDUs the handle then has
-    /// queued, and the server's events come out in the same access.
+    /// The whole drain is one in-place access to the link (`withLink`, `drain`); what it leaves
+    /// to do is `finishPump`.
     func pumpNotifications(handle: UInt16, _ host: isolated HostController) {
-        let t = host.now
+        let now = host.now
+        guard let drained = host.connections.links.withLink(handle, { Self.drain(&$0, handle: handle, now: now, host) }) else { return }
+        finishPump(drained, handle: handle, host)
+    }
+
+    /// What a drain of a link's unenhanced server leaves to do once the link is let go.
+    struct Drained {
+        /// Signals a drained queue produced (`.readyToUpdate`).
+        let events: [ServerAction]
+        /// The link has Enhanced ATT bearers, whose servers are pumped next.
+        let enhanced: Bool
+        /// An indication went out: its transaction timer starts (Vol 3 Part F §3.3.3).
+        let indicationSent: Bool
+    }
+
+    /// Moves PDUs from the link's unenhanced server, held in place by the caller, straight to the
+    /// flow controller while fewer than two PDUs of the handle wait for credits (enqueue answers
+    /// how many then wait, so nothing else is asked per PDU); takes the server's events in the
+    /// same access. Touches no other link and no link table (the caller holds it).
+    static func drain(_ link: inout Link, handle: UInt16, now: Duration, _ host: isolated HostController) -> Drained {
         let indicationOpcode = ATTOpcode.handleValueIndication.rawValue
-        guard let (events, enhanced, indicationSent) = host.connections.links.withLink(handle, { link in
-            var indicationSent = false
-            var queued = host.aclFlow.queuedPDUs(handle: handle)
-            while queued < 2, let pdu = link.server.nextOutgoing(now: t) {
-                if pdu.first == indicationOpcode { indicationSent = true }
-                queued = host.sendL2CAP(openLink: handle, channel: L2CAPChannel.att, payload: pdu)
-            }
-            // Signals a drained queue produced (readyToUpdate).
-            return (link.server.takeEvents(), !link.enhancedServers.isEmpty, indicationSent)
-        }) else { return }
-        // An indication sent starts its transaction timer (Vol 3 Part F §3.3.3); notifications
-        // move no deadline, so they leave the timer alone.
-        if indicationSent { host.rescheduleTimer() }
-        if !events.isEmpty {
-            perform(events, handle: handle, host)
+        var indicationSent = false
+        var queued = host.aclFlow.queuedPDUsInPlace(handle: handle)
+        while queued < 2, let pdu = link.server.nextOutgoing(now: now) {
+            if pdu.first == indicationOpcode { indicationSent = true }
+            queued = host.sendL2CAP(openLink: handle, channel: L2CAPChannel.att, payload: pdu)
+        }
+        return Drained(events: link.server.takeEvents(), enhanced: !link.enhancedServers.isEmpty, indicationSent: indicationSent)
+    }
+
+    /// The rest of `pumpNotifications` after `drain`: the timer for an indication sent, the
+    /// server's events carried out, the link's Enhanced ATT bearers pumped.
+    func finishPump(_ drained: Drained, handle: UInt16, _ host: isolated HostController) {
+        // Notifications move no deadline, so they leave the timer alone.
+        if drained.indicationSent { host.rescheduleTimer() }
+        if !drained.events.isEmpty {
+            perform(drained.events, handle: handle, host)
             if host.connections.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
-        } else if enhanced {
+        } else if drained.enhanced {
             pumpEnhancedBearers(handle: handle, host)
         }
     }
@@ -376,26 +395,24 @@ final class GATTServerSessions {
             }
             let now = host.now
             targets.forEach { target in
-                // nil: the link is gone (nothing to pump); .some(nil): its bearer is.
-                let outcome: UpdateResult??
-                if target.notifies {
-                    outcome = host.connections.links.withLink(target.handle) { link in
-                        let security = link.security
-                        return link.withServer(target.bearer) { $0.notify(valueHandle: valueHandle, value: value, database: database, security: security) }
+                // Queued and pumped in one access to the link, as `pumpNotifications` would pump
+                // it right after. nil: the link is gone (nothing to pump).
+                let id = target.notifies ? 0 : host.makeToken()
+                guard let (result, drained) = host.connections.links.withLink(target.handle, { link -> (UpdateResult?, Drained) in
+                    let security = link.security
+                    // nil: the bearer closed.
+                    let result = link.withServer(target.bearer) { server in
+                        target.notifies
+                            ? server.notify(valueHandle: valueHandle, value: value, database: database, security: security)
+                            : server.indicate(valueHandle: valueHandle, value: value, id: id, now: now, database: database, security: security)
                     }
-                } else {
-                    let id = host.makeToken()
-                    outcome = host.connections.links.withLink(target.handle) { link in
-                        let security = link.security
-                        return link.withServer(target.bearer) {
-                            $0.indicate(valueHandle: valueHandle, value: value, id: id, now: now, database: database, security: security)
-                        }
-                    }
-                    if case .queued?? = outcome { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
+                    return (result, Self.drain(&link, handle: target.handle, now: now, host))
+                }) else { return }
+                if case .queued = result {
+                    queued += 1
+                    if !target.notifies { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
                 }
-                guard let result = outcome else { return }
-                if case .queued = result { queued += 1 }
-                pumpNotifications(handle: target.handle, host)
+                finishPump(drained, handle: target.handle, host)
             }
         }
         // Kept when the server stores this value (`setValue` leaves fixed and dynamic ones).
