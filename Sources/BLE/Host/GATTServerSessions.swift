@@ -311,10 +311,13 @@ final class GATTServerSessions {
     static func drain(_ link: inout Link, handle: UInt16, now: Duration, _ host: isolated HostController) -> Drained {
         let indicationOpcode = ATTOpcode.handleValueIndication.rawValue
         var indicationSent = false
-        var queued = host.aclFlow.queuedPDUsInPlace(handle: handle)
-        while queued < 2, let pdu = link.server.nextOutgoing(now: now) {
-            if pdu.first == indicationOpcode { indicationSent = true }
-            queued = host.sendL2CAP(openLink: handle, channel: L2CAPChannel.att, payload: pdu)
+        // One access to the flow controller for the whole drain.
+        host.withACLFlow { flow, send in
+            var queued = flow.queuedPDUs(handle: handle)
+            while queued < 2, let pdu = link.server.nextOutgoing(now: now) {
+                if pdu.first == indicationOpcode { indicationSent = true }
+                queued = flow.enqueue(handle: handle, channel: L2CAPChannel.att, payload: pdu, send: send)
+            }
         }
         return Drained(events: link.server.takeEvents(), enhanced: !link.enhancedServers.isEmpty, indicationSent: indicationSent)
     }
@@ -365,59 +368,123 @@ final class GATTServerSessions {
     /// link's current security could not read the value counts as not subscribed
     /// (`ATTServer.deliverableSubscription`).
     func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
-        // Each link is reached in place and once per pass (`withLink`): `read` copies the link
-        // when its body calls out of this module (the table lives in a class, which the callee
-        // could reach), and a copy alive while a link mutates would copy its server's queues.
-        // Each link's update goes on one of its bearers (`Link.updateBearer`): the unenhanced one
-        // unless Enhanced ATT bearers are open.
-        var targets = UpdateTargets()
-        var full = false
-        var queued = 0
+        // Each link is reached in place (`withLink`): `read` copies the link when its body calls
+        // out of this module (the table lives in a class, which the callee could reach), and a
+        // copy alive while a link mutates would copy its server's queues. Each link's update goes
+        // on one of its bearers (`Link.updateBearer`): the unenhanced one unless Enhanced ATT
+        // bearers are open.
+        let handles = host.connections.links.handles
+        let queued: Int
         do {
             // One copy of the database for the whole update (each read of the property copies
             // it), gone before `setValue` below changes the database.
             let database = self.database
-            for handle in host.connections.links.handles {
-                let target = host.connections.links.withLink(handle) { link -> UpdateTarget? in
-                    guard centrals?.contains(link.id) ?? true else { return nil }
-                    let bits = link.server.deliverableSubscription(valueHandle: valueHandle, database: database, security: link.security)
-                    guard bits != 0 else { return nil }
-                    let bearer = link.enhancedServers.isEmpty ? ATTBearerID.unenhanced : link.updateBearer(for: valueHandle)
-                    if !link.hasRoomForUpdate(on: bearer) { full = true }
-                    return UpdateTarget(handle: handle, bearer: bearer, notifies: bits & 0x0001 != 0)
-                } ?? nil
-                if let target { targets.append(target) }
-            }
-            if full {
-                // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-                targets.forEach { t in host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
-                return .queueFull
-            }
-            let now = host.now
-            targets.forEach { target in
-                // Queued and pumped in one access to the link, as `pumpNotifications` would pump
-                // it right after. nil: the link is gone (nothing to pump).
-                let id = target.notifies ? 0 : host.makeToken()
-                guard let (result, drained) = host.connections.links.withLink(target.handle, { link -> (UpdateResult?, Drained) in
-                    let security = link.security
-                    // nil: the bearer closed.
-                    let result = link.withServer(target.bearer) { server in
-                        target.notifies
-                            ? server.notify(valueHandle: valueHandle, value: value, database: database, security: security)
-                            : server.indicate(valueHandle: valueHandle, value: value, id: id, now: now, database: database, security: security)
-                    }
-                    return (result, Self.drain(&link, handle: target.handle, now: now, host))
-                }) else { return }
-                if case .queued = result {
-                    queued += 1
-                    if !target.notifies { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
-                }
-                finishPump(drained, handle: target.handle, host)
-            }
+            let update = Update(valueHandle: valueHandle, value: value, centrals: centrals, database: database)
+            let result = handles.count == 1 ? updateOneLink(handles[0], update, host) : updateLinks(handles, update, host)
+            guard let n = result else { return .queueFull }
+            queued = n
         }
         // Kept when the server stores this value (`setValue` leaves fixed and dynamic ones).
         database.setValue(value, forHandle: valueHandle)
         return .queued(centrals: queued)
+    }
+
+    /// One `updateValue` call's inputs, for its per-link steps.
+    struct Update {
+        let valueHandle: UInt16
+        let value: [UInt8]
+        let centrals: Set<UInt64>?
+        let database: GATTServerDatabase
+    }
+
+    /// The first step of `updateValue` on one link: whether the update goes to it, on which
+    /// bearer, and whether that bearer's queue has room.
+    static func target(_ link: inout Link, handle: UInt16, _ update: Update) -> (target: UpdateTarget, roomy: Bool)? {
+        guard update.centrals?.contains(link.id) ?? true else { return nil }
+        let bits = link.server.deliverableSubscription(valueHandle: update.valueHandle, database: update.database, security: link.security)
+        guard bits != 0 else { return nil }
+        let bearer = link.enhancedServers.isEmpty ? ATTBearerID.unenhanced : link.updateBearer(for: update.valueHandle)
+        return (UpdateTarget(handle: handle, bearer: bearer, notifies: bits & 0x0001 != 0), link.hasRoomForUpdate(on: bearer))
+    }
+
+    /// The second step of `updateValue` on one link: the update queued on its bearer's server
+    /// (an indication as `id`), then the link drained as `pumpNotifications` would drain it right
+    /// after. The result is nil when the bearer closed meanwhile.
+    static func queue(_ link: inout Link, _ target: UpdateTarget, _ update: Update, id: UInt64, now: Duration,
+                      _ host: isolated HostController) -> (result: UpdateResult?, drained: Drained) {
+        let security = link.security
+        let result = link.withServer(target.bearer) { server in
+            target.notifies
+                ? server.notify(valueHandle: update.valueHandle, value: update.value, database: update.database, security: security)
+                : server.indicate(valueHandle: update.valueHandle, value: update.value, id: id, now: now, database: update.database,
+                                  security: security)
+        }
+        return (result, drain(&link, handle: target.handle, now: now, host))
+    }
+
+    /// What a queued update leaves to do once its link is let go: the indication's waiter, the
+    /// count, the rest of the pump.
+    private func finishQueue(_ target: UpdateTarget, _ result: UpdateResult?, _ drained: Drained, id: UInt64, valueHandle: UInt16,
+                             queued: inout Int, _ host: isolated HostController) {
+        if case .queued = result {
+            queued += 1
+            if !target.notifies { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
+        }
+        finishPump(drained, handle: target.handle, host)
+    }
+
+    /// `updateValue` on a host with one link, in one access to it: with a single target, "all or
+    /// nothing" is that link's own room, so the check, the queueing and the drain need not be
+    /// apart (`updateLinks` gives the same result). nil: the queue is full.
+    private func updateOneLink(_ handle: UInt16, _ update: Update, _ host: isolated HostController) -> Int? {
+        let now = host.now
+        enum Outcome { case notTargeted, full, queued(UpdateTarget, UpdateResult?, Drained, UInt64) }
+        let outcome: Outcome = host.connections.links.withLink(handle) { link -> Outcome in
+            guard let (target, roomy) = Self.target(&link, handle: handle, update) else { return .notTargeted }
+            guard roomy else {
+                // Nothing is queued; the ready signal comes once the queue drains.
+                _ = link.withServer(target.bearer) { $0.signalReadyWhenRoom() }
+                return .full
+            }
+            let id = target.notifies ? 0 : host.makeToken()
+            let (result, drained) = Self.queue(&link, target, update, id: id, now: now, host)
+            return .queued(target, result, drained, id)
+        } ?? .notTargeted
+        switch outcome {
+        case .notTargeted: return 0
+        case .full: return nil
+        case let .queued(target, result, drained, id):
+            var queued = 0
+            finishQueue(target, result, drained, id: id, valueHandle: update.valueHandle, queued: &queued, host)
+            return queued
+        }
+    }
+
+    /// `updateValue` over several links: every target found and its room checked first, then,
+    /// only if all have room, each queued and drained. nil: some queue is full (nothing queued).
+    private func updateLinks(_ handles: [UInt16], _ update: Update, _ host: isolated HostController) -> Int? {
+        var targets = UpdateTargets()
+        var full = false
+        for handle in handles {
+            guard let (target, roomy) = host.connections.links.withLink(handle, { Self.target(&$0, handle: handle, update) }) ?? nil else { continue }
+            targets.append(target)
+            if !roomy { full = true }
+        }
+        if full {
+            // Nothing is queued anywhere; the full ones send the ready signal once they drain.
+            targets.forEach { t in host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
+            return nil
+        }
+        let now = host.now
+        var queued = 0
+        targets.forEach { target in
+            let id = target.notifies ? 0 : host.makeToken()
+            // nil: the link is gone (nothing to pump).
+            guard let (result, drained) = host.connections.links.withLink(target.handle, { Self.queue(&$0, target, update, id: id, now: now, host) })
+            else { return }
+            finishQueue(target, result, drained, id: id, valueHandle: update.valueHandle, queued: &queued, host)
+        }
+        return queued
     }
 
     /// `updateValue` that waits for room instead of reporting a full queue. The check and the

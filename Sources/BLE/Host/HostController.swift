@@ -193,14 +193,15 @@ actor HostController {
     @discardableResult
     func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
         guard connections.links.contains(handle) else { return 0 }
-        return sendL2CAP(openLink: handle, channel: channel, payload: payload)
+        return aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
     }
 
-    /// `sendL2CAP` for a caller that holds the link `handle` in place (`LinkTable.withLink`), so
-    /// knows it is open (and may not look the table up meanwhile): the frame goes straight to
-    /// the flow controller, whose writes touch no link.
-    func sendL2CAP(openLink handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
-        aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
+    /// Runs `body` on the ACL flow controller in place, with what sends its packets, for a
+    /// caller that holds a link in place (`LinkTable.withLink`), so knows it is open and may not
+    /// look the table up meanwhile; the packets' writes touch no link and not the flow controller.
+    /// One access for several PDUs (`GATTServerSessions.drain`).
+    func withACLFlow<R>(_ body: (inout ACLFlowController, ([UInt8]) -> Void) -> R) -> R {
+        body(&aclFlow, sendACLPacket)
     }
 
     // MARK: - Commands
