@@ -115,16 +115,19 @@ public struct ACLFlowController: Sendable {
     /// Queues the L2CAP basic frame `payload` on `channel` of `handle` (Vol 3 Part A §3.1),
     /// building the basic header into the first fragment; `send` gets each encoded ACL packet
     /// (HCI header included, no H4 indicator) that may go now, in order. A payload over 65535
-    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does.
-    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) {
+    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
+    /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
+    @discardableResult
+    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
         let length = UInt16(clamping: payload.count)
         let header = (UInt32(length) | UInt32(channel) << 16)
-        enqueue(handle: handle, header: header, payload: payload, send: send)
+        return enqueue(handle: handle, header: header, payload: payload, send: send)
     }
 
     /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`
     /// (cut so the whole fits 65535 + 4 bytes) at `bufferLength`, sends what credits allow.
-    private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) {
+    @discardableResult
+    private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
         let h = handle & 0x0FFF
         let headerLength = header == nil ? 0 : 4
         let body = header == nil ? payload.count : min(payload.count, Int(UInt16.max))
@@ -160,6 +163,8 @@ public struct ACLFlowController: Sendable {
             }
             pump(send)
         }
+        // `pump` sends but removes no state (only credits and closing do), so `i` still holds.
+        return states[i].queue.pduCount
     }
 
     /// One encoded ACL packet with bytes `from..<to` of (`header`, then `payload`).
@@ -177,7 +182,14 @@ public struct ACLFlowController: Sendable {
         bytes.append(UInt8(n & 0xFF))
         bytes.append(UInt8(n >> 8))
         var k = from
-        if let header {
+        if let header, k == 0, to >= headerLength {
+            // The whole basic header in this (first) fragment, as always but with tiny buffers.
+            bytes.append(UInt8(truncatingIfNeeded: header))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 16))
+            bytes.append(UInt8(truncatingIfNeeded: header >> 24))
+            k = headerLength
+        } else if let header {
             while k < min(to, headerLength) {
                 bytes.append(UInt8(truncatingIfNeeded: header >> (8 * UInt32(k))))
                 k += 1
@@ -238,6 +250,12 @@ public struct ACLFlowController: Sendable {
 
     /// PDUs of `handle` not yet fully handed out (queued, or partly sent): for backpressure.
     public func queuedPDUs(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.pduCount } ?? 0 }
+
+    /// `queuedPDUs(handle:)` for an owner that keeps the flow controller in a class or actor
+    /// property (the host): called as a mutating method it reads the state where it lies, where
+    /// a non-mutating call on such a property first copies the controller (retaining and
+    /// releasing its arrays) on every ask. Changes nothing.
+    public mutating func queuedPDUsInPlace(handle: UInt16) -> Int { queuedPDUs(handle: handle) }
 
     /// Packets of `handle` waiting for credits.
     public func queuedPackets(handle: UInt16) -> Int { index(of: handle & 0x0FFF).map { states[$0].queue.count } ?? 0 }

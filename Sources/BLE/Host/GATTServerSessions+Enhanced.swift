@@ -82,7 +82,7 @@ extension GATTServerSessions {
         var indicationSent = false
         for cid in cids {
             let bearer = ATTBearerID.enhanced(cid: cid)
-            while host.aclFlow.queuedPDUs(handle: handle) < 2, host.queuedATTSDUs(handle: handle, bearer: bearer) < 2,
+            while host.aclFlow.queuedPDUsInPlace(handle: handle) < 2, host.queuedATTSDUs(handle: handle, bearer: bearer) < 2,
                   let pdu = host.connections.links.withLink(handle, { $0.enhancedServers[cid]?.nextOutgoing(now: t) }) ?? nil {
                 if pdu.first == ATTOpcode.handleValueIndication.rawValue { indicationSent = true }
                 host.sendATT(pdu, handle: handle, bearer: bearer)

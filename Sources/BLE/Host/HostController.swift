@@ -188,9 +188,20 @@ actor HostController {
     /// Sends an L2CAP basic frame on a fixed channel (Core spec Vol 3 Part A §3.1). The flow
     /// controller writes the ACL and basic headers and the payload into each fragment at once:
     /// the payload is copied once on its way to the transport.
-    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) {
-        guard connections.links.contains(handle) else { return }
-        aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
+    /// Returns how many PDUs of the handle then wait for credits (`ACLFlowController.queuedPDUs`),
+    /// which is what a sender keeping that backlog small asks next.
+    @discardableResult
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
+        guard connections.links.contains(handle) else { return 0 }
+        return aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
+    }
+
+    /// Runs `body` on the ACL flow controller in place, with what sends its packets, for a
+    /// caller that holds a link in place (`LinkTable.withLink`), so knows it is open and may not
+    /// look the table up meanwhile; the packets' writes touch no link and not the flow controller.
+    /// One access for several PDUs (`GATTServerSessions.drain`).
+    func withACLFlow<R>(_ body: (inout ACLFlowController, ([UInt8]) -> Void) -> R) -> R {
+        body(&aclFlow, sendACLPacket)
     }
 
     // MARK: - Commands

@@ -22,6 +22,8 @@ extension Link {
     func hasRoomForUpdate(on bearer: ATTBearerID, count: Int = 1) -> Bool {
         switch bearer {
         case .unenhanced:
+            // One update, the usual ask: the server's own check, one call.
+            if count == 1 { return server.hasRoomForUpdate }
             return server.queuedUpdates + count <= server.notificationQueueLimit
         case let .enhanced(cid):
             guard let s = enhancedServers[cid] else { return false }

@@ -63,8 +63,13 @@ extension ATTServer {
     /// all is not asked. Notifications and indications of a value are judged by this, so a
     /// notify-only value (no read permission) can still be notified.
     static func readSecurityError(_ attribute: GATTAttribute, _ security: LinkSecurity) -> ATTErrorCode? {
-        let p = attribute.permissions
-        return securityError(encryption: p.contains(.readEncrypted), authentication: p.contains(.readAuthenticated),
+        readSecurityError(permissions: attribute.permissions, security)
+    }
+
+    /// `readSecurityError(_:_:)` from the attribute's permissions alone (what the per-update
+    /// check reads, without copying the attribute out of the database).
+    static func readSecurityError(permissions p: AttributePermissions, _ security: LinkSecurity) -> ATTErrorCode? {
+        securityError(encryption: p.contains(.readEncrypted), authentication: p.contains(.readAuthenticated),
                              authorization: p.contains(.readAuthorized), security)
     }
 

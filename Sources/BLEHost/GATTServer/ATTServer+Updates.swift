@@ -17,8 +17,10 @@ extension ATTServer {
     /// leaves the CCCD's own permissions to the profile; Vol 3 Part C §10.3.1, §10.5).
     public func deliverableSubscription(valueHandle: UInt16, database: GATTServerDatabase, security: LinkSecurity) -> UInt16 {
         let bits = cccd(valueHandle: valueHandle)
-        guard bits != 0, let value = database.attribute(at: valueHandle),
-              Self.readSecurityError(value, security) == nil else { return 0 }
+        // The permissions read where they lie: `attribute(at:)` would copy the attribute (and
+        // retain its value) on every update.
+        guard bits != 0, let permissions = database.permissions(at: valueHandle),
+              Self.readSecurityError(permissions: permissions, security) == nil else { return 0 }
         return bits
     }
 

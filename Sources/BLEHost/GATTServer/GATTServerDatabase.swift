@@ -320,6 +320,13 @@ public struct GATTServerDatabase: Sendable {
         index(of: handle).map { attributes[$0] }
     }
 
+    /// The permissions of the attribute with `handle` (Vol 3 Part F §3.2.5), without copying
+    /// the attribute.
+    func permissions(at handle: UInt16) -> AttributePermissions? {
+        guard let i = index(of: handle) else { return nil }
+        return attributes[i].permissions
+    }
+
     /// The attributes whose handles lie in `range`, in handle order.
     public func attributes(in range: ClosedRange<UInt16>) -> ArraySlice<GATTAttribute> {
         let from = firstIndex(atOrAfter: range.lowerBound)
