@@ -14,7 +14,7 @@ extension Array where Element == VirtualMedium.Delivery {
     /// the host as for any flushed packet.
     func coalescingCompletedPackets() -> [VirtualMedium.Delivery] {
         var reports = 0
-        for d in self { if case .event(.numberOfCompletedPackets) = d.packet { reports += 1 } }
+        for d in self where d.isCompletedPackets { reports += 1 }
         guard reports > 1 else { return self }
         // Per destination: where its merged event goes, and its entries. A small array searched
         // linearly (a batch reaches one or two hosts), not a hashed dictionary.
@@ -22,7 +22,7 @@ extension Array where Element == VirtualMedium.Delivery {
         var out: [VirtualMedium.Delivery] = []
         out.reserveCapacity(count)
         for d in self {
-            guard case let .event(.numberOfCompletedPackets(entries)) = d.packet else {
+            guard d.isCompletedPackets, case let .event(.numberOfCompletedPackets(entries)) = d.packet else {
                 out.append(d)
                 continue
             }

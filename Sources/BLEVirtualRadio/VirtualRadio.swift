@@ -216,6 +216,8 @@ public actor VirtualRadio {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
+        // Room for what a batch usually gives: a packet each and a credit report per host.
+        out.reserveCapacity(out.count + frames.count + 2)
         var credits = VirtualMedium.CompletedPacketsTally()
         for frame in frames {
             if !allDirect, let path = paths[id], !path.isDirect {
@@ -237,15 +239,15 @@ public actor VirtualRadio {
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
         if allDirect {
-            for d in deliveries { send(d.packet.h4Frame, to: d.to) }
+            for d in deliveries { send(d.h4Frame, to: d.to) }
             return
         }
         let now = clock.now()
         for d in deliveries {
             if let path = paths[d.to], !path.isDirect {
-                paths[d.to]?.toHost.append((now + path.delay, d.packet.h4Frame))
+                paths[d.to]?.toHost.append((now + path.delay, d.h4Frame))
             } else {
-                send(d.packet.h4Frame, to: d.to)
+                send(d.h4Frame, to: d.to)
             }
         }
         if deliveries.contains(where: { paths[$0.to]?.isDirect == false }) { pump(now: now) }
@@ -283,7 +285,7 @@ public actor VirtualRadio {
 
     /// Keeps one timer task sleeping until the next deadline (the medium's or a held frame's).
     private func schedule() {
-        let deadline = earliest(medium.nextDeadline, nextHeldFrame)
+        let deadline = earliest(medium.nextDeadlineInPlace(), nextHeldFrame)
         guard deadline != timerDeadline || timer == nil else { return }
         timer?.cancel()
         timer = nil
