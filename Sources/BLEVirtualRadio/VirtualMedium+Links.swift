@@ -140,6 +140,9 @@ extension VirtualMedium {
         let boundary: PacketBoundary
         let dataCount: Int
 
+        /// Read once per ACL packet, where the packet is received: always inlined there (a call
+        /// retained and released the packet's bytes to read four of them).
+        @inline(__always)
         init?(_ payload: [UInt8]) {
             guard payload.count >= 4 else { return nil }
             let length = Int(payload[2]) | Int(payload[3]) << 8

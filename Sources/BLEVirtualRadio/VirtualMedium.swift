@@ -165,6 +165,15 @@ public struct VirtualMedium: Sendable {
 
     // MARK: Input from hosts
 
+    /// Whether taking `frame` from a host can make work due that `advance(to:)` must run: any
+    /// command can (an advertising enable, a connection attempt, a link procedure), and ACL data
+    /// can with the air-time model (it waits for a connection event). Without it, ACL data
+    /// crosses at once in `forward` and leaves every deadline as it was. Static, given the
+    /// medium's `airTimeModel`: a method called on the radio's stored medium copied it whole.
+    static func mayScheduleWork(_ frame: H4Frame, airTimeModel: Bool) -> Bool {
+        frame.type != .acl || airTimeModel
+    }
+
     /// One H4 frame from the host of `id`. Frames that do not decode, and packet types a
     /// controller does not accept (events from a host), are dropped: a controller has no way to
     /// answer a packet it cannot parse (Vol 4 Part E §5.4). A controller that is off or removed

@@ -219,8 +219,13 @@ public actor VirtualRadio {
         // Room for what a batch usually gives: a packet each and a credit report per host.
         out.reserveCapacity(out.count + frames.count + 2)
         var credits = VirtualMedium.CompletedPacketsTally()
+        // Whether anything in the batch can have scheduled work for now (see below).
+        var schedulesWork = false
+        let airTimeModel = medium.airTimeModel
         for frame in frames {
+            if VirtualMedium.mayScheduleWork(frame, airTimeModel: airTimeModel) { schedulesWork = true }
             if !allDirect, let path = paths[id], !path.isDirect {
+                schedulesWork = true
                 credits.write(into: &out)
                 deliver(out.coalescingCompletedPackets())
                 out = []
@@ -232,7 +237,9 @@ public actor VirtualRadio {
             }
         }
         credits.write(into: &out)
-        out += medium.advance(to: now)
+        // A command may have made work due now (the first advertising event follows the
+        // enable at once); a batch of ACL data that crossed at once made none.
+        if schedulesWork { out += medium.advance(to: now) }
         deliver(out.coalescingCompletedPackets())
         schedule()
     }

@@ -110,4 +110,28 @@ final class ACLPassThroughTests: XCTestCase {
         XCTAssertEqual(out.filter { $0.to == central }, [VirtualMedium.Delivery(to: central, packet: .event(.numberOfCompletedPackets([
             CompletedPackets(handle: handles.central, count: 1)])))], "only the well-formed packet is credited")
     }
+
+    /// What lets the radio skip its second `advance(to:)` after a batch of ACL data: without the
+    /// air-time model data schedules nothing, so nothing is due after it that was not before.
+    func testABatchOfDataWithoutTheAirTimeModelLeavesEveryDeadlineAsItWas() throws {
+        setUp(peripheralBuffer: 27)
+        let handles = try connect()
+        let t = Duration.milliseconds(500)
+        _ = medium.advance(to: t)
+        let before = medium.nextDeadline
+        let frames = [
+            ACLPacket(handle: handles.central, boundary: .firstNonFlushable, data: Array(0..<60)),
+            ACLPacket(handle: 0x0EEE, boundary: .firstNonFlushable, data: [1]),
+        ].map(\.h4Frame)
+        XCTAssertFalse(frames.contains { VirtualMedium.mayScheduleWork($0, airTimeModel: medium.airTimeModel) })
+        var out: [VirtualMedium.Delivery] = []
+        var credits = VirtualMedium.CompletedPacketsTally()
+        for frame in frames { medium.receive(frame, from: central, now: t, into: &out, credits: &credits) }
+        XCTAssertFalse(out.isEmpty)
+        XCTAssertEqual(medium.nextDeadline, before)
+        XCTAssertEqual(medium.advance(to: t), [])
+        // A command may: advertising enabled now has its first event due at once.
+        XCTAssertTrue(VirtualMedium.mayScheduleWork(HCICommand.leSetAdvertisingEnable(enable: true).h4Frame, airTimeModel: false))
+        XCTAssertTrue(VirtualMedium.mayScheduleWork(frames[0], airTimeModel: true), "with the air-time model data waits for a connection event")
+    }
 }
