@@ -158,6 +158,11 @@ public struct VirtualMedium: Sendable {
         return next
     }
 
+    /// `nextDeadline` as the last `advance(to:)` left it, without asking again: what the radio
+    /// arms its timer with after a batch that changed nothing since (ACL data without the
+    /// air-time model, `mayScheduleWork`). Any other change makes it stale.
+    private(set) var deadlineAfterAdvance: Duration?
+
     /// `nextDeadline` for the radio's timer, asked after every batch of host frames: `mutating`
     /// only so that the radio asks the medium where it lies (the getter, called on the actor's
     /// stored medium, copied the whole medium first).
@@ -279,7 +284,11 @@ public struct VirtualMedium: Sendable {
     public mutating func advance(to now: Duration) -> [Delivery] {
         latest = max(latest, now)
         var deliveries: [Delivery] = []
-        while let due = nextDeadline, due <= now {
+        var next = nextDeadline
+        defer { deadlineAfterAdvance = next }
+        while let due = next, due <= now {
+            // After each step, whichever way it ends.
+            defer { next = nextDeadline }
             if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
                 guard let adv = nodes[id.rawValue].controller.advertisement, nodes[id.rawValue].onAir else {
                     nextAdvertisingEvent[id] = nil

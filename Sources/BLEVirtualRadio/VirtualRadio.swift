@@ -241,7 +241,9 @@ public actor VirtualRadio {
         // enable at once); a batch of ACL data that crossed at once made none.
         if schedulesWork { out += medium.advance(to: now) }
         deliver(out.coalescingCompletedPackets())
-        schedule()
+        // Nothing changed the medium since `advance` unless the batch could schedule work or
+        // a held path took frames into it (`deliver` pumps those when not all are direct).
+        schedule(reusingAdvance: !schedulesWork && allDirect)
     }
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
@@ -295,8 +297,10 @@ public actor VirtualRadio {
     }
 
     /// Keeps one timer task sleeping until the next deadline (the medium's or a held frame's).
-    private func schedule() {
-        let deadline = earliest(medium.nextDeadlineInPlace(), nextHeldFrame)
+    /// `reusingAdvance`: the medium is as its last `advance(to:)` left it, whose deadline holds.
+    private func schedule(reusingAdvance: Bool = false) {
+        let mediumDeadline = reusingAdvance ? medium.deadlineAfterAdvance : medium.nextDeadlineInPlace()
+        let deadline = earliest(mediumDeadline, nextHeldFrame)
         guard deadline != timerDeadline || timer == nil else { return }
         timer?.cancel()
         timer = nil

@@ -119,6 +119,7 @@ final class ACLPassThroughTests: XCTestCase {
         let t = Duration.milliseconds(500)
         _ = medium.advance(to: t)
         let before = medium.nextDeadline
+        XCTAssertEqual(medium.deadlineAfterAdvance, before, "what advance left is what the medium says")
         let frames = [
             ACLPacket(handle: handles.central, boundary: .firstNonFlushable, data: Array(0..<60)),
             ACLPacket(handle: 0x0EEE, boundary: .firstNonFlushable, data: [1]),
@@ -129,6 +130,7 @@ final class ACLPassThroughTests: XCTestCase {
         for frame in frames { medium.receive(frame, from: central, now: t, into: &out, credits: &credits) }
         XCTAssertFalse(out.isEmpty)
         XCTAssertEqual(medium.nextDeadline, before)
+        XCTAssertEqual(medium.deadlineAfterAdvance, medium.nextDeadline, "the radio arms its timer with it")
         XCTAssertEqual(medium.advance(to: t), [])
         // A command may: advertising enabled now has its first event due at once.
         XCTAssertTrue(VirtualMedium.mayScheduleWork(HCICommand.leSetAdvertisingEnable(enable: true).h4Frame, airTimeModel: false))
