@@ -129,8 +129,13 @@ public struct CommandFlowController: Sendable {
         return (completions, drain(now: now))
     }
 
-    /// The earliest deadline of a sent command, for the caller's timer.
-    public var nextDeadline: Duration? { sent.map(\.deadline).min() }
+    /// The earliest deadline of a sent command, for the caller's timer. A loop that makes no
+    /// array: the host asks after every batch of frames it receives.
+    public var nextDeadline: Duration? {
+        var next: Duration?
+        for entry in sent { next = next.map { min($0, entry.deadline) } ?? entry.deadline }
+        return next
+    }
 
     /// Fails every sent command whose deadline is at or before `now` with `commandTimeout`.
     /// Each expiry gives back a slot (at least one credit), as a controller that lost a command

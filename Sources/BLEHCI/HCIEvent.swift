@@ -203,12 +203,32 @@ public enum HCIEvent: Hashable, Sendable {
     /// The event packet without the H4 indicator. Parameters beyond 255 bytes (only possible with
     /// oversized advertising reports built by hand) are cut off so the length byte stays true.
     public func encode() -> [UInt8] {
+        if case let .numberOfCompletedPackets(entries) = self, entries.count <= Self.maximumCompletedPacketsEntries {
+            // One per batch of ACL packets a controller sent (§7.7.19): written straight into
+            // the packet, the same bytes as through `parameters`, without its writer and copies.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(3 + 4 * entries.count)
+            bytes.append(Code.numberOfCompletedPackets)
+            bytes.append(UInt8(1 + 4 * entries.count))
+            bytes.append(UInt8(entries.count))
+            for e in entries {
+                bytes.append(UInt8(e.handle & 0xFF))
+                bytes.append(UInt8(e.handle >> 8))
+                bytes.append(UInt8(e.count & 0xFF))
+                bytes.append(UInt8(e.count >> 8))
+            }
+            return bytes
+        }
         let params = parameters.prefix(255)
         return [code, UInt8(params.count)] + params
     }
 
     /// The packet with its H4 indicator.
     public var h4Frame: H4Frame { H4Frame(type: .event, payload: encode()) }
+
+    /// The most handle entries a Number Of Completed Packets event can carry whole: its
+    /// parameters (one count byte and four bytes per entry) fit the one-byte length (§7.7.19).
+    static let maximumCompletedPacketsEntries = (255 - 1) / 4
 }
 
 /// One entry of Number Of Completed Packets: how many ACL packets of `handle` the controller has

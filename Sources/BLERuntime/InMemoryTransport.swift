@@ -22,6 +22,10 @@ public final class InMemoryTransport: HCITransport {
     /// two (issue 12: the in-process pipe carries every fragment of the hot path).
     private final class Link: Sendable {
         let queues: [HCIFrameQueue]
+        /// What each side receives: `queues[0]` and `queues[1]` as constants, so that a send (one
+        /// per frame both ways) reads its queue without an array access.
+        private let toSide0: HCIFrameQueue
+        private let toSide1: HCIFrameQueue
         /// Set first by `close`, so a send that starts after it throws; a send racing a close
         /// either lands before the queues close (and is read) or is refused by the closed queue.
         let closed = Atomic<Bool>(false)
@@ -31,10 +35,12 @@ public final class InMemoryTransport: HCITransport {
 
         init(_ queues: [HCIFrameQueue]) {
             self.queues = queues
+            self.toSide0 = queues[0]
+            self.toSide1 = queues[1]
         }
 
         func deliver(_ frame: H4Frame, from side: Int) throws {
-            guard !closed.load(ordering: .acquiring), queues[1 - side].push(frame) else {
+            guard !closed.load(ordering: .acquiring), (side == 0 ? toSide1 : toSide0).push(frame) else {
                 throw TransportError(.closed, "in-memory transport is closed")
             }
             if side == 0 { sentBySide0.wrappingAdd(1, ordering: .relaxed) } else { sentBySide1.wrappingAdd(1, ordering: .relaxed) }

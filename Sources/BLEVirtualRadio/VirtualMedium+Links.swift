@@ -79,42 +79,79 @@ extension VirtualMedium {
     mutating func forward(_ packet: ACLPacket, from id: ControllerID) -> [Delivery] {
         var deliveries: [Delivery] = []
         var credits = CompletedPacketsTally()
-        forward(packet, from: id, into: &deliveries, credits: &credits)
+        let frame = packet.h4Frame
+        guard let header = ACLHeader(frame.payload) else { return [] }
+        forward(frame, header, from: id, into: &deliveries, credits: &credits)
         credits.write(into: &deliveries)
         return deliveries
     }
 
-    /// `forward(_:from:)` appending to `deliveries` (the batch being built): the credit is
-    /// counted in `credits`, one Number Of Completed Packets event per host and batch, as
-    /// `coalescingCompletedPackets` would merge them, instead of an event (and two arrays) per
-    /// fragment; the link and the peer's controller are used in place, not copied out.
-    mutating func forward(_ packet: ACLPacket, from id: ControllerID, into deliveries: inout [Delivery],
+    /// `forward(_:from:)` for the frame as the host sent it (`header` read from it) appending to
+    /// `deliveries` (the batch being built): the credit is counted in `credits`, one Number Of
+    /// Completed Packets event per host and batch, as `coalescingCompletedPackets` would merge
+    /// them, instead of an event (and two arrays) per fragment; the link and the peer's
+    /// controller are used in place, not copied out; and a packet that fits the peer's buffers
+    /// goes on in its own bytes (`VirtualController.passThrough`).
+    mutating func forward(_ frame: H4Frame, _ header: ACLHeader, from id: ControllerID, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
-        let end = LinkEnd(id: id, handle: packet.handle)
+        let end = LinkEnd(id: id, handle: header.handle)
         // The previous packet of the batch came from the same end: its route still holds (only
         // ACL packets were handled since, and they change no connection, link or time).
         if let route = credits.route, route.from == end {
-            credits.credit(handle: packet.handle, to: id, in: &deliveries)
-            if let peer = route.to {
-                nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: route.peerConnected) {
-                    deliveries.append(Delivery(to: peer.id, packet: $0))
-                }
-            }
+            credits.credit(handle: header.handle, to: id, in: &deliveries)
+            if let peer = route.to, route.peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
             return
         }
         credits.route = nil
-        guard nodes[id.rawValue].controller.connections.index(forKey: packet.handle) != nil else { return }
-        credits.credit(handle: packet.handle, to: id, in: &deliveries)
+        guard nodes[id.rawValue].controller.connections.index(forKey: header.handle) != nil else { return }
+        credits.credit(handle: header.handle, to: id, in: &deliveries)
         guard let (linkID, _) = link(of: end), let index = links.index(forKey: linkID),
               let peer = Self.reachablePeer(of: end, &links.values[index]),
               exists(peer.id), nodes[peer.id.rawValue].onAir else {
             credits.route = (end, nil, false)
             return
         }
+        // A peer controller that no longer knows the connection delivers nothing.
         let peerConnected = nodes[peer.id.rawValue].controller.connections.index(forKey: peer.handle) != nil
         credits.route = (end, peer, peerConnected)
-        nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: peerConnected) {
+        if peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
+    }
+
+    /// The peer's controller hands a packet from the air to its host (the connection known to
+    /// it): in the sender's bytes when it fits one buffer, otherwise cut to its buffer length.
+    private mutating func deliverFromPeer(_ frame: H4Frame, _ header: ACLHeader, to peer: LinkEnd, into deliveries: inout [Delivery]) {
+        if let passed = nodes[peer.id.rawValue].controller.passThrough(frame, dataCount: header.dataCount,
+                                                                        isStart: header.boundary.isStart, handle: peer.handle) {
+            deliveries.append(Delivery(to: peer.id, encodedACL: passed))
+            return
+        }
+        // `header` came from these bytes: the decode cannot fail.
+        guard let packet = try? ACLPacket.decode(frame.payload) else { return }
+        nodes[peer.id.rawValue].controller.deliverFromPeer(handle: peer.handle, packet: packet, knownConnected: true) {
             deliveries.append(Delivery(to: peer.id, packet: $0))
+        }
+    }
+
+    /// The header of an encoded HCI ACL data packet (Vol 4 Part E §5.4.2), read in place with
+    /// the checks `ACLPacket.decode` makes: four header bytes, then exactly as many data bytes
+    /// as the length field says.
+    struct ACLHeader {
+        let handle: UInt16
+        let boundary: PacketBoundary
+        let dataCount: Int
+
+        /// Read once per ACL packet, where the packet is received: always inlined there (a call
+        /// retained and released the packet's bytes to read four of them).
+        @inline(__always)
+        init?(_ payload: [UInt8]) {
+            guard payload.count >= 4 else { return nil }
+            let length = Int(payload[2]) | Int(payload[3]) << 8
+            guard payload.count - 4 == length else { return nil }
+            let word = UInt16(payload[0]) | UInt16(payload[1]) << 8
+            handle = word & 0x0FFF
+            // A 2-bit field always maps to one of the four cases.
+            boundary = PacketBoundary(rawValue: UInt8((word >> 12) & 0x3)) ?? .continuing
+            dataCount = length
         }
     }
 

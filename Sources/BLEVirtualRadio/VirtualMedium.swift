@@ -22,14 +22,68 @@ public struct VirtualMedium: Sendable {
         public var description: String { "controller \(rawValue)" }
     }
 
-    /// One packet for one controller's host.
+    /// One packet for one controller's host. Two deliveries are equal when they go to the same
+    /// host with the same packet, however each holds it.
     public struct Delivery: Hashable, Sendable {
         public var to: ControllerID
-        public var packet: HostBoundPacket
+        /// The packet. A delivery the medium passed through holds the encoded ACL packet, and
+        /// decodes it here (ACL data is only encoded again on its way to the host).
+        public var packet: HostBoundPacket {
+            get {
+                switch content {
+                case let .packet(p): return p
+                case let .encodedACL(frame): return .acl(Self.decoded(frame.payload))
+                }
+            }
+            set { content = .packet(newValue) }
+        }
+        private var content: Content
+
+        /// How a delivery holds its packet: decoded, or an ACL packet already in the bytes its
+        /// host receives (`VirtualMedium+PassThrough.swift`).
+        private enum Content: Sendable {
+            case packet(HostBoundPacket)
+            case encodedACL(H4Frame)
+        }
 
         public init(to: ControllerID, packet: HostBoundPacket) {
             self.to = to
-            self.packet = packet
+            self.content = .packet(packet)
+        }
+
+        /// An ACL packet for `to`'s host, already encoded: `frame` is what the transport carries.
+        /// Its header must have been checked (`VirtualMedium.ACLHeader`).
+        init(to: ControllerID, encodedACL frame: H4Frame) {
+            self.to = to
+            self.content = .encodedACL(frame)
+        }
+
+        /// The frame the host's transport carries (H4 indicator and packet).
+        var h4Frame: H4Frame {
+            switch content {
+            case let .packet(p): return p.h4Frame
+            case let .encodedACL(frame): return frame
+            }
+        }
+
+        /// Whether this is a Number Of Completed Packets event (Vol 4 Part E §7.7.19), asked
+        /// of every delivery of a batch without decoding the ACL packets among them.
+        var isCompletedPackets: Bool {
+            if case .packet(.event(.numberOfCompletedPackets)) = content { return true }
+            return false
+        }
+
+        /// An encoded ACL packet whose header was checked when it was made; an empty packet on
+        /// handle 0 only if that check was skipped (never: `init(to:encodedACL:)` requires it).
+        private static func decoded(_ payload: [UInt8]) -> ACLPacket {
+            (try? ACLPacket.decode(payload)) ?? ACLPacket(handle: 0, boundary: .continuing, data: [])
+        }
+
+        public static func == (a: Delivery, b: Delivery) -> Bool { a.to == b.to && a.packet == b.packet }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(to)
+            hasher.combine(packet)
         }
     }
 
@@ -104,7 +158,26 @@ public struct VirtualMedium: Sendable {
         return next
     }
 
+    /// `nextDeadline` as the last `advance(to:)` left it, without asking again: what the radio
+    /// arms its timer with after a batch that changed nothing since (ACL data without the
+    /// air-time model, `mayScheduleWork`). Any other change makes it stale.
+    private(set) var deadlineAfterAdvance: Duration?
+
+    /// `nextDeadline` for the radio's timer, asked after every batch of host frames: `mutating`
+    /// only so that the radio asks the medium where it lies (the getter, called on the actor's
+    /// stored medium, copied the whole medium first).
+    mutating func nextDeadlineInPlace() -> Duration? { nextDeadline }
+
     // MARK: Input from hosts
+
+    /// Whether taking `frame` from a host can make work due that `advance(to:)` must run: any
+    /// command can (an advertising enable, a connection attempt, a link procedure), and ACL data
+    /// can with the air-time model (it waits for a connection event). Without it, ACL data
+    /// crosses at once in `forward` and leaves every deadline as it was. Static, given the
+    /// medium's `airTimeModel`: a method called on the radio's stored medium copied it whole.
+    static func mayScheduleWork(_ frame: H4Frame, airTimeModel: Bool) -> Bool {
+        frame.type != .acl || airTimeModel
+    }
 
     /// One H4 frame from the host of `id`. Frames that do not decode, and packet types a
     /// controller does not accept (events from a host), are dropped: a controller has no way to
@@ -125,8 +198,10 @@ public struct VirtualMedium: Sendable {
                           credits: inout CompletedPacketsTally) {
         if frame.type == .acl, !airTimeModel {
             latest = max(latest, now)
-            guard exists(id), nodes[id.rawValue].onAir, let packet = try? ACLPacket.decode(frame.payload) else { return }
-            forward(packet, from: id, into: &deliveries, credits: &credits)
+            // What `ACLPacket.decode` accepts, checked in place: the packet is passed on without
+            // being decoded (VirtualMedium+PassThrough.swift).
+            guard exists(id), nodes[id.rawValue].onAir, let header = ACLHeader(frame.payload) else { return }
+            forward(frame, header, from: id, into: &deliveries, credits: &credits)
             return
         }
         credits.route = nil
@@ -209,7 +284,11 @@ public struct VirtualMedium: Sendable {
     public mutating func advance(to now: Duration) -> [Delivery] {
         latest = max(latest, now)
         var deliveries: [Delivery] = []
-        while let due = nextDeadline, due <= now {
+        var next = nextDeadline
+        defer { deadlineAfterAdvance = next }
+        while let due = next, due <= now {
+            // After each step, whichever way it ends.
+            defer { next = nextDeadline }
             if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
                 guard let adv = nodes[id.rawValue].controller.advertisement, nodes[id.rawValue].onAir else {
                     nextAdvertisingEvent[id] = nil

@@ -216,9 +216,16 @@ public actor VirtualRadio {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
+        // Room for what a batch usually gives: a packet each and a credit report per host.
+        out.reserveCapacity(out.count + frames.count + 2)
         var credits = VirtualMedium.CompletedPacketsTally()
+        // Whether anything in the batch can have scheduled work for now (see below).
+        var schedulesWork = false
+        let airTimeModel = medium.airTimeModel
         for frame in frames {
+            if VirtualMedium.mayScheduleWork(frame, airTimeModel: airTimeModel) { schedulesWork = true }
             if !allDirect, let path = paths[id], !path.isDirect {
+                schedulesWork = true
                 credits.write(into: &out)
                 deliver(out.coalescingCompletedPackets())
                 out = []
@@ -230,22 +237,30 @@ public actor VirtualRadio {
             }
         }
         credits.write(into: &out)
-        out += medium.advance(to: now)
+        // A command may have made work due now (the first advertising event follows the
+        // enable at once); a batch of ACL data that crossed at once made none.
+        if schedulesWork { out += medium.advance(to: now) }
         deliver(out.coalescingCompletedPackets())
-        schedule()
+        // Nothing changed the medium since `advance` unless the batch could schedule work or
+        // a held path took frames into it (`deliver` pumps those when not all are direct).
+        schedule(reusingAdvance: !schedulesWork && allDirect)
     }
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
         if allDirect {
-            for d in deliveries { send(d.packet.h4Frame, to: d.to) }
+            // Each delivery read where it lies: `for d in deliveries` copied every one out (its
+            // packet enum through an outlined copy), a cost per fragment.
+            deliveries.withUnsafeBufferPointer { batch in
+                for i in batch.indices { send(batch[i].h4Frame, to: batch[i].to) }
+            }
             return
         }
         let now = clock.now()
         for d in deliveries {
             if let path = paths[d.to], !path.isDirect {
-                paths[d.to]?.toHost.append((now + path.delay, d.packet.h4Frame))
+                paths[d.to]?.toHost.append((now + path.delay, d.h4Frame))
             } else {
-                send(d.packet.h4Frame, to: d.to)
+                send(d.h4Frame, to: d.to)
             }
         }
         if deliveries.contains(where: { paths[$0.to]?.isDirect == false }) { pump(now: now) }
@@ -282,8 +297,10 @@ public actor VirtualRadio {
     }
 
     /// Keeps one timer task sleeping until the next deadline (the medium's or a held frame's).
-    private func schedule() {
-        let deadline = earliest(medium.nextDeadline, nextHeldFrame)
+    /// `reusingAdvance`: the medium is as its last `advance(to:)` left it, whose deadline holds.
+    private func schedule(reusingAdvance: Bool = false) {
+        let mediumDeadline = reusingAdvance ? medium.deadlineAfterAdvance : medium.nextDeadlineInPlace()
+        let deadline = earliest(mediumDeadline, nextHeldFrame)
         guard deadline != timerDeadline || timer == nil else { return }
         timer?.cancel()
         timer = nil

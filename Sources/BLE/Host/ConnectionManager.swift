@@ -28,8 +28,9 @@ final class ConnectionManager {
         self.configuration = configuration
     }
 
+    /// The earliest deadline of the connection attempt and of the links' protocols.
     var nextDeadline: Duration? {
-        earliest(initiator.nextDeadline, links.nextDeadline)
+        earliest(initiator.nextDeadline, links.nextDeadline())
     }
 
     /// Whether an LE Create Connection is outstanding.

@@ -13,21 +13,43 @@ struct Link {
     var parameters: LinkParameters
     /// Our GATT client's side of every ATT bearer of this link: the unenhanced one and each
     /// Enhanced ATT bearer (Vol 3 Part F §3.2.11), with the scheduler that runs procedures on
-    /// whichever is free.
-    var clients: ATTClientBearerSet<ATTBearerID>
+    /// whichever is free. Any change marks `clientsDeadline` stale.
+    var clients: ATTClientBearerSet<ATTBearerID> {
+        _read { yield storedClients }
+        set { storedClients = newValue; clientsDeadline = .stale }
+        _modify { clientsDeadline = .stale; yield &storedClients }
+    }
     /// Our GATT client's side of this link's unenhanced ATT bearer (fixed channel 0x0004): its
     /// MTU is the link's, commands go on it.
     var bearer: ATTClientBearer {
-        get { clients.unenhanced }
-        _modify { yield &clients.unenhanced }
+        _read { yield storedClients.unenhanced }
+        _modify { clientsDeadline = .stale; yield &storedClients.unenhanced }
     }
     /// Our GATT server's side of this link's ATT bearer (CCCDs, MTU, queues are per connection).
-    var server: ATTServer
+    /// Any change marks `serversDeadline` stale.
+    var server: ATTServer {
+        _read { yield storedServer }
+        set { storedServer = newValue; serversDeadline = .stale }
+        _modify { serversDeadline = .stale; yield &storedServer }
+    }
     /// Our GATT server's side of each Enhanced ATT bearer, by our local CID of its channel: its own
     /// ATT_MTU, request in progress, prepare queue and outstanding indication. What belongs to the
     /// client rather than a bearer (CCCDs, Client Supported Features, change awareness) stays in
     /// `server` and is shared with every bearer (GATTServerSessions+Enhanced.swift).
-    var enhancedServers: [UInt16: ATTServer] = [:]
+    var enhancedServers: [UInt16: ATTServer] {
+        _read { yield storedEnhancedServers }
+        set { storedEnhancedServers = newValue; serversDeadline = .stale }
+        _modify { serversDeadline = .stale; yield &storedEnhancedServers }
+    }
+    private var storedClients: ATTClientBearerSet<ATTBearerID>
+    private var storedServer: ATTServer
+    private var storedEnhancedServers: [UInt16: ATTServer] = [:]
+    /// The earliest deadline of the client bearers and of the servers, as last computed: the
+    /// host asks for the earliest deadline after every frame, and most frames change neither
+    /// (a notification moves no transaction timer), so each is recomputed only after its part
+    /// changed (through the accessors above, the only way to change them).
+    private var clientsDeadline = CachedDeadline.stale
+    private var serversDeadline = CachedDeadline.stale
     var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
     var maxTxOctets = 27
     var maxRxOctets = 27
@@ -39,6 +61,33 @@ struct Link {
     /// take (Vol 3 Part H §2.2.3, §2.2.7, §2.2.8).
     var peerOnAir: DeviceAddress?
     var localOnAir: DeviceAddress?
+
+    init(id: UInt64, handle: UInt16, peer: DeviceAddress, role: ConnectionRole, parameters: LinkParameters,
+         clients: ATTClientBearerSet<ATTBearerID>, server: ATTServer, observation: LinkObservation) {
+        self.id = id
+        self.handle = handle
+        self.peer = peer
+        self.role = role
+        self.parameters = parameters
+        self.storedClients = clients
+        self.storedServer = server
+        self.observation = observation
+    }
+
+    /// The earliest protocol deadline of this link: a client bearer's transaction timeout
+    /// (Vol 3 Part F §3.3.3, every bearer, Enhanced ATT ones too) or a server's indication
+    /// confirmation timeout. Recomputes only the parts changed since the last call.
+    mutating func nextDeadline() -> Duration? {
+        if case .stale = clientsDeadline { clientsDeadline = .known(storedClients.nextDeadline) }
+        if case .stale = serversDeadline {
+            var next = storedServer.nextDeadline
+            if !storedEnhancedServers.isEmpty {
+                for server in storedEnhancedServers.values { next = earliest(next, server.nextDeadline) }
+            }
+            serversDeadline = .known(next)
+        }
+        return earliest(clientsDeadline.value, serversDeadline.value)
+    }
 
     /// A central's view of this link, for the peripheral manager's events.
     var central: ConnectedCentral { ConnectedCentral(id: id, address: peer) }
@@ -146,22 +195,31 @@ struct LinkTable {
     }
 
     /// The earliest protocol deadline of any link's bearer (transaction timeout) or server
-    /// (indication confirmation timeout).
-    /// Asked after every frame the host receives, so it allocates nothing.
-    var nextDeadline: Duration? {
-        // Through the buffer, each link read where it lies: indexing the array copied every link
+    /// (indication confirmation timeout). Asked after every frame the host receives, so it
+    /// allocates nothing and copies no link; each link recomputes only what changed
+    /// (`Link.nextDeadline()`).
+    mutating func nextDeadline() -> Duration? {
+        // Through the buffer, each link used where it lies: indexing the array copied every link
         // out (all its buffers retained and released) on each call.
-        links.withUnsafeBufferPointer { buffer in
+        links.withUnsafeMutableBufferPointer { buffer in
             var next: Duration?
-            for i in buffer.indices {
-                // Every client bearer's, Enhanced ATT ones too (Vol 3 Part F §3.3.3 per bearer).
-                next = earliest(next, earliest(buffer[i].clients.nextDeadline, buffer[i].server.nextDeadline))
-                if !buffer[i].enhancedServers.isEmpty {
-                    for server in buffer[i].enhancedServers.values { next = earliest(next, server.nextDeadline) }
-                }
-            }
+            for i in buffer.indices { next = earliest(next, buffer[i].nextDeadline()) }
             return next
         }
+    }
+}
+
+/// A deadline remembered until what it was computed from changes.
+enum CachedDeadline {
+    /// Not computed since the last change.
+    case stale
+    /// Computed: nil when nothing is pending.
+    case known(Duration?)
+
+    /// The deadline when known (nil when stale or when nothing is pending).
+    var value: Duration? {
+        if case let .known(d) = self { return d }
+        return nil
     }
 }
 

@@ -64,8 +64,16 @@ public struct Scanner: Sendable {
         return true
     }
 
-    /// The earliest deadline of the running scans.
-    public var nextDeadline: Duration? { sessions.compactMap(\.deadline).min() }
+    /// The earliest deadline of the running scans. A loop, not `compactMap(_:).min()`: asked
+    /// after every batch of frames the host receives, so it makes no array.
+    public var nextDeadline: Duration? {
+        var next: Duration?
+        for session in sessions {
+            guard let d = session.deadline else { continue }
+            next = next.map { min($0, d) } ?? d
+        }
+        return next
+    }
 
     /// The ids of the scans whose deadline has passed, oldest first (the owner ends them).
     public func expired(now: Duration) -> [UInt64] {

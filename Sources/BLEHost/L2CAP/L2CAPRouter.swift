@@ -44,8 +44,8 @@ public struct L2CAPRouter: Sendable {
     /// Each link's earliest signaling response deadline, beside the links and updated after
     /// every change to a link's signaling state: `nextDeadline` is asked after every batch of
     /// frames the host receives, and reading a link out of `links` copies its whole signaling
-    /// state (issue 12).
-    private var signalingDeadlines: [UInt16: Duration] = [:]
+    /// state (issue 12). Visible to inlined code only for `nextDeadline`.
+    @usableFromInline internal private(set) var signalingDeadlines: [UInt16: Duration] = [:]
 
     /// Who accepts LE credit-based channels, by SPSM (Vol 3 Part A §4.22).
     public var listeners: [UInt16: CreditBasedListener] = [:]
@@ -251,7 +251,10 @@ public struct L2CAPRouter: Sendable {
         links[handle]?.signaling.channel(cid)
     }
 
-    /// The earliest signaling response deadline on any link.
+    /// The earliest signaling response deadline on any link (Vol 3 Part A §6.2.1, RTX).
+    /// Inlinable: the host asks after every batch of frames, and a call across the module
+    /// copied the whole router (every link's state retained and released) to ask.
+    @inlinable
     public var nextDeadline: Duration? {
         signalingDeadlines.isEmpty ? nil : signalingDeadlines.values.min()
     }

@@ -1,0 +1,33 @@
+@testable import BLEHCI
+import XCTest
+
+/// Number Of Completed Packets (Core Vol 4 Part E §7.7.19) is encoded straight into its packet,
+/// once per batch of ACL packets a controller sent: the bytes must be those of the general
+/// encoder (event code, parameter length, then `parameters`), for every number of entries.
+final class CompletedPacketsEncodingTests: XCTestCase {
+    /// What `encode()` gives any event: code, length, and the parameters cut to 255 bytes.
+    private func general(_ event: HCIEvent) -> [UInt8] {
+        let params = event.parameters.prefix(255)
+        return [event.code, UInt8(params.count)] + params
+    }
+
+    private func entries(_ n: Int) -> [CompletedPackets] {
+        (0..<n).map { CompletedPackets(handle: UInt16(0x0E00 + $0), count: UInt16(0x0100 * $0 + 1)) }
+    }
+
+    func testTheDirectEncodingIsTheGeneralOneForEveryCountThatFits() throws {
+        for n in [0, 1, 2, 3, 62, 63] {
+            let event = HCIEvent.numberOfCompletedPackets(entries(n))
+            XCTAssertEqual(event.encode(), general(event), "\(n) entries")
+            XCTAssertEqual(try HCIEvent.decode(event.encode()), event, "\(n) entries decode back")
+        }
+        XCTAssertEqual(HCIEvent.numberOfCompletedPackets([CompletedPackets(handle: 0x0040, count: 0x0203)]).encode(),
+                       [0x13, 0x05, 0x01, 0x40, 0x00, 0x03, 0x02])
+    }
+
+    func testMoreEntriesThanTheLengthByteDescribesStillGoTheGeneralWay() {
+        let event = HCIEvent.numberOfCompletedPackets(entries(64))
+        XCTAssertEqual(event.encode(), general(event))
+        XCTAssertEqual(event.encode().count, 2 + 255)
+    }
+}
