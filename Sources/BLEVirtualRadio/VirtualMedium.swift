@@ -40,7 +40,7 @@ public struct VirtualMedium: Sendable {
         private var content: Content
 
         /// How a delivery holds its packet: decoded, or an ACL packet already in the bytes its
-        /// host receives (`VirtualMedium+PassThrough.swift`).
+        /// host receives (`VirtualController.passThrough`).
         private enum Content: Sendable {
             case packet(HostBoundPacket)
             case encodedACL(H4Frame)
@@ -199,7 +199,7 @@ public struct VirtualMedium: Sendable {
         if frame.type == .acl, !airTimeModel {
             latest = max(latest, now)
             // What `ACLPacket.decode` accepts, checked in place: the packet is passed on without
-            // being decoded (VirtualMedium+PassThrough.swift).
+            // being decoded (`VirtualController.passThrough`).
             guard exists(id), nodes[id.rawValue].onAir, let header = ACLHeader(frame.payload) else { return }
             forward(frame, header, from: id, into: &deliveries, credits: &credits)
             return

@@ -240,10 +240,12 @@ public actor VirtualRadio {
         // A command may have made work due now (the first advertising event follows the
         // enable at once); a batch of ACL data that crossed at once made none.
         if schedulesWork { out += medium.advance(to: now) }
-        deliver(out.coalescingCompletedPackets())
         // Nothing changed the medium since `advance` unless the batch could schedule work or
-        // a held path took frames into it (`deliver` pumps those when not all are direct).
-        schedule(reusingAdvance: !schedulesWork && allDirect)
+        // a held path took frames into it: `deliver` pumps those when not all paths are direct,
+        // and may leave them all direct, so this is decided before it runs (review finding F1).
+        let reuseAdvance = !schedulesWork && allDirect
+        deliver(out.coalescingCompletedPackets())
+        schedule(reusingAdvance: reuseAdvance)
     }
 
     private func deliver(_ deliveries: [VirtualMedium.Delivery]) {
