@@ -186,7 +186,9 @@ public enum HCIEvent: Hashable, Sendable {
         case let .dataBufferOverflow(linkType):
             w.u8(linkType)
         case let .numberOfCompletedPackets(entries):
-            let list = entries.prefix(Int(UInt8.max))
+            // At most what the length byte describes; more go in several events
+            // (`numberOfCompletedPacketsEvents`).
+            let list = entries.prefix(Self.maximumCompletedPacketsEntries)
             w.u8(UInt8(list.count))
             for e in list {
                 w.u16(e.handle)
@@ -228,7 +230,18 @@ public enum HCIEvent: Hashable, Sendable {
 
     /// The most handle entries a Number Of Completed Packets event can carry whole: its
     /// parameters (one count byte and four bytes per entry) fit the one-byte length (§7.7.19).
-    static let maximumCompletedPacketsEntries = (255 - 1) / 4
+    public static let maximumCompletedPacketsEntries = (255 - 1) / 4
+
+    /// Number Of Completed Packets events (Core Vol 4 Part E §7.7.19) reporting `entries`, as
+    /// many as the one-byte parameter length needs: 63 entries each, in order; none for none.
+    public static func numberOfCompletedPacketsEvents(_ entries: [CompletedPackets]) -> [HCIEvent] {
+        guard entries.count > maximumCompletedPacketsEntries else {
+            return entries.isEmpty ? [] : [.numberOfCompletedPackets(entries)]
+        }
+        return stride(from: 0, to: entries.count, by: maximumCompletedPacketsEntries).map {
+            .numberOfCompletedPackets(Array(entries[$0..<min($0 + maximumCompletedPacketsEntries, entries.count)]))
+        }
+    }
 }
 
 /// One entry of Number Of Completed Packets: how many ACL packets of `handle` the controller has

@@ -45,7 +45,11 @@ extension Array where Element == VirtualMedium.Delivery {
             }
         }
         for m in merged {
-            out[m.index] = VirtualMedium.Delivery(to: m.to, packet: .event(.numberOfCompletedPackets(m.entries)))
+            // More handles than one event carries: the rest in further events at the end.
+            let events = HCIEvent.numberOfCompletedPacketsEvents(m.entries)
+            guard let first = events.first else { continue }
+            out[m.index] = VirtualMedium.Delivery(to: m.to, packet: .event(first))
+            for e in events.dropFirst() { out.append(VirtualMedium.Delivery(to: m.to, packet: .event(e))) }
         }
         return out
     }

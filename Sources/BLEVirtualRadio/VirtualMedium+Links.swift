@@ -201,10 +201,18 @@ extension VirtualMedium {
         }
 
         /// Writes each host's counts into its event in `deliveries` (the batch the credits were
-        /// counted in) and starts over.
+        /// counted in) and starts over. Counts for more handles than one event carries go in
+        /// further events at the batch's end.
         mutating func write(into deliveries: inout [Delivery]) {
             for report in reports where deliveries.indices.contains(report.index) {
-                deliveries[report.index].packet = .event(.numberOfCompletedPackets(report.entries))
+                guard report.entries.count > HCIEvent.maximumCompletedPacketsEntries else {
+                    deliveries[report.index].packet = .event(.numberOfCompletedPackets(report.entries))
+                    continue
+                }
+                let events = HCIEvent.numberOfCompletedPacketsEvents(report.entries)
+                let to = deliveries[report.index].to
+                deliveries[report.index].packet = .event(events[0])
+                for e in events.dropFirst() { deliveries.append(Delivery(to: to, packet: .event(e))) }
             }
             reports = []
             route = nil

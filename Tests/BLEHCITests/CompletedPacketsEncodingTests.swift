@@ -25,9 +25,29 @@ final class CompletedPacketsEncodingTests: XCTestCase {
                        [0x13, 0x05, 0x01, 0x40, 0x00, 0x03, 0x02])
     }
 
-    func testMoreEntriesThanTheLengthByteDescribesStillGoTheGeneralWay() {
-        let event = HCIEvent.numberOfCompletedPackets(entries(64))
-        XCTAssertEqual(event.encode(), general(event))
-        XCTAssertEqual(event.encode().count, 2 + 255)
+    /// Review finding F3: 64 entries made a 257-byte parameter list under a length byte of 1,
+    /// which the host rejects as malformed, losing every credit in it.
+    func testMoreEntriesThanOneEventCarriesGoInSeveralEventsThatDecode() throws {
+        for n in [64, 126, 127, 200] {
+            let all = entries(n)
+            let events = HCIEvent.numberOfCompletedPacketsEvents(all)
+            XCTAssertEqual(events.count, (n + 62) / 63, "\(n) entries")
+            var decoded: [CompletedPackets] = []
+            for e in events {
+                let bytes = e.encode()
+                XCTAssertEqual(Int(bytes[1]), bytes.count - 2, "the length byte is true")
+                guard case let .numberOfCompletedPackets(got) = try HCIEvent.decode(bytes) else { return XCTFail("not decoded back") }
+                decoded += got
+            }
+            XCTAssertEqual(decoded, all, "every entry once, in order")
+        }
+        XCTAssertEqual(HCIEvent.numberOfCompletedPacketsEvents([]), [])
+        XCTAssertEqual(HCIEvent.numberOfCompletedPacketsEvents(entries(2)), [.numberOfCompletedPackets(entries(2))])
+    }
+
+    func testAnEventOfTooManyEntriesEncodesOnlyWhatItsLengthDescribes() throws {
+        let bytes = HCIEvent.numberOfCompletedPackets(entries(64)).encode()
+        XCTAssertEqual(Int(bytes[1]), bytes.count - 2)
+        XCTAssertEqual(try HCIEvent.decode(bytes), .numberOfCompletedPackets(entries(63)))
     }
 }

@@ -35,4 +35,13 @@ final class CompletedPacketsCoalescingTests: XCTestCase {
         let batch = [completed(0, [(1, 0xFFFF)]), completed(0, [(1, 2)])]
         XCTAssertEqual(batch.coalescingCompletedPackets(), [completed(0, [(1, 0xFFFF)])])
     }
+
+    /// Review finding F3: reports for more handles than one event carries are split, the rest
+    /// going at the batch's end, each event within its length byte.
+    func testReportsForMoreHandlesThanOneEventCarriesAreSplit() {
+        let handles = (0..<70).map { UInt16(0x40 + $0) }
+        let batch = handles.map { completed(0, [($0, 1)]) } + [data(1, 0xA)]
+        let out = batch.coalescingCompletedPackets()
+        XCTAssertEqual(out, [completed(0, handles.prefix(63).map { ($0, 1) }), data(1, 0xA), completed(0, handles.dropFirst(63).map { ($0, 1) })])
+    }
 }
