@@ -1,7 +1,7 @@
 /// Everything that happens to a `PeripheralManager` from the moment the stream was made, in
 /// order and unbounded: what `PeripheralManager.events` returns. Every stream sees every event.
-/// It ends when the manager closes (after the events before), or when the task reading it is
-/// cancelled; letting the stream and its iterators go tells the host to stop keeping events for
+/// It ends when the manager closes or its controller fails (after the events before), or when
+/// the task reading it is cancelled; letting the stream and its iterators go tells the host to stop keeping events for
 /// it.
 ///
 /// Its own type rather than `AsyncStream<PeripheralManagerEvent>` for the cost per event (issue
@@ -35,6 +35,9 @@ public struct PeripheralManagerEventStream: AsyncSequence, Sendable {
 
         @usableFromInline let source: PeripheralManagerEventSource
 
+        /// This iterator gave the end: it gives nothing more (the end is final).
+        @usableFromInline var ended = false
+
         init(source: PeripheralManagerEventSource) {
             self.source = source
         }
@@ -44,22 +47,30 @@ public struct PeripheralManagerEventStream: AsyncSequence, Sendable {
         /// Inlinable so that an event already waiting is taken in the caller's own code.
         @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> PeripheralManagerEvent? {
+            guard !ended else { return nil }
+            let next: PeripheralManagerEvent?
             switch source.take() {
             case let .value(event): return event
-            case .end: return nil
-            case .wait: return await source.wait()
+            case .end: next = nil
+            case .wait: next = await source.wait()
             }
+            if next == nil { ended = true }
+            return next
         }
 
         /// The next event; nil once the manager has closed and every event was read, or once
         /// the reading task is cancelled.
         @inlinable
         public mutating func next() async -> PeripheralManagerEvent? {
+            guard !ended else { return nil }
+            let next: PeripheralManagerEvent?
             switch source.take() {
             case let .value(event): return event
-            case .end: return nil
-            case .wait: return await source.wait()
+            case .end: next = nil
+            case .wait: next = await source.wait()
             }
+            if next == nil { ended = true }
+            return next
         }
     }
 }

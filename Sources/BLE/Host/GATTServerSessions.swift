@@ -545,10 +545,22 @@ final class GATTServerSessions {
         return !eventSinks.isEmpty
     }
 
-    /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order.
+    /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order;
+    /// already ended when the host has closed or failed.
     func events(_ host: isolated HostController) -> PeripheralManagerEventStream {
         let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
-        eventSinks[host.makeToken()] = queue
+        if host.failure != nil {
+            queue.finish()
+        } else {
+            eventSinks[host.makeToken()] = queue
+        }
         return PeripheralManagerEventStream(queue)
+    }
+
+    /// The host closed or failed (after its links' last events): every `events` stream ends
+    /// once its consumer has read what came before.
+    func finishEvents() {
+        for sink in eventSinks.values { sink.finish() }
+        eventSinks = [:]
     }
 }

@@ -406,6 +406,8 @@ actor HostController {
         connections.closeAll(error: error, self)
         scanning.fail(error, self)
         l2cap.fail(error)
+        // After the links' `.disconnected` events: the manager's event streams end.
+        server.finishEvents()
     }
 
     /// Tears a link down in every part: its GATT work fails with `error`, its streams finish,
