@@ -102,10 +102,48 @@ final class NotificationQueueTests: XCTestCase {
             return await it.next()
         }
         for await _ in started { break }
+        // Parked, so the cancellation reaches the wait's handler, not `take()`'s check.
+        while !queue.hasWaiter { await Task.yield() }
         reader.cancel()
         let v = await reader.value
         XCTAssertNil(v)
         XCTAssertTrue(queue.isAbandoned)
+    }
+
+    /// The same for the events stream, whose wait has its own cancellation handler.
+    func testCancellingAWaitingEventsReaderEndsItsWait() async {
+        let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
+        let stream = PeripheralManagerEventStream(queue)
+        let reader = Task { () -> PeripheralManagerEvent? in
+            var it = stream.makeAsyncIterator()
+            return await it.next()
+        }
+        while !queue.hasWaiter { await Task.yield() }
+        reader.cancel()
+        let v = await reader.value
+        XCTAssertNil(v)
+        XCTAssertTrue(queue.isAbandoned)
+    }
+
+    /// Review finding 2: the end an iterator gave is final, even for a second reader that got
+    /// it because another one was waiting.
+    func testTheEndAnIteratorGaveIsFinal() async {
+        let queue = NotificationQueue(limit: 8)
+        let stream = NotificationStream(queue)
+        let first = Task { () -> [UInt8]? in
+            var it = stream.makeAsyncIterator()
+            return await it.next()
+        }
+        while !queue.hasWaiter { await Task.yield() }
+        var second = stream.makeAsyncIterator()
+        let none = await second.next()
+        XCTAssertNil(none, "a second reader while one waits gets the end")
+        queue.yield([7])
+        let got = await first.value
+        XCTAssertEqual(got, [7])
+        queue.yield([8])
+        let after = await second.next()
+        XCTAssertNil(after, "and it stays ended")
     }
 
     /// Values read on an actor's isolation (`next(isolation:)`, what `for await` calls there):

@@ -35,6 +35,9 @@ public struct NotificationStream: AsyncSequence, Sendable {
 
         @usableFromInline let source: NotificationSource
 
+        /// This iterator gave the end: it gives nothing more (the end is final).
+        @usableFromInline var ended = false
+
         init(source: NotificationSource) {
             self.source = source
         }
@@ -44,22 +47,30 @@ public struct NotificationStream: AsyncSequence, Sendable {
         /// that a value already waiting is taken in the caller's own code, with no async call.
         @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> [UInt8]? {
+            guard !ended else { return nil }
+            let next: [UInt8]?
             switch source.take() {
             case let .value(value): return value
-            case .end: return nil
-            case .wait: return await source.wait()
+            case .end: next = nil
+            case .wait: next = await source.wait()
             }
+            if next == nil { ended = true }
+            return next
         }
 
         /// The next value; nil once the link is gone and every value was read, or once the
         /// reading task is cancelled.
         @inlinable
         public mutating func next() async -> [UInt8]? {
+            guard !ended else { return nil }
+            let next: [UInt8]?
             switch source.take() {
             case let .value(value): return value
-            case .end: return nil
-            case .wait: return await source.wait()
+            case .end: next = nil
+            case .wait: next = await source.wait()
             }
+            if next == nil { ended = true }
+            return next
         }
     }
 }
