@@ -16,7 +16,7 @@ final class L2CAPRouterTests: XCTestCase {
         var r = router()
         // Basic header: length 5, CID 0x0004; ATT Read Request for handle 0x0003 ... split 3 + 6.
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0500 04"))), .none)
-        XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .continuing, data: hexBytes("00 0A 0300 AA BB"))), .att(hexBytes("0A 0300 AA BB")))
+        XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .continuing, data: hexBytes("00 0A 0300 AA BB"))), .att(hexBytes("0A 0300 AA BB")[...]))
     }
 
     func testSignalingRequestIsAnsweredAndTurnedIntoAnUpdate() {
@@ -120,6 +120,6 @@ final class L2CAPRouterInPlaceTests: XCTestCase {
         }
         // A continuation without a start, then a whole frame: dropped, then delivered.
         guard case .dropped = r.receive(acl: hexBytes("4010 0100 AA"), security: { LinkSecurity() }, now: .zero) else { return XCTFail() }
-        XCTAssertEqual(r.receive(acl: hexBytes("4020 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: .zero), .att(hexBytes("1B1000")))
+        XCTAssertEqual(r.receive(acl: hexBytes("4020 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: .zero), .att(hexBytes("1B1000")[...]))
     }
 }

@@ -153,13 +153,13 @@ final class GATTClientSessions {
     // MARK: - Incoming
 
     /// A response, notification or indication for our client on `bearer` of this link.
-    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
         guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
         receiveEnhanced(payload, handle: handle, cid: cid, host)
     }
 
     /// A response, notification or indication for our client on this link's unenhanced bearer.
-    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, _ host: isolated HostController) {
         let t = host.now
         guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
         perform(actions, handle: handle, host)
@@ -171,7 +171,7 @@ final class GATTClientSessions {
     }
 
     /// Carries out what the link's bearers asked for, each on its own bearer.
-    func perform(_ actions: [ATTBearerSetAction<ATTBearerID>], handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: ATTBearerSetActions, handle: UInt16, _ host: isolated HostController) {
         for a in actions { perform(a.action, on: a.bearer, handle: handle, host) }
     }
 

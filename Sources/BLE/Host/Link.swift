@@ -14,7 +14,7 @@ struct Link {
     /// Our GATT client's side of every ATT bearer of this link: the unenhanced one and each
     /// Enhanced ATT bearer (Vol 3 Part F §3.2.11), with the scheduler that runs procedures on
     /// whichever is free.
-    var clients: ATTClientBearerSet<ATTBearerID>
+    var clients: ATTClientBearerSet
     /// Our GATT client's side of this link's unenhanced ATT bearer (fixed channel 0x0004): its
     /// MTU is the link's, commands go on it.
     var bearer: ATTClientBearer {

@@ -215,35 +215,58 @@ public struct ATTClientBearer: Sendable {
 
     /// One ATT PDU from the peer.
     public mutating func receive(_ bytes: [UInt8], now: Duration) -> [BearerAction] {
+        receive(bytes[...], now: now)
+    }
+
+    /// One ATT PDU from the peer, read where it lies (the L2CAP payload of the ACL packet it
+    /// came in): only a notification's or indication's value is copied out.
+    public mutating func receive(_ bytes: ArraySlice<UInt8>, now: Duration) -> [BearerAction] {
         guard !isClosed, let first = bytes.first else { return [] }
+        if let update = Self.update(in: bytes) {
+            guard case .indication = update else { return [update] }
+            return [update, .send(Self.confirmationPDU)]
+        }
         let opcode = ATTOpcode(first)
         switch opcode.kind {
         case .notification:
-            if first == ATTOpcode.handleValueNotification.rawValue {
-                // The one a server sends per update (§3.4.7.1), read in place: handle, value.
-                guard bytes.count >= 3 else { return [] }
-                return [.notification(handle: UInt16(bytes[1]) | UInt16(bytes[2]) << 8, value: Array(bytes[3...]))]
-            }
-            switch try? ATTPDU.decode(bytes) {
-            case let .handleValueNotification(handle, value)?:
-                return [.notification(handle: handle, value: value)]
+            switch try? ATTPDU.decode(Array(bytes)) {
             case let .multipleHandleValueNotification(tuples)?:
                 return tuples.map { .notification(handle: $0.handle, value: $0.value) }
             default:
                 return []
             }
         case .indication:
-            guard case let .handleValueIndication(handle, value)? = try? ATTPDU.decode(bytes) else { return [] }
-            return [.indication(handle: handle, value: value), .send(ATTPDU.handleValueConfirmation.encode())]
+            return []
         case .request, .command, .confirmation:
-            return [.peerRequest(bytes)]
+            return [.peerRequest(Array(bytes))]
         case .unknown:
             // §3.4.1.1: an unknown request gets Request Not Supported from the server; §3.3: an
             // unknown command is ignored.
-            return opcode.isCommand ? [] : [.peerRequest(bytes)]
+            return opcode.isCommand ? [] : [.peerRequest(Array(bytes))]
         case .response:
-            return receiveAnswer(bytes, now: now)
+            return receiveAnswer(Array(bytes), now: now)
         }
+    }
+
+    /// The Handle Value Confirmation (Vol 3 Part F §3.4.7.3), the same bytes every time.
+    static let confirmationPDU: [UInt8] = ATTPDU.handleValueConfirmation.encode()
+
+    /// A Handle Value Notification (§3.4.7.1) or Indication (§3.4.7.2) read in place: the handle,
+    /// then the value to the end. Nil for any other PDU, or one too short for its handle (which
+    /// `ATTPDU.decode` refuses too). The one a server sends per update; it changes nothing in
+    /// the bearer (no request is answered), so `ATTClientBearerSet` takes it without scheduling.
+    static func update(in bytes: ArraySlice<UInt8>) -> BearerAction? {
+        let s = bytes.startIndex
+        guard bytes.count >= 3 else { return nil }
+        let opcode = bytes[s]
+        guard opcode == ATTOpcode.handleValueNotification.rawValue || opcode == ATTOpcode.handleValueIndication.rawValue else {
+            return nil
+        }
+        let handle = UInt16(bytes[s + 1]) | UInt16(bytes[s + 2]) << 8
+        let value = Array(bytes[(s + 3)...])
+        return opcode == ATTOpcode.handleValueNotification.rawValue
+            ? .notification(handle: handle, value: value)
+            : .indication(handle: handle, value: value)
     }
 
     private mutating func receiveAnswer(_ bytes: [UInt8], now: Duration) -> [BearerAction] {

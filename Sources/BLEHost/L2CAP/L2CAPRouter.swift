@@ -5,8 +5,9 @@ import BLEWire
 public enum L2CAPRouting: Sendable, Equatable {
     /// Nothing complete yet (a fragment of a longer PDU), or nothing to do.
     case none
-    /// A whole ATT PDU for the link's bearer (fixed CID 0x0004).
-    case att([UInt8])
+    /// A whole ATT PDU for the link's bearer (fixed CID 0x0004), where it lies in the ACL packet
+    /// (or reassembly buffer) it came in: the bearer copies out only what it keeps.
+    case att(ArraySlice<UInt8>)
     /// A whole SMP PDU for the link's Security Manager (fixed CID 0x0006).
     case smp([UInt8])
     /// Replies and requests produced by the link's signaling channel.
@@ -109,7 +110,7 @@ public struct L2CAPRouter: Sendable {
             let length = Int(data[s]) | Int(data[s + 1]) << 8
             if data.count == L2CAPFrame.headerLength + length {
                 let cid = UInt16(data[s + 2]) | UInt16(data[s + 3]) << 8
-                return route(cid: cid, payload: Array(data[(s + L2CAPFrame.headerLength)...]), handle: handle,
+                return route(cid: cid, payload: data[(s + L2CAPFrame.headerLength)...], handle: handle,
                              security: security, now: now)
             }
         }
@@ -127,25 +128,26 @@ public struct L2CAPRouter: Sendable {
             do { _ = try L2CAPFrame.decode(pdu) } catch { return .dropped("malformed L2CAP frame: \(error)") }
             return .dropped("malformed L2CAP frame")
         }
-        return route(cid: UInt16(pdu[2]) | UInt16(pdu[3]) << 8, payload: Array(pdu[L2CAPFrame.headerLength...]), handle: handle,
+        return route(cid: UInt16(pdu[2]) | UInt16(pdu[3]) << 8, payload: pdu[L2CAPFrame.headerLength...], handle: handle,
                      security: security, now: now)
     }
 
-    /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1).
-    private mutating func route(cid: UInt16, payload: [UInt8], handle: UInt16, security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+    /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1). ATT gets it
+    /// in place; the other channels keep what they get, so they get a copy.
+    private mutating func route(cid: UInt16, payload: ArraySlice<UInt8>, handle: UInt16, security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
         switch cid {
         case L2CAPChannel.att:
             return .att(payload)
         case L2CAPChannel.leSignaling:
-            return .control(receiveSignaling(payload, handle: handle,
+            return .control(receiveSignaling(Array(payload), handle: handle,
                                              context: CreditBasedContext(listeners: listeners, security: security(), now: now)))
         case L2CAPChannel.smp:
-            return .smp(payload)
+            return .smp(Array(payload))
         case L2CAPChannel.dynamicRange:
             guard let index = links.index(forKey: handle), links.values[index].signaling.channel(cid) != nil else {
                 return .dropped("data on L2CAP channel 0x\(String(cid, radix: 16)), which is not open")
             }
-            let actions = links.values[index].signaling.receiveFrame(payload, cid: cid, now: now)
+            let actions = links.values[index].signaling.receiveFrame(Array(payload), cid: cid, now: now)
             noteDeadline(at: index)
             return .control(Self.map(actions))
         default:
