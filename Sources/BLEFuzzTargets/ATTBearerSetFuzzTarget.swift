@@ -7,7 +7,8 @@ import BLEHost
 /// enhanced bearers opening and closing, cancellations and timeouts. Checked after every call:
 /// each id completes at most once and only if submitted, nothing is sent on a bearer that is
 /// not open, at most one request goes out per bearer per call and a bearer that sent one has
-/// it outstanding. At the end `close()` must have completed every submitted procedure.
+/// it outstanding, and `nextDeadline` is the earliest of the open bearers'. At the end
+/// `close()` must have completed every submitted procedure.
 enum ATTBearerSetFuzzTarget {
     static func run(_ data: [UInt8]) {
         var input = FuzzInput(data)
@@ -35,6 +36,8 @@ enum ATTBearerSetFuzzTarget {
                     break
                 }
             }
+            let earliest = set.bearerIDs.compactMap { set[bearer: $0]?.nextDeadline }.min()
+            FuzzCheck.require(set.nextDeadline == earliest, "\(call): nextDeadline \(String(describing: set.nextDeadline)), the bearers' \(String(describing: earliest))")
             for (bearer, count) in requests {
                 FuzzCheck.require(count <= 1, "\(call): \(count) requests on \(bearer) in one call")
                 if let b = set[bearer: bearer], !b.isClosed {

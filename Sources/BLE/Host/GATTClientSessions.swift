@@ -7,15 +7,6 @@ import BLEWire
 /// indications to their streams, watches Service Changed (Vol 3 Part G §7.1), and paces Write
 /// Commands by the controller's ACL buffers. Isolated to the host actor that owns it.
 final class GATTClientSessions {
-    /// One link's waiting callers and streams.
-    private struct Session {
-        var procedures = ContinuationTable<GATTOutput>()
-        var notificationSinks: [UInt16: [UInt64: NotificationQueue]] = [:]
-        /// Value handles of Service Changed characteristics learned by discovery.
-        var serviceChangedHandles: Set<UInt16> = []
-        var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
-    }
-
     /// A task waiting for a link's ACL queue to reach a state (room for a write, fully sent).
     private struct ACLWaiter {
         let handle: UInt16
@@ -23,7 +14,7 @@ final class GATTClientSessions {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private var sessions: [UInt16: Session] = [:]
+    private var sessions = GATTClientSessionTable()
     /// Each link's background set-up of Enhanced ATT bearers (GATTClientSessions+Enhanced.swift).
     var enhancedSetups = EnhancedATTSetups()
     private var aclWaiters: [ACLWaiter] = []
@@ -43,7 +34,7 @@ final class GATTClientSessions {
                     c.resume(throwing: BLEError.notConnected)
                     return
                 }
-                sessions[handle, default: Session()].procedures.insert(id, c)
+                sessions.withSession(creating: handle) { $0.procedures.insert(id, c) }
                 perform(actions, handle: handle, host)
                 host.rescheduleTimer()
             }
@@ -53,7 +44,7 @@ final class GATTClientSessions {
     }
 
     private func cancel(id: UInt64, handle: UInt16, _ host: isolated HostController) {
-        guard sessions[handle]?.procedures.resume(id, with: .failure(CancellationError())) == true,
+        guard sessions.withSession(handle, { $0.procedures.resume(id, with: .failure(CancellationError())) }) == true,
               let actions = host.connections.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
@@ -187,7 +178,7 @@ final class GATTClientSessions {
             if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
                 host.caches.outOfSync(linkID: link.id, host)
             }
-            sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
+            sessions.withSession(handle) { $0.procedures.resume(id, with: result.mapError { BLEError.gatt($0) }) }
         case let .notification(valueHandle, value), let .indication(valueHandle, value):
             deliver(value, from: valueHandle, handle: handle, host)
         case let .mtuChanged(mtu):
@@ -216,25 +207,42 @@ final class GATTClientSessions {
         }
     }
 
+    /// A notification's or indication's value to the streams of `valueHandle` on the link, read
+    /// in place (no copy of the session per PDU).
     private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {
-        guard let session = sessions[handle] else { return }
-        if session.serviceChangedHandles.contains(valueHandle), let link = host.connections.links[handle] {
-            // Service Changed (Vol 3 Part G §7.1): the affected range's discovery is stale.
-            var range: ClosedRange<UInt16> = 0x0001...0xFFFF
-            if value.count >= 4 {
-                let start = UInt16(value[0]) | UInt16(value[1]) << 8
-                let end = UInt16(value[2]) | UInt16(value[3]) << 8
-                if start <= end { range = start...end }
-            }
-            link.observation.invalidateServices(in: range)
-            host.caches.servicesChanged(range, linkID: link.id, host)
-            for s in session.servicesChangedSinks.values { s.yield(range) }
+        // Nearly every value is no Service Changed: one look-up that hands it on. Nil: the link
+        // has no session; .some(nil): Service Changed, handed on after it is handled.
+        let handedOn = sessions.read(handle) { s -> Bool? in
+            s.serviceChangedHandles.contains(valueHandle) ? nil : s.yield(value, from: valueHandle)
         }
-        guard let sinks = session.notificationSinks[valueHandle] else { return }
-        var abandoned = false
-        for sink in sinks.values where !sink.yield(value) { abandoned = true }
+        guard let handedOn else { return }
+        let abandoned: Bool
+        if let handedOn {
+            abandoned = handedOn
+        } else {
+            serviceChanged(value, handle: handle, host)
+            abandoned = sessions.read(handle) { $0.yield(value, from: valueHandle) } ?? false
+        }
         // A consumer that let its stream go is forgotten here rather than by a task of its own.
-        if abandoned { sessions[handle]?.notificationSinks[valueHandle] = sinks.filter { !$0.value.isAbandoned } }
+        if abandoned {
+            sessions.withSession(handle) { $0.notificationSinks.removeAll { $0.valueHandle == valueHandle && $0.queue.isAbandoned } }
+        }
+    }
+
+    /// Service Changed (Vol 3 Part G §7.1) arrived on the link: the affected range's discovery is
+    /// stale.
+    private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        var range: ClosedRange<UInt16> = 0x0001...0xFFFF
+        if value.count >= 4 {
+            let start = UInt16(value[0]) | UInt16(value[1]) << 8
+            let end = UInt16(value[2]) | UInt16(value[3]) << 8
+            if start <= end { range = start...end }
+        }
+        link.observation.invalidateServices(in: range)
+        host.caches.servicesChanged(range, linkID: link.id, host)
+        let sinks = sessions.read(handle) { Array($0.servicesChangedSinks.values) } ?? []
+        for s in sinks { s.yield(range) }
     }
 
     // MARK: - Streams
@@ -245,7 +253,7 @@ final class GATTClientSessions {
             queue.finish()
             return queue.stream()
         }
-        sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][host.makeToken()] = queue
+        sessions.withSession(creating: handle) { $0.notificationSinks.append(.init(valueHandle: valueHandle, queue: queue)) }
         return queue.stream()
     }
 
@@ -255,23 +263,28 @@ final class GATTClientSessions {
             continuation.finish()
             return stream
         }
-        sessions[handle, default: Session()].servicesChangedSinks[host.makeToken()] = continuation
+        let token = host.makeToken()
+        sessions.withSession(creating: handle) { $0.servicesChangedSinks[token] = continuation }
         return stream
     }
 
     /// Records a Service Changed value handle; true the first time it is seen on this link.
     func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> Bool {
         guard let handle = host.connections.links.handle(forID: linkID) else { return false }
-        return sessions[handle, default: Session()].serviceChangedHandles.insert(valueHandle).inserted
+        return sessions.withSession(creating: handle) { s in
+            guard !s.serviceChangedHandles.contains(valueHandle) else { return false }
+            s.serviceChangedHandles.append(valueHandle)
+            return true
+        }
     }
 
     /// The link is gone: its procedures fail with `error`, its streams finish, its writers wake.
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
         var clients = link.clients
         _ = clients.close()
-        if var session = sessions.removeValue(forKey: link.handle) {
+        if var session = sessions.remove(link.handle) {
             session.procedures.resumeAll(with: .failure(error))
-            for sinks in session.notificationSinks.values { for s in sinks.values { s.finish() } }
+            for s in session.notificationSinks { s.queue.finish() }
             for s in session.servicesChangedSinks.values { s.finish() }
         }
         releaseACLWaiters(handle: link.handle, force: false, host)

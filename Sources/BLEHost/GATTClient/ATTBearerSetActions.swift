@@ -8,7 +8,7 @@ public struct ATTBearerSetAction: Hashable, Sendable {
     public var action: BearerAction
 
     /// Pairs an action with its bearer.
-    public init(bearer: ATTBearerID, action: BearerAction) {
+    @inlinable public init(bearer: ATTBearerID, action: BearerAction) {
         self.bearer = bearer
         self.action = action
     }
@@ -21,19 +21,24 @@ public struct ATTBearerSetAction: Hashable, Sendable {
 /// first two are kept inline and only a longer list allocates: a notification costs no array
 /// on its way from the bearer to the owner (issue 12).
 ///
-/// Invariant: `second` is set only when `first` is, and `rest` is empty unless both are, so
-/// the synthesised equality is the equality of the sequences.
+/// Invariant: `first` is set when there are one or more actions, `second` when two or more,
+/// `rest` holds the others, so the synthesised equality is the equality of the sequences.
 public struct ATTBearerSetActions: RandomAccessCollection, ExpressibleByArrayLiteral, Hashable, Sendable {
-    private var first: ATTBearerSetAction?
-    private var second: ATTBearerSetAction?
-    private var rest: [ATTBearerSetAction] = []
+    // Inlinable, with the storage visible to the host module: the owner walks the actions of
+    // every PDU, and an opaque call per `endIndex` and per element cost more than the list.
+    @usableFromInline var first: ATTBearerSetAction?
+    @usableFromInline var second: ATTBearerSetAction?
+    @usableFromInline var rest: [ATTBearerSetAction] = []
+    /// How many actions there are (first, second, then `rest`).
+    @usableFromInline var total: Int = 0
 
     /// No actions.
-    public init() {}
+    @inlinable public init() {}
 
     /// One action, kept inline.
-    public init(_ action: ATTBearerSetAction) {
+    @inlinable public init(_ action: ATTBearerSetAction) {
         first = action
+        total = 1
     }
 
     /// These actions, in order.
@@ -42,33 +47,26 @@ public struct ATTBearerSetActions: RandomAccessCollection, ExpressibleByArrayLit
     }
 
     /// The position of the first action (always 0).
-    public var startIndex: Int { 0 }
+    @inlinable public var startIndex: Int { 0 }
 
     /// One past the last action.
-    public var endIndex: Int {
-        guard first != nil else { return 0 }
-        guard second != nil else { return 1 }
-        return 2 + rest.count
-    }
+    @inlinable public var endIndex: Int { total }
 
-    /// The action at `position` (0 ..< `endIndex`).
-    public subscript(position: Int) -> ATTBearerSetAction {
-        switch position {
-        case 0 where first != nil: return first.unsafelyUnwrapped
-        case 1 where second != nil: return second.unsafelyUnwrapped
-        default: return rest[position - 2]
-        }
+    /// The action at `position` (0 ..< `endIndex`); out of range traps, as an array's does.
+    @inlinable public subscript(position: Int) -> ATTBearerSetAction {
+        if position == 0, let first { return first }
+        if position == 1, let second { return second }
+        return rest[position - 2]
     }
 
     /// Adds an action at the end.
     public mutating func append(_ action: ATTBearerSetAction) {
-        if first == nil {
-            first = action
-        } else if second == nil {
-            second = action
-        } else {
-            rest.append(action)
+        switch total {
+        case 0: first = action
+        case 1: second = action
+        default: rest.append(action)
         }
+        total += 1
     }
 
     /// Adds actions at the end, in order.
@@ -92,4 +90,9 @@ public struct ATTBearerSetActions: RandomAccessCollection, ExpressibleByArrayLit
     public static func += (lhs: inout ATTBearerSetActions, rhs: ATTBearerSetActions) {
         lhs.append(contentsOf: rhs)
     }
+}
+
+extension ATTBearerSetActions: CustomStringConvertible {
+    /// The actions as a list, as an array prints them.
+    public var description: String { Array(self).description }
 }

@@ -75,7 +75,12 @@ public struct ATTClientBearer: Sendable {
         var cleaningUp = false
     }
 
-    private var inFlight: InFlight?
+    private var inFlight: InFlight? {
+        didSet { requestDeadline = inFlight?.deadline }
+    }
+    /// `inFlight`'s deadline, kept beside it: `nextDeadline` is asked after every batch of
+    /// frames the host receives, and reading it through the optional copied the procedure.
+    private var requestDeadline: Duration?
     private var queue: [(id: UInt64, procedure: AnyGATTProcedure)] = []
     private var mtuExchangeSubmitted = false
 
@@ -86,7 +91,7 @@ public struct ATTClientBearer: Sendable {
     }
 
     /// When `expire(now:)` must be called: the outstanding request's deadline, nil if none.
-    public var nextDeadline: Duration? { isClosed ? nil : inFlight?.deadline }
+    public var nextDeadline: Duration? { isClosed ? nil : requestDeadline }
 
     /// A request is outstanding.
     public var hasOutstandingRequest: Bool { inFlight != nil }

@@ -100,7 +100,10 @@ public struct ATTClientBearerSet: Sendable {
     /// that changes its request state: see the invariant above).
     public var unenhanced: ATTClientBearer {
         get { first }
-        _modify { yield &first }
+        _modify {
+            defer { refreshDeadline() }
+            yield &first
+        }
     }
 
     /// The bearer with this id, while it is open.
@@ -118,14 +121,18 @@ public struct ATTClientBearerSet: Sendable {
     /// Which bearer a submitted procedure runs on; nil while it waits or once it completed.
     public func bearer(running id: UInt64) -> ATTBearerID? { running[id] }
 
-    /// The earliest transaction deadline of any bearer.
-    public var nextDeadline: Duration? {
+    /// The earliest transaction deadline of any bearer. Stored, and recomputed after every call
+    /// that can change a bearer's request state: the host asks it of every link after every
+    /// batch of frames, and a computed property of this module was read from a copy of the set.
+    public private(set) var nextDeadline: Duration?
+
+    private mutating func refreshDeadline() {
         var next = first.nextDeadline
         for e in enhanced {
             guard let d = e.bearer.nextDeadline else { continue }
             next = next.map { min($0, d) } ?? d
         }
-        return next
+        nextDeadline = next
     }
 
     // MARK: Bearers opening and closing
@@ -134,6 +141,7 @@ public struct ATTClientBearerSet: Sendable {
     /// §3.2.8): waiting procedures may start on it at once. An id already open, the unenhanced
     /// id, or a closed bearer is ignored.
     public mutating func add(_ id: ATTBearerID, bearer: ATTClientBearer, now: Duration) -> Actions {
+        defer { refreshDeadline() }
         guard case let .enhanced(cid) = id, self.bearer(id) == nil, !bearer.isClosed else { return [] }
         enhanced.append(Enhanced(cid: cid, bearer: bearer))
         return dispatch(now: now)
@@ -143,6 +151,7 @@ public struct ATTClientBearerSet: Sendable {
     /// `.bearerClosed`, the waiting ones move to the other bearers. The unenhanced bearer is
     /// not removed this way (use `close()` when the link goes).
     public mutating func remove(_ id: ATTBearerID, now: Duration) -> Actions {
+        defer { refreshDeadline() }
         guard let i = enhancedIndex(id) else { return [] }
         var bearer = enhanced.remove(at: i).bearer
         var actions = Actions()
@@ -153,6 +162,7 @@ public struct ATTClientBearerSet: Sendable {
     /// The link is gone: every procedure on every bearer, and every waiting one, fails with
     /// `.bearerClosed`.
     public mutating func close() -> Actions {
+        defer { refreshDeadline() }
         var actions = Actions()
         actions.append(first.close(), on: .unenhanced)
         for var e in enhanced { actions.append(e.bearer.close(), on: .enhanced(cid: e.cid)) }
@@ -165,6 +175,7 @@ public struct ATTClientBearerSet: Sendable {
     /// An enhanced bearer's channel was reconfigured (Vol 3 Part A §4.27; its MTU never shrinks):
     /// its ATT_MTU is now `mtu`, for the procedures that start on it from now on.
     public mutating func bearerMTUChanged(_ mtu: Int, on id: ATTBearerID) {
+        defer { refreshDeadline() }
         guard let i = enhancedIndex(id) else { return }
         enhanced[i].bearer.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu)
     }
@@ -174,6 +185,7 @@ public struct ATTClientBearerSet: Sendable {
     /// Queues a procedure; it starts at once on a free bearer (on `pinned` only, when given).
     /// Every `id` gets exactly one `.complete`. Ids should be unique among unfinished procedures.
     public mutating func submit<P: GATTProcedure>(_ procedure: P, id: UInt64, pinnedTo pinned: ATTBearerID? = nil, now: Duration) -> Actions {
+        defer { refreshDeadline() }
         let procedure = AnyGATTProcedure(procedure)
         let pin = procedure.isMTUExchange ? .unenhanced : pinned
         waiting.append(Waiting(id: id, procedure: procedure, pinned: pin))
@@ -184,6 +196,7 @@ public struct ATTClientBearerSet: Sendable {
     /// (`ATTClientBearer.cancel`: it keeps that bearer until its request is answered). Either way
     /// `.complete(id, .failure(.cancelled))` is reported now.
     public mutating func cancel(id: UInt64, now: Duration) -> Actions {
+        defer { refreshDeadline() }
         if let index = waiting.firstIndex(where: { $0.id == id }) {
             waiting.remove(at: index)
             return Actions(Action(bearer: .unenhanced, action: .complete(id: id, .failure(.cancelled))))
@@ -221,6 +234,7 @@ public struct ATTClientBearerSet: Sendable {
     /// `receive` through the bearer and the scheduler, whatever the PDU: the path every PDU took
     /// before the update fast path, kept apart so tests can check the two agree.
     mutating func receiveScheduled(_ bytes: ArraySlice<UInt8>, on id: ATTBearerID, now: Duration) -> Actions {
+        defer { refreshDeadline() }
         guard let received = withBearer(id, { $0.receive(bytes, now: now) }) else { return [] }
         // Nothing happened and nobody waits (a dropped PDU): skip the bookkeeping. A cancelled
         // procedure's answer frees its bearer silently, so with waiters it must go on.
@@ -234,6 +248,7 @@ public struct ATTClientBearerSet: Sendable {
     /// out enhanced bearer leaves the set (`.closeBearer` asks to close its channel); the
     /// unenhanced one stays, closed, and its `.closeBearer` asks to disconnect the link.
     public mutating func expire(now: Duration) -> Actions {
+        defer { refreshDeadline() }
         var actions = Actions()
         actions.append(first.expire(now: now), on: .unenhanced)
         var open: [Enhanced] = []
