@@ -20,11 +20,21 @@ struct GATTClientSession {
     var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
 
     /// Hands `value` to every stream of `valueHandle`; true when one of them has gone.
-    func yield(_ value: [UInt8], from valueHandle: UInt16) -> Bool {
+    static func yield(_ value: [UInt8], from valueHandle: UInt16, to sinks: [NotificationSink]) -> Bool {
         var abandoned = false
-        for sink in notificationSinks where sink.valueHandle == valueHandle && !sink.queue.yield(value) { abandoned = true }
+        for sink in sinks where sink.valueHandle == valueHandle && !sink.queue.yield(value) { abandoned = true }
         return abandoned
     }
+}
+
+/// What `GATTClientSessionTable.deliver` did with a value.
+enum GATTClientDelivery {
+    /// The link has no session: nobody listens.
+    case noSession
+    /// The value is Service Changed's (Vol 3 Part G §7.1): handled by the owner, then handed on.
+    case serviceChanged
+    /// Handed to the value's streams; `abandoned` when one of them has gone.
+    case delivered(abandoned: Bool)
 }
 
 /// The GATT client's sessions by link handle: a short array searched linearly, like
@@ -43,7 +53,19 @@ struct GATTClientSessionTable {
         return nil
     }
 
-    /// Reads the session of `handle` in place; nil when the link has none.
+    /// Hands a notification's or indication's value to the streams of `valueHandle` on link
+    /// `handle`, reading only what it needs of the session (not a copy of all of it), unless
+    /// the value is Service Changed's.
+    func deliver(_ value: [UInt8], from valueHandle: UInt16, onLink handle: UInt16) -> GATTClientDelivery {
+        guard let i = index(of: handle) else { return .noSession }
+        if !sessions[i].serviceChangedHandles.isEmpty, sessions[i].serviceChangedHandles.contains(valueHandle) {
+            return .serviceChanged
+        }
+        return .delivered(abandoned: GATTClientSession.yield(value, from: valueHandle, to: sessions[i].notificationSinks))
+    }
+
+    /// Reads the session of `handle`; nil when the link has none. The borrow still copies the
+    /// session (as `LinkTable.read` does a link): for the paths off the notification one.
     func read<R>(_ handle: UInt16, _ body: (borrowing GATTClientSession) -> R) -> R? {
         guard let i = index(of: handle) else { return nil }
         return sessions.withUnsafeBufferPointer { body($0[i]) }

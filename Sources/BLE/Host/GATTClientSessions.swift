@@ -144,9 +144,22 @@ final class GATTClientSessions {
     // MARK: - Incoming
 
     /// A response, notification or indication for our client on `bearer` of this link.
+    ///
+    /// Nearly every PDU is a notification or an indication, which changes nothing in the link's
+    /// bearers (`ATTClientBearerSet.update`): it is taken without the clock, the scheduler or a
+    /// timer change. The rest go through `ATTClientBearerSet.receive`. (`withLink`, not
+    /// `LinkTable.read`: a borrow from the array through a getter or an unsafe address is
+    /// still a copy of the whole link, an `inout` access is not.)
     func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
-        guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
-        receiveEnhanced(payload, handle: handle, cid: cid, host)
+        switch host.connections.links.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
+        case nil:
+            return // no such link
+        case let update??:
+            perform(update, handle: handle, host)
+        case .some(nil):
+            guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
+            receiveEnhanced(payload, handle: handle, cid: cid, host)
+        }
     }
 
     /// A response, notification or indication for our client on this link's unenhanced bearer.
@@ -210,18 +223,15 @@ final class GATTClientSessions {
     /// A notification's or indication's value to the streams of `valueHandle` on the link, read
     /// in place (no copy of the session per PDU).
     private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {
-        // Nearly every value is no Service Changed: one look-up that hands it on. Nil: the link
-        // has no session; .some(nil): Service Changed, handed on after it is handled.
-        let handedOn = sessions.read(handle) { s -> Bool? in
-            s.serviceChangedHandles.contains(valueHandle) ? nil : s.yield(value, from: valueHandle)
-        }
-        guard let handedOn else { return }
         let abandoned: Bool
-        if let handedOn {
-            abandoned = handedOn
-        } else {
+        switch sessions.deliver(value, from: valueHandle, onLink: handle) {
+        case .noSession:
+            return
+        case let .delivered(gone):
+            abandoned = gone
+        case .serviceChanged:
             serviceChanged(value, handle: handle, host)
-            abandoned = sessions.read(handle) { $0.yield(value, from: valueHandle) } ?? false
+            abandoned = sessions.read(handle) { GATTClientSession.yield(value, from: valueHandle, to: $0.notificationSinks) } ?? false
         }
         // A consumer that let its stream go is forgotten here rather than by a task of its own.
         if abandoned {

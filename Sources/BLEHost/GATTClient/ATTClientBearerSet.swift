@@ -222,13 +222,21 @@ public struct ATTClientBearerSet: Sendable {
     /// here without scheduling (see the type's invariant): one action, or the indication and
     /// its confirmation, and no array. Everything else goes to the bearer and is settled.
     public mutating func receive(_ bytes: ArraySlice<UInt8>, on id: ATTBearerID, now: Duration) -> Actions {
-        if let update = ATTClientBearer.update(in: bytes) {
-            guard isOpen(id) else { return [] }
-            var actions = Actions(Action(bearer: id, action: update))
-            if case .indication = update { actions.append(Action(bearer: id, action: .send(ATTClientBearer.confirmationPDU))) }
-            return actions
-        }
+        if let actions = update(bytes, on: id) { return actions }
         return receiveScheduled(bytes, on: id, now: now)
+    }
+
+    /// What `receive` returns for a Handle Value Notification or Indication on bearer `id`,
+    /// which leaves the set as it is (see the type's invariant): the update, and for an
+    /// indication its confirmation on the same bearer (Vol 3 Part F §3.4.7.3); [] when that
+    /// bearer is not open. Nil for every other PDU, which must go to `receive`. For an owner
+    /// that can read the set in place and change it only when it must.
+    public func update(_ bytes: ArraySlice<UInt8>, on id: ATTBearerID) -> Actions? {
+        guard let update = ATTClientBearer.update(in: bytes) else { return nil }
+        guard isOpen(id) else { return [] }
+        var actions = Actions(Action(bearer: id, action: update))
+        if case .indication = update { actions.append(Action(bearer: id, action: .send(ATTClientBearer.confirmationPDU))) }
+        return actions
     }
 
     /// `receive` through the bearer and the scheduler, whatever the PDU: the path every PDU took

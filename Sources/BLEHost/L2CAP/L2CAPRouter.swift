@@ -42,6 +42,9 @@ public struct L2CAPRouter: Sendable {
 
     private var reassembler = ACLReassembler()
     private var links: [UInt16: LinkChannels] = [:]
+    /// The handles of `links`, searched linearly by every ACL fragment that arrives (a host has a
+    /// handful of links, and hashing the handle per fragment showed in the profile, issue 12).
+    private var openHandles: [UInt16] = []
     /// Each link's earliest signaling response deadline, beside the links and updated after
     /// every change to a link's signaling state: `nextDeadline` is asked after every batch of
     /// frames the host receives, and reading a link out of `links` copies its whole signaling
@@ -56,24 +59,35 @@ public struct L2CAPRouter: Sendable {
     /// Starts routing for a new link.
     public mutating func linkOpened(handle: UInt16, role: LESignalingChannel.Role) {
         links[handle] = LinkChannels(role: role)
+        if !openHandles.contains(handle) { openHandles.append(handle) }
         signalingDeadlines[handle] = nil
     }
 
     /// Forgets a closed link, with any partial PDU it left.
     public mutating func linkClosed(handle: UInt16) {
         links[handle] = nil
+        openHandles.removeAll { $0 == handle }
         signalingDeadlines[handle] = nil
         reassembler.reset(handle: handle)
     }
 
     /// Whether the router knows this link.
-    public func isOpen(_ handle: UInt16) -> Bool { links[handle] != nil }
+    public func isOpen(_ handle: UInt16) -> Bool { isKnown(handle) }
+
+    private func isKnown(_ handle: UInt16) -> Bool {
+        var i = 0
+        while i < openHandles.count {
+            if openHandles[i] == handle { return true }
+            i += 1
+        }
+        return false
+    }
 
     /// Takes one ACL packet from the controller and says what it completes. `security` is the
     /// link's now (a listener's requirement is checked against it); `now` runs the signaling
     /// timeouts.
     public mutating func receive(_ packet: ACLPacket, security: LinkSecurity = LinkSecurity(), now: Duration = .zero) -> L2CAPRouting {
-        receive(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...], security: { security }, now: now)
+        receive(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...], security: { security }, now: { now })
     }
 
     /// `receive(_:security:now:)` for an HCI ACL data packet as it came from the controller
@@ -81,8 +95,10 @@ public struct L2CAPRouter: Sendable {
     /// (every 244-byte notification over 251-byte buffers) has its payload copied out once,
     /// and a fragmented one is copied once into its reassembly buffer. A packet whose length
     /// field does not match its bytes is dropped as `ACLPacket.decode` would refuse it.
-    /// `security` is asked only for signaling (a listener's requirement is checked against it).
-    public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+    /// `security` is asked only for signaling (a listener's requirement is checked against it),
+    /// `now` only for signaling and credit-based channels: an ATT or SMP PDU needs neither, and
+    /// reading the clock for each of a PDU's fragments showed in the profile (issue 12).
+    public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: @autoclosure () -> Duration) -> L2CAPRouting {
         guard bytes.count >= 4 else {
             return .dropped("malformed ACL packet: \(WireError.truncated(needed: 4, remaining: bytes.count, "ACL packet"))")
         }
@@ -99,8 +115,8 @@ public struct L2CAPRouter: Sendable {
     }
 
     private mutating func receive(handle: UInt16, isStart: Bool, _ data: ArraySlice<UInt8>, security: () -> LinkSecurity,
-                                  now: Duration) -> L2CAPRouting {
-        guard links.index(forKey: handle) != nil else {
+                                  now: () -> Duration) -> L2CAPRouting {
+        guard isKnown(handle) else {
             return .dropped("ACL data for unknown handle 0x\(String(handle, radix: 16))")
         }
         // The common case, a whole basic frame in one start fragment with nothing in progress:
@@ -134,20 +150,21 @@ public struct L2CAPRouter: Sendable {
 
     /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1). ATT gets it
     /// in place; the other channels keep what they get, so they get a copy.
-    private mutating func route(cid: UInt16, payload: ArraySlice<UInt8>, handle: UInt16, security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+    private mutating func route(cid: UInt16, payload: ArraySlice<UInt8>, handle: UInt16, security: () -> LinkSecurity,
+                                now: () -> Duration) -> L2CAPRouting {
         switch cid {
         case L2CAPChannel.att:
             return .att(payload)
         case L2CAPChannel.leSignaling:
             return .control(receiveSignaling(Array(payload), handle: handle,
-                                             context: CreditBasedContext(listeners: listeners, security: security(), now: now)))
+                                             context: CreditBasedContext(listeners: listeners, security: security(), now: now())))
         case L2CAPChannel.smp:
             return .smp(Array(payload))
         case L2CAPChannel.dynamicRange:
             guard let index = links.index(forKey: handle), links.values[index].signaling.channel(cid) != nil else {
                 return .dropped("data on L2CAP channel 0x\(String(cid, radix: 16)), which is not open")
             }
-            let actions = links.values[index].signaling.receiveFrame(Array(payload), cid: cid, now: now)
+            let actions = links.values[index].signaling.receiveFrame(Array(payload), cid: cid, now: now())
             noteDeadline(at: index)
             return .control(Self.map(actions))
         default:
