@@ -54,7 +54,11 @@ final class GATTClientSessions {
     /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
     func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
         guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
-        await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        // Checked here first: when nothing waits (the usual case) no waiter closure is made and
+        // no async call is paid for.
+        if host.aclFlow.queuedPDUs(handle: handle) != 0 {
+            await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        }
         guard host.connections.links.handle(forID: linkID) == handle,
               let result = host.connections.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
         else { throw BLEError.notConnected }
@@ -117,7 +121,7 @@ final class GATTClientSessions {
     }
 
     private func waitForACL(handle: UInt16, _ host: isolated HostController, until condition: @escaping (ACLFlowController) -> Bool) async {
-        guard host.connections.links[handle] != nil, !condition(host.aclFlow) else { return }
+        guard host.connections.links.contains(handle), !condition(host.aclFlow) else { return }
         await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
             aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
         }
@@ -132,7 +136,7 @@ final class GATTClientSessions {
     private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated HostController) {
         var keep: [ACLWaiter] = []
         for w in aclWaiters {
-            if (handle == nil || w.handle == handle) && (force || host.connections.links[w.handle] == nil || w.condition(host.aclFlow)) {
+            if (handle == nil || w.handle == handle) && (force || !host.connections.links.contains(w.handle) || w.condition(host.aclFlow)) {
                 w.continuation.resume()
             } else {
                 keep.append(w)

@@ -61,6 +61,7 @@ public struct L2CAPRouter: Sendable {
         links[handle] = LinkChannels(role: role)
         if !openHandles.contains(handle) { openHandles.append(handle) }
         signalingDeadlines[handle] = nil
+        nextDeadline = signalingDeadlines.values.min()
     }
 
     /// Forgets a closed link, with any partial PDU it left.
@@ -68,6 +69,7 @@ public struct L2CAPRouter: Sendable {
         links[handle] = nil
         openHandles.removeAll { $0 == handle }
         signalingDeadlines[handle] = nil
+        nextDeadline = signalingDeadlines.values.min()
         reassembler.reset(handle: handle)
     }
 
@@ -210,6 +212,7 @@ public struct L2CAPRouter: Sendable {
     /// is read in place (`inout`), not copied out of the dictionary.
     private mutating func noteDeadline(at index: Dictionary<UInt16, LinkChannels>.Index) {
         signalingDeadlines[links.keys[index]] = Self.deadline(of: &links.values[index])
+        nextDeadline = signalingDeadlines.values.min()
     }
 
     private static func deadline(of link: inout LinkChannels) -> Duration? {
@@ -270,10 +273,10 @@ public struct L2CAPRouter: Sendable {
         links[handle]?.signaling.channel(cid)
     }
 
-    /// The earliest signaling response deadline on any link.
-    public var nextDeadline: Duration? {
-        signalingDeadlines.isEmpty ? nil : signalingDeadlines.values.min()
-    }
+    /// The earliest signaling response deadline on any link. Stored, and recomputed whenever a
+    /// link's deadline is: as a computed property of this module, asked after every batch of
+    /// frames, it was read from a copy of the whole router (issue 12).
+    public private(set) var nextDeadline: Duration?
 
     /// Fails the requests whose 30 s have run out, per link (handles in order).
     public mutating func expire(now: Duration) -> [(handle: UInt16, actions: [L2CAPControlAction])] {
