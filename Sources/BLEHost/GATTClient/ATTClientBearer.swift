@@ -4,8 +4,10 @@ import BLEWire
 public enum BearerAction: Hashable, Sendable {
     /// Send this ATT PDU on the bearer's L2CAP channel (fixed channel 0x0004 on LE).
     case send([UInt8])
-    /// The procedure submitted with `id` ended (exactly once per submitted id).
-    case complete(id: UInt64, Result<GATTOutput, GATTError>)
+    /// The procedure submitted with `id` ended (exactly once per submitted id). Boxed
+    /// (`indirect`): its payload is by far the largest, and inline it made every action, a
+    /// notification's too, that large to copy and destroy on the way to the owner (issue 12).
+    indirect case complete(id: UInt64, Result<GATTOutput, GATTError>)
     /// A Handle Value Notification (or one value of a Multiple Handle Value Notification),
     /// Core spec Vol 3 Part F §3.4.7.1 / §3.4.7.4.
     case notification(handle: UInt16, value: [UInt8])
