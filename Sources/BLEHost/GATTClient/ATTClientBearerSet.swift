@@ -234,8 +234,10 @@ public struct ATTClientBearerSet: Sendable {
     public func update(_ bytes: ArraySlice<UInt8>, on id: ATTBearerID) -> Actions? {
         guard let update = ATTClientBearer.update(in: bytes) else { return nil }
         guard isOpen(id) else { return [] }
+        // A notification's list is built in place and returned as it is, not copied from a var.
+        guard case .indication = update else { return Actions(Action(bearer: id, action: update)) }
         var actions = Actions(Action(bearer: id, action: update))
-        if case .indication = update { actions.append(Action(bearer: id, action: .send(ATTClientBearer.confirmationPDU))) }
+        actions.append(Action(bearer: id, action: .send(ATTClientBearer.confirmationPDU)))
         return actions
     }
 
