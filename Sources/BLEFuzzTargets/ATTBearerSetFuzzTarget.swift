@@ -7,19 +7,20 @@ import BLEHost
 /// enhanced bearers opening and closing, cancellations and timeouts. Checked after every call:
 /// each id completes at most once and only if submitted, nothing is sent on a bearer that is
 /// not open, at most one request goes out per bearer per call and a bearer that sent one has
-/// it outstanding. At the end `close()` must have completed every submitted procedure.
+/// it outstanding, and `nextDeadline` is the earliest of the open bearers'. At the end
+/// `close()` must have completed every submitted procedure.
 enum ATTBearerSetFuzzTarget {
     static func run(_ data: [UInt8]) {
         var input = FuzzInput(data)
         let mtus = [23, 64, 247, 517]
-        var set = ATTClientBearerSet<UInt16>(unenhancedID: 0, unenhanced: ATTClientBearer(mtu: mtus[Int(input.u8()) % mtus.count]))
+        var set = ATTClientBearerSet(unenhanced: ATTClientBearer(mtu: mtus[Int(input.u8()) % mtus.count]))
         var now: Duration = .zero
         var nextID: UInt64 = 1
         var submitted: Set<UInt64> = []
         var completed: Set<UInt64> = []
 
-        func check(_ actions: [ATTBearerSetAction<UInt16>], _ call: String, opened: [UInt16], set: ATTClientBearerSet<UInt16>) {
-            var requests: [UInt16: Int] = [:]
+        func check(_ actions: ATTBearerSetActions, _ call: String, opened: [ATTBearerID], set: ATTClientBearerSet) {
+            var requests: [ATTBearerID: Int] = [:]
             for a in actions {
                 switch a.action {
                 case let .send(bytes):
@@ -35,6 +36,8 @@ enum ATTBearerSetFuzzTarget {
                     break
                 }
             }
+            let earliest = set.bearerIDs.compactMap { set[bearer: $0]?.nextDeadline }.min()
+            FuzzCheck.require(set.nextDeadline == earliest, "\(call): nextDeadline \(String(describing: set.nextDeadline)), the bearers' \(String(describing: earliest))")
             for (bearer, count) in requests {
                 FuzzCheck.require(count <= 1, "\(call): \(count) requests on \(bearer) in one call")
                 if let b = set[bearer: bearer], !b.isClosed {
@@ -47,16 +50,16 @@ enum ATTBearerSetFuzzTarget {
         while !input.isAtEnd, steps < 300 {
             steps += 1
             let op = input.u8() % 9
-            let bearer = UInt16([0, 0x40, 0x41, 0x42][Int(input.u8()) % 4])
+            let bearer: ATTBearerID = [.unenhanced, .enhanced(cid: 0x40), .enhanced(cid: 0x41), .enhanced(cid: 0x42)][Int(input.u8()) % 4]
             let opened = set.bearerIDs
-            var actions: [ATTBearerSetAction<UInt16>] = []
+            var actions = ATTBearerSetActions()
             let call: String
             switch op {
             case 0, 1:
                 let id = nextID
                 nextID += 1
                 submitted.insert(id)
-                let pin: UInt16? = input.u8() % 4 == 0 ? bearer : nil
+                let pin: ATTBearerID? = input.u8() % 4 == 0 ? bearer : nil
                 switch input.u8() % 5 {
                 case 0: actions = set.submit(ReadProcedure(handle: input.u16()), id: id, pinnedTo: pin, now: now)
                 case 1: actions = set.submit(ReadLongProcedure(handle: input.u16()), id: id, pinnedTo: pin, now: now)
@@ -73,12 +76,12 @@ enum ATTBearerSetFuzzTarget {
             case 3:
                 actions = set.receive(input.chunk(), on: bearer, now: now)
                 call = "receive on \(bearer)"
-            case 4 where bearer != 0:
+            case 4 where bearer != .unenhanced:
                 let mtu = Int(input.u16() % 600)
                 actions = set.add(bearer, bearer: ATTClientBearer(mtu: mtu), now: now)
                 call = "add \(bearer)"
             case 4:
-                set.bearerMTUChanged(Int(input.u16()), on: 0x40)
+                set.bearerMTUChanged(Int(input.u16()), on: .enhanced(cid: 0x40))
                 call = "mtu"
             case 5:
                 actions = set.remove(bearer, now: now)

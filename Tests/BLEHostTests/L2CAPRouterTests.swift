@@ -16,7 +16,7 @@ final class L2CAPRouterTests: XCTestCase {
         var r = router()
         // Basic header: length 5, CID 0x0004; ATT Read Request for handle 0x0003 ... split 3 + 6.
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0500 04"))), .none)
-        XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .continuing, data: hexBytes("00 0A 0300 AA BB"))), .att(hexBytes("0A 0300 AA BB")))
+        XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .continuing, data: hexBytes("00 0A 0300 AA BB"))), .att(hexBytes("0A 0300 AA BB")[...]))
     }
 
     func testSignalingRequestIsAnsweredAndTurnedIntoAnUpdate() {
@@ -78,6 +78,45 @@ final class L2CAPRouterTests: XCTestCase {
         XCTAssertNil(r.nextDeadline)
     }
 
+    func testTheClockIsReadOnlyForSignalingAndOnlyOpenLinksAreRouted() {
+        var r = L2CAPRouter()
+        r.linkOpened(handle: 0x40, role: .central)
+        r.linkOpened(handle: 0x41, role: .central)
+        r.linkOpened(handle: 0x42, role: .central)
+        var clockReads = 0
+        func clock() -> Duration {
+            clockReads += 1
+            return .seconds(1)
+        }
+        // ATT (whole and in fragments) and SMP need no time (issue 12: the clock per fragment).
+        XCTAssertEqual(r.receive(acl: hexBytes("4120 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: clock()),
+                       .att(hexBytes("1B1000")[...]))
+        XCTAssertEqual(r.receive(acl: hexBytes("4220 0300 0300 04"), security: { LinkSecurity() }, now: clock()), .none)
+        XCTAssertEqual(r.receive(acl: hexBytes("4210 0400 00 1B1000"), security: { LinkSecurity() }, now: clock()),
+                       .att(hexBytes("1B1000")[...]))
+        XCTAssertEqual(r.receive(acl: hexBytes("4020 0500 0100 0600 05"), security: { LinkSecurity() }, now: clock()), .smp([0x05]))
+        XCTAssertEqual(clockReads, 0)
+        // Signaling does (its requests time out).
+        let request = hexBytes("4020 1000 0C00 0500 12 2A 0800 0600 0C00 0000 C800")
+        guard case .control = r.receive(acl: request, security: { LinkSecurity() }, now: clock()) else {
+            return XCTFail("a signaling request is answered")
+        }
+        XCTAssertEqual(clockReads, 1)
+        // A closed link's data is dropped; the others' still routed, whichever closed.
+        r.linkClosed(handle: 0x41)
+        guard case .dropped = r.receive(acl: hexBytes("4120 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: clock()) else {
+            return XCTFail("0x41 is closed")
+        }
+        XCTAssertFalse(r.isOpen(0x41))
+        XCTAssertTrue(r.isOpen(0x40) && r.isOpen(0x42))
+        XCTAssertEqual(r.receive(acl: hexBytes("4220 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: clock()),
+                       .att(hexBytes("1B1000")[...]))
+        r.linkOpened(handle: 0x41, role: .peripheral)
+        r.linkOpened(handle: 0x41, role: .peripheral)
+        r.linkClosed(handle: 0x41)
+        XCTAssertFalse(r.isOpen(0x41), "opened twice, closed once: closed")
+    }
+
     func testClosingALinkForgetsItsPartialFrame() {
         var r = router()
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0500 04"))), .none)
@@ -120,6 +159,6 @@ final class L2CAPRouterInPlaceTests: XCTestCase {
         }
         // A continuation without a start, then a whole frame: dropped, then delivered.
         guard case .dropped = r.receive(acl: hexBytes("4010 0100 AA"), security: { LinkSecurity() }, now: .zero) else { return XCTFail() }
-        XCTAssertEqual(r.receive(acl: hexBytes("4020 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: .zero), .att(hexBytes("1B1000")))
+        XCTAssertEqual(r.receive(acl: hexBytes("4020 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: .zero), .att(hexBytes("1B1000")[...]))
     }
 }

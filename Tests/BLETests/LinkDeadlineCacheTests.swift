@@ -15,7 +15,7 @@ final class LinkDeadlineCacheTests: XCTestCase {
         let parameters = LinkParameters(interval: 24, latency: 0, supervisionTimeout: 400)
         return Link(id: UInt64(handle), handle: handle, peer: DeviceAddress(BDAddress(rawValue: 0xA0), type: .public), role: .central,
                     parameters: parameters,
-                    clients: ATTClientBearerSet(unenhancedID: .unenhanced, unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
+                    clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
                     server: ATTServer(), observation: LinkObservation(parameters: parameters))
     }
 
@@ -65,7 +65,7 @@ final class LinkDeadlineCacheTests: XCTestCase {
         _ = link.clients.receive([0x0B, 0x01], on: .unenhanced, now: .seconds(6))
         XCTAssertEqual(link.nextDeadline(), .seconds(35), "the enhanced bearer's transaction is now the earliest")
         // The whole set replaced.
-        link.clients = ATTClientBearerSet(unenhancedID: .unenhanced, unenhanced: ATTClientBearer(transactionTimeout: .seconds(30)))
+        link.clients = ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30)))
         XCTAssertNil(link.nextDeadline())
         XCTAssertEqual(link.nextDeadline(), fresh(link))
     }

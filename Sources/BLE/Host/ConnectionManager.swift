@@ -122,8 +122,7 @@ final class ConnectionManager {
             let role: ConnectionRole = event.role == .central ? .central : .peripheral
             links[event.handle] = Link(
                 id: links.makeID(), handle: event.handle, peer: event.peer, role: role, parameters: parameters,
-                clients: ATTClientBearerSet(unenhancedID: .unenhanced,
-                                            unenhanced: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout)),
+                clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: configuration.attTransactionTimeout)),
                 server: ATTServer(preferredMTU: configuration.preferredATTMTU),
                 observation: LinkObservation(parameters: parameters))
             links.withLink(event.handle) {

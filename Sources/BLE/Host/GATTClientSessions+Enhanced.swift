@@ -16,7 +16,7 @@ import BLEWire
 /// count, so the background never adds bearers on top of an explicit open.
 extension GATTClientSessions {
     /// A response, notification or indication for our client on the Enhanced ATT bearer `cid`.
-    func receiveEnhanced(_ payload: [UInt8], handle: UInt16, cid: UInt16, _ host: isolated HostController) {
+    func receiveEnhanced(_ payload: ArraySlice<UInt8>, handle: UInt16, cid: UInt16, _ host: isolated HostController) {
         let t = host.now
         guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .enhanced(cid: cid), now: t) }) else { return }
         perform(actions, handle: handle, host)

@@ -7,15 +7,6 @@ import BLEWire
 /// indications to their streams, watches Service Changed (Vol 3 Part G §7.1), and paces Write
 /// Commands by the controller's ACL buffers. Isolated to the host actor that owns it.
 final class GATTClientSessions {
-    /// One link's waiting callers and streams.
-    private struct Session {
-        var procedures = ContinuationTable<GATTOutput>()
-        var notificationSinks: [UInt16: [UInt64: NotificationQueue]] = [:]
-        /// Value handles of Service Changed characteristics learned by discovery.
-        var serviceChangedHandles: Set<UInt16> = []
-        var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
-    }
-
     /// A task waiting for a link's ACL queue to reach a state (room for a write, fully sent).
     private struct ACLWaiter {
         let handle: UInt16
@@ -23,7 +14,7 @@ final class GATTClientSessions {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private var sessions: [UInt16: Session] = [:]
+    private var sessions = GATTClientSessionTable()
     /// Each link's background set-up of Enhanced ATT bearers (GATTClientSessions+Enhanced.swift).
     var enhancedSetups = EnhancedATTSetups()
     private var aclWaiters: [ACLWaiter] = []
@@ -43,7 +34,7 @@ final class GATTClientSessions {
                     c.resume(throwing: BLEError.notConnected)
                     return
                 }
-                sessions[handle, default: Session()].procedures.insert(id, c)
+                sessions.withSession(creating: handle) { $0.procedures.insert(id, c) }
                 perform(actions, handle: handle, host)
                 host.rescheduleTimer()
             }
@@ -53,7 +44,7 @@ final class GATTClientSessions {
     }
 
     private func cancel(id: UInt64, handle: UInt16, _ host: isolated HostController) {
-        guard sessions[handle]?.procedures.resume(id, with: .failure(CancellationError())) == true,
+        guard sessions.withSession(handle, { $0.procedures.resume(id, with: .failure(CancellationError())) }) == true,
               let actions = host.connections.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
@@ -63,7 +54,11 @@ final class GATTClientSessions {
     /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
     func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
         guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
-        await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        // Checked here first: when nothing waits (the usual case) no waiter closure is made and
+        // no async call is paid for.
+        if host.aclFlow.queuedPDUs(handle: handle) != 0 {
+            await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
+        }
         guard host.connections.links.handle(forID: linkID) == handle,
               let result = host.connections.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
         else { throw BLEError.notConnected }
@@ -126,7 +121,7 @@ final class GATTClientSessions {
     }
 
     private func waitForACL(handle: UInt16, _ host: isolated HostController, until condition: @escaping (ACLFlowController) -> Bool) async {
-        guard host.connections.links[handle] != nil, !condition(host.aclFlow) else { return }
+        guard host.connections.links.contains(handle), !condition(host.aclFlow) else { return }
         await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
             aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
         }
@@ -141,7 +136,7 @@ final class GATTClientSessions {
     private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated HostController) {
         var keep: [ACLWaiter] = []
         for w in aclWaiters {
-            if (handle == nil || w.handle == handle) && (force || host.connections.links[w.handle] == nil || w.condition(host.aclFlow)) {
+            if (handle == nil || w.handle == handle) && (force || !host.connections.links.contains(w.handle) || w.condition(host.aclFlow)) {
                 w.continuation.resume()
             } else {
                 keep.append(w)
@@ -153,13 +148,26 @@ final class GATTClientSessions {
     // MARK: - Incoming
 
     /// A response, notification or indication for our client on `bearer` of this link.
-    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
-        guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
-        receiveEnhanced(payload, handle: handle, cid: cid, host)
+    ///
+    /// Nearly every PDU is a notification or an indication, which changes nothing in the link's
+    /// bearers (`ATTClientBearerSet.update`): it is taken without the clock, the scheduler or a
+    /// timer change. The rest go through `ATTClientBearerSet.receive`. (`withLink`, not
+    /// `LinkTable.read`: a borrow from the array through a getter or an unsafe address is
+    /// still a copy of the whole link, an `inout` access is not.)
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+        switch host.connections.links.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
+        case nil:
+            return // no such link
+        case let update??:
+            perform(update, handle: handle, host)
+        case .some(nil):
+            guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
+            receiveEnhanced(payload, handle: handle, cid: cid, host)
+        }
     }
 
     /// A response, notification or indication for our client on this link's unenhanced bearer.
-    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, _ host: isolated HostController) {
         let t = host.now
         guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
         perform(actions, handle: handle, host)
@@ -171,7 +179,7 @@ final class GATTClientSessions {
     }
 
     /// Carries out what the link's bearers asked for, each on its own bearer.
-    func perform(_ actions: [ATTBearerSetAction<ATTBearerID>], handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: ATTBearerSetActions, handle: UInt16, _ host: isolated HostController) {
         for a in actions { perform(a.action, on: a.bearer, handle: handle, host) }
     }
 
@@ -187,7 +195,7 @@ final class GATTClientSessions {
             if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
                 host.caches.outOfSync(linkID: link.id, host)
             }
-            sessions[handle]?.procedures.resume(id, with: result.mapError { BLEError.gatt($0) })
+            sessions.withSession(handle) { $0.procedures.resume(id, with: result.mapError { BLEError.gatt($0) }) }
         case let .notification(valueHandle, value), let .indication(valueHandle, value):
             deliver(value, from: valueHandle, handle: handle, host)
         case let .mtuChanged(mtu):
@@ -216,25 +224,39 @@ final class GATTClientSessions {
         }
     }
 
+    /// A notification's or indication's value to the streams of `valueHandle` on the link, read
+    /// in place (no copy of the session per PDU).
     private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {
-        guard let session = sessions[handle] else { return }
-        if session.serviceChangedHandles.contains(valueHandle), let link = host.connections.links[handle] {
-            // Service Changed (Vol 3 Part G §7.1): the affected range's discovery is stale.
-            var range: ClosedRange<UInt16> = 0x0001...0xFFFF
-            if value.count >= 4 {
-                let start = UInt16(value[0]) | UInt16(value[1]) << 8
-                let end = UInt16(value[2]) | UInt16(value[3]) << 8
-                if start <= end { range = start...end }
-            }
-            link.observation.invalidateServices(in: range)
-            host.caches.servicesChanged(range, linkID: link.id, host)
-            for s in session.servicesChangedSinks.values { s.yield(range) }
+        let abandoned: Bool
+        switch sessions.deliver(value, from: valueHandle, onLink: handle) {
+        case .noSession:
+            return
+        case let .delivered(gone):
+            abandoned = gone
+        case .serviceChanged:
+            serviceChanged(value, handle: handle, host)
+            abandoned = sessions.read(handle) { GATTClientSession.yield(value, from: valueHandle, to: $0.notificationSinks) } ?? false
         }
-        guard let sinks = session.notificationSinks[valueHandle] else { return }
-        var abandoned = false
-        for sink in sinks.values where !sink.yield(value) { abandoned = true }
         // A consumer that let its stream go is forgotten here rather than by a task of its own.
-        if abandoned { sessions[handle]?.notificationSinks[valueHandle] = sinks.filter { !$0.value.isAbandoned } }
+        if abandoned {
+            sessions.withSession(handle) { $0.notificationSinks.removeAll { $0.valueHandle == valueHandle && $0.queue.isAbandoned } }
+        }
+    }
+
+    /// Service Changed (Vol 3 Part G §7.1) arrived on the link: the affected range's discovery is
+    /// stale.
+    private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        var range: ClosedRange<UInt16> = 0x0001...0xFFFF
+        if value.count >= 4 {
+            let start = UInt16(value[0]) | UInt16(value[1]) << 8
+            let end = UInt16(value[2]) | UInt16(value[3]) << 8
+            if start <= end { range = start...end }
+        }
+        link.observation.invalidateServices(in: range)
+        host.caches.servicesChanged(range, linkID: link.id, host)
+        let sinks = sessions.read(handle) { Array($0.servicesChangedSinks.values) } ?? []
+        for s in sinks { s.yield(range) }
     }
 
     // MARK: - Streams
@@ -245,7 +267,7 @@ final class GATTClientSessions {
             queue.finish()
             return NotificationStream(queue)
         }
-        sessions[handle, default: Session()].notificationSinks[valueHandle, default: [:]][host.makeToken()] = queue
+        sessions.withSession(creating: handle) { $0.notificationSinks.append(.init(valueHandle: valueHandle, queue: queue)) }
         return NotificationStream(queue)
     }
 
@@ -255,23 +277,28 @@ final class GATTClientSessions {
             continuation.finish()
             return stream
         }
-        sessions[handle, default: Session()].servicesChangedSinks[host.makeToken()] = continuation
+        let token = host.makeToken()
+        sessions.withSession(creating: handle) { $0.servicesChangedSinks[token] = continuation }
         return stream
     }
 
     /// Records a Service Changed value handle; true the first time it is seen on this link.
     func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> Bool {
         guard let handle = host.connections.links.handle(forID: linkID) else { return false }
-        return sessions[handle, default: Session()].serviceChangedHandles.insert(valueHandle).inserted
+        return sessions.withSession(creating: handle) { s in
+            guard !s.serviceChangedHandles.contains(valueHandle) else { return false }
+            s.serviceChangedHandles.append(valueHandle)
+            return true
+        }
     }
 
     /// The link is gone: its procedures fail with `error`, its streams finish, its writers wake.
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
         var clients = link.clients
         _ = clients.close()
-        if var session = sessions.removeValue(forKey: link.handle) {
+        if var session = sessions.remove(link.handle) {
             session.procedures.resumeAll(with: .failure(error))
-            for sinks in session.notificationSinks.values { for s in sinks.values { s.finish() } }
+            for s in session.notificationSinks { s.queue.finish() }
             for s in session.servicesChangedSinks.values { s.finish() }
         }
         releaseACLWaiters(handle: link.handle, force: false, host)

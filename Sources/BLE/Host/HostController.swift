@@ -386,11 +386,13 @@ actor HostController {
     /// Splits one ATT bearer between our client and our server by opcode (Vol 3 Part F §3.3):
     /// requests, commands and confirmations are for the server; the rest for the client. Every
     /// bearer, unenhanced or Enhanced ATT (§3.2.11), carries both directions.
-    func receiveATT(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID = .unenhanced) {
+    /// The PDU is read where it lies (in the ACL packet, for the unenhanced bearer): the client
+    /// copies out only a value it delivers; the server, which keeps what it is given, gets a copy.
+    func receiveATT(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID = .unenhanced) {
         guard let first = payload.first else { return }
         switch ATTOpcode(rawValue: first).kind {
         case .request, .command, .confirmation, .unknown:
-            server.receive(payload, handle: handle, bearer: bearer, self)
+            server.receive(Array(payload), handle: handle, bearer: bearer, self)
         case .response, .notification, .indication:
             client.receive(payload, handle: handle, bearer: bearer, self)
         }

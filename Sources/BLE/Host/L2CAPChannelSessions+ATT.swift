@@ -58,7 +58,7 @@ extension L2CAPChannelSessions {
                 host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
                 return true
             }
-            host.receiveATT(sdu, handle: handle, bearer: .enhanced(cid: cid))
+            host.receiveATT(sdu[...], handle: handle, bearer: .enhanced(cid: cid))
             guard attBearers.contains(key) else { return true }
             // The credit waits until the answer (the last SDU queued now, the queue being FIFO)
             // has gone out.

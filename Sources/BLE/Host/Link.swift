@@ -14,7 +14,7 @@ struct Link {
     /// Our GATT client's side of every ATT bearer of this link: the unenhanced one and each
     /// Enhanced ATT bearer (Vol 3 Part F §3.2.11), with the scheduler that runs procedures on
     /// whichever is free. Any change marks `clientsDeadline` stale.
-    var clients: ATTClientBearerSet<ATTBearerID> {
+    var clients: ATTClientBearerSet {
         _read { yield storedClients }
         set { storedClients = newValue; clientsDeadline = .stale }
         _modify { clientsDeadline = .stale; yield &storedClients }
@@ -41,7 +41,7 @@ struct Link {
         set { storedEnhancedServers = newValue; serversDeadline = .stale }
         _modify { serversDeadline = .stale; yield &storedEnhancedServers }
     }
-    private var storedClients: ATTClientBearerSet<ATTBearerID>
+    private var storedClients: ATTClientBearerSet
     private var storedServer: ATTServer
     private var storedEnhancedServers: [UInt16: ATTServer] = [:]
     /// The earliest deadline of the client bearers and of the servers, as last computed: the
@@ -63,7 +63,7 @@ struct Link {
     var localOnAir: DeviceAddress?
 
     init(id: UInt64, handle: UInt16, peer: DeviceAddress, role: ConnectionRole, parameters: LinkParameters,
-         clients: ATTClientBearerSet<ATTBearerID>, server: ATTServer, observation: LinkObservation) {
+         clients: ATTClientBearerSet, server: ATTServer, observation: LinkObservation) {
         self.id = id
         self.handle = handle
         self.peer = peer

@@ -4,8 +4,10 @@ import BLEWire
 public enum BearerAction: Hashable, Sendable {
     /// Send this ATT PDU on the bearer's L2CAP channel (fixed channel 0x0004 on LE).
     case send([UInt8])
-    /// The procedure submitted with `id` ended (exactly once per submitted id).
-    case complete(id: UInt64, Result<GATTOutput, GATTError>)
+    /// The procedure submitted with `id` ended (exactly once per submitted id). Boxed
+    /// (`indirect`): its payload is by far the largest, and inline it made every action, a
+    /// notification's too, that large to copy and destroy on the way to the owner (issue 12).
+    indirect case complete(id: UInt64, Result<GATTOutput, GATTError>)
     /// A Handle Value Notification (or one value of a Multiple Handle Value Notification),
     /// Core spec Vol 3 Part F §3.4.7.1 / §3.4.7.4.
     case notification(handle: UInt16, value: [UInt8])
@@ -75,7 +77,12 @@ public struct ATTClientBearer: Sendable {
         var cleaningUp = false
     }
 
-    private var inFlight: InFlight?
+    private var inFlight: InFlight? {
+        didSet { requestDeadline = inFlight?.deadline }
+    }
+    /// `inFlight`'s deadline, kept beside it: `nextDeadline` is asked after every batch of
+    /// frames the host receives, and reading it through the optional copied the procedure.
+    private var requestDeadline: Duration?
     private var queue: [(id: UInt64, procedure: AnyGATTProcedure)] = []
     private var mtuExchangeSubmitted = false
 
@@ -86,7 +93,7 @@ public struct ATTClientBearer: Sendable {
     }
 
     /// When `expire(now:)` must be called: the outstanding request's deadline, nil if none.
-    public var nextDeadline: Duration? { isClosed ? nil : inFlight?.deadline }
+    public var nextDeadline: Duration? { isClosed ? nil : requestDeadline }
 
     /// A request is outstanding.
     public var hasOutstandingRequest: Bool { inFlight != nil }
@@ -215,35 +222,58 @@ public struct ATTClientBearer: Sendable {
 
     /// One ATT PDU from the peer.
     public mutating func receive(_ bytes: [UInt8], now: Duration) -> [BearerAction] {
+        receive(bytes[...], now: now)
+    }
+
+    /// One ATT PDU from the peer, read where it lies (the L2CAP payload of the ACL packet it
+    /// came in): only a notification's or indication's value is copied out.
+    public mutating func receive(_ bytes: ArraySlice<UInt8>, now: Duration) -> [BearerAction] {
         guard !isClosed, let first = bytes.first else { return [] }
+        if let update = Self.update(in: bytes) {
+            guard case .indication = update else { return [update] }
+            return [update, .send(Self.confirmationPDU)]
+        }
         let opcode = ATTOpcode(first)
         switch opcode.kind {
         case .notification:
-            if first == ATTOpcode.handleValueNotification.rawValue {
-                // The one a server sends per update (§3.4.7.1), read in place: handle, value.
-                guard bytes.count >= 3 else { return [] }
-                return [.notification(handle: UInt16(bytes[1]) | UInt16(bytes[2]) << 8, value: Array(bytes[3...]))]
-            }
-            switch try? ATTPDU.decode(bytes) {
-            case let .handleValueNotification(handle, value)?:
-                return [.notification(handle: handle, value: value)]
+            switch try? ATTPDU.decode(Array(bytes)) {
             case let .multipleHandleValueNotification(tuples)?:
                 return tuples.map { .notification(handle: $0.handle, value: $0.value) }
             default:
                 return []
             }
         case .indication:
-            guard case let .handleValueIndication(handle, value)? = try? ATTPDU.decode(bytes) else { return [] }
-            return [.indication(handle: handle, value: value), .send(ATTPDU.handleValueConfirmation.encode())]
+            return []
         case .request, .command, .confirmation:
-            return [.peerRequest(bytes)]
+            return [.peerRequest(Array(bytes))]
         case .unknown:
             // §3.4.1.1: an unknown request gets Request Not Supported from the server; §3.3: an
             // unknown command is ignored.
-            return opcode.isCommand ? [] : [.peerRequest(bytes)]
+            return opcode.isCommand ? [] : [.peerRequest(Array(bytes))]
         case .response:
-            return receiveAnswer(bytes, now: now)
+            return receiveAnswer(Array(bytes), now: now)
         }
+    }
+
+    /// The Handle Value Confirmation (Vol 3 Part F §3.4.7.3), the same bytes every time.
+    static let confirmationPDU: [UInt8] = ATTPDU.handleValueConfirmation.encode()
+
+    /// A Handle Value Notification (§3.4.7.1) or Indication (§3.4.7.2) read in place: the handle,
+    /// then the value to the end. Nil for any other PDU, or one too short for its handle (which
+    /// `ATTPDU.decode` refuses too). The one a server sends per update; it changes nothing in
+    /// the bearer (no request is answered), so `ATTClientBearerSet` takes it without scheduling.
+    static func update(in bytes: ArraySlice<UInt8>) -> BearerAction? {
+        let s = bytes.startIndex
+        guard bytes.count >= 3 else { return nil }
+        let opcode = bytes[s]
+        guard opcode == ATTOpcode.handleValueNotification.rawValue || opcode == ATTOpcode.handleValueIndication.rawValue else {
+            return nil
+        }
+        let handle = UInt16(bytes[s + 1]) | UInt16(bytes[s + 2]) << 8
+        let value = Array(bytes[(s + 3)...])
+        return opcode == ATTOpcode.handleValueNotification.rawValue
+            ? .notification(handle: handle, value: value)
+            : .indication(handle: handle, value: value)
     }
 
     private mutating func receiveAnswer(_ bytes: [UInt8], now: Duration) -> [BearerAction] {

@@ -5,8 +5,9 @@ import BLEWire
 public enum L2CAPRouting: Sendable, Equatable {
     /// Nothing complete yet (a fragment of a longer PDU), or nothing to do.
     case none
-    /// A whole ATT PDU for the link's bearer (fixed CID 0x0004).
-    case att([UInt8])
+    /// A whole ATT PDU for the link's bearer (fixed CID 0x0004), where it lies in the ACL packet
+    /// (or reassembly buffer) it came in: the bearer copies out only what it keeps.
+    case att(ArraySlice<UInt8>)
     /// A whole SMP PDU for the link's Security Manager (fixed CID 0x0006).
     case smp([UInt8])
     /// Replies and requests produced by the link's signaling channel.
@@ -41,11 +42,14 @@ public struct L2CAPRouter: Sendable {
 
     private var reassembler = ACLReassembler()
     private var links: [UInt16: LinkChannels] = [:]
+    /// The handles of `links`, searched linearly by every ACL fragment that arrives (a host has a
+    /// handful of links, and hashing the handle per fragment showed in the profile, issue 12).
+    private var openHandles: [UInt16] = []
     /// Each link's earliest signaling response deadline, beside the links and updated after
     /// every change to a link's signaling state: `nextDeadline` is asked after every batch of
     /// frames the host receives, and reading a link out of `links` copies its whole signaling
-    /// state (issue 12). Visible to inlined code only for `nextDeadline`.
-    @usableFromInline internal private(set) var signalingDeadlines: [UInt16: Duration] = [:]
+    /// state (issue 12).
+    private var signalingDeadlines: [UInt16: Duration] = [:]
 
     /// Who accepts LE credit-based channels, by SPSM (Vol 3 Part A §4.22).
     public var listeners: [UInt16: CreditBasedListener] = [:]
@@ -55,24 +59,37 @@ public struct L2CAPRouter: Sendable {
     /// Starts routing for a new link.
     public mutating func linkOpened(handle: UInt16, role: LESignalingChannel.Role) {
         links[handle] = LinkChannels(role: role)
+        if !openHandles.contains(handle) { openHandles.append(handle) }
         signalingDeadlines[handle] = nil
+        nextDeadline = signalingDeadlines.values.min()
     }
 
     /// Forgets a closed link, with any partial PDU it left.
     public mutating func linkClosed(handle: UInt16) {
         links[handle] = nil
+        openHandles.removeAll { $0 == handle }
         signalingDeadlines[handle] = nil
+        nextDeadline = signalingDeadlines.values.min()
         reassembler.reset(handle: handle)
     }
 
     /// Whether the router knows this link.
-    public func isOpen(_ handle: UInt16) -> Bool { links[handle] != nil }
+    public func isOpen(_ handle: UInt16) -> Bool { isKnown(handle) }
+
+    private func isKnown(_ handle: UInt16) -> Bool {
+        var i = 0
+        while i < openHandles.count {
+            if openHandles[i] == handle { return true }
+            i += 1
+        }
+        return false
+    }
 
     /// Takes one ACL packet from the controller and says what it completes. `security` is the
     /// link's now (a listener's requirement is checked against it); `now` runs the signaling
     /// timeouts.
     public mutating func receive(_ packet: ACLPacket, security: LinkSecurity = LinkSecurity(), now: Duration = .zero) -> L2CAPRouting {
-        receive(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...], security: { security }, now: now)
+        receive(handle: packet.handle, isStart: packet.boundary.isStart, packet.data[...], security: { security }, now: { now })
     }
 
     /// `receive(_:security:now:)` for an HCI ACL data packet as it came from the controller
@@ -80,8 +97,10 @@ public struct L2CAPRouter: Sendable {
     /// (every 244-byte notification over 251-byte buffers) has its payload copied out once,
     /// and a fragmented one is copied once into its reassembly buffer. A packet whose length
     /// field does not match its bytes is dropped as `ACLPacket.decode` would refuse it.
-    /// `security` is asked only for signaling (a listener's requirement is checked against it).
-    public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+    /// `security` is asked only for signaling (a listener's requirement is checked against it),
+    /// `now` only for signaling and credit-based channels: an ATT or SMP PDU needs neither, and
+    /// reading the clock for each of a PDU's fragments showed in the profile (issue 12).
+    public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: @autoclosure () -> Duration) -> L2CAPRouting {
         guard bytes.count >= 4 else {
             return .dropped("malformed ACL packet: \(WireError.truncated(needed: 4, remaining: bytes.count, "ACL packet"))")
         }
@@ -98,8 +117,8 @@ public struct L2CAPRouter: Sendable {
     }
 
     private mutating func receive(handle: UInt16, isStart: Bool, _ data: ArraySlice<UInt8>, security: () -> LinkSecurity,
-                                  now: Duration) -> L2CAPRouting {
-        guard links.index(forKey: handle) != nil else {
+                                  now: () -> Duration) -> L2CAPRouting {
+        guard isKnown(handle) else {
             return .dropped("ACL data for unknown handle 0x\(String(handle, radix: 16))")
         }
         // The common case, a whole basic frame in one start fragment with nothing in progress:
@@ -109,7 +128,7 @@ public struct L2CAPRouter: Sendable {
             let length = Int(data[s]) | Int(data[s + 1]) << 8
             if data.count == L2CAPFrame.headerLength + length {
                 let cid = UInt16(data[s + 2]) | UInt16(data[s + 3]) << 8
-                return route(cid: cid, payload: Array(data[(s + L2CAPFrame.headerLength)...]), handle: handle,
+                return route(cid: cid, payload: data[(s + L2CAPFrame.headerLength)...], handle: handle,
                              security: security, now: now)
             }
         }
@@ -127,25 +146,27 @@ public struct L2CAPRouter: Sendable {
             do { _ = try L2CAPFrame.decode(pdu) } catch { return .dropped("malformed L2CAP frame: \(error)") }
             return .dropped("malformed L2CAP frame")
         }
-        return route(cid: UInt16(pdu[2]) | UInt16(pdu[3]) << 8, payload: Array(pdu[L2CAPFrame.headerLength...]), handle: handle,
+        return route(cid: UInt16(pdu[2]) | UInt16(pdu[3]) << 8, payload: pdu[L2CAPFrame.headerLength...], handle: handle,
                      security: security, now: now)
     }
 
-    /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1).
-    private mutating func route(cid: UInt16, payload: [UInt8], handle: UInt16, security: () -> LinkSecurity, now: Duration) -> L2CAPRouting {
+    /// A whole basic frame's payload to the channel `cid` names (Vol 3 Part A §2.1). ATT gets it
+    /// in place; the other channels keep what they get, so they get a copy.
+    private mutating func route(cid: UInt16, payload: ArraySlice<UInt8>, handle: UInt16, security: () -> LinkSecurity,
+                                now: () -> Duration) -> L2CAPRouting {
         switch cid {
         case L2CAPChannel.att:
             return .att(payload)
         case L2CAPChannel.leSignaling:
-            return .control(receiveSignaling(payload, handle: handle,
-                                             context: CreditBasedContext(listeners: listeners, security: security(), now: now)))
+            return .control(receiveSignaling(Array(payload), handle: handle,
+                                             context: CreditBasedContext(listeners: listeners, security: security(), now: now())))
         case L2CAPChannel.smp:
-            return .smp(payload)
+            return .smp(Array(payload))
         case L2CAPChannel.dynamicRange:
             guard let index = links.index(forKey: handle), links.values[index].signaling.channel(cid) != nil else {
                 return .dropped("data on L2CAP channel 0x\(String(cid, radix: 16)), which is not open")
             }
-            let actions = links.values[index].signaling.receiveFrame(payload, cid: cid, now: now)
+            let actions = links.values[index].signaling.receiveFrame(Array(payload), cid: cid, now: now())
             noteDeadline(at: index)
             return .control(Self.map(actions))
         default:
@@ -191,6 +212,7 @@ public struct L2CAPRouter: Sendable {
     /// is read in place (`inout`), not copied out of the dictionary.
     private mutating func noteDeadline(at index: Dictionary<UInt16, LinkChannels>.Index) {
         signalingDeadlines[links.keys[index]] = Self.deadline(of: &links.values[index])
+        nextDeadline = signalingDeadlines.values.min()
     }
 
     private static func deadline(of link: inout LinkChannels) -> Duration? {
@@ -251,13 +273,10 @@ public struct L2CAPRouter: Sendable {
         links[handle]?.signaling.channel(cid)
     }
 
-    /// The earliest signaling response deadline on any link (Vol 3 Part A §6.2.1, RTX).
-    /// Inlinable: the host asks after every batch of frames, and a call across the module
-    /// copied the whole router (every link's state retained and released) to ask.
-    @inlinable
-    public var nextDeadline: Duration? {
-        signalingDeadlines.isEmpty ? nil : signalingDeadlines.values.min()
-    }
+    /// The earliest signaling response deadline on any link. Stored, and recomputed whenever a
+    /// link's deadline is: as a computed property of this module, asked after every batch of
+    /// frames, it was read from a copy of the whole router (issue 12).
+    public private(set) var nextDeadline: Duration?
 
     /// Fails the requests whose 30 s have run out, per link (handles in order).
     public mutating func expire(now: Duration) -> [(handle: UInt16, actions: [L2CAPControlAction])] {
