@@ -267,8 +267,20 @@ final class GATTClientSessions {
             queue.finish()
             return NotificationStream(queue)
         }
-        sessions.withSession(creating: handle) { $0.notificationSinks.append(.init(valueHandle: valueHandle, queue: queue)) }
+        sessions.withSession(creating: handle) { session in
+            // Streams let go of are otherwise forgotten only at their own value's next
+            // notification: a link whose app opens and drops streams of a value that never
+            // notifies would keep them all, and every notification would scan them.
+            session.notificationSinks.removeAll { $0.queue.isAbandoned }
+            session.notificationSinks.append(.init(valueHandle: valueHandle, queue: queue))
+        }
         return NotificationStream(queue)
+    }
+
+    /// How many notification streams the link keeps (tests check dropped ones are forgotten).
+    func notificationSinkCount(onLink linkID: UInt64, _ host: isolated HostController) -> Int {
+        guard let handle = host.connections.links.handle(forID: linkID) else { return 0 }
+        return sessions.read(handle) { $0.notificationSinks.count } ?? 0
     }
 
     func servicesChangedStream(onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<ClosedRange<UInt16>> {
