@@ -208,4 +208,14 @@ final class ATTClientBearerSetTests: XCTestCase {
         XCTAssertNil(s.bearer(running: 2))
         XCTAssertEqual(s.submit(ReadProcedure(handle: 9), id: 4, now: .zero), [Action(bearer: .unenhanced, action: .complete(id: 4, .failure(.bearerClosed)))])
     }
+
+    /// Review finding 2 (client review): a set made from a bearer with a request outstanding
+    /// reports that request's deadline, so the owner's timer fires the transaction timeout.
+    func testASetMadeFromABusyBearerReportsItsDeadline() {
+        var bearer = ATTClientBearer(mtu: 23, transactionTimeout: .seconds(30))
+        _ = bearer.submit(ReadProcedure(handle: 3), id: 1, now: .seconds(2))
+        XCTAssertEqual(bearer.nextDeadline, .seconds(32))
+        let s = Set(unenhanced: bearer)
+        XCTAssertEqual(s.nextDeadline, .seconds(32))
+    }
 }

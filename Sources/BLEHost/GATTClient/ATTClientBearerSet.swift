@@ -60,6 +60,8 @@ public struct ATTClientBearerSet: Sendable {
     /// A set with only the unenhanced bearer.
     public init(unenhanced: ATTClientBearer) {
         first = unenhanced
+        // Stored, so known from the start: the bearer may come with a request outstanding.
+        nextDeadline = unenhanced.nextDeadline
     }
 
     private var order: [ATTBearerID] { [.unenhanced] + enhanced.map { .enhanced(cid: $0.cid) } }
