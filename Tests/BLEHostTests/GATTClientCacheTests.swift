@@ -119,6 +119,24 @@ final class GATTClientCacheTests: XCTestCase {
         cache.enabledRobustCaching = true
         XCTAssertEqual(try GATTCacheFileFormat.decode(GATTCacheFileFormat.encode(cache)), cache)
         XCTAssertEqual(try GATTCacheFileFormat.decode(GATTCacheFileFormat.encode(GATTAttributeCache())), GATTAttributeCache())
+        for features: [UInt8]? in [nil, [], [0x01]] {
+            cache.serverFeatures = features
+            XCTAssertEqual(try GATTCacheFileFormat.decode(GATTCacheFileFormat.encode(cache)).serverFeatures, features)
+        }
+    }
+
+    /// A version 2 file (no Server Supported Features section) is still read, with the value
+    /// not known.
+    func testAVersion2FileIsStillRead() throws {
+        var cache = try filledCache()
+        cache.serverFeatures = [0x01]
+        var bytes = GATTCacheFileFormat.encode(cache)
+        bytes[GATTCacheFileFormat.magic.count] = 2
+        bytes.removeLast(2)  // the section: length 1, then 0x01
+        let read = try GATTCacheFileFormat.decode(bytes)
+        XCTAssertNil(read.serverFeatures)
+        cache.serverFeatures = nil
+        XCTAssertEqual(read, cache)
     }
 
     /// Every truncation, and thousands of random corruptions, are a typed error or a cache that

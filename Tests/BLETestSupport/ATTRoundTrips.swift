@@ -19,6 +19,9 @@ public struct ATTRoundTrips: Sendable, Equatable, CustomStringConvertible {
     /// A notification was received after it.
     public var notified = false
 
+    /// Counting goes on after the first notification.
+    private var wholeConnection = false
+
     /// How many requests were counted.
     public var count: Int { requests.count }
 
@@ -28,8 +31,10 @@ public struct ATTRoundTrips: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Counts in the records of a btsnoop file, from its `connection`th successful Connection
-    /// Complete (1 = the first).
-    public init(btsnoop bytes: [UInt8], connection: Int = 1) throws {
+    /// Complete (1 = the first); with `wholeConnection`, every request to the capture's end,
+    /// not only those before the first notification.
+    public init(btsnoop bytes: [UInt8], connection: Int = 1, wholeConnection: Bool = false) throws {
+        self.wholeConnection = wholeConnection
         var toSkip = connection - 1
         for record in try BTSnoop.parse(bytes) {
             guard let frame = try? record.frame() else { continue }
@@ -64,7 +69,7 @@ public struct ATTRoundTrips: Sendable, Equatable, CustomStringConvertible {
             if direction == .sent, Self.requestOpcodes.contains(opcode) { requests.append(opcode) }
             if direction == .received, opcode == 0x1B {
                 notified = true
-                return true
+                return !wholeConnection
             }
             return false
         default:

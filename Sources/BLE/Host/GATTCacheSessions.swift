@@ -26,8 +26,13 @@ final class GATTCacheSessions {
 
     /// Installs a prepared cache for a link that is still up.
     func install(_ entry: Entry, linkID: UInt64, _ host: isolated HostController) {
-        guard host.connections.links.handle(forID: linkID) != nil else { return }
+        guard let handle = host.connections.links.handle(forID: linkID) else { return }
         entries[linkID] = entry
+        // Server Supported Features read before the cache was prepared: kept with it now.
+        if entry.cache.serverFeatures == nil, let peer = host.connections.links[handle]?.peer,
+           let features = host.client.enhancedSetups.serverFeatures[peer] {
+            update(linkID: linkID, host) { $0.serverFeatures = features }
+        }
     }
 
     /// Changes the link's cache and stores it. A store that fails is logged: the link keeps

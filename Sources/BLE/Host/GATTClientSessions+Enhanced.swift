@@ -73,9 +73,10 @@ extension GATTClientSessions {
     private func setUpEnhancedATT(linkID: UInt64, handle: UInt16, peer: DeviceAddress, count: Int, _ host: isolated HostController) async {
         defer { if host.connections.links.handle(forID: linkID) == handle { enhancedSetups.finish(handle: handle) } }
         let features: [UInt8]
-        if let known = enhancedSetups.serverFeatures[peer] {
-            // Learned on an earlier link to this server: no request (a reconnection stays as
-            // quiet as it was without EATT).
+        if let known = enhancedSetups.serverFeatures[peer] ?? storedServerFeatures(linkID: linkID, peer: peer, host) {
+            // Learned on an earlier link to this server, in this host's life or kept in the
+            // bonded server's attribute cache: no request (a reconnection stays as quiet as it
+            // was without EATT).
             features = known
         } else {
             do {
@@ -90,6 +91,9 @@ extension GATTClientSessions {
                 return
             }
             enhancedSetups.serverFeatures[peer] = features
+            // Kept with the link's attribute cache when it has one now; otherwise the cache
+            // takes it when it is prepared (`GATTCacheSessions.install`).
+            host.caches.update(linkID: linkID, host) { $0.serverFeatures = features }
         }
         // Bit 0, EATT Supported (Vol 3 Part G §7.4).
         guard (features.first ?? 0) & 0x01 != 0 else { return }
@@ -113,6 +117,14 @@ extension GATTClientSessions {
         } catch {
             host.log("Enhanced ATT bearers on link \(linkID) not opened: \(error)")
         }
+    }
+
+    /// The Server Supported Features value the link's attribute cache holds, or (before the
+    /// link's cache is prepared) the one stored for this bonded server; nil when none is known.
+    private func storedServerFeatures(linkID: UInt64, peer: DeviceAddress, _ host: isolated HostController) -> [UInt8]? {
+        if let entry = host.caches.entry(linkID: linkID) { return entry.cache.serverFeatures }
+        guard let store = host.configuration.gattCache, let identity = host.security.bond(for: peer, host)?.peer else { return nil }
+        return (try? store.load(.bonded(identity)))?.serverFeatures
     }
 
     /// The number of Enhanced ATT bearers open on the link, once its background set-up (if one

@@ -35,6 +35,10 @@ public struct GATTAttributeCache: Hashable, Sendable {
         get { clientFeaturesWritten & 0x01 != 0 }
         set { clientFeaturesWritten = newValue ? clientFeaturesWritten | 0x01 : clientFeaturesWritten & ~0x01 }
     }
+    /// The server's Server Supported Features value (§7.4) as read, empty for a server without
+    /// the characteristic; nil when not read. Kept so that a bonded reconnection does not read it
+    /// again to learn whether Enhanced ATT is offered (issue 12: no request to a bonded server).
+    public var serverFeatures: [UInt8]?
     /// Every primary service of the server in handle order, once a whole-database discovery
     /// (§4.4.1) recorded them; nil while the list is not known in full.
     public private(set) var services: [GATTService]?
@@ -49,7 +53,8 @@ public struct GATTAttributeCache: Hashable, Sendable {
     /// A cache with these contents, as read back from storage; `GATTCacheFileFormat` checks them.
     init(databaseHash: [UInt8]?, characteristics: [GATTCharacteristic], covered: [ClosedRange<UInt16>],
          descriptors: [UInt16: [GATTDescriptor]], subscriptions: [UInt16: UInt16], clientFeaturesWritten: UInt8,
-         services: [GATTService]? = nil, includedServices: [UInt16: [GATTIncludedService]] = [:]) {
+         services: [GATTService]? = nil, includedServices: [UInt16: [GATTIncludedService]] = [:],
+         serverFeatures: [UInt8]? = nil) {
         self.databaseHash = databaseHash
         self.characteristics = characteristics
         self.covered = covered
@@ -58,6 +63,7 @@ public struct GATTAttributeCache: Hashable, Sendable {
         self.clientFeaturesWritten = clientFeaturesWritten
         self.services = services
         self.includedServices = includedServices
+        self.serverFeatures = serverFeatures
     }
 
     /// True when nothing is known.

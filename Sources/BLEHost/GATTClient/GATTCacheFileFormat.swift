@@ -21,16 +21,22 @@ public struct GATTCacheFileError: Error, Hashable, Sendable, CustomStringConvert
 /// written (value handle, bits); then, from version 2, the primary services when the whole
 /// list is known (count, or 0xFFFF when it is not: start, end, flags with bit 0 primary, UUID
 /// length and UUID, then the include declarations: count, each declaration handle, the included
-/// service's start and end and its UUID). Version 1 files (no services) are still read. Decoding checks everything a client later relies on (handles
+/// service's start and end and its UUID); then, from version 3, the Server Supported Features
+/// value read (§7.4: its length, at most 16, or 0xFF when not read, and its octets). Versions 1
+/// (no services) and 2 (no server features) are still read. Decoding checks everything a client later relies on (handles
 /// ordered and non-zero, descriptors inside their characteristic, no trailing bytes) and counts
 /// are bounded by what is left to read, so a hostile file cannot make it allocate much.
 public enum GATTCacheFileFormat {
     /// `BLEGATTC`.
     public static let magic: [UInt8] = Array("BLEGATTC".utf8)
     /// The current layout.
-    public static let version: UInt8 = 2
+    public static let version: UInt8 = 3
     /// The layout before services were kept, still read.
     static let versionWithoutServices: UInt8 = 1
+    /// The layout before the Server Supported Features value was kept, still read.
+    static let versionWithoutServerFeatures: UInt8 = 2
+    /// The longest Server Supported Features value kept (one octet is defined, §7.4).
+    static let maximumServerFeaturesLength = 16
     /// The Client Supported Features bits the flags octet may hold (Vol 3 Part G §7.2).
     public static let knownClientFeatures: UInt8 = 0x07
     /// The largest file accepted (a full database of 16-bit attributes is far below this).
@@ -92,6 +98,13 @@ public enum GATTCacheFileFormat {
         } else {
             w.u16(0xFFFF)
         }
+        if let features = cache.serverFeatures {
+            let kept = features.prefix(maximumServerFeaturesLength)
+            w.u8(UInt8(kept.count))
+            w.append(Array(kept))
+        } else {
+            w.u8(0xFF)
+        }
         return w.bytes
     }
 
@@ -108,7 +121,9 @@ public enum GATTCacheFileFormat {
         do {
             guard try r.readBytes(magic.count) == magic else { throw GATTCacheFileError("not a GATT cache (bad magic)") }
             let v = try r.readU8()
-            guard v == version || v == versionWithoutServices else { throw GATTCacheFileError("version \(v) is not \(version)") }
+            guard v == version || v == versionWithoutServices || v == versionWithoutServerFeatures else {
+                throw GATTCacheFileError("version \(v) is not \(version)")
+            }
             let flags = try r.readU8()
             guard flags & ~GATTCacheFileFormat.knownClientFeatures == 0 else { throw GATTCacheFileError("flags 0x\(String(flags, radix: 16))") }
             let hashLength = Int(try r.readU8())
@@ -166,11 +181,19 @@ public enum GATTCacheFileFormat {
                 subscriptions[handle] = bits
             }
             let (services, includes) = v == versionWithoutServices ? (nil, [:]) : try readServices(&r)
+            var serverFeatures: [UInt8]?
+            if v == version {
+                let n = try r.readU8()
+                if n != 0xFF {
+                    guard Int(n) <= maximumServerFeaturesLength else { throw GATTCacheFileError("Server Supported Features of \(n) octets") }
+                    serverFeatures = try r.readBytes(Int(n))
+                }
+            }
             guard r.isAtEnd else { throw GATTCacheFileError("\(r.remaining) bytes after the end") }
             return GATTAttributeCache(databaseHash: hash, characteristics: characteristics, covered: covered,
                                       descriptors: descriptors, subscriptions: subscriptions,
                                       clientFeaturesWritten: flags,
-                                      services: services, includedServices: includes)
+                                      services: services, includedServices: includes, serverFeatures: serverFeatures)
         } catch let error as GATTCacheFileError {
             throw error
         } catch {
