@@ -80,14 +80,14 @@ final class GATTAttributeCacheDatabaseTests: XCTestCase {
         withoutServices.record(database: Self.dump)
         withoutServices.invalidate(0xFFFF...0xFFFF)
         var old = GATTCacheFileFormat.encode(withoutServices)
-        XCTAssertEqual(Array(old.suffix(2)), [0xFF, 0xFF], "no list: 0xFFFF")
-        old.removeLast(2)
+        XCTAssertEqual(Array(old.suffix(3)), [0xFF, 0xFF, 0xFF], "no list: 0xFFFF; no Server Supported Features: 0xFF")
+        old.removeLast(3)
         old[GATTCacheFileFormat.magic.count] = 1
         let read = try GATTCacheFileFormat.decode(old)
         XCTAssertNil(read.services)
         XCTAssertEqual(read.characteristics, withoutServices.characteristics)
-        old[GATTCacheFileFormat.magic.count] = 3
-        XCTAssertThrowsError(try GATTCacheFileFormat.decode(old))
+        old[GATTCacheFileFormat.magic.count] = GATTCacheFileFormat.version + 1
+        XCTAssertThrowsError(try GATTCacheFileFormat.decode(old), "an unknown version")
     }
 
     func testHostileServiceSectionsAreTypedErrors() throws {
@@ -99,7 +99,8 @@ final class GATTAttributeCacheDatabaseTests: XCTestCase {
         }
         // The services section: overlapping services, an include outside its service.
         func services(_ body: [UInt8]) -> [UInt8] {
-            GATTCacheFileFormat.encode(GATTAttributeCache()).dropLast(2) + body
+            // Between the subscriptions and the Server Supported Features section (0xFF: not read).
+            Array(GATTCacheFileFormat.encode(GATTAttributeCache()).dropLast(3)) + body + [0xFF]
         }
         let overlapping: [UInt8] = [0x02, 0x00, 0x01, 0x00, 0x05, 0x00, 0x01, 0x02, 0x00, 0x18, 0x00, 0x00,
                                     0x05, 0x00, 0x09, 0x00, 0x01, 0x02, 0x0D, 0x18, 0x00, 0x00]
