@@ -62,15 +62,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
         /// reading task is cancelled.
         @inlinable
         public mutating func next() async -> [UInt8]? {
-            guard !ended else { return nil }
-            let next: [UInt8]?
-            switch source.take() {
-            case let .value(value): return value
-            case .end: next = nil
-            case .wait: next = await source.wait()
-            }
-            if next == nil { ended = true }
-            return next
+            await next(isolation: nil)
         }
     }
 }

@@ -62,15 +62,7 @@ public struct PeripheralManagerEventStream: AsyncSequence, Sendable {
         /// the reading task is cancelled.
         @inlinable
         public mutating func next() async -> PeripheralManagerEvent? {
-            guard !ended else { return nil }
-            let next: PeripheralManagerEvent?
-            switch source.take() {
-            case let .value(event): return event
-            case .end: next = nil
-            case .wait: next = await source.wait()
-            }
-            if next == nil { ended = true }
-            return next
+            await next(isolation: nil)
         }
     }
 }
