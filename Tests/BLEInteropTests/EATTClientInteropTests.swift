@@ -1,4 +1,5 @@
 import BLE
+import BLETestSupport
 import BLEWire
 import Foundation
 import XCTest
@@ -17,23 +18,14 @@ final class EATTClientInteropTests: XCTestCase {
     /// The first `count` values of `stream`, or fewer once `limit` passes (a bound for a
     /// failing test, not a timing assumption).
     private static func values(_ stream: NotificationStream, count: Int, limit: Duration) async -> [[UInt8]] {
-        await withTaskGroup(of: [[UInt8]]?.self) { group in
-            group.addTask {
-                var got: [[UInt8]] = []
-                for await v in stream {
-                    got.append(v)
-                    if got.count == count { break }
-                }
-                return got
+        await result(within: limit) {
+            var got: [[UInt8]] = []
+            for await v in stream {
+                got.append(v)
+                if got.count == count { break }
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? []
-        }
+            return got
+        } ?? []
     }
 
     func testEnhancedBearersOpenAfterPairingAndCarryParallelReadsAndNotifications() async throws {

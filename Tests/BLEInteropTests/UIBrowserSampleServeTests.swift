@@ -1,4 +1,5 @@
 import BLE
+import BLETestSupport
 import Foundation
 import XCTest
 
@@ -135,21 +136,12 @@ extension UIBrowserTests {
     /// The reason `peripheral`'s link went down, once its state updates say so (they end with
     /// the disconnection); nil if it is still up after `limit`.
     static func disconnection(of peripheral: Peripheral, within limit: Duration) async -> HCIStatus? {
-        await withTaskGroup(of: HCIStatus?.self) { group in
-            group.addTask {
-                for await state in peripheral.stateUpdates {
-                    if case let .disconnected(reason) = state { return reason }
-                }
-                return peripheral.disconnectReason
+        await result(within: limit) { () -> HCIStatus? in
+            for await state in peripheral.stateUpdates {
+                if case let .disconnected(reason) = state { return reason }
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+            return peripheral.disconnectReason
+        } ?? nil
     }
 
     /// An `--allow-host` that is not a host name (a port in it, a space) is a usage error

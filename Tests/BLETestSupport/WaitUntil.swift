@@ -29,3 +29,19 @@ public func waitUntil(_ what: String = "the condition", within bound: Duration,
         try? await Task.sleep(for: .milliseconds(1))
     }
 }
+
+/// What `body` returns, or nil if it has not returned after `bound` of real time (it is then
+/// cancelled). For tests against outside processes (Bumble, rootcanal), which run in real time:
+/// the test waits for the event itself, and the bound only turns a hang into a failure.
+public func result<T: Sendable>(within bound: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: bound)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
