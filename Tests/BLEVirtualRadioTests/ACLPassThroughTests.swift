@@ -4,52 +4,28 @@ import BLEWire
 import XCTest
 
 /// Without the air-time model the medium passes a host's ACL packet to the peer's host in its own
-/// bytes, only the header rewritten (VirtualMedium+PassThrough in `forward`): what arrives must be
+/// bytes, only the header rewritten (`VirtualController.passThrough`, from `forward`): what arrives must be
 /// exactly what the decoding path gives, `VirtualController.deliverFromPeer` on the decoded packet
 /// (Core Vol 4 Part E §5.4.2: the peer's handle, first-flushable or continuing, point-to-point),
 /// including a packet longer than the peer's buffers, which is still cut to them.
 final class ACLPassThroughTests: XCTestCase {
-    var medium = VirtualMedium()
-    var peripheral = VirtualMedium.ControllerID(rawValue: 0)
-    var central = VirtualMedium.ControllerID(rawValue: 0)
-    let peripheralAddress = BDAddress(rawValue: 0x00_00_00_00_00_AA)
+    var rig = TwoControllerMedium()
+    var medium: VirtualMedium {
+        get { rig.medium }
+        set { rig.medium = newValue }
+    }
+    var peripheral: VirtualMedium.ControllerID { rig.peripheral }
+    var central: VirtualMedium.ControllerID { rig.central }
 
     /// Two controllers; the peripheral's ACL buffers hold `peripheralBuffer` bytes.
     func setUp(peripheralBuffer: UInt16) {
-        medium = VirtualMedium()
-        medium.airTimeModel = false
-        var small = VirtualControllerConfiguration()
-        small.leACLBufferLength = peripheralBuffer
-        peripheral = medium.add(VirtualController(address: peripheralAddress, configuration: small))
-        central = medium.add(VirtualController(address: BDAddress(rawValue: 0x00_00_00_00_00_BB)))
-        for id in [peripheral, central] {
-            _ = medium.receive(.setEventMask(EventMask.default), from: id, now: .zero)
-            _ = medium.receive(.leSetEventMask(LEEventMask.default), from: id, now: .zero)
-        }
+        rig = TwoControllerMedium(peripheralBuffer: peripheralBuffer)
     }
 
-    func connect() throws -> (central: UInt16, peripheral: UInt16) {
-        _ = medium.receive(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), from: peripheral, now: .zero)
-        _ = medium.receive(.leSetAdvertisingEnable(enable: true), from: peripheral, now: .zero)
-        _ = medium.receive(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(peripheralAddress, type: .public),
-                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
-                           from: central, now: .zero)
-        var handles: (UInt16?, UInt16?)
-        for d in medium.advance(to: .zero) {
-            guard case let .event(.le(.connectionComplete(c))) = d.packet else { continue }
-            if d.to == central { handles.0 = c.handle } else { handles.1 = c.handle }
-        }
-        return (try XCTUnwrap(handles.0), try XCTUnwrap(handles.1))
-    }
+    func connect() throws -> (central: UInt16, peripheral: UInt16) { try rig.connect() }
 
     /// The frames as one batch from the central's host, as `VirtualRadio` hands them over.
-    func batch(_ frames: [H4Frame]) -> [VirtualMedium.Delivery] {
-        var out: [VirtualMedium.Delivery] = []
-        var credits = VirtualMedium.CompletedPacketsTally()
-        for frame in frames { medium.receive(frame, from: central, now: .zero, into: &out, credits: &credits) }
-        credits.write(into: &out)
-        return out
-    }
+    func batch(_ frames: [H4Frame]) -> [VirtualMedium.Delivery] { rig.batch(frames, from: central) }
 
     /// What the decoding path gives the peripheral's host for these packets: each decoded and
     /// handed to the peripheral's controller as received from the air, then encoded.

@@ -9,46 +9,22 @@ import XCTest
 /// looked up again after anything but an ACL packet — a disconnect in the middle of a batch
 /// drops the packets after it.
 final class BatchForwardingTests: XCTestCase {
-    var medium = VirtualMedium()
-    var peripheral = VirtualMedium.ControllerID(rawValue: 0)
-    var central = VirtualMedium.ControllerID(rawValue: 0)
-    let peripheralAddress = BDAddress(rawValue: 0x00_00_00_00_00_AA)
+    var rig = TwoControllerMedium()
+    var medium: VirtualMedium {
+        get { rig.medium }
+        set { rig.medium = newValue }
+    }
+    var peripheral: VirtualMedium.ControllerID { rig.peripheral }
+    var central: VirtualMedium.ControllerID { rig.central }
 
     override func setUp() {
-        medium = VirtualMedium()
-        medium.airTimeModel = false
-        peripheral = medium.add(VirtualController(address: peripheralAddress))
-        central = medium.add(VirtualController(address: BDAddress(rawValue: 0x00_00_00_00_00_BB)))
-        for id in [peripheral, central] {
-            _ = medium.receive(.setEventMask(EventMask.default), from: id, now: .zero)
-            _ = medium.receive(.leSetEventMask(LEEventMask.default), from: id, now: .zero)
-        }
+        rig = TwoControllerMedium()
     }
 
-    func connect() throws -> (central: UInt16, peripheral: UInt16) {
-        _ = medium.receive(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), from: peripheral, now: .zero)
-        _ = medium.receive(.leSetAdvertisingEnable(enable: true), from: peripheral, now: .zero)
-        _ = medium.receive(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(peripheralAddress, type: .public),
-                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
-                           from: central, now: .zero)
-        var handles: (UInt16?, UInt16?)
-        for d in medium.advance(to: .zero) {
-            guard case let .event(.le(.connectionComplete(c))) = d.packet else { continue }
-            if d.to == central { handles.0 = c.handle } else { handles.1 = c.handle }
-        }
-        let c = try XCTUnwrap(handles.0)
-        let p = try XCTUnwrap(handles.1)
-        return (c, p)
-    }
+    func connect() throws -> (central: UInt16, peripheral: UInt16) { try rig.connect() }
 
     /// The frames as one batch from `id`'s host, the way `VirtualRadio` hands them over.
-    func batch(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) -> [VirtualMedium.Delivery] {
-        var out: [VirtualMedium.Delivery] = []
-        var credits = VirtualMedium.CompletedPacketsTally()
-        for frame in frames { medium.receive(frame, from: id, now: .zero, into: &out, credits: &credits) }
-        credits.write(into: &out)
-        return out
-    }
+    func batch(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) -> [VirtualMedium.Delivery] { rig.batch(frames, from: id) }
 
     func acl(_ handle: UInt16, _ byte: UInt8) -> H4Frame {
         ACLPacket(handle: handle, boundary: .firstNonFlushable, data: [byte]).h4Frame
