@@ -188,7 +188,11 @@ public final class UIServeApp: Sendable {
             try await manager.startAdvertising(data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response)
             let address = await manager.address
             let running = profile
+            // The events wait behind this gate until "ready" is logged, so the log says "ready"
+            // before the events it buffered (as `ble serve` does), whatever order the tasks run.
+            let (gate, opening) = AsyncStream<Never>.makeStream()
             let task = Task(executorPreference: manager.clock.taskExecutor) { [weak self] in
+                for await _ in gate {}
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for await event in events {
@@ -211,11 +215,13 @@ public final class UIServeApp: Sendable {
                 return false
             }
             if undo {
+                opening.finish()
                 await tearDown(started)
                 return Self.json(.object([("error", .string("stopped while starting"))]), status: Self.conflict)
             }
             log.line("ready", [("profile", .string(P.name)), ("name", .string(name)), ("address", .optional(address.map { $0.address.description }))],
                      text: "serving \(P.name) as \"\(name)\" at \(address.map { "\($0)" } ?? "?")")
+            opening.finish()
             publishState()
             return Self.json(status())
         } catch {
