@@ -14,11 +14,32 @@ public protocol BLEClock: Sendable {
     /// The executor the stack's own tasks must prefer: nil in real time; in virtual time the
     /// world's executor (`VirtualTime`), so that every task stays inside the simulation.
     var taskExecutor: (any TaskExecutor)? { get }
+    /// Work outside the clock's world has begun (a file read on another thread, a real socket):
+    /// a virtual clock holds time still until the matching `endOutsideWork`, so the world's
+    /// timeouts do not run out while it waits for something that takes no time in it. Real-time
+    /// clocks do nothing. Use `whileOutsideWork(_:)`, which pairs the two.
+    func beginOutsideWork()
+    /// The work `beginOutsideWork` announced is over.
+    func endOutsideWork()
 }
 
 extension BLEClock {
     /// No executor preference: real-time clocks let tasks run anywhere.
     public var taskExecutor: (any TaskExecutor)? { nil }
+
+    /// Real time passes anyway: nothing to hold.
+    public func beginOutsideWork() {}
+
+    /// Real time passes anyway: nothing to release.
+    public func endOutsideWork() {}
+
+    /// Runs `body`, work that waits on something outside the clock's world, with time held
+    /// still meanwhile (`beginOutsideWork`); what `body` returns or throws.
+    public func whileOutsideWork<T, E: Error>(_ body: () async throws(E) -> T) async throws(E) -> T {
+        beginOutsideWork()
+        defer { endOutsideWork() }
+        return try await body()
+    }
 
     /// Suspends for `duration` from now, or throws `CancellationError`.
     public func sleep(for duration: Duration) async throws {

@@ -32,11 +32,14 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         var nextSequence: UInt64 = 0
         var finished = false
         var jumps = 0
+        /// Work outside the world that the clock waits for instead of jumping
+        /// (`beginOutsideWork`): while it is above zero, an idle world waits for work.
+        var outsideWork = 0
         /// The world's thread found nothing to do and waits on its latch: only then does new
         /// work need to signal it (no system call per job while the world is busy).
         var idle = false
 
-        var hasNothingToDo: Bool { head >= jobs.count && sleepers.isEmpty && !finished }
+        var hasNothingToDo: Bool { head >= jobs.count && sleepers.isEmpty && !finished && outsideWork == 0 }
 
         /// Marks the thread awake again; true if it was idle and so needs a signal.
         mutating func wakeIfIdle() -> Bool {
@@ -94,6 +97,22 @@ public final class VirtualTime: TaskExecutor, BLEClock {
     /// How many times the clock has jumped (for tests and the benchmark's diagnostics).
     public var jumps: Int {
         state.withLock { $0.jumps }
+    }
+
+    /// Holds time still: until the matching `endOutsideWork`, a world with nothing to run waits
+    /// for work instead of jumping to the next deadline (a file read on a Dispatch thread takes
+    /// no virtual time, and a 30-second timeout must not run out during it).
+    public func beginOutsideWork() {
+        state.withLock { $0.outsideWork += 1 }
+    }
+
+    /// Lets time move again once no outside work is left, waking an idle world so it can jump.
+    public func endOutsideWork() {
+        let signal = state.withLock { s -> Bool in
+            s.outsideWork = max(0, s.outsideWork - 1)
+            return s.outsideWork == 0 && s.wakeIfIdle()
+        }
+        if signal { thread.signal() }
     }
 
     private enum Parking {
@@ -190,6 +209,10 @@ public final class VirtualTime: TaskExecutor, BLEClock {
             return .run(job)
         }
         if s.finished { return .exit }
+        if s.outsideWork > 0 {
+            s.idle = true
+            return .waitForWork
+        }
         if let due = jumpToNextDeadline(&s) { return .wake(due) }
         if !s.sleepers.isEmpty {
             let overdue = s.sleepers.values.sorted { $0.sequence < $1.sequence }.map(\.continuation)

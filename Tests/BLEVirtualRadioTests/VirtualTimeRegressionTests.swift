@@ -35,6 +35,25 @@ final class VirtualTimeRegressionTests: XCTestCase {
         XCTAssertEqual(elapsed, .zero, "the clock moved while the actor worked on \(thread ?? "?")")
     }
 
+    /// Work outside the world (here a Dispatch thread, as a file read is) holds time still: a
+    /// 30-second sleeper does not come due while the world waits for it, and once it is over
+    /// the clock jumps again. Without the hold the idle world jumped to the sleeper's deadline.
+    func testOutsideWorkHoldsTimeStillUntilItEnds() async throws {
+        let (during, after) = try await VirtualTime.run { time -> (Duration, Duration) in
+            let sleeper = Task(executorPreference: time) { try await time.sleep(until: .seconds(30)) }
+            let during = await time.whileOutsideWork { () -> Duration in
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { c.resume() }
+                }
+                return time.now()
+            }
+            try await sleeper.value
+            return (during, time.now())
+        }
+        XCTAssertEqual(during, .zero, "the clock jumped while the world waited for outside work")
+        XCTAssertEqual(after, .seconds(30), "time moves again once the outside work is over")
+    }
+
     /// A world whose next deadline lies past the limit fails with `limitReached`, not a hang.
     func testASleepPastTheLimitFails() async throws {
         do {

@@ -80,7 +80,12 @@ final class EchoConnection {
                 case .text:
                     reply = .text(EchoProfile.reply(to: String(decoding: frame.body, as: UTF8.self)))
                 case .url:
-                    reply = await fetch(String(decoding: frame.body, as: UTF8.self), for: central, fetcher: fetcher, log: log)
+                    // The read or download happens outside the world's clock: in virtual time
+                    // the clock holds still meanwhile, so the central's reply timeout does not
+                    // run out during a file read that takes no time on the radio.
+                    reply = await manager.clock.whileOutsideWork {
+                        await fetch(String(decoding: frame.body, as: UTF8.self), for: central, fetcher: fetcher, log: log)
+                    }
                 case .notify, .image:
                     continue
                 }

@@ -8,9 +8,9 @@ import FoundationNetworking
 /// the `--files` directory only (`ServedDirectory`), never more than `maximumSize` bytes of either.
 ///
 /// Neither runs on Swift's cooperative pool while it waits: files are read on a Dispatch thread,
-/// downloads wait on URLSession's. In virtual time the world's clock runs on meanwhile (a file
-/// read takes a fraction of a connection interval; an http fetch waits on real sockets, so the
-/// virtual-radio tests use file:// URLs).
+/// downloads wait on URLSession's. The echo server calls it inside the clock's
+/// `whileOutsideWork`, so in virtual time the world's clock holds still meanwhile (a central's
+/// reply timeout cannot run out during a read that takes no time on the radio).
 public struct ResourceFetcher: Sendable {
     /// The most bytes a resource may have (an `I` frame's body can say at most 9,999,999).
     public var maximumSize: Int
