@@ -57,8 +57,26 @@ struct NotificationRun: Sendable {
     static let service = BluetoothUUID(0xBE00)
     static let stream = BluetoothUUID(0xBE01)
 
+    /// Where the two hosts and the radio run.
+    enum Executors: Sendable {
+        /// Real time on Swift's default executors: how an application on a real controller runs
+        /// the stack (and how Bumble's counterpart runs, on asyncio's own loop). An actor hop runs
+        /// inline on the hopping thread whenever the actor is free.
+        case application
+        /// A `VirtualTime` world: one thread and virtual time, as the tests run. Every task
+        /// prefers the world's task executor, so every actor hop and every wake-up is a queued
+        /// job, which the runtime never runs inline (a cost of the test harness, not the stack).
+        case virtualTime
+    }
+
+    /// Where the hosts run; the air-time model always runs in virtual time.
+    var executors = Executors.virtualTime
+
     func run() async throws -> Result {
         let run = self
+        if executors == .application && !airTimeModel {
+            return try await run.measure(in: VirtualWorld(clock: SystemClock(), airTimeModel: false))
+        }
         return try await VirtualWorld.run(airTimeModel: airTimeModel) { world in
             try await run.measure(in: world)
         }

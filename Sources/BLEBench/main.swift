@@ -12,10 +12,14 @@ import Synchronization
 ///   ble-bench                 both parts below
 ///   ble-bench air             with the air-time model, in virtual time, against the theoretical
 ///                             figure for the same PHY, interval and data length (AirTime.swift)
-///   ble-bench raw [--count N] [--acl-buffer 27|251] [--mode notification|write-without-response|indication]
+///   ble-bench raw [--count N] [--acl-buffer 27|251] [--mode notification|write-without-response|indication] [--virtual-time]
 ///                             without the air-time model: the host's own cost, as notifications
 ///                             per CPU-second (getrusage); under valgrind's callgrind,
 ///                             scripts/bench.sh turns two runs into instructions per notification.
+///                             The hosts run in real time on Swift's default executors, as an
+///                             application does; --virtual-time runs them in a `VirtualTime`
+///                             world instead (one thread, every actor hop a queued job), as the
+///                             tests do.
 ///                             --acl-buffer sets both controllers' LE ACL buffer length (default
 ///                             251; 27 is what controllers without LE Data Length Extension give);
 ///                             --mode sends the values as indications, or as writes without
@@ -42,6 +46,9 @@ if arguments.contains("--acl-buffer"), aclBuffer.map({ $0 < 27 || $0 > 251 }) ??
     FileHandle.standardError.write(Data("ble-bench: --acl-buffer takes a length from 27 to 251\n".utf8))
     exit(2)
 }
+/// `raw --virtual-time`: the hosts in a `VirtualTime` world, as the tests run them, instead of on
+/// the default executors in real time.
+let virtualTime = arguments.contains("--virtual-time")
 let modeName = arguments.firstIndex(of: "--mode").flatMap { i in i + 1 < arguments.count ? arguments[i + 1] : nil }
 let mode = modeName.flatMap(NotificationRun.Mode.init(rawValue:)) ?? .notification
 if arguments.contains("--mode"), modeName.flatMap(NotificationRun.Mode.init(rawValue:)) == nil {
@@ -85,6 +92,7 @@ func rawCost(count: Int?, aclBuffer: UInt16?, mode: NotificationRun.Mode) async 
     run.aclBufferLength = aclBuffer ?? 251
     run.count = count ?? 20_000
     run.size = 244
+    run.executors = virtualTime ? .virtualTime : .application
     // Warm up (first-use costs: metadata, allocations), then measure.
     var warm = run
     warm.count = 200
@@ -93,7 +101,8 @@ func rawCost(count: Int?, aclBuffer: UInt16?, mode: NotificationRun.Mode) async 
     _ = try await run.run()
     let cpu = cpuSeconds() - before
     let what = mode.plural
-    print("raw host cost, no air-time model: \(run.count) \(what) of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process)")
+    let executors = virtualTime ? "in a virtual-time world" : "on Swift's default executors"
+    print("raw host cost, no air-time model: \(run.count) \(what) of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process, \(executors))")
     print(String(format: "  %.3f s CPU: %.0f \(what) per CPU-second", cpu, Double(run.count) / cpu))
 }
 

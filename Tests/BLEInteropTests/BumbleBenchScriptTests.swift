@@ -41,6 +41,23 @@ final class BumbleBenchScriptTests: XCTestCase {
         }
     }
 
+    /// Our side of the same figure, `ble-bench raw`, on both kinds of executor bench.sh measures
+    /// (Swift's default ones in real time, and a virtual-time world): every mode finishes and
+    /// prints its rate in the form bench.sh reads, and says which executors it ran on.
+    func testBLEBenchRawRunsOnBothExecutorsAndPrintsItsRate() throws {
+        let bench = try BLETool.executableURL(named: "ble-bench")
+        for (flags, executors) in [([String](), "on Swift's default executors"), (["--virtual-time"], "in a virtual-time world")] {
+            for mode in ["notification", "write-without-response", "indication"] {
+                let result = try ProcessRunner.run(bench, arguments: ["raw", "--count", "50", "--acl-buffer", "27", "--mode", mode] + flags, timeout: 120)
+                XCTAssertTrue(result.succeeded, "\(mode) \(flags): \(result)")
+                let out = result.stdout
+                XCTAssertNotNil(captures(#"^raw host cost, no air-time model: 50 [a-z ]+ of 244 B, 27-byte ACL buffers, Swift → Swift \(both hosts in this process, "# + executors + #"\)$"#, in: out), out)
+                let rate = try XCTUnwrap(captures(#"^  [0-9]+\.[0-9]{3} s CPU: ([0-9]+) [a-z ]+ per CPU-second$"#, in: out), out)
+                XCTAssertGreaterThan(Int(rate[0]) ?? 0, 0, out)
+            }
+        }
+    }
+
     func testTheNotificationCostScriptRefusesABufferOutsideTheLERange() throws {
         let result = try ProcessRunner.run(try python(), arguments: [Self.scripts.appendingPathComponent("bumble_notify_cost.py").path,
                                                                      "--acl-buffer", "26"], timeout: 60)
