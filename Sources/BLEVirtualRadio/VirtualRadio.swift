@@ -56,8 +56,13 @@ public actor VirtualRadio {
         medium.airTimeModel = airTimeModel
     }
 
-    /// Replaces the propagation model (path loss, sensitivity).
-    public func setPropagation(_ propagation: VirtualMedium.Propagation) { medium.propagation = propagation }
+    /// Replaces the propagation model (path loss, sensitivity). Links it takes out of range are
+    /// lost at their supervision timeout from now, as after `move`.
+    public func setPropagation(_ propagation: VirtualMedium.Propagation) {
+        medium.latest = max(medium.latest, clock.now())
+        medium.propagation = propagation
+        schedule()
+    }
 
     /// A new controller with public address `address` at `position`.
     public func addDevice(address: BDAddress? = nil, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration(),
