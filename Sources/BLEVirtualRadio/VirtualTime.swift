@@ -40,6 +40,10 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         var idle = false
 
         var hasNothingToDo: Bool { head >= jobs.count && sleepers.isEmpty && !finished && outsideWork == 0 }
+        /// Nothing to run, and time is held for outside work: only its end lets the world go on.
+        var waitsOnlyForOutsideWork: Bool { head >= jobs.count && !finished && outsideWork > 0 }
+        /// How many times the world reported itself stalled (for tests).
+        var stallReports = 0
 
         /// Marks the thread awake again; true if it was idle and so needs a signal.
         mutating func wakeIfIdle() -> Bool {
@@ -66,9 +70,16 @@ public final class VirtualTime: TaskExecutor, BLEClock {
     /// forever or hanging.
     public let limit: Duration
 
-    /// - Parameter limit: how far virtual time may run (default one day).
-    public init(limit: Duration = .seconds(86_400)) {
+    /// Real time of complete idleness before the world reports itself stalled (once).
+    public let stallReport: Duration
+
+    /// - Parameters:
+    ///   - limit: how far virtual time may run (default one day).
+    ///   - stallReport: real time with nothing to run after which the world says on standard
+    ///     error that it waits for something outside it (default 30 s).
+    public init(limit: Duration = .seconds(86_400), stallReport: Duration = .seconds(30)) {
         self.limit = limit
+        self.stallReport = stallReport
         // The thread holds the clock until `finish()` lets it exit.
         thread.start(name: "VirtualTime") { self.runLoop() }
     }
@@ -99,9 +110,17 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         state.withLock { $0.jumps }
     }
 
+    /// How many times the world has reported itself stalled on standard error (at most once
+    /// per world; for tests).
+    public var stallReports: Int {
+        state.withLock { $0.stallReports }
+    }
+
     /// Holds time still: until the matching `endOutsideWork`, a world with nothing to run waits
     /// for work instead of jumping to the next deadline (a file read on a Dispatch thread takes
-    /// no virtual time, and a 30-second timeout must not run out during it).
+    /// no virtual time, and a 30-second timeout must not run out during it). The held work must
+    /// not wait on this clock: time cannot pass until it ends (the world then reports itself
+    /// stalled after `stallReport`).
     public func beginOutsideWork() {
         state.withLock { $0.outsideWork += 1 }
     }
@@ -109,6 +128,7 @@ public final class VirtualTime: TaskExecutor, BLEClock {
     /// Lets time move again once no outside work is left, waking an idle world so it can jump.
     public func endOutsideWork() {
         let signal = state.withLock { s -> Bool in
+            assert(s.outsideWork > 0, "endOutsideWork without a matching beginOutsideWork")
             s.outsideWork = max(0, s.outsideWork - 1)
             return s.outsideWork == 0 && s.wakeIfIdle()
         }
@@ -167,9 +187,6 @@ public final class VirtualTime: TaskExecutor, BLEClock {
 
     // MARK: The world's thread
 
-    /// Real time of complete idleness before the world reports itself stalled.
-    static let stallReport: Duration = .seconds(30)
-
     private func runLoop() {
         let me = asUnownedTaskExecutor()
         var stallReported = false
@@ -185,12 +202,25 @@ public final class VirtualTime: TaskExecutor, BLEClock {
             case .exit:
                 return
             case .waitForWork:
-                if !thread.wait(timeout: Self.stallReport) && !stallReported
-                    && state.withLock({ $0.hasNothingToDo }) {
-                    // Nothing runs and nothing sleeps: only work from outside the world can
-                    // wake it. Say so once (a deadlock in the world looks like this).
+                guard !thread.wait(timeout: stallReport), !stallReported else { break }
+                // Nothing runs and nothing sleeps (or time is held): only work from outside the
+                // world can wake it. Say so once (a deadlock in the world looks like this).
+                let stall = state.withLock { s -> String? in
+                    let seconds = stallReport.components.seconds
+                    let report: String
+                    if s.hasNothingToDo {
+                        report = "no task has run for \(seconds) s and none sleeps on the clock; the world waits for something outside it (or is deadlocked)"
+                    } else if s.waitsOnlyForOutsideWork {
+                        report = "no task has run for \(seconds) s and time is held for \(s.outsideWork) outside work (whileOutsideWork); the world waits for it to end (a deadlock if it waits on this clock)"
+                    } else {
+                        return nil
+                    }
+                    s.stallReports += 1
+                    return report
+                }
+                if let stall {
                     stallReported = true
-                    Self.writeToStandardError("VirtualTime: no task has run for \(Self.stallReport.components.seconds) s and none sleeps on the clock; the world waits for something outside it (or is deadlocked)\n")
+                    Self.writeToStandardError("VirtualTime: \(stall)\n")
                 }
             }
         }

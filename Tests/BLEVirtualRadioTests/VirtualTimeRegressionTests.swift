@@ -54,6 +54,38 @@ final class VirtualTimeRegressionTests: XCTestCase {
         XCTAssertEqual(after, .seconds(30), "time moves again once the outside work is over")
     }
 
+    /// The hold's end from another thread (a Dispatch read completing) wakes the idle world at
+    /// once, which then jumps to its sleeper: it does not sit out its latch's 30 s timeout.
+    func testAnEndFromAnotherThreadWakesTheIdleWorld() async throws {
+        let start = ContinuousClock.now
+        let after = try await VirtualTime.run { time -> Duration in
+            let sleeper = Task(executorPreference: time) { try await time.sleep(until: .seconds(30)) }
+            time.beginOutsideWork()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { time.endOutsideWork() }
+            try await sleeper.value
+            return time.now()
+        }
+        XCTAssertEqual(after, .seconds(30))
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(20), "the world waited for its latch's 30 s timeout")
+    }
+
+    /// A hold that does not end (outside work waiting on the world's own time, a deadlock) is
+    /// reported like any other stall, instead of the world hanging silently.
+    func testAHoldThatDoesNotEndIsReportedAsAStall() async throws {
+        let time = VirtualTime(stallReport: .milliseconds(50))
+        defer { time.finish() }
+        let sleeper = Task(executorPreference: time) { () -> Duration in
+            try await time.sleep(until: .seconds(1))
+            return time.now()
+        }
+        time.beginOutsideWork()
+        await waitUntil("the stall report", within: .seconds(20)) { time.stallReports == 1 }
+        time.endOutsideWork()
+        let woke = try await sleeper.value
+        XCTAssertEqual(woke, .seconds(1), "time moves on once the hold ends")
+        XCTAssertEqual(time.stallReports, 1)
+    }
+
     /// A world whose next deadline lies past the limit fails with `limitReached`, not a hang.
     func testASleepPastTheLimitFails() async throws {
         do {
