@@ -6,6 +6,17 @@ import XCTest
 /// change, even in a world where nothing else would wake the radio.
 final class PropagationChangeWorldTests: XCTestCase {
     func testAPropagationOutOfRangeEndsTheLinkAtItsSupervisionTimeout() async throws {
+        try await assertLinkLostAtTheSupervisionTimeout(quietBeforeTheChange: .zero)
+    }
+
+    /// The same after 10 s in which the radio heard nothing: the supervision timeout counts from
+    /// the change, not from the last thing the radio handled.
+    func testTheTimeoutCountsFromTheChangeAfterAQuietSpell() async throws {
+        try await assertLinkLostAtTheSupervisionTimeout(quietBeforeTheChange: .seconds(10))
+    }
+
+    private func assertLinkLostAtTheSupervisionTimeout(quietBeforeTheChange quiet: Duration,
+                                                       file: StaticString = #filePath, line: UInt = #line) async throws {
         let (reason, elapsed) = try await VirtualWorld.run { world -> (HCIStatus?, Duration?) in
             let (manager, _) = try await world.addPeripheralManager(name: "Faint")
             try await manager.startAdvertising(AdvertisingData.Builder().localName("Faint").build())
@@ -14,6 +25,7 @@ final class PropagationChangeWorldTests: XCTestCase {
             let peripheral = try await central.connect(found.address)
             // Nothing left to wake the radio but the loss itself.
             try await manager.stopAdvertising()
+            try await world.clock.sleep(for: quiet)
             var deaf = VirtualMedium.Propagation()
             deaf.sensitivity = 100
             let changed = world.clock.now()
@@ -37,8 +49,8 @@ final class PropagationChangeWorldTests: XCTestCase {
                 return first
             }
         }
-        XCTAssertEqual(reason, .connectionTimeout, "the link was lost, not left up")
-        let timeout = try XCTUnwrap(elapsed, "the link was still up 60 s after the change")
-        XCTAssertEqual(timeout, .milliseconds(4_200), "at the supervision timeout (default 420 × 10 ms) after the change")
+        XCTAssertEqual(reason, .connectionTimeout, "the link was lost, not left up", file: file, line: line)
+        let timeout = try XCTUnwrap(elapsed, "the link was still up 60 s after the change", file: file, line: line)
+        XCTAssertEqual(timeout, .milliseconds(4_200), "at the supervision timeout (default 420 × 10 ms) after the change", file: file, line: line)
     }
 }
