@@ -7,7 +7,8 @@ import BLEWire
 
 /// One benchmark run: a Swift peripheral notifies `count` values of `size` bytes as fast as its
 /// queue allows, a Swift central on the same virtual radio receives them all. Both hosts are the
-/// unmodified stack; the radio runs in virtual time. `mode` sends indications instead (each
+/// unmodified stack; they and the radio run in virtual time, or (`executors`, without the
+/// air-time model) in real time on Swift's default executors. `mode` sends indications instead (each
 /// confirmed before the next, Vol 3 Part F §3.4.7.2), or has the central write the values
 /// without response (§3.4.5.3) for the peripheral to receive.
 struct NotificationRun: Sendable {
@@ -52,6 +53,8 @@ struct NotificationRun: Sendable {
         /// Bytes that arrived within them.
         var bytes: Int
         var bitsPerSecond: Double { Double(bytes * 8) / elapsed.seconds }
+        /// Where the run took place, read from the world's clock.
+        var executors: Executors
     }
 
     static let service = BluetoothUUID(0xBE00)
@@ -59,14 +62,24 @@ struct NotificationRun: Sendable {
 
     /// Where the two hosts and the radio run.
     enum Executors: Sendable {
-        /// Real time on Swift's default executors: how an application on a real controller runs
-        /// the stack (and how Bumble's counterpart runs, on asyncio's own loop). An actor hop runs
-        /// inline on the hopping thread whenever the actor is free.
+        /// Real time on Swift's default executors, how an application on a real controller runs
+        /// the stack: an actor hop runs inline on the hopping thread when the actor is free, and
+        /// the hosts and the radio run on several threads at once (what callgrind counts then
+        /// varies with how they interleave, and leaves out the kernel's wake-ups).
         case application
         /// A `VirtualTime` world: one thread and virtual time, as the tests run. Every task
         /// prefers the world's task executor, so every actor hop and every wake-up is a queued
         /// job, which the runtime never runs inline (a cost of the test harness, not the stack).
+        /// Deterministic: callgrind counts the same every run.
         case virtualTime
+
+        /// How the benchmark's lines name it.
+        var description: String {
+            switch self {
+            case .application: return "on Swift's default executors"
+            case .virtualTime: return "in a virtual-time world"
+            }
+        }
     }
 
     /// Where the hosts run; the air-time model always runs in virtual time.
@@ -75,7 +88,15 @@ struct NotificationRun: Sendable {
     func run() async throws -> Result {
         let run = self
         if executors == .application && !airTimeModel {
-            return try await run.measure(in: VirtualWorld(clock: SystemClock(), airTimeModel: false))
+            let world = VirtualWorld(clock: SystemClock(), airTimeModel: false)
+            do {
+                let result = try await run.measure(in: world)
+                await world.radio.shutdown()
+                return result
+            } catch {
+                await world.radio.shutdown()
+                throw error
+            }
         }
         return try await VirtualWorld.run(airTimeModel: airTimeModel) { world in
             try await run.measure(in: world)
@@ -155,6 +176,6 @@ struct NotificationRun: Sendable {
         try await peripheral.disconnect()
         await central.close()
         await manager.close()
-        return Result(elapsed: elapsed, bytes: bytes)
+        return Result(elapsed: elapsed, bytes: bytes, executors: world.clock is VirtualTime ? .virtualTime : .application)
     }
 }

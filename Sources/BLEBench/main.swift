@@ -12,14 +12,15 @@ import Synchronization
 ///   ble-bench                 both parts below
 ///   ble-bench air             with the air-time model, in virtual time, against the theoretical
 ///                             figure for the same PHY, interval and data length (AirTime.swift)
-///   ble-bench raw [--count N] [--acl-buffer 27|251] [--mode notification|write-without-response|indication] [--virtual-time]
+///   ble-bench raw [--count N] [--acl-buffer 27|251] [--mode notification|write-without-response|indication] [--real-time]
 ///                             without the air-time model: the host's own cost, as notifications
 ///                             per CPU-second (getrusage); under valgrind's callgrind,
 ///                             scripts/bench.sh turns two runs into instructions per notification.
-///                             The hosts run in real time on Swift's default executors, as an
-///                             application does; --virtual-time runs them in a `VirtualTime`
-///                             world instead (one thread, every actor hop a queued job), as the
-///                             tests do.
+///                             The hosts run in a `VirtualTime` world, as the tests run them (one
+///                             thread, every actor hop a queued job; callgrind's count is the same
+///                             every run); --real-time runs them in real time on Swift's default
+///                             executors instead, as an application does (hops run inline; the
+///                             count varies with how the threads interleave).
 ///                             --acl-buffer sets both controllers' LE ACL buffer length (default
 ///                             251; 27 is what controllers without LE Data Length Extension give);
 ///                             --mode sends the values as indications, or as writes without
@@ -46,9 +47,9 @@ if arguments.contains("--acl-buffer"), aclBuffer.map({ $0 < 27 || $0 > 251 }) ??
     FileHandle.standardError.write(Data("ble-bench: --acl-buffer takes a length from 27 to 251\n".utf8))
     exit(2)
 }
-/// `raw --virtual-time`: the hosts in a `VirtualTime` world, as the tests run them, instead of on
-/// the default executors in real time.
-let virtualTime = arguments.contains("--virtual-time")
+/// `raw --real-time`: the hosts on Swift's default executors in real time, as an application
+/// runs them, instead of in a `VirtualTime` world.
+let realTime = arguments.contains("--real-time")
 let modeName = arguments.firstIndex(of: "--mode").flatMap { i in i + 1 < arguments.count ? arguments[i + 1] : nil }
 let mode = modeName.flatMap(NotificationRun.Mode.init(rawValue:)) ?? .notification
 if arguments.contains("--mode"), modeName.flatMap(NotificationRun.Mode.init(rawValue:)) == nil {
@@ -92,17 +93,16 @@ func rawCost(count: Int?, aclBuffer: UInt16?, mode: NotificationRun.Mode) async 
     run.aclBufferLength = aclBuffer ?? 251
     run.count = count ?? 20_000
     run.size = 244
-    run.executors = virtualTime ? .virtualTime : .application
+    run.executors = realTime ? .application : .virtualTime
     // Warm up (first-use costs: metadata, allocations), then measure.
     var warm = run
     warm.count = 200
     _ = try await warm.run()
     let before = cpuSeconds()
-    _ = try await run.run()
+    let result = try await run.run()
     let cpu = cpuSeconds() - before
     let what = mode.plural
-    let executors = virtualTime ? "in a virtual-time world" : "on Swift's default executors"
-    print("raw host cost, no air-time model: \(run.count) \(what) of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process, \(executors))")
+    print("raw host cost, no air-time model: \(run.count) \(what) of \(run.valueSize) B, \(run.aclBufferLength)-byte ACL buffers, Swift → Swift (both hosts in this process, \(result.executors.description))")
     print(String(format: "  %.3f s CPU: %.0f \(what) per CPU-second", cpu, Double(run.count) / cpu))
 }
 
