@@ -24,40 +24,66 @@ public struct ACLFlowController: Sendable {
         var isStart: Bool
     }
 
-    /// One handle's unsent fragments, oldest first.
+    /// One handle's unsent fragments, oldest first: a ring buffer, so taking the oldest moves it
+    /// out (its bytes neither retained nor released later, nothing shifted down) and a queue
+    /// that drains and fills again reuses its slots (issue 12).
     struct HandleQueue: Sendable {
-        var packets: [Fragment] = []
-        var head = 0
+        /// The `count` fragments from `head` on (wrapping at the end) are the queue; every
+        /// other slot holds `vacant`.
+        private var slots: [Fragment] = []
+        private var head = 0
+        private(set) var count = 0
         /// PDUs whose first fragment is still queued.
-        var starts = 0
+        private var starts = 0
 
-        var isEmpty: Bool { head >= packets.count }
-        var count: Int { packets.count - head }
+        /// What a free slot holds (no storage of its own: the empty array is shared).
+        private static var vacant: Fragment { Fragment(bytes: [], isStart: false) }
 
-        mutating func append(_ fragment: Fragment) {
+        var isEmpty: Bool { count == 0 }
+
+        @inline(__always)
+        mutating func append(_ fragment: consuming Fragment) {
             if fragment.isStart { starts += 1 }
-            packets.append(fragment)
+            if count == slots.count { grow() }
+            var tail = head + count
+            if tail >= slots.count { tail -= slots.count }
+            slots[tail] = fragment
+            count += 1
         }
 
+        @inline(__always)
         mutating func popFirst() -> Fragment? {
-            guard head < packets.count else { return nil }
-            let p = packets[head]
+            guard count > 0 else { return nil }
+            var p = Self.vacant
+            swap(&p, &slots[head])
             head += 1
+            if head == slots.count { head = 0 }
+            count -= 1
             if p.isStart { starts -= 1 }
-            if head == packets.count {
-                packets.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 64 && head * 2 > packets.count {
-                packets.removeFirst(head)
-                head = 0
-            }
             return p
+        }
+
+        /// At least twice the slots (4 at first), the queue moved to their start in order.
+        private mutating func grow() {
+            var grown: [Fragment] = []
+            grown.reserveCapacity(max(4, 2 * slots.count))
+            var i = head
+            for _ in 0..<count {
+                var f = Self.vacant
+                swap(&f, &slots[i])
+                grown.append(f)
+                i += 1
+                if i == slots.count { i = 0 }
+            }
+            while grown.count < grown.capacity { grown.append(Self.vacant) }
+            slots = grown
+            head = 0
         }
 
         /// PDUs with at least one unsent fragment: each queued start, plus a partly sent one.
         var pduCount: Int {
-            guard head < packets.count else { return 0 }
-            return starts + (packets[head].isStart ? 0 : 1)
+            guard count > 0 else { return 0 }
+            return starts + (slots[head].isStart ? 0 : 1)
         }
     }
 
