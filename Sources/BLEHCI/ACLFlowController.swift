@@ -144,10 +144,53 @@ public struct ACLFlowController: Sendable {
     /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
     /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
     @discardableResult
-    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
+    ///
+    /// A payload that fits one buffer whole, in an array with room for the eight header bytes
+    /// and referenced only here, is framed in that array (the headers put in front of it) and
+    /// sent as it is: no new array, no copy of the payload (issue 12).
+    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: consuming [UInt8], send: ([UInt8]) -> Void) -> Int {
         let length = UInt16(clamping: payload.count)
         let header = (UInt32(length) | UInt32(channel) << 16)
+        if payload.count + 4 <= bufferLength, payload.capacity >= payload.count + 8 {
+            return enqueue(handle: handle & 0x0FFF, framed: Self.framed(handle: handle & 0x0FFF, header: header, payload: payload), send: send)
+        }
         return enqueue(handle: handle, header: header, payload: payload, send: send)
+    }
+
+    /// The one fragment of the basic frame (`header`, then `payload`) that fits a buffer whole,
+    /// built in `payload`'s array: eight bytes inserted in front (a move within its storage when
+    /// it has the room) and the ACL and L2CAP headers written into them. The same bytes as
+    /// `fragment(...)` makes from `0` to the end.
+    private static func framed(handle: UInt16, header: UInt32, payload: consuming [UInt8]) -> Fragment {
+        var bytes = payload
+        let n = bytes.count + 4
+        let word = handle | UInt16(PacketBoundary.firstNonFlushable.rawValue) << 12
+        bytes.insert(contentsOf: repeatElement(0, count: 8), at: 0)
+        bytes[0] = UInt8(word & 0xFF)
+        bytes[1] = UInt8(word >> 8)
+        bytes[2] = UInt8(n & 0xFF)
+        bytes[3] = UInt8(n >> 8)
+        bytes[4] = UInt8(truncatingIfNeeded: header)
+        bytes[5] = UInt8(truncatingIfNeeded: header >> 8)
+        bytes[6] = UInt8(truncatingIfNeeded: header >> 16)
+        bytes[7] = UInt8(truncatingIfNeeded: header >> 24)
+        return Fragment(bytes: bytes, isStart: true)
+    }
+
+    /// Sends or queues `fragment`, a whole PDU in one packet of `handle` (already masked), as
+    /// the loop of `enqueue(handle:header:payload:send:)` does for a one-fragment PDU.
+    private mutating func enqueue(handle h: UInt16, framed fragment: consuming Fragment, send: ([UInt8]) -> Void) -> Int {
+        let i = stateIndex(h)
+        if order.isEmpty && availableCredits > 0 {
+            availableCredits -= 1
+            states[i].inFlight += 1
+            send(fragment.bytes)
+            return states[i].queue.pduCount
+        }
+        states[i].queue.append(fragment)
+        if !order.contains(h) { order.append(h) }
+        pump(send)
+        return states[i].queue.pduCount
     }
 
     /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`
