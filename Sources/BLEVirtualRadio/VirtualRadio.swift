@@ -37,6 +37,9 @@ public actor VirtualRadio {
     private var timerDeadline: Duration?
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
     private var closed = false
+    /// The last batch's deliveries array, emptied with its capacity kept: the next batch builds
+    /// its deliveries in it, so a steady stream of batches allocates no array (issue 12).
+    private var spareDeliveries: [VirtualMedium.Delivery] = []
 
     /// The HCI path between one controller and its host: a delay on every frame both ways, or a
     /// stall that holds frames until resumed. Frames keep their order.
@@ -216,6 +219,7 @@ public actor VirtualRadio {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
+        if out.isEmpty { swap(&out, &spareDeliveries) }
         // Room for what a batch usually gives: a packet each and a credit report per host.
         out.reserveCapacity(out.count + frames.count + 2)
         var credits = VirtualMedium.CompletedPacketsTally()
@@ -245,6 +249,9 @@ public actor VirtualRadio {
         // and may leave them all direct, so this is decided before it runs (review finding F1).
         let reuseAdvance = !schedulesWork && allDirect
         deliver(out.coalescingCompletedPackets())
+        // Delivered (the batch, which may share the array, let go): kept for the next batch.
+        out.removeAll(keepingCapacity: true)
+        spareDeliveries = out
         schedule(reusingAdvance: reuseAdvance)
     }
 
