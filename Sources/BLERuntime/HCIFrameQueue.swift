@@ -110,7 +110,11 @@ public final class HCIFrameQueue: Sendable {
     /// (its capacity kept), swaps it for the queue's at the next take, so a steady stream of
     /// batches allocates no arrays (issue 12: a new array per batch, then grown by `push`). A
     /// `body` that keeps its batch keeps a copy as ever; the spare is then a new array.
-    public func read(isolation: isolated (any Actor)? = #isolation, _ body: ([H4Frame]) -> Void) async throws {
+    ///
+    /// `body` may take frames out of its batch (swap them for others): a frame taken out is
+    /// then referenced only by `body`, which can change its bytes in place rather than copy them
+    /// (the virtual radio rewriting an ACL header, issue 12). What it leaves is released after.
+    public func read(isolation: isolated (any Actor)? = #isolation, _ body: (inout [H4Frame]) -> Void) async throws {
         try await withTaskCancellationHandler(operation: {
             var batch: [H4Frame] = []
             while true {
@@ -118,7 +122,7 @@ public final class HCIFrameQueue: Sendable {
                 batch.removeAll(keepingCapacity: true)
                 switch take(swapping: &batch) {
                 case .frames:
-                    body(batch)
+                    body(&batch)
                     continue
                 case .end: return
                 case let .failed(error): throw error

@@ -92,14 +92,14 @@ extension VirtualMedium {
     /// them, instead of an event (and two arrays) per fragment; the link and the peer's
     /// controller are used in place, not copied out; and a packet that fits the peer's buffers
     /// goes on in its own bytes (`VirtualController.passThrough`).
-    mutating func forward(_ frame: H4Frame, _ header: ACLHeader, from id: ControllerID, into deliveries: inout [Delivery],
+    mutating func forward(_ frame: consuming H4Frame, _ header: ACLHeader, from id: ControllerID, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
         let end = LinkEnd(id: id, handle: header.handle)
         // The previous packet of the batch came from the same end: its route still holds (only
         // ACL packets were handled since, and they change no connection, link or time).
         if let route = credits.route, route.from == end {
             credits.credit(handle: header.handle, to: id, in: &deliveries)
-            if let peer = route.to, route.peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
+            if let peer = route.to, route.peerConnected { deliverFromPeer(consume frame, header, to: peer, into: &deliveries) }
             return
         }
         credits.route = nil
@@ -114,14 +114,14 @@ extension VirtualMedium {
         // A peer controller that no longer knows the connection delivers nothing.
         let peerConnected = nodes[peer.id.rawValue].controller.connections.index(forKey: peer.handle) != nil
         credits.route = (end, peer, peerConnected)
-        if peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
+        if peerConnected { deliverFromPeer(consume frame, header, to: peer, into: &deliveries) }
     }
 
     /// The peer's controller hands a packet from the air to its host (the connection known to
     /// it): in the sender's bytes when it fits one buffer, otherwise cut to its buffer length.
-    private mutating func deliverFromPeer(_ frame: H4Frame, _ header: ACLHeader, to peer: LinkEnd, into deliveries: inout [Delivery]) {
-        if let passed = nodes[peer.id.rawValue].controller.passThrough(frame, dataCount: header.dataCount,
-                                                                        isStart: header.boundary.isStart, handle: peer.handle) {
+    private mutating func deliverFromPeer(_ frame: consuming H4Frame, _ header: ACLHeader, to peer: LinkEnd, into deliveries: inout [Delivery]) {
+        if nodes[peer.id.rawValue].controller.fitsOneBuffer(dataCount: header.dataCount) {
+            let passed = VirtualController.passThrough(consume frame, isStart: header.boundary.isStart, handle: peer.handle)
             deliveries.append(Delivery(to: peer.id, encodedACL: passed))
             return
         }

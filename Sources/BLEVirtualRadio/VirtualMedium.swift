@@ -207,14 +207,15 @@ public struct VirtualMedium: Sendable {
     /// `receive(_:from:now:)` appending to `deliveries`, the batch the radio is building: an
     /// ACL packet without the air-time model goes through `forward(_:from:into:credits:)`, with
     /// no array of its own; the caller writes `credits` into the batch before it goes out.
-    mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration, into deliveries: inout [Delivery],
+    mutating func receive(_ frame: consuming H4Frame, from id: ControllerID, now: Duration, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
         if frame.type == .acl, !airTimeModel {
             latest = max(latest, now)
             // What `ACLPacket.decode` accepts, checked in place: the packet is passed on without
-            // being decoded (`VirtualController.passThrough`).
+            // being decoded (`VirtualController.passThrough`), in its own bytes when the
+            // caller gave up its reference.
             guard exists(id), nodes[id.rawValue].onAir, let header = ACLHeader(frame.payload) else { return }
-            forward(frame, header, from: id, into: &deliveries, credits: &credits)
+            forward(consume frame, header, from: id, into: &deliveries, credits: &credits)
             return
         }
         credits.route = nil

@@ -89,7 +89,7 @@ public actor VirtualRadio {
     private func read(_ queue: HCIFrameQueue?, from id: VirtualMedium.ControllerID) async {
         guard let queue else { return }
         do {
-            try await queue.read { frames in receive(frames, from: id) }
+            try await queue.read { frames in receive(&frames, from: id) }
         } catch {}
     }
 
@@ -215,7 +215,11 @@ public actor VirtualRadio {
     /// A batch of frames from the host of `id`, in order. What a direct path's frames produce is
     /// delivered together, with the completed-packet reports merged
     /// (`coalescingCompletedPackets`); a delayed or stalled path holds each frame as before.
-    private func receive(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) {
+    ///
+    /// Each frame is taken out of `frames` as it is handled, so the medium holds the only
+    /// reference to its bytes and rewrites a passed-through ACL header in place (issue 12: the
+    /// batch's reference made that a copy of the whole packet).
+    private func receive(_ frames: inout [H4Frame], from id: VirtualMedium.ControllerID) {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
@@ -226,7 +230,9 @@ public actor VirtualRadio {
         // Whether anything in the batch can have scheduled work for now (see below).
         var schedulesWork = false
         let airTimeModel = medium.airTimeModel
-        for frame in frames {
+        for i in frames.indices {
+            var frame = H4Frame(type: frames[i].type, payload: [])
+            swap(&frame, &frames[i])
             if VirtualMedium.mayScheduleWork(frame, airTimeModel: airTimeModel) { schedulesWork = true }
             if !allDirect, let path = paths[id], !path.isDirect {
                 schedulesWork = true
@@ -237,7 +243,7 @@ public actor VirtualRadio {
                 pump(now: now)
                 refreshDirect()
             } else {
-                medium.receive(frame, from: id, now: now, into: &out, credits: &credits)
+                medium.receive(consume frame, from: id, now: now, into: &out, credits: &credits)
             }
         }
         credits.write(into: &out)
