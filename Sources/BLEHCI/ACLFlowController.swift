@@ -24,40 +24,66 @@ public struct ACLFlowController: Sendable {
         var isStart: Bool
     }
 
-    /// One handle's unsent fragments, oldest first.
+    /// One handle's unsent fragments, oldest first: a ring buffer, so taking the oldest moves it
+    /// out (its bytes neither retained nor released later, nothing shifted down) and a queue
+    /// that drains and fills again reuses its slots (issue 12).
     struct HandleQueue: Sendable {
-        var packets: [Fragment] = []
-        var head = 0
+        /// The `count` fragments from `head` on (wrapping at the end) are the queue; every
+        /// other slot holds `vacant`.
+        private var slots: [Fragment] = []
+        private var head = 0
+        private(set) var count = 0
         /// PDUs whose first fragment is still queued.
-        var starts = 0
+        private var starts = 0
 
-        var isEmpty: Bool { head >= packets.count }
-        var count: Int { packets.count - head }
+        /// What a free slot holds (no storage of its own: the empty array is shared).
+        private static var vacant: Fragment { Fragment(bytes: [], isStart: false) }
 
-        mutating func append(_ fragment: Fragment) {
+        var isEmpty: Bool { count == 0 }
+
+        @inline(__always)
+        mutating func append(_ fragment: consuming Fragment) {
             if fragment.isStart { starts += 1 }
-            packets.append(fragment)
+            if count == slots.count { grow() }
+            var tail = head + count
+            if tail >= slots.count { tail -= slots.count }
+            slots[tail] = fragment
+            count += 1
         }
 
+        @inline(__always)
         mutating func popFirst() -> Fragment? {
-            guard head < packets.count else { return nil }
-            let p = packets[head]
+            guard count > 0 else { return nil }
+            var p = Self.vacant
+            swap(&p, &slots[head])
             head += 1
+            if head == slots.count { head = 0 }
+            count -= 1
             if p.isStart { starts -= 1 }
-            if head == packets.count {
-                packets.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 64 && head * 2 > packets.count {
-                packets.removeFirst(head)
-                head = 0
-            }
             return p
+        }
+
+        /// At least twice the slots (4 at first), the queue moved to their start in order.
+        private mutating func grow() {
+            var grown: [Fragment] = []
+            grown.reserveCapacity(max(4, 2 * slots.count))
+            var i = head
+            for _ in 0..<count {
+                var f = Self.vacant
+                swap(&f, &slots[i])
+                grown.append(f)
+                i += 1
+                if i == slots.count { i = 0 }
+            }
+            while grown.count < grown.capacity { grown.append(Self.vacant) }
+            slots = grown
+            head = 0
         }
 
         /// PDUs with at least one unsent fragment: each queued start, plus a partly sent one.
         var pduCount: Int {
-            guard head < packets.count else { return 0 }
-            return starts + (packets[head].isStart ? 0 : 1)
+            guard count > 0 else { return 0 }
+            return starts + (slots[head].isStart ? 0 : 1)
         }
     }
 
@@ -118,10 +144,53 @@ public struct ACLFlowController: Sendable {
     /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
     /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
     @discardableResult
-    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
+    ///
+    /// A payload that fits one buffer whole, in an array with room for the eight header bytes
+    /// and referenced only here, is framed in that array (the headers put in front of it) and
+    /// sent as it is: no new array, no copy of the payload (issue 12).
+    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: consuming [UInt8], send: ([UInt8]) -> Void) -> Int {
         let length = UInt16(clamping: payload.count)
         let header = (UInt32(length) | UInt32(channel) << 16)
+        if payload.count + 4 <= bufferLength, payload.capacity >= payload.count + 8 {
+            return enqueue(handle: handle & 0x0FFF, framed: Self.framed(handle: handle & 0x0FFF, header: header, payload: payload), send: send)
+        }
         return enqueue(handle: handle, header: header, payload: payload, send: send)
+    }
+
+    /// The one fragment of the basic frame (`header`, then `payload`) that fits a buffer whole,
+    /// built in `payload`'s array: eight bytes inserted in front (a move within its storage when
+    /// it has the room) and the ACL and L2CAP headers written into them. The same bytes as
+    /// `fragment(...)` makes from `0` to the end.
+    private static func framed(handle: UInt16, header: UInt32, payload: consuming [UInt8]) -> Fragment {
+        var bytes = payload
+        let n = bytes.count + 4
+        let word = handle | UInt16(PacketBoundary.firstNonFlushable.rawValue) << 12
+        bytes.insert(contentsOf: repeatElement(0, count: 8), at: 0)
+        bytes[0] = UInt8(word & 0xFF)
+        bytes[1] = UInt8(word >> 8)
+        bytes[2] = UInt8(n & 0xFF)
+        bytes[3] = UInt8(n >> 8)
+        bytes[4] = UInt8(truncatingIfNeeded: header)
+        bytes[5] = UInt8(truncatingIfNeeded: header >> 8)
+        bytes[6] = UInt8(truncatingIfNeeded: header >> 16)
+        bytes[7] = UInt8(truncatingIfNeeded: header >> 24)
+        return Fragment(bytes: bytes, isStart: true)
+    }
+
+    /// Sends or queues `fragment`, a whole PDU in one packet of `handle` (already masked), as
+    /// the loop of `enqueue(handle:header:payload:send:)` does for a one-fragment PDU.
+    private mutating func enqueue(handle h: UInt16, framed fragment: consuming Fragment, send: ([UInt8]) -> Void) -> Int {
+        let i = stateIndex(h)
+        if order.isEmpty && availableCredits > 0 {
+            availableCredits -= 1
+            states[i].inFlight += 1
+            send(fragment.bytes)
+            return states[i].queue.pduCount
+        }
+        states[i].queue.append(fragment)
+        if !order.contains(h) { order.append(h) }
+        pump(send)
+        return states[i].queue.pduCount
     }
 
     /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`

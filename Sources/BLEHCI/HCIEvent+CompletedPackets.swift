@@ -20,4 +20,12 @@ extension HCIEvent {
             return true
         }
     }
+
+    /// The packet (without its H4 indicator) of a Number Of Completed Packets event with the one
+    /// entry `entry` (Core spec Vol 4 Part E §7.7.19): the bytes of
+    /// `numberOfCompletedPackets([entry]).encode()`, without the entry array.
+    public static func encodeCompletedPackets(_ entry: CompletedPackets) -> [UInt8] {
+        [Code.numberOfCompletedPackets, 5, 1, UInt8(entry.handle & 0xFF), UInt8(entry.handle >> 8),
+         UInt8(entry.count & 0xFF), UInt8(entry.count >> 8)]
+    }
 }

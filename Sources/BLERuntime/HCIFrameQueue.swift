@@ -72,7 +72,8 @@ public final class HCIFrameQueue: Sendable {
     public var isClosed: Bool { state.withLock { $0.closed } }
 
     private enum Take {
-        case frames([H4Frame])
+        /// The frames are in the array `take(swapping:)` was given.
+        case frames
         case end
         case failed(any Error)
         case empty
@@ -84,8 +85,9 @@ public final class HCIFrameQueue: Sendable {
     /// so an actor's read loop does not hop off and back per batch.
     public func next(isolation: isolated (any Actor)? = #isolation) async throws -> [H4Frame]? {
         while true {
-            switch take() {
-            case let .frames(frames): return frames
+            var batch: [H4Frame] = []
+            switch take(swapping: &batch) {
+            case .frames: return batch
             case .end: return nil
             case let .failed(error): throw error
             case .empty: break
@@ -103,12 +105,24 @@ public final class HCIFrameQueue: Sendable {
     /// `next` does, with one cancellation handler for the whole loop instead of one per wait: a
     /// reader wakes once per burst, and each wait is then one continuation and nothing more
     /// (issue 12). Runs on the caller's actor (`isolation`), `body` within its turn.
-    public func read(isolation: isolated (any Actor)? = #isolation, _ body: ([H4Frame]) -> Void) async throws {
+    ///
+    /// The batch array is recycled: the reader keeps the one it handed to `body` and, emptied
+    /// (its capacity kept), swaps it for the queue's at the next take, so a steady stream of
+    /// batches allocates no arrays (issue 12: a new array per batch, then grown by `push`). A
+    /// `body` that keeps its batch keeps a copy as ever; the spare is then a new array.
+    ///
+    /// `body` may take frames out of its batch (swap them for others): a frame taken out is
+    /// then referenced only by `body`, which can change its bytes in place rather than copy them
+    /// (the virtual radio rewriting an ACL header, issue 12). What it leaves is released after.
+    public func read(isolation: isolated (any Actor)? = #isolation, _ body: (inout [H4Frame]) -> Void) async throws {
         try await withTaskCancellationHandler(operation: {
+            var batch: [H4Frame] = []
             while true {
-                switch take() {
-                case let .frames(frames):
-                    body(frames)
+                // Emptied outside the lock: releasing the frames is not the pushers' wait.
+                batch.removeAll(keepingCapacity: true)
+                switch take(swapping: &batch) {
+                case .frames:
+                    body(&batch)
                     continue
                 case .end: return
                 case let .failed(error): throw error
@@ -141,13 +155,15 @@ public final class HCIFrameQueue: Sendable {
         waiter?.resume()
     }
 
-    private func take() -> Take {
+    /// Takes every queued frame: they trade places with `spare` (empty, with whatever capacity
+    /// the caller's last batch left it), which then holds them. A spare without capacity is
+    /// given room for as many frames as this batch had, so `push` need not grow it from nothing.
+    private func take(swapping spare: inout [H4Frame]) -> Take {
         state.withLock { s -> Take in
             if !s.frames.isEmpty {
-                let frames = s.frames
-                s.frames = []
-                s.frames.reserveCapacity(frames.count)
-                return .frames(frames)
+                swap(&s.frames, &spare)
+                if s.frames.capacity == 0 { s.frames.reserveCapacity(spare.count) }
+                return .frames
             }
             if s.cancelled {
                 s.cancelled = false

@@ -124,20 +124,27 @@ extension VirtualController {
         emitFromPeer(handle: handle, packet: packet, knownConnected: knownConnected, emit)
     }
 
-    /// `deliverFromPeer` for a packet that fits one of this controller's buffers, from the
-    /// frame its sender's host wrote (header checked, `dataCount` data bytes): the same bytes
-    /// with the header rewritten as `deliverFromPeer` would encode it (this connection's
-    /// handle, first-flushable or continuing, point-to-point; §5.4.2), so the data is neither
+    /// Whether a packet of `dataCount` data bytes from the peer fits one of this controller's
+    /// buffers, so `passThrough` hands it to the host as it came. `mutating` only so that the
+    /// medium calls it on the controller where it lies (a non-mutating call copied the whole
+    /// node first).
+    mutating func fitsOneBuffer(dataCount: Int) -> Bool {
+        dataCount <= max(1, Int(configuration.leACLBufferLength))
+    }
+
+    /// `deliverFromPeer` for a packet that fits one of this controller's buffers
+    /// (`fitsOneBuffer`), from the frame its sender's host wrote (header checked): the same
+    /// bytes with the header rewritten as `deliverFromPeer` would encode it (this connection's
+    /// `handle`, first-flushable or continuing, point-to-point; §5.4.2), so the data is neither
     /// decoded nor copied. A header that already reads so (a continuing fragment on equal
-    /// handles) is not touched at all. Nil when the packet must be cut (`deliverFromPeer`). The
-    /// caller knows the connection. `mutating` only so that the medium calls it on the
-    /// controller where it lies (a non-mutating call copied the whole node first).
-    mutating func passThrough(_ frame: H4Frame, dataCount: Int, isStart: Bool, handle: UInt16) -> H4Frame? {
-        guard dataCount <= max(1, Int(configuration.leACLBufferLength)), frame.payload.count >= 4 else { return nil }
+    /// handles) is not touched at all; one that does not is rewritten in the frame's own bytes
+    /// when the caller gave up its reference to them. The caller knows the connection.
+    static func passThrough(_ frame: consuming H4Frame, isStart: Bool, handle: UInt16) -> H4Frame {
+        var out = frame
+        guard out.payload.count >= 4 else { return out }
         let boundary: PacketBoundary = isStart ? .firstFlushable : .continuing
         let word = (handle & 0x0FFF) | UInt16(boundary.rawValue) << 12
         let (low, high) = (UInt8(word & 0xFF), UInt8(word >> 8))
-        var out = frame
         if out.payload[0] != low || out.payload[1] != high {
             out.payload[0] = low
             out.payload[1] = high

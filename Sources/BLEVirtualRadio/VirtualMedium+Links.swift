@@ -92,14 +92,14 @@ extension VirtualMedium {
     /// them, instead of an event (and two arrays) per fragment; the link and the peer's
     /// controller are used in place, not copied out; and a packet that fits the peer's buffers
     /// goes on in its own bytes (`VirtualController.passThrough`).
-    mutating func forward(_ frame: H4Frame, _ header: ACLHeader, from id: ControllerID, into deliveries: inout [Delivery],
+    mutating func forward(_ frame: consuming H4Frame, _ header: ACLHeader, from id: ControllerID, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
         let end = LinkEnd(id: id, handle: header.handle)
         // The previous packet of the batch came from the same end: its route still holds (only
         // ACL packets were handled since, and they change no connection, link or time).
         if let route = credits.route, route.from == end {
             credits.credit(handle: header.handle, to: id, in: &deliveries)
-            if let peer = route.to, route.peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
+            if let peer = route.to, route.peerConnected { deliverFromPeer(consume frame, header, to: peer, into: &deliveries) }
             return
         }
         credits.route = nil
@@ -114,14 +114,14 @@ extension VirtualMedium {
         // A peer controller that no longer knows the connection delivers nothing.
         let peerConnected = nodes[peer.id.rawValue].controller.connections.index(forKey: peer.handle) != nil
         credits.route = (end, peer, peerConnected)
-        if peerConnected { deliverFromPeer(frame, header, to: peer, into: &deliveries) }
+        if peerConnected { deliverFromPeer(consume frame, header, to: peer, into: &deliveries) }
     }
 
     /// The peer's controller hands a packet from the air to its host (the connection known to
     /// it): in the sender's bytes when it fits one buffer, otherwise cut to its buffer length.
-    private mutating func deliverFromPeer(_ frame: H4Frame, _ header: ACLHeader, to peer: LinkEnd, into deliveries: inout [Delivery]) {
-        if let passed = nodes[peer.id.rawValue].controller.passThrough(frame, dataCount: header.dataCount,
-                                                                        isStart: header.boundary.isStart, handle: peer.handle) {
+    private mutating func deliverFromPeer(_ frame: consuming H4Frame, _ header: ACLHeader, to peer: LinkEnd, into deliveries: inout [Delivery]) {
+        if nodes[peer.id.rawValue].controller.fitsOneBuffer(dataCount: header.dataCount) {
+            let passed = VirtualController.passThrough(consume frame, isStart: header.boundary.isStart, handle: peer.handle)
             deliveries.append(Delivery(to: peer.id, encodedACL: passed))
             return
         }
@@ -171,10 +171,36 @@ extension VirtualMedium {
             let to: ControllerID
             /// Where in the batch its event stands (appended, empty, at the first credit).
             let index: Int
-            var entries: [CompletedPackets]
+            /// The first handle's entry, kept inline (a batch's credits are mostly one
+            /// handle's), then the others in the order they first appear.
+            var first: CompletedPackets
+            var more: [CompletedPackets] = []
+
+            /// One more completed packet of `handle` (saturating).
+            mutating func add(_ handle: UInt16) {
+                if first.handle == handle {
+                    first.count = Self.incremented(first.count)
+                    return
+                }
+                var e = 0
+                while e < more.count, more[e].handle != handle { e += 1 }
+                if e == more.count {
+                    more.append(CompletedPackets(handle: handle, count: 1))
+                } else {
+                    more[e].count = Self.incremented(more[e].count)
+                }
+            }
+
+            private static func incremented(_ count: UInt16) -> UInt16 {
+                let (sum, overflow) = count.addingReportingOverflow(1)
+                return overflow ? .max : sum
+            }
         }
 
-        private var reports: [Report] = []
+        /// The first host's report, inline (a batch mostly returns credits to one host), and
+        /// the others' in the order they first appear: a batch allocates no report array.
+        private var first: Report?
+        private var others: [Report] = []
         /// Where the last ACL packet of the batch went: its sender's end (known to its
         /// controller), the reachable peer end (nil when it reached no one) and whether the
         /// peer's controller knows that connection. Valid only while nothing but ACL packets is
@@ -183,39 +209,47 @@ extension VirtualMedium {
 
         /// One completed packet of `handle` for `id`'s host.
         mutating func credit(handle: UInt16, to id: ControllerID, in deliveries: inout [Delivery]) {
-            var r = 0
-            while r < reports.count, reports[r].to != id { r += 1 }
-            if r == reports.count {
-                reports.append(Report(to: id, index: deliveries.count, entries: [CompletedPackets(handle: handle, count: 1)]))
-                deliveries.append(Delivery(to: id, packet: .event(.numberOfCompletedPackets([]))))
+            if first?.to == id {
+                first?.add(handle)
                 return
             }
-            var e = 0
-            while e < reports[r].entries.count, reports[r].entries[e].handle != handle { e += 1 }
-            if e == reports[r].entries.count {
-                reports[r].entries.append(CompletedPackets(handle: handle, count: 1))
-            } else {
-                let (sum, overflow) = reports[r].entries[e].count.addingReportingOverflow(1)
-                reports[r].entries[e].count = overflow ? .max : sum
+            var r = 0
+            while r < others.count, others[r].to != id { r += 1 }
+            if r < others.count {
+                others[r].add(handle)
+                return
             }
+            let report = Report(to: id, index: deliveries.count, first: CompletedPackets(handle: handle, count: 1))
+            if first == nil { first = report } else { others.append(report) }
+            deliveries.append(Delivery(to: id, packet: .event(.numberOfCompletedPackets([]))))
         }
 
         /// Writes each host's counts into its event in `deliveries` (the batch the credits were
         /// counted in) and starts over. Counts for more handles than one event carries go in
         /// further events at the batch's end.
         mutating func write(into deliveries: inout [Delivery]) {
-            for report in reports where deliveries.indices.contains(report.index) {
-                guard report.entries.count > HCIEvent.maximumCompletedPacketsEntries else {
-                    deliveries[report.index].packet = .event(.numberOfCompletedPackets(report.entries))
-                    continue
-                }
-                let events = HCIEvent.numberOfCompletedPacketsEvents(report.entries)
-                let to = deliveries[report.index].to
-                deliveries[report.index].packet = .event(events[0])
-                for e in events.dropFirst() { deliveries.append(Delivery(to: to, packet: .event(e))) }
-            }
-            reports = []
+            if let first { Self.write(first, into: &deliveries) }
+            for report in others { Self.write(report, into: &deliveries) }
+            first = nil
+            others = []
             route = nil
+        }
+
+        private static func write(_ report: Report, into deliveries: inout [Delivery]) {
+            guard deliveries.indices.contains(report.index) else { return }
+            // One handle: the event is encoded from its entry when it goes out, with no array.
+            guard !report.more.isEmpty else {
+                deliveries[report.index] = Delivery(to: report.to, completedPackets: report.first)
+                return
+            }
+            let entries = [report.first] + report.more
+            guard entries.count > HCIEvent.maximumCompletedPacketsEntries else {
+                deliveries[report.index].packet = .event(.numberOfCompletedPackets(entries))
+                return
+            }
+            let events = HCIEvent.numberOfCompletedPacketsEvents(entries)
+            deliveries[report.index].packet = .event(events[0])
+            for e in events.dropFirst() { deliveries.append(Delivery(to: report.to, packet: .event(e))) }
         }
     }
 

@@ -33,6 +33,7 @@ public struct VirtualMedium: Sendable {
                 switch content {
                 case let .packet(p): return p
                 case let .encodedACL(frame): return .acl(Self.decoded(frame.payload))
+                case let .completedPackets(entry): return .event(.numberOfCompletedPackets([entry]))
                 }
             }
             set { content = .packet(newValue) }
@@ -44,6 +45,9 @@ public struct VirtualMedium: Sendable {
         private enum Content: Sendable {
             case packet(HostBoundPacket)
             case encodedACL(H4Frame)
+            /// A Number Of Completed Packets event with this one entry (§7.7.19), encoded as
+            /// it goes out without an entry array (`CompletedPacketsTally`).
+            case completedPackets(CompletedPackets)
         }
 
         public init(to: ControllerID, packet: HostBoundPacket) {
@@ -58,19 +62,28 @@ public struct VirtualMedium: Sendable {
             self.content = .encodedACL(frame)
         }
 
+        /// A Number Of Completed Packets event for `to`'s host with the one entry `entry`.
+        init(to: ControllerID, completedPackets entry: CompletedPackets) {
+            self.to = to
+            self.content = .completedPackets(entry)
+        }
+
         /// The frame the host's transport carries (H4 indicator and packet).
         var h4Frame: H4Frame {
             switch content {
             case let .packet(p): return p.h4Frame
             case let .encodedACL(frame): return frame
+            case let .completedPackets(entry): return H4Frame(type: .event, payload: HCIEvent.encodeCompletedPackets(entry))
             }
         }
 
         /// Whether this is a Number Of Completed Packets event (Vol 4 Part E §7.7.19), asked
         /// of every delivery of a batch without decoding the ACL packets among them.
         var isCompletedPackets: Bool {
-            if case .packet(.event(.numberOfCompletedPackets)) = content { return true }
-            return false
+            switch content {
+            case .packet(.event(.numberOfCompletedPackets)), .completedPackets: return true
+            default: return false
+            }
         }
 
         /// An encoded ACL packet whose header was checked when it was made; an empty packet on
@@ -194,14 +207,15 @@ public struct VirtualMedium: Sendable {
     /// `receive(_:from:now:)` appending to `deliveries`, the batch the radio is building: an
     /// ACL packet without the air-time model goes through `forward(_:from:into:credits:)`, with
     /// no array of its own; the caller writes `credits` into the batch before it goes out.
-    mutating func receive(_ frame: H4Frame, from id: ControllerID, now: Duration, into deliveries: inout [Delivery],
+    mutating func receive(_ frame: consuming H4Frame, from id: ControllerID, now: Duration, into deliveries: inout [Delivery],
                           credits: inout CompletedPacketsTally) {
         if frame.type == .acl, !airTimeModel {
             latest = max(latest, now)
             // What `ACLPacket.decode` accepts, checked in place: the packet is passed on without
-            // being decoded (`VirtualController.passThrough`).
+            // being decoded (`VirtualController.passThrough`), in its own bytes when the
+            // caller gave up its reference.
             guard exists(id), nodes[id.rawValue].onAir, let header = ACLHeader(frame.payload) else { return }
-            forward(frame, header, from: id, into: &deliveries, credits: &credits)
+            forward(consume frame, header, from: id, into: &deliveries, credits: &credits)
             return
         }
         credits.route = nil

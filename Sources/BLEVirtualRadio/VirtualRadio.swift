@@ -37,6 +37,9 @@ public actor VirtualRadio {
     private var timerDeadline: Duration?
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
     private var closed = false
+    /// The last batch's deliveries array, emptied with its capacity kept: the next batch builds
+    /// its deliveries in it, so a steady stream of batches allocates no array (issue 12).
+    private var spareDeliveries: [VirtualMedium.Delivery] = []
 
     /// The HCI path between one controller and its host: a delay on every frame both ways, or a
     /// stall that holds frames until resumed. Frames keep their order.
@@ -91,7 +94,7 @@ public actor VirtualRadio {
     private func read(_ queue: HCIFrameQueue?, from id: VirtualMedium.ControllerID) async {
         guard let queue else { return }
         do {
-            try await queue.read { frames in receive(frames, from: id) }
+            try await queue.read { frames in receive(&frames, from: id) }
         } catch {}
     }
 
@@ -217,17 +220,24 @@ public actor VirtualRadio {
     /// A batch of frames from the host of `id`, in order. What a direct path's frames produce is
     /// delivered together, with the completed-packet reports merged
     /// (`coalescingCompletedPackets`); a delayed or stalled path holds each frame as before.
-    private func receive(_ frames: [H4Frame], from id: VirtualMedium.ControllerID) {
+    ///
+    /// Each frame is taken out of `frames` as it is handled, so the medium holds the only
+    /// reference to its bytes and rewrites a passed-through ACL header in place (issue 12: the
+    /// batch's reference made that a copy of the whole packet).
+    private func receive(_ frames: inout [H4Frame], from id: VirtualMedium.ControllerID) {
         guard !closed else { return }
         let now = clock.now()
         var out = medium.advance(to: now)
+        if out.isEmpty { swap(&out, &spareDeliveries) }
         // Room for what a batch usually gives: a packet each and a credit report per host.
         out.reserveCapacity(out.count + frames.count + 2)
         var credits = VirtualMedium.CompletedPacketsTally()
         // Whether anything in the batch can have scheduled work for now (see below).
         var schedulesWork = false
         let airTimeModel = medium.airTimeModel
-        for frame in frames {
+        for i in frames.indices {
+            var frame = H4Frame(type: frames[i].type, payload: [])
+            swap(&frame, &frames[i])
             if VirtualMedium.mayScheduleWork(frame, airTimeModel: airTimeModel) { schedulesWork = true }
             if !allDirect, let path = paths[id], !path.isDirect {
                 schedulesWork = true
@@ -238,7 +248,7 @@ public actor VirtualRadio {
                 pump(now: now)
                 refreshDirect()
             } else {
-                medium.receive(frame, from: id, now: now, into: &out, credits: &credits)
+                medium.receive(consume frame, from: id, now: now, into: &out, credits: &credits)
             }
         }
         credits.write(into: &out)
@@ -250,6 +260,9 @@ public actor VirtualRadio {
         // and may leave them all direct, so this is decided before it runs (review finding F1).
         let reuseAdvance = !schedulesWork && allDirect
         deliver(out.coalescingCompletedPackets())
+        // Delivered (the batch, which may share the array, let go): kept for the next batch.
+        out.removeAll(keepingCapacity: true)
+        spareDeliveries = out
         schedule(reusingAdvance: reuseAdvance)
     }
 

@@ -25,6 +25,15 @@ final class CompletedPacketsEncodingTests: XCTestCase {
                        [0x13, 0x05, 0x01, 0x40, 0x00, 0x03, 0x02])
     }
 
+    /// The one-entry packet the virtual radio sends for a batch's credits on one handle.
+    func testTheOneEntryEncodingIsTheEventsEncoding() throws {
+        for entry in [CompletedPackets(handle: 0x0040, count: 1), CompletedPackets(handle: 0x0EFF, count: 0xFFFF), CompletedPackets(handle: 0, count: 0x0102)] {
+            let event = HCIEvent.numberOfCompletedPackets([entry])
+            XCTAssertEqual(HCIEvent.encodeCompletedPackets(entry), event.encode())
+            XCTAssertEqual(try HCIEvent.decode(HCIEvent.encodeCompletedPackets(entry)), event)
+        }
+    }
+
     /// Review finding F3: 64 entries made a 257-byte parameter list under a length byte of 1,
     /// which the host rejects as malformed, losing every credit in it.
     func testMoreEntriesThanOneEventCarriesGoInSeveralEventsThatDecode() throws {

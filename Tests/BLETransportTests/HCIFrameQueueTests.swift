@@ -86,6 +86,29 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(batches.first?.prefix(3), (0..<3).map { frame(UInt8($0)) }[...], "what was queued before the read is its first batch")
     }
 
+    /// A reader may take frames out of its batch (the virtual radio does, to own their bytes):
+    /// what it took is its own, and the next batches come whole and in order all the same.
+    func testAReaderThatTakesFramesOutOfItsBatchGetsTheNextBatchesWhole() async throws {
+        let queue = HCIFrameQueue()
+        for b in 0..<3 { queue.push(frame(UInt8(b))) }
+        let reader = Task { () throws -> [H4Frame] in
+            var taken: [H4Frame] = []
+            try await queue.read { batch in
+                for i in batch.indices {
+                    var f = H4Frame(type: .event, payload: [])
+                    swap(&f, &batch[i])
+                    f.payload.append(0xFF)
+                    taken.append(f)
+                }
+            }
+            return taken
+        }
+        for b in 3..<6 { queue.push(frame(UInt8(b))) }
+        queue.close()
+        let taken = try await reader.value
+        XCTAssertEqual(taken, (0..<6).map { H4Frame(type: .event, payload: [0x0E, 1, UInt8($0), 0xFF]) })
+    }
+
     func testReadThrowsTheCloseErrorAfterTheFramesQueuedBeforeIt() async throws {
         let queue = HCIFrameQueue()
         queue.push(frame(1))

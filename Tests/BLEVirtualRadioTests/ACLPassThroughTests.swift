@@ -56,6 +56,29 @@ final class ACLPassThroughTests: XCTestCase {
         XCTAssertEqual(out.count, 5)
     }
 
+    /// The header is rewritten in the frame's own bytes only when the medium holds the only
+    /// reference (the radio takes each frame out of its batch): frames a caller keeps are as
+    /// they were, and both ways give the peer's host the same packets.
+    func testARewrittenHeaderNeverChangesAFrameTheSenderStillHolds() throws {
+        setUp(peripheralBuffer: 251)
+        let handles = try connect()
+        let sent = [
+            ACLPacket(handle: handles.central, boundary: .firstNonFlushable, data: [0x02, 0x00, 0x04, 0x00, 1, 2]),
+            ACLPacket(handle: handles.central, boundary: .firstNonFlushable, data: [0x01, 0x00, 0x04, 0x00, 3]),
+        ].map(\.h4Frame)
+        let copies = sent.map { H4Frame(type: $0.type, payload: Array($0.payload)) }
+        let kept = received(batch(sent))
+        XCTAssertEqual(sent, copies, "the caller's frames are untouched")
+        var given: [VirtualMedium.Delivery] = []
+        var credits = VirtualMedium.CompletedPacketsTally()
+        for frame in copies.map({ H4Frame(type: $0.type, payload: Array($0.payload)) }) {
+            medium.receive(consume frame, from: central, now: .zero, into: &given, credits: &credits)
+        }
+        credits.write(into: &given)
+        XCTAssertEqual(received(given).map(\.h4Frame), kept.map(\.h4Frame))
+        XCTAssertEqual(kept.map(\.h4Frame), try decodingPath(copies, peerHandle: handles.peripheral))
+    }
+
     func testAPacketLongerThanThePeersBuffersIsStillCutToThem() throws {
         setUp(peripheralBuffer: 27)
         let handles = try connect()
