@@ -143,11 +143,11 @@ public struct ACLFlowController: Sendable {
     /// (HCI header included, no H4 indicator) that may go now, in order. A payload over 65535
     /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
     /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
-    @discardableResult
     ///
     /// A payload that fits one buffer whole, in an array with room for the eight header bytes
     /// and referenced only here, is framed in that array (the headers put in front of it) and
     /// sent as it is: no new array, no copy of the payload (issue 12).
+    @discardableResult
     public mutating func enqueue(handle: UInt16, channel: UInt16, payload: consuming [UInt8], send: ([UInt8]) -> Void) -> Int {
         let length = UInt16(clamping: payload.count)
         let header = (UInt32(length) | UInt32(channel) << 16)

@@ -118,8 +118,13 @@ public final class HCIFrameQueue: Sendable {
         try await withTaskCancellationHandler(operation: {
             var batch: [H4Frame] = []
             while true {
-                // Emptied outside the lock: releasing the frames is not the pushers' wait.
-                batch.removeAll(keepingCapacity: true)
+                // Emptied outside the lock: releasing the frames is not the pushers' wait. A
+                // burst's array, far larger than what now comes, goes rather than stay for ever.
+                if batch.capacity > Self.keptCapacity && batch.capacity > 4 * batch.count {
+                    batch = []
+                } else {
+                    batch.removeAll(keepingCapacity: true)
+                }
                 switch take(swapping: &batch) {
                 case .frames:
                     body(&batch)
@@ -132,6 +137,10 @@ public final class HCIFrameQueue: Sendable {
             }
         }, onCancel: { cancelReader() }, isolation: isolation)
     }
+
+    /// The most capacity a recycled batch array keeps whatever it held last; beyond it, an
+    /// array more than four times the last batch is dropped.
+    static let keptCapacity = 64
 
     /// Suspends until frames are queued, the queue is closed, or the reader was cancelled.
     private func waitForFrames(isolation: isolated (any Actor)?) async {

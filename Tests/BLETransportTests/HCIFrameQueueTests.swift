@@ -86,6 +86,37 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(batches.first?.prefix(3), (0..<3).map { frame(UInt8($0)) }[...], "what was queued before the read is its first batch")
     }
 
+    /// Each batch holds only what arrived since the last one, though its array is recycled:
+    /// frames pushed while `body` handles one batch come as the next, alone.
+    func testEachRecycledBatchHoldsOnlyTheFramesSinceTheLast() async throws {
+        let queue = HCIFrameQueue()
+        for b in 0..<3 { queue.push(frame(UInt8(b))) }
+        var batches: [[H4Frame]] = []
+        try await queue.read { batch in
+            batches.append(batch)
+            switch batches.count {
+            case 1: queue.push(frame(3)); queue.push(frame(4))
+            case 2: queue.push(frame(5))
+            default: queue.close()
+            }
+        }
+        XCTAssertEqual(batches, [[frame(0), frame(1), frame(2)], [frame(3), frame(4)], [frame(5)]])
+    }
+
+    /// A burst's large array is not kept for the queue's whole life: once batches are small
+    /// again, the recycled arrays are small too.
+    func testARecycledArrayShrinksAfterABurst() async throws {
+        let queue = HCIFrameQueue()
+        for b in 0..<2_000 { queue.push(frame(UInt8(truncatingIfNeeded: b))) }
+        var capacities: [Int] = []
+        try await queue.read { batch in
+            capacities.append(batch.capacity)
+            if capacities.count < 6 { queue.push(frame(7)) } else { queue.close() }
+        }
+        XCTAssertGreaterThanOrEqual(capacities.first ?? 0, 2_000)
+        XCTAssertLessThanOrEqual(capacities.last ?? .max, 64, "capacities batch by batch: \(capacities)")
+    }
+
     /// A reader may take frames out of its batch (the virtual radio does, to own their bytes):
     /// what it took is its own, and the next batches come whole and in order all the same.
     func testAReaderThatTakesFramesOutOfItsBatchGetsTheNextBatchesWhole() async throws {

@@ -141,15 +141,15 @@ extension ATTServer {
         return actions
     }
 
-    /// A Handle Value Notification or Indication PDU (opcode, handle, value cut to ATT_MTU − 3;
-    /// §3.4.7.1, §3.4.7.2) written in one allocation, with the value copied once: the same bytes
-    /// `ATTPDU.encode` gives, made on every update.
     /// The room an update PDU's array keeps beyond its bytes: the L2CAP basic header (Vol 3
     /// Part A §3.1) and the HCI ACL header (Vol 4 Part E §5.4.2) in front of a PDU that fits
     /// one controller buffer, so the flow controller frames it in its own array rather than
     /// copying it into a new one (issue 12). The PDU's bytes are the same either way.
     static let framingHeadroom = 8
 
+    /// A Handle Value Notification or Indication PDU (opcode, handle, value cut to ATT_MTU − 3;
+    /// §3.4.7.1, §3.4.7.2) written in one allocation, with the value copied once: the same bytes
+    /// `ATTPDU.encode` gives, made on every update.
     static func updatePDU(_ opcode: UInt8, _ handle: UInt16, _ value: [UInt8], mtu: Int) -> [UInt8] {
         let n = max(0, min(value.count, mtu - 3))
         // `reserveCapacity` and `append`, which are specialised here, not
