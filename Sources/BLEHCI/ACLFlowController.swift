@@ -177,19 +177,46 @@ public struct ACLFlowController: Sendable {
         return Fragment(bytes: bytes, isStart: true)
     }
 
-    /// Sends or queues `fragment`, a whole PDU in one packet of `handle` (already masked), as
-    /// the loop of `enqueue(handle:header:payload:send:)` does for a one-fragment PDU.
+    /// Sends or queues `fragment`, a whole PDU in one packet of `handle` (already masked): the
+    /// steps of `enqueue(handle:header:payload:send:)` for a PDU of one fragment.
     private mutating func enqueue(handle h: UInt16, framed fragment: consuming Fragment, send: ([UInt8]) -> Void) -> Int {
         let i = stateIndex(h)
-        if order.isEmpty && availableCredits > 0 {
+        var direct = order.isEmpty
+        let sent = sendOrQueue(fragment, state: i, direct: &direct, send: send)
+        return scheduleQueued(handle: h, state: i, servedDirectly: sent, send: send)
+    }
+
+    /// Sends `fragment` of the handle at state `i` while `direct` (nothing queued on any handle
+    /// before it) and credits last; otherwise queues it and clears `direct`, so the PDU's later
+    /// fragments queue behind it. True if it went out.
+    @inline(__always)
+    private mutating func sendOrQueue(_ fragment: consuming Fragment, state i: Int, direct: inout Bool,
+                                      send: ([UInt8]) -> Void) -> Bool {
+        if direct && availableCredits > 0 {
             availableCredits -= 1
             states[i].inFlight += 1
             send(fragment.bytes)
-            return states[i].queue.pduCount
+            return true
         }
+        direct = false
         states[i].queue.append(fragment)
-        if !order.contains(h) { order.append(h) }
-        pump(send)
+        return false
+    }
+
+    /// After a PDU of handle `h` (state `i`) was sent or queued: a handle with fragments left
+    /// joins the round-robin and the queues are pumped. Returns the handle's `queuedPDUs`.
+    @inline(__always)
+    private mutating func scheduleQueued(handle h: UInt16, state i: Int, servedDirectly: Bool, send: ([UInt8]) -> Void) -> Int {
+        if !states[i].queue.isEmpty {
+            if !order.contains(h) {
+                order.append(h)
+                // This handle was just served straight out (`direct` began with nothing queued):
+                // as round-robin would, the next turn goes to the handle after it.
+                if order.count == 1 && servedDirectly { cursor = 1 }
+            }
+            pump(send)
+        }
+        // `pump` sends but removes no state (only credits and closing do), so `i` still holds.
         return states[i].queue.pduCount
     }
 
@@ -206,34 +233,16 @@ public struct ACLFlowController: Sendable {
         // Nothing queued on any handle: fragments go straight out while credits last, in the
         // order round-robin would have sent them (this handle is the only one waiting).
         var direct = order.isEmpty
-        var fragmentsSent = 0
+        var servedDirectly = false
         var offset = 0
         repeat {
             let end = min(offset + size, total)
             let fragment = Self.fragment(handle: h, start: offset == 0, header: header, headerLength: headerLength,
                                          payload: payload, from: offset, to: end)
             offset = end
-            if direct && availableCredits > 0 {
-                availableCredits -= 1
-                states[i].inFlight += 1
-                fragmentsSent += 1
-                send(fragment.bytes)
-            } else {
-                direct = false
-                states[i].queue.append(fragment)
-            }
+            if sendOrQueue(fragment, state: i, direct: &direct, send: send) { servedDirectly = true }
         } while offset < total
-        if !states[i].queue.isEmpty {
-            if !order.contains(h) {
-                order.append(h)
-                // This handle was just served straight out (`direct` began with nothing queued):
-                // as round-robin would, the next turn goes to the handle after it.
-                if order.count == 1 && fragmentsSent > 0 { cursor = 1 }
-            }
-            pump(send)
-        }
-        // `pump` sends but removes no state (only credits and closing do), so `i` still holds.
-        return states[i].queue.pduCount
+        return scheduleQueued(handle: h, state: i, servedDirectly: servedDirectly, send: send)
     }
 
     /// One encoded ACL packet with bytes `from..<to` of (`header`, then `payload`).
