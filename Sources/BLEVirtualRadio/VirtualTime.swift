@@ -116,6 +116,12 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         state.withLock { $0.stallReports }
     }
 
+    /// Whether the world's thread found nothing to run and waits for work (for tests that must
+    /// act only once the world is idle, instead of guessing how long that takes).
+    var isIdle: Bool {
+        state.withLock { $0.idle }
+    }
+
     /// Holds time still: until the matching `endOutsideWork`, a world with nothing to run waits
     /// for work instead of jumping to the next deadline (a file read on a Dispatch thread takes
     /// no virtual time, and a 30-second timeout must not run out during it). The held work must
