@@ -116,9 +116,17 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
     /// cleared when the link ends).
     open var services: [CBService]? { inner.withLock { $0.services } }
     /// Whether a write without response can be queued now; when it was false,
-    /// `peripheralIsReady(toSendWriteWithoutResponse:)` follows once it is true again.
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)` follows once it is true again (once per
+    /// false answer seen: a queue that filled and drained unobserved owes no callback).
     open var canSendWriteWithoutResponse: Bool {
-        inner.withLock { $0.link != nil && $0.queuedWritesWithoutResponse < Self.writeWithoutResponseWindow }
+        inner.withLock { s in
+            guard s.link != nil else { return false }
+            guard s.queuedWritesWithoutResponse < Self.writeWithoutResponseWindow else {
+                s.owesReady = true
+                return false
+            }
+            return true
+        }
     }
     /// ANCS authorization (iOS only): always false.
     open var ancsAuthorized: Bool { false }
@@ -304,10 +312,8 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                     CBLog.warning("write without response to \(characteristic.uuid) failed: \(error)")
                 }
                 let ready = self.inner.withLock { s -> Bool in
-                    let wasFull = s.queuedWritesWithoutResponse >= Self.writeWithoutResponseWindow
                     s.queuedWritesWithoutResponse -= 1
-                    if wasFull { s.owesReady = true }
-                    let owed = s.owesReady && s.link != nil
+                    let owed = s.owesReady && s.link != nil && s.queuedWritesWithoutResponse < Self.writeWithoutResponseWindow
                     if owed { s.owesReady = false }
                     return owed
                 }

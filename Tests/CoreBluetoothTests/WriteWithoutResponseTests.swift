@@ -21,10 +21,17 @@ final class WriteWithoutResponseTests: XCTestCase {
         }
     }
 
-    func testAFullQueueSaysSoAndTheReadyCallbackFollows() throws {
-        let name = "CBWWR-\(UInt16.random(in: 0...0xFFFF))"
-        let peer = try blocking { try await TestPeripheral.start(name: name) }
-        defer { try? blocking { await peer.stop() } }
+    /// A central connected to a `TestPeripheral`, with its FFF2 characteristic discovered.
+    struct Connected {
+        let central: CBCentralManager
+        let recorder: Recorder
+        let queue: DispatchQueue
+        let peripheral: CBPeripheral
+        let writer: Writer
+        let characteristic: CBCharacteristic
+    }
+
+    private func connect(to peer: TestPeripheral, named name: String) throws -> Connected {
         let queue = DispatchQueue(label: "cb.wwr")
         let recorder = Recorder(queue: queue)
         let central = CBCentralManager(delegate: recorder, queue: queue, options: CentralRoleTests.options)
@@ -43,9 +50,24 @@ final class WriteWithoutResponseTests: XCTestCase {
         peripheral.discoverCharacteristics([CBUUID(string: "FFF2")], for: service)
         wait("characteristics") { writer.events.contains("characteristics") }
         let characteristic = try XCTUnwrap(service.characteristics?.first)
+        return Connected(central: central, recorder: recorder, queue: queue, peripheral: peripheral, writer: writer,
+                         characteristic: characteristic)
+    }
+
+    private func disconnect(_ c: Connected) {
+        c.central.cancelPeripheralConnection(c.peripheral)
+        wait("disconnect") { c.recorder.events.contains("disconnect") }
+    }
+
+    func testAFullQueueSaysSoAndTheReadyCallbackFollows() throws {
+        let name = "CBWWR-\(UInt16.random(in: 0...0xFFFF))"
+        let peer = try blocking { try await TestPeripheral.start(name: name) }
+        defer { try? blocking { await peer.stop() } }
+        let c = try connect(to: peer, named: name)
+        let (peripheral, writer, characteristic) = (c.peripheral, c.writer, c.characteristic)
 
         // On the delegate queue, so no ready callback runs while the queue fills.
-        let sent = queue.sync { () -> Int in
+        let sent = c.queue.sync { () -> Int in
             var n = 0
             while peripheral.canSendWriteWithoutResponse, n < 10_000 {
                 n += 1
@@ -61,7 +83,31 @@ final class WriteWithoutResponseTests: XCTestCase {
         wait("the read") { writer.events.contains { $0.hasPrefix("value") } }
         XCTAssertEqual(writer.events.last { $0.hasPrefix("value") }, "value \([UInt8(sent & 0xFF), UInt8(sent >> 8)])")
         XCTAssertEqual(writer.events.filter { $0.hasPrefix("ready") }.count, 1, "one ready per full queue")
-        central.cancelPeripheralConnection(peripheral)
-        wait("disconnect") { recorder.events.contains("disconnect") }
+        disconnect(c)
+    }
+
+    /// The callback answers a false `canSendWriteWithoutResponse`: writes that filled the queue
+    /// while nobody asked owe none. (It used to follow any completion that found the queue full,
+    /// so a loop that saw true, true, …, then false could get two: one for a fill it never saw.)
+    func testAQueueThatFilledUnobservedOwesNoReadyCallback() throws {
+        let name = "CBWWR-\(UInt16.random(in: 0...0xFFFF))"
+        let peer = try blocking { try await TestPeripheral.start(name: name) }
+        defer { try? blocking { await peer.stop() } }
+        let c = try connect(to: peer, named: name)
+        let (peripheral, writer, characteristic) = (c.peripheral, c.writer, c.characteristic)
+
+        let count = 24 // three times the queue's window of 8
+        c.queue.sync {
+            for n in 1...count {
+                peripheral.writeValue(Data([UInt8(n), 0]), for: characteristic, type: .withoutResponse)
+            }
+        }
+        peripheral.readValue(for: characteristic)
+        wait("the read") { writer.events.contains { $0.hasPrefix("value") } }
+        XCTAssertEqual(writer.events.last { $0.hasPrefix("value") }, "value \([UInt8(count), 0])", "every write went first")
+        // The read ran after every write's completion on the same serial lane, so a ready
+        // callback owed by them was queued on the delegate queue before the read's value.
+        XCTAssertEqual(writer.events.filter { $0.hasPrefix("ready") }, [], "nobody saw false")
+        disconnect(c)
     }
 }
