@@ -100,16 +100,20 @@ public final class AccelerometerPeripheral: ExampleApp, CBPeripheralManagerDeleg
 public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     let samples: Int
     let scanSeconds: Double
+    let giveUpSeconds: Double
     var central: CBCentralManager!
     var listed: [UUID: String] = [:]
     var order: [UUID] = []
     var chosen: CBPeripheral?
     var received = 0
 
-    /// An app that ends after `samples` samples (0: never).
-    public init(samples: Int = 0, scanSeconds: Double = 5, queue: DispatchQueue? = nil) {
+    /// An app that ends after `samples` samples (0: never). The scan lists devices for
+    /// `scanSeconds`; when none is listed by then it scans on, `scanSeconds` at a time, until
+    /// `giveUpSeconds` (at least `scanSeconds`, the default) have passed.
+    public init(samples: Int = 0, scanSeconds: Double = 5, giveUpSeconds: Double = 0, queue: DispatchQueue? = nil) {
         self.samples = samples
         self.scanSeconds = scanSeconds
+        self.giveUpSeconds = max(giveUpSeconds, scanSeconds)
         super.init(queue: queue)
     }
 
@@ -122,7 +126,7 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
         show("state: \(Self.name(of: central.state))")
         guard central.state == .poweredOn else { return }
         central.scanForPeripherals(withServices: nil)
-        after(scanSeconds) { [self] in pick() }
+        after(scanSeconds) { [self] in pick(scanned: scanSeconds) }
     }
 
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -134,7 +138,12 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
         show("\(order.count). \(name) \(RSSI) dBm")
     }
 
-    func pick() {
+    /// Ends the scan after `scanned` seconds with the first device listed, or scans on while
+    /// none is and the time to give up has not come.
+    func pick(scanned: Double) {
+        if order.isEmpty, scanned + scanSeconds <= giveUpSeconds {
+            return after(scanSeconds) { [self] in pick(scanned: scanned + scanSeconds) }
+        }
         central.stopScan()
         guard let first = order.first, let peripheral = central.retrievePeripherals(withIdentifiers: [first]).first else {
             show("no device named like \"ble\"")

@@ -162,7 +162,7 @@ final class ExamplesTests: XCTestCase {
     func testAccelerometerCentralChartsTheServeProfile() throws {
         let served = try blocking { try await ServedProfile.start(AccelerometerServeProfile.self, name: "BLE001") }
         defer { try? blocking { await served.stop() } }
-        let app = AccelerometerCentral(samples: 3, scanSeconds: 1.5, queue: DispatchQueue(label: "accel"))
+        let app = AccelerometerCentral(samples: 3, scanSeconds: 1.5, giveUpSeconds: 25, queue: DispatchQueue(label: "accel"))
         let run = Run()
         run.attach(app)
         app.start()
@@ -179,7 +179,7 @@ final class ExamplesTests: XCTestCase {
         peripheralRun.attach(peripheral)
         peripheral.start()
         wait("advertising") { peripheralRun.output.contains("advertising as BLE001") }
-        let central = AccelerometerCentral(samples: 5, scanSeconds: 1.5, queue: DispatchQueue(label: "accel.central"))
+        let central = AccelerometerCentral(samples: 5, scanSeconds: 1.5, giveUpSeconds: 25, queue: DispatchQueue(label: "accel.central"))
         let centralRun = Run()
         centralRun.attach(central)
         central.start()
