@@ -115,9 +115,10 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
     /// The services discovered so far on this connection (nil until `didDiscoverServices`;
     /// cleared when the link ends).
     open var services: [CBService]? { inner.withLock { $0.services } }
-    /// Whether a write without response can be queued now; when it was false,
-    /// `peripheralIsReady(toSendWriteWithoutResponse:)` follows once it is true again (once per
-    /// false answer seen: a queue that filled and drained unobserved owes no callback).
+    /// Whether a write without response can be queued now; when it was false (asked here, or
+    /// a write was made while it would have been), `peripheralIsReady(toSendWriteWithoutResponse:)`
+    /// follows once it is true again: once, however many false answers came before. A queue
+    /// that reached its window and drained with nobody asking or writing past it owes none.
     open var canSendWriteWithoutResponse: Bool {
         inner.withLock { s in
             guard s.link != nil else { return false }
@@ -296,12 +297,15 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
         guard let gatt = characteristic.gatt else { return }
         let bytes = [UInt8](data)
         if type == .withoutResponse {
-            let queued = inner.withLock { s -> Bool in
-                guard s.state == .connected, s.link != nil else { return false }
+            let countedOn = inner.withLock { s -> Link? in
+                guard s.state == .connected, let link = s.link else { return nil }
+                // A write taken while the property would say false (the app did not ask) owes
+                // the callback too, as on Apple platforms.
+                if s.queuedWritesWithoutResponse >= Self.writeWithoutResponseWindow { s.owesReady = true }
                 s.queuedWritesWithoutResponse += 1
-                return true
+                return link
             }
-            guard queued else {
+            guard let countedOn else {
                 CBLog.warning("API MISUSE: \(self) is not connected: the write without response is dropped")
                 return
             }
@@ -312,8 +316,11 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                     CBLog.warning("write without response to \(characteristic.uuid) failed: \(error)")
                 }
                 let ready = self.inner.withLock { s -> Bool in
+                    // A write left over from a link that ended counted on that link, not on
+                    // the one now (`adopt` started the count again).
+                    guard s.link === countedOn else { return false }
                     s.queuedWritesWithoutResponse -= 1
-                    let owed = s.owesReady && s.link != nil && s.queuedWritesWithoutResponse < Self.writeWithoutResponseWindow
+                    let owed = s.owesReady && s.queuedWritesWithoutResponse < Self.writeWithoutResponseWindow
                     if owed { s.owesReady = false }
                     return owed
                 }

@@ -418,20 +418,24 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     open func updateValue(_ value: Data, for characteristic: CBMutableCharacteristic, onSubscribedCentrals centrals: [CBCentral]?) -> Bool {
         guard let (api, _) = poweredOn("updateValue") else { return false }
         guard let handle = characteristic.local.withLock({ $0.valueHandle }) else { return false }
-        let accepted = inner.withLock { s -> Bool in
+        let counted = inner.withLock { s -> OperationLane? in
+            guard let lane = s.lane else { return nil }
             guard s.pendingUpdates < Self.updateWindow else {
                 s.owesReady = true
-                return false
+                return nil
             }
             s.pendingUpdates += 1
-            return true
+            return lane
         }
-        guard accepted, let lane = inner.withLock({ $0.lane }) else { return false }
+        guard let lane = counted else { return false }
         let targets = centrals?.compactMap { $0.connection.current }
         let bytes = [UInt8](value)
         lane.enqueue {
             _ = try? await api.updateValueWaiting(bytes, forHandle: handle, onSubscribedCentrals: targets)
             let ready = self.inner.withLock { s -> Bool in
+                // An update left over from a host that was lost counted there; the count
+                // started again with the next one.
+                guard s.lane === lane else { return false }
                 s.pendingUpdates -= 1
                 guard s.owesReady else { return false }
                 s.owesReady = false

@@ -4,7 +4,8 @@ import XCTest
 
 /// A peripheral on the process's shared virtual radio (what `SwiftBLEManagerOptionHCIKey:
 /// "virtual"` opens), with a test service: FFF1 readable ("hello"), FFF2 writable both ways,
-/// FFF3 notifying, FFF4 never readable, FFF5 read only (no notify).
+/// FFF3 notifying, FFF4 never readable, FFF5 read only (no notify); `extra` characteristics
+/// follow them.
 struct TestPeripheral: Sendable {
     let manager: PeripheralManager
     let device: VirtualDevice
@@ -13,7 +14,7 @@ struct TestPeripheral: Sendable {
 
     static let service = CBUUID(string: "FFF0")
 
-    static func start(name: String) async throws -> TestPeripheral {
+    static func start(name: String, extra: [GATTCharacteristicDefinition] = []) async throws -> TestPeripheral {
         let (manager, device) = try await VirtualWorld.shared.addPeripheralManager(name: name)
         let handles = try await manager.add(GATTServiceDefinition(uuid: "FFF0", characteristics: [
             GATTCharacteristicDefinition(uuid: "FFF1", properties: [.read], permissions: [.read], value: Array("hello".utf8)),
@@ -22,7 +23,7 @@ struct TestPeripheral: Sendable {
             GATTCharacteristicDefinition(uuid: "FFF4", properties: [.read], permissions: [], value: [1]),
             GATTCharacteristicDefinition(uuid: "FFF5", properties: [.read], permissions: [.read], value: [2],
                                          userDescription: "five"),
-        ]))
+        ] + extra))
         try await manager.startAdvertising(AdvertisingData.Builder().flags([.leGeneralDiscoverable, .brEdrNotSupported])
             .serviceUUIDs(["FFF0"]).build(),
             scanResponse: AdvertisingData.Builder().localName(name).build())

@@ -1,3 +1,4 @@
+import BLEVirtual
 import CoreBluetooth
 import XCTest
 
@@ -29,9 +30,11 @@ final class WriteWithoutResponseTests: XCTestCase {
         let peripheral: CBPeripheral
         let writer: Writer
         let characteristic: CBCharacteristic
+        let service: CBService
     }
 
-    private func connect(to peer: TestPeripheral, named name: String) throws -> Connected {
+    /// Connects and discovers FFF2 and the `also` characteristics.
+    private func connect(to peer: TestPeripheral, named name: String, also: [CBUUID] = []) throws -> Connected {
         let queue = DispatchQueue(label: "cb.wwr")
         let recorder = Recorder(queue: queue)
         let central = CBCentralManager(delegate: recorder, queue: queue, options: CentralRoleTests.options)
@@ -47,11 +50,11 @@ final class WriteWithoutResponseTests: XCTestCase {
         peripheral.discoverServices([TestPeripheral.service])
         wait("services") { writer.events.contains("services") }
         let service = try XCTUnwrap(peripheral.services?.first)
-        peripheral.discoverCharacteristics([CBUUID(string: "FFF2")], for: service)
+        peripheral.discoverCharacteristics([CBUUID(string: "FFF2")] + also, for: service)
         wait("characteristics") { writer.events.contains("characteristics") }
-        let characteristic = try XCTUnwrap(service.characteristics?.first)
+        let characteristic = try XCTUnwrap(service.characteristics?.first { $0.uuid == CBUUID(string: "FFF2") })
         return Connected(central: central, recorder: recorder, queue: queue, peripheral: peripheral, writer: writer,
-                         characteristic: characteristic)
+                         characteristic: characteristic, service: service)
     }
 
     private func disconnect(_ c: Connected) {
@@ -86,28 +89,46 @@ final class WriteWithoutResponseTests: XCTestCase {
         disconnect(c)
     }
 
-    /// The callback answers a false `canSendWriteWithoutResponse`: writes that filled the queue
-    /// while nobody asked owe none. (It used to follow any completion that found the queue full,
-    /// so a loop that saw true, true, …, then false could get two: one for a fill it never saw.)
-    func testAQueueThatFilledUnobservedOwesNoReadyCallback() throws {
+    /// Writes past the window that the app made without asking owe the callback too (as on
+    /// Apple platforms), and only once, when there is room: not once per write that found the
+    /// queue full, and never while the property is still false. The writes queue behind a read
+    /// the peripheral holds unanswered, so the queue is full whatever the threads' speeds.
+    func testWritesPastTheWindowOweOneReadyCallbackWithRoom() throws {
         let name = "CBWWR-\(UInt16.random(in: 0...0xFFFF))"
-        let peer = try blocking { try await TestPeripheral.start(name: name) }
+        let held = AsyncStream<Void>.makeStream()
+        let peer = try blocking {
+            try await TestPeripheral.start(name: name, extra: [
+                GATTCharacteristicDefinition(uuid: "FFF6", properties: [.read], permissions: [.read], value: nil),
+            ])
+        }
         defer { try? blocking { await peer.stop() } }
-        let c = try connect(to: peer, named: name)
+        let heldHandle = try XCTUnwrap(peer.handles["FFF6"]?.valueHandle)
+        try blocking {
+            await peer.manager.setReadHandler(forHandle: heldHandle) { _ in
+                for await _ in held.stream {}
+                return .success([6])
+            }
+        }
+        defer { held.continuation.finish() }
+        let c = try connect(to: peer, named: name, also: [CBUUID(string: "FFF6")])
         let (peripheral, writer, characteristic) = (c.peripheral, c.writer, c.characteristic)
+        let heldCharacteristic = try XCTUnwrap(c.service.characteristics?.first { $0.uuid == CBUUID(string: "FFF6") })
 
+        peripheral.readValue(for: heldCharacteristic)
         let count = 24 // three times the queue's window of 8
         c.queue.sync {
             for n in 1...count {
                 peripheral.writeValue(Data([UInt8(n), 0]), for: characteristic, type: .withoutResponse)
             }
         }
+        // (Not asked here: asking would owe the callback on its own.)
+        held.continuation.finish()
+        wait("the held read") { writer.events.contains("value [6]") }
         peripheral.readValue(for: characteristic)
-        wait("the read") { writer.events.contains { $0.hasPrefix("value") } }
-        XCTAssertEqual(writer.events.last { $0.hasPrefix("value") }, "value \([UInt8(count), 0])", "every write went first")
-        // The read ran after every write's completion on the same serial lane, so a ready
-        // callback owed by them was queued on the delegate queue before the read's value.
-        XCTAssertEqual(writer.events.filter { $0.hasPrefix("ready") }, [], "nobody saw false")
+        wait("the read behind the writes") { writer.events.last { $0.hasPrefix("value") } == "value \([UInt8(count), 0])" }
+        // The read ran after every write's completion on the same serial lane, so each ready
+        // callback they owed was queued on the delegate queue before the read's value.
+        XCTAssertEqual(writer.events.filter { $0.hasPrefix("ready") }, ["ready, canSend true"])
         disconnect(c)
     }
 }
