@@ -100,7 +100,8 @@ public final class AccelerometerPeripheral: ExampleApp, CBPeripheralManagerDeleg
 public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
     let samples: Int
     let scanSeconds: Double
-    let giveUpSeconds: Double
+    /// How many scans of `scanSeconds` may pass with nothing listed before the app gives up.
+    let scanRounds: Int
     var central: CBCentralManager!
     var listed: [UUID: String] = [:]
     var order: [UUID] = []
@@ -108,12 +109,12 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
     var received = 0
 
     /// An app that ends after `samples` samples (0: never). The scan lists devices for
-    /// `scanSeconds`; when none is listed by then it scans on, `scanSeconds` at a time, until
-    /// `giveUpSeconds` (at least `scanSeconds`, the default) have passed.
+    /// `scanSeconds`; when none is listed by then it scans on, `scanSeconds` at a time, for up
+    /// to `giveUpSeconds` in all. The default, 0, gives up after the first scan.
     public init(samples: Int = 0, scanSeconds: Double = 5, giveUpSeconds: Double = 0, queue: DispatchQueue? = nil) {
         self.samples = samples
         self.scanSeconds = scanSeconds
-        self.giveUpSeconds = max(giveUpSeconds, scanSeconds)
+        self.scanRounds = scanSeconds > 0 ? max(1, Int((giveUpSeconds / scanSeconds).rounded(.down))) : 1
         super.init(queue: queue)
     }
 
@@ -126,7 +127,7 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
         show("state: \(Self.name(of: central.state))")
         guard central.state == .poweredOn else { return }
         central.scanForPeripherals(withServices: nil)
-        after(scanSeconds) { [self] in pick(scanned: scanSeconds) }
+        after(scanSeconds) { [self] in pick(round: 1) }
     }
 
     public func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral,
@@ -138,11 +139,11 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
         show("\(order.count). \(name) \(RSSI) dBm")
     }
 
-    /// Ends the scan after `scanned` seconds with the first device listed, or scans on while
-    /// none is and the time to give up has not come.
-    func pick(scanned: Double) {
-        if order.isEmpty, scanned + scanSeconds <= giveUpSeconds {
-            return after(scanSeconds) { [self] in pick(scanned: scanned + scanSeconds) }
+    /// Ends the scan after `round` scans with the first device listed, or scans on while none
+    /// is and rounds are left.
+    func pick(round: Int) {
+        if order.isEmpty, round < scanRounds {
+            return after(scanSeconds) { [self] in pick(round: round + 1) }
         }
         central.stopScan()
         guard let first = order.first, let peripheral = central.retrievePeripherals(withIdentifiers: [first]).first else {

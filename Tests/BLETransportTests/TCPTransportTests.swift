@@ -105,7 +105,7 @@ final class TCPTransportTests: XCTestCase {
             XCTAssertEqual(e.kind, .closed)
         }
         // The socket is closed: the peer sees EOF.
-        XCTAssertTrue(Peer.waitReadable(peer, timeout: 20))
+        XCTAssertTrue(Peer.waitReadable(peer, timeout: 2))
         var byte: UInt8 = 0
         XCTAssertEqual(read(peer, &byte, 1), 0)
     }
