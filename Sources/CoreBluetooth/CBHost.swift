@@ -56,9 +56,16 @@ actor CBHostRegistry {
     private var hosts: [String: Task<CBHost, any Error>] = [:]
 
     /// The host for `spec` (else `BLE_HCI`, else the first Linux adapter), opened on first use.
+    /// One whose controller is gone is not handed out, even before its monitor has noticed: it is dropped and a new one opened
+    /// (else a manager reopening after a loss could get the dead host back and report
+    /// `.poweredOn` on it).
     func host(spec: String?) async throws -> CBHost {
         let key = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"] ?? ""
-        if let task = hosts[key] { return try await task.value }
+        while let task = hosts[key] {
+            let host = try await task.value
+            if await host.central.state == .poweredOn { return host }
+            if hosts[key] == task { hosts[key] = nil }
+        }
         let task = Task<CBHost, any Error> {
             let transport = try await Controllers.open(spec: key.isEmpty ? nil : key)
             let central = try await Central.open(transport: transport, configuration: Self.configuration(spec: key))
@@ -96,7 +103,10 @@ actor CBHostRegistry {
     }
 
     /// Drops a failed host, so the next manager opens the controller afresh.
-    func forget(_ host: CBHost) {
+    /// Drops `host` if it is still the one open on its spec (a newer one opened after its
+    /// controller was lost stays).
+    func forget(_ host: CBHost) async {
+        guard let task = hosts[host.spec], (try? await task.value) === host, hosts[host.spec] == task else { return }
         hosts[host.spec] = nil
     }
 }

@@ -161,4 +161,5 @@ final class Locked<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
     func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
     func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
 }

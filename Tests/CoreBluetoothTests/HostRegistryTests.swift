@@ -1,0 +1,52 @@
+import BLETransport
+import BLEVirtual
+@testable import CoreBluetooth
+import XCTest
+
+/// The registry that shares one host per controller among the managers.
+final class HostRegistryTests: XCTestCase {
+    /// A host whose controller is gone is not handed out, even before its monitor has noticed
+    /// (a manager reopening after the loss got the dead host back and reported `.poweredOn` on
+    /// it); and the old host's later `forget` leaves the new one open. A registry of its own,
+    /// so no monitor (they use the shared one) can forget the dead host first.
+    func testAHostWhoseControllerIsGoneIsReplacedAndItsForgetLeavesTheNewOne() async throws {
+        let world = VirtualWorld()
+        let listener = try TCPListener.listen(host: "127.0.0.1", port: 0)
+        let accepted = Locked<[TCPHostConnection]>([])
+        let server = Task {
+            for await connection in listener.connections {
+                let n = accepted.withLock { a in a.append(connection); return a.count }
+                Task { _ = await world.radio.serve(hostTransport: connection, address: BDAddress(rawValue: 0xC0_DE_00_00_00_00 + UInt64(n))) }
+            }
+        }
+        defer { server.cancel() }
+        let registry = CBHostRegistry()
+        let spec = "tcp:127.0.0.1:\(listener.port)"
+
+        let first = try await registry.host(spec: spec)
+        let again = try await registry.host(spec: spec)
+        XCTAssertTrue(again === first, "one host per controller")
+        let connection = try XCTUnwrap(accepted.get().first)
+        await connection.close()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while await first.central.state == .poweredOn, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let firstState = await first.central.state
+        XCTAssertNotEqual(firstState, .poweredOn, "the host saw its controller go")
+
+        let second = try await registry.host(spec: spec)
+        XCTAssertFalse(second === first, "the dead host is not handed out")
+        let secondState = await second.central.state
+        XCTAssertEqual(secondState, .poweredOn)
+        XCTAssertEqual(accepted.get().count, 2, "a new connection to the controller")
+
+        await registry.forget(first) // what the old host's monitor does once it notices
+        let third = try await registry.host(spec: spec)
+        XCTAssertTrue(third === second, "the new host stays open")
+        XCTAssertEqual(accepted.get().count, 2)
+
+        await second.central.close()
+        await listener.close()
+    }
+}
