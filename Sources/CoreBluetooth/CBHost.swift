@@ -53,18 +53,28 @@ final class CBHost: Sendable {
 /// Opens each controller once per process and hands the same host to every manager that names it.
 actor CBHostRegistry {
     static let shared = CBHostRegistry()
-    private var hosts: [String: Task<CBHost, any Error>] = [:]
+    /// A spec's host: still opening (the task every caller waits on), or open.
+    private enum Entry {
+        case opening(Task<CBHost, any Error>)
+        case open(CBHost)
+    }
+    private var hosts: [String: Entry] = [:]
 
     /// The host for `spec` (else `BLE_HCI`, else the first Linux adapter), opened on first use.
-    /// One whose controller is gone is not handed out, even before its monitor has noticed: it is dropped and a new one opened
-    /// (else a manager reopening after a loss could get the dead host back and report
-    /// `.poweredOn` on it).
+    /// One whose controller is gone is not handed out, even before its monitor has noticed: it
+    /// is dropped and a new one opened (else a manager reopening after a loss could get the dead
+    /// host back and report `.poweredOn` on it).
     func host(spec: String?) async throws -> CBHost {
         let key = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"] ?? ""
-        while let task = hosts[key] {
-            let host = try await task.value
+        while let entry = hosts[key] {
+            let host: CBHost
+            switch entry {
+            case let .opening(task): host = try await task.value
+            case let .open(open): host = open
+            }
             if await host.central.state == .poweredOn { return host }
-            if hosts[key] == task { hosts[key] = nil }
+            forget(host)
+            if case let .opening(waited) = entry, case let .opening(now) = hosts[key], now == waited { hosts[key] = nil }
         }
         let task = Task<CBHost, any Error> {
             let transport = try await Controllers.open(spec: key.isEmpty ? nil : key)
@@ -73,13 +83,12 @@ actor CBHostRegistry {
             host.startMonitor()
             return host
         }
-        hosts[key] = task
-        do {
-            return try await task.value
-        } catch {
-            hosts[key] = nil
-            throw error
+        hosts[key] = .opening(task)
+        let result = await task.result
+        if case let .opening(now) = hosts[key], now == task {
+            hosts[key] = (try? result.get()).map(Entry.open)
         }
+        return try result.get()
     }
 
     /// The host's settings. Bonds persist, as iOS keeps them: in the directory `ble` uses
@@ -102,11 +111,10 @@ actor CBHostRegistry {
         return configuration
     }
 
-    /// Drops a failed host, so the next manager opens the controller afresh.
-    /// Drops `host` if it is still the one open on its spec (a newer one opened after its
-    /// controller was lost stays).
-    func forget(_ host: CBHost) async {
-        guard let task = hosts[host.spec], (try? await task.value) === host, hosts[host.spec] == task else { return }
+    /// Drops a failed host, so the next manager opens the controller afresh; a newer host
+    /// (opening or open) on the same spec stays.
+    func forget(_ host: CBHost) {
+        guard case let .open(open) = hosts[host.spec], open === host else { return }
         hosts[host.spec] = nil
     }
 }
