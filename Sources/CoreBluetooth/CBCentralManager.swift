@@ -104,12 +104,12 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
                 guard let self else { return }
                 // On the delegate queue, after any state change still queued from a host that failed.
                 self.queue.async {
-                    let observer = host.observe { [weak self] _ in self?.hostFailed() }
-                    self.inner.withLock { s in
-                        s.host = host
-                        s.observer = observer
-                    }
+                    self.inner.withLock { $0.host = host }
                     self.changeState(.poweredOn)
+                    // After the poweredOn: a host that failed meanwhile calls back at once, and
+                    // its poweredOff must come second.
+                    let observer = host.observe { [weak self] _ in self?.hostFailed() }
+                    self.inner.withLock { $0.observer = observer }
                 }
             } catch {
                 guard let self else { return }

@@ -309,9 +309,10 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                 CBLog.warning("API MISUSE: \(self) is not connected: the write without response is dropped")
                 return
             }
-            perform({ api in
+            // On the lane of the link it was counted on (a `perform` would look the link up again).
+            countedOn.lane.enqueue {
                 do {
-                    try await api.writeValue(bytes, for: gatt, type: .withoutResponse)
+                    try await countedOn.api.writeValue(bytes, for: gatt, type: .withoutResponse)
                 } catch {
                     CBLog.warning("write without response to \(characteristic.uuid) failed: \(error)")
                 }
@@ -324,8 +325,15 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
                     if owed { s.owesReady = false }
                     return owed
                 }
-                if ready { self.deliver { p in p.delegate?.peripheralIsReady(toSendWriteWithoutResponse: p) } }
-            }, failed: { _, _ in })
+                // Checked again where it is delivered: a link that ended before the callback ran
+                // (its disconnect already reported) gets none.
+                if ready {
+                    self.deliver { p in
+                        guard p.inner.withLock({ $0.link === countedOn }) else { return }
+                        p.delegate?.peripheralIsReady(toSendWriteWithoutResponse: p)
+                    }
+                }
+            }
             return
         }
         perform({ api in

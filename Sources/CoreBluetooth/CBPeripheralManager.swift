@@ -441,7 +441,13 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                 s.owesReady = false
                 return true
             }
-            if ready { self.queue.async { self.delegate?.peripheralManagerIsReady(toUpdateSubscribers: self) } }
+            if ready {
+                self.queue.async {
+                    // None after the host it was owed on was lost (`.poweredOff` reported).
+                    guard self.inner.withLock({ $0.lane === lane }) else { return }
+                    self.delegate?.peripheralManagerIsReady(toUpdateSubscribers: self)
+                }
+            }
         }
         return true
     }
