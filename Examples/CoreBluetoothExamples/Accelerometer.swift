@@ -110,11 +110,12 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
 
     /// An app that ends after `samples` samples (0: never). The scan lists devices for
     /// `scanSeconds`; when none is listed by then it scans on, `scanSeconds` at a time, for up
-    /// to `giveUpSeconds` in all. The default, 0, gives up after the first scan.
+    /// to `giveUpSeconds` in all (infinity: until one is), and at least one scan. The default,
+    /// 0, gives up after the first.
     public init(samples: Int = 0, scanSeconds: Double = 5, giveUpSeconds: Double = 0, queue: DispatchQueue? = nil) {
         self.samples = samples
         self.scanSeconds = scanSeconds
-        self.scanRounds = scanSeconds > 0 ? max(1, Int((giveUpSeconds / scanSeconds).rounded(.down))) : 1
+        self.scanRounds = Self.rounds(scanSeconds: scanSeconds, giveUpSeconds: giveUpSeconds)
         super.init(queue: queue)
     }
 
@@ -137,6 +138,14 @@ public final class AccelerometerCentral: ExampleApp, CBCentralManagerDelegate, C
         listed[peripheral.identifier] = name
         order.append(peripheral.identifier)
         show("\(order.count). \(name) \(RSSI) dBm")
+    }
+
+    /// How many scans of `scanSeconds` fit in `giveUpSeconds` (a hair of rounding allowed, so
+    /// 0.3 s holds three of 0.1 s), at least one; `Int.max` for ever.
+    static func rounds(scanSeconds: Double, giveUpSeconds: Double) -> Int {
+        guard scanSeconds > 0, giveUpSeconds.isFinite else { return scanSeconds > 0 && giveUpSeconds == .infinity ? .max : 1 }
+        let fit = (giveUpSeconds / scanSeconds * (1 + 1e-9)).rounded(.down)
+        return fit >= Double(Int.max) ? .max : max(1, Int(fit))
     }
 
     /// Ends the scan after `round` scans with the first device listed, or scans on while none

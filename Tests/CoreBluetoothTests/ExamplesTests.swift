@@ -1,7 +1,7 @@
 import BLESystems
 import BLEVirtual
 import CoreBluetooth
-import CoreBluetoothExamples
+@testable import CoreBluetoothExamples
 import XCTest
 
 /// A `ble serve` profile on the shared virtual radio, as `ble serve PROFILE --hci virtual` runs it.
@@ -157,6 +157,20 @@ final class ExamplesTests: XCTestCase {
                 XCTAssertEqual("\(error)", message)
             }
         }
+    }
+
+    /// How many scans the S4 central makes before it gives up with nothing listed.
+    func testAccelerometerCentralCountsWholeScanRounds() {
+        let rounds = AccelerometerCentral.rounds
+        XCTAssertEqual(rounds(5, 0), 1, "the default: one scan")
+        XCTAssertEqual(rounds(5, 3), 1, "at least one")
+        XCTAssertEqual(rounds(1.5, 25), 16)
+        XCTAssertEqual(rounds(0.1, 0.3), 3, "no round lost to rounding")
+        XCTAssertEqual(rounds(0, 10), 1, "no scan time: one round, not a loop")
+        XCTAssertEqual(rounds(1, .infinity), .max, "for ever")
+        XCTAssertEqual(rounds(1, .nan), 1)
+        XCTAssertEqual(rounds(1, -4), 1)
+        XCTAssertEqual(rounds(1e-300, 1e300), .max)
     }
 
     func testAccelerometerCentralChartsTheServeProfile() throws {
