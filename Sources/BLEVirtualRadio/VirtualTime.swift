@@ -38,6 +38,8 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         /// The world's thread found nothing to do and waits on its latch: only then does new
         /// work need to signal it (no system call per job while the world is busy).
         var idle = false
+        /// Called once the world's thread next finds nothing to do (`whenIdle`, for tests).
+        var idleWaiters: [@Sendable () -> Void] = []
 
         var hasNothingToDo: Bool { head >= jobs.count && sleepers.isEmpty && !finished && outsideWork == 0 }
         /// Nothing to run, and time is held for outside work: only its end lets the world go on.
@@ -58,7 +60,8 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         case run(UnownedJob)
         case wake([CheckedContinuation<Void, any Error>])
         case failPastLimit([CheckedContinuation<Void, any Error>])
-        case waitForWork
+        /// Nothing to do: the `whenIdle` callbacks to make, then a wait for work.
+        case waitForWork([@Sendable () -> Void])
         case exit
     }
 
@@ -116,10 +119,16 @@ public final class VirtualTime: TaskExecutor, BLEClock {
         state.withLock { $0.stallReports }
     }
 
-    /// Whether the world's thread found nothing to run and waits for work (for tests that must
-    /// act only once the world is idle, instead of guessing how long that takes).
-    var isIdle: Bool {
-        state.withLock { $0.idle }
+    /// Calls `body` once the world's thread finds nothing to run and waits for work (now, if
+    /// it already does): for tests that must act only once the world is idle, instead of
+    /// guessing how long that takes. `body` runs on the world's thread or the caller's, and
+    /// must not block.
+    func whenIdle(_ body: @escaping @Sendable () -> Void) {
+        let idle = state.withLock { s -> Bool in
+            if !s.idle { s.idleWaiters.append(body) }
+            return s.idle
+        }
+        if idle { body() }
     }
 
     /// Holds time still: until the matching `endOutsideWork`, a world with nothing to run waits
@@ -207,7 +216,8 @@ public final class VirtualTime: TaskExecutor, BLEClock {
                 for c in overdue { c.resume(throwing: VirtualTimeError.limitReached(limit)) }
             case .exit:
                 return
-            case .waitForWork:
+            case let .waitForWork(idleWaiters):
+                for body in idleWaiters { body() }
                 guard !thread.wait(timeout: stallReport), !stallReported else { break }
                 // Nothing runs and nothing sleeps (or time is held): only work from outside the
                 // world can wake it. Say so once (a deadlock in the world looks like this).
@@ -245,18 +255,21 @@ public final class VirtualTime: TaskExecutor, BLEClock {
             return .run(job)
         }
         if s.finished { return .exit }
-        if s.outsideWork > 0 {
-            s.idle = true
-            return .waitForWork
-        }
+        if s.outsideWork > 0 { return goIdle(&s) }
         if let due = jumpToNextDeadline(&s) { return .wake(due) }
         if !s.sleepers.isEmpty {
             let overdue = s.sleepers.values.sorted { $0.sequence < $1.sequence }.map(\.continuation)
             s.sleepers = [:]
             return .failPastLimit(overdue)
         }
+        return goIdle(&s)
+    }
+
+    /// Called with the lock held: the thread is about to wait for work.
+    private func goIdle(_ s: inout State) -> Step {
         s.idle = true
-        return .waitForWork
+        defer { s.idleWaiters = [] }
+        return .waitForWork(s.idleWaiters)
     }
 
     /// Called with the lock held and no job queued: moves `now` to the earliest deadline (not

@@ -36,12 +36,13 @@ final class VirtualTimeRegressionTests: XCTestCase {
     }
 
     /// Runs `body` on a Dispatch thread (where outside work runs) once `time`'s world is idle,
-    /// looking every millisecond for at most 20 s of real time (then it runs anyway, and the
-    /// test's assertions say what went wrong).
+    /// waiting for that at most 20 s of real time (then it runs anyway, and the test's
+    /// assertions say what went wrong).
     static func onAnotherThreadWhenIdle(_ time: VirtualTime, _ body: @escaping @Sendable () -> Void) {
         DispatchQueue.global().async {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !time.isIdle && ContinuousClock.now < deadline { usleep(1_000) }
+            let idle = DispatchSemaphore(value: 0)
+            time.whenIdle { idle.signal() }
+            _ = idle.wait(timeout: .now() + 20)
             body()
         }
     }
