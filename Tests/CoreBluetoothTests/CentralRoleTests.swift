@@ -93,30 +93,19 @@ final class CentralRoleTests: XCTestCase {
             unsetenv("BLE_BONDS")
             try? FileManager.default.removeItem(atPath: bonds)
         }
-        let world = VirtualWorld()
-        let listener = try TCPListener.listen(host: "127.0.0.1", port: 0)
-        let accepted = Locked<[TCPHostConnection]>([])
-        let server = Task {
-            for await connection in listener.connections {
-                let n = accepted.get().count + 1
-                accepted.set(accepted.get() + [connection])
-                Task { _ = await world.radio.serve(hostTransport: connection, address: BDAddress(rawValue: 0xC0_DD_00_00_00_00 + UInt64(n))) }
-            }
-        }
-        defer {
-            server.cancel()
-            try? blocking { await listener.close() }
-        }
+        let rig = try TCPControllerRig(baseAddress: 0xC0_DD_00_00_00_00)
+        let world = rig.world
+        defer { try? blocking { await rig.close() } }
         let queue = DispatchQueue(label: "cb.lost")
         let recorder = Recorder(queue: queue)
-        let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:\(listener.port)"])
+        let central = CBCentralManager(delegate: recorder, queue: queue, options: [SwiftBLEManagerOptionHCIKey: rig.spec])
         wait("poweredOn") { recorder.events.contains("state poweredOn") }
         let states = PeripheralStates()
-        let peripheralManager = CBPeripheralManager(delegate: states, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "tcp:127.0.0.1:\(listener.port)"])
+        let peripheralManager = CBPeripheralManager(delegate: states, queue: queue, options: [SwiftBLEManagerOptionHCIKey: rig.spec])
         wait("the peripheral manager on the same host") { states.states == [.poweredOn] }
-        XCTAssertEqual(accepted.get().count, 1, "both roles share the one controller")
+        XCTAssertEqual(rig.accepted.count, 1, "both roles share the one controller")
         central.scanForPeripherals(withServices: nil)
-        let first = try XCTUnwrap(accepted.get().first)
+        let first = try XCTUnwrap(rig.accepted.first)
         try blocking { await first.close() }
         wait("poweredOff") { recorder.events.contains("state poweredOff") }
         wait("the peripheral manager poweredOff") { states.states == [.poweredOn, .poweredOff] }
@@ -125,7 +114,7 @@ final class CentralRoleTests: XCTestCase {
         wait("poweredOn again") { recorder.count("state poweredOn") == 2 }
         wait("the peripheral manager poweredOn again") { states.states == [.poweredOn, .poweredOff, .poweredOn] }
         XCTAssertEqual(central.state, .poweredOn)
-        XCTAssertEqual(accepted.get().count, 2, "both roles on the one controller again")
+        XCTAssertEqual(rig.accepted.count, 2, "both roles on the one controller again")
         let (advertiser, _) = try blocking { try await world.addPeripheralManager(name: "Back") }
         try blocking { try await advertiser.startAdvertising(AdvertisingData.Builder().localName("Back").build()) }
         central.scanForPeripherals(withServices: nil)

@@ -1,5 +1,3 @@
-import BLETransport
-import BLEVirtual
 @testable import CoreBluetooth
 import XCTest
 
@@ -10,21 +8,10 @@ final class HostRegistryTests: XCTestCase {
     /// it); and the old host's later `forget` leaves the new one open. A registry of its own,
     /// so no monitor (they use the shared one) can forget the dead host first.
     func testAHostWhoseControllerIsGoneIsReplacedAndItsForgetLeavesTheNewOne() async throws {
-        let world = VirtualWorld()
-        let listener = try TCPListener.listen(host: "127.0.0.1", port: 0)
-        let accepted = Locked<[TCPHostConnection]>([])
-        let server = Task {
-            for await connection in listener.connections {
-                let n = accepted.withLock { a in a.append(connection); return a.count }
-                Task { _ = await world.radio.serve(hostTransport: connection, address: BDAddress(rawValue: 0xC0_DE_00_00_00_00 + UInt64(n))) }
-            }
-        }
-        addTeardownBlock {
-            server.cancel()
-            await listener.close()
-        }
+        let rig = try TCPControllerRig(baseAddress: 0xC0_DE_00_00_00_00)
+        addTeardownBlock { await rig.close() }
         let registry = CBHostRegistry()
-        let spec = "tcp:127.0.0.1:\(listener.port)"
+        let spec = rig.spec
 
         let first = try await registry.host(spec: spec)
         let again = try await registry.host(spec: spec)
@@ -34,7 +21,7 @@ final class HostRegistryTests: XCTestCase {
         let gone = expectation(description: "the first host reports its controller gone")
         gone.assertForOverFulfill = false
         _ = first.observe { _ in gone.fulfill() }
-        let connection = try XCTUnwrap(accepted.get().first)
+        let connection = try XCTUnwrap(rig.accepted.first)
         await connection.close()
         await fulfillment(of: [gone], timeout: 20)
         let firstState = await first.central.state
@@ -48,12 +35,12 @@ final class HostRegistryTests: XCTestCase {
         XCTAssertFalse(second === first, "the dead host is not handed out")
         let secondState = await second.central.state
         XCTAssertEqual(secondState, .poweredOn)
-        XCTAssertEqual(accepted.get().count, 2, "a new connection to the controller")
+        XCTAssertEqual(rig.accepted.count, 2, "a new connection to the controller")
 
         await registry.forget(first) // what the old host's monitor does once it notices
         let third = try await registry.host(spec: spec)
         XCTAssertTrue(third === second, "the new host stays open")
-        XCTAssertEqual(accepted.get().count, 2)
+        XCTAssertEqual(rig.accepted.count, 2)
 
         await second.central.close()
     }

@@ -1,3 +1,4 @@
+import BLETransport
 import BLEVirtual
 import CoreBluetooth
 import XCTest
@@ -162,4 +163,36 @@ final class Locked<Value>: @unchecked Sendable {
     func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
     func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
     func withLock<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
+}
+
+/// A virtual radio reached over TCP, as a controller a manager opens with `tcp:HOST:PORT`: each
+/// connection accepted is served as a new controller (address `baseAddress` + its number), and
+/// closing one is a controller lost.
+final class TCPControllerRig: Sendable {
+    let world = VirtualWorld()
+    let listener: TCPListener
+    private let connections = Locked<[TCPHostConnection]>([])
+    private let server: Task<Void, Never>
+
+    init(baseAddress: UInt64) throws {
+        let listener = try TCPListener.listen(host: "127.0.0.1", port: 0)
+        let (world, connections) = (self.world, self.connections)
+        self.listener = listener
+        server = Task {
+            for await connection in listener.connections {
+                let n = connections.withLock { a in a.append(connection); return a.count }
+                Task { _ = await world.radio.serve(hostTransport: connection, address: BDAddress(rawValue: baseAddress + UInt64(n))) }
+            }
+        }
+    }
+
+    /// What a manager names to open it.
+    var spec: String { "tcp:127.0.0.1:\(listener.port)" }
+    /// The connections accepted so far, oldest first.
+    var accepted: [TCPHostConnection] { connections.get() }
+
+    func close() async {
+        server.cancel()
+        await listener.close()
+    }
 }
