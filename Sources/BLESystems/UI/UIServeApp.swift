@@ -56,7 +56,7 @@ public final class UIServeApp: Sendable {
         /// Set by `stop` (the server shuts down): no profile starts after it.
         var closed = false
         /// Stops waiting for the start or stop under way to end (the phase to be idle).
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [CheckedContinuation<StopStep, Never>] = []
     }
 
     /// Log events a page opened later is given.
@@ -228,26 +228,30 @@ public final class UIServeApp: Sendable {
             // What the install added before it failed too (`added` is set only once it is done).
             if added.isEmpty { added = await manager.services.filter { !before.contains($0.range.lowerBound) } }
             for service in added.reversed() { try? await manager.remove(service) }
-            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            let waiters = state.withLock { s -> [CheckedContinuation<StopStep, Never>] in
                 s.phase = .idle
                 defer { s.waiters = [] }
                 return s.waiters
             }
-            waiters.forEach { $0.resume() }
+            waiters.forEach { $0.resume(returning: .waited) }
             log.line("error", [("error", .string("\(error)"))], text: "could not start \(P.name): \(error)")
             publishState()
             return Self.json(.object([("error", .string("could not start \(P.name): \(error)"))]), status: .internalServerError)
         }
     }
 
+    /// What a stop does, decided under the state's lock: refuse (nothing is served), tear the
+    /// running profile down, or wait for the start or stop under way to end.
+    private enum StopStep { case refuse, tearDown(Running), waited }
+
     private func stopProfile() async -> UIReply {
-        enum Step { case refuse, tearDown(Running), waited }
-        var step = Step.waited
         // The decision and, when it is to wait, the waiter's registration happen under one
         // lock: otherwise the start could end, and another begin, before the waiter is there,
-        // and this stop would wait for a stop nobody asks for.
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            step = state.withLock { s -> Step in
+        // and this stop would wait for a stop nobody asks for. The step is the continuation's
+        // result, not a variable the closure assigns: Swift 6.3.1's release build crashes
+        // (signal 11 while splitting this coroutine) on the captured, mutated enum.
+        let step = await withCheckedContinuation { (c: CheckedContinuation<StopStep, Never>) in
+            let decided = state.withLock { s -> StopStep? in
                 switch s.phase {
                 case .idle: return .refuse
                 case let .running(r):
@@ -256,13 +260,13 @@ public final class UIServeApp: Sendable {
                 case .starting:
                     s.phase = .starting(stopAsked: true)
                     s.waiters.append(c)
-                    return .waited
+                    return nil
                 case .stopping:
                     s.waiters.append(c)
-                    return .waited
+                    return nil
                 }
             }
-            if case .waited = step { publishState() } else { c.resume() }
+            if let decided { c.resume(returning: decided) } else { publishState() }
         }
         switch step {
         case .refuse:
@@ -286,7 +290,7 @@ public final class UIServeApp: Sendable {
         for service in running.services.reversed() { try? await manager.remove(service) }
         running.task.cancel()
         await running.task.value
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { s -> [CheckedContinuation<StopStep, Never>] in
             s.phase = .idle
             s.centrals = [:]
             defer { s.waiters = [] }
@@ -294,7 +298,7 @@ public final class UIServeApp: Sendable {
         }
         publishLog(json: JSON.object([("event", .string("stopped")), ("profile", .string(running.profile))]).text, text: "stopped \(running.profile)")
         publishState()
-        waiters.forEach { $0.resume() }
+        waiters.forEach { $0.resume(returning: .waited) }
     }
 
     /// Keeps the list of connected centrals as the manager's events say.
