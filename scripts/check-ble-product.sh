@@ -11,7 +11,7 @@ WORK="$(mktemp -d /tmp/ble-product-check.XXXXXX)"
 
 mkdir -p "$WORK/Sources/App"
 cat >"$WORK/Package.swift" <<SWIFT
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 let package = Package(
     name: "App",

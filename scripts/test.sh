@@ -12,7 +12,9 @@
 #   2. .venv/ with bumble and rootcanal from PyPI (versions below).
 #   3. .build-tools/rootcanal-nodelay.so from scripts/rootcanal-nodelay.c, an LD_PRELOAD shim that
 #      puts TCP_NODELAY on rootcanal's sockets (without it every HCI round trip takes ~45 ms).
-#   4. `swift build --build-tests`; then, on a full run, scripts/check-doc-comments.sh (every
+#   4. `swift build --build-tests`; then, on a full run, `swift build -c release` (every product
+#      of the package in release: a release-only compiler crash cannot land unseen),
+#      scripts/check-doc-comments.sh (every
 #      public declaration of the API has a doc comment, also of the CoreBluetooth module) and scripts/check-ble-product.sh (a
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
@@ -28,6 +30,7 @@
 #   BLE_TEST_SKIP_PACKAGES=1 do not check/install Debian packages.
 #   BLE_TEST_PRODUCT_CHECK=0 skip scripts/check-ble-product.sh on a full run.
 #   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh on a full run.
+#   BLE_TEST_RELEASE=0|1     skip the release build on a full run (0), or do it on a filtered one (1).
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
 set -euo pipefail
@@ -243,6 +246,13 @@ ensure_shim
 if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
     log "swift build --build-tests"
     swift build --build-tests
+    # Users build for production: every product in release, so a release-only failure (such as a
+    # compiler crash in an optimisation pass) fails the test command. In .build/release, apart
+    # from the debug build the tests use.
+    if [[ "${BLE_TEST_RELEASE:-$(( $# == 0 ))}" == 1 ]]; then
+        log "swift build -c release"
+        swift build -c release
+    fi
     # Every public declaration of the API has a doc comment (issue 9); seconds, no build.
     if [[ "${BLE_TEST_DOC_CHECK:-1}" == 1 && $# == 0 ]]; then
         log "scripts/check-doc-comments.sh"
