@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
-        .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets"]),
+        .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets", "BLETestSupport"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEHTTP", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLETestSupport"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),

@@ -66,8 +66,13 @@ public enum HCIEvent: Hashable, Sendable {
         return try decode(code: code, parameters: params)
     }
 
-    /// Decodes an event from its code and parameter bytes.
+    /// Decodes an event from its code and parameter bytes. More than 255 parameter octets is
+    /// no event (Vol 4 Part E §5.4.4: one length octet) and is refused, so that decoding and
+    /// `encode()` stay exact inverses.
     public static func decode(code: UInt8, parameters: [UInt8]) throws(WireError) -> HCIEvent {
+        guard parameters.count <= 255 else {
+            throw WireError.invalid("HCI event 0x\(hex2(code)): \(parameters.count) parameter bytes, at most 255")
+        }
         var r = ByteReader(parameters)
         switch code {
         case Code.commandComplete:

@@ -107,6 +107,24 @@ final class EventTests: XCTestCase {
         }
     }
 
+    /// An event's parameters are at most 255 octets (Vol 4 Part E §5.4.4: one length octet), so
+    /// the code/parameters entry point refuses more, whatever the event; otherwise a Number Of
+    /// Completed Packets event of 255 handles decoded, and encoding it kept only the 63 entries
+    /// a length byte can describe (a fuzz finding).
+    func testParametersLongerThanTheLengthByteAreRefused() throws {
+        let handles = (0..<255).flatMap { i -> [UInt8] in [UInt8(i), 0x00, 0x01, 0x00] }
+        XCTAssertThrowsError(try HCIEvent.decode(code: 0x13, parameters: [0xFF] + handles))
+        XCTAssertThrowsError(try HCIEvent.decode(code: 0xFF, parameters: [UInt8](repeating: 7, count: 256)))
+        XCTAssertThrowsError(try HCIEvent.decode(code: 0x0E, parameters: [1, 0x03, 0x0C] + [UInt8](repeating: 0, count: 253)))
+        // 255 octets still decode: 63 handles, and the 2 octets past them ignored as usual.
+        let most = try HCIEvent.decode(code: 0x13, parameters: [63] + handles.prefix(63 * 4) + [0, 0])
+        guard case let .numberOfCompletedPackets(entries) = most else { return XCTFail("\(most)") }
+        XCTAssertEqual(entries.count, 63)
+        XCTAssertEqual(try HCIEvent.decode(most.encode()), most)
+        XCTAssertEqual(try HCIEvent.decode(code: 0xFF, parameters: [UInt8](repeating: 7, count: 255)),
+                       .unknown(code: 0xFF, parameters: [UInt8](repeating: 7, count: 255)))
+    }
+
     func testExtraTrailingParametersAreIgnored() throws {
         // A later spec version may append fields; the known ones still decode.
         XCTAssertEqual(try HCIEvent.decode(hexBytes("0505 00 4000 13 99")),
