@@ -51,6 +51,14 @@ else
     log() { printf '[test.sh] %s\n' "$*" >&2; }
 fi
 die() { log "error: $*"; exit 1; }
+# timed LABEL COMMAND...: runs COMMAND and logs how long it took (what each step costs CI).
+timed() {
+    local label="$1" start=$SECONDS
+    shift
+    log "$label"
+    "$@"
+    log "$label: $((SECONDS - start)) s"
+}
 
 # ----------------------------------------------------------------------------- 1. packages
 host_python() {
@@ -244,14 +252,12 @@ ensure_shim
 [[ "${BLE_TEST_MEASURE:-0}" == 1 ]] && measure
 
 if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
-    log "swift build --build-tests"
-    swift build --build-tests
+    timed "swift build --build-tests" swift build --build-tests
     # Users build for production: every product in release, so a release-only failure (such as a
     # compiler crash in an optimisation pass) fails the test command. In .build/release, apart
     # from the debug build the tests use.
     if [[ "${BLE_TEST_RELEASE:-$(( $# == 0 ))}" == 1 ]]; then
-        log "swift build -c release"
-        swift build -c release
+        timed "swift build -c release" swift build -c release
     fi
     # Every public declaration of the API has a doc comment (issue 9); seconds, no build.
     if [[ "${BLE_TEST_DOC_CHECK:-1}" == 1 && $# == 0 ]]; then
@@ -262,8 +268,7 @@ if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
     # The BLE library stands alone: a package that depends only on it builds from the README's
     # examples without compiling the virtual radio (issue 9).
     if [[ "${BLE_TEST_PRODUCT_CHECK:-1}" == 1 && $# == 0 ]]; then
-        log "scripts/check-ble-product.sh"
-        scripts/check-ble-product.sh
+        timed "scripts/check-ble-product.sh" scripts/check-ble-product.sh
     fi
 fi
 
@@ -298,7 +303,9 @@ else
     swift test "$@" &
 fi
 TEST_PID=$!
+test_start=$SECONDS
 wait "$TEST_PID" || status=$?
+log "tests: $((SECONDS - test_start)) s"
 TEST_PID=""
 
 if [[ $status != 0 ]]; then
