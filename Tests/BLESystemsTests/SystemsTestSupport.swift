@@ -46,15 +46,17 @@ extension VirtualWorld {
     }
 
     /// Starts `profile`, configured as a test needs it, on a new virtual peripheral named
-    /// `name`, at `position` (far from the origin, its signal is weak).
-    func serve<P: ServeProfile>(_ profile: P, name: String, at position: VirtualMedium.Position = .origin) async throws -> RunningProfile {
+    /// `name`, at `position` (far from the origin, its signal is weak). With `json` false the
+    /// log collects the lines for people instead.
+    func serve<P: ServeProfile>(_ profile: P, name: String, at position: VirtualMedium.Position = .origin,
+                                json: Bool = true) async throws -> RunningProfile {
         let (manager, _) = try await addPeripheralManager(name: name, at: position)
         var profile = profile
         try await profile.install(on: manager)
         let (data, response) = profile.advertisement(name: name)
         try await manager.startAdvertising(data, scanResponse: response)
         let log = Collected<String>()
-        let serveLog = ServeLog(json: true, output: { log.append($0) })
+        let serveLog = ServeLog(json: json, output: { log.append($0) })
         let running = profile
         let task = Task(executorPreference: clock.taskExecutor) {
             do { try await running.run(on: manager, log: serveLog) } catch {}

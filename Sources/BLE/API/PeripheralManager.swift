@@ -70,7 +70,8 @@ public final class PeripheralManager: Sendable {
 
     // MARK: Database
 
-    /// Adds a service; returns its handles. Clients subscribed to Service Changed are told.
+    /// Adds a service after the last handle in use (every attribute already there keeps its
+    /// handle); returns its handles. Clients subscribed to Service Changed are told.
     @discardableResult
     public func add(_ service: GATTServiceDefinition) async throws -> GATTServiceHandles {
         try await host.run { try $0.server.addService(service, $0) }
@@ -86,6 +87,13 @@ public final class PeripheralManager: Sendable {
     /// what a caller that did not keep `add`'s answers (a `ble serve` profile's install) removes.
     public var services: [GATTServiceHandles] {
         get async { await host.run { $0.server.database.services } }
+    }
+
+    /// The Database Hash a client reads now (Core spec Vol 3 Part G §7.3), in the characteristic's
+    /// octet order: it changes with every service added or removed. Nil when it cannot be
+    /// computed (the crypto library failed).
+    public var databaseHash: [UInt8]? {
+        get async { await host.run { try? $0.server.database.databaseHashCharacteristicValue() } }
     }
 
     /// Answers reads of a dynamic value (`value: nil` in its definition) with `handler`

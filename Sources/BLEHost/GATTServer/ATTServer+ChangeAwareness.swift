@@ -34,13 +34,12 @@ extension ATTServer {
 
     /// Sets a returning bonded client's Client Supported Features as it left them (§7.2: for a
     /// client with a trusted relationship they persist across connections). Bits already set
-    /// on this connection stay set (a client may not clear a bit it enabled).
+    /// on this connection stay set (a client may not clear a bit it enabled). Only the defined
+    /// bits are restored: a bond stored by a server that kept reserved bits holds them too.
     public mutating func restoreClientSupportedFeatures(_ features: [UInt8]) {
-        var merged = client.features
-        for (i, octet) in features.enumerated() {
-            if i < merged.count { merged[i] |= octet } else { merged.append(octet) }
-        }
-        client.features = merged
+        let kept = Self.keptClientFeatures(features)
+        guard let restored = kept.first else { return }
+        client.features = [(client.features.first ?? 0) | restored]
     }
 
     /// Restores what a bonded client left on its last connection, once per connection: its

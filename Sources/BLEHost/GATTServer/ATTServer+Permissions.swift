@@ -122,7 +122,7 @@ extension ATTServer {
             let v = cccd(valueHandle: valueHandle)
             full = [UInt8(v & 0xFF), UInt8(v >> 8)]
         case .clientSupportedFeatures:
-            full = client.features.isEmpty ? [0x00] : client.features
+            full = clientFeaturesValue
         case .databaseHash:
             guard let v = try? database.currentDatabaseHashValue() else { return .failure(.unlikelyError) }
             full = v

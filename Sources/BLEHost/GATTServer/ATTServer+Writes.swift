@@ -193,7 +193,7 @@ extension ATTServer {
         case let .clientConfiguration(valueHandle, _):
             let v = cccd(valueHandle: valueHandle)
             return [UInt8(v & 0xFF), UInt8(v >> 8)]
-        case .clientSupportedFeatures: return client.features
+        case .clientSupportedFeatures: return clientFeaturesValue
         case .dynamic, .databaseHash: return []
         }
     }
@@ -201,7 +201,8 @@ extension ATTServer {
     /// The value after writing `data` at `offset` into `current`, or why it cannot be written.
     ///
     /// Variable-length values (stored, Client Supported Features) take the written length
-    /// (§3.4.5.1): the first `offset` octets, then `data`. The CCCD has a fixed length of two
+    /// (§3.4.5.1): the first `offset` octets, then `data`; of Client Supported Features only the
+    /// defined bits are kept (`keptClientFeatures`). The CCCD has a fixed length of two
     /// octets: the written octets replace those at `offset`, the others stay (§3.4.5.1), and a
     /// longer write is Invalid Attribute Value Length.
     func newValue(_ attribute: GATTAttribute, current: [UInt8], offset: Int, data: [UInt8]) -> Result<[UInt8], ATTErrorCode> {
@@ -222,14 +223,34 @@ extension ATTServer {
             if bits & 0x0002 != 0 && !properties.contains(.indicate) { return .failure(.cccdImproperlyConfigured) }
             return .success(v)
         case .clientSupportedFeatures:
-            let v = Array(current.prefix(offset)) + data
-            guard v.count <= attribute.maximumLength else { return .failure(.invalidAttributeValueLength) }
+            let written = Array(current.prefix(offset)) + data
+            guard written.count <= attribute.maximumLength else { return .failure(.invalidAttributeValueLength) }
+            // Reserved bits are processed as 0 (Table 7.6), so only a defined bit can be cleared.
+            let v = Self.keptClientFeatures(written)
             // Vol 3 Part G §7.2: a client shall not clear a bit it has set; Value Not Allowed.
-            for (i, old) in current.enumerated() where old & ~(i < v.count ? v[i] : 0) != 0 {
+            if (current.first ?? 0) & Self.definedClientFeatureBits & ~(v.first ?? 0) != 0 {
                 return .failure(.valueNotAllowed)
             }
             return .success(v)
         }
+    }
+
+    /// The Client Supported Features bits this server knows (Vol 3 Part G §7.2, Table 7.6):
+    /// bit 0 Robust Caching, bit 1 Enhanced ATT bearer, bit 2 Multiple Handle Value
+    /// Notifications. Every other bit, in this octet and in any after it, is reserved for
+    /// future use, and the server processes it as 0.
+    static let definedClientFeatureBits: UInt8 = 0x07
+
+    /// A Client Supported Features value as the server keeps it: the defined bits of its first
+    /// octet; nothing for an empty value. Octets after the first hold reserved bits only.
+    static func keptClientFeatures(_ value: [UInt8]) -> [UInt8] {
+        value.first.map { [$0 & definedClientFeatureBits] } ?? []
+    }
+
+    /// The Client Supported Features value as this connection's client reads it: the kept
+    /// octet, or one octet of 0 (every bit's default, §7.2) before any write.
+    var clientFeaturesValue: [UInt8] {
+        client.features.isEmpty ? [0x00] : client.features
     }
 
     /// Stores a validated new value and reports it.
@@ -246,6 +267,7 @@ extension ATTServer {
             guard bits != old else { return [] }
             return [.subscriptionChanged(valueHandle: valueHandle, notifications: bits & 1 != 0, indications: bits & 2 != 0)]
         case .clientSupportedFeatures:
+            // `newValue` made it: the defined bits only (`keptClientFeatures`).
             client.features = value
             return [.valueWritten(handle: attribute.handle, value: value)]
         case .fixed, .dynamic, .databaseHash:

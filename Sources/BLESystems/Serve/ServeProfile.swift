@@ -22,6 +22,9 @@ public protocol ServeProfile: Sendable {
     mutating func configure(_ options: ServeProfileOptions) throws
     /// Whether the profile reads stdin; the keyboard then cannot toggle advertising.
     var usesStandardInput: Bool { get }
+    /// Asks the profile to change its database, as `ble serve` does on SIGUSR1; false when the
+    /// profile has no database change. The change happens in `run`, after those asked before.
+    func requestDatabaseChange(_ trigger: DatabaseChangeTrigger) -> Bool
 }
 
 extension ServeProfile {
@@ -29,6 +32,8 @@ extension ServeProfile {
     public mutating func configure(_ options: ServeProfileOptions) throws {}
     /// Most profiles do not read stdin.
     public var usesStandardInput: Bool { false }
+    /// Most profiles never change their database.
+    public func requestDatabaseChange(_ trigger: DatabaseChangeTrigger) -> Bool { false }
 }
 
 /// The profiles `ble serve` knows, by name, with a line for `--help`.

@@ -42,6 +42,8 @@ public struct TestServeProfile: ServeProfile {
     public static let signed = uuid(0x000B)
 
     var handles: GATTServiceHandles?
+    /// Database changes asked for and not yet made (TestServeProfile+DatabaseChange.swift).
+    let databaseChanges = DatabaseChangeRequests()
 
     /// The profile with `ble serve`'s defaults (`configure` changes what the command gives).
     public init() {}
@@ -75,17 +77,28 @@ public struct TestServeProfile: ServeProfile {
     /// While enabled: a notified counter every 500 ms, and, independently, an indicated counter
     /// every 500 ms where the next indication waits until every central it went to has
     /// confirmed the previous one (or 5 s pass). A central that confirms slowly does not hold
-    /// up the notifications.
+    /// up the notifications. Meanwhile the database changes as asked (`requestDatabaseChange`,
+    /// and a write of `databaseChangeCommand` to the write-only characteristic), in order.
     public func run(on manager: PeripheralManager, log: ServeLog) async throws {
-        guard let handles, let notifyHandle = handles.valueHandle(for: Self.notify), let indicateHandle = handles.valueHandle(for: Self.indicate) else { return }
+        guard let handles, let notifyHandle = handles.valueHandle(for: Self.notify), let indicateHandle = handles.valueHandle(for: Self.indicate),
+              let writeOnlyHandle = handles.valueHandle(for: Self.writeOnly) else { return }
         let events = await manager.events
         let confirmed = Counter()
+        let databaseChanges = self.databaseChanges
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events {
-                    if case let .indicationConfirmed(_, h) = event, h == indicateHandle { confirmed.increment() }
+                    switch event {
+                    case let .indicationConfirmed(_, h) where h == indicateHandle:
+                        confirmed.increment()
+                    case let .valueWritten(c, h, value) where h == writeOnlyHandle && value == Self.databaseChangeCommand:
+                        databaseChanges.request(.write(c))
+                    default:
+                        break
+                    }
                 }
             }
+            group.addTask { await changeDatabase(on: manager, log: log) }
             group.addTask {
                 var notified: UInt32 = 0
                 while !Task.isCancelled {

@@ -31,6 +31,10 @@ struct ServeCommand: BLECommand {
         "PROFILES:\n" + serveProfiles.map { "  \($0.name.padding(12))\($0.summary)" }.joined(separator: "\n")
             + "\n\nAfter a central disconnects the profile advertises again and accepts the next connection."
             + "\nOn a terminal, press 'a' to switch advertising off and on (not with --source -, which reads stdin)."
+            + "\ntest changes its database on a write of \"db-change\" to its write-only characteristic (8f3c0005) or on"
+            + "\n  SIGUSR1: it adds service 8f3c000c after the last handle, or removes it again (new Database Hash,"
+            + "\n  Service Changed to the clients that enabled it, Database Out Of Sync to change-unaware ones); each"
+            + "\n  change is logged. Other profiles log SIGUSR1 and ignore it."
             + "\naccel advertises as \"\(AccelerometerProfile.localName)\" unless --name is given, and notifies only while a central is subscribed."
             + "\n\necho fetches the URL of every U frame itself, for any central in radio range (no pairing):"
             + "\n  http and https reach whatever this machine can reach, internal addresses included (localhost,"
@@ -126,6 +130,9 @@ struct ServeCommand: BLECommand {
             await manager.close()
             throw error
         }
+        // SIGUSR1 asks the profile to change its database; caught before "ready", so one sent
+        // as soon as it shows does not end the process.
+        let databaseChangeSignals = signalArrivals(SIGUSR1)
         let serving = await manager.address
         log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(serving.map { $0.address.description })),
                            ("addressType", .optional(serving.map { $0.type == .public ? "public" : "random" }))],
@@ -146,6 +153,13 @@ struct ServeCommand: BLECommand {
             }
             group.addTask {
                 await waitForInterrupt(limit: limit)
+            }
+            group.addTask {
+                for await _ in databaseChangeSignals where !profile.requestDatabaseChange(.signal("SIGUSR1")) {
+                    log.line("databaseChanged", [("trigger", .string("signal")), ("signal", .string("SIGUSR1")),
+                                                 ("error", .string("the \(P.name) profile has no database change"))],
+                             text: "SIGUSR1 ignored: the \(P.name) profile has no database change")
+                }
             }
             if let keyboard {
                 log.line("keys", [("toggleAdvertising", .string("a"))], text: "press 'a' to switch advertising off and on")

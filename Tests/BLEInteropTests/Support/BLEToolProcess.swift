@@ -94,6 +94,12 @@ class BLEToolProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Sends `number` (SIGUSR1, say) to the process, if it still runs.
+    func signal(_ number: Int32) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, number)
+    }
+
     /// Waits until `match` finds something in the lines (and the new "taken" mark).
     private func wait(for what: String, timeout: TimeInterval, _ match: ([[String: Any]], Int) -> ([String: Any], Int)?) throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(timeout)
