@@ -49,9 +49,15 @@ extension TestServeProfile {
         return DatabaseChange(added: true, range: handles.range, hash: await manager.databaseHash)
     }
 
-    /// Makes the requested changes one after another, each logged, until cancelled.
+    /// Makes the requested changes one after another, each logged, until cancelled; requests
+    /// dropped because too many waited are logged before the next change.
     func changeDatabase(on manager: PeripheralManager, log: ServeLog) async {
         for await trigger in databaseChanges.requests {
+            let dropped = databaseChanges.takeDropped()
+            if dropped > 0 {
+                log.line("databaseChangesDropped", [("count", .int(dropped)), ("limit", .int(DatabaseChangeRequests.limit))],
+                         text: "\(dropped) database change request(s) dropped: at most \(DatabaseChangeRequests.limit) wait")
+            }
             do {
                 log.databaseChanged(try await Self.toggleService(on: manager), trigger: trigger)
             } catch {
