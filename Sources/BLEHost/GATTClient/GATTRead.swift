@@ -29,6 +29,10 @@ public struct ReadProcedure: GATTProcedure {
         }
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
+    }
+
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
 }
 
@@ -96,6 +100,11 @@ public struct ReadLongProcedure: GATTProcedure {
         }
     }
 
+    /// Parts read before the change and after it would not make one value.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
+    }
+
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
 }
 
@@ -119,6 +128,10 @@ public struct ReadByUUIDProcedure: GATTProcedure {
 
     public mutating func start() -> ProcedureStep<[ATTHandleValue]> { .send(walk.request) }
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[ATTHandleValue]> { walk.step(receiving: pdu) }
+    /// Reads the changed part of the range again (`GATTHandleRangeWalk.serverDatabaseChanged`).
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
     public static func gattOutput(_ output: [ATTHandleValue]) -> GATTOutput { .handleValues(output) }
 }
 
@@ -165,6 +178,10 @@ public struct ReadMultipleProcedure: GATTProcedure {
         }
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(handles, changedIn: range)
+    }
+
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
 }
 
@@ -203,6 +220,10 @@ public struct ReadMultipleVariableProcedure: GATTProcedure {
             }
             return .done(tuples.map(\.value))
         }
+    }
+
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(handles, changedIn: range)
     }
 
     public static func gattOutput(_ output: [[UInt8]]) -> GATTOutput { .values(output) }
