@@ -19,7 +19,7 @@ final class GATTClientDatabaseChangeTests: XCTestCase {
                                           ["C: 0a 1200"] + Self.changed10to20 + ["S: 0b 01"])
         XCTAssertEqual(outcome.result, .failure(.databaseChanged(0x0010...0x0020)))
         XCTAssertEqual(outcome.result?.gattError?.description,
-                       "the server's database changed (handles 0x0010...0x0020) during the request; its answer was not used")
+                       "the server's database changed (handles 0x0010...0x0020) during the request; no answer to it was used")
     }
 
     func testAnErrorAnswerAfterTheChangeIsNotTakenEither() {

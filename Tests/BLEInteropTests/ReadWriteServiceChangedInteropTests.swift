@@ -57,7 +57,7 @@ final class ReadWriteServiceChangedInteropTests: XCTestCase {
             let lines = result.stderr.split(separator: "\n")
             XCTAssertEqual(lines.count, 1, result.stderr)
             XCTAssertTrue(lines.first?.hasPrefix("ble: GATT: the server's database changed (handles 0x") == true, result.stderr)
-            XCTAssertTrue(lines.first?.hasSuffix("during the request; its answer was not used") == true, result.stderr)
+            XCTAssertTrue(lines.first?.hasSuffix("during the request; no answer to it was used") == true, result.stderr)
             try b.sensor.waitForEvent("disconnected", timeout: 20)
         }
         XCTAssertEqual(b.sensor.events.filter { $0.name == "read" }.count, 2, "\(b.sensor.events)")

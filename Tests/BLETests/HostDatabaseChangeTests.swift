@@ -164,7 +164,7 @@ final class HostDatabaseChangeTests: XCTestCase {
         } catch let BLEError.gatt(error) {
             XCTAssertEqual(error, .databaseChanged(0x0030...0x0034))
             XCTAssertEqual("\(BLEError.gatt(error))",
-                           "GATT: the server's database changed (handles 0x0030...0x0034) during the request; its answer was not used")
+                           "GATT: the server's database changed (handles 0x0030...0x0034) during the request; no answer to it was used")
         }
         let again = Task { try await p.readShortValue(handle: 0x0005) }
         await s.exchange("0a 0500", "0b 00")

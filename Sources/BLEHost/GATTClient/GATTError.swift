@@ -59,7 +59,7 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
         case .cancelled:
             return "GATT procedure cancelled"
         case let .databaseChanged(range):
-            return "the server's database changed (handles 0x\(attHex16(range.lowerBound))...0x\(attHex16(range.upperBound))) during the request; its answer was not used"
+            return "the server's database changed (handles 0x\(attHex16(range.lowerBound))...0x\(attHex16(range.upperBound))) during the request; no answer to it was used"
         }
     }
 }
