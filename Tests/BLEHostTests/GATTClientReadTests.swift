@@ -108,6 +108,56 @@ final class GATTClientReadTests: XCTestCase {
         XCTAssertEqual(outcome.result, .failure(.att(code: .insufficientAuthentication, handle: 3, request: .readBlobRequest)))
     }
 
+    /// A server that answers every Read Blob with a full part, whatever the offset: the client
+    /// stops at the 512-octet attribute maximum (Vol 3 Part F §3.2.9), one Read and 23 Read Blobs
+    /// at ATT_MTU 23, with a typed error, instead of reading on towards offset 65535.
+    func testGAR_readLong_aServerThatNeverEndsTheValueFailsAtTheAttributeMaximum() throws {
+        var bearer = ATTClientBearer(mtu: 23)
+        var requests: [[UInt8]] = []
+        var result: Result<GATTOutput, GATTError>?
+        var actions = bearer.submit(ReadLongProcedure(handle: 3), id: 1, now: .zero)
+        let full = [UInt8](repeating: 0xEE, count: 22)
+        while result == nil, requests.count < 300 {
+            var sent: [UInt8]?
+            for action in actions {
+                switch action {
+                case let .send(bytes): sent = bytes
+                case let .complete(_, r): result = r
+                default: break
+                }
+            }
+            guard let request = sent else { break }
+            requests.append(request)
+            actions = bearer.receive([request[0] == 0x0A ? 0x0B : 0x0D] + full, now: .seconds(requests.count))
+        }
+        XCTAssertEqual(requests.count, 24, "one Read and Read Blobs at 22, 44, … 506")
+        XCTAssertEqual(requests.last?.hexString, "0c0300" + attLE16(506))
+        guard case .protocolViolation? = result?.gattError else {
+            return XCTFail("expected a protocol violation, got \(String(describing: result))")
+        }
+    }
+
+    /// A value of exactly 512 octets in full parts (ATT_MTU 129: four of 128) ends without a
+    /// Read Blob at offset 512: no attribute is longer (§3.2.9).
+    func testGAR_readLong_fullPartsReachingTheAttributeMaximumEndTheRead() {
+        let value = (0..<512).map { UInt8(truncatingIfNeeded: $0) }
+        var lines = ["C: 0a 0300", "S: 0b \(Array(value[0..<128]).hexString)"]
+        for offset in stride(from: 128, to: 512, by: 128) {
+            lines += ["C: 0c 0300 \(attLE16(offset))", "S: 0d \(Array(value[offset..<(offset + 128)]).hexString)"]
+        }
+        let outcome = runGATTClientScript(ReadLongProcedure(handle: 3), mtu: 129, lines)
+        XCTAssertEqual(outcome.result, .success(.value(value)))
+    }
+
+    /// A Read Response longer than any attribute value (ATT_MTU 517 lets it carry 516 octets).
+    func testGAR_readLong_aFirstPartLongerThanTheAttributeMaximumFails() {
+        let part = [UInt8](repeating: 0x01, count: 516)
+        let outcome = runGATTClientScript(ReadLongProcedure(handle: 3), mtu: 517, ["C: 0a 0300", "S: 0b \(part.hexString)"])
+        guard case .protocolViolation? = outcome.result?.gattError else {
+            return XCTFail("expected a protocol violation, got \(String(describing: outcome.result))")
+        }
+    }
+
     func testGAR_readLong_fromOffset() {
         let outcome = runGATTClientScript(ReadLongProcedure(handle: 3, offset: 10), ["C: 0c 0300 0a00", "S: 0d 0102"])
         XCTAssertEqual(outcome.result, .success(.value([1, 2])))

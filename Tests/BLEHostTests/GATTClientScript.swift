@@ -11,6 +11,10 @@ import BLETestSupport
 ///
 /// The procedure runs on a real `ATTClientBearer`, so the one-outstanding-request rule and the
 /// answer checks are exercised too. The clock advances one second per line.
+///
+/// With `serviceChangedHandle`, the runner plays the bearer's owner for Service Changed (Vol 3
+/// Part G §7.1): an indication on that handle is decoded and the bearer told of the change
+/// (`serverDatabaseChanged`) right after it, as `GATTClientSessions` does.
 struct GATTClientScriptOutcome {
     var result: Result<GATTOutput, GATTError>?
     /// Actions other than `.send` and the procedure's `.complete` (notifications, MTU changes…).
@@ -21,7 +25,7 @@ struct GATTClientScriptOutcome {
 /// Runs `procedure` against the script and checks every client PDU and that the procedure
 /// completed exactly once, after the last line, with nothing else sent.
 @discardableResult
-func runGATTClientScript<P: GATTProcedure>(_ procedure: P, mtu: Int = 23, _ script: [String],
+func runGATTClientScript<P: GATTProcedure>(_ procedure: P, mtu: Int = 23, serviceChangedHandle: UInt16? = nil, _ script: [String],
                                            file: StaticString = #filePath, line: UInt = #line) -> GATTClientScriptOutcome {
     var bearer = ATTClientBearer(mtu: mtu)
     var sent: [[UInt8]] = []
@@ -34,6 +38,13 @@ func runGATTClientScript<P: GATTProcedure>(_ procedure: P, mtu: Int = 23, _ scri
             case let .complete(id, result) where id == 1:
                 XCTAssertNil(outcome.result, "completed twice (step \(step))", file: file, line: line)
                 outcome.result = result
+            case let .indication(handle, value) where handle == serviceChangedHandle:
+                outcome.events.append(action)
+                guard let range = try? GATTServiceChanged.affectedRange(value) else {
+                    XCTFail("step \(step): Service Changed value \(value.hexString)", file: file, line: line)
+                    continue
+                }
+                absorb(bearer.serverDatabaseChanged(range), step: step)
             default:
                 outcome.events.append(action)
             }

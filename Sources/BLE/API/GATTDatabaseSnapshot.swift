@@ -142,7 +142,9 @@ extension Peripheral {
             for c in entry.characteristics {
                 var value: Result<[UInt8], BLEError>?
                 if readValues, c.characteristic.properties.contains(.read) {
-                    value = try await capture { try await self.readValue(for: c.characteristic) }
+                    // By handle: the layout is what the dump shows, so a change under the read is
+                    // recorded (and makes a cached layout be discovered again), not followed.
+                    value = try await capture { try await self.readValue(handle: c.characteristic.valueHandle) }
                 }
                 var descriptors: [GATTDatabaseSnapshot.Descriptor] = []
                 for d in c.descriptors {
@@ -161,7 +163,7 @@ extension Peripheral {
             return .success(try await body())
         } catch let e as BLEError {
             switch e {
-            case .gatt(.att), .security: return .failure(e)
+            case .gatt(.att), .gatt(.databaseChanged), .security: return .failure(e)
             default: throw e
             }
         }
@@ -169,11 +171,14 @@ extension Peripheral {
 }
 
 extension GATTDatabaseSnapshot {
-    /// Whether a read was refused with Database Out Of Sync (Vol 3 Part G §2.5.2.1).
+    /// Whether a read was refused with Database Out Of Sync (Vol 3 Part G §2.5.2.1), or not used
+    /// because a Service Changed indication covered it (§7.1): the layout read from is stale.
     var anyOutOfSync: Bool {
         func stale(_ r: Result<[UInt8], BLEError>?) -> Bool {
-            if case .failure(.gatt(.att(.databaseOutOfSync, _, _)))? = r { return true }
-            return false
+            switch r {
+            case .failure(.gatt(.att(.databaseOutOfSync, _, _)))?, .failure(.gatt(.databaseChanged))?: return true
+            default: return false
+            }
         }
         return services.contains { s in
             s.characteristics.contains { c in stale(c.value) || c.descriptors.contains { stale($0.value) } }

@@ -182,9 +182,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return v
     }
 
-    /// Reads a characteristic's whole value at its value handle (see `readValue(handle:)`).
+    /// Reads a characteristic's whole value at its value handle (see `readValue(handle:)`). When
+    /// the server's database changes under the read (Service Changed covering it, or Database
+    /// Out Of Sync), the characteristic is found again and read once more; a second change
+    /// throws `BLEError.gatt(.databaseChanged)` (see Peripheral+DatabaseChange.swift).
     public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
-        try await readValue(handle: characteristic.valueHandle)
+        try await acrossDatabaseChange(of: characteristic) { try await readValue(handle: $0.valueHandle) }
     }
 
     /// Reads a descriptor's whole value at its handle (see `readValue(handle:)`).
@@ -246,11 +249,17 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Writes a characteristic's value at its value handle; lengths and write types as for
     /// `writeValue(_:handle:type:)`. A signed write needs the characteristic's Authenticated
     /// Signed Writes property (Vol 3 Part G §3.3.1.1, §4.9.2), else `BLEError.invalidArgument`.
+    /// A write with response under which the server's database changes (Service Changed
+    /// covering it, or Database Out Of Sync) is sent once more to the characteristic found
+    /// again, never blindly to its old handle; a second change throws
+    /// `BLEError.gatt(.databaseChanged)` (see Peripheral+DatabaseChange.swift).
     public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws {
         if type == .signedWithoutResponse, !characteristic.properties.contains(.authenticatedSignedWrites) {
             throw BLEError.invalidArgument("characteristic \(characteristic.uuid) does not take signed writes (no Authenticated Signed Writes property)")
         }
-        try await writeValue(value, handle: characteristic.valueHandle, type: type)
+        // A command has no answer to distrust: it goes at once, to the handle as known.
+        guard type == .withResponse else { return try await writeValue(value, handle: characteristic.valueHandle, type: type) }
+        try await acrossDatabaseChange(of: characteristic) { try await writeValue(value, handle: $0.valueHandle, type: .withResponse) }
     }
 
     /// Writes a descriptor's value, always with response as descriptor writes are made

@@ -244,7 +244,10 @@ final class GATTClientSessions {
     }
 
     /// Service Changed (Vol 3 Part G §7.1) arrived on the link: the affected range's discovery is
-    /// stale.
+    /// stale, and so is what the link's procedures learned there. They are told now, before the
+    /// link's next PDU (an answer to one of them), on every bearer
+    /// (`ATTClientBearerSet.serverDatabaseChanged`): one whose answers may come from what is now
+    /// another attribute ends with `GATTError.databaseChanged`, a discovery walks the range again.
     private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated HostController) {
         guard let link = host.connections.links[handle] else { return }
         var range: ClosedRange<UInt16> = 0x0001...0xFFFF
@@ -255,6 +258,11 @@ final class GATTClientSessions {
         }
         link.observation.invalidateServices(in: range)
         host.caches.servicesChanged(range, linkID: link.id, host)
+        let t = host.now
+        if let actions = host.connections.links.withLink(handle, { $0.clients.serverDatabaseChanged(range, now: t) }), !actions.isEmpty {
+            perform(actions, handle: handle, host)
+            host.rescheduleTimer()
+        }
         let sinks = sessions.read(handle) { Array($0.servicesChangedSinks.values) } ?? []
         for s in sinks { s.yield(range) }
     }

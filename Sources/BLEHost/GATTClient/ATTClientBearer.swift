@@ -54,6 +54,10 @@ public enum ATTBearerCloseReason: Hashable, Sendable, CustomStringConvertible {
 /// - A malformed PDU from the server is dropped, unless it answers our request, in which case
 ///   the procedure fails with `.malformedResponse`. An answer for another request (including an
 ///   Error Response naming another opcode) fails it with `.unexpectedResponse`.
+/// - A change of the server's database (`serverDatabaseChanged`, which the owner calls for a
+///   Service Changed indication, Vol 3 Part G §7.1) reaches every procedure not finished: one
+///   whose answers it makes `.untrusted` ends with `.databaseChanged` instead of its output once
+///   its outstanding request is answered, or at once if it has not started.
 public struct ATTClientBearer: Sendable {
     /// Vol 3 Part F §3.3.3.
     public static let defaultTransactionTimeout: Duration = .seconds(30)
@@ -73,8 +77,12 @@ public struct ATTClientBearer: Sendable {
         var deadline: Duration
         /// The caller cancelled; the answer is swallowed.
         var cancelled = false
-        /// The outstanding request is the cancelled procedure's clean-up request.
+        /// The outstanding request is the cancelled (or untrusted) procedure's clean-up request.
         var cleaningUp = false
+        /// The server's database changed in this range (the union, if it changed more than once)
+        /// while the procedure ran, and its answers are not trusted: the next answer ends it
+        /// with `.databaseChanged`, after its clean-up request if it has one.
+        var untrustedSince: ClosedRange<UInt16>?
     }
 
     private var inFlight: InFlight? {
@@ -194,6 +202,40 @@ public struct ATTClientBearer: Sendable {
         return []
     }
 
+    // MARK: The server's database changing
+
+    /// The server's database changed in `range`: the owner recognised a Service Changed
+    /// indication (Vol 3 Part G §7.1) and the bearer was told right after confirming it, before
+    /// any later answer. Each procedure not finished says what that means to it
+    /// (`GATTProcedure.serverDatabaseChanged`): the running one, if `.untrusted`, ends with
+    /// `.databaseChanged` once its outstanding request is answered (whatever the answer: it may
+    /// come from what is now another attribute), after a clean-up request if it needs one (a
+    /// long write cancels its queued writes); a queued one that is `.untrusted` ends now, having
+    /// sent nothing, so a write the caller aimed at the old layout never goes out.
+    public mutating func serverDatabaseChanged(_ range: ClosedRange<UInt16>) -> [BearerAction] {
+        guard !isClosed else { return [] }
+        if var current = inFlight, !current.cancelled {
+            if let earlier = current.untrustedSince {
+                current.untrustedSince = min(earlier.lowerBound, range.lowerBound)...max(earlier.upperBound, range.upperBound)
+            } else if current.procedure.serverDatabaseChanged(in: range, requestOutstanding: true) == .untrusted {
+                current.untrustedSince = range
+            }
+            inFlight = current
+        }
+        guard !queue.isEmpty else { return [] }
+        var actions: [BearerAction] = []
+        var kept: [(id: UInt64, procedure: AnyGATTProcedure)] = []
+        for var waiting in queue {
+            if waiting.procedure.serverDatabaseChanged(in: range, requestOutstanding: false) == .untrusted {
+                actions.append(.complete(id: waiting.id, .failure(.databaseChanged(range))))
+            } else {
+                kept.append(waiting)
+            }
+        }
+        queue = kept
+        return actions
+    }
+
     /// The link is gone: every procedure fails with `.bearerClosed`.
     public mutating func close() -> [BearerAction] {
         guard !isClosed else { return [] }
@@ -281,14 +323,16 @@ public struct ATTClientBearer: Sendable {
         guard var current = inFlight else { return [] }
         let answer = check(bytes, answering: current.request)
 
-        if current.cancelled {
+        if current.cancelled || current.untrustedSince != nil {
             if !current.cleaningUp, let cleanup = current.procedure.cleanupAfterCancel() {
                 current.cleaningUp = true
                 let actions = send(cleanup, for: current, now: now)
                 return inFlight == nil ? actions + startQueued(now: now) : actions
             }
             inFlight = nil
-            return startQueued(now: now)
+            guard !current.cancelled, let changed = current.untrustedSince else { return startQueued(now: now) }
+            // Whatever the answer says, it answers a request about the database before the change.
+            return [.complete(id: current.id, .failure(.databaseChanged(changed)))] + startQueued(now: now)
         }
 
         let step: ProcedureStep<GATTOutput>
@@ -360,7 +404,9 @@ public struct ATTClientBearer: Sendable {
         }
         if let problem {
             inFlight = nil
-            return current.cancelled ? [] : [.complete(id: current.id, .failure(.invalidArgument(problem)))]
+            if current.cancelled { return [] }
+            let error = current.untrustedSince.map(GATTError.databaseChanged) ?? .invalidArgument(problem)
+            return [.complete(id: current.id, .failure(error))]
         }
         var next = current
         next.request = pdu.opcode

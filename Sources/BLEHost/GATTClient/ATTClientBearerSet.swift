@@ -22,6 +22,10 @@ import BLEWire
 /// bearer and reported in the order each bearer received them; an indication's confirmation
 /// is a `.send` on the bearer it came on (§3.4.7.3).
 ///
+/// A change of the server's database (`serverDatabaseChanged`: a Service Changed indication,
+/// Vol 3 Part G §7.1, on whichever bearer it came) reaches the procedure running on every
+/// bearer and every waiting one: the server's database is one for all of the client's bearers.
+///
 /// Not generic over the bearer id: a generic type of this module used from the host module
 /// ran unspecialised there, every call paying for type metadata look-ups (issue 12).
 ///
@@ -206,6 +210,32 @@ public struct ATTClientBearerSet: Sendable {
         guard let on = running[id], let cancelled = withBearer(on, { $0.cancel(id: id) }) else { return [] }
         var actions = Actions()
         actions.append(cancelled, on: on)
+        return settle(actions, now: now)
+    }
+
+    // MARK: The server's database changing
+
+    /// The server's database changed in `range` (the owner recognised a Service Changed
+    /// indication, Vol 3 Part G §7.1, on any bearer): every bearer's running procedure and every
+    /// waiting one is told (`ATTClientBearer.serverDatabaseChanged`). A running procedure whose
+    /// answers are `.untrusted` ends with `.databaseChanged` when its request is answered; a
+    /// waiting one ends now, having sent nothing.
+    public mutating func serverDatabaseChanged(_ range: ClosedRange<UInt16>, now: Duration) -> Actions {
+        defer { refreshDeadline() }
+        var actions = Actions()
+        actions.append(first.serverDatabaseChanged(range), on: .unenhanced)
+        for i in enhanced.indices {
+            actions.append(enhanced[i].bearer.serverDatabaseChanged(range), on: .enhanced(cid: enhanced[i].cid))
+        }
+        var kept: [Waiting] = []
+        for var w in waiting {
+            if w.procedure.serverDatabaseChanged(in: range, requestOutstanding: false) == .untrusted {
+                actions.append(Action(bearer: w.pinned ?? .unenhanced, action: .complete(id: w.id, .failure(.databaseChanged(range)))))
+            } else {
+                kept.append(w)
+            }
+        }
+        waiting = kept
         return settle(actions, now: now)
     }
 

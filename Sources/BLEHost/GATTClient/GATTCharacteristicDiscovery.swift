@@ -42,6 +42,12 @@ public struct DiscoverCharacteristicsProcedure: GATTProcedure {
         }
     }
 
+    /// Reads the declarations in the changed part of the range again
+    /// (`GATTHandleRangeWalk.serverDatabaseChanged`).
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
+
     public static func gattOutput(_ output: [GATTCharacteristic]) -> GATTOutput { .characteristics(output) }
 }
 
@@ -116,6 +122,15 @@ public struct DiscoverDescriptorsProcedure: GATTProcedure {
     static func isDeclaration(_ uuid: BluetoothUUID) -> Bool {
         uuid == GATTUUID.primaryService || uuid == GATTUUID.secondaryService
             || uuid == GATTUUID.include || uuid == GATTUUID.characteristic
+    }
+
+    /// A characteristic's descriptor range comes from its declaration, as the client knew it
+    /// before the change: when the change reaches into it, the characteristic may have moved and
+    /// its handles hold another's descriptors (whose CCCD a caller would then write), so the
+    /// answers are `.untrusted` rather than searched again.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        guard let walk, walk.range.overlaps(range) else { return .unaffected }
+        return .untrusted
     }
 
     public static func gattOutput(_ output: [GATTDescriptor]) -> GATTOutput { .descriptors(output) }

@@ -76,6 +76,12 @@ public struct FindCharacteristicProcedure: GATTProcedure {
         return all
     }
 
+    /// Reads the declarations in the changed part of the range again
+    /// (`GATTHandleRangeWalk.serverDatabaseChanged`): the search then reports what is there now.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
+
     public static func gattOutput(_ output: GATTCharacteristicSearch) -> GATTOutput { .characteristicSearch(output) }
 }
 
@@ -90,6 +96,11 @@ public struct FindCharacteristicProcedure: GATTProcedure {
 public struct ReadDatabaseHashProcedure: GATTProcedure {
     public typealias Output = ATTHandleValue?
     public var mtu: Int
+    /// The database changed while the request was outstanding: its answer is dropped and the
+    /// request asked again.
+    private var dropsAnswer = false
+    /// How many times the request was asked again so.
+    private var askedAgain = 0
 
     public init(mtu: Int = 23) { self.mtu = mtu }
 
@@ -101,6 +112,11 @@ public struct ReadDatabaseHashProcedure: GATTProcedure {
     public mutating func start() -> ProcedureStep<ATTHandleValue?> { .send(Self.request) }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<ATTHandleValue?> {
+        if dropsAnswer {
+            dropsAnswer = false
+            if case let .invalid(error) = ATTAnswer(pdu, to: .readByTypeRequest) { return .failed(error) }
+            return .send(Self.request)
+        }
         switch ATTAnswer(pdu, to: .readByTypeRequest) {
         case let .invalid(error):
             return .failed(error)
@@ -117,6 +133,17 @@ public struct ReadDatabaseHashProcedure: GATTProcedure {
             }
             return .done(first)
         }
+    }
+
+    /// A hash answered across a change may be the old database's, and would key a cache of the
+    /// new one (§2.5.2): the answer is dropped and the hash read again, up to
+    /// `GATTDatabaseChangeEffect.coverAgainLimit` times.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        guard requestOutstanding else { return .coveredAgain }
+        guard askedAgain < GATTDatabaseChangeEffect.coverAgainLimit else { return .untrusted }
+        askedAgain += 1
+        dropsAnswer = true
+        return .coveredAgain
     }
 
     public static func gattOutput(_ output: ATTHandleValue?) -> GATTOutput { .handleValues(output.map { [$0] } ?? []) }

@@ -2,8 +2,9 @@ import BLEWire
 
 /// Why a GATT client procedure did not produce its output. Says which side failed: `.att` is
 /// the peer's answer; `.unexpectedResponse`, `.malformedResponse` and `.protocolViolation` are the
-/// peer breaking the protocol; `.timeout` and `.bearerClosed` are the link; `.invalidArgument`,
-/// `.unsupported` and `.cancelled` are local.
+/// peer breaking the protocol; `.databaseChanged` is the peer's database changing under the
+/// request; `.timeout` and `.bearerClosed` are the link; `.invalidArgument`, `.unsupported` and
+/// `.cancelled` are local.
 public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The server answered `request` with an Error Response (Core spec Vol 3 Part F §3.4.1.1).
     case att(code: ATTErrorCode, handle: UInt16, request: ATTOpcode)
@@ -28,6 +29,11 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
     case reliableWriteEchoMismatch(handle: UInt16)
     /// The caller cancelled the procedure.
     case cancelled
+    /// The server's database changed in this handle range (a Service Changed indication, Vol 3
+    /// Part G §7.1; 0x0001...0xFFFF after Database Out Of Sync, §2.5.2.1) while the procedure
+    /// ran, over handles it had named: an answer may come from what is now another attribute,
+    /// so none was used. Nothing says whether the server carried out a write that was answered.
+    case databaseChanged(ClosedRange<UInt16>)
 
     /// What failed, with the ATT error code, handle and request where there is one.
     public var description: String {
@@ -52,6 +58,8 @@ public enum GATTError: Error, Hashable, Sendable, CustomStringConvertible {
             return "prepared write echo mismatch on handle 0x\(attHex16(handle)); writes cancelled"
         case .cancelled:
             return "GATT procedure cancelled"
+        case let .databaseChanged(range):
+            return "the server's database changed (handles 0x\(attHex16(range.lowerBound))...0x\(attHex16(range.upperBound))) during the request; no answer to it was used"
         }
     }
 }

@@ -44,6 +44,11 @@ public struct ExchangeMTUProcedure: GATTProcedure {
         }
     }
 
+    /// The ATT_MTU does not depend on the database.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .unaffected
+    }
+
     public static func gattOutput(_ output: Int) -> GATTOutput { .mtu(output) }
 }
 

@@ -94,6 +94,10 @@ extension ReadByTypeQuery {
 /// makes the client loop. A response with no entries cannot advance either (the ATT decoder
 /// already rejects empty lists, §3.4.3.2 ff.; this does not rely on it).
 ///
+/// A change of the server's database in the range (Service Changed, Vol 3 Part G §7.1) sends the
+/// walk back to the start of the change (`serverDatabaseChanged`), so what it returns describes
+/// the database after the change, a service added there included.
+///
 /// Sans-IO like the procedures that hold it: `request` is what to send, `receive` takes the
 /// answer to it (a response or an Error Response, as the bearer passes it on).
 struct GATTHandleRangeWalk<Query: HandleRangeQuery>: Sendable {
@@ -113,6 +117,13 @@ struct GATTHandleRangeWalk<Query: HandleRangeQuery>: Sendable {
     /// The entries so far, in handle order. Writable so that a procedure can complete them
     /// (Find Included Services reads back 128-bit UUIDs, §4.5.1).
     var found: [Query.Value] = []
+    /// The handles each of `found` claims (a group's declaration to its end), in the same order.
+    private var spans: [ClosedRange<UInt16>] = []
+    /// The database changed while a request was outstanding: its answer is dropped and the
+    /// request asked again from the cursor.
+    private var dropsAnswer = false
+    /// How many changes sent the walk back.
+    private(set) var walkedAgain = 0
 
     init(_ query: Query, range: ClosedRange<UInt16>) {
         self.query = query
@@ -126,6 +137,11 @@ struct GATTHandleRangeWalk<Query: HandleRangeQuery>: Sendable {
     /// Takes the answer to `request`.
     mutating func receive(_ pdu: ATTPDU) -> Result<Progress, GATTError> {
         let requestOpcode = request.opcode
+        if dropsAnswer {
+            dropsAnswer = false
+            if case let .invalid(error) = ATTAnswer(pdu, to: requestOpcode) { return .failure(error) }
+            return .success(.continuing)
+        }
         switch ATTAnswer(pdu, to: requestOpcode) {
         case let .invalid(error):
             return .failure(error)
@@ -147,7 +163,9 @@ struct GATTHandleRangeWalk<Query: HandleRangeQuery>: Sendable {
                 if let error = advance(past: entry) { return .failure(error) }
                 switch query.value(of: entry) {
                 case let .failure(error): return .failure(error)
-                case let .success(value): found.append(value)
+                case let .success(value):
+                    found.append(value)
+                    spans.append(entry.firstHandle...entry.lastHandle)
                 }
             }
             return .success(isFinished ? .finished : .continuing)
@@ -161,6 +179,34 @@ struct GATTHandleRangeWalk<Query: HandleRangeQuery>: Sendable {
         case .success(.finished): return .done(found)
         case .success(.continuing): return .send(request)
         }
+    }
+
+    /// The server's database changed in `changed` (Vol 3 Part G §7.1). When that overlaps the
+    /// range, the walk goes back to where the change starts: the entries that reach into the
+    /// change or lie after it are dropped, the cursor moves back to the first of them (or to the
+    /// change's start, if the walk had passed it), and the answer to an outstanding request is
+    /// dropped, since it may describe the database before the change or after it; the walk
+    /// goes on from there, so it ends having searched the changed part after the change. Each
+    /// change costs at most the requests from its start to the range end, and a walk goes back
+    /// at most `GATTDatabaseChangeEffect.coverAgainLimit` times: after that its answers are
+    /// `.untrusted`. A walk that has not sent anything yet is not affected at all.
+    mutating func serverDatabaseChanged(in changed: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        guard changed.overlaps(range) else { return .unaffected }
+        let started = requestOutstanding || dropsAnswer || isFinished || cursor != range.lowerBound || !found.isEmpty
+        guard started else { return .coveredAgain }
+        guard walkedAgain < GATTDatabaseChangeEffect.coverAgainLimit else { return .untrusted }
+        walkedAgain += 1
+        let start = max(changed.lowerBound, range.lowerBound)
+        // Spans are disjoint and ascending: the ones that reach the change are a suffix.
+        var kept = spans.count
+        while kept > 0, spans[kept - 1].upperBound >= start { kept -= 1 }
+        let from = kept < spans.count ? min(start, spans[kept].lowerBound) : start
+        found.removeSubrange(kept...)
+        spans.removeSubrange(kept...)
+        cursor = isFinished ? from : min(cursor, from)
+        isFinished = false
+        if requestOutstanding { dropsAnswer = true }
+        return .coveredAgain
     }
 
     /// Moves the cursor past an entry, or says why the entry cannot be accepted.

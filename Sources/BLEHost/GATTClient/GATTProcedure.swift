@@ -43,7 +43,8 @@ public protocol GATTProcedure: Sendable {
 
     /// Called by the bearer instead of `receive` when the caller cancelled the procedure while a
     /// request was outstanding (ATT cannot abort a request, Vol 3 Part F §3.3.2) and the answer
-    /// to that request has arrived. Return a final request that undoes server-side state — a queued
+    /// to that request has arrived; likewise when a change of the server's database made its
+    /// answers `.untrusted`. Return a final request that undoes server-side state — a queued
     /// long write returns Execute Write with flags 0x00 (§3.4.6.3) — or nil. Its answer is
     /// swallowed. Default: nil.
     mutating func cleanupAfterCancel() -> ATTPDU?
@@ -54,6 +55,13 @@ public protocol GATTProcedure: Sendable {
     /// `.failed(error)`.
     mutating func answerFailed(_ error: GATTError) -> ProcedureStep<Output>
 
+    /// Called by the bearer when the server's database changed in `range` (a Service Changed
+    /// indication, Vol 3 Part G §7.1) while the procedure was submitted and not finished:
+    /// `requestOutstanding` when one of its requests waits for an answer, false when it has not
+    /// started. Says whether its answers can still be used (see `GATTDatabaseChangeEffect`).
+    /// Default: `.untrusted`, the safe answer for a procedure that cannot tell.
+    mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect
+
     /// Wraps the output for the type-erased bearer.
     static func gattOutput(_ output: Output) -> GATTOutput
 }
@@ -61,6 +69,38 @@ public protocol GATTProcedure: Sendable {
 extension GATTProcedure {
     public mutating func cleanupAfterCancel() -> ATTPDU? { nil }
     public mutating func answerFailed(_ error: GATTError) -> ProcedureStep<Output> { .failed(error) }
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .untrusted
+    }
+}
+
+/// What a change of the server's database (Core spec Vol 3 Part G §7.1: the handles from the
+/// Service Changed value's start to its end may now name other attributes, or none) means to a
+/// procedure that was running or waiting to run when the client learned of it.
+public enum GATTDatabaseChangeEffect: Hashable, Sendable {
+    /// Nothing it named lies in the range (attributes outside it keep their handles, §7.1), or
+    /// its output does not depend on the database (Exchange MTU): it goes on as it is.
+    case unaffected
+    /// It takes the change into account itself and goes on: a discovery walks the changed part
+    /// of its range again, dropping what it found there and the answer to a request that was
+    /// outstanding (which may describe the database before or after the change).
+    case coveredAgain
+    /// What it named may be another attribute now: it is not started, or once its outstanding
+    /// request is answered (after the clean-up `cleanupAfterCancel` asks for, such as Execute
+    /// Write cancel for a long write) it ends with `.databaseChanged`, whatever the answer.
+    case untrusted
+
+    /// How many changes one procedure covers again (`.coveredAgain`) before its answers are
+    /// `.untrusted`: each costs requests, and a server whose database keeps changing must not
+    /// keep the client asking.
+    public static let coverAgainLimit = 3
+
+    /// `.untrusted` when any of `handles` lies in `range`, else `.unaffected`: the effect on a
+    /// procedure that reads or writes those handles.
+    public static func on<S: Sequence>(_ handles: S, changedIn range: ClosedRange<UInt16>) -> GATTDatabaseChangeEffect
+        where S.Element == UInt16 {
+        handles.contains { range.contains($0) } ? .untrusted : .unaffected
+    }
 }
 
 /// The output of any procedure, as the bearer reports it.
@@ -122,6 +162,9 @@ public struct AnyGATTProcedure: GATTProcedure {
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<GATTOutput> { box.receive(pdu) }
     public mutating func cleanupAfterCancel() -> ATTPDU? { box.cleanupAfterCancel() }
     public mutating func answerFailed(_ error: GATTError) -> ProcedureStep<GATTOutput> { box.answerFailed(error) }
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        box.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
     public static func gattOutput(_ output: GATTOutput) -> GATTOutput { output }
 }
 
@@ -133,6 +176,7 @@ private protocol ErasedGATTProcedure: Sendable {
     mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<GATTOutput>
     mutating func cleanupAfterCancel() -> ATTPDU?
     mutating func answerFailed(_ error: GATTError) -> ProcedureStep<GATTOutput>
+    mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect
 }
 
 private struct ProcedureBox<P: GATTProcedure>: ErasedGATTProcedure {
@@ -147,6 +191,9 @@ private struct ProcedureBox<P: GATTProcedure>: ErasedGATTProcedure {
     mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<GATTOutput> { base.receive(pdu).map(P.gattOutput) }
     mutating func cleanupAfterCancel() -> ATTPDU? { base.cleanupAfterCancel() }
     mutating func answerFailed(_ error: GATTError) -> ProcedureStep<GATTOutput> { base.answerFailed(error).map(P.gattOutput) }
+    mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        base.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
 }
 
 // MARK: - Shared pieces of the procedures

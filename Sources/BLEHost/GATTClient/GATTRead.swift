@@ -29,6 +29,10 @@ public struct ReadProcedure: GATTProcedure {
         }
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
+    }
+
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
 }
 
@@ -41,6 +45,12 @@ public struct ReadProcedure: GATTProcedure {
 /// Long or Invalid Offset: the value was exactly a multiple of ATT_MTU − 1 long and the client
 /// asked at its end (servers differ in which error they use there, §3.4.4.5). Any error on the
 /// first request fails the procedure.
+///
+/// No attribute value is longer than 512 octets (Vol 3 Part F §3.2.9): a value that reaches 512
+/// ends the read without a Read Blob at its end, and a server that sends more (a full part that
+/// carries the value past 512) fails it with `.protocolViolation`, after at most one Read and
+/// 23 Read Blobs at ATT_MTU 23, instead of being read on towards the 65535 a Read Blob offset
+/// can name.
 public struct ReadLongProcedure: GATTProcedure {
     public typealias Output = [UInt8]
     public var mtu: Int
@@ -78,15 +88,21 @@ public struct ReadLongProcedure: GATTProcedure {
             return .failed(.att(code: code, handle: handle, request: request))
         case let .response(.readResponse(part)), let .response(.readBlobResponse(part)):
             value += part
-            guard !part.isEmpty, part.count >= mtu - 1 else { return .done(value) }
-            guard nextOffset <= Int(UInt16.max) else {
-                return .failed(.protocolViolation("value longer than a Read Blob offset can reach"))
+            guard nextOffset <= attMaximumAttributeValueLength else {
+                return .failed(.protocolViolation(
+                    "\(nextOffset) octets of a value at 0x\(attHex16(handle)): attribute values are at most \(attMaximumAttributeValueLength) (Vol 3 Part F §3.2.9)"))
             }
+            guard !part.isEmpty, part.count >= mtu - 1, nextOffset < attMaximumAttributeValueLength else { return .done(value) }
             outstanding = .readBlobRequest
             return .send(.readBlobRequest(handle: handle, offset: UInt16(nextOffset)))
         case let .response(response):
             return .failed(.unexpected(response, for: request))
         }
+    }
+
+    /// Parts read before the change and after it would not make one value.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
     }
 
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
@@ -112,6 +128,10 @@ public struct ReadByUUIDProcedure: GATTProcedure {
 
     public mutating func start() -> ProcedureStep<[ATTHandleValue]> { .send(walk.request) }
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[ATTHandleValue]> { walk.step(receiving: pdu) }
+    /// Reads the changed part of the range again (`GATTHandleRangeWalk.serverDatabaseChanged`).
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
     public static func gattOutput(_ output: [ATTHandleValue]) -> GATTOutput { .handleValues(output) }
 }
 
@@ -158,6 +178,10 @@ public struct ReadMultipleProcedure: GATTProcedure {
         }
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(handles, changedIn: range)
+    }
+
     public static func gattOutput(_ output: [UInt8]) -> GATTOutput { .value(output) }
 }
 
@@ -196,6 +220,10 @@ public struct ReadMultipleVariableProcedure: GATTProcedure {
             }
             return .done(tuples.map(\.value))
         }
+    }
+
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(handles, changedIn: range)
     }
 
     public static func gattOutput(_ output: [[UInt8]]) -> GATTOutput { .values(output) }

@@ -100,5 +100,9 @@ public struct ReadValuesProcedure: GATTProcedure {
         return .done(values.map { $0 ?? [] })
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(handles, changedIn: range)
+    }
+
     public static func gattOutput(_ output: [[UInt8]]) -> GATTOutput { .values(output) }
 }

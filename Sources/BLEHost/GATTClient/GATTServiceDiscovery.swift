@@ -18,6 +18,11 @@ public struct DiscoverAllPrimaryServicesProcedure: GATTProcedure {
 
     public mutating func start() -> ProcedureStep<[GATTService]> { .send(walk.request) }
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> { walk.step(receiving: pdu) }
+    /// Searches the changed part of the range again, so a service added there is found
+    /// (`GATTHandleRangeWalk.serverDatabaseChanged`).
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
     public static func gattOutput(_ output: [GATTService]) -> GATTOutput { .services(output) }
 }
 
@@ -59,6 +64,10 @@ public struct DiscoverPrimaryServiceByUUIDProcedure: GATTProcedure {
 
     public mutating func start() -> ProcedureStep<[GATTService]> { .send(walk.request) }
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTService]> { walk.step(receiving: pdu) }
+    /// Searches the changed part of the range again (`GATTHandleRangeWalk.serverDatabaseChanged`).
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+    }
     public static func gattOutput(_ output: [GATTService]) -> GATTOutput { .services(output) }
 }
 
@@ -93,6 +102,9 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
     private var walk: GATTHandleRangeWalk<IncludeDeclarations>
     /// Index into `walk.found` whose UUID is being read back.
     private var reading: Int?
+    /// The database changed while a UUID was being read back and the walk went back over the
+    /// change: that read's answer is dropped.
+    private var dropsReadAnswer = false
 
     public init(service: GATTService, mtu: Int = 23) {
         self.init(range: service.handleRange, mtu: mtu)
@@ -106,6 +118,12 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
     public mutating func start() -> ProcedureStep<[GATTIncludedService]> { .send(walk.request) }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTIncludedService]> {
+        if dropsReadAnswer {
+            dropsReadAnswer = false
+            reading = nil
+            if case let .invalid(error) = ATTAnswer(pdu, to: .readRequest) { return .failed(error) }
+            return next()
+        }
         if let index = reading { return receiveUUID(pdu, for: index) }
         switch walk.receive(pdu) {
         case let .failure(error): return .failed(error)
@@ -142,6 +160,26 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
         return .done(walk.found.compactMap { entry in
             entry.uuid.map { GATTIncludedService(declarationHandle: entry.declaration, serviceHandleRange: entry.range, uuid: $0) }
         })
+    }
+
+    /// Searches the changed part of the range again (`GATTHandleRangeWalk.serverDatabaseChanged`);
+    /// a UUID being read back then is read again if its include is still there. When only the
+    /// included service's declaration lies in the changed range (the include declaration that
+    /// names it does not), what is read there is not the service the include names: `.untrusted`.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        let readHandle = reading.map { walk.found[$0].range.lowerBound }
+        let readingUUID = requestOutstanding && readHandle != nil
+        let effect = walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding && !readingUUID)
+        guard readingUUID, let readHandle else { return effect }
+        switch effect {
+        case .coveredAgain:
+            dropsReadAnswer = true
+            return .coveredAgain
+        case .unaffected:
+            return range.contains(readHandle) ? .untrusted : .unaffected
+        case .untrusted:
+            return .untrusted
+        }
     }
 
     public static func gattOutput(_ output: [GATTIncludedService]) -> GATTOutput { .includedServices(output) }

@@ -45,6 +45,10 @@ public struct WriteProcedure: GATTProcedure {
         }
     }
 
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
+    }
+
     public static func gattOutput(_ output: Void) -> GATTOutput { .none }
 }
 
@@ -119,6 +123,9 @@ public struct LongWriteProcedure: GATTProcedure {
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<Void> { engine.receive(pdu) }
     public mutating func answerFailed(_ error: GATTError) -> ProcedureStep<Void> { engine.answerFailed(error) }
     public mutating func cleanupAfterCancel() -> ATTPDU? { engine.cleanupAfterCancel() }
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(engine.writes.map(\.handle), changedIn: range)
+    }
     public static func gattOutput(_ output: Void) -> GATTOutput { .none }
 }
 
@@ -146,6 +153,9 @@ public struct ReliableWriteProcedure: GATTProcedure {
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<Void> { engine.receive(pdu) }
     public mutating func answerFailed(_ error: GATTError) -> ProcedureStep<Void> { engine.answerFailed(error) }
     public mutating func cleanupAfterCancel() -> ATTPDU? { engine.cleanupAfterCancel() }
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(engine.writes.map(\.handle), changedIn: range)
+    }
     public static func gattOutput(_ output: Void) -> GATTOutput { .none }
 }
 

@@ -67,5 +67,11 @@ public struct WriteValueProcedure: GATTProcedure {
         return pdu
     }
 
+    /// A write to a handle that may name another attribute now is not sent again here: the
+    /// caller, which knows what it meant to write, finds it again.
+    public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
+        .on(CollectionOfOne(handle), changedIn: range)
+    }
+
     public static func gattOutput(_ output: Void) -> GATTOutput { .none }
 }

@@ -18,6 +18,12 @@ indicates Service Changed (Core Vol 3 Part G §7.1) for the Heart Rate Service's
 central if it subscribed to it (event "service_changed"), as a server whose database changed
 would; a client must then find the characteristic again and subscribe again.
 
+With --service-changed-on-access N, each of the first N reads of 2A38 and writes of 2A39 on a
+connection is answered only after the sensor indicated Service Changed for the Heart Rate
+Service's range to that central (forced: whether or not it subscribed) and had it confirmed, as a
+server whose database changed while the request was outstanding; a client must not take that
+answer (Core Vol 3 Part G §7.1), but find the characteristic again and ask once more.
+
 Measurement k of a subscription (k = 0, 1, …) has variant k mod 24, heart rate 60 + (7k mod
 120) for UInt8 and 200 + (7k mod 120) for UInt16 (so the high byte is used), the sensor's
 Energy Expended (kJ; +3 per measurement sent, saturating at 0xFFFF, reset by the control
@@ -66,6 +72,7 @@ class Sensor:
         self.energy = 0
         self.sent = 0
         self.tasks: dict[int, asyncio.Task] = {}
+        self.changed_accesses: dict[int, int] = {}
         P = gatt.Characteristic.Properties
         self.measurement = gatt.Characteristic(MEASUREMENT, P.NOTIFY, 0, seed.value())
         location = gatt.Characteristic(BODY_SENSOR_LOCATION, P.READ, Attribute.READABLE,
@@ -78,13 +85,21 @@ class Sensor:
                         BODY_SENSOR_LOCATION: location.handle, CONTROL_POINT: control.handle}
         self.measurement.on("subscription", self.on_subscription)
 
-    def read_location(self, connection: Any) -> bytes:
+    async def change_before_answering(self, connection: Any) -> None:
+        done = self.changed_accesses.get(connection.handle, 0)
+        if done < self.args.service_changed_on_access:
+            self.changed_accesses[connection.handle] = done + 1
+            await self.indicate_service_changed(connection, force=True)
+
+    async def read_location(self, connection: Any) -> bytes:
+        await self.change_before_answering(connection)
         value = bytes([self.args.location])
         common.emit("read", connection=connection.handle, uuid=BODY_SENSOR_LOCATION,
                     handle=self.handles[BODY_SENSOR_LOCATION], value=value.hex())
         return value
 
-    def write_control_point(self, connection: Any, value: bytes) -> None:
+    async def write_control_point(self, connection: Any, value: bytes) -> None:
+        await self.change_before_answering(connection)
         value = bytes(value)
         if value == bytes([RESET_ENERGY_EXPENDED]):
             self.energy = 0
@@ -106,6 +121,7 @@ class Sensor:
                 self.notify_loop(bearer))
 
     def on_disconnect(self, connection: Any, reason: int) -> None:
+        self.changed_accesses.pop(connection.handle, None)
         task = self.tasks.pop(connection.handle, None)
         if task:
             task.cancel()
@@ -130,13 +146,13 @@ class Sensor:
             await asyncio.sleep(self.args.interval)
 
 
-    async def indicate_service_changed(self, connection: Any) -> None:
+    async def indicate_service_changed(self, connection: Any, force: bool = False) -> None:
         sc = self.device.gatt_service.service_changed_characteristic if self.device.gatt_service else None
         if sc is None:
             return
         start, end = self.service.handle, self.service.end_group_handle
         value = start.to_bytes(2, "little") + end.to_bytes(2, "little")
-        await self.device.indicate_subscriber(connection, sc, value)
+        await self.device.indicate_subscriber(connection, sc, value, force=force)
         common.emit("service_changed", connection=connection.handle, start=start, end=end)
 
 
@@ -174,5 +190,7 @@ if __name__ == "__main__":
                         help="pair (Just Works) and bond; keys in memory")
     parser.add_argument("--service-changed-after", type=int, default=0,
                         help="indicate Service Changed for 180D after this many measurements of a subscription")
+    parser.add_argument("--service-changed-on-access", type=int, default=0,
+                        help="indicate Service Changed for 180D (forced) before answering each of the first N reads of 2A38 and writes of 2A39 of a connection")
     seed.add_peripheral_limits(parser, "measurements")
     common.run(main, parser.parse_args())

@@ -1,0 +1,255 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLEWire
+import XCTest
+import BLETestSupport
+
+/// The GATT client across a change of the server's database, end to end through the host over a
+/// fake controller that plays the server PDU by PDU: a Service Changed indication (Core Vol 3
+/// Part G §7.1) that arrives while a read or write is outstanding, or a Database Out Of Sync
+/// answer (§2.5.2.1), has the characteristic found again (by UUID within its service) and the
+/// request sent once more; a discovery the indication interrupts covers the changed range again.
+///
+/// The server's layout: GAP 0x0001–0x0005, GATT 0x0006–0x000D (Service Changed declared at
+/// 0x0007, value 0x0008, CCCD 0x0009), and service FFF0 at 0x0010–0x0014 with FFF1 (declaration
+/// 0x0011, value 0x0012) and FFF2 (0x0013, 0x0014). The change moves FFF0 to 0x0030–0x0034.
+final class HostDatabaseChangeTests: XCTestCase {
+    let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_02), type: .random)
+    let link: UInt16 = 0x0040
+
+    /// The host, its fake controller, and how many ATT PDUs of the host the test has checked.
+    final class Session {
+        let t: HostUnderTest
+        let central: Central
+        let p: Peripheral
+        let link: UInt16
+        private var checked = 0
+
+        init(t: HostUnderTest, central: Central, p: Peripheral, link: UInt16) {
+            self.t = t
+            self.central = central
+            self.p = p
+            self.link = link
+        }
+
+        /// Checks the host's next ATT PDU (bounded wait: a PDU that never comes fails the test).
+        func client(_ hex: String, file: StaticString = #filePath, line: UInt = #line) async {
+            let n = checked
+            checked += 1
+            let t = self.t
+            guard await waitUntil("ATT PDU \(n) (\(hex))", within: .seconds(10), file: file, line: line, {
+                await t.controller.l2capPayloads(channel: 0x0004).count > n
+            }) else { return }
+            let got = await t.controller.l2capPayloads(channel: 0x0004)[n]
+            XCTAssertEqual(got.hexString, hexBytes(hex, file: file, line: line).hexString, "ATT PDU \(n)", file: file, line: line)
+        }
+
+        /// The server sends an ATT PDU.
+        func server(_ hex: String, file: StaticString = #filePath, line: UInt = #line) async {
+            await t.controller.sendL2CAP(handle: link, channel: 4, payload: hexBytes(hex, file: file, line: line))
+        }
+
+        /// Both in turn: the client's request, then the server's answer.
+        func exchange(_ request: String, _ answer: String, file: StaticString = #filePath, line: UInt = #line) async {
+            await client(request, file: file, line: line)
+            await server(answer, file: file, line: line)
+        }
+    }
+
+    static let serviceUUID = BluetoothUUID(0xFFF0)
+    static let characteristicUUID = BluetoothUUID(0xFFF1)
+
+    /// Connects, learns the Service Changed characteristic (the stack subscribes to it), discovers
+    /// the services and FFF0's characteristics; returns the session and FFF1.
+    func connectedWithFFF1() async throws -> (Session, GATTCharacteristic) {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let services = Task { try await p.discoverServices() }
+        await s.exchange("10 0100 ffff 0028", "11 06 0100 0500 0018 0600 0d00 0118 1000 1400 f0ff")
+        await s.exchange("10 1500 ffff 0028", "01 10 1500 0a")
+        let found = try await services.value
+        let service = try XCTUnwrap(found.first { $0.uuid == Self.serviceUUID })
+        let characteristics = Task { try await p.discoverCharacteristics(for: service) }
+        await s.exchange("08 1000 1400 0328", "09 07 1100 0a 1200 f1ff 1300 02 1400 f2ff")
+        await s.exchange("08 1400 1400 0328", "01 08 1400 0a")
+        let all = try await characteristics.value
+        let c = try XCTUnwrap(all.first { $0.uuid == Self.characteristicUUID })
+        XCTAssertEqual(c.valueHandle, 0x0012)
+        return (s, c)
+    }
+
+    func connected() async throws -> Session {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let p = try await central.connect(peer, timeout: .seconds(5))
+        return Session(t: t, central: central, p: p, link: link)
+    }
+
+    /// Discovers the GATT service's characteristics: the stack learns Service Changed's value
+    /// handle (0x0008) and enables its indications (CCCD 0x0009).
+    func learnServiceChanged(_ s: Session) async throws {
+        let gatt = GATTService(uuid: GATTUUID.genericAttributeService, handleRange: 0x0006...0x000D)
+        let p = s.p
+        let discovery = Task { try await p.discoverCharacteristics(for: gatt) }
+        await s.exchange("08 0600 0d00 0328", "09 07 0700 20 0800 052a")
+        await s.exchange("08 0800 0d00 0328", "01 08 0800 0a")
+        await s.exchange("04 0900 0d00", "05 01 0900 0229")
+        await s.exchange("04 0a00 0d00", "01 04 0a00 0a")
+        await s.exchange("12 0900 0200", "13")
+        _ = try await discovery.value
+    }
+
+    /// What the client asks to find FFF1 again after FFF0 moved to 0x0030–0x0034: FFF0 by UUID,
+    /// then its characteristics.
+    func rediscoverMovedFFF1(_ s: Session) async {
+        await s.exchange("06 0100 ffff 0028 f0ff", "07 3000 3400")
+        await s.exchange("06 3500 ffff 0028 f0ff", "01 06 3500 0a")
+        await s.exchange("08 3000 3400 0328", "09 07 3100 0a 3200 f1ff 3300 02 3400 f2ff")
+        await s.exchange("08 3400 3400 0328", "01 08 3400 0a")
+    }
+
+    // MARK: Reads and writes outstanding when the database changes
+
+    func testAReadAnsweredAfterServiceChangedIsReadAgainWhereTheCharacteristicMoved() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        // FFF0 moved: the old handles name nothing (or something else) now.
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("0b 5354414c45") // "STALE", which must not be returned
+        await rediscoverMovedFFF1(s)
+        await s.exchange("0a 3200", "0b 4652455348")
+        let value = try await read.value
+        XCTAssertEqual(value, Array("FRESH".utf8))
+        await s.central.close()
+    }
+
+    func testAWriteAnsweredAfterServiceChangedIsSentOnceMoreToTheMovedCharacteristic() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        let write = Task { try await p.writeValue([0xAA], for: c) }
+        await s.client("12 1200 aa")
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("13")
+        await rediscoverMovedFFF1(s)
+        await s.exchange("12 3200 aa", "13")
+        try await write.value
+        await s.central.close()
+    }
+
+    /// Once: a second change under the retry ends the read with the typed error, and nothing
+    /// more is sent for it.
+    func testASecondChangeUnderTheRetryEndsWithDatabaseChanged() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("0b 01")
+        await rediscoverMovedFFF1(s)
+        await s.client("0a 3200")
+        await s.server("1d 0800 3000 3400")
+        await s.client("1e")
+        await s.server("0b 02")
+        do {
+            let value = try await read.value
+            XCTFail("expected the change to be reported, got \(value)")
+        } catch let BLEError.gatt(error) {
+            XCTAssertEqual(error, .databaseChanged(0x0030...0x0034))
+            XCTAssertEqual("\(BLEError.gatt(error))",
+                           "GATT: the server's database changed (handles 0x0030...0x0034) during the request; no answer to it was used")
+        }
+        let again = Task { try await p.readShortValue(handle: 0x0005) }
+        await s.exchange("0a 0500", "0b 00")
+        _ = try await again.value
+        await s.central.close()
+    }
+
+    /// A characteristic found through the attribute cache, with no service discovered (as
+    /// `ble read UUID` finds it), is found the same way again: the cache lost the changed range,
+    /// so only that is searched.
+    func testACharacteristicFoundThroughTheCacheIsFoundThroughItAgain() async throws {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let uuid = Self.characteristicUUID
+        let lookup = Task { try await p.characteristic(uuid) }
+        await s.exchange("08 0100 ffff 0328", "09 07 0700 20 0800 052a 1100 0a 1200 f1ff 1300 02 1400 f2ff")
+        let located = try await lookup.value
+        let c = try XCTUnwrap(located)
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("0b 01")
+        // The Service Changed declaration's end reached 0x0010, so it went with the range.
+        await s.exchange("08 0700 ffff 0328", "09 07 0700 20 0800 052a 3100 0a 3200 f1ff 3300 02 3400 f2ff")
+        await s.exchange("0a 3200", "0b 02")
+        let value = try await read.value
+        XCTAssertEqual(value, [0x02])
+        await s.central.close()
+    }
+
+    /// A change elsewhere leaves the answer trusted: no second request.
+    func testAServiceChangedRangeThatMissesTheCharacteristicLeavesTheAnswerAsItIs() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 4000 5000")
+        await s.client("1e")
+        await s.server("0b 01")
+        let value = try await read.value
+        XCTAssertEqual(value, [0x01])
+        // The next request the client makes is the test's own: nothing was sent in between.
+        let again = Task { try await p.readShortValue(handle: 0x0014) }
+        await s.exchange("0a 1400", "0b 02")
+        _ = try await again.value
+        await s.central.close()
+    }
+
+    /// Database Out Of Sync (§2.5.2.1): the server did not serve the request; the client reads
+    /// the Database Hash (which makes it change-aware), finds the characteristic again and asks
+    /// once more.
+    func testDatabaseOutOfSyncTakesTheSamePathAsServiceChanged() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        let read = Task { try await p.readValue(for: c) }
+        await s.exchange("0a 1200", "01 0a 1200 12")
+        await s.exchange("08 0100 ffff 2a2b", "09 12 0c00 00112233445566778899aabbccddeeff")
+        await rediscoverMovedFFF1(s)
+        await s.exchange("0a 3200", "0b 03")
+        let value = try await read.value
+        XCTAssertEqual(value, [0x03])
+        await s.central.close()
+    }
+
+    // MARK: Discovery interrupted by Service Changed
+
+    func testAServiceAddedWhileServicesAreDiscoveredIsInTheResult() async throws {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let discovery = Task { try await p.discoverServices() }
+        await s.exchange("10 0100 ffff 0028", "11 06 0100 0500 0018 0600 0d00 0118")
+        await s.client("10 0e00 ffff 0028")
+        // FFF0 is added at 0x0020–0x002F while the request is outstanding; the answer may be
+        // from before the change, so the range is asked again.
+        await s.server("1d 0800 2000 2f00")
+        await s.client("1e")
+        await s.server("01 10 0e00 0a")
+        await s.exchange("10 0e00 ffff 0028", "11 06 2000 2f00 f0ff")
+        await s.exchange("10 3000 ffff 0028", "01 10 3000 0a")
+        let services = try await discovery.value
+        XCTAssertEqual(services.map(\.uuid), [GATTUUID.genericAccessService, GATTUUID.genericAttributeService, Self.serviceUUID])
+        XCTAssertEqual(s.p.services.map(\.uuid), services.map(\.uuid))
+        await s.central.close()
+    }
+}
