@@ -233,6 +233,9 @@ enum GAPFuzzTargets {
         var rawAdvertising: [DeviceAddress: [UInt8]] = [:]
         var rawScanResponse: [DeviceAddress: [UInt8]] = [:]
         var lastEmitted: [DeviceAddress: AdvertisingData] = [:]
+        // When each address was last heard (an advertisement or a scan response): what ageing
+        // goes by, for a device and for a scan response whose advertisement never came alike.
+        var lastHeard: [DeviceAddress: Duration] = [:]
         var now: Duration = .zero
         var steps = 0
 
@@ -245,9 +248,18 @@ enum GAPFuzzTargets {
                 let stale = aggregator.removeStale(olderThan: maximumAge, now: now)
                 for d in stale {
                     FuzzCheck.require(now - d.lastSeen > maximumAge, "removeStale removed a fresh device")
-                    rawAdvertising[d.address] = nil
-                    rawScanResponse[d.address] = nil
-                    lastEmitted[d.address] = nil
+                }
+                // Every address not heard for `maximumAge` is forgotten; only those with an
+                // advertisement were devices, and are reported as removed.
+                let forgotten = lastHeard.filter { now - $0.value > maximumAge }.map(\.key)
+                let devicesForgotten = Set(forgotten.filter { rawAdvertising[$0] != nil })
+                FuzzCheck.require(Set(stale.map(\.address)) == devicesForgotten && stale.count == devicesForgotten.count,
+                                  "removeStale reported \(stale.map(\.address)), not the devices gone quiet \(devicesForgotten)")
+                for address in forgotten {
+                    rawAdvertising[address] = nil
+                    rawScanResponse[address] = nil
+                    lastEmitted[address] = nil
+                    lastHeard[address] = nil
                 }
                 for d in aggregator.devices.values {
                     FuzzCheck.require(now - d.lastSeen <= maximumAge, "removeStale kept a stale device")
@@ -262,6 +274,7 @@ enum GAPFuzzTargets {
             let out = aggregator.receive(report, now: now)
 
             if kind == .scanResponse { rawScanResponse[address] = report.data } else { rawAdvertising[address] = report.data }
+            lastHeard[address] = now
             FuzzCheck.require(out.count <= 2, "\(out.count) devices reported for one report")
             FuzzCheck.require(out.count < 2 || (kind != .scanResponse && before != nil), "two devices reported when nothing was held")
             for (index, device) in out.enumerated() {
