@@ -3,7 +3,7 @@ import BLEHCI
 /// Scan responses going wrong on the air (fault injection): an advertiser's answers to some scan
 /// requests lost, or reported to the scanner's host only after later advertising events. Real
 /// radios lose a SCAN_REQ or SCAN_RSP to collisions and to the scanner's backoff (Core spec Vol 6
-/// Part B §4.4.3.2), and some controllers report a scan response after the advertiser's next
+/// Part B §4.4.3.2), and a host may see a scan response only after the advertiser's next
 /// advertisement; the medium otherwise answers every scan request within its event.
 extension VirtualMedium {
     /// What happens to one advertiser's scan responses, per scanner.
@@ -15,6 +15,8 @@ extension VirtualMedium {
         /// reported after (0: in its own event, right after the advertisement).
         public var lateByEvents: Int
 
+        /// A fault losing the answers to `lostRequests` and reporting the others `lateByEvents`
+        /// advertising events late (negative counts as 0).
         public init(lostRequests: Set<Int> = [], lateByEvents: Int = 0) {
             self.lostRequests = lostRequests
             self.lateByEvents = max(0, lateByEvents)
