@@ -212,8 +212,9 @@ enum GAPFuzzTargets {
     // MARK: Scan aggregator
 
     /// `ScanAggregator` fed reports from four devices (advertisements, scan responses, RSSI
-    /// unavailable, ageing), checked against a model of what each device's merged advertisement
-    /// must be and against its reporting rules.
+    /// unavailable, ageing, waits for scan responses released by time and at the end), checked
+    /// against a model of what each device's merged advertisement must be and against its
+    /// reporting rules.
     static func scanAggregator(_ data: [UInt8]) {
         var input = FuzzInput(data)
         let setup = input.u8()
@@ -233,6 +234,9 @@ enum GAPFuzzTargets {
         var rawAdvertising: [DeviceAddress: [UInt8]] = [:]
         var rawScanResponse: [DeviceAddress: [UInt8]] = [:]
         var lastEmitted: [DeviceAddress: AdvertisingData] = [:]
+        // When each address was last heard (an advertisement or a scan response): what ageing
+        // goes by, for a device and for a scan response whose advertisement never came alike.
+        var lastHeard: [DeviceAddress: Duration] = [:]
         var now: Duration = .zero
         var steps = 0
 
@@ -240,14 +244,37 @@ enum GAPFuzzTargets {
             steps += 1
             let op = input.u8()
             now += .milliseconds(Int(input.u8()) * 10)
+            // The owner's timer: waits for a scan response that ran out of time end first.
+            if let deadline = aggregator.nextHoldDeadline, deadline <= now {
+                var released: [ScannedDevice] = []
+                aggregator.releaseHolds(now: now, into: &released)
+                for device in released {
+                    FuzzCheck.require(device == aggregator.devices[device.address], "released device is not the table's")
+                    FuzzCheck.require(filter.matches(device), "released a device the filter rejects")
+                    if !filter.allowDuplicates {
+                        FuzzCheck.require(lastEmitted[device.address] != device.advertisement, "duplicate advertisement released")
+                    }
+                    lastEmitted[device.address] = device.advertisement
+                }
+                FuzzCheck.require(aggregator.nextHoldDeadline.map { $0 > now } ?? true, "a wait past its deadline goes on")
+            }
             if op % 8 == 7 {
                 let maximumAge = Duration.milliseconds(Int(input.u8()) * 20)
                 let stale = aggregator.removeStale(olderThan: maximumAge, now: now)
                 for d in stale {
                     FuzzCheck.require(now - d.lastSeen > maximumAge, "removeStale removed a fresh device")
-                    rawAdvertising[d.address] = nil
-                    rawScanResponse[d.address] = nil
-                    lastEmitted[d.address] = nil
+                }
+                // Every address not heard for `maximumAge` is forgotten; only those with an
+                // advertisement were devices, and are reported as removed.
+                let forgotten = lastHeard.filter { now - $0.value > maximumAge }.map(\.key)
+                let devicesForgotten = Set(forgotten.filter { rawAdvertising[$0] != nil })
+                FuzzCheck.require(Set(stale.map(\.address)) == devicesForgotten && stale.count == devicesForgotten.count,
+                                  "removeStale reported \(stale.map(\.address)), not the devices gone quiet \(devicesForgotten)")
+                for address in forgotten {
+                    rawAdvertising[address] = nil
+                    rawScanResponse[address] = nil
+                    lastEmitted[address] = nil
+                    lastHeard[address] = nil
                 }
                 for d in aggregator.devices.values {
                     FuzzCheck.require(now - d.lastSeen <= maximumAge, "removeStale kept a stale device")
@@ -262,6 +289,7 @@ enum GAPFuzzTargets {
             let out = aggregator.receive(report, now: now)
 
             if kind == .scanResponse { rawScanResponse[address] = report.data } else { rawAdvertising[address] = report.data }
+            lastHeard[address] = now
             FuzzCheck.require(out.count <= 2, "\(out.count) devices reported for one report")
             FuzzCheck.require(out.count < 2 || (kind != .scanResponse && before != nil), "two devices reported when nothing was held")
             for (index, device) in out.enumerated() {
@@ -287,5 +315,17 @@ enum GAPFuzzTargets {
                 FuzzCheck.require(device.hasScanResponse == (rawScanResponse[key] != nil), "device \(key) hasScanResponse wrong")
             }
         }
+        // The scan ends: every device still held is handed over, once, as the table has it.
+        var held: [ScannedDevice] = []
+        aggregator.releaseAllHolds(into: &held)
+        FuzzCheck.require(Set(held.map(\.address)).count == held.count, "a held device handed over twice")
+        for device in held {
+            FuzzCheck.require(device == aggregator.devices[device.address], "held device is not the table's")
+            FuzzCheck.require(filter.matches(device), "handed over a device the filter rejects")
+            if !filter.allowDuplicates {
+                FuzzCheck.require(lastEmitted[device.address] != device.advertisement, "duplicate advertisement handed over")
+            }
+        }
+        FuzzCheck.require(aggregator.nextHoldDeadline == nil, "a wait goes on after every hold was released")
     }
 }

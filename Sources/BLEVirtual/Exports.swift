@@ -7,8 +7,9 @@
 // Central, Peripheral, PeripheralManager and everything they name (ScanFilter, HCITransport, ...).
 @_exported import BLE
 
-// The radio, its devices and their fault-injection handles (`VirtualMedium.ControllerID`), where
-// a device stands (`VirtualMedium.Position`) and how far it is heard (`VirtualMedium.Propagation`).
+// The radio, its devices and their fault-injection handles (`VirtualMedium.ControllerID`,
+// `VirtualMedium.ScanResponseFault`), where a device stands (`VirtualMedium.Position`) and how far
+// it is heard (`VirtualMedium.Propagation`).
 @_exported import class BLEVirtualRadio.VirtualRadio
 @_exported import struct BLEVirtualRadio.VirtualDevice
 @_exported import struct BLEVirtualRadio.VirtualMedium

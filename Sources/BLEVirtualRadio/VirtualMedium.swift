@@ -128,6 +128,10 @@ public struct VirtualMedium: Sendable {
     var advertisingSince: [ControllerID: Duration] = [:]
     var links: [Int: Link] = [:]
     var nextLinkID = 0
+    /// Advertisers whose scan responses go wrong (fault injection, VirtualMedium+ScanResponseFaults),
+    /// and where each scanner is with each of them.
+    var scanResponseFaults: [ControllerID: ScanResponseFault] = [:]
+    var scanResponseFaultStates: [ScanResponseFaultPair: ScanResponseFaultState] = [:]
     /// Signal propagation: path loss and receiver sensitivity. Changing it re-checks every link
     /// (as of the latest time the medium has seen).
     public var propagation = Propagation() {
@@ -357,7 +361,9 @@ public struct VirtualMedium: Sendable {
         for index in nodes.indices where index != id.rawValue && nodes[index].onAir {
             let listener = ControllerID(rawValue: index)
             guard let rssi = rssi(from: id, to: listener) else { continue }
-            deliveries += nodes[index].controller.hear(adv, rssi: rssi).map { Delivery(to: listener, packet: $0) }
+            var heard = nodes[index].controller.hear(adv, rssi: rssi)
+            if let fault = scanResponseFaults[id] { heard = applyScanResponseFault(fault, from: id, to: listener, heard) }
+            deliveries += heard.map { Delivery(to: listener, packet: $0) }
         }
         return deliveries
     }

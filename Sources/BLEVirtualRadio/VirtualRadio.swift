@@ -14,7 +14,8 @@ public struct VirtualDevice: Sendable {
 /// frames hosts send into the medium, delivers what comes back in order, and wakes at the
 /// medium's deadlines. All mutable state lives in this actor; the transports only move frames.
 /// Its API also injects faults (issue 4): moving a device out of range, powering it off,
-/// resetting it, dropping a link, delaying or stalling its HCI path.
+/// resetting it, dropping a link, delaying or stalling its HCI path, losing or delaying its scan
+/// responses.
 ///
 /// A controller's frames go to its host synchronously, from inside the actor turn that produced
 /// them (the in-memory transport's send never waits), so a host sees them in exactly the order
@@ -167,6 +168,12 @@ public actor VirtualRadio {
         for h in handles { medium.dropLink(id, handle: h, now: clock.now()) }
         schedule()
         return handles
+    }
+
+    /// Makes the device's scan responses go wrong as `fault` says (some scan requests lost,
+    /// responses reported late), for every scanner; nil puts them right.
+    public func setScanResponseFault(_ id: VirtualMedium.ControllerID, _ fault: VirtualMedium.ScanResponseFault?) {
+        medium.setScanResponseFault(id, fault)
     }
 
     /// Delays every HCI frame between the device and its host by `delay`, both ways.

@@ -201,7 +201,9 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     open var isScanning: Bool { inner.withLock { $0.scan != nil } }
 
     /// Scans for peripherals advertising any of `serviceUUIDs` (nil: all), reporting each through
-    /// `didDiscover`, with its scan response already merged in. Options:
+    /// `didDiscover`, with its scan response already merged in (the first report of a device
+    /// waits for it through lost or late scan responses: up to four more advertisements or 2 s,
+    /// `Central.scan`). Options:
     /// `CBCentralManagerScanOptionAllowDuplicatesKey` (report every advertisement) and
     /// `CBCentralManagerScanOptionSolicitedServiceUUIDsKey` (also devices soliciting these).
     /// A new call replaces the running scan and reports devices seen before again. Scanning goes

@@ -41,6 +41,25 @@ final class CoreBluetoothInteropTests: XCTestCase {
         XCTAssertTrue(lines(result).contains { $0.hasPrefix("received text:") && $0.contains(text) }, "\(result)")
     }
 
+    /// A peer that advertises its service and puts its name only in the scan response, as the
+    /// first seed's own app met it, and ignores every scan request 200 ms of every 500 ms (two
+    /// or three of its advertisements in a row go without a scan response, as scan requests lost
+    /// on the air): `didDiscover` must come with the scan response merged, so `peripheral.name`
+    /// is the name in every run. Each run is a new process (a new host and controller on
+    /// rootcanal) started right after the previous one disconnected from the peer.
+    func testEveryBackToBackRunDiscoversTheNameFromTheScanResponse() throws {
+        let env = try InteropEnvironment.current()
+        let name = uniqueName("CBEchoSR")
+        _ = try startPeer("echo_server.py", arguments: ["--name", name, "--name-in-scan-response", "--ignore-scan-requests", "200/300"],
+                          environment: env)
+        for run in 1...10 {
+            let result = try runExample("cb-echo", ["run \(run)"], environment: env)
+            XCTAssertTrue(result.succeeded, "run \(run): \(result)")
+            let discovered = lines(result).first { $0.hasPrefix("discovered ") }
+            XCTAssertTrue(discovered?.hasPrefix("discovered \(name) (") ?? false, "run \(run): \(discovered ?? "no discovery"); \(result)")
+        }
+    }
+
     func testSampleCentralAgainstABumbleM5Stack() throws {
         let env = try InteropEnvironment.current()
         _ = try startPeer("sample_peripheral.py", arguments: ["--name", uniqueName("CBM5"), "--interval", "0.2"], environment: env)

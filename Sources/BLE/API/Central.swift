@@ -76,7 +76,10 @@ public final class Central: Sendable {
     }
 
     /// Scans and yields devices as they are heard (merged with their scan response when
-    /// `active`). The stream ends at `timeout`, and ending or cancelling its consumer ends the
+    /// `active`: a device's first scannable advertisement waits for its scan response through
+    /// lost or late ones, up to `ScanAggregator.scanResponseWaitEvents` more advertisements or
+    /// `scanResponseWaitTime`, and what a scan holds when it ends is yielded before its end).
+    /// The stream ends at `timeout`, and ending or cancelling its consumer ends the
     /// scan. Several scans may run at once, each with its own filter and timeout: they share
     /// the controller's scanner, which stops when the last ends (`stopScan` and `connect` end
     /// them all).

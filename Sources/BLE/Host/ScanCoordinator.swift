@@ -125,9 +125,11 @@ final class ScanCoordinator {
         await withCheckedContinuation(isolation: host) { idleWaiters.append($0) }
     }
 
-    /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given); when
-    /// it was the last, the controller's scanner is turned off in the background.
+    /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given) after
+    /// the devices it held for their scan responses; when it was the last, the controller's
+    /// scanner is turned off in the background.
     func finish(_ id: UInt64, error: (any Error)? = nil, _ host: isolated HostController) {
+        scanner.releaseAllHolds(of: id, into: &deliveries)
         deliver(host)
         guard scanner.end(id) else { return }
         consumers.removeValue(forKey: id)?.finish(throwing: error)
@@ -144,6 +146,7 @@ final class ScanCoordinator {
     }
 
     private func endAll(error: (any Error)?, _ host: isolated HostController) {
+        for id in scanner.runningIDs { scanner.releaseAllHolds(of: id, into: &deliveries) }
         deliver(host)
         for id in scanner.runningIDs where scanner.end(id) {
             consumers.removeValue(forKey: id)?.finish(throwing: error)
@@ -244,7 +247,11 @@ final class ScanCoordinator {
         deliveries.removeAll()
     }
 
+    /// The timer fired: devices whose wait for a scan response ran out go to their consumers,
+    /// and scans past their timeout end.
     func expire(now: Duration, _ host: isolated HostController) {
+        scanner.releaseHolds(now: now, into: &deliveries)
+        deliver(host)
         for id in scanner.expired(now: now) { finish(id, host) }
     }
 

@@ -116,10 +116,15 @@ public struct ScannedDevice: Sendable, Hashable {
 /// Merges advertising reports into devices and decides which to report. Sans-IO: the owner feeds
 /// reports with the time and gets back the devices to deliver.
 ///
-/// Active scanning (Core spec Vol 6 Part B §4.4.3.2): for a scannable advertisement the report is
-/// held until the scan response arrives, so the user sees one merged advertisement; if the next
-/// advertisement from that device comes first (the scan response was lost), the held one is
-/// reported without it. Passive scanning and non-scannable PDUs are reported at once.
+/// Active scanning (Core spec Vol 6 Part B §4.4.3.2): a scannable advertisement is held until its
+/// scan response arrives, so the user sees one merged advertisement. A device's first one (no
+/// scan response merged yet) waits through a few lost scan requests: until the response, the
+/// `scanResponseWaitEvents`-th advertisement after it, or `scanResponseWaitTime` (the owner's
+/// timer calls `releaseHolds` at `nextHoldDeadline`), whichever comes first; then it is reported
+/// as the device's latest data, without the response. Later ones, whose merge carries the last
+/// response already, wait only until the device's next advertisement. Passive scanning and
+/// non-scannable PDUs (ADV_NONCONN_IND, ADV_DIRECT_IND, extended non-scannable) are reported at
+/// once; a non-scannable one also ends a wait, after the held device.
 ///
 /// One table entry per address holds everything about the device (its raw data, the parsed scan
 /// response, what was last reported), so a report costs one look-up in an `AddressTable`. Data
@@ -128,9 +133,42 @@ public struct ScannedDevice: Sendable, Hashable {
 /// merged again; a device reported already with it is known to be a duplicate without
 /// comparing advertisements.
 public struct ScanAggregator: Sendable {
+    /// How many of a device's advertisements its first scannable one waits for its scan response:
+    /// reported without it at the 4th advertisement after it. A scan request or its response
+    /// can be lost (a collision, the advertiser busy, the scanner's backoff, Vol 6 Part B
+    /// §4.4.3.2), and the host may get the response only after the device's next advertisement;
+    /// four events take the response to the held one's request or to either of the next two,
+    /// late by one advertisement or not, so two lost requests in a row are survived.
+    public static let scanResponseWaitEvents = 4
+    /// How long a device's first scannable advertisement waits for its scan response at most:
+    /// what bounds the wait for a device that advertises slowly (intervals reach 10.24 s, Vol 6
+    /// Part B §4.4.2.2.1) or goes quiet. 2 s holds the four events of `scanResponseWaitEvents`
+    /// for a device advertising every 500 ms heard at each event, or every 250 ms heard at every
+    /// other one (the default scan window, 30 ms of every 60, hears about half of them); at
+    /// 100 ms (Bumble's default) the event bound ends the wait after 400 ms. A device that never
+    /// answers has its first report delayed by at most 2 s, once.
+    public static let scanResponseWaitTime: Duration = .seconds(2)
+
     public let active: Bool
     public var filter: ScanFilter
     private var table = AddressTable<Entry>()
+    /// The first holds' deadlines in the order they started, so in time order (`now` only grows):
+    /// from `holdsHead` on, each with its device's table key. An entry whose hold ended before
+    /// its deadline stays until it reaches the head (`dropEndedHolds`).
+    private var holds: [(key: UInt64, deadline: Duration)] = []
+    private var holdsHead = 0
+
+    /// What a held scannable advertisement waits for.
+    private enum Hold: Sendable {
+        /// Nothing is held.
+        case none
+        /// The scan response, or the device's next advertisement.
+        case untilNextAdvertisement
+        /// The device's first scannable advertisement: the scan response, the
+        /// `scanResponseWaitEvents`-th advertisement after it (`advertisements` came so far), or
+        /// `deadline`.
+        case first(advertisements: Int, deadline: Duration)
+    }
 
     /// Everything about one address. No optionals of the large structs: an optional
     /// `ScannedDevice` or `AdvertisingData` is copied and destroyed through the runtime's generic
@@ -148,7 +186,10 @@ public struct ScanAggregator: Sendable {
         /// `scanResponse` parsed, once it is merged (valid when `scanResponseParsed`).
         var parsedScanResponse = AdvertisingData()
         var scanResponseParsed = false
-        var awaitingScanResponse = false
+        var hold = Hold.none
+        /// A first hold ended without the scan response (the device does not answer, or not
+        /// reliably): later holds wait only for the next advertisement.
+        var scanResponseOverdue = false
         /// The advertisement last reported (valid when `hasReported`).
         var reported = AdvertisingData()
         var hasReported = false
@@ -201,7 +242,60 @@ public struct ScanAggregator: Sendable {
         let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
         let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
         // In place: the entry is not copied out of the table and back.
-        Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out)
+        if Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out) {
+            holds.append((key, now + Self.scanResponseWaitTime))
+        } else if holdsHead < holds.count && holds[holdsHead].key == key {
+            dropEndedHolds()
+        }
+    }
+
+    /// When the earliest first hold runs out of time (`releaseHolds`); nil when none waits. It
+    /// may be one that has ended since, which `releaseHolds` then just drops.
+    public var nextHoldDeadline: Duration? {
+        holdsHead < holds.count ? holds[holdsHead].deadline : nil
+    }
+
+    /// Reports, without their scan responses, the devices whose first hold ran out of time by
+    /// `now`, appending them to `out` (those the filter takes, and that are not duplicates).
+    public mutating func releaseHolds(now: Duration, into out: inout [ScannedDevice]) {
+        while holdsHead < holds.count, holds[holdsHead].deadline <= now {
+            let (key, deadline) = holds[holdsHead]
+            holdsHead += 1
+            guard let index = table.index(of: key), case .first(_, deadline) = table.values[index].hold else { continue }
+            table.values[index].hold = .none
+            table.values[index].scanResponseOverdue = true
+            Self.emitIfWanted(&table.values[index], filter: filter, into: &out)
+        }
+        dropEndedHolds()
+    }
+
+    /// Reports every held device as it is (the scan ends: no response will be waited for),
+    /// appending them to `out`.
+    public mutating func releaseAllHolds(into out: inout [ScannedDevice]) {
+        for index in table.values.indices {
+            if case .none = table.values[index].hold { continue }
+            table.values[index].hold = .none
+            Self.emitIfWanted(&table.values[index], filter: filter, into: &out)
+        }
+        holds.removeAll()
+        holdsHead = 0
+    }
+
+    /// Drops the deadlines at the head of `holds` whose hold has ended, so `nextHoldDeadline`
+    /// is a live one; empties the storage when none is left.
+    private mutating func dropEndedHolds() {
+        while holdsHead < holds.count {
+            let (key, deadline) = holds[holdsHead]
+            if let index = table.index(of: key), case .first(_, deadline) = table.values[index].hold { break }
+            holdsHead += 1
+        }
+        if holdsHead == holds.count {
+            holds.removeAll(keepingCapacity: true)
+            holdsHead = 0
+        } else if holdsHead >= 256 && 2 * holdsHead >= holds.count {
+            holds.removeFirst(holdsHead)
+            holdsHead = 0
+        }
     }
 
     /// One report as `receive` passes it on.
@@ -212,35 +306,62 @@ public struct ScanAggregator: Sendable {
         let rssi: Int8?
     }
 
+    /// Takes one report into its device's entry, appending what to deliver to `out`; true when
+    /// it starts the device's first hold (the caller queues its deadline, `now` plus
+    /// `scanResponseWaitTime`).
     private static func receive(_ report: Heard, into entry: inout Entry, active: Bool, filter: borrowing ScanFilter,
-                                now: Duration, out: inout [ScannedDevice]) {
+                                now: Duration, out: inout [ScannedDevice]) -> Bool {
         if report.kind == .scanResponse {
             if !entry.hasScanResponse || !equal(entry.scanResponse, report.data) {
                 store(report.data, in: &entry.scanResponse)
                 entry.hasScanResponse = true
                 entry.scanResponseParsed = false
             }
-            entry.awaitingScanResponse = false
+            entry.hold = .none
             // A scan response without its advertisement: kept for when the advertisement comes,
             // and aged out like a device if it does not (the placeholder's `lastSeen`).
             guard entry.hasDevice else {
                 entry.device.lastSeen = now
-                return
+                return false
             }
             update(&entry, report: report, now: now, scanResponse: true)
             emitIfWanted(&entry, filter: filter, into: &out)
-            return
+            return false
         }
-        if entry.awaitingScanResponse, entry.hasDevice {
+        switch entry.hold {
+        case .none:
+            break
+        case .untilNextAdvertisement:
             emitIfWanted(&entry, filter: filter, into: &out)
+        case let .first(advertisements, deadline):
+            guard report.kind.isScannable else {
+                // Reported at once, after the held one.
+                emitIfWanted(&entry, filter: filter, into: &out)
+                break
+            }
+            update(&entry, report: report, now: now, scanResponse: false)
+            if advertisements + 1 < scanResponseWaitEvents && now < deadline {
+                entry.hold = .first(advertisements: advertisements + 1, deadline: deadline)
+                return false
+            }
+            // The wait ran out: the device as it is now, without a scan response.
+            entry.hold = .none
+            entry.scanResponseOverdue = true
+            emitIfWanted(&entry, filter: filter, into: &out)
+            return false
         }
         update(&entry, report: report, now: now, scanResponse: false)
         if active && report.kind.isScannable {
-            entry.awaitingScanResponse = true
-            return
+            if entry.hasScanResponse || entry.scanResponseOverdue {
+                entry.hold = .untilNextAdvertisement
+                return false
+            }
+            entry.hold = .first(advertisements: 0, deadline: now + scanResponseWaitTime)
+            return true
         }
-        entry.awaitingScanResponse = false
+        entry.hold = .none
         emitIfWanted(&entry, filter: filter, into: &out)
+        return false
     }
 
     /// Devices not heard for `maximumAge` as of `now`, removed from the table. Scan responses
@@ -252,6 +373,7 @@ public struct ScanAggregator: Sendable {
             if entry.hasDevice { stale.append(entry.device) }
             return true
         }
+        dropEndedHolds()
         return stale
     }
 

@@ -64,13 +64,14 @@ public struct Scanner: Sendable {
         return true
     }
 
-    /// The earliest deadline of the running scans. A loop, not `compactMap(_:).min()`: asked
-    /// after every batch of frames the host receives, so it makes no array.
+    /// The earliest deadline of the running scans: a timeout, or a held advertisement's wait for
+    /// its scan response (`releaseHolds`). A loop, not `compactMap(_:).min()`: asked after every
+    /// batch of frames the host receives, so it makes no array.
     public var nextDeadline: Duration? {
         var next: Duration?
         for session in sessions {
-            guard let d = session.deadline else { continue }
-            next = next.map { min($0, d) } ?? d
+            if let d = session.deadline { next = next.map { min($0, d) } ?? d }
+            if let d = session.aggregator.nextHoldDeadline { next = next.map { min($0, d) } ?? d }
         }
         return next
     }
@@ -78,6 +79,26 @@ public struct Scanner: Sendable {
     /// The ids of the scans whose deadline has passed, oldest first (the owner ends them).
     public func expired(now: Duration) -> [UInt64] {
         sessions.filter { $0.deadline.map { $0 <= now } ?? false }.map(\.id)
+    }
+
+    /// Appends to `deliveries` the devices whose wait for a scan response ran out of time by
+    /// `now` (`ScanAggregator.releaseHolds`), per scan, oldest first.
+    public mutating func releaseHolds(now: Duration, into deliveries: inout Deliveries) {
+        for i in sessions.indices {
+            guard let d = sessions[i].aggregator.nextHoldDeadline, d <= now else { continue }
+            let start = deliveries.devices.count
+            sessions[i].aggregator.releaseHolds(now: now, into: &deliveries.devices)
+            deliveries.tag(from: start, with: sessions[i].id)
+        }
+    }
+
+    /// Appends to `deliveries` every device scan `id` holds for a scan response, as it is: the
+    /// scan is ending (`ScanAggregator.releaseAllHolds`).
+    public mutating func releaseAllHolds(of id: UInt64, into deliveries: inout Deliveries) {
+        guard let i = sessions.firstIndex(where: { $0.id == id }) else { return }
+        let start = deliveries.devices.count
+        sessions[i].aggregator.releaseAllHolds(into: &deliveries.devices)
+        deliveries.tag(from: start, with: id)
     }
 
     /// Takes one advertising report; returns, per running scan (oldest first), the devices it

@@ -221,9 +221,17 @@ async def main(args: Any, stop: asyncio.Event) -> int:
         await device.power_on()
         scan_response = seed.ad_structure(AdvertisingData.COMPLETE_LOCAL_NAME,
                                           args.name.encode("utf-8"))
-        await seed.advertise(device, seed.advertising_data(args.name, [SERVICE]), scan_response)
+        advertised_name = None if args.name_in_scan_response else args.name
+        advertiser = await seed.advertise(device, seed.advertising_data(advertised_name, [SERVICE]), scan_response)
+        turns = None
+        if args.ignore_scan_requests:
+            ignore, answer = (float(ms) / 1000 for ms in args.ignore_scan_requests.split("/"))
+            turns = asyncio.get_running_loop().create_task(
+                seed.ignore_scan_requests_in_turns(advertiser, ignore, answer))
         common.ready()
         await seed.wait_until(stop, finished, args.duration)
+        if turns:
+            turns.cancel()
         for session in server.sessions.values():
             if session.task:
                 session.task.cancel()
@@ -237,6 +245,10 @@ async def main(args: Any, stop: asyncio.Event) -> int:
 if __name__ == "__main__":
     parser = common.base_parser(__doc__)
     parser.add_argument("--name", default="EchoServer", help="local name (default EchoServer)")
+    parser.add_argument("--name-in-scan-response", action="store_true",
+                        help="no name in the advertising data: the name only in the scan response")
+    parser.add_argument("--ignore-scan-requests", metavar="IGNORE_MS/ANSWER_MS",
+                        help="ignore all scan requests for IGNORE_MS, then answer them for ANSWER_MS, in turns")
     parser.add_argument("--max-size", type=int, default=frames.DEFAULT_LIMIT,
                         help="largest frame body accepted, and largest fetched resource "
                              f"(bytes, default {frames.DEFAULT_LIMIT})")

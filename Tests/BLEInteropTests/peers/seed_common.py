@@ -35,10 +35,11 @@ def uuid_le(text: str) -> bytes:
     return bytes.fromhex(text.replace("-", ""))[::-1]
 
 
-def advertising_data(name: str, services: Iterable[str] = (), appearance: int | None = None,
+def advertising_data(name: str | None, services: Iterable[str] = (), appearance: int | None = None,
                      flags: int = 0x06) -> bytes:
     """Flags, complete lists of the services' UUIDs (16-bit and 128-bit), appearance, then the
-    local name: complete if it fits the 31 bytes, otherwise shortened to what fits."""
+    local name (none when `name` is None): complete if it fits the 31 bytes, otherwise shortened
+    to what fits."""
     uuids16 = b"".join(uuid_le(s) for s in services if len(s) == 4)
     uuids128 = b"".join(uuid_le(s) for s in services if len(s) != 4)
     head = ad_structure(AdvertisingData.FLAGS, bytes([flags]))
@@ -50,6 +51,8 @@ def advertising_data(name: str, services: Iterable[str] = (), appearance: int | 
     if appearance is not None:
         head += ad_structure(AdvertisingData.APPEARANCE, struct.pack("<H", appearance))
     room = LEGACY_AD_MAX - len(head) - 2
+    if name is None:
+        return head
     encoded = name.encode("utf-8")
     if room < 1:
         return head
@@ -59,10 +62,11 @@ def advertising_data(name: str, services: Iterable[str] = (), appearance: int | 
 
 
 async def advertise(device: Any, data: bytes, scan_response: bytes = b"",
-                    interval: float = 100.0) -> None:
+                    interval: float = 100.0) -> Any:
     """Connectable, scannable legacy advertising that goes on while centrals are connected, so
     several centrals can connect at once (the controller stops an advertising set when a
-    connection is made from it; we start it again at once, and after each disconnection)."""
+    connection is made from it; we start it again at once, and after each disconnection).
+    Returns the advertising set (or Bumble's legacy advertiser)."""
     await device.start_advertising(
         advertising_type=AdvertisingType.UNDIRECTED_CONNECTABLE_SCANNABLE,
         advertising_data=data,
@@ -91,6 +95,28 @@ async def advertise(device: Any, data: bytes, scan_response: bytes = b"",
                       lambda reason: asyncio.get_running_loop().create_task(restart()))
 
     device.on("connection", on_connection)
+    return advertiser
+
+
+async def ignore_scan_requests_in_turns(advertiser: Any, ignore: float, answer: float) -> None:
+    """Runs until cancelled: the advertiser ignores every scan request for `ignore` seconds, then
+    answers them for `answer` seconds, and again. Ignoring is Advertising_Filter_Policy 0x01
+    (scan requests only from the Filter Accept List, which is empty; connection requests from
+    anyone; Core spec Vol 4 Part E §7.8.53), so a scanner meets scan requests lost in a row as
+    on a busy channel. The parameters change only while the set is off: it is stopped, changed
+    and started again each turn (a turn that fails, e.g. during a connection, is logged)."""
+    while True:
+        for policy, duration in ((0x01, ignore), (0x00, answer)):
+            try:
+                if getattr(advertiser, "enabled", False):
+                    await advertiser.stop()
+                parameters = advertiser.advertising_parameters
+                parameters.advertising_filter_policy = policy
+                await advertiser.set_advertising_parameters(parameters)
+                await advertiser.start()
+            except Exception as error:  # noqa: BLE001 - the controller refusing a turn
+                log.warning("scan request policy %d: %s", policy, error)
+            await asyncio.sleep(duration)
 
 
 # ------------------------------------------------------------------------------- GATT server

@@ -1,0 +1,78 @@
+@testable import BLE
+import BLERuntime
+import BLEHCI
+import BLEHost
+import BLETransport
+import BLEWire
+import Synchronization
+import XCTest
+import BLETestSupport
+
+/// The host's side of holding a scannable advertisement for its scan response: the wait's time
+/// bound runs on the host's clock and timer, and a scan that ends hands over what it held.
+final class HostScanResponseWaitTests: XCTestCase {
+    let device = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
+    let beacon = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_66), type: .random)
+    /// Flags and the 16-bit service 180D.
+    let advertisement: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18]
+
+    func advertisingReport(_ type: LegacyAdvertisingEventType, _ address: DeviceAddress) -> HCIEvent {
+        .le(.advertisingReport([LEAdvertisingReport(legacy: type, address: address, data: advertisement, rssi: -40)]))
+    }
+
+    /// An ADV_IND whose scan response never comes: the device is delivered, without it, when the
+    /// wait's time runs out on the host's clock, not before.
+    func testAFirstAdvertisementWithoutItsResponseIsDeliveredWhenTheWaitRunsOut() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let scan = Task { () -> (ScannedDevice, Duration)? in
+            for try await d in central.scan(active: true) { return (d, clock.now()) }
+            return nil
+        }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x01 }
+        let start = clock.now()
+        await t.controller.sendNow(advertisingReport(.advInd, device))
+        let wait = ScanAggregator.scanResponseWaitTime
+        let timed = await waitUntil("the host's timer for the held advertisement", within: .seconds(10)) { clock.nextDeadline == start + wait }
+        XCTAssertTrue(timed, "the host arms its timer for the wait")
+        guard timed else {
+            await central.close()
+            _ = try? await scan.value
+            return
+        }
+        clock.advance(by: wait - .milliseconds(1))
+        clock.advance(by: .milliseconds(1))
+        let found = try await scan.value
+        XCTAssertEqual(found?.0.address, device)
+        XCTAssertEqual(found?.0.hasScanResponse, false)
+        XCTAssertEqual(found?.1, start + wait, "delivered when the wait ran out")
+        await central.close()
+    }
+
+    /// A scan that ends (here at its timeout) while a device waits for its scan response hands
+    /// the device over before its end.
+    func testAScanEndingWhileADeviceWaitsDeliversTheDevice() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let heard = Mutex<[DeviceAddress]>([])
+        let scan = Task {
+            for try await d in central.scan(active: true, timeout: .milliseconds(500)) { heard.withLock { $0.append(d.address) } }
+        }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x01 }
+        await t.controller.sendNow(advertisingReport(.advInd, device))
+        // A beacon after it, delivered at once: once it is there, the ADV_IND before it was taken.
+        await t.controller.sendNow(advertisingReport(.advNonconnInd, beacon))
+        let beacon = self.beacon
+        let beaconHeard = await waitUntil("the beacon", within: .seconds(10)) { heard.withLock { $0.contains(beacon) } }
+        XCTAssertTrue(beaconHeard)
+        XCTAssertEqual(heard.withLock { $0 }, [beacon], "the ADV_IND waits for its response")
+        clock.advance(by: .milliseconds(500))
+        try await scan.value
+        XCTAssertEqual(heard.withLock { $0 }, [beacon, device], "the held device, delivered as the scan ended")
+        await central.close()
+    }
+}
