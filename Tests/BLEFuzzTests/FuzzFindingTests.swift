@@ -44,4 +44,16 @@ final class FuzzFindingTests: XCTestCase {
         XCTAssertEqual(input.count, 1_044)
         assertClean("hci-event", input)
     }
+
+    /// `scan-aggregator`: a scan response from C0:00:00:00:00:01/random with no advertisement
+    /// (0.14 s), ageing with a 60 ms limit at 2.69 s, then an ADV_DIRECT_IND from that address
+    /// with no data at 4.45 s. The aggregator drops the lone response when it ages out,
+    /// unreported (it had no device to report); the target's model kept it and expected it
+    /// merged into the new device. The model now forgets every address ageing removes.
+    func testALoneScanResponseAgedOutIsNotMergedIntoALaterAdvertisement() {
+        assertClean("scan-aggregator", [
+            0x07, 0x08, 0x07, 0x08, 0x01, 0x02, 0x03, 0x02, 0x01, 0x07, 0x7D, 0xB0, 0x07, 0x08,
+            0x01, 0x02, 0x07, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0x03, 0x03, 0xB0, 0x07, 0x00, 0x00,
+        ])
+    }
 }
