@@ -30,6 +30,9 @@ public final class UIServeApp: Sendable {
         let name: String
         let address: DeviceAddress?
         let services: [GATTServiceHandles]
+        /// Where the services there before the start begin: a stop removes every other one, also
+        /// those the profile added while it ran (`ble serve test`'s database change).
+        let baseline: Set<UInt16>
         let task: Task<Void, Never>
     }
 
@@ -204,7 +207,7 @@ public final class UIServeApp: Sendable {
                     await group.waitForAll()
                 }
             }
-            let started = Running(profile: P.name, name: name, address: address, services: added, task: task)
+            let started = Running(profile: P.name, name: name, address: address, services: added, baseline: before, task: task)
             // A stop that came during the start is carried out now, as if it came after it.
             let undo = state.withLock { s -> Bool in
                 if case .starting(stopAsked: true) = s.phase {
@@ -290,6 +293,11 @@ public final class UIServeApp: Sendable {
         for service in running.services.reversed() { try? await manager.remove(service) }
         running.task.cancel()
         await running.task.value
+        // What the profile added while it ran (a database change, perhaps one made between the
+        // removals above and the cancel): with its task ended, nothing adds more.
+        for service in await manager.services.reversed() where !running.baseline.contains(service.range.lowerBound) {
+            try? await manager.remove(service)
+        }
         let waiters = state.withLock { s -> [CheckedContinuation<StopStep, Never>] in
             s.phase = .idle
             s.centrals = [:]
