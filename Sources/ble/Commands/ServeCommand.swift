@@ -34,7 +34,8 @@ struct ServeCommand: BLECommand {
             + "\ntest changes its database on a write of \"db-change\" to its write-only characteristic (8f3c0005) or on"
             + "\n  SIGUSR1: it adds service 8f3c000c after the last handle, or removes it again (new Database Hash,"
             + "\n  Service Changed to the clients that enabled it, Database Out Of Sync to change-unaware ones); each"
-            + "\n  change is logged. Other profiles log SIGUSR1 and ignore it."
+            + "\n  change is logged; signals sent close together may count once, so wait for each line. Other"
+            + "\n  profiles log SIGUSR1 and ignore it."
             + "\naccel advertises as \"\(AccelerometerProfile.localName)\" unless --name is given, and notifies only while a central is subscribed."
             + "\n\necho fetches the URL of every U frame itself, for any central in radio range (no pairing):"
             + "\n  http and https reach whatever this machine can reach, internal addresses included (localhost,"
@@ -130,9 +131,9 @@ struct ServeCommand: BLECommand {
             await manager.close()
             throw error
         }
-        // SIGUSR1 asks the profile to change its database; caught before "ready", so one sent
-        // as soon as it shows does not end the process.
-        let databaseChangeSignals = signalArrivals(SIGUSR1)
+        // SIGUSR1 asks the profile to change its database; caught (Dispatch's source registered)
+        // before "ready", so one sent as soon as it shows is delivered, not lost or fatal.
+        let databaseChangeSignals = await signalArrivals(SIGUSR1)
         let serving = await manager.address
         log.line("ready", [("profile", .string(P.name)), ("name", .string(deviceName)), ("address", .optional(serving.map { $0.address.description })),
                            ("addressType", .optional(serving.map { $0.type == .public ? "public" : "random" }))],
