@@ -113,6 +113,7 @@ public struct SMPPairing: Sendable {
         guard !isClosed else { return [.failed(.unavailable("SMP timed out on this link; reconnect to pair"))] }
         guard role == .initiator else { return [.failed(.unavailable("only the central starts pairing; a peripheral sends a Security Request"))] }
         guard phase == .idle else { return [.failed(.unavailable("a pairing is already in progress"))] }
+        do { try settings.validate() } catch { return [.failed(.unavailable("\(error)"))] }
         let features = SMPPairingFeatures(
             ioCapability: settings.ioCapability,
             oobDataFlag: outOfBand.hasPeerData(secureConnections: settings.secureConnections) ? 1 : 0,
@@ -278,6 +279,7 @@ public struct SMPPairing: Sendable {
 
     private mutating func respond(to request: SMPPairingFeatures, request preq: [UInt8], now: Duration) throws(Abort) -> [SMPAction] {
         try Self.validate(request, "Pairing Request")
+        do { try settings.validate() } catch { throw Abort(.unspecifiedReason, "\(error)") }
         let sc = settings.secureConnections && request.authRequirements.contains(.secureConnections)
         let response = SMPPairingFeatures(
             ioCapability: settings.ioCapability,
