@@ -201,7 +201,8 @@ public enum PrivateFiles {
         }
     }
 
-    /// Removes `directory/name`; false when there was none.
+    /// Removes `directory/name` and fsyncs the directory, so the removal survives a crash;
+    /// false when there was no such file.
     public static func remove(directory: String, name: String) throws(PrivateFileError) -> Bool {
         let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir < 0 {
@@ -218,6 +219,7 @@ public enum PrivateFiles {
             if errno == ENOENT { return false }
             throw failure(directory + "/" + name, "unlink")
         }
+        guard fsync(dir) == 0 else { throw failure(directory, "fsync") }
         return true
     }
 

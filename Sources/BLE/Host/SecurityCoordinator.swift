@@ -132,15 +132,29 @@ final class SecurityCoordinator {
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
         // On disk first: a bond (or a SignCounter) the store could not record is not used
-        // either, so a restart cannot find an older state than this run acted on.
+        // either, so a restart cannot find an older state than this run acted on. The evicted
+        // bond's file goes before the new one is written: were it left, the store would hold
+        // more than `maximumBonds`, and a forgotten bond would come back after a restart.
         if let store = settings.bondStore {
+            if let evicted {
+                do {
+                    try store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType))
+                } catch {
+                    host.log("not storing the bond of \(bond.peer): removing the evicted bond of \(evicted.peer) failed: \(error)")
+                    return false
+                }
+            }
             do {
                 try store.save(bond)
             } catch {
                 host.log("saving the bond of \(bond.peer): \(error)")
+                if evicted != nil {
+                    // The evicted bond's file is gone: memory follows the disk.
+                    cachedBonds = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+                    host.privacy.bondsChanged(host)
+                }
                 return false
             }
-            if let evicted { _ = try? store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType)) }
         }
         cachedBonds = all
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
@@ -150,13 +164,16 @@ final class SecurityCoordinator {
         return true
     }
 
+    /// Forgets the bond of `peer`: its file first (the store makes the removal durable), then
+    /// the host's memory, so a removal the store could not carry out is thrown and the bond stays
+    /// in use, as it would after a restart.
     func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
+        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         var all = bonds(host)
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         host.privacy.bondsChanged(host)
-        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         return stored || all.count != before
     }
 
