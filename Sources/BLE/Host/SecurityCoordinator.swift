@@ -19,10 +19,11 @@ final class SecurityCoordinator {
     private var limiter: SMPAttemptLimiter
     private var cachedBonds: [Bond]?
     private var ephemeralIdentity: LocalIdentity?
-    /// Set after a failed pairing while a fixed passkey (`displayedPasskey`) was configured: a
-    /// failed Secure Connections passkey round gives away one bit of it, so it is not used again
-    /// in this host's life; later pairings draw random passkeys.
-    private var fixedPasskeyRetired = false
+    /// Whether the fixed passkey (`displayedPasskey`) is used up: one recorded Passkey Entry
+    /// pairing reveals all of it (Vol 3 Part H §2.3.5.6.3), so it is shown once, in this host's
+    /// life and, through the bond store, across restarts; later pairings draw random passkeys.
+    /// Nil until the store was asked.
+    private var fixedPasskeyRetired: Bool?
     /// Links on which the application asked to pair (`pair()`), so the new bond may replace a
     /// stronger old one.
     private var explicitPairing: Set<UInt16> = []
@@ -252,11 +253,41 @@ final class SecurityCoordinator {
         let peer = link.peerOnAir ?? link.peer
         let central = link.role == .central
         var pairing = settings.pairing
-        if fixedPasskeyRetired { pairing.displayedPasskey = nil }
+        if fixedPasskeyIsRetired(host) { pairing.displayedPasskey = nil }
         let m = SMPPairing(role: central ? .initiator : .responder, settings: pairing, identity: identity,
                            initiatorAddress: central ? own : peer, responderAddress: central ? peer : own)
         machines[handle] = m
         return m
+    }
+
+    /// Whether the fixed passkey was shown before, by this host or (the bond store says) by an
+    /// earlier run. A store that cannot answer counts it as shown: a random passkey costs nothing.
+    private func fixedPasskeyIsRetired(_ host: isolated HostController) -> Bool {
+        if let fixedPasskeyRetired { return fixedPasskeyRetired }
+        guard let fixed = settings.pairing.displayedPasskey else { return false }
+        var retired = false
+        do {
+            retired = try settings.bondStore?.isPasskeyRetired(fixed) ?? false
+        } catch {
+            host.log("bond store: \(error); not using the fixed passkey")
+            retired = true
+        }
+        if retired { host.log("the fixed passkey was used before: pairings show random passkeys") }
+        fixedPasskeyRetired = retired
+        return retired
+    }
+
+    /// The fixed passkey is being shown: it is not shown again, and the bond store records that
+    /// before anyone sees it, so a restart does not bring it back.
+    private func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) {
+        fixedPasskeyRetired = true
+        for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
+        do {
+            try settings.bondStore?.retirePasskey(value)
+            host.log("the fixed passkey is used once: later pairings show random passkeys")
+        } catch {
+            host.log("recording that the fixed passkey was used failed: \(error); after a restart it would be shown again")
+        }
     }
 
     // MARK: - Inbound
@@ -489,11 +520,7 @@ final class SecurityCoordinator {
                 // A fixed passkey is used for one pairing only: once shown, the peer holds what
                 // it needs to find it (legacy Mrand, Secure Connections' nonces), whatever the
                 // pairing's end (Vol 3 Part H §2.3.5.3 wants a fresh one each time).
-                if value == settings.pairing.displayedPasskey, !fixedPasskeyRetired {
-                    fixedPasskeyRetired = true
-                    for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
-                    host.log("the fixed passkey was used once: later pairings show random passkeys")
-                }
+                if value == settings.pairing.displayedPasskey, fixedPasskeyRetired != true { retireFixedPasskey(value, host) }
                 host.spawn("passkey display") { await agent.displayPasskey(value, for: peer) }
             case .requestPasskey:
                 prompts[handle, default: []].append(host.spawn("passkey entry") {

@@ -45,6 +45,8 @@ public final class DirectoryBondStore: BondStore {
 
     static let suffix = ".bond"
     static let identityFile = "identity"
+    /// The fixed passkeys already shown, six digits a line.
+    static let retiredPasskeysFile = "retired-passkeys"
 
     static func fileName(for peer: DeviceAddress) -> String {
         String("\(peer.address)".map { $0 == ":" ? "-" : $0 }) + "-\(peer.type.peerType)" + suffix
@@ -116,6 +118,45 @@ public final class DirectoryBondStore: BondStore {
                 throw BLEError.transport("local identity in \(directory): \(error)")
             }
         }
+    }
+
+    /// Whether `passkey` is listed in the `retired-passkeys` file.
+    public func isPasskeyRetired(_ passkey: UInt32) throws -> Bool {
+        try retiredPasskeys().contains(passkey)
+    }
+
+    /// Adds `passkey` to the `retired-passkeys` file, atomically and durably (like a bond).
+    public func retirePasskey(_ passkey: UInt32) throws {
+        try identityLock.withLock { _ in
+            var all = try retiredPasskeys()
+            guard all.insert(passkey).inserted else { return }
+            let text = all.sorted().map { Self.sixDigits($0) + "\n" }.joined()
+            do { try files.write(Array(text.utf8), name: Self.retiredPasskeysFile) } catch {
+                throw BLEError.transport("retiring the fixed passkey in \(directory): \(error)")
+            }
+        }
+    }
+
+    private func retiredPasskeys() throws -> Set<UInt32> {
+        let contents: PrivateFileContents?
+        do { contents = try files.read(name: Self.retiredPasskeysFile) } catch {
+            throw BLEError.transport("retired passkeys in \(directory): \(error)")
+        }
+        guard let contents else { return [] }
+        notices.withLock { $0 += contents.tightened }
+        var found: Set<UInt32> = []
+        for line in String(decoding: contents.bytes, as: UTF8.self).split(separator: "\n") {
+            guard let value = UInt32(line), value <= 999_999 else {
+                throw BLEError.invalidArgument("\(directory)/\(Self.retiredPasskeysFile): '\(line)' is not a six-digit passkey")
+            }
+            found.insert(value)
+        }
+        return found
+    }
+
+    private static func sixDigits(_ value: UInt32) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 
     /// What was tightened when the store opened and when the identity was read, then the files
