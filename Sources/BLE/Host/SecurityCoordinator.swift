@@ -309,9 +309,21 @@ final class SecurityCoordinator {
             host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: SMPPDU.pairingFailed(.repeatedAttempts).encode())
             return
         }
+        if pdu.first == SMPCode.pairingRequest.rawValue, !m.isPairing {
+            // The central starts every pairing a peripheral takes part in.
+            m.protectsExistingBond = protectsBond(of: link, explicit: false, host)
+        }
         let actions = m.receive(pdu, now: host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
+    }
+
+    /// Whether a pairing on `link` must not give its bonded peer an unauthenticated key:
+    /// the peer is bonded, the pairing is not the application's own (`explicit`), and
+    /// `allowsUnauthenticatedBondReplacement` is off.
+    private func protectsBond(of link: Link, explicit: Bool, _ host: isolated HostController) -> Bool {
+        guard !settings.allowsUnauthenticatedBondReplacement, !explicit else { return false }
+        return bond(for: link.peer, host) != nil
     }
 
     /// Peripheral: the controller asks for the key the central is encrypting with.
@@ -431,6 +443,7 @@ final class SecurityCoordinator {
                     waiters[handle]?.removeAll { $0 === waiter }
                     throw BLEError.security(.local(.repeatedAttempts, detail: "wait before pairing with \(link.peer) again"))
                 }
+                m.protectsExistingBond = protectsBond(of: link, explicit: explicitPairing.contains(handle), host)
                 let actions = m.start(now: host.now)
                 machines[handle] = m
                 perform(actions, handle: handle, host)

@@ -247,11 +247,16 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     /// an address that bond does not know (neither its identity nor an RPA its IRK resolves):
     /// the claim was refused, nothing stored, and the link dropped.
     case identityConflict(String)
+    /// We sent Pairing Failed (Authentication Requirements): the peer started a pairing that
+    /// would give an unauthenticated key, and this device is bonded already; the bond is kept
+    /// (`SMPPairing.protectsExistingBond`).
+    case existingBondKept(String)
 
     /// The Pairing Failed reason, when one was sent or received.
     public var reason: SMPPairingFailedReason? {
         switch self {
         case let .local(r, _), let .peer(r): return r
+        case .existingBondKept: return .authenticationRequirements
         default: return nil
         }
     }
@@ -269,6 +274,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
                 : "encryption failed, \(hex)"
         case let .unavailable(why): return "pairing unavailable: \(why)"
         case let .identityConflict(why): return "pairing refused: \(why)"
+        case let .existingBondKept(why): return "pairing refused (Authentication Requirements): \(why)"
         }
     }
 }
