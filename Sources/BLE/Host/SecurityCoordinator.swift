@@ -607,7 +607,8 @@ final class SecurityCoordinator {
             // Our server keeps a client's last SignCounter when a pairing again distributes the
             // same CSRK (other stacks may reuse it), so older signed writes stay refused.
             if let old, old.peerSignatureKey != nil, old.peerSignatureKey == bond.peerSignatureKey { bond.peerSignCounter = old.peerSignCounter }
-            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit) {
+            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit,
+                                          localIRK: localIRK(host)) {
             case .store:
                 stored = store(bond, replacing: true, host)
             case let .keep(why):
