@@ -18,7 +18,7 @@ let pairingOptions = CommandOptionGroup(title: "PAIRING OPTIONS", options: [
     .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal. A passkey this side shows is single-use: after one pairing (recorded in the bonds directory, so across restarts too) random ones are shown"),
     .single("confirm", value: "yes|no", help: "the answer to a numeric comparison; else asked on the terminal (yes accepts any number unseen: the key still counts as authenticated, so use it only where no one can be in the middle)"),
     .flag("legacy", help: "offer LE legacy pairing only (no Secure Connections)"),
-    .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing and keys under 16 octets"),
+    .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing, keys under 16 octets, and bonds below level 4 (pair again)"),
     .flag("mitm", help: "require MITM protection (an authenticated key): Just Works fails"),
     .flag("no-bond", help: "pair without bonding: keys are not stored"),
     .flag("no-pair", help: "do not encrypt or pair when a server asks for security; report its ATT error instead"),

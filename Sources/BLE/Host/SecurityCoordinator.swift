@@ -326,6 +326,14 @@ final class SecurityCoordinator {
         return bond(for: link.peer, host) != nil
     }
 
+    /// Why `bond`'s key may not encrypt a link, if it may not: in Secure Connections Only mode
+    /// only mode 1 level 4 is allowed (Vol 3 Part C §10.2.4), and a bond made before the mode
+    /// was switched on may be legacy or unauthenticated.
+    private func refusal(of bond: Bond) -> String? {
+        guard settings.pairing.secureConnectionsOnly, bond.securityLevel < .secureConnections else { return nil }
+        return "Secure Connections Only mode needs a level 4 key (authenticated Secure Connections, 16 octets), and the bond of \(bond.peer) is level \(bond.securityLevel.rawValue): pair again"
+    }
+
     /// Peripheral: the controller asks for the key the central is encrypting with.
     func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
         guard let link = host.connections.links[handle] else { return }
@@ -335,6 +343,11 @@ final class SecurityCoordinator {
             return
         }
         if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
+            if let why = refusal(of: b) {
+                host.log("refused \(link.peer)'s encryption request: \(why)")
+                host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+                return
+            }
             pendingKey[handle] = KeyWorth(b)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
             return
@@ -469,6 +482,7 @@ final class SecurityCoordinator {
         guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
             throw BLEError.security(.unavailable("no bond with \(link.peer)"))
         }
+        if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
         startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
