@@ -58,7 +58,7 @@ public enum PrivateFiles {
 
     /// Refuses the open directory `fd` unless this user owns it; tightens it to 0700 when group
     /// or others have any permission on it, and says so.
-    private static func checkDirectory(_ fd: Int32, _ path: String) throws(PrivateFileError) -> [String] {
+    static func checkDirectory(_ fd: Int32, _ path: String) throws(PrivateFileError) -> [String] {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure(path, "fstat") }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw PrivateFileError(path: path, message: "not a directory") }
@@ -89,10 +89,21 @@ public enum PrivateFiles {
 
     /// Replaces the file at `directory/name` with `bytes`, atomically and durably.
     public static func write(_ bytes: [UInt8], directory: String, name: String) throws(PrivateFileError) {
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { throw failure(directory, "open") }
+        defer { _ = close(dir) }
+        try write(bytes, in: dir, directory, name: name)
+    }
+
+    /// Writes `bytes` to `name` in the open directory `dir` (named `directory` in errors): a
+    /// temporary file beside it, fsynced, renamed over it, then the directory fsynced. Every
+    /// call is relative to `dir`, so what `directory` names meanwhile does not matter.
+    static func write(_ bytes: [UInt8], in dir: Int32, _ directory: String, name: String) throws(PrivateFileError) {
         let target = directory + "/" + name
         let serial = temporaryCounter.wrappingAdd(1, ordering: .relaxed).newValue
-        let temporary = directory + "/." + name + ".tmp-\(getpid())-\(serial)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let temporaryName = "." + name + ".tmp-\(getpid())-\(serial)"
+        let temporary = directory + "/" + temporaryName
+        let fd = openat(dir, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw failure(temporary, "open") }
         var offset = 0
         while offset < bytes.count {
@@ -104,7 +115,7 @@ public enum PrivateFiles {
             guard n > 0 else {
                 let error = failure(temporary, "write")
                 _ = close(fd)
-                _ = unlink(temporary)
+                _ = unlinkat(dir, temporaryName, 0)
                 throw error
             }
             offset += n
@@ -112,18 +123,15 @@ public enum PrivateFiles {
         guard fsync(fd) == 0 else {
             let error = failure(temporary, "fsync")
             _ = close(fd)
-            _ = unlink(temporary)
+            _ = unlinkat(dir, temporaryName, 0)
             throw error
         }
         _ = close(fd)
-        guard rename(temporary, target) == 0 else {
+        guard renameat(dir, temporaryName, dir, name) == 0 else {
             let error = failure(target, "rename")
-            _ = unlink(temporary)
+            _ = unlinkat(dir, temporaryName, 0)
             throw error
         }
-        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dir >= 0 else { throw failure(directory, "open") }
-        defer { _ = close(dir) }
         guard fsync(dir) == 0 else { throw failure(directory, "fsync") }
     }
 
@@ -133,13 +141,18 @@ public enum PrivateFiles {
     /// access is tightened to 0600, its directory likewise to 0700, and the result says so in
     /// `tightened` for the caller to report: until then the secret may have been read.
     public static func read(directory: String, name: String) throws(PrivateFileError) -> PrivateFileContents? {
-        let path = directory + "/" + name
         let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir < 0 {
             if errno == ENOENT { return nil }
             throw failure(directory, "open")
         }
         defer { _ = close(dir) }
+        return try read(in: dir, directory, name: name)
+    }
+
+    /// `read(directory:name:)` on the open directory `dir` (named `directory` in errors).
+    static func read(in dir: Int32, _ directory: String, name: String) throws(PrivateFileError) -> PrivateFileContents? {
+        let path = directory + "/" + name
         let fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -170,30 +183,70 @@ public enum PrivateFiles {
     /// (`.NAME.tmp-PID-N` of a process that no longer exists); the targets they were meant for
     /// are intact, old or new.
     public static func removeStaleTemporaries(_ directory: String) throws(PrivateFileError) {
-        for name in try list(directory) where name.hasPrefix(".") {
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir < 0 {
+            if errno == ENOENT { return }
+            throw failure(directory, "open")
+        }
+        defer { _ = close(dir) }
+        try removeStaleTemporaries(in: dir, directory)
+    }
+
+    /// `removeStaleTemporaries(_:)` on the open directory `dir`.
+    static func removeStaleTemporaries(in dir: Int32, _ directory: String) throws(PrivateFileError) {
+        for name in try list(in: dir, directory) where name.hasPrefix(".") {
             let parts = name.split(separator: "-")
             guard name.contains(".tmp-"), parts.count >= 3, let pid = Int32(parts[parts.count - 2]) else { continue }
-            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { _ = unlink(directory + "/" + name) }
+            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { _ = unlinkat(dir, name, 0) }
         }
     }
 
-    /// Removes `directory/name`; false when there was none.
+    /// Removes `directory/name` and fsyncs the directory, so the removal survives a crash;
+    /// false when there was no such file.
     public static func remove(directory: String, name: String) throws(PrivateFileError) -> Bool {
-        let path = directory + "/" + name
-        if unlink(path) == 0 { return true }
-        if errno == ENOENT { return false }
-        throw failure(path, "unlink")
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir < 0 {
+            if errno == ENOENT { return false }
+            throw failure(directory, "open")
+        }
+        defer { _ = close(dir) }
+        return try remove(in: dir, directory, name: name)
+    }
+
+    /// `remove(directory:name:)` on the open directory `dir` (named `directory` in errors).
+    static func remove(in dir: Int32, _ directory: String, name: String) throws(PrivateFileError) -> Bool {
+        guard unlinkat(dir, name, 0) == 0 else {
+            if errno == ENOENT { return false }
+            throw failure(directory + "/" + name, "unlink")
+        }
+        guard fsync(dir) == 0 else { throw failure(directory, "fsync") }
+        return true
     }
 
     /// The names in `directory` (not `.` or `..`), sorted; empty when it does not exist.
     public static func list(_ directory: String) throws(PrivateFileError) -> [String] {
-        guard let dir = opendir(directory) else {
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir < 0 {
             if errno == ENOENT { return [] }
-            throw failure(directory, "opendir")
+            throw failure(directory, "open")
         }
-        defer { closedir(dir) }
+        defer { _ = close(dir) }
+        return try list(in: dir, directory)
+    }
+
+    /// The names in the open directory `dir`, sorted. Reads through a descriptor of its own
+    /// (`openat(dir, ".")`), so concurrent listings do not share a position.
+    static func list(in dir: Int32, _ directory: String) throws(PrivateFileError) -> [String] {
+        let own = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard own >= 0 else { throw failure(directory, "open") }
+        guard let stream = fdopendir(own) else {
+            let error = failure(directory, "fdopendir")
+            _ = close(own)
+            throw error
+        }
+        defer { closedir(stream) }
         var names: [String] = []
-        while let entry = readdir(dir) {
+        while let entry = readdir(stream) {
             let name = withUnsafePointer(to: entry.pointee.d_name) {
                 $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
@@ -218,7 +271,7 @@ public enum PrivateFiles {
         #endif
     }
 
-    private static func failure(_ path: String, _ call: String) -> PrivateFileError {
+    static func failure(_ path: String, _ call: String) -> PrivateFileError {
         PrivateFileError(path: path, message: "\(call): \(String(cString: strerror(errno)))")
     }
 }

@@ -15,10 +15,10 @@ let bondOptions: [CommandOption] = [
 /// How to pair, for the commands that pair or raise security on demand (PAIRING OPTIONS).
 let pairingOptions = CommandOptionGroup(title: "PAIRING OPTIONS", options: [
     .single("io", value: "CAP", help: "IO capability: none (default), display, yesno, keyboard, keyboard-display"),
-    .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal"),
+    .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal. A passkey this side shows is single-use: after one pairing (recorded in the bonds directory, so across restarts too) random ones are shown"),
     .single("confirm", value: "yes|no", help: "the answer to a numeric comparison; else asked on the terminal (yes accepts any number unseen: the key still counts as authenticated, so use it only where no one can be in the middle)"),
     .flag("legacy", help: "offer LE legacy pairing only (no Secure Connections)"),
-    .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing and keys under 16 octets"),
+    .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing, keys under 16 octets, and bonds below level 4 (pair again)"),
     .flag("mitm", help: "require MITM protection (an authenticated key): Just Works fails"),
     .flag("no-bond", help: "pair without bonding: keys are not stored"),
     .flag("no-pair", help: "do not encrypt or pair when a server asks for security; report its ATT error instead"),
@@ -87,7 +87,12 @@ struct SecurityOptions {
 
     /// The bond store in `bondsDirectory`; an in-memory one when no directory can be named.
     func bondStore() throws -> any BondStore {
-        guard let bondsDirectory else { return InMemoryBondStore() }
+        guard let bondsDirectory else {
+            if passkey != nil {
+                standardError("note: bonds are kept in memory, so the record that --passkey was used once is lost at exit: the next run shows it again (name a directory with --bonds to keep it)")
+            }
+            return InMemoryBondStore()
+        }
         return try DirectoryBondStore(directory: bondsDirectory)
     }
 

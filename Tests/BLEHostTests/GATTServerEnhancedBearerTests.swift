@@ -105,10 +105,10 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertEqual(Self.sent(link.receive("0a 1600", on: .b)), ["0b01"])
         // A second request on A meanwhile waits behind A's first.
         XCTAssertEqual(link.receive("0a 1600", on: .a), [])
-        let answered = link.on(.a) { s, db, _ in s.completeRead(id: id, result: .success([0xD0, 0xD1]), database: &db, now: .seconds(1)) }
+        let answered = link.on(.a) { s, db, _ in s.completeRead(id: id, result: .success([0xD0, 0xD1]), database: &db, security: .none, now: .seconds(1)) }
         XCTAssertEqual(Self.sent(answered), ["0bd0d1", "0b01"], "A's answers, in order, on A")
         // An id of A's means nothing to B.
-        XCTAssertEqual(link.on(.b) { s, db, _ in s.completeRead(id: id, result: .success([1]), database: &db, now: .seconds(1)) }, [])
+        XCTAssertEqual(link.on(.b) { s, db, _ in s.completeRead(id: id, result: .success([1]), database: &db, security: .none, now: .seconds(1)) }, [])
     }
 
     func testOneIndicationOutstandingPerBearer() {
@@ -197,7 +197,7 @@ final class GATTServerEnhancedBearerTests: XCTestCase {
         XCTAssertNotNil(link.a.nextOutgoing(now: t))
         XCTAssertEqual(link.a.bearerClosed(), [.indicationTimedOut(id: 7), .indicationTimedOut(id: 8)])
         XCTAssertNil(link.a.nextDeadline)
-        XCTAssertEqual(link.on(.a) { s, db, _ in s.completeRead(id: id, result: .success([1]), database: &db, now: t) }, [],
+        XCTAssertEqual(link.on(.a) { s, db, _ in s.completeRead(id: id, result: .success([1]), database: &db, security: .none, now: t) }, [],
                        "the application's late answer finds nobody")
         XCTAssertEqual(link.receive("0a 1600", on: .a), [])
         // The client's state and the other bearers go on.

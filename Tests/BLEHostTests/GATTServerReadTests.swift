@@ -171,11 +171,11 @@ final class GATTServerReadTests: XCTestCase {
         XCTAssertEqual(handle, 0x21)
         XCTAssertEqual(offset, 0)
         XCTAssertEqual(server.receive([0x0A, 0x10, 0x00], database: &db, security: .none, now: .zero), [])
-        XCTAssertEqual(server.completeRead(id: id + 100, result: .success([9]), database: &db, now: .zero), [])
-        actions = server.completeRead(id: id, result: .success([7]), database: &db, now: .zero)
+        XCTAssertEqual(server.completeRead(id: id + 100, result: .success([9]), database: &db, security: .none, now: .zero), [])
+        actions = server.completeRead(id: id, result: .success([7]), database: &db, security: .none, now: .zero)
         XCTAssertEqual(actions, [.send([0x0B, 0x07]), .send([0x0B] + Array("hello".utf8))])
         // Answering twice does nothing.
-        XCTAssertEqual(server.completeRead(id: id, result: .success([7]), database: &db, now: .zero), [])
+        XCTAssertEqual(server.completeRead(id: id, result: .success([7]), database: &db, security: .none, now: .zero), [])
     }
 
     /// The Database Hash and Client Supported Features characteristics.

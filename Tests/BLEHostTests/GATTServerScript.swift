@@ -52,12 +52,12 @@ struct GATTServerHarness {
                 case let .failure(e):
                     answer = .failure(e)
                 }
-                absorb(server.completeRead(id: id, result: answer, database: &database, now: now))
+                absorb(server.completeRead(id: id, result: answer, database: &database, security: security, now: now))
             case let .write(id, handle, value, offset, kind):
                 writes.append((handle, offset, value, kind))
                 if kind != .command {
                     let answer = dynamicWrites[handle] ?? .success(())
-                    absorb(server.completeWrite(id: id, result: answer, database: &database, now: now))
+                    absorb(server.completeWrite(id: id, result: answer, database: &database, security: security, now: now))
                 }
             default:
                 events.append(action)

@@ -78,9 +78,10 @@ final class GATTCacheBondedClientWorldTests: XCTestCase {
         }
     }
 
-    /// A bonded client's CCCDs are back at connection (§3.3.3.3): a value notified before the
-    /// link is encrypted reaches it, on a characteristic that needs no encryption.
-    func testABondedClientsSubscriptionDeliversBeforeEncryption() async throws {
+    /// A bonded client's CCCDs (§3.3.3.3) are back once its link is encrypted with the bond's
+    /// key, not at connection: a device copying its address must not receive what it
+    /// subscribed to. On a characteristic that needs no encryption.
+    func testABondedClientsSubscriptionDeliversOnceEncrypted() async throws {
         try await VirtualWorld.run { world in
             let rig = try await GATTCacheRig.open(world)
             let handles = try await rig.manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFE0), characteristics: [
@@ -99,12 +100,13 @@ final class GATTCacheBondedClientWorldTests: XCTestCase {
             let values = await again.notifications(for: c)
             // The server's host has seen the connection once the client's first request is answered.
             _ = try await again.readValue(for: c)
+            let before = await rig.manager.updateValue([0x06], forHandle: valueHandle)
+            XCTAssertEqual(before, .queued(centrals: 0), "the kept CCCD does not count before encryption")
+            try await again.encrypt()
             let result = await rig.manager.updateValue([0x07], forHandle: valueHandle)
-            XCTAssertEqual(result, .queued(centrals: 1), "the kept CCCD counts before encryption")
+            XCTAssertEqual(result, .queued(centrals: 1), "the kept CCCD counts once encrypted with the bond's key")
             let value = await GATTCacheRig.firstValue(values, within: .seconds(2), world)
             XCTAssertEqual(value, [0x07])
-            let level = await again.securityLevel
-            XCTAssertEqual(level, .none)
             try await again.disconnect()
             await rig.close()
         }

@@ -64,24 +64,26 @@ final class SecurityReview2HostTests: XCTestCase {
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
     }
 
-    func manager(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
+    func manager(_ t: HostUnderTest, store: any BondStore, allowsUnauthenticatedBondReplacement: Bool = false) async throws -> PeripheralManager {
         await t.controller.start()
         var config = HostConfiguration()
         config.security.bondStore = store
+        config.security.allowsUnauthenticatedBondReplacement = allowsUnauthenticatedBondReplacement
         return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
     }
 
     /// A central that spoofs a bonded device's address pairs Just Works and claims a fresh
     /// identity that sorts before the victim's: were its bond (peer = claimed, connectionAddress
     /// = victim) stored, it would also match the victim's address, and after a restart the LTK
-    /// request from the victim's address would be answered with the attacker's key. Refused.
+    /// request from the victim's address would be answered with the attacker's key. Refused
+    /// (even with `allowsUnauthenticatedBondReplacement`, which by default refuses it sooner).
     func testAPairingFromABondedDevicesAddressClaimingAnotherIdentityDoesNotShadowItsBond() async throws {
         let store = InMemoryBondStore()
         try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
                             peerIdentityResolvingKey: [UInt8](repeating: 0xAB, count: 16),
                             secureConnections: true, authenticated: true, keySize: 16))
         let t = HostUnderTest()
-        let m = try await manager(t, store: store)
+        let m = try await manager(t, store: store, allowsUnauthenticatedBondReplacement: true)
         await connect(t, from: victim, handle: 0x0041)
         let claimed = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_10), type: .public)
         let evil = SMPLocalIdentity(identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: claimed,

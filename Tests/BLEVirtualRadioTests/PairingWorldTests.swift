@@ -272,13 +272,16 @@ final class PairingWorldTests: XCTestCase {
     }
 
     /// Review finding: a Just Works pairing that claims a bonded central's identity must not
-    /// replace that central's authenticated bond on the peripheral.
+    /// replace that central's authenticated bond on the peripheral. By default such a pairing
+    /// is refused outright (`BondReplacementPolicyWorldTests`); with that policy relaxed, the
+    /// pairing completes and the bond is still kept.
     func testAWeakerPairingDoesNotReplaceAStrongerBond() async throws {
         try await VirtualWorld.run { world in
             let board = PasskeyBoard()
             let peripheralStore = InMemoryBondStore()
-            let (manager, device) = try await world.addPeripheralManager(
-                name: "Lock", configuration: Self.security(io: .displayOnly, agent: BoardAgent(board: board), store: peripheralStore))
+            var configuration = Self.security(io: .displayOnly, agent: BoardAgent(board: board), store: peripheralStore)
+            configuration.security.allowsUnauthenticatedBondReplacement = true
+            let (manager, device) = try await world.addPeripheralManager(name: "Lock", configuration: configuration)
             try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
             let events = await manager.events
             let address = DeviceAddress(device.address, type: .public)

@@ -40,11 +40,13 @@ final class SignedWriteReviewWorldTests: XCTestCase {
     }
 
     /// Second review: a pairing again restarts both counters, so it must bring a new CSRK, or
-    /// signed writes captured before it would be accepted again afterwards.
+    /// signed writes captured before it would be accepted again afterwards. (The peripheral
+    /// lets the Just Works pairing again replace the bond, which by default it refuses.)
     func testSignedWritesCapturedBeforeARepairingCannotBeReplayedAfterIt() async throws {
         try await VirtualWorld.run { world in
             let centralStore = InMemoryBondStore(), peripheralStore = InMemoryBondStore()
-            let rig = try await SignedWriteWorldTests.rig(world, centralStore: centralStore, peripheralStore: peripheralStore)
+            let rig = try await SignedWriteWorldTests.rig(world, centralStore: centralStore, peripheralStore: peripheralStore,
+                                                          allowsUnauthenticatedBondReplacement: true)
             var p = try await rig.central.connect(rig.address, timeout: .seconds(5))
             _ = try await p.pair()
             try await p.disconnect()

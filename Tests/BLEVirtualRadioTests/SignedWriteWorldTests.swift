@@ -80,18 +80,20 @@ final class SignedWriteWorldTests: XCTestCase {
         var address: DeviceAddress { DeviceAddress(device.address, type: .public) }
     }
 
-    static func peripheral(_ world: VirtualWorld, store: any BondStore, address: BDAddress? = nil) async throws -> (PeripheralManager, VirtualDevice) {
+    static func peripheral(_ world: VirtualWorld, store: any BondStore, address: BDAddress? = nil,
+                           allowsUnauthenticatedBondReplacement: Bool = false) async throws -> (PeripheralManager, VirtualDevice) {
         let board = PasskeyBoard()
-        let (manager, device) = try await world.addPeripheralManager(
-            name: "Signer", address: address,
-            configuration: PairingWorldTests.security(io: .noInputNoOutput, agent: BoardAgent(board: board), store: store))
+        var configuration = PairingWorldTests.security(io: .noInputNoOutput, agent: BoardAgent(board: board), store: store)
+        configuration.security.allowsUnauthenticatedBondReplacement = allowsUnauthenticatedBondReplacement
+        let (manager, device) = try await world.addPeripheralManager(name: "Signer", address: address, configuration: configuration)
         _ = try await manager.add(definition)
         try await manager.startAdvertising(AdvertisingData.Builder().localName("Signer").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
         return (manager, device)
     }
 
-    static func rig(_ world: VirtualWorld, centralStore: any BondStore, peripheralStore: any BondStore) async throws -> Rig {
-        let (manager, device) = try await peripheral(world, store: peripheralStore)
+    static func rig(_ world: VirtualWorld, centralStore: any BondStore, peripheralStore: any BondStore,
+                    allowsUnauthenticatedBondReplacement: Bool = false) async throws -> Rig {
+        let (manager, device) = try await peripheral(world, store: peripheralStore, allowsUnauthenticatedBondReplacement: allowsUnauthenticatedBondReplacement)
         let controller = await world.radio.addDevice()
         let tap = TapTransport(controller.transport)
         let central = try await Central.open(transport: tap, clock: world.clock,

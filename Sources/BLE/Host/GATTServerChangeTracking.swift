@@ -6,7 +6,9 @@ import BLEWire
 /// state (change awareness, Client Supported Features §7.2, CCCDs §3.3.3.3) persists while it
 /// is away.
 ///
-/// A returning bonded client gets that state back as soon as the server knows who it is:
+/// A returning bonded client gets its change awareness and features back as soon as the server
+/// knows who it is (its CCCDs only once its link is encrypted with the bond's key, so a device
+/// copying its address does not learn or receive its subscriptions):
 /// - at connection, when the address it connected with names a bond (its identity address, or
 ///   a resolvable private address that a bonded IRK resolves, in the controller or here), so
 ///   its first request is already judged by it: a change-unaware client that enabled robust
@@ -68,10 +70,9 @@ extension GATTServerSessions {
     /// Service Changed indication of the whole database (§7.1: the server need not say which
     /// part changed).
     func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
-        if !link.server.hasRestoredBondedState, let bond = host.security.bond(for: identity, host) {
-            restoreBondedState(handle: handle, bond, host)
-        }
+        guard let link = host.connections.links[handle], let bond = host.security.bond(for: identity, host) else { return }
+        if !link.server.hasRestoredBondedState { restoreBondedState(handle: handle, bond, host) }
+        host.connections.links.withLink(handle) { $0.server.restoreBondedSubscriptions(bond.clientConfigurations) }
         guard let restored = host.connections.links[handle], !restored.server.isChangeAware else { return }
         let scHandle = database.serviceChangedHandle
         guard scHandle != 0,
@@ -91,7 +92,7 @@ extension GATTServerSessions {
         let aware = bondedChangeAwareness[bond.peer] ?? (bond.servedDatabaseHash != nil && bond.servedDatabaseHash == current)
         let features = bondedClientFeatures[bond.peer] ?? bond.clientSupportedFeatures
         host.connections.links.withLink(handle) {
-            $0.server.restoreBondedState(changeAware: aware, features: features, subscriptions: bond.clientConfigurations)
+            $0.server.restoreBondedState(changeAware: aware, features: features)
         }
     }
 }

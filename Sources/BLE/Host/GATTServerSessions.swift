@@ -236,15 +236,15 @@ final class GATTServerSessions {
 
     /// Answers a dynamic read the application was asked for.
     func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>, _ host: isolated HostController) {
-        answer(token, .read, host) { server, id, database, now in
-            server.completeRead(id: id, result: result, database: &database, now: now)
+        answer(token, .read, host) { server, id, database, security, now in
+            server.completeRead(id: id, result: result, database: &database, security: security, now: now)
         }
     }
 
     /// Answers a dynamic write the application was asked for.
     func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>, _ host: isolated HostController) {
-        answer(token, .write, host) { server, id, database, now in
-            server.completeWrite(id: id, result: result, database: &database, now: now)
+        answer(token, .write, host) { server, id, database, security, now in
+            server.completeWrite(id: id, result: result, database: &database, security: security, now: now)
         }
     }
 
@@ -256,15 +256,17 @@ final class GATTServerSessions {
         return token
     }
 
-    /// Ends the pending request `token` of `kind` (once) by having its link's server complete it.
+    /// Ends the pending request `token` of `kind` (once) by having its link's server complete it,
+    /// with the link's security as it is now for the requests held meanwhile.
     private func answer(_ token: UInt64, _ kind: PendingRequest.Kind, _ host: isolated HostController,
-                        _ complete: (inout ATTServer, UInt64, inout GATTServerDatabase, Duration) -> [ServerAction]) {
+                        _ complete: (inout ATTServer, UInt64, inout GATTServerDatabase, LinkSecurity, Duration) -> [ServerAction]) {
         guard let request = pending[token], request.kind == kind else { return }
         pending[token] = nil
         let now = host.now
         // The bearer may have closed meanwhile: then nobody waits for the answer.
         guard let actions = host.connections.links.withLink(request.linkHandle, { link in
-            link.withServer(request.bearer) { complete(&$0, request.serverID, &database, now) }
+            let security = link.security
+            return link.withServer(request.bearer) { complete(&$0, request.serverID, &database, security, now) }
         }) ?? nil else { return }
         perform(actions, handle: request.linkHandle, bearer: request.bearer, host)
     }

@@ -92,6 +92,8 @@ actor HostController {
     @discardableResult
     func start() async throws -> ControllerInfo {
         if let info { return info }
+        // Settings that would put reserved values on the wire are refused before anything is sent.
+        do { try configuration.security.pairing.validate() } catch { throw BLEError.invalidArgument("\(error)") }
         if !readerStarted {
             readerStarted = true
             startReader()

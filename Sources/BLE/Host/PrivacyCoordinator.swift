@@ -246,7 +246,7 @@ final class PrivacyCoordinator {
     /// Address resolution off, the list cleared and loaded with every bonded IRK (as many as it
     /// holds; the host resolves the rest), in device privacy mode, and resolution on again.
     private func load(commands: LocalSupportedCommands, _ host: isolated HostController) async throws {
-        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey != nil }
+        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey.map(ResolvablePrivateAddress.isUsable) ?? false }
         let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
         if !controllerList.isEmpty || !bonds.isEmpty {
             try await host.commandReturning(.leSetAddressResolutionEnable(false))

@@ -19,10 +19,11 @@ final class SecurityCoordinator {
     private var limiter: SMPAttemptLimiter
     private var cachedBonds: [Bond]?
     private var ephemeralIdentity: LocalIdentity?
-    /// Set after a failed pairing while a fixed passkey (`displayedPasskey`) was configured: a
-    /// failed Secure Connections passkey round gives away one bit of it, so it is not used again
-    /// in this host's life; later pairings draw random passkeys.
-    private var fixedPasskeyRetired = false
+    /// Whether the fixed passkey (`displayedPasskey`) is used up: one recorded Passkey Entry
+    /// pairing reveals all of it (Vol 3 Part H §2.3.5.6.3), so it is shown once, in this host's
+    /// life and, through the bond store, across restarts; later pairings draw random passkeys.
+    /// Nil until the store was asked.
+    private var fixedPasskeyRetired: Bool?
     /// Links on which the application asked to pair (`pair()`), so the new bond may replace a
     /// stronger old one.
     private var explicitPairing: Set<UInt16> = []
@@ -132,15 +133,29 @@ final class SecurityCoordinator {
         all.removeAll { $0.peer.sameDevice(as: bond.peer) }
         all.append(bond)
         // On disk first: a bond (or a SignCounter) the store could not record is not used
-        // either, so a restart cannot find an older state than this run acted on.
+        // either, so a restart cannot find an older state than this run acted on. The evicted
+        // bond's file goes before the new one is written: were it left, the store would hold
+        // more than `maximumBonds`, and a forgotten bond would come back after a restart.
         if let store = settings.bondStore {
+            if let evicted {
+                do {
+                    try store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType))
+                } catch {
+                    host.log("not storing the bond of \(bond.peer): removing the evicted bond of \(evicted.peer) failed: \(error)")
+                    return false
+                }
+            }
             do {
                 try store.save(bond)
             } catch {
                 host.log("saving the bond of \(bond.peer): \(error)")
+                if evicted != nil {
+                    // The evicted bond's file is gone: memory follows the disk.
+                    cachedBonds = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+                    host.privacy.bondsChanged(host)
+                }
                 return false
             }
-            if let evicted { _ = try? store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType)) }
         }
         cachedBonds = all
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
@@ -150,13 +165,16 @@ final class SecurityCoordinator {
         return true
     }
 
+    /// Forgets the bond of `peer`: its file first (the store makes the removal durable), then
+    /// the host's memory, so a removal the store could not carry out is thrown and the bond stays
+    /// in use, as it would after a restart.
     func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
+        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         var all = bonds(host)
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         host.privacy.bondsChanged(host)
-        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
         return stored || all.count != before
     }
 
@@ -235,11 +253,41 @@ final class SecurityCoordinator {
         let peer = link.peerOnAir ?? link.peer
         let central = link.role == .central
         var pairing = settings.pairing
-        if fixedPasskeyRetired { pairing.displayedPasskey = nil }
+        if fixedPasskeyIsRetired(host) { pairing.displayedPasskey = nil }
         let m = SMPPairing(role: central ? .initiator : .responder, settings: pairing, identity: identity,
                            initiatorAddress: central ? own : peer, responderAddress: central ? peer : own)
         machines[handle] = m
         return m
+    }
+
+    /// Whether the fixed passkey was shown before, by this host or (the bond store says) by an
+    /// earlier run. A store that cannot answer counts it as shown: a random passkey costs nothing.
+    private func fixedPasskeyIsRetired(_ host: isolated HostController) -> Bool {
+        if let fixedPasskeyRetired { return fixedPasskeyRetired }
+        guard let fixed = settings.pairing.displayedPasskey else { return false }
+        var retired = false
+        do {
+            retired = try settings.bondStore?.isPasskeyRetired(fixed) ?? false
+        } catch {
+            host.log("bond store: \(error); not using the fixed passkey")
+            retired = true
+        }
+        if retired { host.log("the fixed passkey was used before: pairings show random passkeys") }
+        fixedPasskeyRetired = retired
+        return retired
+    }
+
+    /// The fixed passkey is being shown: it is not shown again, and the bond store records that
+    /// before anyone sees it, so a restart does not bring it back.
+    private func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) {
+        fixedPasskeyRetired = true
+        for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
+        do {
+            try settings.bondStore?.retirePasskey(value)
+            host.log("the fixed passkey is used once: later pairings show random passkeys")
+        } catch {
+            host.log("recording that the fixed passkey was used failed: \(error); after a restart it would be shown again")
+        }
     }
 
     // MARK: - Inbound
@@ -261,9 +309,29 @@ final class SecurityCoordinator {
             host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: SMPPDU.pairingFailed(.repeatedAttempts).encode())
             return
         }
+        if pdu.first == SMPCode.pairingRequest.rawValue, !m.isPairing {
+            // The central starts every pairing a peripheral takes part in.
+            m.protectsExistingBond = protectsBond(of: link, explicit: false, host)
+        }
         let actions = m.receive(pdu, now: host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
+    }
+
+    /// Whether a pairing on `link` must not give its bonded peer an unauthenticated key:
+    /// the peer is bonded, the pairing is not the application's own (`explicit`), and
+    /// `allowsUnauthenticatedBondReplacement` is off.
+    private func protectsBond(of link: Link, explicit: Bool, _ host: isolated HostController) -> Bool {
+        guard !settings.allowsUnauthenticatedBondReplacement, !explicit else { return false }
+        return bond(for: link.peer, host) != nil
+    }
+
+    /// Why `bond`'s key may not encrypt a link, if it may not: in Secure Connections Only mode
+    /// only mode 1 level 4 is allowed (Vol 3 Part C §10.2.4), and a bond made before the mode
+    /// was switched on may be legacy or unauthenticated.
+    private func refusal(of bond: Bond) -> String? {
+        guard settings.pairing.secureConnectionsOnly, bond.securityLevel < .secureConnections else { return nil }
+        return "Secure Connections Only mode needs a level 4 key (authenticated Secure Connections, 16 octets), and the bond of \(bond.peer) is level \(bond.securityLevel.rawValue): pair again"
     }
 
     /// Peripheral: the controller asks for the key the central is encrypting with.
@@ -275,6 +343,11 @@ final class SecurityCoordinator {
             return
         }
         if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
+            if let why = refusal(of: b) {
+                host.log("refused \(link.peer)'s encryption request: \(why)")
+                host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+                return
+            }
             pendingKey[handle] = KeyWorth(b)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
             return
@@ -383,6 +456,7 @@ final class SecurityCoordinator {
                     waiters[handle]?.removeAll { $0 === waiter }
                     throw BLEError.security(.local(.repeatedAttempts, detail: "wait before pairing with \(link.peer) again"))
                 }
+                m.protectsExistingBond = protectsBond(of: link, explicit: explicitPairing.contains(handle), host)
                 let actions = m.start(now: host.now)
                 machines[handle] = m
                 perform(actions, handle: handle, host)
@@ -408,6 +482,7 @@ final class SecurityCoordinator {
         guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
             throw BLEError.security(.unavailable("no bond with \(link.peer)"))
         }
+        if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
         startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
@@ -472,11 +547,7 @@ final class SecurityCoordinator {
                 // A fixed passkey is used for one pairing only: once shown, the peer holds what
                 // it needs to find it (legacy Mrand, Secure Connections' nonces), whatever the
                 // pairing's end (Vol 3 Part H §2.3.5.3 wants a fresh one each time).
-                if value == settings.pairing.displayedPasskey, !fixedPasskeyRetired {
-                    fixedPasskeyRetired = true
-                    for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
-                    host.log("the fixed passkey was used once: later pairings show random passkeys")
-                }
+                if value == settings.pairing.displayedPasskey, fixedPasskeyRetired != true { retireFixedPasskey(value, host) }
                 host.spawn("passkey display") { await agent.displayPasskey(value, for: peer) }
             case .requestPasskey:
                 prompts[handle, default: []].append(host.spawn("passkey entry") {
@@ -550,7 +621,8 @@ final class SecurityCoordinator {
             // Our server keeps a client's last SignCounter when a pairing again distributes the
             // same CSRK (other stacks may reuse it), so older signed writes stay refused.
             if let old, old.peerSignatureKey != nil, old.peerSignatureKey == bond.peerSignatureKey { bond.peerSignCounter = old.peerSignCounter }
-            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit) {
+            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit,
+                                          localIRK: localIRK(host)) {
             case .store:
                 stored = store(bond, replacing: true, host)
             case let .keep(why):

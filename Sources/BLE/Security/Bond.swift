@@ -195,6 +195,20 @@ public protocol BondStore: Sendable {
     func localIdentity() throws -> LocalIdentity
     /// Entries that could not be read, with why (for `ble bonds` and the logs).
     func problems() -> [String]
+    /// Whether the fixed `passkey` was shown in a pairing before (`retirePasskey`): one recorded
+    /// Passkey Entry pairing reveals it (Vol 3 Part H §2.3.5.6.3), so it is not used again.
+    func isPasskeyRetired(_ passkey: UInt32) throws -> Bool
+    /// Records, before it returns, that the fixed `passkey` was shown in a pairing. A store on
+    /// disk keeps this beside the local identity, so a restart does not show it again.
+    func retirePasskey(_ passkey: UInt32) throws
+}
+
+extension BondStore {
+    /// Stores that keep no retirements: every fixed passkey counts as unused (the host still
+    /// retires it for its own lifetime).
+    public func isPasskeyRetired(_ passkey: UInt32) throws -> Bool { false }
+    /// Keeps nothing.
+    public func retirePasskey(_ passkey: UInt32) throws {}
 }
 
 extension BondStore {
@@ -216,6 +230,7 @@ public final class InMemoryBondStore: BondStore {
     private struct State {
         var stored: [DeviceAddress: Bond] = [:]
         var identity: LocalIdentity?
+        var retiredPasskeys: Set<UInt32> = []
     }
     private let state: Mutex<State>
 
@@ -243,4 +258,8 @@ public final class InMemoryBondStore: BondStore {
     }
     /// Always empty: nothing in memory fails to parse.
     public func problems() -> [String] { [] }
+    /// Whether `retirePasskey` was called with `passkey` on this store.
+    public func isPasskeyRetired(_ passkey: UInt32) throws -> Bool { state.withLock { $0.retiredPasskeys.contains(passkey) } }
+    /// Remembers `passkey` as used, for this store's (the process's) lifetime.
+    public func retirePasskey(_ passkey: UInt32) throws { _ = state.withLock { $0.retiredPasskeys.insert(passkey) } }
 }

@@ -8,7 +8,9 @@ import BLEWire
 /// off may not weaken the bond on any axis (authentication, Secure Connections, key size), or
 /// anyone in range could replace a Passkey bond with Just Works. An explicit `pair()` by the
 /// application may replace the bond of the same device at any level. And an address another
-/// bond answers to may not bring a new identity: that would shadow the other bond.
+/// bond answers to may not bring a new identity: that would shadow the other bond. Nor may a
+/// peer distribute an IRK another bond has, or ours: resolution would attribute RPAs to the
+/// wrong device and could block the real bond (Vol 6 Part B §1.3.2.3).
 enum BondReplacement: Equatable {
     /// Store the new bond (in place of the old one, if any).
     case store
@@ -18,7 +20,14 @@ enum BondReplacement: Equatable {
     case conflict(String)
 
     /// `old`: the bond of the identity `new` names, if any; `others`: every other bond.
-    static func decide(old: Bond?, others: [Bond] = [], new: Bond, from address: DeviceAddress, explicit: Bool) -> BondReplacement {
+    static func decide(old: Bond?, others: [Bond] = [], new: Bond, from address: DeviceAddress, explicit: Bool,
+                       localIRK: [UInt8]? = nil) -> BondReplacement {
+        if let irk = new.peerIdentityResolvingKey, ResolvablePrivateAddress.isUsable(irk) {
+            if irk == localIRK { return .conflict("\(address) distributed our own IRK as its identity key") }
+            if let other = others.first(where: { $0.peerIdentityResolvingKey == irk }) {
+                return .conflict("\(address) distributed the IRK of bonded \(other.peer)")
+            }
+        }
         // An address another bond answers to is that device's: a new identity from it would
         // shadow that bond (the lookup finds bonds by the address a link comes from).
         if let other = others.first(where: { $0.matches(address) }) {

@@ -25,6 +25,14 @@ public struct SecuritySettings: Sendable {
     /// Bonded peers' IRKs go into the controller's resolving list, with address resolution on
     /// (Vol 6 Part B §6), when the controller has one; the host resolves RPAs itself either way.
     public var usesControllerAddressResolution = true
+    /// Whether a pairing the peer started (its Pairing Request or Security Request, or a GATT
+    /// server's security error) may replace the bond of a bonded device with an unauthenticated
+    /// (Just Works) key. Off by default, as in Zephyr: anyone can copy a bonded device's address
+    /// and pair Just Works, and the real device's keys would stop working. Such a pairing fails
+    /// with Authentication Requirements (`SMPPairingError.existingBondKept`, and the
+    /// `.pairingFailed` event on a peripheral); our own `pair()` and removing the bond still
+    /// replace it.
+    public var allowsUnauthenticatedBondReplacement = false
     /// At most this many bonds are kept: every pairing from a new identity would add one. When
     /// full, an authenticated bond takes the place of an unauthenticated one.
     public var maximumBonds = 512

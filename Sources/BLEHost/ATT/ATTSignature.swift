@@ -48,9 +48,7 @@ public enum ATTSignature {
     /// compared without stopping at the first difference.
     public static func isValid(_ signature: [UInt8], of message: [UInt8], key: [UInt8]) -> Bool {
         guard let counter = counter(of: signature), let expected = try? sign(message, key: key, counter: counter) else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(expected, signature) { difference |= a ^ b }
-        return difference == 0
+        return ConstantTime.equal(expected, signature)
     }
 
     static func littleEndian(_ value: UInt32) -> [UInt8] {

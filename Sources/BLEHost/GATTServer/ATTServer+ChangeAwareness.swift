@@ -43,13 +43,23 @@ extension ATTServer {
     }
 
     /// Restores what a bonded client left on its last connection, once per connection: its
-    /// Client Supported Features (§7.2), CCCDs (§3.3.3.3) and change awareness (§2.5.2.1), all
-    /// of which persist across connections for a client with a trusted relationship.
-    public mutating func restoreBondedState(changeAware aware: Bool, features: [UInt8]?, subscriptions: [UInt16: UInt16]) {
+    /// Client Supported Features (§7.2) and change awareness (§2.5.2.1), which persist across
+    /// connections for a client with a trusted relationship. Its CCCDs are restored apart
+    /// (`restoreBondedSubscriptions`), once the link is encrypted with its bond's key.
+    public mutating func restoreBondedState(changeAware aware: Bool, features: [UInt8]?) {
         client.bondedStateRestored = true
         if let features { restoreClientSupportedFeatures(features) }
-        restoreSubscriptions(subscriptions)
         restoreChangeAwareness(aware)
+    }
+
+    /// Restores a bonded client's CCCDs (§3.3.3.3), once per connection: the owner calls it
+    /// when the link is encrypted with the bond's key, so a device that only copies a bonded
+    /// client's address neither sees nor receives its subscriptions. A CCCD the client wrote on
+    /// this connection before then stays as it wrote it.
+    public mutating func restoreBondedSubscriptions(_ values: [UInt16: UInt16]) {
+        guard !client.bondedSubscriptionsRestored else { return }
+        client.bondedSubscriptionsRestored = true
+        restoreSubscriptions(values.filter { client.configurations[$0.key] == nil })
     }
 
     /// True once `restoreBondedState` ran on this connection.

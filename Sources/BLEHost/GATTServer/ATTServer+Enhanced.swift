@@ -20,6 +20,8 @@ public struct ATTClientState: Sendable, Hashable {
     var enhancedBearersOpen = false
     /// A bonded client's kept state was restored on this connection (`restoreBondedState`).
     var bondedStateRestored = false
+    /// Its CCCDs were restored on this connection (`restoreBondedSubscriptions`).
+    var bondedSubscriptionsRestored = false
 
     /// A client the server knows nothing of yet: change-aware, no CCCDs, no features.
     public init() {}

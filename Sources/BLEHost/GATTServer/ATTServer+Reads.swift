@@ -35,16 +35,16 @@ extension ATTServer {
 
     /// The application's answer to `ServerAction.read(id:…)`. An unknown or stale id is ignored.
     /// Errors go to the client as they are (use `.unlikelyError` when the handler itself failed,
-    /// §3.4.1.1).
+    /// §3.4.1.1). `security` is the link's now: requests held meanwhile are judged by it.
     public mutating func completeRead(id: UInt64, result: Result<[UInt8], ATTErrorCode>,
-                                      database: inout GATTServerDatabase, now: Duration) -> [ServerAction] {
+                                      database: inout GATTServerDatabase, security: LinkSecurity, now: Duration) -> [ServerAction] {
         clock = max(clock, now)
         var actions = takeEvents()
         guard !isClosed, var p = pending, case let .read(waiting, key) = p.awaiting, waiting == id else { return actions }
         p.appReads[key] = result
         p.awaiting = .nothing
         actions += startRead(p, database: database)
-        actions += drainDeferred(database: &database, security: p.security)
+        actions += drainDeferred(database: &database, security: security)
         return actions
     }
 

@@ -45,6 +45,9 @@ public enum ATTSignedWriteRefusal: Error, Hashable, Sendable, CustomStringConver
     case malformed
     /// The bearer is closed after a transaction timeout (Vol 3 Part F §3.3.3).
     case bearerClosed
+    /// The client is change-unaware and enabled robust caching: its commands are ignored
+    /// (Vol 3 Part G §2.5.2.1), since the handle it names may have moved.
+    case changeUnaware
     /// The link is encrypted: a client there writes with a plain Write Command (Vol 3 Part G
     /// §4.9.2), so a signed one is not accepted.
     case encryptedLink
@@ -67,6 +70,7 @@ public enum ATTSignedWriteRefusal: Error, Hashable, Sendable, CustomStringConver
         switch self {
         case .malformed: return "malformed Signed Write Command"
         case .bearerClosed: return "the ATT bearer is closed"
+        case .changeUnaware: return "the client is change-unaware (robust caching): commands are ignored"
         case .encryptedLink: return "signed write on an encrypted link (a Write Command is used there)"
         case .noSigningKey: return "no CSRK for this client (not bonded, or it gave no Signing Information)"
         case let .invalidHandle(h): return "no attribute at 0x\(String(h, radix: 16))"
@@ -86,13 +90,16 @@ public enum ATTSignedWriteRefusal: Error, Hashable, Sendable, CustomStringConver
 extension ATTServer {
     /// Checks a Signed Write Command from the client whose signing state is `signingKey` (nil
     /// when it has no bonded CSRK), against the database and the link's security, changing
-    /// nothing. Checked in this order: the PDU's shape, the bearer, the link being unencrypted,
+    /// nothing. Checked in this order: the PDU's shape, the bearer, the client's change
+    /// awareness (Vol 3 Part G §2.5.2.1), the link being unencrypted,
     /// the key, the attribute, its permissions (`AttributePermissions.writeSigned`) and whether
     /// it can hold the value, the MAC, then the counter. Never traps on the PDU's contents.
     public func verifySignedWrite(_ pdu: [UInt8], signingKey: ATTPeerSigningKey?, database: GATTServerDatabase,
                                   security: LinkSecurity) -> Result<ATTVerifiedSignedWrite, ATTSignedWriteRefusal> {
         guard case let .signedWriteCommand(handle, value, signature)? = try? ATTPDU.decode(pdu) else { return .failure(.malformed) }
         guard !isClosed else { return .failure(.bearerClosed) }
+        // Routed around `receive`, so the robust-caching verdict for commands is given here.
+        guard client.changeAware || !robustCachingEnabled else { return .failure(.changeUnaware) }
         guard !security.encrypted else { return .failure(.encryptedLink) }
         guard let signer = signingKey else { return .failure(.noSigningKey) }
         guard let attribute = database.attribute(at: handle) else { return .failure(.invalidHandle(handle)) }

@@ -74,9 +74,10 @@ extension ATTServer {
     }
 
     /// The application's answer to `ServerAction.write(id:…)` of a Write Request or an Execute
-    /// Write run. Unknown or stale ids (and command writes) are ignored.
+    /// Write run. Unknown or stale ids (and command writes) are ignored. `security` is the
+    /// link's now: requests held meanwhile are judged by it.
     public mutating func completeWrite(id: UInt64, result: Result<Void, ATTErrorCode>,
-                                       database: inout GATTServerDatabase, now: Duration) -> [ServerAction] {
+                                       database: inout GATTServerDatabase, security: LinkSecurity, now: Duration) -> [ServerAction] {
         clock = max(clock, now)
         var actions = takeEvents()
         guard !isClosed, let p = pending else { return actions }
@@ -96,7 +97,7 @@ extension ATTServer {
         default:
             return actions
         }
-        actions += drainDeferred(database: &database, security: p.security)
+        actions += drainDeferred(database: &database, security: security)
         return actions
     }
 

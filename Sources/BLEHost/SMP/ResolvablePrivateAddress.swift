@@ -19,9 +19,15 @@ public enum ResolvablePrivateAddress {
         return BDAddress(rawValue: value)
     }
 
-    /// Whether `address` is an RPA made from `irk`.
+    /// Whether `irk` can name a device: 16 octets, not all zero (the value a device without an
+    /// IRK distributes, Vol 3 Part H §3.6.4; anyone can make RPAs that resolve with it).
+    public static func isUsable(_ irk: [UInt8]) -> Bool {
+        irk.count == 16 && irk.contains { $0 != 0 }
+    }
+
+    /// Whether `address` is an RPA made from `irk`; never for an all-zero IRK.
     public static func resolves(_ address: BDAddress, irk: [UInt8]) -> Bool {
-        guard address.randomKind == .resolvablePrivate, irk.count == 16 else { return false }
+        guard address.randomKind == .resolvablePrivate, isUsable(irk) else { return false }
         let msb = Array(address.littleEndianBytes.reversed())
         guard let hash = try? SMPCrypto.ah(k: Array(irk.reversed()), r: Array(msb[0..<3])) else { return false }
         return hash == Array(msb[3..<6])

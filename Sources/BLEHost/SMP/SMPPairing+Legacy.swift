@@ -47,7 +47,7 @@ extension SMPPairing {
         guard var s = session, phase == .legacyConfirm, s.peerConfirm == nil else { throw Abort(.unspecifiedReason, "unexpected Pairing Confirm") }
         if role == .initiator && !s.sentConfirm { throw Abort(.unspecifiedReason, "Pairing Confirm before ours") }
         // Erratum ES-24491 (§2.3.5.5): our own confirm value sent back is a reflection.
-        guard s.localConfirm != Array(value.reversed()) else {
+        guard !(s.localConfirm.map { ConstantTime.equal($0, Array(value.reversed())) } ?? false) else {
             throw Abort(.confirmValueFailed, "the peer sent our own confirm value back")
         }
         s.peerConfirm = Array(value.reversed())
@@ -65,9 +65,9 @@ extension SMPPairing {
             throw Abort(.unspecifiedReason, "unexpected Pairing Random")
         }
         let peerRandom = Array(value.reversed())
-        guard peerRandom != s.localRandom else { throw Abort(.confirmValueFailed, "the peer sent our own random value back") }
+        guard !ConstantTime.equal(peerRandom, s.localRandom) else { throw Abort(.confirmValueFailed, "the peer sent our own random value back") }
         let expected = try legacyConfirm(tk: tk, random: peerRandom, s)
-        guard expected == peerConfirm else {
+        guard ConstantTime.equal(expected, peerConfirm) else {
             throw Abort(.confirmValueFailed, "the peer's confirm value does not match its random (wrong passkey or TK?)")
         }
         // STK = s1(TK, Srand, Mrand) (§2.2.4).

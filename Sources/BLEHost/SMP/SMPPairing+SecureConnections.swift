@@ -49,7 +49,7 @@ extension SMPPairing {
         // OOB: the peer's public key must be the one its OOB confirm value commits to.
         if s.method.model == .outOfBand, ownFlag(s), let r = outOfBand.peerRandom, let c = outOfBand.peerConfirm {
             let expected = try crypto("f4") { () throws(CryptoError) in try SMPCrypto.f4(u: px, v: px, x: Array(r.reversed()), z: 0) }
-            guard expected == Array(c.reversed()) else {
+            guard ConstantTime.equal(expected, Array(c.reversed())) else {
                 throw Abort(.confirmValueFailed, "the peer's public key does not match its OOB confirm value")
             }
         }
@@ -171,7 +171,7 @@ extension SMPPairing {
             return actions
         case (.justWorks, .initiator), (.numericComparison, .initiator):
             // Cb = f4(PKbx, PKax, Nb, 0) must match what the responder committed to.
-            guard let cb = s.peerConfirm, try f4(pkPeer, pkLocal, nonce, 0) == cb else {
+            guard let cb = s.peerConfirm, ConstantTime.equal(try f4(pkPeer, pkLocal, nonce, 0), cb) else {
                 throw Abort(.confirmValueFailed, "the responder's confirm value does not match its nonce")
             }
             s.initiatorNonce = s.localNonce
@@ -187,7 +187,7 @@ extension SMPPairing {
             phase = .dhKeyCheck
             return try sendDHKeyCheck(now: now)
         case (.passkeyEntry, _):
-            guard let commitment = s.peerConfirm, try f4(pkPeer, pkLocal, nonce, passkeyBit(s)) == commitment else {
+            guard let commitment = s.peerConfirm, ConstantTime.equal(try f4(pkPeer, pkLocal, nonce, passkeyBit(s)), commitment) else {
                 throw Abort(.confirmValueFailed, "passkey round \(s.passkeyRound + 1): the peer's commitment does not match (wrong passkey?)")
             }
             var actions: [SMPAction] = []
@@ -282,7 +282,7 @@ extension SMPPairing {
         if role == .initiator && !s.sentCheck { throw Abort(.unspecifiedReason, "DHKey Check before ours") }
         let values = try stage2Values(s)
         let expected = role == .initiator ? values.eb : values.ea
-        guard Array(value.reversed()) == expected else {
+        guard ConstantTime.equal(Array(value.reversed()), expected) else {
             throw Abort(.dhKeyCheckFailed, "the peer's DHKey check value does not match")
         }
         s.secureConnectionsLTK = values.ltk

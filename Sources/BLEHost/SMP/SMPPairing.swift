@@ -56,6 +56,11 @@ public struct SMPPairing: Sendable {
     /// The association model of the latest pairing, kept after it ends: whether its failure was
     /// a guess at a secret (Passkey Entry, OOB) that the repeated-attempts back-off is for.
     public private(set) var lastModel: SMPAssociationModel?
+    /// Set by the owner when the peer is bonded and this pairing was not asked for by our
+    /// application: a pairing whose model gives an unauthenticated key (Just Works) then fails
+    /// with Authentication Requirements once the feature exchange chose it, so whoever copies a
+    /// bonded device's address cannot replace its keys (Zephyr's default too).
+    public var protectsExistingBond = false
 
     public init(role: Role, settings: SMPPairingSettings, identity: SMPLocalIdentity,
                 outOfBand: SMPOutOfBandData = SMPOutOfBandData(), entropy: SMPEntropy = .system,
@@ -100,9 +105,12 @@ public struct SMPPairing: Sendable {
     struct Abort: Error {
         let reason: SMPPairingFailedReason
         let detail: String
-        init(_ reason: SMPPairingFailedReason, _ detail: String) {
+        /// What the owner is told, when more than `.local(reason, detail)`.
+        var error: SMPPairingError?
+        init(_ reason: SMPPairingFailedReason, _ detail: String, error: SMPPairingError? = nil) {
             self.reason = reason
             self.detail = detail
+            self.error = error
         }
     }
 
@@ -113,6 +121,7 @@ public struct SMPPairing: Sendable {
         guard !isClosed else { return [.failed(.unavailable("SMP timed out on this link; reconnect to pair"))] }
         guard role == .initiator else { return [.failed(.unavailable("only the central starts pairing; a peripheral sends a Security Request"))] }
         guard phase == .idle else { return [.failed(.unavailable("a pairing is already in progress"))] }
+        do { try settings.validate() } catch { return [.failed(.unavailable("\(error)"))] }
         let features = SMPPairingFeatures(
             ioCapability: settings.ioCapability,
             oobDataFlag: outOfBand.hasPeerData(secureConnections: settings.secureConnections) ? 1 : 0,
@@ -278,6 +287,7 @@ public struct SMPPairing: Sendable {
 
     private mutating func respond(to request: SMPPairingFeatures, request preq: [UInt8], now: Duration) throws(Abort) -> [SMPAction] {
         try Self.validate(request, "Pairing Request")
+        do { try settings.validate() } catch { throw Abort(.unspecifiedReason, "\(error)") }
         let sc = settings.secureConnections && request.authRequirements.contains(.secureConnections)
         let response = SMPPairingFeatures(
             ioCapability: settings.ioCapability,
@@ -334,6 +344,10 @@ public struct SMPPairing: Sendable {
         }
         if settings.mitm && !method.model.isAuthenticated {
             throw Abort(.authenticationRequirements, "MITM protection required, but the IO capabilities allow only Just Works")
+        }
+        if protectsExistingBond && !method.model.isAuthenticated {
+            let why = "the peer is bonded, and an unauthenticated pairing it started does not replace the bond (remove the bond, or pair from this side, to replace it)"
+            throw Abort(.authenticationRequirements, why, error: .existingBondKept(why))
         }
         if method.model == .outOfBand && !sc && outOfBand.legacyTemporaryKey?.count != 16 {
             throw Abort(.oobNotAvailable, "legacy OOB pairing chosen, but no 16-octet TK was given")
@@ -418,7 +432,7 @@ public struct SMPPairing: Sendable {
         let wasPairing = phase != .idle
         reset()
         let reply = SMPAction.send(SMPPDU.pairingFailed(error.reason).encode())
-        return wasPairing ? [reply, .failed(.local(error.reason, detail: error.detail))] : [reply]
+        return wasPairing ? [reply, .failed(error.error ?? .local(error.reason, detail: error.detail))] : [reply]
     }
 
     private mutating func peerFailed(_ reason: SMPPairingFailedReason) -> [SMPAction] {

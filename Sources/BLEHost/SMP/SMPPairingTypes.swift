@@ -19,11 +19,11 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// Secure Connections Only mode (Vol 3 Part C §10.2.4): legacy pairing and keys shorter than
     /// 16 octets are refused.
     public var secureConnectionsOnly: Bool
-    /// The smallest encryption key size accepted (7...16 octets, §2.3.4). 16 by default, as iOS
+    /// The smallest encryption key size accepted (7...16 octets, §2.3.4; `validate()` refuses others). 16 by default, as iOS
     /// and Android require: the key size is not covered by the DHKey check, so a relay could
     /// otherwise talk both sides down to 56-bit keys.
     public var minimumKeySize: UInt8
-    /// The largest key size offered (7...16 octets).
+    /// The largest key size offered (7...16 octets, at least `minimumKeySize`).
     public var maximumKeySize: UInt8
     /// The keys this device gives (LTK only matters for legacy pairing).
     public var distributes: SMPKeyDistribution
@@ -68,6 +68,36 @@ public struct SMPPairingSettings: Sendable, Hashable {
         if mitm || requestsMITM { a.insert(.mitm) }
         if secureConnections || secureConnectionsOnly { a.insert(.secureConnections) }
         return a
+    }
+}
+
+/// Why `SMPPairingSettings` cannot be used: refused when the host is opened, before anything
+/// reaches the wire.
+public enum SMPSettingsError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `minimumKeySize` or `maximumKeySize` outside 7...16 octets, or the minimum above the
+    /// maximum (Core v5.4 Vol 3 Part H §2.3.4; other values are reserved in the Maximum
+    /// Encryption Key Size field, §3.5.1).
+    case keySizeOutOfRange(minimum: UInt8, maximum: UInt8)
+
+    /// Which setting is wrong and what it must be.
+    public var description: String {
+        switch self {
+        case let .keySizeOutOfRange(minimum, maximum):
+            return "encryption key sizes \(minimum)...\(maximum): the minimum and maximum key size must lie in 7...16 octets, the minimum not above the maximum (Core Vol 3 Part H §2.3.4)"
+        }
+    }
+}
+
+extension SMPPairingSettings {
+    /// The encryption key sizes the specification defines, in octets (Vol 3 Part H §2.3.4).
+    public static let keySizes: ClosedRange<UInt8> = 7...16
+
+    /// Refuses settings that would put reserved values on the wire or could negotiate a key
+    /// shorter than 7 octets.
+    public func validate() throws(SMPSettingsError) {
+        guard Self.keySizes.contains(minimumKeySize), Self.keySizes.contains(maximumKeySize), minimumKeySize <= maximumKeySize else {
+            throw .keySizeOutOfRange(minimum: minimumKeySize, maximum: maximumKeySize)
+        }
     }
 }
 
@@ -217,11 +247,16 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     /// an address that bond does not know (neither its identity nor an RPA its IRK resolves):
     /// the claim was refused, nothing stored, and the link dropped.
     case identityConflict(String)
+    /// We sent Pairing Failed (Authentication Requirements): the peer started a pairing that
+    /// would give an unauthenticated key, and this device is bonded already; the bond is kept
+    /// (`SMPPairing.protectsExistingBond`).
+    case existingBondKept(String)
 
     /// The Pairing Failed reason, when one was sent or received.
     public var reason: SMPPairingFailedReason? {
         switch self {
         case let .local(r, _), let .peer(r): return r
+        case .existingBondKept: return .authenticationRequirements
         default: return nil
         }
     }
@@ -239,6 +274,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
                 : "encryption failed, \(hex)"
         case let .unavailable(why): return "pairing unavailable: \(why)"
         case let .identityConflict(why): return "pairing refused: \(why)"
+        case let .existingBondKept(why): return "pairing refused (Authentication Requirements): \(why)"
         }
     }
 }

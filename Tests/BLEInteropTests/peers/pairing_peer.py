@@ -13,7 +13,8 @@ Connections), --mitm, --no-bond, --passkey N (the passkey this side shows or typ
 (answer a numeric comparison with no), --security-request (peripheral: ask the central to pair
 as soon as it connects). --privacy (peripheral): advertise with a resolvable private address made
 from --irk (hex, least significant octet first as SMP distributes it), a new one after each
-disconnection; "advertising" {address} says which.
+disconnection; "advertising" {address} says which. --keystore FILE keeps bonds in a JSON file
+(across runs); --encrypt-first (central): encrypt with the stored bond instead of pairing.
 
 Events (JSON lines): "connected"/"disconnected" (peer_common), "passkey" {passkey} when this side
 displays, "compare" {number}, "paired" {sc, ltk, ltk_central, ltk_peripheral, irk, csrk,
@@ -29,7 +30,7 @@ from bumble import att, gatt
 from bumble.core import AdvertisingData
 from bumble.device import AdvertisingType, Device
 from bumble.hci import Address, HCI_LE_Set_Random_Address_Command, OwnAddressType
-from bumble.keys import MemoryKeyStore
+from bumble.keys import JsonKeyStore, MemoryKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 
 import peer_common as common
@@ -82,7 +83,7 @@ class Peer:
         # Peer address -> whether its bond's key is authenticated (a reconnection that encrypts
         # with the stored key is as authenticated as the pairing that made it).
         self.mitm: dict[str, bool] = {}
-        device.keystore = MemoryKeyStore()
+        device.keystore = JsonKeyStore(None, args.keystore) if args.keystore else MemoryKeyStore()
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=not args.legacy, mitm=args.mitm, bonding=not args.no_bond, delegate=Delegate(args))
 
@@ -132,10 +133,12 @@ async def run_central(device: Device, peer: Peer, args: Any, stop: asyncio.Event
     connection = await device.connect(target, timeout=15)
     peer.watch(connection)
     try:
-        if not args.no_pair_first:
+        if args.encrypt_first:
+            await connection.encrypt()
+        elif not args.no_pair_first:
             await connection.pair()
     except Exception as error:  # noqa: BLE001
-        common.emit("error", message=f"pair: {error}")
+        common.emit("error", message=f"{'encrypt' if args.encrypt_first else 'pair'}: {error}")
     from bumble.gatt_client import Client  # noqa: F401  (ensures the client is loaded)
     services = await connection.gatt_client.discover_services([gatt.UUID(args.service)])
     for service in services:
@@ -203,6 +206,8 @@ if __name__ == "__main__":
     parser.add_argument("--reject", action="store_true")
     parser.add_argument("--security-request", action="store_true")
     parser.add_argument("--no-pair-first", action="store_true")
+    parser.add_argument("--encrypt-first", action="store_true", help="central: encrypt with the stored bond instead of pairing")
+    parser.add_argument("--keystore", help="a JSON file for the bonds (else memory)")
     parser.add_argument("--privacy", action="store_true", help="peripheral: advertise with a new RPA after each disconnection")
     parser.add_argument("--irk", help="this device's IRK, 32 hex digits")
     parser.add_argument("--service", default=SERVICE, help="central: the service whose values to read")
