@@ -150,6 +150,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Records `service` as the one whose characteristics were discovered, for finding one of
+    /// them again after a change (Peripheral+DatabaseChange.swift); not when a change reached it
+    /// meanwhile, since its range may then be another's.
+    private func showCharacteristicService(_ service: GATTService, unlessChangedSince count: Int) {
+        observation.update { snapshot in
+            guard !snapshot.changes(since: count).contains(where: { $0.overlaps(service.handleRange) }) else { return }
+            snapshot.characteristicServices.removeAll { $0.startHandle == service.startHandle }
+            snapshot.characteristicServices.append(service)
+            snapshot.characteristicServices.sort { $0.startHandle < $1.startHandle }
+        }
+    }
+
     /// Finds the services a service includes (Vol 3 Part G §4.5).
     public func discoverIncludedServices(for service: GATTService) async throws -> [GATTIncludedService] {
         guard case let .includedServices(s) = try await run(FindIncludedServicesProcedure(range: service.startHandle...service.endHandle)) else { throw unexpected("included-service discovery") }
@@ -158,7 +170,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     /// Discovers a service's characteristics, all or those with the given UUIDs (Vol 3 Part G §4.6).
     public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws -> [GATTCharacteristic] {
+        let changesBefore = observation.snapshot.databaseChanges
         guard case let .characteristics(all) = try await run(DiscoverCharacteristicsProcedure(range: service.startHandle...service.endHandle, uuid: nil)) else { throw unexpected("characteristic discovery") }
+        showCharacteristicService(service, unlessChangedSince: changesBefore)
         if service.uuid == GATTUUID.genericAttributeService {
             for c in all where c.uuid == GATTUUID.serviceChanged {
                 await subscribeToServiceChanged(c)
