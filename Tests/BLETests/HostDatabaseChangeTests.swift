@@ -141,7 +141,7 @@ final class HostDatabaseChangeTests: XCTestCase {
     func testAReadAnsweredAfterServiceChangedIsReadAgainWhereTheCharacteristicMoved() async throws {
         let (s, c) = try await connectedWithFFF1()
         let p = s.p
-        let read = Task { try await p.readValue(for: c) }
+        let read = Task { try await p.readValueAndCharacteristic(for: c) }
         await s.client("0a 1200")
         // FFF0 moved: the old handles name nothing (or something else) now.
         await s.server("1d 0800 1000 3400")
@@ -149,8 +149,9 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.server("0b 5354414c45") // "STALE", which must not be returned
         await rediscoverMovedFFF1(s)
         await s.exchange("0a 3200", "0b 4652455348")
-        let value = try await read.value
+        let (value, from) = try await read.value
         XCTAssertEqual(value, Array("FRESH".utf8))
+        XCTAssertEqual(from.valueHandle, 0x0032, "the characteristic read from is where it moved")
         await s.central.close()
     }
 
@@ -164,7 +165,8 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.server("13")
         await rediscoverMovedFFF1(s)
         await s.exchange("12 3200 aa", "13")
-        try await write.value
+        let written = try await write.value
+        XCTAssertEqual(written.valueHandle, 0x0032, "the characteristic written is where it moved")
         await s.central.close()
     }
 
