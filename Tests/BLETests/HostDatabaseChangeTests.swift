@@ -343,6 +343,24 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.central.close()
     }
 
+    /// A characteristic whose service a change covered before the request started was neither
+    /// found through the cache nor is in a service the client knows: it is not looked for by
+    /// UUID across the database, where the first of its UUID may be another.
+    func testACharacteristicOfAServiceChangedBeforeTheRequestIsNotLookedForByUUID() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        await s.server("1d 0800 1000 1400")
+        await s.client("1e")
+        XCTAssertEqual(p.services.map(\.startHandle), [0x0001, 0x0006])
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 1400")
+        await s.client("1e")
+        await s.server("0b 01")
+        await assertEndsWithDatabaseChanged(read, 0x0010...0x0014)
+        await assertNextRequestIsTheTestsOwn(s)
+    }
+
     /// A change elsewhere leaves the answer trusted: no second request.
     func testAServiceChangedRangeThatMissesTheCharacteristicLeavesTheAnswerAsItIs() async throws {
         let (s, c) = try await connectedWithFFF1()

@@ -23,9 +23,11 @@ import BLEWire
 ///   exactly one now.
 /// - Then the service's characteristics of the characteristic's UUID (§4.6.1): exactly one
 ///   must be there.
-/// - A characteristic in no service the client knew (found through the attribute cache, as
-///   `characteristic(_:)` and `ble read UUID` find it) is found as it was, the first of its UUID
-///   in handle order, and only when the database holds no other of that UUID.
+/// - A characteristic in no service the client knew, found through the attribute cache (as
+///   `characteristic(_:)` and `ble read UUID` find it), is found as it was, the first of its UUID
+///   in handle order, and only when the database holds no other of that UUID. One the client
+///   neither found so nor knows the service of (its service changed before the request) is not
+///   found again.
 /// - A secondary service reached by the change, a service not found at its handle, a
 ///   characteristic gone or no longer told apart (two of its UUID), or a second change during
 ///   the retry end with `BLEError.gatt(.databaseChanged(range))`: a server whose database keeps
@@ -61,7 +63,8 @@ extension Peripheral {
             lost = range
             if case .att(.databaseOutOfSync, _, _) = error { try await becomeChangeAware() }
         }
-        let found = try await locateAgain(characteristics, since: before.databaseChanges, lost: lost, services: known)
+        let found = try await locateAgain(characteristics, since: before.databaseChanges, lost: lost, services: known,
+                                          lookedUp: before.lookedUpCharacteristics)
         do {
             return try await body(found)
         } catch let BLEError.gatt(again) {
@@ -75,14 +78,14 @@ extension Peripheral {
     /// indicates twice) may reach what the rules chose by: they are found again with it counted,
     /// up to `GATTDatabaseChangeEffect.coverAgainLimit` times, then `.databaseChanged`.
     private func locateAgain(_ characteristics: [GATTCharacteristic], since count: Int, lost: ClosedRange<UInt16>,
-                             services known: [GATTService]) async throws -> [GATTCharacteristic] {
+                             services known: [GATTService], lookedUp: [GATTCharacteristic]) async throws -> [GATTCharacteristic] {
         var last = lost
         for _ in 0..<GATTDatabaseChangeEffect.coverAgainLimit {
             let located = observation.snapshot
             let changed = located.changes(since: count) + [lost]
             var found: [GATTCharacteristic] = []
             for c in characteristics {
-                found.append(try await locateAgain(c, changed: changed, lost: lost, services: known))
+                found.append(try await locateAgain(c, changed: changed, lost: lost, services: known, lookedUp: lookedUp))
             }
             guard let again = observation.snapshot.changes(since: located.databaseChanges).last else { return found }
             last = again
@@ -102,11 +105,12 @@ extension Peripheral {
     /// value, else found again by the rules of the extension's comment, or
     /// `.databaseChanged(lost)`.
     private func locateAgain(_ characteristic: GATTCharacteristic, changed: [ClosedRange<UInt16>], lost: ClosedRange<UInt16>,
-                             services known: [GATTService]) async throws -> GATTCharacteristic {
+                             services known: [GATTService], lookedUp: [GATTCharacteristic]) async throws -> GATTCharacteristic {
         let span = characteristic.declarationHandle...max(characteristic.declarationHandle, characteristic.valueHandle)
         guard changed.contains(where: { $0.overlaps(span) }) else { return characteristic }
         let failure = BLEError.gatt(.databaseChanged(lost))
         guard let service = known.first(where: { $0.handleRange.contains(characteristic.declarationHandle) }) else {
+            guard lookedUp.contains(characteristic) else { throw failure }
             return try await locateUniqueAgain(characteristic.uuid, orFail: failure)
         }
         guard service.isPrimary else { throw failure }

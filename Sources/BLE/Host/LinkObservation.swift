@@ -19,6 +19,9 @@ final class LinkObservation: Sendable {
         /// (`Peripheral.discoverCharacteristics`), by start handle, until a Service Changed
         /// indication covers it: a characteristic's service when it is not in `services`.
         var characteristicServices: [GATTService] = []
+        /// Characteristics `Peripheral.characteristic(_:)` found by UUID through the attribute
+        /// cache, with no service, until a Service Changed indication covers them.
+        var lookedUpCharacteristics: [GATTCharacteristic] = []
         /// How many changes of the server's database (Service Changed, Vol 3 Part G §7.1) the
         /// link was told of.
         var databaseChanges = 0
@@ -68,6 +71,7 @@ final class LinkObservation: Sendable {
         storage.withLock { s in
             s.services.removeAll { $0.handleRange.overlaps(range) }
             s.characteristicServices.removeAll { $0.handleRange.overlaps(range) }
+            s.lookedUpCharacteristics.removeAll { ($0.declarationHandle...$0.endHandle).overlaps(range) }
             s.databaseChanges += 1
             s.recentChanges.append(range)
             if s.recentChanges.count > Snapshot.recentChangesKept { s.recentChanges.removeFirst() }
