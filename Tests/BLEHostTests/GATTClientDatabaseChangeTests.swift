@@ -169,6 +169,20 @@ final class GATTClientDatabaseChangeTests: XCTestCase {
         XCTAssertEqual(outcome.result?.gattOutput?.includedServices?.map(\.serviceHandleRange), [0x0040...0x0044])
     }
 
+    /// A second change while the dropped read-back is still outstanding: the include it was for
+    /// is gone from the walk's entries, and the walk still covers the range again and ends.
+    func testFindIncludedServicesTakesASecondChangeWhileAUUIDReadIsOutstanding() {
+        let outcome = runGATTClientScript(FindIncludedServicesProcedure(range: 0x0010...0x001F), serviceChangedHandle: 0x0008, [
+            "C: 08 1000 1f00 0228", "S: 09 06 1100 3000 3400",
+            "C: 0a 3000",
+            "S: 1d 0800 1000 1f00", "C: 1e",
+            "S: 1d 0800 1000 1f00", "C: 1e",
+            "S: 0b \(gattScriptUUID128Hex)",
+            "C: 08 1000 1f00 0228", "S: 01 08 1000 0a",
+        ])
+        XCTAssertEqual(outcome.result?.gattOutput?.includedServices?.count, 0)
+    }
+
     /// A characteristic's descriptor range is its own as known before the change: descriptors
     /// found there may be another characteristic's now.
     func testDescriptorDiscoveryReachedByTheChangeEndsWithDatabaseChanged() {

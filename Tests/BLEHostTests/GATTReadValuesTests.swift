@@ -99,4 +99,24 @@ final class GATTReadValuesTests: XCTestCase {
         ])
         guard case .protocolViolation? = outcome.result?.gattError else { return XCTFail("\(String(describing: outcome.result))") }
     }
+
+    /// No attribute value is longer than 512 octets (Vol 3 Part F §3.2.9), as for Read Long: a
+    /// response that carries one is a violation, not a value.
+    func testAValueLongerThan512OctetsIsAViolation() {
+        let long = String(repeating: "ab", count: 600)
+        let outcome = runGATTClientScript(ReadValuesProcedure(handles: [0x12, 0x14]), mtu: 700, [
+            "C: 20 1200 1400", "S: 21 5802 \(long) 0100 01",
+        ])
+        guard case .protocolViolation? = outcome.result?.gattError else { return XCTFail("\(String(describing: outcome.result))") }
+    }
+
+    /// A Length field over 512 (§3.4.4.12) is not followed with Read Blob towards it.
+    func testALengthOver512IsAViolationWithoutReadBlob() {
+        let first = [UInt8](repeating: 0x11, count: 16)
+        let outcome = runGATTClientScript(ReadValuesProcedure(handles: [3, 5]), [
+            "C: 20 0300 0500",
+            "S: 21 0200 aabb 5802 " + first.hexString,
+        ])
+        guard case .protocolViolation? = outcome.result?.gattError else { return XCTFail("\(String(describing: outcome.result))") }
+    }
 }

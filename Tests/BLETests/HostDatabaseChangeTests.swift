@@ -80,6 +80,31 @@ final class HostDatabaseChangeTests: XCTestCase {
         return (s, c)
     }
 
+    /// Two instances of FFF0, A 0x0010–0x0014 and B 0x0020–0x0024, each with FFF1; A changed
+    /// since they were discovered, so `services` lists only B of them. Returns B's FFF1.
+    func connectedWithFFF1InTheSecondOfTwoInstances() async throws -> (Session, GATTCharacteristic) {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let services = Task { try await p.discoverServices() }
+        await s.exchange("10 0100 ffff 0028", "11 06 0100 0500 0018 0600 0d00 0118 1000 1400 f0ff")
+        await s.exchange("10 1500 ffff 0028", "11 06 2000 2400 f0ff")
+        await s.exchange("10 2500 ffff 0028", "01 10 2500 0a")
+        let found = try await services.value
+        let b = try XCTUnwrap(found.last)
+        XCTAssertEqual(b.startHandle, 0x0020)
+        let characteristics = Task { try await p.discoverCharacteristics(for: b) }
+        await s.exchange("08 2000 2400 0328", "09 07 2100 0a 2200 f1ff 2300 02 2400 f2ff")
+        await s.exchange("08 2400 2400 0328", "01 08 2400 0a")
+        let inB = try await characteristics.value
+        let c = try XCTUnwrap(inB.first { $0.uuid == Self.characteristicUUID })
+        XCTAssertEqual(c.valueHandle, 0x0022)
+        await s.server("1d 0800 1000 1400")
+        await s.client("1e")
+        XCTAssertEqual(p.services.map(\.startHandle), [0x0001, 0x0006, 0x0020])
+        return (s, c)
+    }
+
     func connected() async throws -> Session {
         let t = HostUnderTest()
         await t.controller.start()
@@ -116,7 +141,7 @@ final class HostDatabaseChangeTests: XCTestCase {
     func testAReadAnsweredAfterServiceChangedIsReadAgainWhereTheCharacteristicMoved() async throws {
         let (s, c) = try await connectedWithFFF1()
         let p = s.p
-        let read = Task { try await p.readValue(for: c) }
+        let read = Task { try await p.readValueAndCharacteristic(for: c) }
         await s.client("0a 1200")
         // FFF0 moved: the old handles name nothing (or something else) now.
         await s.server("1d 0800 1000 3400")
@@ -124,8 +149,9 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.server("0b 5354414c45") // "STALE", which must not be returned
         await rediscoverMovedFFF1(s)
         await s.exchange("0a 3200", "0b 4652455348")
-        let value = try await read.value
+        let (value, from) = try await read.value
         XCTAssertEqual(value, Array("FRESH".utf8))
+        XCTAssertEqual(from.valueHandle, 0x0032, "the characteristic read from is where it moved")
         await s.central.close()
     }
 
@@ -139,7 +165,8 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.server("13")
         await rediscoverMovedFFF1(s)
         await s.exchange("12 3200 aa", "13")
-        try await write.value
+        let written = try await write.value
+        XCTAssertEqual(written.valueHandle, 0x0032, "the characteristic written is where it moved")
         await s.central.close()
     }
 
@@ -191,10 +218,147 @@ final class HostDatabaseChangeTests: XCTestCase {
         await s.server("0b 01")
         // The Service Changed declaration's end reached 0x0010, so it went with the range.
         await s.exchange("08 0700 ffff 0328", "09 07 0700 20 0800 052a 3100 0a 3200 f1ff 3300 02 3400 f2ff")
+        // No other FFF1 after it, to the end of the database.
+        await s.exchange("08 3300 ffff 0328", "09 07 3300 02 3400 f2ff")
+        await s.exchange("08 3400 ffff 0328", "01 08 3400 0a")
         await s.exchange("0a 3200", "0b 02")
         let value = try await read.value
         XCTAssertEqual(value, [0x02])
         await s.central.close()
+    }
+
+    /// Found through the cache, but the database now holds two of its UUID: which one it was
+    /// cannot be told, so nothing is read again.
+    func testACharacteristicFoundThroughTheCacheIsNotReadAgainWhenItsUUIDIsNoLongerUnique() async throws {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let uuid = Self.characteristicUUID
+        let lookup = Task { try await p.characteristic(uuid) }
+        await s.exchange("08 0100 ffff 0328", "09 07 0700 20 0800 052a 1100 0a 1200 f1ff 1300 02 1400 f2ff")
+        let located = try await lookup.value
+        let c = try XCTUnwrap(located)
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("0b 01")
+        await s.exchange("08 0700 ffff 0328", "09 07 0700 20 0800 052a 3100 0a 3200 f1ff 3300 02 3400 f1ff")
+        await s.exchange("08 3300 ffff 0328", "09 07 3300 02 3400 f1ff")
+        await s.exchange("08 3400 ffff 0328", "01 08 3400 0a")
+        await assertEndsWithDatabaseChanged(read, 0x0010...0x0034)
+        await assertNextRequestIsTheTestsOwn(s)
+    }
+
+    /// Two instances of FFF0: A 0x0010–0x0014 and B 0x0020–0x0024, each with FFF1. A changed
+    /// before the write (so `services` lists only B of them); then B's characteristics change
+    /// under a write to B's FFF1. B's declaration at 0x0020 is outside the change and keeps its
+    /// handle (§7.1): the write goes once more to the FFF1 of the FFF0 starting there.
+    func testTheRetryWritesTheInstanceOfTheServiceStillStartingAtItsHandle() async throws {
+        let (s, c) = try await connectedWithFFF1InTheSecondOfTwoInstances()
+        let p = s.p
+        let write = Task { try await p.writeValue([0xAA], for: c) }
+        await s.client("12 2200 aa")
+        await s.server("1d 0800 2100 2400")
+        await s.client("1e")
+        await s.server("13")
+        await s.exchange("06 0100 ffff 0028 f0ff", "07 1000 1400 2000 2400")
+        await s.exchange("06 2500 ffff 0028 f0ff", "01 06 2500 0a")
+        await s.exchange("08 2000 2400 0328", "09 07 2100 0a 2200 f1ff 2300 02 2400 f2ff")
+        await s.exchange("08 2400 2400 0328", "01 08 2400 0a")
+        await s.exchange("12 2200 aa", "13")
+        let written = await result(within: .seconds(10)) { (try? await write.value) != nil }
+        XCTAssertEqual(written, true)
+        await s.central.close()
+    }
+
+    /// As above, but B is replaced (0x0020–0x0024) while the client looks for it again: B's
+    /// declaration is now inside a change and FFF0 has two instances, so which one is B cannot
+    /// be told, and the write ends with `.databaseChanged` without going anywhere.
+    func testAChangeWhileTheCharacteristicIsFoundAgainCountsForTheRetry() async throws {
+        let (s, c) = try await connectedWithFFF1InTheSecondOfTwoInstances()
+        let p = s.p
+        let write = Task { try await p.writeValue([0xAA], for: c) }
+        await s.client("12 2200 aa")
+        await s.server("1d 0800 2100 2400")
+        await s.client("1e")
+        await s.server("13")
+        await s.client("06 0100 ffff 0028 f0ff")
+        await s.server("1d 0800 2000 2400")
+        await s.client("1e")
+        await s.server("07 1000 1400 2000 2400")
+        await s.exchange("06 0100 ffff 0028 f0ff", "07 1000 1400 2000 2400")
+        await s.exchange("06 2500 ffff 0028 f0ff", "01 06 2500 0a")
+        await s.exchange("08 2000 2400 0328", "09 07 2100 0a 2200 f1ff 2300 02 2400 f2ff")
+        await s.exchange("08 2400 2400 0328", "01 08 2400 0a")
+        // Found again with the second change counted.
+        await s.exchange("06 0100 ffff 0028 f0ff", "07 1000 1400 2000 2400")
+        await s.exchange("06 2500 ffff 0028 f0ff", "01 06 2500 0a")
+        await assertEndsWithDatabaseChanged(write, 0x0021...0x0024)
+        await assertNextRequestIsTheTestsOwn(s)
+    }
+
+    /// A characteristic of a secondary service FFF5 (0x0020–0x0024, reached through an include,
+    /// as CBPeripheral.discoverIncludedServices hands it on), while primary FFF0 at 0x0010 has an
+    /// FFF1 too. The change reaches into FFF5, whose end a secondary service's declaration does
+    /// not say: the write ends with `.databaseChanged` and goes nowhere else.
+    func testTheRetryOfASecondaryServicesCharacteristicNeverGoesToAnotherService() async throws {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let secondary = GATTService(uuid: BluetoothUUID(0xFFF5), isPrimary: false, handleRange: 0x0020...0x0024)
+        let characteristics = Task { try await p.discoverCharacteristics(for: secondary) }
+        await s.exchange("08 2000 2400 0328", "09 07 2100 0a 2200 f1ff 2300 02 2400 f2ff")
+        await s.exchange("08 2400 2400 0328", "01 08 2400 0a")
+        let inSecondary = try await characteristics.value
+        let c = try XCTUnwrap(inSecondary.first { $0.uuid == Self.characteristicUUID })
+        let write = Task { try await p.writeValue([0xAA], for: c) }
+        await s.client("12 2200 aa")
+        await s.server("1d 0800 2100 2400")
+        await s.client("1e")
+        await s.server("13")
+        await assertEndsWithDatabaseChanged(write, 0x0021...0x0024)
+        await assertNextRequestIsTheTestsOwn(s)
+    }
+
+    /// `task` ends, within a bound, with `BLEError.gatt(.databaseChanged(range))`.
+    func assertEndsWithDatabaseChanged<T: Sendable>(_ task: Task<T, any Error>, _ range: ClosedRange<UInt16>,
+                                                     file: StaticString = #filePath, line: UInt = #line) async {
+        let ended = await result(within: .seconds(10)) { () -> String in
+            do {
+                return "returned \(try await task.value)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        XCTAssertEqual(ended, "\(BLEError.gatt(.databaseChanged(range)))", file: file, line: line)
+    }
+
+    /// The client's next ATT request is the one the test makes now: nothing was sent before it.
+    func assertNextRequestIsTheTestsOwn(_ s: Session, file: StaticString = #filePath, line: UInt = #line) async {
+        let p = s.p
+        let again = Task { try await p.readShortValue(handle: 0x0005) }
+        await s.exchange("0a 0500", "0b 00", file: file, line: line)
+        _ = await result(within: .seconds(10)) { try? await again.value }
+        await s.central.close()
+    }
+
+    /// A characteristic whose service a change covered before the request started was neither
+    /// found through the cache nor is in a service the client knows: it is not looked for by
+    /// UUID across the database, where the first of its UUID may be another.
+    func testACharacteristicOfAServiceChangedBeforeTheRequestIsNotLookedForByUUID() async throws {
+        let (s, c) = try await connectedWithFFF1()
+        let p = s.p
+        await s.server("1d 0800 1000 1400")
+        await s.client("1e")
+        XCTAssertEqual(p.services.map(\.startHandle), [0x0001, 0x0006])
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 1400")
+        await s.client("1e")
+        await s.server("0b 01")
+        await assertEndsWithDatabaseChanged(read, 0x0010...0x0014)
+        await assertNextRequestIsTheTestsOwn(s)
     }
 
     /// A change elsewhere leaves the answer trusted: no second request.

@@ -24,7 +24,9 @@ extension Peripheral {
             // guards against a server that keeps changing under us.
             for _ in 0..<64 {
                 switch try await cache().firstCharacteristic(uuid) {
-                case let .found(c): return c
+                case let .found(c):
+                    showLookedUp(c)
+                    return c
                 case .absent: return nil
                 case let .search(range):
                     guard case let .characteristicSearch(search) = try await run(FindCharacteristicProcedure(uuid: uuid, range: range)) else {
@@ -34,6 +36,15 @@ extension Peripheral {
                 }
             }
             throw BLEError.gatt(.protocolViolation("characteristic search for \(uuid) did not settle"))
+        }
+    }
+
+    /// Records `c` as found by UUID with no service, for finding it again after a change
+    /// (Peripheral+DatabaseChange.swift).
+    private func showLookedUp(_ c: GATTCharacteristic) {
+        observation.update { snapshot in
+            snapshot.lookedUpCharacteristics.removeAll { $0.declarationHandle == c.declarationHandle }
+            snapshot.lookedUpCharacteristics.append(c)
         }
     }
 

@@ -150,6 +150,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Records `service` as the one whose characteristics were discovered, for finding one of
+    /// them again after a change (Peripheral+DatabaseChange.swift); not when a change reached it
+    /// meanwhile, since its range may then be another's.
+    private func showCharacteristicService(_ service: GATTService, unlessChangedSince count: Int) {
+        observation.update { snapshot in
+            guard !snapshot.changes(since: count).contains(where: { $0.overlaps(service.handleRange) }) else { return }
+            snapshot.characteristicServices.removeAll { $0.startHandle == service.startHandle }
+            snapshot.characteristicServices.append(service)
+            snapshot.characteristicServices.sort { $0.startHandle < $1.startHandle }
+        }
+    }
+
     /// Finds the services a service includes (Vol 3 Part G §4.5).
     public func discoverIncludedServices(for service: GATTService) async throws -> [GATTIncludedService] {
         guard case let .includedServices(s) = try await run(FindIncludedServicesProcedure(range: service.startHandle...service.endHandle)) else { throw unexpected("included-service discovery") }
@@ -158,7 +170,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     /// Discovers a service's characteristics, all or those with the given UUIDs (Vol 3 Part G §4.6).
     public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws -> [GATTCharacteristic] {
+        let changesBefore = observation.snapshot.databaseChanges
         guard case let .characteristics(all) = try await run(DiscoverCharacteristicsProcedure(range: service.startHandle...service.endHandle, uuid: nil)) else { throw unexpected("characteristic discovery") }
+        showCharacteristicService(service, unlessChangedSince: changesBefore)
         if service.uuid == GATTUUID.genericAttributeService {
             for c in all where c.uuid == GATTUUID.serviceChanged {
                 await subscribeToServiceChanged(c)
@@ -187,7 +201,14 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// Out Of Sync), the characteristic is found again and read once more; a second change
     /// throws `BLEError.gatt(.databaseChanged)` (see Peripheral+DatabaseChange.swift).
     public func readValue(for characteristic: GATTCharacteristic) async throws -> [UInt8] {
-        try await acrossDatabaseChange(of: characteristic) { try await readValue(handle: $0.valueHandle) }
+        try await readValueAndCharacteristic(for: characteristic).value
+    }
+
+    /// `readValue(for:)`, with the characteristic the value was read from: `characteristic`, or
+    /// the one found again after a change of the server's database.
+    public func readValueAndCharacteristic(for characteristic: GATTCharacteristic) async throws
+        -> (value: [UInt8], characteristic: GATTCharacteristic) {
+        try await acrossDatabaseChange(of: characteristic) { c in (try await readValue(handle: c.valueHandle), c) }
     }
 
     /// Reads a descriptor's whole value at its handle (see `readValue(handle:)`).
@@ -252,14 +273,22 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// A write with response under which the server's database changes (Service Changed
     /// covering it, or Database Out Of Sync) is sent once more to the characteristic found
     /// again, never blindly to its old handle; a second change throws
-    /// `BLEError.gatt(.databaseChanged)` (see Peripheral+DatabaseChange.swift).
-    public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws {
+    /// `BLEError.gatt(.databaseChanged)` (see Peripheral+DatabaseChange.swift). Returns the
+    /// characteristic written: `characteristic`, or the one found again.
+    @discardableResult
+    public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic, type: WriteType = .withResponse) async throws -> GATTCharacteristic {
         if type == .signedWithoutResponse, !characteristic.properties.contains(.authenticatedSignedWrites) {
             throw BLEError.invalidArgument("characteristic \(characteristic.uuid) does not take signed writes (no Authenticated Signed Writes property)")
         }
         // A command has no answer to distrust: it goes at once, to the handle as known.
-        guard type == .withResponse else { return try await writeValue(value, handle: characteristic.valueHandle, type: type) }
-        try await acrossDatabaseChange(of: characteristic) { try await writeValue(value, handle: $0.valueHandle, type: .withResponse) }
+        guard type == .withResponse else {
+            try await writeValue(value, handle: characteristic.valueHandle, type: type)
+            return characteristic
+        }
+        return try await acrossDatabaseChange(of: characteristic) { c in
+            try await writeValue(value, handle: c.valueHandle, type: .withResponse)
+            return c
+        }
     }
 
     /// Writes a descriptor's value, always with response as descriptor writes are made

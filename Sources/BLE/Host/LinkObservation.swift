@@ -15,6 +15,29 @@ final class LinkObservation: Sendable {
         var maxRxOctets = 27
         /// Services found by discovery, until a Service Changed indication covers them.
         var services: [GATTService] = []
+        /// Every service, primary or secondary, whose characteristics were discovered
+        /// (`Peripheral.discoverCharacteristics`), by start handle, until a Service Changed
+        /// indication covers it: a characteristic's service when it is not in `services`.
+        var characteristicServices: [GATTService] = []
+        /// Characteristics `Peripheral.characteristic(_:)` found by UUID through the attribute
+        /// cache, with no service, until a Service Changed indication covers them.
+        var lookedUpCharacteristics: [GATTCharacteristic] = []
+        /// How many changes of the server's database (Service Changed, Vol 3 Part G §7.1) the
+        /// link was told of.
+        var databaseChanges = 0
+        /// The ranges of the last `recentChangesKept` of them, oldest first.
+        var recentChanges: [ClosedRange<UInt16>] = []
+
+        static let recentChangesKept = 16
+
+        /// The handles changed since `databaseChanges` was `count`: the whole database when
+        /// more changes came than are kept.
+        func changes(since count: Int) -> [ClosedRange<UInt16>] {
+            let since = databaseChanges - count
+            guard since > 0 else { return [] }
+            guard since <= recentChanges.count else { return [0x0001...0xFFFF] }
+            return Array(recentChanges.suffix(since))
+        }
     }
 
     private let storage: Mutex<Snapshot>
@@ -43,10 +66,15 @@ final class LinkObservation: Sendable {
     }
 
     /// Drops discovered services that overlap `range` (Vol 3 Part G §7.1: after Service Changed
-    /// the client must rediscover them).
+    /// the client must rediscover them) and records the change.
     func invalidateServices(in range: ClosedRange<UInt16>) {
         storage.withLock { s in
-            s.services.removeAll { $0.startHandle <= range.upperBound && $0.endHandle >= range.lowerBound }
+            s.services.removeAll { $0.handleRange.overlaps(range) }
+            s.characteristicServices.removeAll { $0.handleRange.overlaps(range) }
+            s.lookedUpCharacteristics.removeAll { ($0.declarationHandle...$0.endHandle).overlaps(range) }
+            s.databaseChanges += 1
+            s.recentChanges.append(range)
+            if s.recentChanges.count > Snapshot.recentChangesKept { s.recentChanges.removeFirst() }
         }
     }
 

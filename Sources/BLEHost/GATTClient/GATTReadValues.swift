@@ -9,6 +9,10 @@ import BLEWire
 /// handle instead when `fallback` is true; otherwise that error is the result, so a caller can
 /// tell the server lacks the request. One handle, or more than fit one request, read one by one
 /// from the start. The output is one whole value per handle, in the order given.
+///
+/// No attribute value is longer than 512 octets (Vol 3 Part F §3.2.9): a value or a Length field
+/// over that fails the procedure with `.protocolViolation`, as Read Long does, instead of being
+/// returned or followed with Read Blob towards offset 65535.
 public struct ReadValuesProcedure: GATTProcedure {
     public typealias Output = [[UInt8]]
     public var mtu: Int
@@ -72,6 +76,11 @@ public struct ReadValuesProcedure: GATTProcedure {
                 return .failed(.protocolViolation("\(tuples.count) values for \(handles.count) handles"))
             }
             for (index, tuple) in tuples.enumerated() {
+                let length = max(Int(tuple.length), tuple.value.count)
+                guard length <= attMaximumAttributeValueLength else {
+                    return .failed(.protocolViolation(
+                        "\(length) octets of a value at 0x\(attHex16(handles[index])): attribute values are at most \(attMaximumAttributeValueLength) (Vol 3 Part F §3.2.9)"))
+                }
                 values[index] = tuple.value
                 if Int(tuple.length) > tuple.value.count { expected[index] = Int(tuple.length) }
             }
@@ -87,7 +96,11 @@ public struct ReadValuesProcedure: GATTProcedure {
             let have = values[index]
             guard have == nil || expected[index] != nil else { continue }
             let offset = have?.count ?? 0
-            guard offset <= Int(UInt16.max) else { return .failed(.protocolViolation("value longer than a Read Blob offset can reach")) }
+            // The response's values and Lengths are at most 512 (checked above), so this holds;
+            // kept so that no offset past the attribute maximum is ever asked for.
+            guard offset <= attMaximumAttributeValueLength else {
+                return .failed(.protocolViolation("value at 0x\(attHex16(handles[index])) longer than \(attMaximumAttributeValueLength) octets (Vol 3 Part F §3.2.9)"))
+            }
             var read = ReadLongProcedure(handle: handles[index], offset: UInt16(offset), mtu: mtu)
             let step = read.start()
             reading = (index, read)

@@ -100,11 +100,19 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
     public typealias Output = [GATTIncludedService]
     public var mtu: Int
     private var walk: GATTHandleRangeWalk<IncludeDeclarations>
-    /// Index into `walk.found` whose UUID is being read back.
-    private var reading: Int?
-    /// The database changed while a UUID was being read back and the walk went back over the
-    /// change: that read's answer is dropped.
-    private var dropsReadAnswer = false
+    /// The Read Request outstanding for a 128-bit UUID, if any. It names the include by its
+    /// declaration handle, never by its place in `walk.found`: going back over a change drops
+    /// entries from there.
+    private var readBack: UUIDReadBack?
+
+    /// A Read Request for an included service's UUID (§4.5.1) that waits for its answer.
+    private enum UUIDReadBack: Sendable {
+        /// For the include declared at `declaration`, reading the service declaration at `handle`.
+        case reading(declaration: UInt16, handle: UInt16)
+        /// The database changed meanwhile and the walk went back over the change: its answer is
+        /// dropped.
+        case dropping
+    }
 
     public init(service: GATTService, mtu: Int = 23) {
         self.init(range: service.handleRange, mtu: mtu)
@@ -118,20 +126,23 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
     public mutating func start() -> ProcedureStep<[GATTIncludedService]> { .send(walk.request) }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<[GATTIncludedService]> {
-        if dropsReadAnswer {
-            dropsReadAnswer = false
-            reading = nil
+        switch readBack {
+        case .dropping?:
+            readBack = nil
             if case let .invalid(error) = ATTAnswer(pdu, to: .readRequest) { return .failed(error) }
             return next()
-        }
-        if let index = reading { return receiveUUID(pdu, for: index) }
-        switch walk.receive(pdu) {
-        case let .failure(error): return .failed(error)
-        case .success: return next()
+        case let .reading(declaration, _)?:
+            return receiveUUID(pdu, forIncludeAt: declaration)
+        case nil:
+            switch walk.receive(pdu) {
+            case let .failure(error): return .failed(error)
+            case .success: return next()
+            }
         }
     }
 
-    private mutating func receiveUUID(_ pdu: ATTPDU, for index: Int) -> ProcedureStep<[GATTIncludedService]> {
+    private mutating func receiveUUID(_ pdu: ATTPDU, forIncludeAt declaration: UInt16) -> ProcedureStep<[GATTIncludedService]> {
+        readBack = nil
         switch ATTAnswer(pdu, to: .readRequest) {
         case let .invalid(error):
             return .failed(error)
@@ -144,17 +155,19 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
             guard value.count == 16, let uuid = try? BluetoothUUID(littleEndian: value) else {
                 return .failed(.malformedResponse(.invalid("included service UUID of \(value.count) octets")))
             }
-            walk.found[index].uuid = uuid
-            reading = nil
+            // A change that drops the include turns the read into `.dropping`, so it is there.
+            if let index = walk.found.firstIndex(where: { $0.declaration == declaration }) {
+                walk.found[index].uuid = uuid
+            }
             return next()
         }
     }
 
     /// Reads back the first missing UUID, else continues the search, else ends.
     private mutating func next() -> ProcedureStep<[GATTIncludedService]> {
-        if let index = walk.found.firstIndex(where: { $0.uuid == nil }) {
-            reading = index
-            return .send(.readRequest(handle: walk.found[index].range.lowerBound))
+        if let include = walk.found.first(where: { $0.uuid == nil }) {
+            readBack = .reading(declaration: include.declaration, handle: include.range.lowerBound)
+            return .send(.readRequest(handle: include.range.lowerBound))
         }
         guard walk.isFinished else { return .send(walk.request) }
         return .done(walk.found.compactMap { entry in
@@ -166,14 +179,17 @@ public struct FindIncludedServicesProcedure: GATTProcedure {
     /// a UUID being read back then is read again if its include is still there. When only the
     /// included service's declaration lies in the changed range (the include declaration that
     /// names it does not), what is read there is not the service the include names: `.untrusted`.
+    /// A read whose answer is already to be dropped is not affected by a further change.
     public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {
-        let readHandle = reading.map { walk.found[$0].range.lowerBound }
-        let readingUUID = requestOutstanding && readHandle != nil
-        let effect = walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding && !readingUUID)
-        guard readingUUID, let readHandle else { return effect }
+        // While a UUID is read back, the outstanding request is that read, not the walk's.
+        guard requestOutstanding, let readBack else {
+            return walk.serverDatabaseChanged(in: range, requestOutstanding: requestOutstanding)
+        }
+        let effect = walk.serverDatabaseChanged(in: range, requestOutstanding: false)
+        guard case let .reading(_, readHandle) = readBack else { return effect }
         switch effect {
         case .coveredAgain:
-            dropsReadAnswer = true
+            self.readBack = .dropping
             return .coveredAgain
         case .unaffected:
             return range.contains(readHandle) ? .untrusted : .unaffected

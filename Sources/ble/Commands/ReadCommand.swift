@@ -33,17 +33,24 @@ struct ReadCommand: BLECommand {
         try await withPeripheral(controller, target, timeout: timeout) { peripheral in
             let value: [UInt8]
             var uuid: BluetoothUUID?
-            var handle: UInt16
+            let handle: UInt16
             switch characteristic {
-            case let .handle(h) where try await !isDeclaredCharacteristic(h, on: peripheral):
-                // A bare handle that is not a characteristic (a descriptor, say) is read as is.
-                handle = h
-                value = try await peripheral.readValue(handle: h)
-            default:
+            case let .handle(h):
+                // Read where the handle says and not asked again elsewhere after a change of the
+                // server's database: a handle names an attribute (Peripheral+DatabaseChange.swift).
+                // A characteristic's declaration handle names its value; any other handle (a
+                // descriptor, say) is read as is.
+                let declared = try? await characteristic.locate(on: peripheral)
+                uuid = declared?.uuid
+                handle = declared?.valueHandle ?? h
+                value = try await peripheral.readValue(handle: handle)
+            case .uuid:
                 let c = try await characteristic.locate(on: peripheral)
-                uuid = c.uuid
-                handle = c.valueHandle
-                value = try await peripheral.readValue(for: c)
+                // The characteristic read from: found again if the database changed meanwhile.
+                let read = try await peripheral.readValueAndCharacteristic(for: c)
+                value = read.value
+                uuid = read.characteristic.uuid
+                handle = read.characteristic.valueHandle
             }
             if json {
                 var fields: [(String, JSON)] = [("handle", .int(Int(handle)))]
@@ -53,10 +60,6 @@ struct ReadCommand: BLECommand {
                 print(valueText(value))
             }
         }
-    }
-
-    private func isDeclaredCharacteristic(_ handle: UInt16, on peripheral: Peripheral) async throws -> Bool {
-        (try? await CharacteristicArgument.handle(handle).locate(on: peripheral)) != nil
     }
 }
 

@@ -54,15 +54,24 @@ struct WriteCommand: BLECommand {
             let type: WriteType = signed ? .signedWithoutResponse : withoutResponse ? .withoutResponse : .withResponse
             // On an encrypted link a signed write goes as a plain Write Command (Vol 3 Part G §4.9.2).
             let encrypted = signed ? await peripheral.securityLevel != .none : false
-            try await peripheral.writeValue(value, for: c, type: type)
+            let written: GATTCharacteristic
+            if case .handle = characteristic, type == .withResponse {
+                // By handle: not sent again elsewhere after a change of the server's database
+                // (a handle names an attribute, Peripheral+DatabaseChange.swift).
+                try await peripheral.writeValue(value, handle: c.valueHandle, type: .withResponse)
+                written = c
+            } else {
+                // The characteristic written: found again if the database changed meanwhile.
+                written = try await peripheral.writeValue(value, for: c, type: type)
+            }
             if json {
-                var fields: [(String, JSON)] = [("handle", .int(Int(c.valueHandle))), ("written", .int(value.count))]
+                var fields: [(String, JSON)] = [("handle", .int(Int(written.valueHandle))), ("written", .int(value.count))]
                 if signed { fields.append(("signed", .bool(!encrypted))) }
                 print(JSON.object(fields + valueJSON(value)).text)
             } else {
                 let how = signed ? (encrypted ? " (without response; the link is encrypted, so not signed)" : " (signed, without response)")
                     : withoutResponse ? " (without response)" : ""
-                print("wrote \(value.count) bytes to \(c.uuid) [0x\(String(format4: c.valueHandle))]\(how)")
+                print("wrote \(value.count) bytes to \(written.uuid) [0x\(String(format4: written.valueHandle))]\(how)")
             }
         }
     }
