@@ -126,6 +126,34 @@ final class GAPScanResponseWaitTests: XCTestCase {
         XCTAssertNil(s.nextDeadline, "nothing waits")
     }
 
+    /// A device advertising a non-scannable set beside its scannable one at the same address
+    /// (ADV_NONCONN_IND, or an extended set with another SID): the other set's report is merged
+    /// as the device's latest data and the first wait goes on, so one lost scan request still
+    /// gives a first report with the name.
+    func testANonScannableSetAtTheSameAddressDoesNotEndTheFirstWait() {
+        var s = scanner()
+        let otherSet = LEAdvertisingReport(properties: [], address: device, rssi: -50, data: [0x03, 0xFF, 0x59, 0x00])
+        let legacyOtherSet = LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: [0x03, 0xFF, 0x59, 0x00], rssi: -50)
+        XCTAssertEqual(names(&s, advertising(), at: 0), [], "its scan request lost")
+        XCTAssertEqual(names(&s, otherSet, at: 30), [], "the extended non-scannable set's event")
+        XCTAssertEqual(names(&s, legacyOtherSet, at: 60), [], "an ADV_NONCONN_IND")
+        XCTAssertEqual(s.nextDeadline, ScanAggregator.scanResponseWaitTime, "the wait keeps its time bound")
+        XCTAssertEqual(names(&s, advertising(), at: 100), [])
+        XCTAssertEqual(names(&s, response, at: 100), ["HRM"])
+    }
+
+    /// The other set's reports do not count towards `scanResponseWaitEvents` (they give no
+    /// chance of a scan request); the time bound still ends the wait.
+    func testANonScannableSetsReportsEndTheFirstWaitOnlyAtTheWaitTime() {
+        var s = scanner()
+        let otherSet = LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: [0x03, 0xFF, 0x59, 0x00], rssi: -50)
+        XCTAssertEqual(names(&s, advertising(), at: 0), [])
+        for ms in stride(from: Int64(20), through: 1980, by: 20) {
+            XCTAssertEqual(names(&s, otherSet, at: ms), [], "the other set at \(ms) ms")
+        }
+        XCTAssertEqual(names(&s, otherSet, at: 2000), ["-"], "reported when the wait time is up")
+    }
+
     func testAPassiveScanReportsAScannableAdvertisementAtOnce() {
         var s = scanner(active: false)
         XCTAssertEqual(names(&s, advertising(), at: 0), ["-"])

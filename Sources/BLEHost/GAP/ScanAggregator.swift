@@ -119,12 +119,14 @@ public struct ScannedDevice: Sendable, Hashable {
 /// Active scanning (Core spec Vol 6 Part B §4.4.3.2): a scannable advertisement is held until its
 /// scan response arrives, so the user sees one merged advertisement. A device's first one (no
 /// scan response merged yet) waits through a few lost scan requests: until the response, the
-/// `scanResponseWaitEvents`-th advertisement after it, or `scanResponseWaitTime` (the owner's
-/// timer calls `releaseHolds` at `nextHoldDeadline`), whichever comes first; then it is reported
-/// as the device's latest data, without the response. Later ones, whose merge carries the last
-/// response already, wait only until the device's next advertisement. Passive scanning and
-/// non-scannable PDUs (ADV_NONCONN_IND, ADV_DIRECT_IND, extended non-scannable) are reported at
-/// once; a non-scannable one also ends a wait, after the held device.
+/// `scanResponseWaitEvents`-th scannable advertisement after it, or `scanResponseWaitTime` (the
+/// owner's timer calls `releaseHolds` at `nextHoldDeadline`), whichever comes first; then it is
+/// reported as the device's latest data, without the response. Later ones, whose merge carries
+/// the last response already, wait only until the device's next advertisement. Passive scanning
+/// and non-scannable PDUs (ADV_NONCONN_IND, ADV_DIRECT_IND, extended non-scannable) are reported
+/// at once, except during a first wait: there a non-scannable one is another advertising set at
+/// the same address (a legacy set beside an extended one, or another Advertising_SID, Vol 4 Part
+/// E §7.7.65.13), merged as the device's latest data while the wait goes on.
 ///
 /// One table entry per address holds everything about the device (its raw data, the parsed scan
 /// response, what was last reported), so a report costs one look-up in an `AddressTable`. Data
@@ -165,8 +167,8 @@ public struct ScanAggregator: Sendable {
         /// The scan response, or the device's next advertisement.
         case untilNextAdvertisement
         /// The device's first scannable advertisement: the scan response, the
-        /// `scanResponseWaitEvents`-th advertisement after it (`advertisements` came so far), or
-        /// `deadline`.
+        /// `scanResponseWaitEvents`-th scannable advertisement after it (`advertisements` came
+        /// so far), or `deadline`.
         case first(advertisements: Int, deadline: Duration)
     }
 
@@ -334,14 +336,13 @@ public struct ScanAggregator: Sendable {
         case .untilNextAdvertisement:
             emitIfWanted(&entry, filter: filter, into: &out)
         case let .first(advertisements, deadline):
-            guard report.kind.isScannable else {
-                // Reported at once, after the held one.
-                emitIfWanted(&entry, filter: filter, into: &out)
-                break
-            }
             update(&entry, report: report, now: now, scanResponse: false)
-            if advertisements + 1 < scanResponseWaitEvents && now < deadline {
-                entry.hold = .first(advertisements: advertisements + 1, deadline: deadline)
+            // A non-scannable report is another advertising set of the device (a legacy one
+            // beside an extended one, or two extended sets): merged as its latest data, and not
+            // counted, as it gives no chance of a scan request.
+            let counted = report.kind.isScannable ? advertisements + 1 : advertisements
+            if counted < scanResponseWaitEvents && now < deadline {
+                entry.hold = .first(advertisements: counted, deadline: deadline)
                 return false
             }
             // The wait ran out: the device as it is now, without a scan response.
