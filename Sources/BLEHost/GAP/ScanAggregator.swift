@@ -167,6 +167,8 @@ public struct ScanAggregator: Sendable {
     /// its deadline stays until it reaches the head (`dropEndedHolds`).
     private var holds: [(key: UInt64, deadline: Duration)] = []
     private var holdsHead = 0
+    /// The deadline of holds starting in the current grid step.
+    private var deadlines = DeadlineGrid()
 
     /// What a held scannable advertisement waits for.
     private enum Hold: Sendable {
@@ -253,18 +255,45 @@ public struct ScanAggregator: Sendable {
     }
 
     /// Like `receive(_:now:into:)` for a report read in place: `data` points into the HCI event
-    /// and is copied only when it differs from what the device sent before.
+    /// and is copied only when it differs from what the device sent before. Inlined into the
+    /// scanner's loop over an event's reports, as it was before holds had deadlines.
+    @inline(__always)
     public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
                                  rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
         let key = AddressTable<Entry>.key(address)
         let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
         let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
         // In place: the entry is not copied out of the table and back.
-        if let deadline = Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out) {
+        if let deadline = Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now,
+                                       deadlines: &deadlines, out: &out) {
             holds.append((key, deadline))
+        } else if holdsHead < holds.count {
+            // No hold started: one that goes on is the device's last queued; one that ended is not.
+            if holds[holds.count - 1].key == key, case .none = table.values[index].hold {
+                // The hold queued last ended (its scan response came right after the
+                // advertisement, the common case): taken off the tail, with no look-up.
+                holds.removeLast()
+                if holdsHead == holds.count && !holds.isEmpty { dropEndedHolds() }
+            } else if holds[holdsHead].key == key {
+                dropEndedHolds()
+            }
         }
-        if holdsHead < holds.count && holds[holdsHead].key == key {
-            dropEndedHolds()
+    }
+
+    /// `holdDeadline(startingAt:)` of the last grid step a hold started in, reused for the holds
+    /// that start in the same step (most reports of a batch share their `now`).
+    private struct DeadlineGrid: Sendable {
+        /// Holds starting after `low`, up to `high`, end at `deadline`.
+        var low: Duration = .zero
+        var high: Duration = .zero
+        var deadline: Duration = .zero
+
+        mutating func deadline(startingAt now: Duration) -> Duration {
+            if now > low && now <= high { return deadline }
+            deadline = ScanAggregator.holdDeadline(startingAt: now)
+            high = deadline - ScanAggregator.scanResponseWaitTime
+            low = high - ScanAggregator.holdDeadlineStep
+            return deadline
         }
     }
 
@@ -343,7 +372,7 @@ public struct ScanAggregator: Sendable {
     /// Takes one report into its device's entry, appending what to deliver to `out`; the
     /// deadline of the hold it starts, if it starts one (the caller queues it).
     private static func receive(_ report: Heard, into entry: inout Entry, active: Bool, filter: borrowing ScanFilter,
-                                now: Duration, out: inout [ScannedDevice]) -> Duration? {
+                                now: Duration, deadlines: inout DeadlineGrid, out: inout [ScannedDevice]) -> Duration? {
         if report.kind == .scanResponse {
             if !entry.hasScanResponse || !equal(entry.scanResponse, report.data) {
                 store(report.data, in: &entry.scanResponse)
@@ -384,13 +413,13 @@ public struct ScanAggregator: Sendable {
         }
         update(&entry, report: report, now: now, scanResponse: false)
         if active && report.kind.isScannable {
-            let deadline = holdDeadline(startingAt: now)
+            let holdDeadline = deadlines.deadline(startingAt: now)
             if entry.hasScanResponse || entry.scanResponseOverdue {
-                entry.hold = .untilNextAdvertisement(deadline: deadline)
+                entry.hold = .untilNextAdvertisement(deadline: holdDeadline)
             } else {
-                entry.hold = .first(advertisements: 0, deadline: deadline)
+                entry.hold = .first(advertisements: 0, deadline: holdDeadline)
             }
-            return deadline
+            return holdDeadline
         }
         entry.hold = .none
         emitIfWanted(&entry, filter: filter, into: &out)
