@@ -163,10 +163,15 @@ public struct ScanAggregator: Sendable {
     public var filter: ScanFilter
     private var table = AddressTable<Entry>()
     /// The holds' deadlines in the order they started, so in time order (`now` only grows):
-    /// from `holdsHead` on, each with its device's table key. An entry whose hold ended before
-    /// its deadline stays until it reaches the head (`dropEndedHolds`).
+    /// from `holdsHead` on, then `newestHold`, each with its device's table key. An entry whose
+    /// hold ended before its deadline stays until it reaches the head (`dropEndedHolds`).
     private var holds: [(key: UInt64, deadline: Duration)] = []
     private var holdsHead = 0
+    /// The hold started last, after those in `holds` (valid when `hasNewestHold`): kept out of
+    /// the array until another starts, so a hold that its scan response ends right after the
+    /// advertisement (the common case) costs no array operation.
+    private var newestHold: (key: UInt64, deadline: Duration) = (0, .zero)
+    private var hasNewestHold = false
     /// The deadline of holds starting in the current grid step.
     private var deadlines = DeadlineGrid()
 
@@ -266,17 +271,14 @@ public struct ScanAggregator: Sendable {
         // In place: the entry is not copied out of the table and back.
         if let deadline = Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now,
                                        deadlines: &deadlines, out: &out) {
-            holds.append((key, deadline))
-        } else if holdsHead < holds.count {
-            // No hold started: one that goes on is the device's last queued; one that ended is not.
-            if holds[holds.count - 1].key == key, case .none = table.values[index].hold {
-                // The hold queued last ended (its scan response came right after the
-                // advertisement, the common case): taken off the tail, with no look-up.
-                holds.removeLast()
-                if holdsHead == holds.count && !holds.isEmpty { dropEndedHolds() }
-            } else if holds[holdsHead].key == key {
-                dropEndedHolds()
-            }
+            if hasNewestHold { holds.append(newestHold) }
+            newestHold = (key, deadline)
+            hasNewestHold = true
+        } else if hasNewestHold && newestHold.key == key {
+            // No hold started: the device's newest one goes on, or it ended (no look-up needed).
+            if case .none = table.values[index].hold { hasNewestHold = false }
+        } else if holdsHead < holds.count && holds[holdsHead].key == key {
+            dropEndedHolds()
         }
     }
 
@@ -314,13 +316,17 @@ public struct ScanAggregator: Sendable {
     /// When the earliest hold runs out of time (`releaseHolds`); nil when none waits. It may be
     /// one that has ended since, which `releaseHolds` then just drops.
     public var nextHoldDeadline: Duration? {
-        holdsHead < holds.count ? holds[holdsHead].deadline : nil
+        holdsHead < holds.count ? holds[holdsHead].deadline : hasNewestHold ? newestHold.deadline : nil
     }
 
     /// Reports the devices whose hold ran out of time by `now`, without the scan response they
     /// waited for (a later hold's merge carries the last one), appending them to `out` (those
     /// the filter takes, and that are not duplicates).
     public mutating func releaseHolds(now: Duration, into out: inout [ScannedDevice]) {
+        if hasNewestHold {
+            holds.append(newestHold)
+            hasNewestHold = false
+        }
         while holdsHead < holds.count, holds[holdsHead].deadline <= now {
             let (key, deadline) = holds[holdsHead]
             holdsHead += 1
@@ -342,6 +348,7 @@ public struct ScanAggregator: Sendable {
         }
         holds.removeAll()
         holdsHead = 0
+        hasNewestHold = false
     }
 
     /// Drops the deadlines at the head of `holds` whose hold has ended, so `nextHoldDeadline`
