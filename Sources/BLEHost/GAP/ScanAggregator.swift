@@ -261,7 +261,7 @@ public struct ScanAggregator: Sendable {
 
     /// Like `receive(_:now:into:)` for a report read in place: `data` points into the HCI event
     /// and is copied only when it differs from what the device sent before. Inlined into the
-    /// scanner's loop over an event's reports, as it was before holds had deadlines.
+    /// scanner's loop over an event's reports: the hot path.
     @inline(__always)
     public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
                                  rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
