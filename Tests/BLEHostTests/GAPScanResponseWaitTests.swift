@@ -77,10 +77,10 @@ final class GAPScanResponseWaitTests: XCTestCase {
         XCTAssertEqual(deliveries.devices.map(\.address), [device])
         XCTAssertEqual(deliveries.devices.first?.hasScanResponse, false)
         XCTAssertNil(s.nextDeadline)
-        // Its next advertisement waits only for the one after.
+        // Its next advertisement waits for the one after, within the same time bound.
         XCTAssertEqual(names(&s, advertising(), at: 4000), [])
-        XCTAssertNil(s.nextDeadline)
-        XCTAssertEqual(names(&s, advertising(), at: 8000), ["-"])
+        XCTAssertEqual(s.nextDeadline, .milliseconds(4000) + ScanAggregator.scanResponseWaitTime)
+        XCTAssertEqual(names(&s, advertising(), at: 5000), ["-"])
     }
 
     func testAResponseInTimeLeavesNoDeadline() {
@@ -114,6 +114,49 @@ final class GAPScanResponseWaitTests: XCTestCase {
         XCTAssertEqual(names(&s, advertising(), at: 200), ["HRM"], "its request lost: reported with the last response's name")
     }
 
+    /// A later hold whose scan response is lost, the device then quiet: the held report is
+    /// delivered at the wait time, not kept until ageing drops it.
+    func testALaterHoldWhoseResponseIsLostIsReportedAtTheWaitTime() {
+        var s = scanner()
+        XCTAssertEqual(names(&s, advertising(), at: 0), [])
+        XCTAssertEqual(names(&s, response, at: 0), ["HRM"])
+        let changed = LEAdvertisingReport(legacy: .advInd, address: device, data: advertisement + [0x02, 0x0A, 0x04], rssi: -50)
+        XCTAssertEqual(names(&s, changed, at: 100), [], "held for its scan response, which is lost")
+        let deadline = Duration.milliseconds(100) + ScanAggregator.scanResponseWaitTime
+        XCTAssertEqual(s.nextDeadline, deadline)
+        var deliveries = BLEHost.Scanner.Deliveries()
+        s.releaseHolds(now: deadline - .milliseconds(1), into: &deliveries)
+        XCTAssertTrue(deliveries.isEmpty, "not before the deadline")
+        s.releaseHolds(now: deadline, into: &deliveries)
+        XCTAssertEqual(deliveries.devices.map(\.advertisement.txPowerLevel), [4], "the held advertisement, with the last response")
+        XCTAssertEqual(deliveries.devices.map(\.advertisement.localName), ["HRM"])
+        XCTAssertNil(s.nextDeadline)
+    }
+
+    /// Many devices that never answer, first heard within one step of the deadline grid
+    /// (`ScanAggregator.holdDeadlineStep`): their holds share one deadline, so the owner's timer
+    /// wakes once for all of them.
+    func testHoldsStartedWithinOneGridStepShareOneDeadline() {
+        var s = scanner()
+        let step = ScanAggregator.holdDeadlineStep
+        let count = 50
+        for i in 0..<count {
+            let address = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_10_00 + UInt64(i)), type: .random)
+            let report = LEAdvertisingReport(legacy: .advInd, address: address, data: advertisement, rssi: -50)
+            // Spread over (1 s, 1 s + step].
+            let now = Duration.seconds(1) + step / count * (i + 1)
+            XCTAssertTrue(s.receive(report, now: now).isEmpty)
+        }
+        let deadline = Duration.seconds(1) + step + ScanAggregator.scanResponseWaitTime
+        XCTAssertEqual(s.nextDeadline, deadline)
+        var deliveries = BLEHost.Scanner.Deliveries()
+        s.releaseHolds(now: deadline - .milliseconds(1), into: &deliveries)
+        XCTAssertTrue(deliveries.isEmpty, "not before the shared deadline")
+        s.releaseHolds(now: deadline, into: &deliveries)
+        XCTAssertEqual(deliveries.devices.count, count, "every hold ends at the one wake-up")
+        XCTAssertNil(s.nextDeadline)
+    }
+
     func testNonScannableAdvertisementsAreReportedAtOnce() {
         var s = scanner()
         for (i, type) in [LegacyAdvertisingEventType.advNonconnInd, .advDirectInd].enumerated() {
@@ -124,6 +167,34 @@ final class GAPScanResponseWaitTests: XCTestCase {
         let extended = LEAdvertisingReport(properties: [.connectable], address: device, rssi: -50, data: advertisement)
         XCTAssertEqual(s.receive(extended, now: .zero).flatMap(\.devices).count, 1, "extended, connectable, not scannable")
         XCTAssertNil(s.nextDeadline, "nothing waits")
+    }
+
+    /// A device advertising a non-scannable set beside its scannable one at the same address
+    /// (ADV_NONCONN_IND, or an extended set with another SID): the other set's report is merged
+    /// as the device's latest data and the first wait goes on, so one lost scan request still
+    /// gives a first report with the name.
+    func testANonScannableSetAtTheSameAddressDoesNotEndTheFirstWait() {
+        var s = scanner()
+        let otherSet = LEAdvertisingReport(properties: [], address: device, rssi: -50, data: [0x03, 0xFF, 0x59, 0x00])
+        let legacyOtherSet = LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: [0x03, 0xFF, 0x59, 0x00], rssi: -50)
+        XCTAssertEqual(names(&s, advertising(), at: 0), [], "its scan request lost")
+        XCTAssertEqual(names(&s, otherSet, at: 30), [], "the extended non-scannable set's event")
+        XCTAssertEqual(names(&s, legacyOtherSet, at: 60), [], "an ADV_NONCONN_IND")
+        XCTAssertEqual(s.nextDeadline, ScanAggregator.scanResponseWaitTime, "the wait keeps its time bound")
+        XCTAssertEqual(names(&s, advertising(), at: 100), [])
+        XCTAssertEqual(names(&s, response, at: 100), ["HRM"])
+    }
+
+    /// The other set's reports do not count towards `scanResponseWaitEvents` (they give no
+    /// chance of a scan request); the time bound still ends the wait.
+    func testANonScannableSetsReportsEndTheFirstWaitOnlyAtTheWaitTime() {
+        var s = scanner()
+        let otherSet = LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: [0x03, 0xFF, 0x59, 0x00], rssi: -50)
+        XCTAssertEqual(names(&s, advertising(), at: 0), [])
+        for ms in stride(from: Int64(20), through: 1980, by: 20) {
+            XCTAssertEqual(names(&s, otherSet, at: ms), [], "the other set at \(ms) ms")
+        }
+        XCTAssertEqual(names(&s, otherSet, at: 2000), ["-"], "reported when the wait time is up")
     }
 
     func testAPassiveScanReportsAScannableAdvertisementAtOnce() {

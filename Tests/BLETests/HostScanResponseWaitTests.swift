@@ -75,4 +75,77 @@ final class HostScanResponseWaitTests: XCTestCase {
         XCTAssertEqual(heard.withLock { $0 }, [beacon, device], "the held device, delivered as the scan ended")
         await central.close()
     }
+    /// A device whose scan response was merged already, then a changed ADV_IND whose scan
+    /// response is lost, and the device quiet: the held report is delivered when the wait's time
+    /// runs out on the host's clock.
+    func testALaterAdvertisementWithoutItsResponseIsDeliveredWhenTheWaitRunsOut() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let heard = Mutex<[ScannedDevice]>([])
+        let scan = Task {
+            for try await d in central.scan(active: true) { heard.withLock { $0.append(d) } }
+        }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x01 }
+        let name: [UInt8] = [0x04, 0x09, 0x48, 0x52, 0x4D]
+        await t.controller.sendNow(advertisingReport(.advInd, device))
+        await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: device, data: name, rssi: -40)])))
+        let merged = await waitUntil("the merged report", within: .seconds(10)) { heard.withLock { $0.count == 1 } }
+        XCTAssertTrue(merged)
+        clock.advance(by: .milliseconds(100))
+        let start = clock.now()
+        let changed = advertisement + [0x02, 0x0A, 0x04]
+        await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: device, data: changed, rssi: -40)])))
+        let deadline = ScanAggregator.holdDeadline(startingAt: start)
+        let timed = await waitUntil("the host's timer for the held advertisement", within: .seconds(10)) { clock.nextDeadline == deadline }
+        XCTAssertTrue(timed, "the host arms its timer for the later hold")
+        if timed {
+            clock.advance(by: deadline - clock.now())
+            let delivered = await waitUntil("the held report", within: .seconds(10)) { heard.withLock { $0.count == 2 } }
+            XCTAssertTrue(delivered, "delivered when the wait ran out")
+            XCTAssertEqual(heard.withLock { $0.last?.advertisement.txPowerLevel }, 4)
+            XCTAssertEqual(heard.withLock { $0.last?.advertisement.localName }, "HRM", "with the last response")
+        }
+        scan.cancel()
+        await central.close()
+    }
+
+    /// Devices that never answer, first heard over one step of the deadline grid: the host's
+    /// timer is armed for one deadline, and that one wake-up delivers them all.
+    func testDevicesHeardWithinOneGridStepShareOneTimerWakeUp() async throws {
+        let t = HostUnderTest()
+        await t.controller.start()
+        let clock = ManualClock()
+        let central = try await Central.open(transport: t.hostEnd, clock: clock)
+        let heard = Mutex<Set<DeviceAddress>>([])
+        let scan = Task {
+            for try await d in central.scan(active: true) { _ = heard.withLock { $0.insert(d.address) } }
+        }
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 0x01 }
+        let step = ScanAggregator.holdDeadlineStep
+        let count = 10
+        clock.advance(by: .seconds(1))
+        let devices = (0..<count).map { DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_20_00 + UInt64($0)), type: .random) }
+        for (i, device) in devices.enumerated() {
+            clock.advance(by: step / count)
+            await t.controller.sendNow(advertisingReport(.advInd, device))
+            // A beacon after it, delivered at once: once it is there, the ADV_IND was taken at this time.
+            let beacon = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_30_00 + UInt64(i)), type: .random)
+            await t.controller.sendNow(advertisingReport(.advNonconnInd, beacon))
+            let taken = await waitUntil("the beacon", within: .seconds(10)) { heard.withLock { $0.contains(beacon) } }
+            XCTAssertTrue(taken)
+        }
+        let deadline = Duration.seconds(1) + step + ScanAggregator.scanResponseWaitTime
+        let timed = await waitUntil("the host's timer", within: .seconds(10)) { clock.nextDeadline == deadline }
+        XCTAssertTrue(timed, "one deadline for the devices heard within one step")
+        if timed {
+            clock.advance(by: deadline - clock.now())
+            let all = await waitUntil("every device", within: .seconds(10)) { heard.withLock { $0.isSuperset(of: devices) } }
+            XCTAssertTrue(all, "one wake-up delivers them all")
+            XCTAssertNil(clock.nextDeadline, "no other wake-up is armed")
+        }
+        scan.cancel()
+        await central.close()
+    }
 }

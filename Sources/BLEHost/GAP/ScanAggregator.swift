@@ -119,12 +119,16 @@ public struct ScannedDevice: Sendable, Hashable {
 /// Active scanning (Core spec Vol 6 Part B §4.4.3.2): a scannable advertisement is held until its
 /// scan response arrives, so the user sees one merged advertisement. A device's first one (no
 /// scan response merged yet) waits through a few lost scan requests: until the response, the
-/// `scanResponseWaitEvents`-th advertisement after it, or `scanResponseWaitTime` (the owner's
-/// timer calls `releaseHolds` at `nextHoldDeadline`), whichever comes first; then it is reported
-/// as the device's latest data, without the response. Later ones, whose merge carries the last
-/// response already, wait only until the device's next advertisement. Passive scanning and
+/// `scanResponseWaitEvents`-th scannable advertisement after it, or `scanResponseWaitTime` (the
+/// owner's timer calls `releaseHolds` at `nextHoldDeadline`), whichever comes first; then it is
+/// reported as the device's latest data, without the response. Later ones, whose merge carries
+/// the last response already, wait only until the device's next advertisement or
+/// `scanResponseWaitTime`, so a held report is always delivered. Passive scanning and
 /// non-scannable PDUs (ADV_NONCONN_IND, ADV_DIRECT_IND, extended non-scannable) are reported at
-/// once; a non-scannable one also ends a wait, after the held device.
+/// once, except during a first wait: there a non-scannable one is another advertising set at the
+/// same address (a legacy set beside an extended one, or another Advertising_SID, Vol 4 Part E
+/// §7.7.65.13), merged as the device's latest data while the wait goes on. Deadlines are rounded
+/// up to `holdDeadlineStep`, so devices heard close together share one timer wake-up.
 ///
 /// One table entry per address holds everything about the device (its raw data, the parsed scan
 /// response, what was last reported), so a report costs one look-up in an `AddressTable`. Data
@@ -146,28 +150,49 @@ public struct ScanAggregator: Sendable {
     /// for a device advertising every 500 ms heard at each event, or every 250 ms heard at every
     /// other one (the default scan window, 30 ms of every 60, hears about half of them); at
     /// 100 ms (Bumble's default) the event bound ends the wait after 400 ms. A device that never
-    /// answers has its first report delayed by at most 2 s, once.
+    /// answers has its first report delayed by at most 2 s (plus `holdDeadlineStep`), once. A
+    /// later hold has the same bound.
     public static let scanResponseWaitTime: Duration = .seconds(2)
+    /// The grid hold deadlines (`scanResponseWaitTime` after the hold starts) are rounded up to:
+    /// the holds of many devices heard within one step end at one deadline, so a crowd of
+    /// advertisers that never answer costs the owner's timer one wake-up per step, not one per
+    /// device. A wait is longer by less than a step.
+    public static let holdDeadlineStep: Duration = .milliseconds(100)
 
     public let active: Bool
     public var filter: ScanFilter
     private var table = AddressTable<Entry>()
-    /// The first holds' deadlines in the order they started, so in time order (`now` only grows):
-    /// from `holdsHead` on, each with its device's table key. An entry whose hold ended before
-    /// its deadline stays until it reaches the head (`dropEndedHolds`).
+    /// The holds' deadlines in the order they started, so in time order (`now` only grows):
+    /// from `holdsHead` on, then `newestHold`, each with its device's table key. An entry whose
+    /// hold ended before its deadline stays until it reaches the head (`dropEndedHolds`).
     private var holds: [(key: UInt64, deadline: Duration)] = []
     private var holdsHead = 0
+    /// The hold started last, after those in `holds` (valid when `hasNewestHold`): kept out of
+    /// the array until another starts, so a hold that its scan response ends right after the
+    /// advertisement (the common case) costs no array operation.
+    private var newestHold: (key: UInt64, deadline: Duration) = (0, .zero)
+    private var hasNewestHold = false
+    /// The deadline of holds starting in the current grid step.
+    private var deadlines = DeadlineGrid()
 
     /// What a held scannable advertisement waits for.
     private enum Hold: Sendable {
         /// Nothing is held.
         case none
-        /// The scan response, or the device's next advertisement.
-        case untilNextAdvertisement
+        /// The scan response, the device's next advertisement, or `deadline`.
+        case untilNextAdvertisement(deadline: Duration)
         /// The device's first scannable advertisement: the scan response, the
-        /// `scanResponseWaitEvents`-th advertisement after it (`advertisements` came so far), or
-        /// `deadline`.
+        /// `scanResponseWaitEvents`-th scannable advertisement after it (`advertisements` came
+        /// so far), or `deadline`.
         case first(advertisements: Int, deadline: Duration)
+
+        /// When the hold runs out of time; nil when nothing is held.
+        var deadline: Duration? {
+            switch self {
+            case .none: nil
+            case let .untilNextAdvertisement(deadline), let .first(_, deadline): deadline
+            }
+        }
     }
 
     /// Everything about one address. No optionals of the large structs: an optional
@@ -188,7 +213,7 @@ public struct ScanAggregator: Sendable {
         var scanResponseParsed = false
         var hold = Hold.none
         /// A first hold ended without the scan response (the device does not answer, or not
-        /// reliably): later holds wait only for the next advertisement.
+        /// reliably): later holds wait only for the next advertisement (or their deadline).
         var scanResponseOverdue = false
         /// The advertisement last reported (valid when `hasReported`).
         var reported = AdvertisingData()
@@ -235,35 +260,79 @@ public struct ScanAggregator: Sendable {
     }
 
     /// Like `receive(_:now:into:)` for a report read in place: `data` points into the HCI event
-    /// and is copied only when it differs from what the device sent before.
+    /// and is copied only when it differs from what the device sent before. Inlined into the
+    /// scanner's loop over an event's reports: the hot path.
+    @inline(__always)
     public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
                                  rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
         let key = AddressTable<Entry>.key(address)
         let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
         let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
         // In place: the entry is not copied out of the table and back.
-        if Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now, out: &out) {
-            holds.append((key, now + Self.scanResponseWaitTime))
+        if let deadline = Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now,
+                                       deadlines: &deadlines, out: &out) {
+            if hasNewestHold { holds.append(newestHold) }
+            newestHold = (key, deadline)
+            hasNewestHold = true
+        } else if hasNewestHold && newestHold.key == key {
+            // No hold started: the device's newest one goes on, or it ended (no look-up needed).
+            if case .none = table.values[index].hold { hasNewestHold = false }
         } else if holdsHead < holds.count && holds[holdsHead].key == key {
             dropEndedHolds()
         }
     }
 
-    /// When the earliest first hold runs out of time (`releaseHolds`); nil when none waits. It
-    /// may be one that has ended since, which `releaseHolds` then just drops.
-    public var nextHoldDeadline: Duration? {
-        holdsHead < holds.count ? holds[holdsHead].deadline : nil
+    /// `holdDeadline(startingAt:)` of the last grid step a hold started in, reused for the holds
+    /// that start in the same step (most reports of a batch share their `now`).
+    private struct DeadlineGrid: Sendable {
+        /// Holds starting after `low`, up to `high`, end at `deadline`.
+        var low: Duration = .zero
+        var high: Duration = .zero
+        var deadline: Duration = .zero
+
+        mutating func deadline(startingAt now: Duration) -> Duration {
+            if now > low && now <= high { return deadline }
+            deadline = ScanAggregator.holdDeadline(startingAt: now)
+            high = deadline - ScanAggregator.scanResponseWaitTime
+            low = high - ScanAggregator.holdDeadlineStep
+            return deadline
+        }
     }
 
-    /// Reports, without their scan responses, the devices whose first hold ran out of time by
-    /// `now`, appending them to `out` (those the filter takes, and that are not duplicates).
+    /// The deadline of a hold that starts at `now`: `scanResponseWaitTime` later, rounded up to
+    /// a multiple of `holdDeadlineStep`.
+    public static func holdDeadline(startingAt now: Duration) -> Duration {
+        let end = now + scanResponseWaitTime
+        let step = holdDeadlineStep
+        let (seconds, attoseconds) = end.components
+        let (stepSeconds, stepAttoseconds) = step.components
+        // Whole nanoseconds: exact for the clocks the host runs on, and no overflow for 292 years.
+        let nanoseconds = seconds * 1_000_000_000 + (attoseconds + 999_999_999) / 1_000_000_000
+        let stepNanoseconds = stepSeconds * 1_000_000_000 + stepAttoseconds / 1_000_000_000
+        let steps = (nanoseconds + stepNanoseconds - 1) / stepNanoseconds
+        return .nanoseconds(steps * stepNanoseconds)
+    }
+
+    /// When the earliest hold runs out of time (`releaseHolds`); nil when none waits. It may be
+    /// one that has ended since, which `releaseHolds` then just drops.
+    public var nextHoldDeadline: Duration? {
+        holdsHead < holds.count ? holds[holdsHead].deadline : hasNewestHold ? newestHold.deadline : nil
+    }
+
+    /// Reports the devices whose hold ran out of time by `now`, without the scan response they
+    /// waited for (a later hold's merge carries the last one), appending them to `out` (those
+    /// the filter takes, and that are not duplicates).
     public mutating func releaseHolds(now: Duration, into out: inout [ScannedDevice]) {
+        if hasNewestHold {
+            holds.append(newestHold)
+            hasNewestHold = false
+        }
         while holdsHead < holds.count, holds[holdsHead].deadline <= now {
             let (key, deadline) = holds[holdsHead]
             holdsHead += 1
-            guard let index = table.index(of: key), case .first(_, deadline) = table.values[index].hold else { continue }
+            guard let index = table.index(of: key), table.values[index].hold.deadline == deadline else { continue }
+            if case .first = table.values[index].hold { table.values[index].scanResponseOverdue = true }
             table.values[index].hold = .none
-            table.values[index].scanResponseOverdue = true
             Self.emitIfWanted(&table.values[index], filter: filter, into: &out)
         }
         dropEndedHolds()
@@ -279,6 +348,7 @@ public struct ScanAggregator: Sendable {
         }
         holds.removeAll()
         holdsHead = 0
+        hasNewestHold = false
     }
 
     /// Drops the deadlines at the head of `holds` whose hold has ended, so `nextHoldDeadline`
@@ -286,7 +356,7 @@ public struct ScanAggregator: Sendable {
     private mutating func dropEndedHolds() {
         while holdsHead < holds.count {
             let (key, deadline) = holds[holdsHead]
-            if let index = table.index(of: key), case .first(_, deadline) = table.values[index].hold { break }
+            if let index = table.index(of: key), table.values[index].hold.deadline == deadline { break }
             holdsHead += 1
         }
         if holdsHead == holds.count {
@@ -306,11 +376,10 @@ public struct ScanAggregator: Sendable {
         let rssi: Int8?
     }
 
-    /// Takes one report into its device's entry, appending what to deliver to `out`; true when
-    /// it starts the device's first hold (the caller queues its deadline, `now` plus
-    /// `scanResponseWaitTime`).
+    /// Takes one report into its device's entry, appending what to deliver to `out`; the
+    /// deadline of the hold it starts, if it starts one (the caller queues it).
     private static func receive(_ report: Heard, into entry: inout Entry, active: Bool, filter: borrowing ScanFilter,
-                                now: Duration, out: inout [ScannedDevice]) -> Bool {
+                                now: Duration, deadlines: inout DeadlineGrid, out: inout [ScannedDevice]) -> Duration? {
         if report.kind == .scanResponse {
             if !entry.hasScanResponse || !equal(entry.scanResponse, report.data) {
                 store(report.data, in: &entry.scanResponse)
@@ -322,11 +391,11 @@ public struct ScanAggregator: Sendable {
             // and aged out like a device if it does not (the placeholder's `lastSeen`).
             guard entry.hasDevice else {
                 entry.device.lastSeen = now
-                return false
+                return nil
             }
             update(&entry, report: report, now: now, scanResponse: true)
             emitIfWanted(&entry, filter: filter, into: &out)
-            return false
+            return nil
         }
         switch entry.hold {
         case .none:
@@ -334,34 +403,34 @@ public struct ScanAggregator: Sendable {
         case .untilNextAdvertisement:
             emitIfWanted(&entry, filter: filter, into: &out)
         case let .first(advertisements, deadline):
-            guard report.kind.isScannable else {
-                // Reported at once, after the held one.
-                emitIfWanted(&entry, filter: filter, into: &out)
-                break
-            }
             update(&entry, report: report, now: now, scanResponse: false)
-            if advertisements + 1 < scanResponseWaitEvents && now < deadline {
-                entry.hold = .first(advertisements: advertisements + 1, deadline: deadline)
-                return false
+            // A non-scannable report is another advertising set of the device (a legacy one
+            // beside an extended one, or two extended sets): merged as its latest data, and not
+            // counted, as it gives no chance of a scan request.
+            let counted = report.kind.isScannable ? advertisements + 1 : advertisements
+            if counted < scanResponseWaitEvents && now < deadline {
+                entry.hold = .first(advertisements: counted, deadline: deadline)
+                return nil
             }
             // The wait ran out: the device as it is now, without a scan response.
             entry.hold = .none
             entry.scanResponseOverdue = true
             emitIfWanted(&entry, filter: filter, into: &out)
-            return false
+            return nil
         }
         update(&entry, report: report, now: now, scanResponse: false)
         if active && report.kind.isScannable {
+            let holdDeadline = deadlines.deadline(startingAt: now)
             if entry.hasScanResponse || entry.scanResponseOverdue {
-                entry.hold = .untilNextAdvertisement
-                return false
+                entry.hold = .untilNextAdvertisement(deadline: holdDeadline)
+            } else {
+                entry.hold = .first(advertisements: 0, deadline: holdDeadline)
             }
-            entry.hold = .first(advertisements: 0, deadline: now + scanResponseWaitTime)
-            return true
+            return holdDeadline
         }
         entry.hold = .none
         emitIfWanted(&entry, filter: filter, into: &out)
-        return false
+        return nil
     }
 
     /// Devices not heard for `maximumAge` as of `now`, removed from the table. Scan responses
