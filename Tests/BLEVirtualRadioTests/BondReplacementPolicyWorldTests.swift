@@ -2,6 +2,7 @@ import BLE
 import BLEHost
 import BLEVirtual
 import BLEVirtualRadio
+import Foundation
 import XCTest
 
 /// A central that copies a bonded central's address and pairs Just Works does not replace the
@@ -58,6 +59,64 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             try await p.encrypt()
             await again.close()
             await manager.close()
+        }
+    }
+
+    /// Our own `pair()` that failed does not leave the link counted as ours: a Just Works
+    /// pairing the peer then starts with a Security Request (here a device copying the bonded
+    /// peripheral's address) is refused, and the bond is kept.
+    func testAFailedExplicitPairingDoesNotLetAPeerStartedPairingReplaceTheBond() async throws {
+        try await VirtualWorld.run { world in
+            let lockAddress = BDAddress(rawValue: 0x00_1B_DC_00_0C_0C)
+            let centralStore = InMemoryBondStore()
+            let (central, _) = try await world.addCentral(configuration: Self.justWorks(centralStore))
+            let advertising = AdvertisingData.Builder().localName("Lock").build()
+
+            let (real, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: Self.justWorks(InMemoryBondStore()))
+            try await real.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let p = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
+            _ = try await p.pair()
+            try await p.disconnect()
+            await real.close()
+            let bonded = try XCTUnwrap(try centralStore.bonds().first)
+
+            // The attacker declines the central's own pairing, then asks for a pairing itself
+            // (with MITM in its Security Request, so the central pairs rather than encrypting
+            // with the bond's key), which its IO capability makes Just Works.
+            var ac = Self.justWorks(InMemoryBondStore())
+            ac.security.pairing.asksApproval = true
+            ac.security.pairing.requestsMITM = true
+            ac.security.agent = DeclinesFirstApprovalAgent()
+            let (attacker, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: ac)
+            let events = await attacker.events
+            try await attacker.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let a = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
+            var connected: ConnectedCentral?
+            for await e in events { if case let .connected(c) = e { connected = c; break } }
+            do {
+                _ = try await a.pair()
+                XCTFail("the attacker declined the central's pairing")
+            } catch BLEError.security {}
+            do {
+                _ = try await attacker.requestSecurity(from: try XCTUnwrap(connected))
+                XCTFail("the Just Works pairing the attacker started was accepted")
+            } catch {}
+            XCTAssertEqual(try centralStore.bonds().map(\.peerLongTermKey), [bonded.peerLongTermKey], "the real peripheral's bond is kept")
+            await attacker.close()
+            await central.close()
+        }
+    }
+}
+
+/// Declines the first pairing it is asked to approve and approves every later one.
+final class DeclinesFirstApprovalAgent: PairingAgent, @unchecked Sendable {
+    private let lock = NSLock()
+    private var asked = 0
+
+    func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool {
+        lock.withLock {
+            asked += 1
+            return asked > 1
         }
     }
 }

@@ -24,9 +24,10 @@ final class SecurityCoordinator {
     /// life and, through the bond store, across restarts; later pairings draw random passkeys.
     /// Nil until the store was asked.
     private var fixedPasskeyRetired: Bool?
-    /// Links on which the application asked to pair (`pair()`), so the new bond may replace a
-    /// stronger old one.
-    private var explicitPairing: Set<UInt16> = []
+    /// The pairing the application started on a link (`pair()`), by the machine's
+    /// `generation` at its start: only that pairing's bond may replace a stronger old one, not
+    /// a later one the peer starts after ours failed.
+    private var explicitPairing: [UInt16: UInt64] = [:]
 
     /// What a key is worth, noted when encryption with it starts and applied to the link when
     /// the controller confirms it.
@@ -232,7 +233,7 @@ final class SecurityCoordinator {
         for id in prompts.removeValue(forKey: link.handle) ?? [] { host.cancelTask(id) }
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
-        explicitPairing.remove(link.handle)
+        explicitPairing[link.handle] = nil
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
     }
 
@@ -412,8 +413,7 @@ final class SecurityCoordinator {
     /// (`Peripheral.pair()`): only then may the new bond replace a stronger one of the same
     /// device. Pairings the peer set off (a Security Request, an ATT security error) may not.
     func pair(linkID: UInt64, explicit: Bool = false, _ host: isolated HostController) async throws -> PairingResult {
-        if explicit, let handle = host.connections.links.handle(forID: linkID) { explicitPairing.insert(handle) }
-        guard let result = try await secure(linkID: linkID, host) else {
+        guard let result = try await secure(linkID: linkID, explicit: explicit, host) else {
             throw BLEError.security(.unavailable("the link was encrypted with a stored key instead of pairing"))
         }
         return result
@@ -421,7 +421,9 @@ final class SecurityCoordinator {
 
     /// Pairs (central), or sends a Security Request (peripheral), and waits until the link is
     /// secured: the pairing's result, or nil when the central encrypted with a bond's key.
-    func secure(linkID: UInt64, _ host: isolated HostController) async throws -> PairingResult? {
+    /// `explicit` (central): the application asked for this pairing; it counts only for a
+    /// pairing started here, not one already under way.
+    func secure(linkID: UInt64, explicit: Bool = false, _ host: isolated HostController) async throws -> PairingResult? {
         guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
             throw BLEError.notConnected
         }
@@ -456,9 +458,10 @@ final class SecurityCoordinator {
                     waiters[handle]?.removeAll { $0 === waiter }
                     throw BLEError.security(.local(.repeatedAttempts, detail: "wait before pairing with \(link.peer) again"))
                 }
-                m.protectsExistingBond = protectsBond(of: link, explicit: explicitPairing.contains(handle), host)
+                m.protectsExistingBond = protectsBond(of: link, explicit: explicit, host)
                 let actions = m.start(now: host.now)
                 machines[handle] = m
+                if explicit { explicitPairing[handle] = m.generation } else { explicitPairing[handle] = nil }
                 perform(actions, handle: handle, host)
             } else {
                 perform(m.securityRequest(), handle: handle, host)
@@ -571,6 +574,7 @@ final class SecurityCoordinator {
                 completed(outcome, handle: handle, host)
             case let .failed(error):
                 cancelPrompts(handle, host)
+                explicitPairing[handle] = nil
                 // Only a failed guess at a secret (a passkey, OOB data) that this side caught counts
                 // towards every peer's wait; a Just Works or comparison failure proves nothing and
                 // is free to provoke, so it slows only its own peer.
@@ -610,7 +614,8 @@ final class SecurityCoordinator {
         limiter.succeeded(link.peer)
         let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
         var stored = false
-        let explicit = explicitPairing.remove(handle) != nil
+        let started = explicitPairing.removeValue(forKey: handle)
+        let explicit = started != nil && started == machines[handle]?.generation
         if outcome.bonded {
             // A new key starts without the old bond's subscriptions; this link's are saved
             // when it closes.
