@@ -106,6 +106,49 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// A Numeric Comparison that the peripheral's agent accepts without a person comparing
+    /// (`ble serve --io yesno --confirm yes`) authenticates nothing: a central copying a bonded
+    /// central's address that pairs so is refused like Just Works, and the bond is kept.
+    func testAnAutoConfirmedNumericComparisonDoesNotReplaceTheBond() async throws {
+        try await VirtualWorld.run { world in
+            let store = InMemoryBondStore()
+            var pc = Self.justWorks(store)
+            pc.security.pairing.ioCapability = .displayYesNo
+            pc.security.agent = FixedPairingAgent(confirms: true)
+            let (manager, device) = try await world.addPeripheralManager(name: "Lock", configuration: pc)
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let address = DeviceAddress(device.address, type: .public)
+            let events = await manager.events
+
+            var cc = Self.justWorks(InMemoryBondStore())
+            cc.security.pairing.ioCapability = .displayYesNo
+            cc.security.pairing.requestsMITM = true
+            cc.security.agent = FixedPairingAgent(confirms: true)
+            let (victim, _) = try await world.addCentral(address: Self.victimAddress, configuration: cc)
+            let p = try await victim.connect(address, timeout: .seconds(5))
+            let first = try await p.pair()
+            XCTAssertEqual(first.method, .numericComparison)
+            await victim.close()
+            let bonded = try XCTUnwrap(try store.bonds().first)
+
+            cc.security.bondStore = InMemoryBondStore()
+            let (attacker, _) = try await world.addCentral(address: Self.victimAddress, configuration: cc)
+            let a = try await attacker.connect(address, timeout: .seconds(5))
+            do {
+                _ = try await a.pair()
+                XCTFail("the auto-confirmed pairing was accepted")
+            } catch let BLEError.security(error) {
+                XCTAssertEqual(error.reason, .authenticationRequirements)
+                var refusal: SMPPairingError?
+                for await e in events { if case let .pairingFailed(_, error) = e { refusal = error; break } }
+                guard case .existingBondKept? = refusal else { return XCTFail("the peripheral reports \(String(describing: refusal))") }
+            }
+            XCTAssertEqual(try store.bonds().map(\.localLongTermKey), [bonded.localLongTermKey], "the old keys are kept")
+            await attacker.close()
+            await manager.close()
+        }
+    }
 }
 
 /// Declines the first pairing it is asked to approve and approves every later one.

@@ -560,7 +560,8 @@ final class SecurityCoordinator {
             case let .confirmNumericComparison(value):
                 prompts[handle, default: []].append(host.spawn("numeric comparison") {
                     let ok = await agent.confirmNumericComparison(value, for: peer)
-                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.numericComparisonConfirmed(ok, now: now) } }
+                    let byPerson = !agent.confirmsWithoutAPerson
+                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.numericComparisonConfirmed(ok, byPerson: byPerson, now: now) } }
                 })
             case let .requestApproval(features):
                 prompts[handle, default: []].append(host.spawn("pairing approval") {

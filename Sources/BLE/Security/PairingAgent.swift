@@ -14,6 +14,11 @@ public protocol PairingAgent: Sendable {
     func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool
     /// Whether to pair with `peer` at all (asked when `SecuritySettings.asksApproval` is set).
     func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool
+    /// True when `confirmNumericComparison` answers without a person comparing the numbers (a
+    /// fixed answer). Such a comparison authenticates nothing, so a pairing the peer started
+    /// may not replace an existing bond with it (Pairing Failed, Authentication Requirements,
+    /// `SMPPairingError.existingBondKept`), as with Just Works.
+    var confirmsWithoutAPerson: Bool { get }
 }
 
 extension PairingAgent {
@@ -25,6 +30,10 @@ extension PairingAgent {
     public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { false }
     /// Default: true, so every peer may pair.
     public func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool { true }
+    /// Default: false. The default `confirmNumericComparison` accepts nothing, and one that
+    /// accepts must show the number to a person, as the method's contract says; an agent
+    /// that answers by itself says true.
+    public var confirmsWithoutAPerson: Bool { false }
 }
 
 /// An agent with fixed answers: a passkey to type (or to show, when this side displays one of
@@ -52,4 +61,6 @@ public struct FixedPairingAgent: PairingAgent {
     public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { passkey }
     /// The fixed answer, `confirms`, whatever the value.
     public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { confirms }
+    /// True: nobody compares the numbers.
+    public var confirmsWithoutAPerson: Bool { true }
 }

@@ -170,10 +170,17 @@ public struct SMPPairing: Sendable {
         do { return try passkeyKnown(now: now) } catch { return abort(error) }
     }
 
-    /// The user's answer to `.confirmNumericComparison`.
-    public mutating func numericComparisonConfirmed(_ matches: Bool, now: Duration) -> [SMPAction] {
+    /// The user's answer to `.confirmNumericComparison`. `byPerson` false: the answer came
+    /// without anyone comparing the numbers (an agent that accepts every comparison), so the
+    /// key authenticates nothing and may not replace a protected bond (`protectsExistingBond`),
+    /// as a Just Works key may not.
+    public mutating func numericComparisonConfirmed(_ matches: Bool, byPerson: Bool = true, now: Duration) -> [SMPAction] {
         guard !isClosed, var s = session, s.awaitingNumericConfirmation else { return [] }
         guard matches else { return abort(Abort(.numericComparisonFailed, "the user said the numbers differ")) }
+        if protectsExistingBond && !byPerson {
+            let why = "the peer is bonded, and a pairing it started whose numbers nobody compared (the agent confirms every comparison) does not replace the bond (remove the bond, or pair from this side, to replace it)"
+            return abort(Abort(.authenticationRequirements, why, error: .existingBondKept(why)))
+        }
         s.awaitingNumericConfirmation = false
         session = s
         do { return try numericComparisonAccepted(now: now) } catch { return abort(error) }

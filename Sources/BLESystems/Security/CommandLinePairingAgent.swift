@@ -85,6 +85,9 @@ public struct CommandLinePairingAgent: PairingAgent {
         return ["y", "yes"].contains(line.trimmingSpaces.lowercased())
     }
 
+    /// True when `--confirm` answers comparisons: the number is shown, but nobody is asked.
+    public var confirmsWithoutAPerson: Bool { confirm != nil }
+
     /// Six digits, zero-filled, as both devices show them.
     public static func sixDigits(_ value: UInt32) -> String {
         let text = String(value)
