@@ -15,7 +15,7 @@ let bondOptions: [CommandOption] = [
 /// How to pair, for the commands that pair or raise security on demand (PAIRING OPTIONS).
 let pairingOptions = CommandOptionGroup(title: "PAIRING OPTIONS", options: [
     .single("io", value: "CAP", help: "IO capability: none (default), display, yesno, keyboard, keyboard-display"),
-    .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal. A passkey this side shows is single-use: after one pairing (recorded in the bonds directory, so across restarts too) random ones are shown"),
+    .single("passkey", value: "NNNNNN", help: "the passkey this side shows (display) or types (keyboard); else shown on stderr / asked on the terminal. A passkey is single-use, shown or typed: after one pairing (recorded in the bonds directory, so across restarts too) random ones are shown, and typing it again is refused"),
     .single("confirm", value: "yes|no", help: "the answer to a numeric comparison; else asked on the terminal (yes accepts any number unseen: the key still counts as authenticated, so use it only where no one can be in the middle)"),
     .flag("legacy", help: "offer LE legacy pairing only (no Secure Connections)"),
     .flag("sc-only", help: "Secure Connections Only mode: refuse legacy pairing, keys under 16 octets, and bonds below level 4 (pair again)"),

@@ -285,10 +285,20 @@ final class SecurityCoordinator {
         for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
         do {
             try settings.bondStore?.retirePasskey(value)
-            host.log("the fixed passkey is used once: later pairings show random passkeys")
+            host.log("the fixed passkey is used once: later pairings show random passkeys and refuse it typed")
         } catch {
             host.log("recording that the fixed passkey was used failed: \(error); after a restart it would be shown again")
         }
+    }
+
+    /// Whether `typed` is the fixed passkey and was used before; if it is the fixed passkey
+    /// and was not, it is retired now. Typed or shown, it is the same 20-bit secret that one
+    /// recorded pairing reveals (Vol 3 Part H §2.3.5.6.3), so it serves one pairing either way.
+    private func typedFixedPasskeyWasUsed(_ typed: UInt32?, _ host: isolated HostController) -> Bool {
+        guard let typed, typed == settings.pairing.displayedPasskey else { return false }
+        if fixedPasskeyIsRetired(host) { return true }
+        retireFixedPasskey(typed, host)
+        return false
     }
 
     // MARK: - Inbound
@@ -555,7 +565,10 @@ final class SecurityCoordinator {
             case .requestPasskey:
                 prompts[handle, default: []].append(host.spawn("passkey entry") {
                     let value = await agent.enterPasskey(for: peer)
-                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.passkeyEntered(value, now: now) } }
+                    await host.run { host in
+                        let usedBefore = host.security.typedFixedPasskeyWasUsed(value, host)
+                        host.security.answer(linkID: linkID, generation: generation, host) { m, now in m.passkeyEntered(value, usedBefore: usedBefore, now: now) }
+                    }
                 })
             case let .confirmNumericComparison(value):
                 prompts[handle, default: []].append(host.spawn("numeric comparison") {

@@ -160,9 +160,15 @@ public struct SMPPairing: Sendable {
     }
 
     /// The passkey the user typed (nil: the user gave up), after `.requestPasskey`.
-    public mutating func passkeyEntered(_ passkey: UInt32?, now: Duration) -> [SMPAction] {
+    /// `usedBefore`: it is the owner's fixed passkey, which an earlier pairing used, so a
+    /// recording of that pairing reveals it (§2.3.5.6.3): refused with Passkey Entry Failed.
+    public mutating func passkeyEntered(_ passkey: UInt32?, usedBefore: Bool = false, now: Duration) -> [SMPAction] {
         guard !isClosed, var s = session, s.awaitingPasskeyInput else { return [] }
         guard let passkey else { return abort(Abort(.passkeyEntryFailed, "the user did not enter a passkey")) }
+        if usedBefore {
+            let why = "the passkey entered is the fixed passkey, which an earlier pairing used: a fixed passkey is single-use"
+            return abort(Abort(.passkeyEntryFailed, why, error: .fixedPasskeyUsed(why)))
+        }
         guard passkey <= 999_999 else { return abort(Abort(.passkeyEntryFailed, "a passkey has six digits, got \(passkey)")) }
         s.awaitingPasskeyInput = false
         s.passkey = passkey

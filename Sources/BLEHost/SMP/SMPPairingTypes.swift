@@ -251,12 +251,17 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     /// would give an unauthenticated key, and this device is bonded already; the bond is kept
     /// (`SMPPairing.protectsExistingBond`).
     case existingBondKept(String)
+    /// We sent Pairing Failed (Passkey Entry Failed): the passkey entered is the fixed passkey
+    /// (`displayedPasskey`), which a pairing used before, so a recording of that pairing
+    /// reveals it (Vol 3 Part H §2.3.5.6.3); a fixed passkey is single-use, shown or typed.
+    case fixedPasskeyUsed(String)
 
     /// The Pairing Failed reason, when one was sent or received.
     public var reason: SMPPairingFailedReason? {
         switch self {
         case let .local(r, _), let .peer(r): return r
         case .existingBondKept: return .authenticationRequirements
+        case .fixedPasskeyUsed: return .passkeyEntryFailed
         default: return nil
         }
     }
@@ -275,6 +280,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .unavailable(why): return "pairing unavailable: \(why)"
         case let .identityConflict(why): return "pairing refused: \(why)"
         case let .existingBondKept(why): return "pairing refused (Authentication Requirements): \(why)"
+        case let .fixedPasskeyUsed(why): return "pairing refused (Passkey Entry Failed): \(why)"
         }
     }
 }
