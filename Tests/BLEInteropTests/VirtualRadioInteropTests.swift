@@ -32,11 +32,9 @@ final class VirtualRadioInteropTests: XCTestCase {
     /// Swift peripheral and Swift central, two `ble` processes, through the TCP radio.
     func testSwiftCentralReadsAndDumpsSwiftPeripheral() throws {
         let (radio, env) = try startRadio()
-        // Two devices: the peripheral keeps its own identity (bonds directory). Sharing the
-        // central's would give both the same IRK, which pairing refuses as a reflected key.
-        let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("ble-radio-peripheral-\(UUID().uuidString)")
-        addTeardownBlock { try? FileManager.default.removeItem(at: bonds) }
-        let peripheral = try ServeProcess(profile: "test", arguments: ["--bonds", bonds.path], environment: env)
+        // The peripheral keeps its own identity (ServeProcess gives it its own bonds directory):
+        // sharing the central's would give both one IRK, which pairing refuses as a reflected key.
+        let peripheral = try ServeProcess(profile: "test", environment: env)
         addTeardownBlock { peripheral.stop() }
         let target = "\(peripheral.address)/random"
 
