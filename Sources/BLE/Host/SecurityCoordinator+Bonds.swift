@@ -1,0 +1,146 @@
+import BLECrypto
+import BLEHCI
+import BLEHost
+import BLEWire
+
+// The bond cache and the local identity of `SecurityCoordinator` (its own file: one concern).
+extension SecurityCoordinator {
+    // MARK: - Bonds
+
+    /// Every bond, cached after the first read (the store is read once per host).
+    func bonds(_ host: isolated HostController) -> [Bond] {
+        if let cachedBonds { return cachedBonds }
+        guard let store = settings.bondStore else { return [] }
+        do {
+            let all = try store.bonds()
+            for problem in store.problems() { host.log("bond store: \(problem)") }
+            cachedBonds = all
+            return all
+        } catch {
+            host.log("bond store: \(error)")
+            cachedBonds = []
+            return []
+        }
+    }
+
+    /// The bond for the device at `address`: the one whose identity it is, else the one whose
+    /// IRK resolves it, else the one that last connected from it. In that order, so a bond
+    /// cannot shadow another's identity by having connected from it.
+    func bond(for address: DeviceAddress, _ host: isolated HostController) -> Bond? {
+        let all = bonds(host)
+        if let b = all.first(where: { $0.peer.sameDevice(as: address) }) { return b }
+        if address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
+           let b = all.first(where: { b in b.peerIdentityResolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }) {
+            return b
+        }
+        return all.first { $0.connectionAddress?.sameDevice(as: address) == true }
+    }
+
+    /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
+    /// of a lower level: a Just Works pairing claiming a bonded device's identity must not take
+    /// its place. New identities past `SecuritySettings.maximumBonds` are not stored.
+    func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
+        var all = bonds(host)
+        var evicted: Bond?
+        if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
+            if !replacing && old.securityLevel > bond.securityLevel {
+                host.log("kept the bond of \(bond.peer) (level \(old.securityLevel.rawValue)): a level \(bond.securityLevel.rawValue) pairing does not replace it")
+                return false
+            }
+        } else if all.count >= settings.maximumBonds {
+            // Full: an authenticated bond takes the place of an unauthenticated one (anyone in
+            // range can make those with Just Works, so they must not lock out real ones).
+            guard bond.authenticated, let victim = all.first(where: { !$0.authenticated }) else {
+                host.log("not storing the bond of \(bond.peer): \(settings.maximumBonds) bonds already")
+                return false
+            }
+            host.log("bond store full: forgetting unauthenticated \(victim.peer) for authenticated \(bond.peer)")
+            all.removeAll { $0.peer.sameDevice(as: victim.peer) }
+            evicted = victim
+        }
+        let previous = all.first { $0.peer.sameDevice(as: bond.peer) }
+        all.removeAll { $0.peer.sameDevice(as: bond.peer) }
+        all.append(bond)
+        // On disk first: a bond (or a SignCounter) the store could not record is not used
+        // either, so a restart cannot find an older state than this run acted on. The evicted
+        // bond's file goes before the new one is written: were it left, the store would hold
+        // more than `maximumBonds`, and a forgotten bond would come back after a restart.
+        if let store = settings.bondStore {
+            if let evicted {
+                do {
+                    try store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType))
+                } catch {
+                    host.log("not storing the bond of \(bond.peer): removing the evicted bond of \(evicted.peer) failed: \(error)")
+                    return false
+                }
+            }
+            do {
+                try store.save(bond)
+            } catch {
+                host.log("saving the bond of \(bond.peer): \(error)")
+                if evicted != nil {
+                    // The evicted bond's file is gone: memory follows the disk.
+                    cachedBonds = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+                    host.privacy.bondsChanged(host)
+                }
+                return false
+            }
+        }
+        cachedBonds = all
+        // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
+        if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
+            host.privacy.bondsChanged(host)
+        }
+        return true
+    }
+
+    /// Forgets the bond of `peer`: its file first (the store makes the removal durable), then
+    /// the host's memory, so a removal the store could not carry out is thrown and the bond stays
+    /// in use, as it would after a restart.
+    func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
+        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
+        var all = bonds(host)
+        let before = all.count
+        all.removeAll { $0.peer.sameDevice(as: peer) }
+        cachedBonds = all
+        host.privacy.bondsChanged(host)
+        return stored || all.count != before
+    }
+
+    /// Our keys for distribution: the stored local identity, or one made for this host's life.
+    func localIdentity(ownAddress: DeviceAddress, _ host: isolated HostController) -> SMPLocalIdentity? {
+        guard let identity = localIdentity(host) else { return nil }
+        // The identity address we give is the one this link uses (public or static random), so
+        // the peer finds us by it next time (Vol 3 Part H §3.6.5); with privacy, the static
+        // random identity behind our RPAs.
+        // A CSRK of its own for every pairing (as BlueZ and Zephyr do): one shared by all peers
+        // would let any of them sign writes as us to the others, and a pairing again that
+        // restarts the counters would let writes captured before it be replayed. The bond
+        // keeps the one it got (`Bond.localSignatureKey`).
+        guard let signatureKey = try? SecureRandom.bytes(count: 16) else {
+            host.log("no random CSRK: not pairing")
+            return nil
+        }
+        return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey,
+                                identityAddress: host.ownAddress.identity ?? ownAddress,
+                                signatureKey: signatureKey)
+    }
+
+    /// Our IRK, for RPAs and the resolving list.
+    func localIRK(_ host: isolated HostController) -> [UInt8]? { localIdentity(host)?.identityResolvingKey }
+
+    /// The stored local identity, or one made for this host's life.
+    func localIdentity(_ host: isolated HostController) -> LocalIdentity? {
+        var identity = ephemeralIdentity
+        if identity == nil {
+            do {
+                identity = try settings.bondStore?.localIdentity() ?? LocalIdentity.generate()
+            } catch {
+                host.log("local identity: \(error)")
+                return nil
+            }
+            ephemeralIdentity = identity
+        }
+        return identity
+    }
+}
