@@ -38,4 +38,82 @@ final class GATTServerHeldRequestSecurityTests: XCTestCase {
         actions = server.completeWrite(id: writeID, result: .success(()), database: &db, security: withdrawn, now: .zero)
         XCTAssertEqual(actions, [.send([0x13]), .send([0x01, 0x0A] + Self.le(authorized) + [0x08])])
     }
+
+    /// Two dynamic values that need the application, then a fixed one that needs authorization.
+    private static func database() throws -> (GATTServerDatabase, first: UInt16, second: UInt16, authorized: UInt16) {
+        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
+        let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .write], permissions: [.readAuthorized, .writeAuthorized], value: nil),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .write], permissions: [.readAuthorized, .writeAuthorized], value: nil),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read], permissions: [.readAuthorized], value: [0x44]),
+        ]))
+        return (db, h.characteristics[0].valueHandle, h.characteristics[1].valueHandle, h.characteristics[2].valueHandle)
+    }
+
+    /// A Read By Type that asks the application for one value and goes on after the answer is
+    /// judged for the rest by the security of the moment it goes on.
+    func testReadByTypeGoingOnAfterTheApplicationIsJudgedByTheSecurityThen() throws {
+        var (db, first, _, _) = try Self.database()
+        let granted = LinkSecurity(encrypted: true, authorized: true, hasLongTermKey: true)
+        let withdrawn = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        var actions = server.receive([0x08] + Self.le(first) + [0xFF, 0xFF, 0xF1, 0xFF], database: &db, security: granted, now: .zero)
+        guard case let .read(id, handle, _)? = actions.first, handle == first else { return XCTFail("expected a read of the first value, got \(actions)") }
+        actions = server.completeRead(id: id, result: .success([1]), database: &db, security: withdrawn, now: .zero)
+        XCTAssertEqual(actions, [.send([0x01, 0x08] + Self.le(first) + [0x08])],
+                       "the first value fails now that authorization is withdrawn; nothing is read further")
+    }
+
+    /// The same for Read Multiple: the second dynamic value is not asked for after the
+    /// authorization was withdrawn while the application answered the first.
+    func testReadMultipleGoingOnAfterTheApplicationIsJudgedByTheSecurityThen() throws {
+        var (db, first, second, authorized) = try Self.database()
+        let granted = LinkSecurity(encrypted: true, authorized: true, hasLongTermKey: true)
+        let withdrawn = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        var actions = server.receive([0x0E] + Self.le(first) + Self.le(second) + Self.le(authorized), database: &db, security: granted, now: .zero)
+        guard case let .read(id, handle, _)? = actions.first, handle == first else { return XCTFail("expected a read of the first value, got \(actions)") }
+        actions = server.completeRead(id: id, result: .success([1]), database: &db, security: withdrawn, now: .zero)
+        XCTAssertEqual(actions, [.send([0x01, 0x0E] + Self.le(first) + [0x08])])
+    }
+
+    /// An Execute Write whose first run the application answers writes the later runs only if
+    /// the link's security then still allows them.
+    func testExecuteWriteGoingOnAfterTheApplicationIsJudgedByTheSecurityThen() throws {
+        var (db, first, second, _) = try Self.database()
+        let granted = LinkSecurity(encrypted: true, authorized: true, hasLongTermKey: true)
+        let withdrawn = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        XCTAssertEqual(server.receive([0x16] + Self.le(first) + [0, 0, 0xAA], database: &db, security: granted, now: .zero),
+                       [.send([0x17] + Self.le(first) + [0, 0, 0xAA])])
+        XCTAssertEqual(server.receive([0x16] + Self.le(second) + [0, 0, 0xBB], database: &db, security: granted, now: .zero),
+                       [.send([0x17] + Self.le(second) + [0, 0, 0xBB])])
+        var actions = server.receive([0x18, 0x01], database: &db, security: granted, now: .zero)
+        guard case let .write(id, handle, _, _, _)? = actions.first, handle == first else { return XCTFail("expected the first run for the application, got \(actions)") }
+        actions = server.completeWrite(id: id, result: .success(()), database: &db, security: withdrawn, now: .zero)
+        XCTAssertEqual(actions, [.send([0x01, 0x18] + Self.le(second) + [0x08])],
+                       "the second run is refused, not handed to the application")
+    }
+
+    /// A request held while the application answers an earlier one gets the robust-caching
+    /// verdict when it is served: the database changed meanwhile, so a change-unaware client
+    /// that enabled robust caching gets Database Out Of Sync (Vol 3 Part G §2.5.2.1).
+    func testHeldRequestGetsTheChangeAwarenessVerdictWhenServed() throws {
+        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
+        let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: nil),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read], permissions: [.read], value: [0x42]),
+        ]))
+        let (dynamic, fixed) = (h.characteristics[0].valueHandle, h.characteristics[1].valueHandle)
+        let security = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        server.restoreClientSupportedFeatures([0x01])
+        var actions = server.receive([0x0A] + Self.le(dynamic), database: &db, security: security, now: .zero)
+        guard case let .read(id, _, _)? = actions.first else { return XCTFail("expected a read for the application, got \(actions)") }
+        XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
+        server.databaseChanged()
+        actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
+        XCTAssertEqual(actions, [.send([0x0B, 0x07]), .send([0x01, 0x0A, 0x00, 0x00, 0x12])])
+        XCTAssertFalse(server.isChangeAware)
+    }
 }

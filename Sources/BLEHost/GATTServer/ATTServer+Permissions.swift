@@ -22,7 +22,8 @@ struct PendingRequest: Sendable {
     }
 
     var request: ATTPDU
-    /// The link security when the request arrived; the answer is judged by it.
+    /// The link security the request is judged by: as it arrived, then as it is each time the
+    /// request goes on after an answer from the application.
     var security: LinkSecurity
     var appReads: [ReadKey: Result<[UInt8], ATTErrorCode>] = [:]
     var awaiting: Awaiting = .nothing

@@ -43,6 +43,7 @@ extension ATTServer {
         guard !isClosed, var p = pending, case let .read(waiting, key) = p.awaiting, waiting == id else { return actions }
         p.appReads[key] = result
         p.awaiting = .nothing
+        p.security = security  // what is left of the request is judged by the link as it is now
         actions += startRead(p, database: database)
         actions += drainDeferred(database: &database, security: security)
         return actions

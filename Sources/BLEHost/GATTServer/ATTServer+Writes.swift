@@ -91,7 +91,7 @@ extension ATTServer {
         case let .execute(waiting, handle, remaining) where waiting == id:
             pending = nil
             switch result {
-            case .success: actions += runExecute(remaining, database: &database, security: p.security)
+            case .success: actions += runExecute(remaining, database: &database, security: security)
             case let .failure(e): actions.append(Self.error(.executeWriteRequest, handle, e))
             }
         default:
@@ -142,7 +142,9 @@ extension ATTServer {
     }
 
     /// Applies validated runs in order until one needs the application; answers the Execute
-    /// Write Request after the last.
+    /// Write Request after the last. Each run's permissions are checked again against `security`,
+    /// the link's as the run is written (the queue was checked as it was prepared, but an
+    /// authorization withdrawn or a weaker key since then counts).
     mutating func runExecute(_ runs: [PreparedWrite], database: inout GATTServerDatabase,
                              security: LinkSecurity) -> [ServerAction] {
         var actions: [ServerAction] = []
@@ -150,6 +152,10 @@ extension ATTServer {
         while let run = rest.popFirst() {
             guard let a = database.attribute(at: run.handle) else {
                 actions.append(Self.error(.executeWriteRequest, run.handle, .invalidHandle))
+                return actions
+            }
+            if let e = Self.writeError(a, security) {
+                actions.append(Self.error(.executeWriteRequest, run.handle, e))
                 return actions
             }
             switch write(a, offset: run.offset, data: run.value, kind: .prepared, database: &database) {

@@ -105,10 +105,8 @@ public struct ATTServer: Sendable {
             actions += receiveConfirmation(pdu)
             return actions
         }
-        if let refused = changeAwarenessVerdict(pdu, database: database) {
-            return actions + refused
-        }
         if opcode.isCommand {
+            if let refused = changeAwarenessVerdict(pdu, database: database) { return actions + refused }
             actions += receiveCommand(pdu, database: &database, security: security)
             return actions
         }
@@ -122,9 +120,18 @@ public struct ATTServer: Sendable {
             if deferred.count < Self.deferredLimit { deferred.append(pdu) }
             return actions
         }
-        actions += handleRequest(pdu, database: &database, security: security)
+        actions += serveRequest(pdu, database: &database, security: security)
         actions += drainDeferred(database: &database, security: security)
         return actions
+    }
+
+    /// Serves one request now: first the robust-caching verdict (§2.5.2.1), then the request
+    /// itself, both judged by the link and the database as they are at this moment, so a request
+    /// held meanwhile is judged as if it had just arrived.
+    mutating func serveRequest(_ bytes: [UInt8], database: inout GATTServerDatabase,
+                               security: LinkSecurity) -> [ServerAction] {
+        if let refused = changeAwarenessVerdict(bytes, database: database) { return refused }
+        return handleRequest(bytes, database: &database, security: security)
     }
 
     /// Decodes and answers one request. Malformed → Invalid PDU, unknown → Request Not
@@ -160,7 +167,7 @@ public struct ATTServer: Sendable {
         var actions: [ServerAction] = []
         while pending == nil, !isClosed, !deferred.isEmpty {
             let next = deferred.removeFirst()
-            actions += handleRequest(next, database: &database, security: security)
+            actions += serveRequest(next, database: &database, security: security)
         }
         return actions
     }
