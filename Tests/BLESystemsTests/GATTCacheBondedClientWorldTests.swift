@@ -148,4 +148,43 @@ final class GATTCacheBondedClientWorldTests: XCTestCase {
             await after.close()
         }
     }
+
+    /// The state restored at connection is read, never written, by a link not encrypted with the
+    /// bond's key: a device that copies the bonded client's address, is answered Database Out Of
+    /// Sync and catches up on its own link leaves the bonded client change-unaware, so the real
+    /// client is still answered Out Of Sync when it returns (what such a device learns, and why
+    /// the state is restored at connection at all, is in GATTServerChangeTracking.swift).
+    func testACopierOfTheAddressDoesNotMakeTheBondedClientChangeAware() async throws {
+        try await VirtualWorld.run { world in
+            var central = HostConfiguration()
+            let bonds = InMemoryBondStore()
+            central.security.bondStore = bonds
+            let rig = try await GATTCacheRig.open(world, central: central)
+            let address = rig.central.controllerInfo.address
+            try await rig.bondAndLeave()
+            _ = try await rig.manager.add(GATTCacheRig.addedService)
+            await rig.central.close()
+
+            let (copier, _) = try await world.addCentral(address: address)
+            let c = try await copier.connect(rig.address)
+            do {
+                _ = try await c.readValue(handle: 0x0003)  // the Device Name
+                XCTFail("the copier's first request is judged by the bonded client's state")
+            } catch BLEError.gatt(.att(.databaseOutOfSync, _, _)) {}
+            let name = try await c.readValue(handle: 0x0003)  // the next request: change-aware on its own link
+            XCTAssertEqual(String(decoding: name, as: UTF8.self), "Changing")
+            try await c.disconnect()
+            await copier.close()
+
+            var returning = HostConfiguration()
+            returning.security.bondStore = bonds
+            returning.gattCache = rig.store
+            let (again, _) = try await world.addCentral(address: address, configuration: returning)
+            let p = try await again.connect(rig.address)
+            try await Self.assertOutOfSyncBeforeEncryption(p)
+            try await p.disconnect()
+            await again.close()
+            await rig.manager.close()
+        }
+    }
 }

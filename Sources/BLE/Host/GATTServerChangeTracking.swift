@@ -23,6 +23,17 @@ import BLEWire
 /// proof that it is the bonded client, and the point our own client has its cache in hand.
 /// What a client does on a link not encrypted so is not kept for the next connection.
 ///
+/// Why change awareness and features are restored by address, before the proof of encryption:
+/// a bonded client may send requests over its cached handles before it encrypts, and a write
+/// to a handle that moved would change the wrong attribute; Database Out Of Sync is what stops
+/// it (§2.5.2.1), so the state must be in place for the first request (Zephyr also looks its
+/// client features and change awareness up by address). What a device copying the address can
+/// learn from this is whether the database changed since the bonded client was last connected
+/// (one bit; the Database Hash itself is readable by anyone) and which of the three defined
+/// feature bits that client enabled. It cannot change either: nothing is kept from a link not
+/// encrypted with the bond's key. The CCCDs, which say what the client follows and would
+/// deliver its data, wait for that encryption.
+///
 /// The state of absent bonded clients is kept for the host's lifetime and, as the hash of the
 /// database they last knew and their features, with their bond (`Bond.servedDatabaseHash`,
 /// `Bond.clientSupportedFeatures`), so a server restarted with a changed database tells them
