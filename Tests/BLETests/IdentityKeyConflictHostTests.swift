@@ -77,4 +77,24 @@ final class IdentityKeyConflictHostTests: XCTestCase {
         let bond = Bond(peer: bonded, peerIdentityResolvingKey: zero, secureConnections: true, authenticated: false, keySize: 16)
         XCTAssertFalse(bond.matches(DeviceAddress(rpa, type: .random)))
     }
+
+    /// Connecting to a bonded identity scans for its RPA first only when its bond has an IRK
+    /// that can resolve one: an all-zero IRK resolves nothing, so a scan would only wait out
+    /// its timeout.
+    func testABondWithAnAllZeroIRKIsNotScannedForNorResolved() async throws {
+        for (irk, scans) in [([UInt8](repeating: 0, count: 16), false), (bondedIRK, true)] {
+            let t = HostUnderTest()
+            await t.controller.start()
+            let store = InMemoryBondStore()
+            try store.save(Bond(peer: bonded, peerLongTermKey: [UInt8](repeating: 0xAA, count: 16), peerIdentityResolvingKey: irk,
+                                secureConnections: true, authenticated: true, keySize: 16))
+            var config = HostConfiguration()
+            config.security.bondStore = store
+            let central = try await Central.open(transport: t.hostEnd, configuration: config)
+            let peer = bonded
+            let needsScan = await central.host.run { $0.privacy.needsScan(toReach: peer, within: .seconds(60), $0) }
+            XCTAssertEqual(needsScan, scans, "IRK \(irk.prefix(1))")
+            await central.close()
+        }
+    }
 }

@@ -142,7 +142,7 @@ final class PrivacyCoordinator {
         if let known = resolutions[address.address] {
             identity = known
         } else {
-            identity = host.security.bonds(host).first { $0.peerIdentityResolvingKey != nil && $0.matches(address) }?.peer
+            identity = host.security.bonds(host).first { $0.resolvingKey != nil && $0.matches(address) }?.peer
             if resolutions.count >= Self.resolutionCacheLimit { resolutions = [:] }
             resolutions[address.address] = .some(identity)
         }
@@ -175,7 +175,7 @@ final class PrivacyCoordinator {
     func needsScan(toReach peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> Bool {
         let target = connectionTarget(for: peer, within: within, host)
         guard target == peer, peer.type == .public || peer.type == .random else { return false }
-        return host.security.bonds(host).contains { $0.peer.sameDevice(as: peer) && $0.peerIdentityResolvingKey != nil }
+        return host.security.bonds(host).contains { $0.peer.sameDevice(as: peer) && $0.resolvingKey != nil }
     }
 
     /// A bond was stored or removed: cached resolutions and the controller's list are stale.
@@ -246,7 +246,7 @@ final class PrivacyCoordinator {
     /// Address resolution off, the list cleared and loaded with every bonded IRK (as many as it
     /// holds; the host resolves the rest), in device privacy mode, and resolution on again.
     private func load(commands: LocalSupportedCommands, _ host: isolated HostController) async throws {
-        let bonds = host.security.bonds(host).filter { $0.peerIdentityResolvingKey.map(ResolvablePrivateAddress.isUsable) ?? false }
+        let bonds = host.security.bonds(host).filter { $0.resolvingKey != nil }
         let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
         if !controllerList.isEmpty || !bonds.isEmpty {
             try await host.commandReturning(.leSetAddressResolutionEnable(false))
@@ -258,7 +258,7 @@ final class PrivacyCoordinator {
         if let size = try? await host.commandReturning(.leReadResolvingListSize).dropFirst().first { capacity = min(capacity, Int(size)) }
         var listed: Set<DeviceAddress> = []
         for bond in bonds.prefix(capacity) {
-            guard let irk = bond.peerIdentityResolvingKey else { continue }
+            guard let irk = bond.resolvingKey else { continue }
             let identity = DeviceAddress(bond.peer.address, type: bond.peer.type.peerType)
             try await host.commandReturning(.leAddDeviceToResolvingList(peer: identity, peerIRK: irk, localIRK: localIRK))
             if commands.leSetPrivacyMode {

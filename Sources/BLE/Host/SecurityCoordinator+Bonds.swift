@@ -30,7 +30,7 @@ extension SecurityCoordinator {
         let all = bonds(host)
         if let b = all.first(where: { $0.peer.sameDevice(as: address) }) { return b }
         if address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
-           let b = all.first(where: { b in b.peerIdentityResolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }) {
+           let b = all.first(where: { b in b.resolvingKey.map { ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false }) {
             return b
         }
         return all.first { $0.connectionAddress?.sameDevice(as: address) == true }

@@ -105,11 +105,17 @@ public struct Bond: Sendable, Hashable {
 
     /// Whether a device at `address` is this bond's peer: its identity, the address it paired
     /// from, or a resolvable private address its IRK resolves (Vol 6 Part B §1.3.2.3).
+    /// The peer's IRK when it can resolve anything: not an all-zero one, which a device without
+    /// an IRK of its own may distribute (Vol 3 Part H §3.6.4) and which resolves nothing.
+    public var resolvingKey: [UInt8]? {
+        peerIdentityResolvingKey.flatMap { ResolvablePrivateAddress.isUsable($0) ? $0 : nil }
+    }
+
     public func matches(_ address: DeviceAddress) -> Bool {
         if peer.sameDevice(as: address) { return true }
         if let connectionAddress, connectionAddress.sameDevice(as: address) { return true }
         guard address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
-              let irk = peerIdentityResolvingKey else { return false }
+              let irk = resolvingKey else { return false }
         return ResolvablePrivateAddress.resolves(address.address, irk: irk)
     }
 

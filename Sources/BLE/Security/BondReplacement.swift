@@ -22,7 +22,7 @@ enum BondReplacement: Equatable {
     /// `old`: the bond of the identity `new` names, if any; `others`: every other bond.
     static func decide(old: Bond?, others: [Bond] = [], new: Bond, from address: DeviceAddress, explicit: Bool,
                        localIRK: [UInt8]? = nil) -> BondReplacement {
-        if let irk = new.peerIdentityResolvingKey, ResolvablePrivateAddress.isUsable(irk) {
+        if let irk = new.resolvingKey {
             if irk == localIRK { return .conflict("\(address) distributed our own IRK as its identity key") }
             if let other = others.first(where: { $0.peerIdentityResolvingKey == irk }) {
                 return .conflict("\(address) distributed the IRK of bonded \(other.peer)")
