@@ -50,7 +50,19 @@ public final class PrivateDirectory: Sendable {
 
     /// Replaces the file `name` with `bytes`, atomically and durably (`PrivateFiles.write`).
     public func write(_ bytes: [UInt8], name: String) throws(PrivateFileError) {
+        try checkStillLinked()
         try PrivateFiles.write(bytes, in: descriptor, path, name: name)
+    }
+
+    /// Refuses to go on in a directory removed since it was opened (its link count is 0): what
+    /// is written there is gone when the process ends, so the caller must hear it was not kept.
+    /// (Linux refuses to create files there anyway; this says why.)
+    private func checkStillLinked() throws(PrivateFileError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw PrivateFiles.failure(path, "fstat") }
+        if info.st_nlink == 0 {
+            throw PrivateFileError(path: path, message: "the directory was removed after it was opened: nothing is kept there (start again to create it)")
+        }
     }
 
     /// The bytes of the file `name`, or nil when there is none (`PrivateFiles.read`).

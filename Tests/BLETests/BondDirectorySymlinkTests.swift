@@ -46,4 +46,20 @@ final class BondDirectorySymlinkTests: XCTestCase {
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
         XCTAssertThrowsError(try DirectoryBondStore(directory: link))
     }
+
+    /// A bonds directory removed while the store holds it open (`rm -rf` of the directory) no
+    /// longer exists for the next start: a bond or a passkey's retirement written there would be
+    /// lost with the process, so it is refused with an error that says why, not kept in a
+    /// directory no one can reach.
+    func testWritesToARemovedDirectoryAreRefused() throws {
+        let bonds = root + "/bonds"
+        let store = try DirectoryBondStore(directory: bonds)
+        try store.save(bond(1))
+        try FileManager.default.removeItem(atPath: bonds)
+        XCTAssertThrowsError(try store.save(bond(2))) { error in
+            XCTAssertTrue("\(error)".contains("removed"), "\(error)")
+        }
+        XCTAssertThrowsError(try store.retirePasskey(123456))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bonds))
+    }
 }
