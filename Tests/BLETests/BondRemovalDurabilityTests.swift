@@ -19,6 +19,20 @@ final class BondRemovalDurabilityTests: XCTestCase {
         func problems() -> [String] { [] }
     }
 
+    /// A store whose removals take the file away but then fail, as an fsync of the directory
+    /// that fails after the unlink did.
+    final class SyncFailingStore: BondStore {
+        let inner = InMemoryBondStore()
+        func bonds() throws -> [Bond] { try inner.bonds() }
+        func save(_ bond: Bond) throws { try inner.save(bond) }
+        func remove(_ peer: DeviceAddress) throws -> Bool {
+            _ = try inner.remove(peer)
+            throw BLEError.transport("fsync: input/output error")
+        }
+        func localIdentity() throws -> LocalIdentity { try inner.localIdentity() }
+        func problems() -> [String] { [] }
+    }
+
     let own = BDAddress(rawValue: 0xC1_02_03_04_05_06)
 
     func bond(_ last: UInt64, authenticated: Bool) -> Bond {
@@ -62,6 +76,26 @@ final class BondRemovalDurabilityTests: XCTestCase {
         XCTAssertEqual(try store.bonds().map(\.peer), [victim.peer], "no more bonds on disk than maximumBonds")
         let bonds = await m.bondedDevices
         XCTAssertEqual(bonds.map(\.peer), [victim.peer])
+        await m.close()
+    }
+
+    /// The store took the file away but could not make that durable: the failure is reported,
+    /// and the host forgets the bond as its store has (it must not go on encrypting with keys
+    /// the user asked to remove and the store no longer lists).
+    func testARemovalThatFailedAfterTheFileWentIsReportedAndForgotten() async throws {
+        let store = SyncFailingStore()
+        let removed = bond(1, authenticated: true)
+        try store.save(removed)
+        let t = HostUnderTest()
+        let m = try await manager(t, store: store)
+        let known = await m.bondedDevices
+        XCTAssertEqual(known.map(\.peer), [removed.peer])
+        do {
+            try await m.removeBond(removed.peer)
+            XCTFail("the failed sync is reported")
+        } catch {}
+        let bonds = await m.bondedDevices
+        XCTAssertEqual(bonds.map(\.peer), [], "the host forgets the bond its store no longer has")
         await m.close()
     }
 }

@@ -96,15 +96,32 @@ extension SecurityCoordinator {
 
     /// Forgets the bond of `peer`: its file first (the store makes the removal durable), then
     /// the host's memory, so a removal the store could not carry out is thrown and the bond stays
-    /// in use, as it would after a restart.
+    /// in use, as it would after a restart. A failure after the file went (the store no longer
+    /// lists the bond) is thrown too, and the bond forgotten.
     func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
-        let stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
+        let stored: Bool
+        do {
+            stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
+        } catch {
+            // The store failed, perhaps after the file went (an fsync of the directory after the
+            // unlink): the host then forgets the bond as its store did, and still reports.
+            if let listed = try? settings.bondStore?.bonds(), !listed.contains(where: { $0.peer.sameDevice(as: peer) }) {
+                forget(peer, host)
+            }
+            throw error
+        }
+        return forget(peer, host) || stored
+    }
+
+    /// Drops `peer`'s bond from the cache (the store no longer has it); true when it was there.
+    @discardableResult
+    private func forget(_ peer: DeviceAddress, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         host.privacy.bondsChanged(host)
-        return stored || all.count != before
+        return all.count != before
     }
 
     /// Our keys for distribution: the stored local identity, or one made for this host's life.
