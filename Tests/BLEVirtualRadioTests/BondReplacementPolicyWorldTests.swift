@@ -101,6 +101,9 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
                 _ = try await attacker.requestSecurity(from: try XCTUnwrap(connected))
                 XCTFail("the Just Works pairing the attacker started was accepted")
             } catch {}
+            guard case .existingBondKept? = a.lastPairingFailure else {
+                return XCTFail("the central's application sees why: \(String(describing: a.lastPairingFailure))")
+            }
             XCTAssertEqual(try centralStore.bonds().map(\.peerLongTermKey), [bonded.peerLongTermKey], "the real peripheral's bond is kept")
             await attacker.close()
             await central.close()

@@ -67,4 +67,46 @@ final class SecureConnectionsOnlyBondWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    /// A peripheral's Security Request to a central in Secure Connections Only mode whose bond
+    /// with it is below level 4 is answered by pairing again (authenticated Secure Connections),
+    /// not left unanswered: the new level 4 key replaces the old one.
+    func testASecurityRequestOverAWeakBondInSecureConnectionsOnlyModeIsAnsweredByPairingAgain() async throws {
+        try await VirtualWorld.run { world in
+            let board = PasskeyBoard()
+            func config(_ store: any BondStore, legacy: Bool = false, scOnly: Bool = false) -> HostConfiguration {
+                var c = PairingWorldTests.security(io: .displayYesNo, agent: BoardAgent(board: board), store: store)
+                c.security.pairing.secureConnections = !legacy
+                c.security.pairing.secureConnectionsOnly = scOnly
+                return c
+            }
+            let centralStore = InMemoryBondStore()
+            let address = DeviceAddress(Self.peripheralAddress, type: .public)
+            let (manager, _) = try await world.addPeripheralManager(name: "Lock", address: Self.peripheralAddress, configuration: config(InMemoryBondStore()))
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("Lock").build(), parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let events = await manager.events
+            var (central, centralDevice) = try await world.addCentral(address: Self.centralAddress, configuration: config(centralStore, legacy: true))
+            var p = try await central.connect(address, timeout: .seconds(5))
+            let first = try await p.pair()
+            XCTAssertFalse(first.secureConnections)
+            var connected: ConnectedCentral?
+            for await e in events {
+                if case let .connected(c) = e { connected = c }
+                if case .paired = e { break }
+            }
+            try await p.disconnect()
+            await central.close()
+            await world.radio.remove(centralDevice.id)
+
+            (central, centralDevice) = try await world.addCentral(address: Self.centralAddress, configuration: config(centralStore, scOnly: true))
+            p = try await central.connect(address, timeout: .seconds(5))
+            for await e in events { if case let .connected(c) = e { connected = c; break } }
+            let level = try await manager.requestSecurity(from: try XCTUnwrap(connected))
+            XCTAssertEqual(level, .secureConnections, "paired again at level 4")
+            let bond = try XCTUnwrap(try centralStore.bonds().first)
+            XCTAssertTrue(bond.secureConnections && bond.authenticated, "the level 4 key replaced the legacy one")
+            await central.close()
+            await manager.close()
+        }
+    }
 }

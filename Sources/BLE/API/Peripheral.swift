@@ -59,6 +59,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// The link's PHY (LE 1M until a PHY update).
     public var phy: LEPHY { observation.snapshot.phy }
 
+    /// Why the last pairing on this link ended without keys, nil while none has. Covers the
+    /// pairings the peripheral starts with a Security Request, which no call here waits for:
+    /// e.g. `.existingBondKept` when one would have replaced this device's bond with an
+    /// unauthenticated key (`SecuritySettings.allowsUnauthenticatedBondReplacement`).
+    public var lastPairingFailure: SMPPairingError? { observation.snapshot.lastPairingFailure }
+
     /// The link-layer payload each way, in octets (27 until a data length update).
     public var dataLength: (tx: Int, rx: Int) {
         let s = observation.snapshot

@@ -27,6 +27,9 @@ final class LinkObservation: Sendable {
         var databaseChanges = 0
         /// The ranges of the last `recentChangesKept` of them, oldest first.
         var recentChanges: [ClosedRange<UInt16>] = []
+        /// The last pairing on the link that ended without keys (central role: a peripheral's
+        /// peripheral-started pairing included, which no call of the application waits for).
+        var lastPairingFailure: SMPPairingError?
 
         static let recentChangesKept = 16
 

@@ -462,7 +462,11 @@ final class SecurityCoordinator {
                 }
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
-                if link.role == .peripheral { host.server.emit(.pairingFailed(link.central, error)) }
+                if link.role == .peripheral {
+                    host.server.emit(.pairingFailed(link.central, error))
+                } else {
+                    link.observation.update { $0.lastPairingFailure = error }
+                }
             case let .securityRequested(auth):
                 securityRequested(auth, handle: handle, host)
             }
@@ -513,7 +517,12 @@ final class SecurityCoordinator {
                 host.log("pairing with \(link.peer) refused: \(why)")
                 let error = BLEError.security(.identityConflict(why))
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
-                if link.role == .peripheral { host.server.emit(.pairingFailed(link.central, .local(.authenticationRequirements, detail: why))) }
+                let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
+                if link.role == .peripheral {
+                    host.server.emit(.pairingFailed(link.central, failure))
+                } else {
+                    link.observation.update { $0.lastPairingFailure = failure }
+                }
                 host.connections.disconnectInBackground(handle: handle, "refusing a claimed identity", host)
                 return
             }
@@ -538,7 +547,9 @@ final class SecurityCoordinator {
     private func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
         guard settings.answersSecurityRequests, let link = host.connections.links[handle], !link.security.encrypted else { return }
         let linkID = link.id
-        if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || !auth.contains(.mitm) {
+        // A bond Secure Connections Only mode refuses (`refusal(of:)`) is paired over: that mode
+        // pairs only at level 4, which the replacement rules let replace a weaker bond.
+        if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || !auth.contains(.mitm), refusal(of: b) == nil {
             host.spawn("encryption for a Security Request") { try await host.run { try await $0.security.encrypt(linkID: linkID, $0) } }
         } else {
             host.spawn("pairing for a Security Request") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }

@@ -65,7 +65,9 @@ public struct SMPPairingSettings: Sendable, Hashable {
     var authRequirements: SMPAuthRequirements {
         var a: SMPAuthRequirements = []
         if bonding { a.insert(.bonding) }
-        if mitm || requestsMITM { a.insert(.mitm) }
+        // Secure Connections Only pairs only at level 4, which is authenticated: without the
+        // flag from either side the peer would choose Just Works (§2.3.5.1) and fail it.
+        if mitm || requestsMITM || secureConnectionsOnly { a.insert(.mitm) }
         if secureConnections || secureConnectionsOnly { a.insert(.secureConnections) }
         return a
     }
