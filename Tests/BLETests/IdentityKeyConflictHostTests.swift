@@ -10,7 +10,7 @@ import XCTest
 /// could block the real bond (Core v5.4 Vol 6 Part B §1.3.2.3). An all-zero IRK (a device
 /// without one, Vol 3 Part H §3.6.4) resolves nothing.
 final class IdentityKeyConflictHostTests: XCTestCase {
-    typealias Initiator = SecurityReview2HostTests.Initiator
+    typealias Initiator = MaliciousCentralPairingHostTests.Initiator
     let own = BDAddress(rawValue: 0xC1_02_03_04_05_06)
     var ownAddress: DeviceAddress { DeviceAddress(own, type: .random) }
     let bonded = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_AA), type: .public)

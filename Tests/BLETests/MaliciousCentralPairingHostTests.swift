@@ -6,9 +6,9 @@ import BLEWire
 import BLETestSupport
 import XCTest
 
-/// The second security review's attacks by a malicious central behind the fake controller,
+/// Attacks by a malicious central behind the fake controller,
 /// pairing with our peripheral.
-final class SecurityReview2HostTests: XCTestCase {
+final class MaliciousCentralPairingHostTests: XCTestCase {
     let own = BDAddress(rawValue: 0xC1_02_03_04_05_06)
     var ownAddress: DeviceAddress { DeviceAddress(own, type: .random) }
     /// The bonded victim's public identity.

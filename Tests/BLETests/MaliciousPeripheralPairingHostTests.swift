@@ -7,9 +7,9 @@ import BLETestSupport
 import Synchronization
 import XCTest
 
-/// The security review's attacks by a malicious peripheral behind the fake controller, talking
+/// Attacks by a malicious peripheral behind the fake controller, talking
 /// SMP to our central: each must leave the bonds and passkeys as they were.
-final class SecurityReviewHostTests: XCTestCase {
+final class MaliciousPeripheralPairingHostTests: XCTestCase {
     let attackerAddress = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
     let centralAddress = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_01), type: .public)
     /// The bonded victim's public identity.

@@ -4,8 +4,9 @@ import BLEVirtual
 import BLEVirtualRadio
 import XCTest
 
-/// Security review findings that need two whole hosts, on the virtual radio in virtual time.
-final class SecurityReviewWorldTests: XCTestCase {
+/// A peripheral's Security Request that meets a silent or slow central, and a full bond store
+/// that makes room for a stronger bond: two whole hosts on the virtual radio in virtual time.
+final class SecurityRequestAndBondCapacityWorldTests: XCTestCase {
     /// A central that ignores a Security Request must not leave `requestSecurity` waiting for
     /// ever: it fails with the SMP timeout after 30 seconds.
     func testRequestSecurityFromACentralThatNeverAnswersTimesOut() async throws {
@@ -36,7 +37,7 @@ final class SecurityReviewWorldTests: XCTestCase {
     }
 }
 
-extension SecurityReviewWorldTests {
+extension SecurityRequestAndBondCapacityWorldTests {
     /// Just Works bonds (anyone in range can make them) must not fill the store for good: when
     /// it is full, an authenticated pairing takes the place of an unauthenticated bond.
     func testAFullBondStoreMakesRoomForAnAuthenticatedBond() async throws {
@@ -81,8 +82,8 @@ struct SlowApprover: PairingAgent {
     }
 }
 
-extension SecurityReviewWorldTests {
-    /// Second review: the Security Request's deadline must not fail `requestSecurity` while the
+extension SecurityRequestAndBondCapacityWorldTests {
+    /// The Security Request's deadline must not fail `requestSecurity` while the
     /// pairing it led to is under way (a central that answers late, a user who takes a while).
     func testRequestSecurityWaitsForAPairingThatStartedBeforeItsDeadline() async throws {
         try await VirtualWorld.run { world in

@@ -5,9 +5,10 @@ import BLEVirtual
 import BLEVirtualRadio
 import XCTest
 
-/// The second security review's signed-write findings, two hosts on the virtual radio.
-final class SignedWriteReviewWorldTests: XCTestCase {
-    /// Second review: each pairing gives the peer a CSRK of its own, so a device we bonded with
+/// Signed writes are tied to one bond and one pairing: a CSRK per bond, and counters that a
+/// pairing again does not reopen to replays. Two hosts on the virtual radio.
+final class SignedWriteKeyIsolationWorldTests: XCTestCase {
+    /// Each pairing gives the peer a CSRK of its own, so a device we bonded with
     /// cannot forge our signed writes to another.
     func testEachBondGetsItsOwnCSRKSoOnePeerCannotForgeOurSignedWritesToAnother() async throws {
         try await VirtualWorld.run { world in
@@ -39,7 +40,7 @@ final class SignedWriteReviewWorldTests: XCTestCase {
         }
     }
 
-    /// Second review: a pairing again restarts both counters, so it must bring a new CSRK, or
+    /// A pairing again restarts both counters, so it must bring a new CSRK, or
     /// signed writes captured before it would be accepted again afterwards. (The peripheral
     /// lets the Just Works pairing again replace the bond, which by default it refuses.)
     func testSignedWritesCapturedBeforeARepairingCannotBeReplayedAfterIt() async throws {

@@ -3,9 +3,9 @@ import BLEWire
 @testable import BLEHost
 import XCTest
 
-/// The security review's attacks on the sans-IO SMP machine, driven by hand as a malicious peer:
+/// Attacks on the sans-IO SMP machine, driven by hand as a malicious peer:
 /// each must fail before the peer learns anything.
-final class SMPReviewRegressionTests: XCTestCase {
+final class SMPMaliciousPeerTests: XCTestCase {
     static let central = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_01), type: .random)
     static let peripheral = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_02), type: .public)
     static let identity = SMPLocalIdentity(identityResolvingKey: Array(repeating: 0x11, count: 16),
@@ -89,8 +89,8 @@ final class SMPReviewRegressionTests: XCTestCase {
     }
 }
 
-/// The security review's other SMP findings, each as the behaviour that fixes it.
-final class SMPReviewFollowUpTests: XCTestCase {
+/// What the SMP machine accepts from a peer, and when: keys, the debug key, legacy key sizes.
+final class SMPKeyAcceptanceTests: XCTestCase {
     func testKeysThatArriveBeforeTheCentralsEncryptionChangeAreHeldNotRefused() {
         for sc in [false, true] {
             var h = SMPPairingHarness(initiator: SMPPairingSettings(secureConnections: sc), responder: SMPPairingSettings(secureConnections: sc))
@@ -114,8 +114,8 @@ final class SMPReviewFollowUpTests: XCTestCase {
 
         var allowed = SMPPairingSettings()
         allowed.acceptsDebugKeys = true
-        var m = SMPPairing(role: .initiator, settings: allowed, identity: SMPReviewRegressionTests.identity,
-                           initiatorAddress: SMPReviewRegressionTests.central, responderAddress: SMPReviewRegressionTests.peripheral)
+        var m = SMPPairing(role: .initiator, settings: allowed, identity: SMPMaliciousPeerTests.identity,
+                           initiatorAddress: SMPMaliciousPeerTests.central, responderAddress: SMPMaliciousPeerTests.peripheral)
         _ = m.start(now: .zero)
         _ = m.receive(SMPPDU.pairingResponse(SMPPairingFeatures(ioCapability: .noInputNoOutput, authRequirements: [.bonding, .secureConnections],
                                                                 initiatorKeyDistribution: [], responderKeyDistribution: [])).encode(), now: .zero)
