@@ -103,14 +103,14 @@ public struct Bond: Sendable, Hashable {
         self.clientSupportedFeatures = clientSupportedFeatures
     }
 
-    /// Whether a device at `address` is this bond's peer: its identity, the address it paired
-    /// from, or a resolvable private address its IRK resolves (Vol 6 Part B §1.3.2.3).
     /// The peer's IRK when it can resolve anything: not an all-zero one, which a device without
     /// an IRK of its own may distribute (Vol 3 Part H §3.6.4) and which resolves nothing.
     public var resolvingKey: [UInt8]? {
         peerIdentityResolvingKey.flatMap { ResolvablePrivateAddress.isUsable($0) ? $0 : nil }
     }
 
+    /// Whether a device at `address` is this bond's peer: its identity, the address it paired
+    /// from, or a resolvable private address its IRK resolves (Vol 6 Part B §1.3.2.3).
     public func matches(_ address: DeviceAddress) -> Bool {
         if peer.sameDevice(as: address) { return true }
         if let connectionAddress, connectionAddress.sameDevice(as: address) { return true }
