@@ -116,4 +116,89 @@ final class GATTServerHeldRequestSecurityTests: XCTestCase {
         XCTAssertEqual(actions, [.send([0x0B, 0x07]), .send([0x01, 0x0A, 0x00, 0x00, 0x12])])
         XCTAssertFalse(server.isChangeAware)
     }
+
+    /// Two requests held behind one the application answers, the database changing meanwhile:
+    /// both get Database Out Of Sync. The second was sent before the client saw the first
+    /// error, so it is not "the next request" that makes the client change-aware (§2.5.2.1).
+    func testASecondHeldRequestIsNotTakenAsTheRequestAfterOutOfSync() throws {
+        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
+        let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: nil),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read], permissions: [.read], value: [0x42]),
+        ]))
+        let (dynamic, fixed) = (h.characteristics[0].valueHandle, h.characteristics[1].valueHandle)
+        let security = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        server.restoreClientSupportedFeatures([0x01])
+        var actions = server.receive([0x0A] + Self.le(dynamic), database: &db, security: security, now: .zero)
+        guard case let .read(id, _, _)? = actions.first else { return XCTFail("expected a read for the application, got \(actions)") }
+        XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
+        XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
+        server.databaseChanged()
+        actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
+        let outOfSync: ServerAction = .send([0x01, 0x0A, 0x00, 0x00, 0x12])
+        XCTAssertEqual(actions, [.send([0x0B, 0x07]), outOfSync, outOfSync])
+        XCTAssertFalse(server.isChangeAware)
+        // The client's next request, sent after it saw the errors, makes it change-aware.
+        XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [.send([0x0B, 0x42])])
+        XCTAssertTrue(server.isChangeAware)
+    }
+
+    /// Two characteristics: a fixed value anyone may write, and one that needs authorization.
+    private static func writableDatabase() throws -> (GATTServerDatabase, open: UInt16, authorized: UInt16) {
+        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
+        let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .write], permissions: [.read, .write], value: [0x00]),
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read, .write], permissions: [.read, .writeAuthorized], value: [0x00]),
+        ]))
+        return (db, h.characteristics[0].valueHandle, h.characteristics[1].valueHandle)
+    }
+
+    /// An Execute Write whose queue holds a run the link may no longer write (authorization
+    /// withdrawn since it was prepared) writes nothing: the queue is all or nothing
+    /// (Vol 3 Part F §3.4.6.3), not written up to the refused run.
+    func testAnExecuteWriteRefusedForPermissionsWritesNothing() throws {
+        var (db, open, authorized) = try Self.writableDatabase()
+        let granted = LinkSecurity(encrypted: true, authorized: true, hasLongTermKey: true)
+        let withdrawn = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        XCTAssertEqual(server.receive([0x16] + Self.le(open) + [0, 0, 0xAA], database: &db, security: granted, now: .zero),
+                       [.send([0x17] + Self.le(open) + [0, 0, 0xAA])])
+        XCTAssertEqual(server.receive([0x16] + Self.le(authorized) + [0, 0, 0xBB], database: &db, security: granted, now: .zero),
+                       [.send([0x17] + Self.le(authorized) + [0, 0, 0xBB])])
+        let actions = server.receive([0x18, 0x01], database: &db, security: withdrawn, now: .zero)
+        XCTAssertEqual(actions, [.send([0x01, 0x18] + Self.le(authorized) + [0x08])])
+        XCTAssertEqual(db.value(forHandle: open), [0x00], "the first run is not written either")
+    }
+
+    /// A service removed while the application answers an Execute Write's first run, and another
+    /// added at its handles: the runs queued for the removed service are not written into the
+    /// new one; the Execute Write ends with Invalid Handle for the first of them.
+    func testAnExecuteWriteDoesNotWriteHeldRunsIntoAServiceAddedAtTheirHandles() throws {
+        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
+        let first = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.write], permissions: [.write], value: nil),
+        ]))
+        let second = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFE0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFE1), properties: [.read, .write], permissions: [.read, .write], value: [0x00]),
+        ]))
+        let (dynamic, removed) = (first.characteristics[0].valueHandle, second.characteristics[0].valueHandle)
+        let security = LinkSecurity(encrypted: true, hasLongTermKey: true)
+        var server = ATTServer()
+        _ = server.receive([0x16] + Self.le(dynamic) + [0, 0, 0xAA], database: &db, security: security, now: .zero)
+        _ = server.receive([0x16] + Self.le(removed) + [0, 0, 0xBB], database: &db, security: security, now: .zero)
+        var actions = server.receive([0x18, 0x01], database: &db, security: security, now: .zero)
+        guard case let .write(id, handle, _, _, _)? = actions.first, handle == dynamic else { return XCTFail("expected the first run for the application, got \(actions)") }
+
+        try db.remove(serviceStartingAt: second.range.lowerBound)
+        server.forgetHandles(in: second.range)
+        let replacement = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFD0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFD1), properties: [.read, .write], permissions: [.read, .write], value: [0x00]),
+        ]), startingAt: second.range.lowerBound)
+        XCTAssertEqual(replacement.characteristics[0].valueHandle, removed)
+
+        actions = server.completeWrite(id: id, result: .success(()), database: &db, security: security, now: .zero)
+        XCTAssertEqual(actions, [.send([0x01, 0x18] + Self.le(removed) + [0x01])])
+        XCTAssertEqual(db.value(forHandle: removed), [0x00], "the new service's value is not written")
+    }
 }

@@ -79,8 +79,10 @@ extension ATTServer {
     public var isChangeAware: Bool { client.changeAware }
 
     /// For a request or command from the client: nil to handle it as usual; otherwise what to
-    /// answer instead (Database Out Of Sync for a request, nothing for a command).
-    mutating func changeAwarenessVerdict(_ bytes: [UInt8], database: GATTServerDatabase) -> [ServerAction]? {
+    /// answer instead (Database Out Of Sync for a request, nothing for a command). A `held`
+    /// request waited while the application answered an earlier one: the client sent it before
+    /// it saw any answer since, so it is not "another request" after an error or a hash read.
+    mutating func changeAwarenessVerdict(_ bytes: [UInt8], database: GATTServerDatabase, held: Bool = false) -> [ServerAction]? {
         guard !client.changeAware, robustCachingEnabled, let first = bytes.first else { return nil }
         let opcode = ATTOpcode(first)
         if opcode.isCommand { return [] }
@@ -91,7 +93,7 @@ extension ATTServer {
         // "The next request" only means "sent after the client saw the error" on a single
         // bearer, where requests go one at a time: the Out Of Sync must have gone on the
         // unenhanced bearer and no Enhanced ATT bearer may be open (as Zephyr does).
-        if client.outOfSyncSent && !client.enhancedBearersOpen && !isEnhanced || client.hashReadWhileUnaware {
+        if !held, client.outOfSyncSent && !client.enhancedBearersOpen && !isEnhanced || client.hashReadWhileUnaware {
             client.changeAware = true
             client.outOfSyncSent = false
             client.hashReadWhileUnaware = false

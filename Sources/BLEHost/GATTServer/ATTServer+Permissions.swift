@@ -17,8 +17,9 @@ struct PendingRequest: Sendable {
         case read(id: UInt64, key: ReadKey)
         /// A Write Request to a dynamic value.
         case write(id: UInt64, handle: UInt16)
-        /// One run of an Execute Write; `remaining` follow it.
-        case execute(id: UInt64, handle: UInt16, remaining: [ATTServer.PreparedWrite])
+        /// One run of an Execute Write; `remaining` follow it, then Invalid Handle for `removed`,
+        /// the handle of a run whose service was removed meanwhile (`forgetHandles`), if any.
+        case execute(id: UInt64, handle: UInt16, remaining: [ATTServer.PreparedWrite], removed: UInt16?)
     }
 
     var request: ATTPDU

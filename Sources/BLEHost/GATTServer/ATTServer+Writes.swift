@@ -88,10 +88,10 @@ extension ATTServer {
             case .success: actions.append(.send(ATTPDU.writeResponse.encode()))
             case let .failure(e): actions.append(Self.error(.writeRequest, handle, e))
             }
-        case let .execute(waiting, handle, remaining) where waiting == id:
+        case let .execute(waiting, handle, remaining, removed) where waiting == id:
             pending = nil
             switch result {
-            case .success: actions += runExecute(remaining, database: &database, security: security)
+            case .success: actions += runExecute(remaining, database: &database, security: security, endingAtRemoved: removed)
             case let .failure(e): actions.append(Self.error(.executeWriteRequest, handle, e))
             }
         default:
@@ -126,6 +126,11 @@ extension ATTServer {
             guard let a = database.attribute(at: run.handle) else {
                 return [Self.error(.executeWriteRequest, run.handle, .invalidHandle)]
             }
+            // Permissions as the link is now: each was checked as it was prepared, but an
+            // authorization withdrawn or a weaker key since refuses the whole queue.
+            if let e = Self.writeError(a, security) {
+                return [Self.error(.executeWriteRequest, run.handle, e)]
+            }
             if case .dynamic = a.value {
                 guard run.offset + run.value.count <= a.maximumLength else {
                     return [Self.error(.executeWriteRequest, run.handle, .invalidAttributeValueLength)]
@@ -142,11 +147,12 @@ extension ATTServer {
     }
 
     /// Applies validated runs in order until one needs the application; answers the Execute
-    /// Write Request after the last. Each run's permissions are checked again against `security`,
-    /// the link's as the run is written (the queue was checked as it was prepared, but an
-    /// authorization withdrawn or a weaker key since then counts).
+    /// Write Request after the last, or with Invalid Handle for `removed` (a run whose service
+    /// went while the application answered an earlier one). Each run's permissions are checked
+    /// again against `security`, the link's as the run is written: after the application
+    /// answers a run, an authorization withdrawn or a weaker key since then counts.
     mutating func runExecute(_ runs: [PreparedWrite], database: inout GATTServerDatabase,
-                             security: LinkSecurity) -> [ServerAction] {
+                             security: LinkSecurity, endingAtRemoved removed: UInt16? = nil) -> [ServerAction] {
         var actions: [ServerAction] = []
         var rest = runs[...]
         while let run = rest.popFirst() {
@@ -166,10 +172,14 @@ extension ATTServer {
                 return actions
             case let .app(id, action):
                 pending = PendingRequest(request: .executeWriteRequest(flags: .write), security: security,
-                                         awaiting: .execute(id: id, handle: run.handle, remaining: Array(rest)))
+                                         awaiting: .execute(id: id, handle: run.handle, remaining: Array(rest), removed: removed))
                 actions.append(action)
                 return actions
             }
+        }
+        if let removed {
+            actions.append(Self.error(.executeWriteRequest, removed, .invalidHandle))
+            return actions
         }
         actions.append(.send(ATTPDU.executeWriteResponse.encode()))
         return actions

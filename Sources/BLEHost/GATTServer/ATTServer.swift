@@ -129,8 +129,8 @@ public struct ATTServer: Sendable {
     /// itself, both judged by the link and the database as they are at this moment, so a request
     /// held meanwhile is judged as if it had just arrived.
     mutating func serveRequest(_ bytes: [UInt8], database: inout GATTServerDatabase,
-                               security: LinkSecurity) -> [ServerAction] {
-        if let refused = changeAwarenessVerdict(bytes, database: database) { return refused }
+                               security: LinkSecurity, held: Bool = false) -> [ServerAction] {
+        if let refused = changeAwarenessVerdict(bytes, database: database, held: held) { return refused }
         return handleRequest(bytes, database: &database, security: security)
     }
 
@@ -167,7 +167,7 @@ public struct ATTServer: Sendable {
         var actions: [ServerAction] = []
         while pending == nil, !isClosed, !deferred.isEmpty {
             let next = deferred.removeFirst()
-            actions += serveRequest(next, database: &database, security: security)
+            actions += serveRequest(next, database: &database, security: security, held: true)
         }
         return actions
     }
@@ -229,6 +229,12 @@ public struct ATTServer: Sendable {
     public mutating func forgetHandles(in range: ClosedRange<UInt16>) {
         client.configurations = client.configurations.filter { !range.contains($0.key) }
         prepareQueue.removeAll { range.contains($0.handle) }
+        // An Execute Write waiting for the application ends at the first run left for the
+        // removed service: it must not be written into one added at the same handles.
+        if case let .execute(id, handle, remaining, _)? = pending?.awaiting,
+           let cut = remaining.firstIndex(where: { range.contains($0.handle) }) {
+            pending?.awaiting = .execute(id: id, handle: handle, remaining: Array(remaining[..<cut]), removed: remaining[cut].handle)
+        }
     }
 
     /// Actions produced by `nextOutgoing()` (`.readyToUpdate`) since the last call that returned
