@@ -187,4 +187,30 @@ final class GATTCacheBondedClientWorldTests: XCTestCase {
             await rig.manager.close()
         }
     }
+
+    /// A bond removed takes what its client left on the server with it: a device that pairs
+    /// again from that address starts from its own state, not with the old bond's robust
+    /// caching (which would answer its requests Database Out Of Sync after a change).
+    func testARemovedBondTakesItsClientsKeptStateWithIt() async throws {
+        try await VirtualWorld.run { world in
+            let rig = try await GATTCacheRig.open(world)
+            let address = rig.central.controllerInfo.address
+            try await rig.bondAndLeave()  // robust caching on
+            await rig.central.close()
+            let removed = try await rig.manager.removeBond(DeviceAddress(address, type: .public))
+            XCTAssertTrue(removed)
+
+            let (again, _) = try await world.addCentral(address: address)
+            let first = try await again.connect(rig.address)
+            _ = try await first.pair()
+            try await first.disconnect()
+            _ = try await rig.manager.add(GATTCacheRig.addedService)
+            let p = try await again.connect(rig.address)
+            let name = try await p.readValue(handle: 0x0003)  // the new bond never enabled robust caching
+            XCTAssertEqual(String(decoding: name, as: UTF8.self), "Changing")
+            try await p.disconnect()
+            await again.close()
+            await rig.manager.close()
+        }
+    }
 }

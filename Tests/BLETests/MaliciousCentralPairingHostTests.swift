@@ -22,6 +22,8 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         let corruptDHKeyCheck: Bool
         var consumed: Int
         private(set) var finished = false
+        /// The controller switched encryption on with the pairing's key.
+        private(set) var encrypted = false
         private(set) var failedWith: SMPPairingError?
         init(_ m: SMPPairing, handle: UInt16, consumedSoFar: Int, corruptDHKeyCheck: Bool = false) {
             self.m = m; self.handle = handle; self.consumed = consumedSoFar; self.corruptDHKeyCheck = corruptDHKeyCheck
@@ -49,6 +51,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
                     let reply = try? await c.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
                     let ok = reply.map { Array($0.parameters[2..<18]) == ltk } ?? false
                     await c.sendNow(.encryptionChange(status: ok ? .success : .pinOrKeyMissing, handle: handle, enabled: ok))
+                    encrypted = ok
                     await perform(m.encryptionChanged(status: ok ? 0 : 6, enabled: ok, now: .zero), c)
                 case .completed: finished = true
                 case let .failed(e): finished = true; failedWith = e
@@ -150,5 +153,56 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         let failure = await h.failedWith
         XCTAssertNil(failure, "an honest Just Works pairing was refused: \(String(describing: failure))")
         await m.close()
+    }
+
+    /// A device copying a bonded central's address gets the link encrypted by a pairing of its
+    /// own and leaves before the keys are distributed: the pairing made no bond, so nothing the
+    /// device did on that link (a subscription, robust caching) is kept in the victim's bond,
+    /// whose key never encrypted it.
+    func testAnUnfinishedPairingFromABondedAddressKeepsNothingInItsBond() async throws {
+        let store = InMemoryBondStore()
+        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
+                            secureConnections: true, authenticated: true, keySize: 16))
+        let t = HostUnderTest()
+        let m = try await manager(t, store: store, allowsUnauthenticatedBondReplacement: true)
+        let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
+        ]))
+        let cccd = try XCTUnwrap(handles.characteristics.first?.cccdHandle)
+        await connect(t, from: victim, handle: 0x0041)
+        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        @Sendable func att() async -> [[UInt8]] { await t.controller.l2capPayloads(channel: 0x0004) }
+        let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
+
+        // Client Supported Features' handle, then a subscription and robust caching on (last:
+        // the bond's client is change-unaware, so robust caching refuses what follows).
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x29, 0x2B])
+        await waitUntil(within: .seconds(10)) { await att().count == 1 }
+        let found = await att()[0]
+        XCTAssertEqual(found.first, 0x09, "Read By Type Response: \(found)")
+        let features = UInt16(found[2]) | UInt16(found[3]) << 8
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(features) + [0x01])
+        await waitUntil(within: .seconds(10)) { await att().count == 3 }
+        let written = await att()
+        XCTAssertEqual(Array(written.dropFirst()), [[0x13], [0x13]])
+
+        let copier = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: SMPLocalIdentity(
+            identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: victim, signatureKey: [UInt8](repeating: 0xEF, count: 16)),
+            initiatorAddress: victim, responderAddress: ownAddress), handle: 0x0041, consumedSoFar: 0)
+        await copier.begin(t.controller)
+        let encrypted = await waitUntil("the copier's pairing encrypting the link", within: .seconds(20)) {
+            await copier.step(t.controller)
+            return await copier.encrypted
+        }
+        XCTAssertTrue(encrypted)
+        // Gone before distributing its keys: the pairing never ends.
+        await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
+        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        await m.close()
+        let kept = try XCTUnwrap(try store.bonds().first { $0.peer == victim })
+        XCTAssertEqual(kept.peerLongTermKey, victimLTK)
+        XCTAssertEqual(kept.clientConfigurations, [:], "the copier's subscription is not the bonded client's")
+        XCTAssertTrue(kept.clientSupportedFeatures?.isEmpty ?? true, "the copier's robust caching is not the bonded client's")
     }
 }

@@ -152,6 +152,49 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             await manager.close()
         }
     }
+
+    /// A pairing a peripheral starts whose key the central does not keep, because it is weaker
+    /// than the bond's (a device copying the bonded peripheral's address, legacy Just Works
+    /// where the bond is Secure Connections): the central's application sees why in
+    /// `lastPairingFailure`, as it does for a refused one, and the bond is kept.
+    func testACentralThatKeepsItsBondOverAWeakerPeerStartedPairingSaysSo() async throws {
+        try await VirtualWorld.run { world in
+            let lockAddress = BDAddress(rawValue: 0x00_1B_DC_00_0D_0D)
+            let centralStore = InMemoryBondStore()
+            var cc = Self.justWorks(centralStore)
+            cc.security.allowsUnauthenticatedBondReplacement = true
+            let (central, _) = try await world.addCentral(configuration: cc)
+            let advertising = AdvertisingData.Builder().localName("Lock").build()
+
+            let (real, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: Self.justWorks(InMemoryBondStore()))
+            try await real.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let p = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
+            _ = try await p.pair()
+            try await p.disconnect()
+            await real.close()
+            let bonded = try XCTUnwrap(try centralStore.bonds().first)
+            XCTAssertTrue(bonded.secureConnections)
+
+            // The copier pairs legacy only and asks for MITM, so the unauthenticated bond is
+            // paired over rather than used.
+            var ac = Self.justWorks(InMemoryBondStore())
+            ac.security.pairing.secureConnections = false
+            ac.security.pairing.requestsMITM = true
+            let (copier, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: ac)
+            let events = await copier.events
+            try await copier.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+            let a = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
+            var connected: ConnectedCentral?
+            for await e in events { if case let .connected(c) = e { connected = c; break } }
+            _ = try? await copier.requestSecurity(from: try XCTUnwrap(connected))
+            guard case .existingBondKept? = a.lastPairingFailure else {
+                return XCTFail("the central's application sees why: \(String(describing: a.lastPairingFailure))")
+            }
+            XCTAssertEqual(try centralStore.bonds().map(\.peerLongTermKey), [bonded.peerLongTermKey], "the real peripheral's bond is kept")
+            await copier.close()
+            await central.close()
+        }
+    }
 }
 
 /// Declines the first pairing it is asked to approve and approves every later one.

@@ -95,7 +95,7 @@ extension Peripheral {
             guard host.caches.entry(linkID: linkID)?.key?.bonded == true,
                   let handle = host.connections.links.handle(forID: linkID),
                   let link = host.connections.links[handle] else { return (false, false) }
-            return (true, link.security.encrypted && link.security.hasLongTermKey)
+            return (true, link.encryptedWithBondKey)
         }
         guard state.bonded else { return false }
         if state.encrypted { return true }

@@ -51,8 +51,7 @@ extension GATTServerSessions {
 
     /// A bonded client's link ends: keep whether it knew the database as it is.
     func rememberChangeAwareness(of link: Link, _ host: isolated HostController) {
-        guard link.security.encrypted, link.security.hasLongTermKey,
-              var bond = host.security.bond(for: link.peer, host) else { return }
+        guard link.encryptedWithBondKey, var bond = host.security.bond(for: link.peer, host) else { return }
         bondedChangeAwareness[bond.peer] = link.server.isChangeAware
         let features = link.server.clientSupportedFeatures
         if !features.isEmpty { bondedClientFeatures[bond.peer] = features }
@@ -67,6 +66,14 @@ extension GATTServerSessions {
             changed = true
         }
         if changed { _ = host.security.store(bond, replacing: true, host) }
+    }
+
+    /// A bond went (removed, evicted, or replaced by a new pairing's): what its client left on
+    /// this server goes with it, so a device that bonds again under that identity starts from
+    /// its own link's state, not the old bond's features or change awareness.
+    func forgetBondedClient(_ identity: DeviceAddress) {
+        bondedChangeAwareness = bondedChangeAwareness.filter { !$0.key.sameDevice(as: identity) }
+        bondedClientFeatures = bondedClientFeatures.filter { !$0.key.sameDevice(as: identity) }
     }
 
     /// A link is up: when its peer's address names a bond, that client's kept state is

@@ -51,6 +51,13 @@ struct Link {
     private var clientsDeadline = CachedDeadline.stale
     private var serversDeadline = CachedDeadline.stale
     var security = LinkSecurity(encrypted: false, authenticated: false, authorized: false)
+    /// The link is encrypted with the key of its peer's bond: a reconnection's encryption with
+    /// the stored key, or the pairing that made the bond. Only then does what the client does
+    /// on the link speak for the bonded client and go with its bond (CCCDs, Vol 3 Part G
+    /// §3.3.3.3; features and change awareness, §7.2, §2.5.2.1); a pairing of its own by a
+    /// device copying the bonded peer's address, unfinished or not kept, does not.
+    /// (`security.hasLongTermKey` only says a bond for the peer exists.)
+    var encryptedWithBondKey = false
     var maxTxOctets = 27
     var maxRxOctets = 27
     var txPHY: LEPHY = .le1M

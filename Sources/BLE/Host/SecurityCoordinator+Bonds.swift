@@ -87,6 +87,7 @@ extension SecurityCoordinator {
             }
         }
         cachedBonds = all
+        if let evicted { host.server.forgetBondedClient(evicted.peer) }
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
         if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
             host.privacy.bondsChanged(host)
@@ -120,6 +121,7 @@ extension SecurityCoordinator {
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
+        host.server.forgetBondedClient(peer)
         host.privacy.bondsChanged(host)
         return all.count != before
     }

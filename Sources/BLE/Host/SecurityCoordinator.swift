@@ -90,7 +90,7 @@ final class SecurityCoordinator {
     }
 
     func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
-        if link.security.encrypted && link.security.hasLongTermKey { saveSubscriptions(link, host) }
+        if link.encryptedWithBondKey { saveSubscriptions(link, host) }
         for id in prompts.removeValue(forKey: link.handle) ?? [] { host.cancelTask(id) }
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
@@ -100,7 +100,7 @@ final class SecurityCoordinator {
 
     /// Keeps a bonded client's CCCDs with its bond (Vol 3 Part G §3.3.3.3).
     func saveSubscriptions(_ link: Link, _ host: isolated HostController) {
-        guard link.security.encrypted, var b = bond(for: link.peer, host) else { return }
+        guard link.encryptedWithBondKey, var b = bond(for: link.peer, host) else { return }
         let now = link.server.subscriptions
         guard b.clientConfigurations != now else { return }
         b.clientConfigurations = now
@@ -241,6 +241,7 @@ final class SecurityCoordinator {
                 link.security.secureConnections = worth.secureConnections
                 link.security.keySize = worth.keySize
                 if worth.bonded { link.security.hasLongTermKey = true }
+                link.encryptedWithBondKey = worth.bonded
             }
             // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
             host.client.linkEncrypted(handle: handle, host)
@@ -251,7 +252,10 @@ final class SecurityCoordinator {
         } else if status != .success {
             host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
         } else {
-            host.connections.links.withLink(handle) { $0.security.encrypted = false }
+            host.connections.links.withLink(handle) {
+                $0.security.encrypted = false
+                $0.encryptedWithBondKey = false
+            }
         }
         if var m = machines[handle], m.isPairing {
             let actions = m.encryptionChanged(status: status.rawValue, enabled: enabled, now: host.now)
@@ -509,8 +513,14 @@ final class SecurityCoordinator {
                                           localIRK: localIRK(host)) {
             case .store:
                 stored = store(bond, replacing: true, host)
+                // New keys: the client state the old bond kept is not this one's.
+                if stored { host.server.forgetBondedClient(bond.peer) }
             case let .keep(why):
                 host.log("kept the bond of \(bond.peer): \(why)")
+                // No call waits for a pairing the peer started: the central's application
+                // reads why its bond was not replaced here (the peripheral's gets `.paired`
+                // with `bonded` false).
+                if link.role == .central { link.observation.update { $0.lastPairingFailure = .existingBondKept(why) } }
             case let .conflict(why):
                 // Someone claims a bonded device's identity from an address that bond does not
                 // know: refuse the claim and the link (Zephyr's update_keys_check does the same).
@@ -533,6 +543,7 @@ final class SecurityCoordinator {
             $0.security.secureConnections = outcome.secureConnections
             $0.security.keySize = outcome.keySize
             $0.security.hasLongTermKey = stored
+            $0.encryptedWithBondKey = stored
         }
         let result = PairingResult(secureConnections: outcome.secureConnections, method: outcome.model, keySize: outcome.keySize,
                                    securityLevel: outcome.securityLevel, bonded: stored, keysSent: outcome.sent.kinds,
