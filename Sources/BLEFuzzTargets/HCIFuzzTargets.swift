@@ -208,23 +208,23 @@ enum HCIFuzzTargets {
     // MARK: ACL packets and reassembly
 
     /// A program of ACL packets (decoded from raw bytes, built from fields, or fragments of an
-    /// L2CAP frame) pushed into `ACLReassembler` and into a reference model of its documented
+    /// L2CAP frame) pushed into `L2CAPRecombiner` and into a reference model of its documented
     /// behaviour (Vol 4 Part E §5.4.2, Vol 3 Part A §7.2); both must agree after every packet.
     static func aclReassembly(_ data: [UInt8]) {
         var input = FuzzInput(data)
-        var reassembler = ACLReassembler()
+        var recombiner = L2CAPRecombiner()
         var model = ReferenceReassembler()
         var steps = 0
 
-        func push(_ packet: ACLPacket) -> Result<[UInt8]?, ACLReassemblyError> {
-            let actual = Result { () throws(ACLReassemblyError) in try reassembler.push(packet) }
+        func push(_ packet: ACLPacket) -> Result<[UInt8]?, L2CAPRecombinationError> {
+            let actual = Result { () throws(L2CAPRecombinationError) in try recombiner.push(packet) }
             let expected = model.push(packet)
             FuzzCheck.require(actual == expected,
                               "ACL reassembly of handle \(packet.handle) \(packet.boundary) [\(fuzzHex(packet.data))]: got \(actual), model \(expected)")
-            FuzzCheck.require(reassembler.lastDiscarded == model.lastDiscarded,
-                              "ACL lastDiscarded \(String(describing: reassembler.lastDiscarded)), model \(String(describing: model.lastDiscarded))")
-            FuzzCheck.require(reassembler.handlesInProgress == model.handlesInProgress,
-                              "ACL handles in progress \(reassembler.handlesInProgress), model \(model.handlesInProgress)")
+            FuzzCheck.require(recombiner.lastDiscarded == model.lastDiscarded,
+                              "ACL lastDiscarded \(String(describing: recombiner.lastDiscarded)), model \(String(describing: model.lastDiscarded))")
+            FuzzCheck.require(recombiner.handlesInProgress == model.handlesInProgress,
+                              "ACL handles in progress \(recombiner.handlesInProgress), model \(model.handlesInProgress)")
             if case let .success(pdu?) = actual {
                 switch Result(catching: { () throws(WireError) in try L2CAPFrame(bytes: pdu) }) {
                 case let .success(frame):
@@ -276,28 +276,28 @@ enum HCIFuzzTargets {
             default:
                 if input.bool() {
                     let handle = UInt16(input.u8() & 0x03)
-                    reassembler.reset(handle: handle)
+                    recombiner.reset(handle: handle)
                     model.reset(handle: handle)
                 } else {
-                    reassembler.resetAll()
+                    recombiner.resetAll()
                     model.resetAll()
                 }
             }
         }
     }
 
-    /// `ACLReassembler`'s documented contract, stated plainly: per handle, a start fragment
+    /// `L2CAPRecombiner`'s documented contract, stated plainly: per handle, a start fragment
     /// begins a PDU (one in progress is dropped and recorded in `lastDiscarded`, the new one is
     /// kept, as BlueZ does), a continuation extends one (an error if none), the PDU completes at
     /// basic-header length + 4, and more than that is an overflow; every error drops the
     /// handle's partial PDU.
     struct ReferenceReassembler {
         var partial: [UInt16: [UInt8]] = [:]
-        var lastDiscarded: ACLReassemblyError?
+        var lastDiscarded: L2CAPRecombinationError?
 
         var handlesInProgress: [UInt16] { partial.keys.sorted() }
 
-        mutating func push(_ packet: ACLPacket) -> Result<[UInt8]?, ACLReassemblyError> {
+        mutating func push(_ packet: ACLPacket) -> Result<[UInt8]?, L2CAPRecombinationError> {
             let handle = packet.handle
             let previous = partial.removeValue(forKey: handle)
             let buffer: [UInt8]

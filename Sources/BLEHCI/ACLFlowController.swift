@@ -3,12 +3,14 @@
 ///
 /// The controller has `bufferCount` ACL buffers of `bufferLength` bytes (LE Read Buffer Size, or
 /// Read Buffer Size when LE has no own buffers). The host may only send a packet while it holds a
-/// credit; each Number Of Completed Packets entry gives credits back. This fragments each L2CAP
-/// PDU at `bufferLength`, sends what the credits allow, and queues the rest per handle.
+/// credit; each Number Of Completed Packets entry gives credits back. This fragments each PDU of
+/// the layer above at `bufferLength`, sends what the credits allow, and queues the rest per
+/// handle.
 ///
-/// Fragments are built in wire form at once (ACL header, then for the first the L2CAP basic
-/// header, then the payload: one copy of the payload, Vol 4 Part E §5.4.2, Vol 3 Part A §3.1),
-/// so what leaves here is the HCI ACL packet the transport writes, with no per-layer copies.
+/// Fragments are built in wire form at once (ACL header, then for the first the upper layer's
+/// 4-octet header when it gives one, then the payload: one copy of the payload, Vol 4 Part E
+/// §5.4.2), so what leaves here is the HCI ACL packet the transport writes, with no per-layer
+/// copies.
 ///
 /// Fairness: queued packets leave round-robin across handles, one packet per handle per turn, so
 /// a bulk transfer on one link cannot starve another. Fragments of one PDU stay in order; those
@@ -18,7 +20,7 @@
 /// controller that reports more completions than packets in flight on a handle (or for an
 /// unknown handle) is ignored beyond that, so credits never exceed the total or go negative.
 public struct ACLFlowController: Sendable {
-    /// One encoded ACL packet (header included) and whether it starts an L2CAP PDU.
+    /// One encoded ACL packet (header included) and whether it starts a PDU of the layer above.
     struct Fragment: Sendable {
         var bytes: [UInt8]
         var isStart: Bool
@@ -26,7 +28,7 @@ public struct ACLFlowController: Sendable {
 
     /// One handle's unsent fragments, oldest first: a ring buffer, so taking the oldest moves it
     /// out (its bytes neither retained nor released later, nothing shifted down) and a queue
-    /// that drains and fills again reuses its slots (issue 12).
+    /// that drains and fills again reuses its slots.
     struct HandleQueue: Sendable {
         /// The `count` fragments from `head` on (wrapping at the end) are the queue; every
         /// other slot holds `vacant`.
@@ -131,35 +133,33 @@ public struct ACLFlowController: Sendable {
         if states[i].inFlight == 0 && states[i].queue.isEmpty { states.remove(at: i) }
     }
 
-    /// Queues an L2CAP PDU for `handle`; returns the packets to send now.
+    /// Queues a whole PDU of the layer above for `handle`; returns the packets to send now.
     public mutating func enqueue(handle: UInt16, pdu: [UInt8]) -> [ACLPacket] {
         var out: [ACLPacket] = []
         enqueue(handle: handle, header: nil, payload: pdu) { out.append(Self.packet($0)) }
         return out
     }
 
-    /// Queues the L2CAP basic frame `payload` on `channel` of `handle` (Vol 3 Part A §3.1),
-    /// building the basic header into the first fragment; `send` gets each encoded ACL packet
-    /// (HCI header included, no H4 indicator) that may go now, in order. A payload over 65535
-    /// bytes is cut to fit the length field, as `L2CAPFrame.encode` does. Returns the handle's
-    /// `queuedPDUs` afterwards, so a sender keeping that backlog small need not ask again.
+    /// Queues a PDU of the layer above for `handle`: the four octets of `prefix`
+    /// (little-endian: the layer's own header, which this layer does not read) then `payload`,
+    /// in wire form. `send` gets each encoded ACL packet (HCI header included, no H4
+    /// indicator) that may go now, in order. Returns the handle's `queuedPDUs` afterwards, so a
+    /// sender keeping that backlog small need not ask again.
     ///
-    /// A payload that fits one buffer whole, in an array with room for the eight header bytes
-    /// and referenced only here, is framed in that array (the headers put in front of it) and
-    /// sent as it is: no new array, no copy of the payload (issue 12).
+    /// A payload that fits one buffer whole with its prefix, in an array with room for eight
+    /// more bytes and referenced only here, is framed in that array (the ACL header and the
+    /// prefix put in front of it) and sent as it is: no new array, no copy of the payload.
     @discardableResult
-    public mutating func enqueue(handle: UInt16, channel: UInt16, payload: consuming [UInt8], send: ([UInt8]) -> Void) -> Int {
-        let length = UInt16(clamping: payload.count)
-        let header = (UInt32(length) | UInt32(channel) << 16)
+    public mutating func enqueue(handle: UInt16, prefix: UInt32, payload: consuming [UInt8], send: ([UInt8]) -> Void) -> Int {
         if payload.count + 4 <= bufferLength, payload.capacity >= payload.count + 8 {
-            return enqueue(handle: handle & 0x0FFF, framed: Self.framed(handle: handle & 0x0FFF, header: header, payload: payload), send: send)
+            return enqueue(handle: handle & 0x0FFF, framed: Self.framed(handle: handle & 0x0FFF, header: prefix, payload: payload), send: send)
         }
-        return enqueue(handle: handle, header: header, payload: payload, send: send)
+        return enqueue(handle: handle, header: prefix, payload: payload, send: send)
     }
 
-    /// The one fragment of the basic frame (`header`, then `payload`) that fits a buffer whole,
-    /// built in `payload`'s array: eight bytes inserted in front (a move within its storage when
-    /// it has the room) and the ACL and L2CAP headers written into them. The same bytes as
+    /// The one fragment of (`header`, then `payload`) that fits a buffer whole, built in
+    /// `payload`'s array: eight bytes inserted in front (a move within its storage when it has
+    /// the room) and the ACL header and `header` written into them. The same bytes as
     /// `fragment(...)` makes from `0` to the end.
     private static func framed(handle: UInt16, header: UInt32, payload: consuming [UInt8]) -> Fragment {
         var bytes = payload
@@ -220,14 +220,13 @@ public struct ACLFlowController: Sendable {
         return states[i].queue.pduCount
     }
 
-    /// Fragments `header` (the 4-byte L2CAP basic header, little-endian, if any) then `payload`
-    /// (cut so the whole fits 65535 + 4 bytes) at `bufferLength`, sends what credits allow.
+    /// Fragments `header` (four octets, little-endian, if any) then `payload` at `bufferLength`,
+    /// sends what credits allow.
     @discardableResult
     private mutating func enqueue(handle: UInt16, header: UInt32?, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
         let h = handle & 0x0FFF
         let headerLength = header == nil ? 0 : 4
-        let body = header == nil ? payload.count : min(payload.count, Int(UInt16.max))
-        let total = headerLength + body
+        let total = headerLength + payload.count
         let size = max(1, bufferLength)
         let i = stateIndex(h)
         // Nothing queued on any handle: fragments go straight out while credits last, in the

@@ -4,7 +4,7 @@ import BLEWire
 public enum HCIPacketType: UInt8, Sendable, Hashable {
     /// 0x01: an HCI command, host to controller.
     case command = 0x01
-    /// 0x02: ACL data (L2CAP fragments), either direction.
+    /// 0x02: ACL data (fragments of the layer above's PDUs), either direction.
     case acl = 0x02
     /// 0x03: synchronous (SCO) data, BR/EDR only; an LE host never sees it.
     case sco = 0x03

@@ -114,21 +114,4 @@ final class ACLWireFormTests: XCTestCase {
         XCTAssertFalse(called)
         XCTAssertThrowsError(try HCIEvent.decode(hexBytes("13 05 02 4000 0300")))
     }
-
-    func testReassemblyFromSlicesMatchesWholePackets() throws {
-        var rng = SeededGenerator(seed: 5)
-        for _ in 0..<200 {
-            let payload = (0..<Int.random(in: 0...400, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            let pdu = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8), 0x04, 0x00] + payload
-            let fragments = ACLFragmenter.fragment(handle: 1, pdu: pdu, maxLength: Int.random(in: 1...64, using: &rng))
-            var reassembler = ACLReassembler()
-            var whole: [UInt8]?
-            for f in fragments {
-                XCTAssertNil(whole)
-                whole = try reassembler.push(handle: 1, isStart: f.boundary.isStart, f.encode()[4...])
-            }
-            XCTAssertEqual(whole, pdu)
-            XCTAssertFalse(reassembler.isInProgress(1))
-        }
-    }
 }

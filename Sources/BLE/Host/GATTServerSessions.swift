@@ -318,7 +318,7 @@ final class GATTServerSessions {
             var queued = flow.queuedPDUs(handle: handle)
             while queued < 2, let pdu = link.server.nextOutgoing(now: now) {
                 if pdu.first == indicationOpcode { indicationSent = true }
-                queued = flow.enqueue(handle: handle, channel: L2CAPChannel.att, payload: consume pdu, send: send)
+                queued = flow.enqueueBasicFrame(handle: handle, channel: L2CAPChannel.att, payload: consume pdu, send: send)
             }
         }
         return Drained(events: link.server.takeEvents(), enhanced: !link.enhancedServers.isEmpty, indicationSent: indicationSent)

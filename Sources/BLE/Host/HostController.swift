@@ -195,7 +195,7 @@ actor HostController {
     @discardableResult
     func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
         guard connections.links.contains(handle) else { return 0 }
-        return aclFlow.enqueue(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
+        return aclFlow.enqueueBasicFrame(handle: handle, channel: channel, payload: payload, send: sendACLPacket)
     }
 
     /// Runs `body` on the ACL flow controller in place, with what sends its packets, for a

@@ -33,9 +33,9 @@ public enum L2CAPChannel {
 /// A basic L2CAP frame (B-frame, and the C-frame of the signaling channel): a 2-octet payload
 /// length, a 2-octet channel ID, then the payload, all little-endian. Core spec Vol 3 Part A §3.1.
 ///
-/// This type is one whole PDU, after the HCI layer has reassembled ACL fragments: the ACL
-/// packet with the "first fragment" flag starts with this header, and `pduLength(prefix:)` tells
-/// the reassembler how many bytes to wait for.
+/// This type is one whole PDU, after `L2CAPRecombiner` has recombined the ACL fragments it came
+/// in: the ACL packet with the "first fragment" flag starts with this header, whose length tells
+/// the recombiner how many bytes to wait for.
 public struct L2CAPFrame: Sendable, Hashable, CustomStringConvertible {
     public var channelID: UInt16
     public var payload: [UInt8]

@@ -40,7 +40,7 @@ public struct L2CAPRouter: Sendable {
         var signaling = LESignalingChannel()
     }
 
-    private var reassembler = ACLReassembler()
+    private var recombiner = L2CAPRecombiner()
     private var links: [UInt16: LinkChannels] = [:]
     /// The handles of `links`, searched linearly by every ACL fragment that arrives (a host has a
     /// handful of links, and hashing the handle per fragment showed in the profile, issue 12).
@@ -70,7 +70,7 @@ public struct L2CAPRouter: Sendable {
         openHandles.removeAll { $0 == handle }
         signalingDeadlines[handle] = nil
         nextDeadline = signalingDeadlines.values.min()
-        reassembler.reset(handle: handle)
+        recombiner.reset(handle: handle)
     }
 
     /// Whether the router knows this link.
@@ -122,8 +122,8 @@ public struct L2CAPRouter: Sendable {
             return .dropped("ACL data for unknown handle 0x\(String(handle, radix: 16))")
         }
         // The common case, a whole basic frame in one start fragment with nothing in progress:
-        // route its payload straight from the packet (the reassembler would return the same).
-        if isStart, data.count >= L2CAPFrame.headerLength, !reassembler.isInProgress(handle) {
+        // route its payload straight from the packet (the recombiner would return the same).
+        if isStart, data.count >= L2CAPFrame.headerLength, !recombiner.isInProgress(handle) {
             let s = data.startIndex
             let length = Int(data[s]) | Int(data[s + 1]) << 8
             if data.count == L2CAPFrame.headerLength + length {
@@ -134,12 +134,12 @@ public struct L2CAPRouter: Sendable {
         }
         let pdu: [UInt8]?
         do {
-            pdu = try reassembler.push(handle: handle, isStart: isStart, data)
+            pdu = try recombiner.push(handle: handle, isStart: isStart, data)
         } catch {
             return .dropped("ACL reassembly on 0x\(String(handle, radix: 16)): \(error)")
         }
         guard let pdu else { return .none }
-        // The reassembler returns exactly header + length bytes, so the frame always decodes;
+        // The recombiner returns exactly header + length bytes, so the frame always decodes;
         // checked all the same rather than trusted.
         guard pdu.count >= L2CAPFrame.headerLength,
               pdu.count == L2CAPFrame.headerLength + (Int(pdu[0]) | Int(pdu[1]) << 8) else {
