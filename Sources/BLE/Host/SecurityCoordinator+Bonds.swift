@@ -71,6 +71,11 @@ extension SecurityCoordinator {
                     try store.remove(DeviceAddress(evicted.peer.address, type: evicted.peer.type.peerType))
                 } catch {
                     host.log("not storing the bond of \(bond.peer): removing the evicted bond of \(evicted.peer) failed: \(error)")
+                    // Failed after its file went (the directory's fsync): memory follows the
+                    // disk, as in `removeBond`, so its key no longer answers.
+                    if let listed = try? store.bonds(), !listed.contains(where: { $0.peer.sameDevice(as: evicted.peer) }) {
+                        forget(evicted.peer, host)
+                    }
                     return false
                 }
             }
@@ -116,7 +121,7 @@ extension SecurityCoordinator {
 
     /// Drops `peer`'s bond from the cache (the store no longer has it); true when it was there.
     @discardableResult
-    private func forget(_ peer: DeviceAddress, _ host: isolated HostController) -> Bool {
+    func forget(_ peer: DeviceAddress, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
         let before = all.count
         all.removeAll { $0.peer.sameDevice(as: peer) }

@@ -14,7 +14,10 @@ import BLEWire
 extension SecurityCoordinator {
     /// What our server checks a signed write from `peer` (a link's peer address) against: nil
     /// when the peer is not bonded or gave no CSRK.
+    /// None in Secure Connections Only mode, which allows only mode 1 level 4 (Vol 3 Part C
+    /// §10.2.4): data signing is security mode 2, so no signed write is taken there.
     func peerSigningKey(from peer: DeviceAddress, _ host: isolated HostController) -> ATTPeerSigningKey? {
+        guard !settings.pairing.secureConnectionsOnly else { return nil }
         guard let b = bond(for: peer, host), let key = b.peerSignatureKey else { return nil }
         return ATTPeerSigningKey(key: key, lastCounter: b.peerSignCounter, authenticated: b.authenticated, keySize: b.keySize)
     }
@@ -31,8 +34,12 @@ extension SecurityCoordinator {
 
     /// The key and counter for our next signed write to `peer` (a link's peer address), after storing the
     /// counter one higher in the bond. Throws `BLEError.security(.unavailable)` when the peer is
-    /// not bonded, we gave it no CSRK, the counter is used up, or the store cannot record it.
+    /// not bonded, we gave it no CSRK, the counter is used up, the store cannot record it, or
+    /// the host is in Secure Connections Only mode.
     func takeLocalSignCounter(towards peer: DeviceAddress, _ host: isolated HostController) throws(BLEError) -> (key: [UInt8], counter: UInt32) {
+        guard !settings.pairing.secureConnectionsOnly else {
+            throw .security(.unavailable("Secure Connections Only mode allows only encrypted level 4 links (Vol 3 Part C §10.2.4), not signed writes: write over an encrypted link"))
+        }
         guard var b = bond(for: peer, host) else {
             throw .security(.unavailable("no bond with \(peer): pair with bonding before signing writes to it"))
         }

@@ -82,7 +82,11 @@ final class SecurityCoordinator {
     /// A new link: an encrypted reconnection will be judged against the peer's bond.
     func linkOpened(handle: UInt16, _ host: isolated HostController) {
         guard let link = host.connections.links[handle] else { return }
-        let hasKey = bond(for: link.peer, host)?.key(as: link.role == .central ? .initiator : .responder) != nil
+        // A bond Secure Connections Only mode refuses to encrypt with counts as none: the client
+        // is told to pair (Insufficient Authentication), not to encrypt with a key that would
+        // be refused (Insufficient Encryption).
+        let usable = bond(for: link.peer, host).flatMap { refusal(of: $0) == nil ? $0 : nil }
+        let hasKey = usable?.key(as: link.role == .central ? .initiator : .responder) != nil
         host.connections.links.withLink(handle) {
             $0.security.hasLongTermKey = hasKey
             $0.security.requiredKeySize = settings.minimumServerKeySize
@@ -139,16 +143,21 @@ final class SecurityCoordinator {
         return retired
     }
 
-    /// The fixed passkey is being shown: it is not shown again, and the bond store records that
-    /// before anyone sees it, so a restart does not bring it back.
-    private func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) {
+    /// The fixed passkey is about to be used: it is not used again in this host's life, and the
+    /// bond store records that before anyone sees it, so a restart does not bring it back. False
+    /// when the store could not record it: then it must not be used at all (fail closed, as a
+    /// SignCounter the store cannot record is not used), since after a restart nothing would
+    /// say it was.
+    private func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) -> Bool {
         fixedPasskeyRetired = true
         for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
         do {
             try settings.bondStore?.retirePasskey(value)
             host.log("the fixed passkey is used once: later pairings show random passkeys and refuse it typed")
+            return true
         } catch {
-            host.log("recording that the fixed passkey was used failed: \(error); after a restart it would be shown again")
+            host.log("recording that the fixed passkey was used failed: \(error); it is not used (after a restart nothing would say it was), and later pairings use random passkeys")
+            return false
         }
     }
 
@@ -158,8 +167,8 @@ final class SecurityCoordinator {
     private func typedFixedPasskeyWasUsed(_ typed: UInt32?, _ host: isolated HostController) -> Bool {
         guard let typed, typed == settings.pairing.displayedPasskey else { return false }
         if fixedPasskeyIsRetired(host) { return true }
-        retireFixedPasskey(typed, host)
-        return false
+        // Not recorded: refused as if used, so it is not used unrecorded.
+        return !retireFixedPasskey(typed, host)
     }
 
     // MARK: - Inbound
@@ -201,7 +210,7 @@ final class SecurityCoordinator {
     /// Why `bond`'s key may not encrypt a link, if it may not: in Secure Connections Only mode
     /// only mode 1 level 4 is allowed (Vol 3 Part C §10.2.4), and a bond made before the mode
     /// was switched on may be legacy or unauthenticated.
-    private func refusal(of bond: Bond) -> String? {
+    func refusal(of bond: Bond) -> String? {
         guard settings.pairing.secureConnectionsOnly, bond.securityLevel < .secureConnections else { return nil }
         return "Secure Connections Only mode needs a level 4 key (authenticated Secure Connections, 16 octets), and the bond of \(bond.peer) is level \(bond.securityLevel.rawValue): pair again"
     }
@@ -425,7 +434,15 @@ final class SecurityCoordinator {
                 // A fixed passkey is used for one pairing only: once shown, the peer holds what
                 // it needs to find it (legacy Mrand, Secure Connections' nonces), whatever the
                 // pairing's end (Vol 3 Part H §2.3.5.3 wants a fresh one each time).
-                if value == settings.pairing.displayedPasskey, fixedPasskeyRetired != true { retireFixedPasskey(value, host) }
+                if value == settings.pairing.displayedPasskey, fixedPasskeyRetired != true, !retireFixedPasskey(value, host) {
+                    // Its use could not be recorded: not shown, and the pairing ends here (the
+                    // rest of these actions belonged to it).
+                    guard var m = machines[handle] else { return }
+                    let ended = m.abandon(.passkeyEntryFailed, detail: "the fixed passkey's use could not be recorded in the bond store, so it is not used")
+                    machines[handle] = m
+                    perform(ended, handle: handle, host)
+                    return
+                }
                 host.spawn("passkey display") { await agent.displayPasskey(value, for: peer) }
             case .requestPasskey:
                 prompts[handle, default: []].append(host.spawn("passkey entry") {

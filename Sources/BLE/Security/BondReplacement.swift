@@ -8,7 +8,8 @@ import BLEWire
 /// off may not weaken the bond on any axis (authentication, Secure Connections, key size), or
 /// anyone in range could replace a Passkey bond with Just Works. An explicit `pair()` by the
 /// application may replace the bond of the same device at any level. And an address another
-/// bond answers to may not bring a new identity: that would shadow the other bond. Nor may a
+/// bond answers to may not bring a new identity, nor be claimed as one: either would shadow the
+/// other bond. Nor may a
 /// peer distribute an IRK another bond has, or ours: resolution would attribute RPAs to the
 /// wrong device and could block the real bond (Vol 6 Part B §1.3.2.3).
 enum BondReplacement: Equatable {
@@ -32,6 +33,11 @@ enum BondReplacement: Equatable {
         // shadow that bond (the lookup finds bonds by the address a link comes from).
         if let other = others.first(where: { $0.matches(address) }) {
             return .conflict("\(address) belongs to bonded \(other.peer) but claims the identity \(new.peer)")
+        }
+        // Nor may a peer claim as its identity an address another bond answers to (the address
+        // that device connects from): the lookup by that address would find the new bond.
+        if let other = others.first(where: { $0.matches(new.peer) }) {
+            return .conflict("\(address) claims the identity \(new.peer), an address bonded \(other.peer) connects from")
         }
         guard let old else { return .store }
         guard old.matches(address) else {

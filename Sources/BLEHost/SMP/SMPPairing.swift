@@ -192,6 +192,14 @@ public struct SMPPairing: Sendable {
         do { return try numericComparisonAccepted(now: now) } catch { return abort(error) }
     }
 
+    /// The owner ends the pairing for a reason of its own: Pairing Failed with `reason` to the
+    /// peer and `.failed(.local(reason, detail:))` (nothing when no pairing is under way but the
+    /// Pairing Failed).
+    public mutating func abandon(_ reason: SMPPairingFailedReason, detail: String) -> [SMPAction] {
+        guard !isClosed else { return [] }
+        return abort(Abort(reason, detail))
+    }
+
     /// The application's answer to `.requestApproval`.
     public mutating func approve(_ approved: Bool, now: Duration) -> [SMPAction] {
         guard !isClosed, phase == .awaitingApproval, let s = session else { return [] }
