@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import BLEHCI
+import Synchronization
 
 /// Writes a btsnoop file (format in BLEHCI/BTSnoop.swift) that Wireshark, tshark and btmon read.
 ///
@@ -15,7 +16,7 @@ import BLEHCI
 public final class BTSnoopWriter: Sendable {
     public let path: String
     private let clock: @Sendable () -> Int64
-    private let state: Locked<State>
+    private let state: Mutex<State>
 
     private struct State {
         var fd: Int32
@@ -32,7 +33,7 @@ public final class BTSnoopWriter: Sendable {
             let e = errno
             throw TransportError(.openFailed, "cannot create btsnoop capture \(path): \(String(cString: strerror(e)))", errno: e)
         }
-        self.state = Locked(State(fd: fd, lastError: nil))
+        self.state = Mutex(State(fd: fd, lastError: nil))
         if let error = Self.writeAll(fd, BTSnoop.fileHeader, path: path) {
             _ = Self.closeFD(fd)
             throw error

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Synchronization
 import BLERuntime
 import Glibc
 import Dispatch
@@ -31,7 +32,7 @@ final class DescriptorPump<Element: Sendable>: Sendable {
     private let wakeWrite: Int32
     private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
     private let writeQueue: DispatchQueue
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     private struct State {
         /// Set by `close()`, or by the reader when it stops on its own; no new write starts after.

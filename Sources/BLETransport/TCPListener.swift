@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Synchronization
 import BLERuntime
 import Glibc
 import Dispatch
@@ -28,7 +29,7 @@ public final class TCPServer<Connection: TCPAcceptedConnection>: Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let continuation: AsyncStream<Connection>.Continuation
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     private struct State {
         var closing = false
@@ -257,7 +258,7 @@ public final class TCPHostConnection: HCITransport, TCPAcceptedConnection {
     /// The host's "ADDRESS:PORT".
     public let peer: String
     private let pump: DescriptorPump<H4Frame>
-    private let finishedFlag = Locked(false)
+    private let finishedFlag = Mutex(false)
 
     /// Takes the accepted socket `fd` of `peer` on `listener`.
     public init(fd: Int32, peer: String, listener: String) throws {
@@ -289,7 +290,7 @@ public final class TCPByteConnection: TCPAcceptedConnection {
     /// The peer's "ADDRESS:PORT".
     public let peer: String
     private let pump: DescriptorPump<[UInt8]>
-    private let finishedFlag = Locked(false)
+    private let finishedFlag = Mutex(false)
 
     /// Takes the accepted socket `fd` of `peer` on `listener`.
     public init(fd: Int32, peer: String, listener: String) throws {

@@ -10,7 +10,7 @@ import BLEHCI
 public final class TCPTransport: HCITransport {
     public let host: String
     public let port: UInt16
-    private let pump: DescriptorPump<H4Frame>
+    let pump: DescriptorPump<H4Frame>
 
     private init(host: String, port: UInt16, fd: Int32) throws {
         self.host = host

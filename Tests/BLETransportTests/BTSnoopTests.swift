@@ -69,7 +69,7 @@ final class BTSnoopTests: XCTestCase {
     func testWriterAndCapturingTransport() async throws {
         let path = tempPath("capture.btsnoop")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let clockValue = Locked<Int64>(1_000)
+        let clockValue = SharedValue<Int64>(1_000)
         let writer = try BTSnoopWriter(path: path) {
             clockValue.withLock { v in v += 1; return v }
         }

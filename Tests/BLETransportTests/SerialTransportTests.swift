@@ -122,13 +122,10 @@ final class SerialTransportTests: XCTestCase {
             process.waitUntilExit()
             try? FileManager.default.removeItem(atPath: link)
         }
+        // socat opens its addresses in order: the PTY (and its link) exists before it connects.
         let peer = try Peer.accept(listener, timeout: 10)
         defer { close(peer) }
-        var waited = 0
-        while !FileManager.default.fileExists(atPath: link) && waited < 200 {
-            usleep(25_000)
-            waited += 1
-        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: link), "socat connected before it made \(link)")
         let transport = try await openTransport(.serial(path: link, baud: 1_000_000, rtscts: false))
 
         for f in Sample.all { try await transport.send(f) }

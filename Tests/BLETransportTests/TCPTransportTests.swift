@@ -22,10 +22,13 @@ final class TCPTransportTests: XCTestCase {
         let stream = Sample.all.flatMap(\.bytes) + Sample.all.flatMap(\.bytes)
         // One byte, then a cut inside a header, inside a payload, across frames, and the rest.
         let cuts = [0, 1, 3, 9, 10, 17, 30, 31, 40, stream.count]
+        // Each piece is written once the transport's reader has taken the one before, so the
+        // pieces arrive as reads of their own (the cuts, not the kernel, decide the reads).
+        let readerFD = transport.pump.fd
         async let written: Void = Peer.offPool {
             for (a, b) in zip(cuts, cuts.dropFirst()) {
                 Peer.write(peer, Array(stream[a..<b]))
-                usleep(2000) // let each piece arrive as its own read
+                XCTAssertTrue(Peer.waitTakenByReader(readerFD), "bytes \(a)..<\(b) not read")
             }
         }
         let frames = try await nextFrames(transport, 8)
@@ -92,8 +95,9 @@ final class TCPTransportTests: XCTestCase {
     func testCloseFinishesStreamNormallyAndIsIdempotent() async throws {
         let (transport, listener, peer) = try await connected()
         defer { close(peer); close(listener) }
+        // Whether the reader is already waiting when the transport closes or starts after, the
+        // stream ends normally.
         let reader = Task { try await streamEnding(transport) }
-        try await Task.sleep(nanoseconds: 20_000_000)
         await transport.close()
         await transport.close()
         let end = try await reader.value

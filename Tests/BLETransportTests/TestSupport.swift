@@ -143,6 +143,19 @@ enum Peer {
         return poll(&p, 1, Int32(timeout * 1000)) > 0
     }
 
+    /// Waits until the reader of the socket `fd` has taken every byte the kernel holds for it
+    /// (FIONREAD 0), or `timeout` passes; false then. Bytes not yet delivered to `fd` when this
+    /// is called do not count.
+    static func waitTakenByReader(_ fd: Int32, timeout: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var pending: Int32 = 0
+        while ioctl(fd, UInt(FIONREAD), &pending) == 0, pending > 0 {
+            if Date() >= deadline { return false }
+            sched_yield()
+        }
+        return pending == 0
+    }
+
     static func write(_ fd: Int32, _ bytes: [UInt8]) {
         var off = 0
         while off < bytes.count {
