@@ -82,7 +82,7 @@ let package = Package(
 package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
 package.targets += [
     .target(name: "CoreBluetooth", dependencies: ["BLE", "BLEVirtual"]),
-    .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "CoreBluetoothExamples", "BLE", "BLEVirtual", "BLESystems", "BLETransport"]),
+    .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "CoreBluetoothExamples", "BLE", "BLEVirtual", "BLESystems", "BLETransport", "BLETestSupport"]),
     // The seed systems written against `import CoreBluetooth` (issue 11, Deliver 6): the apps'
     // BLE classes in a library the tests drive, and one small executable per app.
     .target(name: "CoreBluetoothExamples", dependencies: ["CoreBluetooth"], path: "Examples/CoreBluetoothExamples"),

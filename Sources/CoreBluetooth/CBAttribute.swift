@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import Foundation
 
@@ -26,7 +27,7 @@ open class CBService: CBAttribute, @unchecked Sendable {
     let gatt: GATTService?
     let primary: Bool
     private let owner: WeakReference<CBPeripheral>
-    let inner = Locked(State())
+    let inner = Mutex(State())
 
     init(gatt: GATTService, isPrimary: Bool, peripheral: CBPeripheral) {
         self.gatt = gatt
@@ -75,7 +76,7 @@ open class CBCharacteristic: CBAttribute, @unchecked Sendable {
 
     let gatt: GATTCharacteristic?
     private let owner: WeakReference<CBService>
-    let inner = Locked(State())
+    let inner = Mutex(State())
 
     init(gatt: GATTCharacteristic, service: CBService) {
         self.gatt = gatt
@@ -116,7 +117,14 @@ open class CBCharacteristic: CBAttribute, @unchecked Sendable {
 open class CBDescriptor: CBAttribute, @unchecked Sendable {
     let gatt: GATTDescriptor?
     private let owner: WeakReference<CBCharacteristic>
-    let stored = Locked<Any?>(nil)
+    let stored = Mutex(StoredValue())
+
+    /// The value as Apple types it. Only immutable Foundation values go in (`Data`, `String`,
+    /// `NSNumber`, or what the app gave a mutable descriptor, which CoreBluetooth keeps as
+    /// given), so handing it across threads is safe though `Any` is not `Sendable`.
+    struct StoredValue: @unchecked Sendable {
+        var value: Any?
+    }
 
     init(gatt: GATTDescriptor, characteristic: CBCharacteristic) {
         self.gatt = gatt
@@ -129,7 +137,7 @@ open class CBDescriptor: CBAttribute, @unchecked Sendable {
         self.gatt = nil
         self.owner = WeakReference(nil)
         super.init(uuid: localUUID)
-        stored.withLock { $0 = value }
+        stored.withLock { $0.value = value }
     }
 
     /// The characteristic it belongs to.
@@ -137,7 +145,7 @@ open class CBDescriptor: CBAttribute, @unchecked Sendable {
     /// The last value read, typed as Apple types it: `NSNumber` for Extended Properties (2900),
     /// Client and Server Characteristic Configuration (2902, 2903); `String` for the User
     /// Description (2901); `Data` for everything else.
-    open var value: Any? { stored.withLock { $0 } }
+    open var value: Any? { stored.current.value }
 
     /// `<CBDescriptor: 0x…, UUID = Client Characteristic Configuration, value = 1>`.
     open override var description: String {

@@ -1,10 +1,11 @@
+import Synchronization
 import BLE
 import BLEVirtual
 import Foundation
 
 /// What the central and peripheral managers share: their state and authorization.
 open class CBManager: NSObject, @unchecked Sendable {
-    let managerState = Locked(CBManagerState.unknown)
+    let managerState = Mutex(CBManagerState.unknown)
 
     override init() { super.init() }
 
@@ -63,7 +64,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     let queue: DispatchQueue
     let spec: String?
     private let delegateReference = WeakReference<AnyObject>(nil)
-    let inner = Locked(State())
+    let inner = Mutex(State())
 
     /// Who hears about the manager's state, discoveries and connections (kept weakly).
     open var delegate: (any CBCentralManagerDelegate)? {

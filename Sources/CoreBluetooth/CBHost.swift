@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import BLEVirtual
 import Foundation
@@ -9,10 +10,10 @@ final class CBHost: Sendable {
     let spec: String
     let central: Central
     let scans: ScanEngine
-    private let observers = Locked<[UInt64: @Sendable (CBManagerState) -> Void]>([:])
-    private let nextObserver = Locked<UInt64>(1)
-    private let failed = Locked(false)
-    let peripheralRole = Locked<PeripheralManager?>(nil)
+    private let observers = Mutex<[UInt64: @Sendable (CBManagerState) -> Void]>([:])
+    private let nextObserver = Mutex<UInt64>(1)
+    private let failed = Mutex(false)
+    let peripheralRole = Mutex<PeripheralManager?>(nil)
 
     init(spec: String, central: Central) {
         self.spec = spec

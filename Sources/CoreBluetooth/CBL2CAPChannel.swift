@@ -24,7 +24,7 @@ open class CBL2CAPChannel: NSObject, @unchecked Sendable {
 
     /// A channel over `channel` with `peer`; its tasks start now.
     init(channel: LECreditBasedChannel, peer: CBPeer) {
-        let pipe = L2CAPPipe(channel: channel)
+        let pipe = L2CAPStreamBridge(channel: channel)
         let lifetime = L2CAPChannelLifetime(pipe: pipe)
         self.channelPeer = peer
         self.channelPSM = channel.psm

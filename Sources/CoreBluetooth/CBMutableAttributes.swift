@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import Foundation
 
@@ -35,11 +36,11 @@ open class CBMutableCharacteristic: CBCharacteristic, @unchecked Sendable {
         weak var manager: CBPeripheralManager?
     }
 
-    let local: Locked<Local>
+    let local: Mutex<Local>
 
     /// A characteristic of `type` with these properties, static value (nil: dynamic) and permissions.
     public init(type UUID: CBUUID, properties: CBCharacteristicProperties, value: Data?, permissions: CBAttributePermissions) {
-        local = Locked(Local(properties: properties, permissions: permissions))
+        local = Mutex(Local(properties: properties, permissions: permissions))
         super.init(localUUID: UUID, value: value)
     }
 
@@ -90,8 +91,8 @@ open class CBMutableDescriptor: CBDescriptor, @unchecked Sendable {
 /// A central connected to a `CBPeripheralManager`.
 open class CBCentral: CBPeer, @unchecked Sendable {
     let address: DeviceAddress
-    let mtu = Locked(23)
-    let connection = Locked<ConnectedCentral?>(nil)
+    let mtu = Mutex(23)
+    let connection = Mutex<ConnectedCentral?>(nil)
 
     init(address: DeviceAddress) {
         self.address = address
@@ -118,14 +119,14 @@ open class CBATTRequest: NSObject, @unchecked Sendable {
     private let requestCentral: CBCentral
     private let requestCharacteristic: CBCharacteristic
     private let requestOffset: Int
-    private let stored: Locked<Data?>
+    private let stored: Mutex<Data?>
     let origin: Origin
 
     init(central: CBCentral, characteristic: CBCharacteristic, offset: Int, value: Data?, origin: Origin) {
         self.requestCentral = central
         self.requestCharacteristic = characteristic
         self.requestOffset = offset
-        self.stored = Locked(value)
+        self.stored = Mutex(value)
         self.origin = origin
         super.init()
     }

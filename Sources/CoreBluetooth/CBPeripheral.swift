@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import Foundation
 
@@ -92,7 +93,7 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
     let queue: DispatchQueue
     private let owner: WeakReference<CBCentralManager>
     private let delegateReference = WeakReference<AnyObject>(nil)
-    let inner = Locked(State())
+    let inner = Mutex(State())
 
     init(key: DeviceAddress, manager: CBCentralManager) {
         self.key = key
@@ -280,7 +281,7 @@ open class CBPeripheral: CBPeer, @unchecked Sendable {
             do {
                 let bytes = try await api.readValue(for: gatt)
                 self.deliver { p in
-                    descriptor.stored.withLock { $0 = CBDescriptor.typedValue(bytes, uuid: gatt.uuid) }
+                    descriptor.stored.withLock { $0.value = CBDescriptor.typedValue(bytes, uuid: gatt.uuid) }
                     p.delegate?.peripheral(p, didUpdateValueFor: descriptor, error: nil)
                 }
             } catch {

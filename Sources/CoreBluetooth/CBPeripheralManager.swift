@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import BLEVirtual
 import Foundation
@@ -85,7 +86,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     let queue: DispatchQueue
     let spec: String?
     private let delegateReference = WeakReference<AnyObject>(nil)
-    let inner = Locked(State())
+    let inner = Mutex(State())
 
     /// Who hears about the manager's state, requests and subscriptions (kept weakly).
     open var delegate: (any CBPeripheralManagerDelegate)? {

@@ -2,7 +2,7 @@ import Foundation
 
 // The stream events of an L2CAP channel's pipe: decided under its lock, delivered on the run
 // loop the stream is scheduled in.
-extension L2CAPPipe {
+extension L2CAPStreamBridge {
     /// Posts a delivery to the stream's run loop if an event is due and none is on its way.
     func kick(_ side: L2CAPStreamSide) {
         let target = state.withLock { s -> RunLoopTarget? in

@@ -1,3 +1,4 @@
+import Synchronization
 import BLE
 import Foundation
 
@@ -24,7 +25,7 @@ enum L2CAPEnd: Sendable {
 /// `.hasBytesAvailable` per read that leaves bytes (or per arrival after a read that drained
 /// them), one `.hasSpaceAvailable` per write that leaves room (or per room made after a write
 /// that filled it).
-final class L2CAPPipe: @unchecked Sendable {
+final class L2CAPStreamBridge: @unchecked Sendable {
     /// What a stream has seen and where its events go.
     struct Side {
         var status: Stream.Status = .notOpen
@@ -64,7 +65,7 @@ final class L2CAPPipe: @unchecked Sendable {
     let inboundLimit: Int
     /// At most this many written bytes wait beside the SDU being sent; one SDU's worth.
     let outboundLimit: Int
-    let state = Locked(State())
+    let state = Mutex(State())
     let inputStream = WeakReference<L2CAPInputStream>(nil)
     let outputStream = WeakReference<L2CAPOutputStream>(nil)
 

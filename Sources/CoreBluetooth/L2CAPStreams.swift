@@ -5,9 +5,9 @@ import Foundation
 /// what was written has gone (as on Apple platforms, where the app must retain the channel to
 /// keep it).
 final class L2CAPChannelLifetime: Sendable {
-    let pipe: L2CAPPipe
+    let pipe: L2CAPStreamBridge
 
-    init(pipe: L2CAPPipe) { self.pipe = pipe }
+    init(pipe: L2CAPStreamBridge) { self.pipe = pipe }
 
     deinit { pipe.shutDown() }
 }
@@ -27,7 +27,7 @@ final class L2CAPInputStream: InputStream, StreamDelegate {
         lifetime.pipe.inputStream.value = self
     }
 
-    private var pipe: L2CAPPipe { lifetime.pipe }
+    private var pipe: L2CAPStreamBridge { lifetime.pipe }
 
     /// Who hears the stream's events (kept weakly); nil makes the stream its own delegate again.
     override var delegate: (any StreamDelegate)? {
@@ -105,7 +105,7 @@ final class L2CAPOutputStream: OutputStream, StreamDelegate {
         super.init(toMemory: ())
     }
 
-    private var pipe: L2CAPPipe? { lifetime?.pipe }
+    private var pipe: L2CAPStreamBridge? { lifetime?.pipe }
 
     /// Who hears the stream's events (kept weakly); nil makes the stream its own delegate again.
     override var delegate: (any StreamDelegate)? {

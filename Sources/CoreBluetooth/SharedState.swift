@@ -1,19 +1,9 @@
 import Foundation
+import Synchronization
 
-/// A value behind a lock: the CoreBluetooth objects are used from any queue, so their mutable
-/// state lives in one of these and is only touched inside `withLock`.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-
+extension Mutex where Value: Sendable {
+    /// A copy of the value, read under the lock. The CoreBluetooth objects are used from any
+    /// queue, so their mutable state lives in a `Mutex` and is only touched inside `withLock`.
     var current: Value { withLock { $0 } }
 }
 

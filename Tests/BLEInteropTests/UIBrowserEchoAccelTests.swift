@@ -1,4 +1,5 @@
 import Foundation
+import BLETestSupport
 import XCTest
 
 /// The `/echo` and `/accel` screens of `ble ui --hci virtual` in headless Chromium (SEEDS S1 and
@@ -17,9 +18,9 @@ extension UIBrowserTests {
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let line = Locked<String?>(nil)
+            let line = SharedValue<String?>(nil)
             let got = DispatchSemaphore(value: 0)
-            let buffer = Locked(Data())
+            let buffer = SharedValue(Data())
             out.fileHandleForReading.readabilityHandler = { h in
                 let chunk = h.availableData
                 if chunk.isEmpty { h.readabilityHandler = nil; got.signal(); return }

@@ -1,4 +1,5 @@
 import Foundation
+import BLETestSupport
 import XCTest
 
 /// `ble ui --hci virtual` in a real browser (headless Chromium driven over the DevTools protocol
@@ -21,9 +22,9 @@ final class UIBrowserTests: XCTestCase {
             process.standardError = errors ?? FileHandle.nullDevice
             try process.run()
             // The first line, within a bound.
-            let line = Locked<String?>(nil)
+            let line = SharedValue<String?>(nil)
             let got = DispatchSemaphore(value: 0)
-            let buffer = Locked(Data())
+            let buffer = SharedValue(Data())
             out.fileHandleForReading.readabilityHandler = { h in
                 let chunk = h.availableData
                 if chunk.isEmpty { h.readabilityHandler = nil; got.signal(); return }
@@ -48,14 +49,6 @@ final class UIBrowserTests: XCTestCase {
             if process.isRunning { process.interrupt() }
             process.waitUntilExit()
         }
-    }
-
-    final class Locked<T>: @unchecked Sendable {
-        private var value: T
-        private let lock = NSLock()
-        init(_ v: T) { value = v }
-        func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
-        func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
     }
 
     func python(_ script: String, _ arguments: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
@@ -154,7 +147,7 @@ final class UIBrowserTests: XCTestCase {
         let fake = bin.appendingPathComponent("xdg-open")
         try "#!/bin/sh\nprintf '%s' \"$1\" > '\(record)'\n".write(to: fake, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fake.path)
-        let argument = Locked<String?>(nil)
+        let argument = SharedValue<String?>(nil)
         let written = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             // Opening a FIFO for reading waits for its writer; the data ends when it closes.

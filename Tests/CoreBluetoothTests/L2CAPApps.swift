@@ -1,4 +1,5 @@
 import CoreBluetooth
+import BLETestSupport
 import XCTest
 
 /// The service a channel peripheral publishes its PSM in (as apps do: iOS assigns the PSM, so
@@ -48,7 +49,7 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
     }
 
     /// Where the streams are scheduled: the current run loop when nil.
-    var runLoop: Locked<RunLoop?> = Locked(nil)
+    var runLoop: SharedValue<RunLoop?> = SharedValue(nil)
 
     /// Takes a freshly opened channel and starts its streams.
     func adopt(_ channel: CBL2CAPChannel) {

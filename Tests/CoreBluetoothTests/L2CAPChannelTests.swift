@@ -1,5 +1,6 @@
 import CoreBluetooth
 import CoreBluetoothExamples
+import BLETestSupport
 import XCTest
 
 /// L2CAP channels through CoreBluetooth on the virtual radio: a delegate-style central opens a
@@ -176,8 +177,8 @@ final class L2CAPChannelTests: XCTestCase {
         defer { peripheral.manager.stopAdvertising() }
         let psm = try XCTUnwrap(peripheral.psm)
         let app = ChannelEchoCentral(name: name, psm: psm, count: 20_000)
-        let lines = Locked<[String]>([])
-        let status = Locked<Int32?>(nil)
+        let lines = SharedValue<[String]>([])
+        let status = SharedValue<Int32?>(nil)
         app.output = { line in lines.set(lines.get() + [line]) }
         app.finish = { code in status.set(code) }
         setenv("BLE_HCI", "virtual", 1)
@@ -192,8 +193,8 @@ final class L2CAPChannelTests: XCTestCase {
 
     /// A run loop of its own on a thread of its own, kept running until the test ends.
     func startRunLoopThread() -> RunLoop? {
-        let loop = Locked<RunLoop?>(nil)
-        let stop = Locked(false)
+        let loop = SharedValue<RunLoop?>(nil)
+        let stop = SharedValue(false)
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread {
             // A far-off repeating timer keeps the loop from having nothing to wait for.
@@ -234,7 +235,7 @@ final class L2CAPChannelTests: XCTestCase {
     /// A thread whose run loop never runs (a dispatch worker's `.current`, say), its loop, and
     /// the semaphore that lets the thread end.
     func startIdleThread() -> RunLoop? {
-        let loop = Locked<RunLoop?>(nil)
+        let loop = SharedValue<RunLoop?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         Thread {

@@ -1,6 +1,7 @@
 import BLETransport
 import BLEVirtual
 import CoreBluetooth
+import BLETestSupport
 import XCTest
 
 /// A peripheral on the process's shared virtual radio (what `SwiftBLEManagerOptionHCIKey:
@@ -145,7 +146,7 @@ extension XCTestCase {
 
 /// Runs an async set-up step from a synchronous test (the delegate style is synchronous).
 func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Locked<Result<T, any Error>?>(nil)
+    let result = SharedValue<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         do { result.set(.success(try await body())) } catch { result.set(.failure(error)) }
@@ -155,23 +156,13 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
     return try result.get()!.get()
 }
 
-/// A value behind a lock, for the tests.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-    func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&value) }
-}
-
 /// A virtual radio reached over TCP, as a controller a manager opens with `tcp:HOST:PORT`: each
 /// connection accepted is served as a new controller (address `baseAddress` + its number), and
 /// closing one is a controller lost.
 final class TCPControllerRig: Sendable {
     let world = VirtualWorld()
     let listener: TCPListener
-    private let connections = Locked<[TCPHostConnection]>([])
+    private let connections = SharedValue<[TCPHostConnection]>([])
     private let server: Task<Void, Never>
 
     init(baseAddress: UInt64) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// Where the interop rig is: rootcanal's HCI port, the venv's Python and the Bumble peer scripts.
@@ -82,7 +83,7 @@ struct InteropEnvironment: Sendable {
     /// never all zeros or all ones.
     static func nextStaticRandomAddress() -> StaticRandomAddress {
         while true {
-            let count = UInt64(addressCounter.next() & 0xFF_FFFF)
+            let count = UInt64(addressCounter.withLock { n in n &+= 1; return n } & 0xFF_FFFF)
             let pid = UInt64(UInt32(bitPattern: ProcessInfo.processInfo.processIdentifier) & 0x3F_FFFF)
             let value: UInt64 = (0b11 << 46) | (pid << 24) | count
             let address = StaticRandomAddress(value: value)
@@ -93,7 +94,7 @@ struct InteropEnvironment: Sendable {
         }
     }
 
-    private static let addressCounter = LockedCounter()
+    private static let addressCounter = Mutex<UInt32>(0)
 }
 
 /// A static random device address, most significant byte first as people write it.
@@ -123,15 +124,3 @@ struct StaticRandomAddress: Hashable, Sendable, CustomStringConvertible {
     var description: String { bytes.map { String(format: "%02X", $0) }.joined(separator: ":") }
 }
 
-/// A counter shared by all threads of the test process.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: UInt32 = 0
-
-    func next() -> UInt32 {
-        lock.lock()
-        defer { lock.unlock() }
-        value &+= 1
-        return value
-    }
-}
