@@ -4,9 +4,9 @@ import BLESystems
 import BLEVirtual
 import XCTest
 
-/// `ble l2cap listen --echo` and `ble serve --l2cap` (L2CAPPipe.echo): every byte goes back,
+/// `ble l2cap listen --echo` and `ble serve --l2cap` (L2CAPDescriptorPipe.echo): every byte goes back,
 /// even when the peer's MTU is smaller than ours (an SDU of ours need not fit in one of theirs).
-final class L2CAPPipeEchoTests: XCTestCase {
+final class L2CAPDescriptorPipeEchoTests: XCTestCase {
     func testAnSDULongerThanThePeersMTUIsEchoedInPieces() async throws {
         try await VirtualWorld.run { world in
             let (manager, device) = try await world.addPeripheralManager(name: "Echo")
@@ -16,7 +16,7 @@ final class L2CAPPipeEchoTests: XCTestCase {
             let echo = Task(executorPreference: world.clock.taskExecutor) { () -> (any Error)? in
                 var incoming = listener.makeAsyncIterator()
                 guard let served = await incoming.next() else { return nil }
-                do { _ = try await L2CAPPipe.echo(served) } catch { return error }
+                do { _ = try await L2CAPDescriptorPipe.echo(served) } catch { return error }
                 return nil
             }
             let (central, _) = try await world.addCentral()

@@ -4,10 +4,10 @@ import BLESystems
 import BLEVirtual
 import XCTest
 
-/// How `ble l2cap connect` reads the end of its channel (L2CAPPipe.isDeliberateDisconnect): a
+/// How `ble l2cap connect` reads the end of its channel (L2CAPDescriptorPipe.isDeliberateDisconnect): a
 /// peer that ends the link once it has what it wanted (HCI reason 0x13, Vol 1 Part F §2.19) has
 /// finished the conversation; a lost link or a broken rule has not.
-final class L2CAPPipeEndTests: XCTestCase {
+final class L2CAPDescriptorPipeEndTests: XCTestCase {
     func testAPeerThatDisconnectsTheLinkEndsTheChannelDeliberately() async throws {
         try await VirtualWorld.run { world in
             let (manager, device) = try await world.addPeripheralManager(name: "Pipe")
@@ -25,13 +25,13 @@ final class L2CAPPipeEndTests: XCTestCase {
                 for try await _ in channel {}
                 XCTFail("the link went")
             } catch {
-                XCTAssertTrue(L2CAPPipe.isDeliberateDisconnect(error), "\(error)")
+                XCTAssertTrue(L2CAPDescriptorPipe.isDeliberateDisconnect(error), "\(error)")
             }
             await central.close()
             await manager.close()
         }
-        XCTAssertFalse(L2CAPPipe.isDeliberateDisconnect(BLEError.disconnected(reason: .connectionTimeout)))
-        XCTAssertFalse(L2CAPPipe.isDeliberateDisconnect(BLEError.l2cap(.frameWithoutCredit)))
-        XCTAssertFalse(L2CAPPipe.isDeliberateDisconnect(CancellationError()))
+        XCTAssertFalse(L2CAPDescriptorPipe.isDeliberateDisconnect(BLEError.disconnected(reason: .connectionTimeout)))
+        XCTAssertFalse(L2CAPDescriptorPipe.isDeliberateDisconnect(BLEError.l2cap(.frameWithoutCredit)))
+        XCTAssertFalse(L2CAPDescriptorPipe.isDeliberateDisconnect(CancellationError()))
     }
 }

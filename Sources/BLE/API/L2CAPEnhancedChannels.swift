@@ -45,18 +45,8 @@ extension HostController {
     /// Opens `count` enhanced channels on `linkID`; a refusal for want of security raises it and
     /// tries once more, as for one LE credit-based channel.
     func openL2CAPChannels(linkID: UInt64, psm: UInt16, count: Int, parameters: CreditBasedChannelParameters) async throws -> [LECreditBasedChannel] {
-        do {
-            return try await l2cap.openEnhanced(linkID: linkID, psm: psm, count: count, parameters: parameters, self)
-        } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand {
-            let code: ATTErrorCode
-            switch result {
-            case .insufficientAuthentication: code = .insufficientAuthentication
-            case .insufficientEncryption: code = .insufficientEncryption
-            case .encryptionKeySizeTooShort: code = .encryptionKeySizeTooShort
-            default: throw BLEError.l2cap(.refused(result))
-            }
-            try await security.raise(for: code, linkID: linkID, self)
-            return try await l2cap.openEnhanced(linkID: linkID, psm: psm, count: count, parameters: parameters, self)
+        try await raisingSecurityOnRefusal(linkID: linkID) {
+            try await l2cap.openEnhanced(linkID: linkID, psm: psm, count: count, parameters: parameters, self)
         }
     }
 }

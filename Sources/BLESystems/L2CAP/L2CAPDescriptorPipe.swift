@@ -11,7 +11,7 @@ import Synchronization
 /// become bytes on a file descriptor, or every SDU goes back (echo). The reading side is bounded:
 /// at most `bufferedChunks` chunks are read ahead of the channel, so a slow peer (few credits)
 /// stops the reading rather than filling memory.
-public enum L2CAPPipe {
+public enum L2CAPDescriptorPipe {
     /// Chunks read ahead of the channel.
     public static let bufferedChunks = 4
 

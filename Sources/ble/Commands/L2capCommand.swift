@@ -157,12 +157,12 @@ struct L2capCommand: BLECommand {
     private static func serve(_ channel: LECreditBasedChannel, echo: Bool) async {
         do {
             if echo {
-                let totals = try await L2CAPPipe.echo(channel)
+                let totals = try await L2CAPDescriptorPipe.echo(channel)
                 status("closed: \(totals.description)")
             } else {
                 let start = ContinuousClock.now
-                let (bytes, sdus, last) = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO)
-                var totals = L2CAPPipe.Totals()
+                let (bytes, sdus, last) = try await L2CAPDescriptorPipe.receive(channel, to: STDOUT_FILENO)
+                var totals = L2CAPDescriptorPipe.Totals()
                 totals.received = bytes
                 totals.sdusReceived = sdus
                 totals.elapsed = (last ?? start) - start
@@ -209,16 +209,16 @@ struct L2capCommand: BLECommand {
         let ended: (any Error)? = await withTaskGroup(of: Ended.self) { group in
             group.addTask {
                 do {
-                    _ = try await L2CAPPipe.receive(channel, to: STDOUT_FILENO) { counters.received(total: $0) }
+                    _ = try await L2CAPDescriptorPipe.receive(channel, to: STDOUT_FILENO) { counters.received(total: $0) }
                     return .channel(nil)
                 } catch {
                     return .channel(error)
                 }
             }
             group.addTask {
-                let input = L2CAPPipe.chunks(fd: STDIN_FILENO, size: min(channel.peerMTU, 65535))
+                let input = L2CAPDescriptorPipe.chunks(fd: STDIN_FILENO, size: min(channel.peerMTU, 65535))
                 // A send that fails means the channel ended; the reader reports why.
-                if (try? await L2CAPPipe.send(input, on: channel) { counters.sent($0) }) != nil { counters.inputSent() }
+                if (try? await L2CAPDescriptorPipe.send(input, on: channel) { counters.sent($0) }) != nil { counters.inputSent() }
                 counters.startLinger()
                 while !Task.isCancelled, ContinuousClock.now - counters.lastActivity < linger {
                     try? await Task.sleep(for: .milliseconds(50))
@@ -240,7 +240,7 @@ struct L2capCommand: BLECommand {
         }
         status("closed: \(counters.totals.description)")
         guard let ended else { return }
-        if counters.allInputSent, L2CAPPipe.isDeliberateDisconnect(ended) {
+        if counters.allInputSent, L2CAPDescriptorPipe.isDeliberateDisconnect(ended) {
             status("the peer disconnected after all of stdin went out")
             return
         }
@@ -252,7 +252,7 @@ struct L2capCommand: BLECommand {
 /// moved, and when the peer was last heard (for the linger).
 private final class PipeCounters: Sendable {
     private struct State {
-        var totals = L2CAPPipe.Totals()
+        var totals = L2CAPDescriptorPipe.Totals()
         var start = ContinuousClock.now
         var lastMoved: ContinuousClock.Instant?
         var lastActivity = ContinuousClock.now
@@ -290,7 +290,7 @@ private final class PipeCounters: Sendable {
     var lastActivity: ContinuousClock.Instant { state.withLock { $0.lastActivity } }
 
     /// The totals, timed from the channel's opening to the last byte moved either way.
-    var totals: L2CAPPipe.Totals {
+    var totals: L2CAPDescriptorPipe.Totals {
         state.withLock { s in
             var t = s.totals
             t.elapsed = (s.lastMoved ?? s.start) - s.start

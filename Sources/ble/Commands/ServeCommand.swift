@@ -199,7 +199,7 @@ private func serveL2CAPEcho(_ listener: L2CAPListener, log: ServeLog) async {
                      text: "L2CAP channel from \(channel.peer): \(channel.info)")
             channels.addTask {
                 do {
-                    let totals = try await L2CAPPipe.echo(channel)
+                    let totals = try await L2CAPDescriptorPipe.echo(channel)
                     log.line("l2capClosed", [("bytes", .int(totals.received)), ("sdus", .int(totals.sdusReceived))],
                              text: "L2CAP channel closed: echoed \(totals.received) bytes in \(totals.sdusReceived) SDUs")
                 } catch {
