@@ -26,13 +26,13 @@ let package = Package(
         .target(name: "BLERuntime", dependencies: ["BLEHCI"]),
         .target(name: "BLETransport", dependencies: ["BLEHCI", "BLERuntime"]),
         .target(name: "BLEHost", dependencies: ["BLEWire", "BLEHCI", "BLECrypto"]),
-        // The in-process virtual LE controller and medium, virtual time, fault injection (issue 4).
+        // The in-process virtual LE controller and medium, virtual time, fault injection.
         .target(name: "BLEVirtualRadio", dependencies: ["BLEWire", "BLEHCI", "BLERuntime", "BLECrypto"]),
         .target(name: "BLE", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLECrypto"]),
         // Above both the API and the simulator: virtual worlds of hosts, and opening any
         // controller by its spec string (`virtual` included).
         .target(name: "BLEVirtual", dependencies: ["BLE", "BLERuntime", "BLETransport", "BLEVirtualRadio"]),
-        // Sans-IO codecs and constants of the four systems in SEEDS.md (framed stream, sample,
+        // Sans-IO codecs and constants of the four systems of docs/SYSTEMS.md (framed stream, sample,
         // heart rate, accelerometer): bytes in, values out, nothing else.
         .target(name: "BLEProfiles", dependencies: ["BLEWire"]),
         // The ble tool's declarative options, parser and generated help (no dependencies: the
@@ -45,13 +45,13 @@ let package = Package(
         .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLEHTTP"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
-        // access policy (issue 14). No dependencies.
+        // access policy. No dependencies.
         .target(name: "BLEHTTP"),
         .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto", "BLEHTTP"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
         // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
         .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
-        // Benchmarks (README "Performance"): throughput against theory, raw host cost.
+        // Benchmarks (docs/PERFORMANCE.md): throughput against theory, raw host cost.
         .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,
         // the scripted HCI controller. A plain library so test targets can depend on it.
@@ -75,7 +75,7 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// CoreBluetooth on Linux (issue 11): Apple's API, delegates and semantics over the public async
+// CoreBluetooth on Linux: Apple's API, delegates and semantics over the public async
 // API, so code written for iPhone builds here. Built only where Apple's framework is absent, so it
 // never shadows the system one.
 #if !canImport(Darwin)
@@ -83,7 +83,7 @@ package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth
 package.targets += [
     .target(name: "CoreBluetooth", dependencies: ["BLE", "BLEVirtual"]),
     .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "CoreBluetoothExamples", "BLE", "BLEVirtual", "BLESystems", "BLETransport", "BLETestSupport"]),
-    // The seed systems written against `import CoreBluetooth` (issue 11, Deliver 6): the apps'
+    // The seed systems written against `import CoreBluetooth`: the apps'
     // BLE classes in a library the tests drive, and one small executable per app.
     .target(name: "CoreBluetoothExamples", dependencies: ["CoreBluetooth"], path: "Examples/CoreBluetoothExamples"),
     .executableTarget(name: "cb-echo", dependencies: ["CoreBluetoothExamples"], path: "Examples/cb-echo"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks (README "Benchmarks"), from a release build:
+# The benchmarks (docs/PERFORMANCE.md), from a release build:
 #   1. notification throughput Swift → Swift on the virtual radio with the air-time model, in
 #      virtual time, against the theoretical figure for the same PHY, interval and data length;
 #   2. the raw host cost without the air-time model: notifications per CPU-second, the hosts in a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shows that the BLE library product stands alone (ARCHITECTURE.md, issue 9):
+# Shows that the BLE library product stands alone (docs/ARCHITECTURE.md, "The library stands alone"):
 #   1. a package that depends only on the `BLE` product builds, with the README's library
 #      examples as its code and `import BLE` as its only import;
 #   2. that build compiled none of the virtual radio (no BLEVirtualRadio or BLEVirtual module).
@@ -21,16 +21,19 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 SWIFT
-# The README's examples, as a user would paste them (never run: they need a controller).
+# The README's examples, as a user would paste them (never run: they need a controller): the two
+# ```swift blocks of its "## The library" section, the central's then the peripheral's
+# (Tests/BLETests/DocExamplesTests.swift checks they are there).
+library() { awk '/^## /{on = ($0 == "## The library")} on' "$ROOT/README.md"; }
 {
     echo 'import BLE'
     echo
     echo 'func central() async throws {'
-    sed -n '/^## The library/,/^```$/p' "$ROOT/README.md" | sed -n '/^```swift/,/^```$/p' | sed '1d;$d' | grep -v '^import '
+    library | awk '/^```swift/{n++} n==1' | sed -n '/^```swift/,/^```$/p' | sed '1d;$d' | grep -v '^import '
     echo '}'
     echo
     echo 'func peripheral() async throws {'
-    awk '/^```swift/{n++} n==2' "$ROOT/README.md" | sed -n '/^```swift/,/^```$/p' | sed '1d;$d'
+    library | awk '/^```swift/{n++} n==2' | sed -n '/^```swift/,/^```$/p' | sed '1d;$d'
     echo '}'
     echo
     echo 'if CommandLine.arguments.count > 5 { try await central(); try await peripheral() }'

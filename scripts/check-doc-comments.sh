@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lists the public declarations of the API that have no `///` doc comment (issue 9: "every public
+# Lists the public declarations of the API that have no `///` doc comment ("every public
 # declaration of the API has a doc comment"), and exits 1 when there is any.
 #
 # The API is what `import BLE` exposes, read from Sources/BLE/API/Exports.swift:

@@ -3,11 +3,13 @@
 
 Usage (from the repository root):
 
-    python3 scripts/generate-assigned-numbers.py [DATA_DIR] [OUTPUT_FILE]
+    python3 scripts/generate-assigned-numbers.py DATA_DIR [OUTPUT_DIR]
 
-DATA_DIR defaults to ../shared/data/bluetooth-numbers relative to the repository root and must hold
-service_uuids.json, characteristic_uuids.json, descriptor_uuids.json, company_ids.json,
-gap_appearance.json, SOURCE and LICENSE.
+DATA_DIR is not part of this repository: it holds the v1/ tables of Nordic Semiconductor's
+bluetooth-numbers-database (service_uuids.json, characteristic_uuids.json,
+descriptor_uuids.json, company_ids.json, gap_appearance.json), a SOURCE file naming where and at
+which commit they were taken, and the database's LICENSE. OUTPUT_DIR defaults to
+Sources/BLEWire.
 
 Why text tables and not Swift literals: a dictionary or array literal with thousands of entries
 takes the Swift type checker a very long time. Each table is emitted as one raw multi-line string
@@ -22,9 +24,8 @@ import re
 import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA = os.path.join(REPO_ROOT, "..", "shared", "data", "bluetooth-numbers")
 DEFAULT_OUTPUT = os.path.join(REPO_ROOT, "Sources", "BLEWire")
-COMMAND = "python3 scripts/generate-assigned-numbers.py"
+COMMAND = "python3 scripts/generate-assigned-numbers.py DATA_DIR"
 
 UUID16 = re.compile(r"^[0-9A-F]{4}$")
 UUID32 = re.compile(r"^[0-9A-F]{8}$")
@@ -136,10 +137,10 @@ def comment(text):
 
 
 def main(argv):
-    data_dir = os.path.abspath(argv[1]) if len(argv) > 1 else os.path.normpath(DEFAULT_DATA)
+    if len(argv) < 2 or len(argv) > 3:
+        fail("usage: %s [OUTPUT_DIR]" % COMMAND)
+    data_dir = os.path.abspath(argv[1])
     output = os.path.abspath(argv[2]) if len(argv) > 2 else DEFAULT_OUTPUT
-    if len(argv) > 3:
-        fail("usage: %s [DATA_DIR] [OUTPUT_DIR]" % COMMAND)
 
     services = uuid_table(data_dir, "service_uuids.json")
     characteristics = uuid_table(data_dir, "characteristic_uuids.json")

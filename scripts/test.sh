@@ -15,7 +15,8 @@
 #   4. `swift build --build-tests`; then, on a full run, `swift build -c release` (every product
 #      of the package in release: a release-only compiler crash cannot land unseen),
 #      scripts/check-doc-comments.sh (every
-#      public declaration of the API has a doc comment, also of the CoreBluetooth module) and scripts/check-ble-product.sh (a
+#      public declaration of the API has a doc comment, also of the CoreBluetooth module),
+#      scripts/check-doc-links.sh (every link between the Markdown pages resolves) and scripts/check-ble-product.sh (a
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
 #   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported.
@@ -29,7 +30,7 @@
 #   BLE_TEST_MEASURE=1       also time HCI_Reset round trips without and with the shim.
 #   BLE_TEST_SKIP_PACKAGES=1 do not check/install Debian packages.
 #   BLE_TEST_PRODUCT_CHECK=0 skip scripts/check-ble-product.sh on a full run.
-#   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh on a full run.
+#   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh and check-doc-links.sh on a full run.
 #   BLE_TEST_RELEASE=0|1     skip the release build on a full run (0), or do it on a filtered one (1).
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
@@ -259,14 +260,17 @@ if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
     if [[ "${BLE_TEST_RELEASE:-$(( $# == 0 ))}" == 1 ]]; then
         timed "swift build -c release" swift build -c release
     fi
-    # Every public declaration of the API has a doc comment (issue 9); seconds, no build.
+    # Every public declaration of the API has a doc comment, and every link between the
+    # Markdown pages resolves; seconds, no build.
     if [[ "${BLE_TEST_DOC_CHECK:-1}" == 1 && $# == 0 ]]; then
         log "scripts/check-doc-comments.sh"
         scripts/check-doc-comments.sh
         if [[ -d Sources/CoreBluetooth ]]; then scripts/check-doc-comments.sh CoreBluetooth; fi
+        log "scripts/check-doc-links.sh"
+        scripts/check-doc-links.sh
     fi
     # The BLE library stands alone: a package that depends only on it builds from the README's
-    # examples without compiling the virtual radio (issue 9).
+    # examples without compiling the virtual radio.
     if [[ "${BLE_TEST_PRODUCT_CHECK:-1}" == 1 && $# == 0 ]]; then
         timed "scripts/check-ble-product.sh" scripts/check-ble-product.sh
     fi

@@ -3,7 +3,7 @@ import CoreBluetooth
 /// S3's heart-rate monitor: scans for 180D, refuses weak signals, subscribes to Heart Rate
 /// Measurement (decoded per the Heart Rate Service specification) and scans again after a disconnect.
 ///
-/// The RSSI gate (SEEDS.md S3, as `ble heart-rate` applies it): a monitor heard weaker than
+/// The RSSI gate (docs/SYSTEMS.md S3, as `ble heart-rate` applies it): a monitor heard weaker than
 /// `minimumRSSI` is refused with a line showing its RSSI, once, and every later advertisement
 /// is judged again, so a monitor brought closer is taken. That needs every advertisement, not
 /// only changed ones: the scan asks for duplicates (`CBCentralManagerScanOptionAllowDuplicatesKey`,

@@ -1,5 +1,5 @@
 /// `cb-heart-rate [MEASUREMENTS] [NAME] [--min-rssi DBM]`, parsed: how many measurements to
-/// show (0 or none: until interrupted), a name filter, and the RSSI gate of SEEDS.md S3
+/// show (0 or none: until interrupted), a name filter, and the RSSI gate of docs/SYSTEMS.md S3
 /// (default −70 dBm, as `ble heart-rate --min-rssi` takes it; a test against rootcanal, which
 /// reports weak signals, lowers it).
 public struct HeartRateMonitorArguments: Equatable, Sendable {

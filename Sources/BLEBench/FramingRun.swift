@@ -1,6 +1,6 @@
 import BLEProfiles
 
-/// `ble-bench framing`: the S1 framed-stream decoder (`FrameDecoder`, SEEDS.md S1) over a
+/// `ble-bench framing`: the S1 framed-stream decoder (`FrameDecoder`; docs/SYSTEMS.md, S1) over a
 /// stream cut into 244-byte notifications (ATT_MTU 247), at two lengths ten times apart, so the
 /// ratio of the times shows whether the cost is linear in the data (10× the data in 10× the
 /// time; quadratic reassembly, re-copying the buffer per notification, gives ~100×).
@@ -65,7 +65,7 @@ struct FramingRun {
 func framingCost(bytes: Int?) throws {
     let small = max(bytes ?? 9_000_000, 1)
     let large = small * 10
-    print("framed-stream decoder (SEEDS.md S1 FrameDecoder), \(FramingRun.notificationSize)-byte notifications")
+    print("framed-stream decoder (S1 FrameDecoder), \(FramingRun.notificationSize)-byte notifications")
     print(pad("stream", 20) + pad("bytes", 12) + pad("frames", 8) + pad("CPU s/pass", 12) + "bytes per CPU-second")
     for shape in FramingRun.Shape.allCases {
         let short = try FramingRun.notifications(shape, bytes: small)

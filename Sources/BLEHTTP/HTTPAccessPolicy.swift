@@ -1,4 +1,4 @@
-/// Who may use a local web UI (issue 14's "safe by default"), decided per request, sans-IO:
+/// Who may use a local web UI ("safe by default"), decided per request, sans-IO:
 ///
 /// - the `Host` field must name this server (`allowedHosts`), or a page on another origin
 ///   could reach it through a DNS name rebound to 127.0.0.1 (RFC 9110 §7.2 says a server may

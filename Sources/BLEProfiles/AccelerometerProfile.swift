@@ -1,6 +1,6 @@
 import BLEWire
 
-/// The accelerometer peripheral and charting central of SEEDS.md S4: one service, one notify
+/// The accelerometer peripheral and charting central of docs/SYSTEMS.md S4: one service, one notify
 /// characteristic carrying `AccelerometerSample`s.
 public enum AccelerometerProfile {
     /// The primary service (a 16-bit UUID chosen by the article, not a SIG-assigned one).
@@ -17,7 +17,7 @@ public enum AccelerometerProfile {
     public static let scanDuration: Duration = .seconds(5)
 
     /// Whether the central lists a device: its advertised local name contains "ble", in any case.
-    /// The central scans without a service filter and picks by name (SEEDS.md S4).
+    /// The central scans without a service filter and picks by name (docs/SYSTEMS.md S4).
     public static func isCandidate(localName name: String?) -> Bool {
         guard let name else { return false }
         return name.lowercased().contains("ble")

@@ -1,5 +1,5 @@
 /// One accelerometer reading, x, y, z in g: the 12-byte value of `AccelerometerProfile.sample`
-/// (SEEDS.md S4), three IEEE 754 Float32 little-endian, x first. The article sent the phone's
+/// (docs/SYSTEMS.md S4), three IEEE 754 Float32 little-endian, x first. The article sent the phone's
 /// native order, which is little-endian on every phone it ran on; this fixes it as such.
 public struct AccelerometerSample: Equatable, Sendable {
     public var x: Float
@@ -66,7 +66,7 @@ public struct AccelerometerSample: Equatable, Sendable {
     }
 }
 
-/// Why an accelerometer value could not be decoded (SEEDS.md S4).
+/// Why an accelerometer value could not be decoded (docs/SYSTEMS.md S4).
 public enum AccelerometerError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The value was not exactly 12 bytes.
     case wrongLength(Int)

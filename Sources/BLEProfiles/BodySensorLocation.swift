@@ -1,5 +1,5 @@
 /// Where a heart rate sensor is worn: the Body Sensor Location characteristic (0x2A38), one byte.
-/// Heart Rate Service spec v1.0 (HRS) §3.2; SEEDS.md S3. Values 7–255 are reserved.
+/// Heart Rate Service spec v1.0 (HRS) §3.2; docs/SYSTEMS.md S3. Values 7–255 are reserved.
 public enum BodySensorLocation: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case other = 0
     case chest = 1

@@ -1,6 +1,6 @@
 import BLEWire
 
-/// The echo-and-image service of SEEDS.md S1 (a Raspberry Pi peripheral and a phone central).
+/// The echo-and-image service of docs/SYSTEMS.md S1 (a Raspberry Pi peripheral and a phone central).
 ///
 /// One characteristic carries the framed stream (`Frame`, `FrameDecoder`) both ways: the central
 /// writes it with Write Request, the peripheral notifies on it.

@@ -1,4 +1,4 @@
-/// The kind of a frame on the S1 framed stream: its one ASCII code byte (SEEDS.md S1).
+/// The kind of a frame on the S1 framed stream: its one ASCII code byte (docs/SYSTEMS.md S1).
 public enum FrameCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     /// `N`: a bare notification, always with an empty body.
     case notify = 0x4E
@@ -13,7 +13,7 @@ public enum FrameCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     public var description: String { String(UnicodeScalar(rawValue)) }
 }
 
-/// One frame of the S1 framed stream (SEEDS.md S1): `CODE` (1 ASCII byte) + `SIZE` (7 ASCII
+/// One frame of the S1 framed stream (docs/SYSTEMS.md S1): `CODE` (1 ASCII byte) + `SIZE` (7 ASCII
 /// decimal digits, zero-filled, the body length) + `BODY`.
 ///
 /// Both directions of the echo service carry a byte stream of these frames over one
@@ -51,7 +51,7 @@ public struct Frame: Equatable, Sendable {
     /// The body as UTF-8 text, or nil when it is not valid UTF-8 (an image, or a corrupt text).
     public var text: String? { String(validating: body, as: UTF8.self) }
 
-    /// The frame the central sends for a line the user typed (SEEDS.md S1): `U` when the text
+    /// The frame the central sends for a line the user typed (docs/SYSTEMS.md S1): `U` when the text
     /// starts with "http" (which covers "https") or with "file://", otherwise `T`.
     ///
     /// "file://" is an addition to the article's rule so that local tests and demos can ask the
@@ -95,7 +95,7 @@ public struct Frame: Equatable, Sendable {
     /// `maximumLength` bytes, in order, the last one possibly shorter.
     ///
     /// The central writes each piece with one ATT Write Request, so `maximumLength` is the peer's
-    /// maximum write length, ATT_MTU − 3 (SEEDS.md S1; Core spec Vol 3 Part F §3.4.5.1). A
+    /// maximum write length, ATT_MTU − 3 (docs/SYSTEMS.md S1; Core spec Vol 3 Part F §3.4.5.1). A
     /// `maximumLength` below 1 cannot come from a real MTU (the minimum LE ATT_MTU is 23); it is
     /// treated as 1 so that every byte is still sent and nothing traps. No input gives no pieces.
     public static func chunks(of stream: [UInt8], maximumLength: Int) -> [[UInt8]] {

@@ -1,4 +1,4 @@
-/// Reassembles S1 frames (SEEDS.md S1) from a byte stream cut anywhere: a frame may arrive over
+/// Reassembles S1 frames (docs/SYSTEMS.md S1) from a byte stream cut anywhere: a frame may arrive over
 /// many writes or notifications, and one of them may end a frame and start the next. Sans-IO:
 /// feed it whatever the link delivered, in order.
 ///
@@ -178,7 +178,7 @@ public struct FrameDecoder: Sendable {
             size = size * 10 + Int(digit - 0x30)
         }
         guard size <= maximumBodySize else { throw .bodyTooLarge(size: size, limit: maximumBodySize) }
-        // SEEDS.md S1: `N` is a bare notification; a body means the peer does not speak the protocol.
+        // docs/SYSTEMS.md S1: `N` is a bare notification; a body means the peer does not speak the protocol.
         guard code != .notify || size == 0 else { throw .notifyWithBody(size: size) }
 
         header.removeAll(keepingCapacity: true)

@@ -1,6 +1,6 @@
 import BLEWire
 
-/// Why a framed-stream header was rejected or a frame could not be encoded (SEEDS.md S1).
+/// Why a framed-stream header was rejected or a frame could not be encoded (docs/SYSTEMS.md S1).
 ///
 /// The original client force-unwrapped the size field and crashed on garbage; every malformed
 /// header here ends in one of these, with a message a user can act on.

@@ -1,5 +1,5 @@
 /// The Heart Rate Control Point characteristic (0x2A39), written by the client.
-/// Heart Rate Service spec v1.0 (HRS) §3.3; SEEDS.md S3.
+/// Heart Rate Service spec v1.0 (HRS) §3.3; docs/SYSTEMS.md S3.
 ///
 /// The only command is 0x01, Reset Energy Expended; a server answers any other value with the ATT
 /// application error 0x80 (`HeartRateProfile.controlPointNotSupported`).

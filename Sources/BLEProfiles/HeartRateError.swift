@@ -1,4 +1,4 @@
-/// Why a Heart Rate Service value could not be decoded (HRS §3.1, §3.2; SEEDS.md S3).
+/// Why a Heart Rate Service value could not be decoded (HRS §3.1, §3.2; docs/SYSTEMS.md S3).
 /// These come from a peer, so a short or odd value is an error, never a trap.
 public enum HeartRateError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A Heart Rate Measurement with no bytes at all (not even the flags).

@@ -1,7 +1,7 @@
 import BLEWire
 
 /// One Heart Rate Measurement characteristic value (0x2A37). Heart Rate Service spec v1.0 (HRS)
-/// §3.1; SEEDS.md S3 (where the article got the flag bits and the byte order wrong).
+/// §3.1; docs/SYSTEMS.md S3 (where the article got the flag bits and the byte order wrong).
 ///
 /// Layout, all little-endian:
 /// - Flags (1 byte): bit 0 value format (0 = UInt8, 1 = UInt16); bits 1–2 sensor contact

@@ -1,6 +1,6 @@
 import BLEWire
 
-/// The standard Heart Rate Service used by SEEDS.md S3: UUIDs and the one service-specific
+/// The standard Heart Rate Service used by docs/SYSTEMS.md S3: UUIDs and the one service-specific
 /// ATT error code. Heart Rate Service specification v1.0 (HRS) §2–§3; UUIDs from the Bluetooth
 /// Assigned Numbers.
 public enum HeartRateProfile {

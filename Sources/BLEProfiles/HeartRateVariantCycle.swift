@@ -1,7 +1,7 @@
 /// Heart Rate Measurements for a simulated monitor that cycle through every flag combination
 /// (2 value formats × 3 sensor-contact states × Energy Expended or not × RR-Intervals or not = 24),
 /// so one run of a test peripheral or `ble serve heart-rate` exercises every decoding path of a
-/// central (HRS §3.1; SEEDS.md S3).
+/// central (HRS §3.1; docs/SYSTEMS.md S3).
 ///
 /// Deterministic: the n-th measurement depends only on n and the energy count. Values are
 /// plausible: the rate climbs from 60 to 180 bpm and back over 240 measurements, Energy Expended

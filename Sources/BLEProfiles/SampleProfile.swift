@@ -1,6 +1,6 @@
 import BLEWire
 
-/// The step-by-step sample of SEEDS.md S2 (an M5Stack peripheral and a central whose logic lives
+/// The step-by-step sample of docs/SYSTEMS.md S2 (an M5Stack peripheral and a central whose logic lives
 /// in a package): one read/write characteristic and one notify characteristic.
 public enum SampleProfile {
     /// The primary service.

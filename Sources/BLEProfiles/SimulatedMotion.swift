@@ -7,7 +7,7 @@ import Darwin
 #endif
 import BLEWire
 
-/// A stand-in for a phone's accelerometer on a machine that has none (SEEDS.md S4): a device
+/// A stand-in for a phone's accelerometer on a machine that has none (docs/SYSTEMS.md S4): a device
 /// lying roughly flat and being moved gently. Gravity gives z ≈ 1 g; slow sinusoids of a few
 /// tenths of a g, with seed-dependent phases, move x, y and z; and small seeded noise (±0.01 g,
 /// changing every millisecond) keeps the chart from looking synthetic.

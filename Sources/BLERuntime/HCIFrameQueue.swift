@@ -3,7 +3,7 @@ import Synchronization
 
 /// The frames one end of an in-process transport has received and its reader not yet taken:
 /// a lock, an array and at most one waiting reader. What `AsyncThrowingStream` does for
-/// `incoming`, without its generic, unspecialised machinery (issue 12's profile: about a fifth
+/// `incoming`, without its generic, unspecialised machinery (the profile: about a fifth
 /// of every packet's cost went to metadata lookups inside it), and in batches: a reader that
 /// wakes takes every frame that arrived meanwhile in one go, so a burst of ACL fragments costs
 /// one task switch, not one per fragment.
@@ -103,17 +103,17 @@ public final class HCIFrameQueue: Sendable {
     /// returns) or fails (then throws the error `close` was given), or the reading task is
     /// cancelled (then returns once what is queued has been handed over). What a read loop over
     /// `next` does, with one cancellation handler for the whole loop instead of one per wait: a
-    /// reader wakes once per burst, and each wait is then one continuation and nothing more
-    /// (issue 12). Runs on the caller's actor (`isolation`), `body` within its turn.
+    /// reader wakes once per burst, and each wait is then one continuation and nothing more.
+    /// Runs on the caller's actor (`isolation`), `body` within its turn.
     ///
     /// The batch array is recycled: the reader keeps the one it handed to `body` and, emptied
     /// (its capacity kept), swaps it for the queue's at the next take, so a steady stream of
-    /// batches allocates no arrays (issue 12: a new array per batch, then grown by `push`). A
+    /// batches allocates no arrays (a new array per batch, then grown by `push`). A
     /// `body` that keeps its batch keeps a copy as ever; the spare is then a new array.
     ///
     /// `body` may take frames out of its batch (swap them for others): a frame taken out is
     /// then referenced only by `body`, which can change its bytes in place rather than copy them
-    /// (the virtual radio rewriting an ACL header, issue 12). What it leaves is released after.
+    /// (the virtual radio rewriting an ACL header). What it leaves is released after.
     public func read(isolation: isolated (any Actor)? = #isolation, _ body: (inout [H4Frame]) -> Void) async throws {
         try await withTaskCancellationHandler(operation: {
             var batch: [H4Frame] = []

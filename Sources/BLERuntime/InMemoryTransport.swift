@@ -19,7 +19,7 @@ public final class InMemoryTransport: HCITransport {
 
     /// Shared by both ends. The receiving queue's lock orders every delivery, so frames sent from
     /// concurrent tasks arrive whole and in the order the sends took it; a send is one lock, not
-    /// two (issue 12: the in-process pipe carries every fragment of the hot path).
+    /// two (the in-process pipe carries every fragment of the hot path).
     private final class Link: Sendable {
         let queues: [HCIFrameQueue]
         /// What each side receives: `queues[0]` and `queues[1]` as constants, so that a send (one

@@ -1,5 +1,5 @@
 // What `import BLEVirtual` brings with it, so that it alone is enough for a test or demo that
-// uses a virtual world (the README's "The virtual radio in your own tests"): the whole public
+// uses a virtual world (docs/LIBRARY.md, "The virtual radio in your own tests"): the whole public
 // API (`import BLE`), and the virtual-radio types that `VirtualWorld` and `VirtualRadio` name in
 // their signatures. The virtual controller's and medium's sans-IO internals (host-bound packets,
 // air actions, deliveries) stay out of sight; import BLEVirtualRadio by name to drive them.

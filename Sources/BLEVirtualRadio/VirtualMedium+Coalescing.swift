@@ -7,7 +7,7 @@ extension Array where Element == VirtualMedium.Delivery {
     /// completed packets when it likes, for several handles at once; §4.1.1 only requires that
     /// every packet is reported. The radio does this for the deliveries of one batch of host
     /// frames, as a controller reporting once per connection event would: a burst of fragments
-    /// then returns its credits in one event instead of one event per fragment (issue 12).
+    /// then returns its credits in one event instead of one event per fragment.
     ///
     /// Moving a later report earlier never credits a packet before it was sent (the whole batch
     /// reached the controller first); a report for a link that ended in between is dropped by

@@ -3,8 +3,8 @@ import BLERuntime
 import BLEWire
 
 /// Attaching an outside host (a `ble --hci tcp:...` process, a Bumble host) to the radio over any
-/// `HCITransport` whose `incoming` are the host's frames: the `ble radio --listen` server (issue 4,
-/// item 5), the rootcanal model of one TCP connection = one controller on a shared medium.
+/// `HCITransport` whose `incoming` are the host's frames: the `ble radio --listen` server,
+/// the rootcanal model of one TCP connection = one controller on a shared medium.
 ///
 /// Built only on the radio's public surface: the new controller's in-process host end is
 /// bridged frame by frame to `hostTransport`, in both directions, in order.

@@ -13,14 +13,14 @@ public struct VirtualDevice: Sendable {
 /// The driver of a `VirtualMedium`: hands out one `HCITransport` per controller, feeds the
 /// frames hosts send into the medium, delivers what comes back in order, and wakes at the
 /// medium's deadlines. All mutable state lives in this actor; the transports only move frames.
-/// Its API also injects faults (issue 4): moving a device out of range, powering it off,
+/// Its API also injects faults: moving a device out of range, powering it off,
 /// resetting it, dropping a link, delaying or stalling its HCI path, losing or delaying its scan
 /// responses.
 ///
 /// A controller's frames go to its host synchronously, from inside the actor turn that produced
 /// them (the in-memory transport's send never waits), so a host sees them in exactly the order
 /// the medium produced them; frames from the host are read by one loop per device that runs on
-/// this actor, so a frame costs one task switch each way and no relay task (issue 12).
+/// this actor, so a frame costs one task switch each way and no relay task.
 public actor VirtualRadio {
     private var medium = VirtualMedium()
     private let clock: any BLEClock
@@ -39,7 +39,7 @@ public actor VirtualRadio {
     private var nextAutomaticAddress: UInt64 = 0xC0_00_00_00_00_01
     private var closed = false
     /// The last batch's deliveries array, emptied with its capacity kept: the next batch builds
-    /// its deliveries in it, so a steady stream of batches allocates no array (issue 12).
+    /// its deliveries in it, so a steady stream of batches allocates no array.
     private var spareDeliveries: [VirtualMedium.Delivery] = []
 
     /// The HCI path between one controller and its host: a delay on every frame both ways, or a
@@ -229,7 +229,7 @@ public actor VirtualRadio {
     /// (`coalescingCompletedPackets`); a delayed or stalled path holds each frame as before.
     ///
     /// Each frame is taken out of `frames` as it is handled, so the medium holds the only
-    /// reference to its bytes and rewrites a passed-through ACL header in place (issue 12: the
+    /// reference to its bytes and rewrites a passed-through ACL header in place (the
     /// batch's reference made that a copy of the whole packet).
     private func receive(_ frames: inout [H4Frame], from id: VirtualMedium.ControllerID) {
         guard !closed else { return }

@@ -11,7 +11,7 @@ import Darwin
 /// thread; whenever that thread has nothing left to run, the clock jumps straight to the
 /// earliest sleeper's deadline and wakes it. A 10-second scan timeout therefore passes in
 /// microseconds, and the order of events depends only on the code, not on the machine's speed or
-/// load (issue 4, "Time").
+/// load.
 ///
 /// Use it through `run(_:)`, which starts the world's first task with this executor as its
 /// preference. Library code that starts unstructured tasks passes the clock's `taskExecutor`

@@ -1,5 +1,5 @@
 // GENERATED FILE - DO NOT EDIT.
-// Regenerate with: python3 scripts/generate-assigned-numbers.py
+// Regenerate with: python3 scripts/generate-assigned-numbers.py DATA_DIR
 //
 // Data: Bluetooth assigned numbers (service, characteristic and descriptor UUIDs, company
 // identifiers, appearance values) from the Bluetooth numbers database.

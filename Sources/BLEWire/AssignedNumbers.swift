@@ -3,7 +3,7 @@
 /// reports) and GAP appearance values (Core Supplement Part A §1.12).
 ///
 /// The tables live in `AssignedNumbers+{UUIDs,Companies,Appearance}.generated.swift`, produced by
-/// `scripts/generate-assigned-numbers.py` from shared/data/bluetooth-numbers. They are stored as
+/// `scripts/generate-assigned-numbers.py` from Nordic Semiconductor's bluetooth-numbers-database. They are stored as
 /// tab-separated text and parsed into dictionaries the first time a lookup needs them (a `static
 /// let` is initialised lazily and exactly once, thread-safely), which keeps compile time small and
 /// costs nothing for programs that never ask for a name.

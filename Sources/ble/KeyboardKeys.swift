@@ -5,7 +5,7 @@ import Dispatch
 import Synchronization
 
 /// Single key presses from a terminal on stdin, for `ble serve` (key `a` switches advertising on
-/// and off, as the S4 peripheral's user does, SEEDS.md S4). The terminal is put in
+/// and off, as the S4 peripheral's user does, docs/SYSTEMS.md S4). The terminal is put in
 /// non-canonical mode without echo, so a key arrives at once without Enter; Ctrl-C still
 /// interrupts (ISIG stays on). `restore()` puts the terminal back as it was.
 final class KeyboardKeys: Sendable {

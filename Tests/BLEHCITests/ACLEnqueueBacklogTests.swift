@@ -4,7 +4,7 @@ import XCTest
 
 /// What `enqueue(handle:prefix:payload:send:)` returns: the handle's PDUs still waiting for
 /// credits (Vol 4 Part E §4.1.1), which the GATT server's pump reads instead of asking
-/// `queuedPDUs(handle:)` after each PDU (issue 12). It must be that very number, whatever the
+/// `queuedPDUs(handle:)` after each PDU. It must be that very number, whatever the
 /// credits, the buffer length and the other handles' backlog.
 final class ACLEnqueueBacklogTests: XCTestCase {
     func testTheReturnedBacklogIsQueuedPDUsAfterEveryEnqueue() {

@@ -3,7 +3,7 @@ import BLEWire
 import BLETestSupport
 import XCTest
 
-/// The in-place paths of the notification hot path (issue 12) against the per-layer ones they
+/// The in-place paths of the notification hot path against the per-layer ones they
 /// replace: fragments built in wire form with the L2CAP basic header (Vol 3 Part A §3.1, Vol 4
 /// Part E §5.4.2), and Number Of Completed Packets read without decoding (§7.7.19).
 final class ACLWireFormTests: XCTestCase {

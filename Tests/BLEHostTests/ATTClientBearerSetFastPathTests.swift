@@ -3,7 +3,7 @@ import BLEWire
 @testable import BLEHost
 import BLETestSupport
 
-/// The set's update fast path (issue 12): a Handle Value Notification or Indication (Core spec
+/// The set's update fast path: a Handle Value Notification or Indication (Core spec
 /// Vol 3 Part F §3.4.7.1, §3.4.7.2) is taken without scheduling. Checked against the full path
 /// (`receiveScheduled`, through the bearer and `settle`) from the same state: the same actions
 /// for the PDU, and the same actions and state for a script of calls after it, in states with

@@ -3,7 +3,7 @@ import BLEWire
 @testable import BLEHost
 
 /// The per-update check reads an attribute's permissions where they lie
-/// (`GATTServerDatabase.permissions(at:)`) instead of copying the attribute out (issue 12). It
+/// (`GATTServerDatabase.permissions(at:)`) instead of copying the attribute out. It
 /// must judge exactly as the rule says: a value's read requirements (Vol 3 Part F §3.2.5,
 /// §3.4.1.1) against the link's current security, or the client counts as not subscribed.
 final class GATTServerUpdateCheckTests: XCTestCase {

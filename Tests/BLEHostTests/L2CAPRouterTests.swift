@@ -53,7 +53,7 @@ final class L2CAPRouterTests: XCTestCase {
         XCTAssertEqual(r.receive(ACLPacket(handle: 0x40, boundary: .firstFlushable, data: hexBytes("0100 0400 1E"))), .att([0x1E]))
     }
 
-    /// `nextDeadline` is kept beside the links (issue 12): it must follow every change a link's
+    /// `nextDeadline` is kept beside the links: it must follow every change a link's
     /// signaling requests go through — a request sent, its 30 s running out (the identifier
     /// and CID then stay held for another 30 s, Vol 3 Part A §4.6), the link closing.
     func testTheSignalingDeadlineFollowsRequestsTheirExpiryAndTheLinkClosing() throws {
@@ -88,7 +88,7 @@ final class L2CAPRouterTests: XCTestCase {
             clockReads += 1
             return .seconds(1)
         }
-        // ATT (whole and in fragments) and SMP need no time (issue 12: the clock per fragment).
+        // ATT (whole and in fragments) and SMP need no time (the clock per fragment).
         XCTAssertEqual(r.receive(acl: hexBytes("4120 0700 0300 0400 1B1000"), security: { LinkSecurity() }, now: clock()),
                        .att(hexBytes("1B1000")[...]))
         XCTAssertEqual(r.receive(acl: hexBytes("4220 0300 0300 04"), security: { LinkSecurity() }, now: clock()), .none)

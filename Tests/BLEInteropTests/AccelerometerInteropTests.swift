@@ -2,7 +2,7 @@ import BLEProfiles
 import Foundation
 import XCTest
 
-/// SEEDS.md S4 against Bumble over rootcanal, both directions: a Bumble central against our
+/// docs/SYSTEMS.md S4 against Bumble over rootcanal, both directions: a Bumble central against our
 /// `ble serve accel`, and our `ble accel` against a Bumble accelerometer
 /// (peers/accel_peripheral.py, accel_central.py).
 final class AccelerometerInteropTests: XCTestCase {

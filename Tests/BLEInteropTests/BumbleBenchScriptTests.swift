@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The Bumble halves of `scripts/bench.sh --compare` (issue 12, Deliver 6), run with tiny counts
+/// The Bumble halves of `scripts/bench.sh --compare`, run with tiny counts
 /// so they cannot rot unnoticed: each must finish and print its figure in the form the script
 /// reads. Nothing here is timed; the figures' values are not judged, only their shape and the
 /// counts they must agree with.

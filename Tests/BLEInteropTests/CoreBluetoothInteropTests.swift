@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The CoreBluetooth-style seed apps (Examples/, `import CoreBluetooth`) against Bumble peers over
-/// rootcanal, and a Bumble central against the CoreBluetooth accelerometer peripheral (issue 11).
+/// rootcanal, and a Bumble central against the CoreBluetooth accelerometer peripheral.
 final class CoreBluetoothInteropTests: XCTestCase {
     func uniqueName(_ prefix: String) -> String { prefix + String(UInt32.random(in: 100_000...999_999)) }
 

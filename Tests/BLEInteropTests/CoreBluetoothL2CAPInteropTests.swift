@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// L2CAP channels through the CoreBluetooth API (issue 11) against Bumble over rootcanal: the
+/// L2CAP channels through the CoreBluetooth API against Bumble over rootcanal: the
 /// `cb-l2cap` example (`CBPeripheral.openL2CAPChannel`, the channel's run-loop scheduled
 /// streams) opens a channel to a Bumble CoC echo listener, writes 64 KB and checks the echo.
 final class CoreBluetoothL2CAPInteropTests: XCTestCase {

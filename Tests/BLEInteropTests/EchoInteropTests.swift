@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// SEEDS.md S1 over rootcanal, both directions: `ble serve echo` against Bumble's echo client
+/// docs/SYSTEMS.md S1 over rootcanal, both directions: `ble serve echo` against Bumble's echo client
 /// (`peers/echo_client.py`), and `ble echo` / `ble fetch` against Bumble's echo server
 /// (`peers/echo_server.py`).
 final class EchoInteropTests: XCTestCase {

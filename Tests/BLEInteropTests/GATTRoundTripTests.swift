@@ -6,7 +6,7 @@ import XCTest
 import Glibc
 #endif
 
-/// Issue 12's round-trip figure: ATT requests other than Exchange MTU from Connection Complete to
+/// The round-trip figure: ATT requests other than Exchange MTU from Connection Complete to
 /// the first notification for `ble subscribe ADDRESS 2A37`, counted in the `--capture` btsnoop
 /// (`ATTRoundTrips`): cold, and on a reconnection that finds the attribute cache valid
 /// (`--gatt-cache`, Core spec Vol 3 Part G §2.5.2). Against the virtual radio's heart-rate demo

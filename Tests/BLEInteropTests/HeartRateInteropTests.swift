@@ -3,7 +3,7 @@ import BLEWire
 import Foundation
 import XCTest
 
-/// SEEDS.md S3 against Bumble over rootcanal, both directions: a Bumble monitor against our
+/// docs/SYSTEMS.md S3 against Bumble over rootcanal, both directions: a Bumble monitor against our
 /// `ble serve heart-rate`, and our `ble heart-rate` against a Bumble sensor that cycles through
 /// every flag variant (peers/heart_rate_sensor.py, heart_rate_monitor.py).
 final class HeartRateInteropTests: XCTestCase {

@@ -3,7 +3,7 @@ import BLEWire
 import Foundation
 import XCTest
 
-/// LE credit-based channels against Bumble over rootcanal, both ways (issue 13): our central to
+/// LE credit-based channels against Bumble over rootcanal, both ways: our central to
 /// a Bumble CoC echo listener, a Bumble client to our listener; through the API and through
 /// `ble l2cap`.
 final class L2CAPInteropTests: XCTestCase {

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// SEEDS.md S2 over rootcanal, both directions: `ble serve sample` against Bumble's sample
+/// docs/SYSTEMS.md S2 over rootcanal, both directions: `ble serve sample` against Bumble's sample
 /// central (`peers/sample_central.py`), and `ble sample` against Bumble's M5Stack-style
 /// peripheral (`peers/sample_peripheral.py`).
 final class SampleInteropTests: XCTestCase {

@@ -19,7 +19,7 @@ final class ServeDatabaseChangeSignalTests: XCTestCase {
         XCTAssertEqual(added["trigger"] as? String, "signal")
         XCTAssertEqual(added["signal"] as? String, "SIGUSR1")
         XCTAssertEqual(added["service"] as? String, "8f3c000c-6c5a-4d2e-9b1f-2f0a1c3b4d5e")
-        // The test profile's last handle is 0x0026 (`ble write --signed`'s example in README).
+        // The test profile's last handle is 0x0026 (`ble write --signed`'s example in docs/CLI.md).
         XCTAssertEqual(added["start"] as? Int, 0x0027)
         XCTAssertEqual(added["end"] as? Int, 0x0029)
 

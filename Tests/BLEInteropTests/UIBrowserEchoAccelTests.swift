@@ -2,7 +2,7 @@ import Foundation
 import BLETestSupport
 import XCTest
 
-/// The `/echo` and `/accel` screens of `ble ui --hci virtual` in headless Chromium (SEEDS S1 and
+/// The `/echo` and `/accel` screens of `ble ui --hci virtual` in headless Chromium (docs/SYSTEMS.md S1 and
 /// S4), with the demo peripherals as the far ends. Kept apart from the other screens' tests so
 /// each screen's tests change alone.
 extension UIBrowserTests {
@@ -52,7 +52,7 @@ extension UIBrowserTests {
         return "\(root)\(path)?token=\(token)"
     }
 
-    /// SEEDS S1 in the page: a text gets the demo echo server's reply; a URL served here over
+    /// docs/SYSTEMS.md S1 in the page: a text gets the demo echo server's reply; a URL served here over
     /// HTTP is fetched by the echo server, arrives with the progress bar moving, and shows as
     /// an image; a URL that fails gives the server's reason in the page, and the page goes on.
     func testTheEchoScreenShowsTheReplyAndTheFetchedImage() throws {
@@ -97,7 +97,7 @@ extension UIBrowserTests {
         XCTAssertTrue((shown["error"] as? String)?.contains("HTTP status 404") == true, "\(shown)")
     }
 
-    /// SEEDS S4 in the page: `/accel` lists the demo BLE001; a click opens its chart, which
+    /// docs/SYSTEMS.md S4 in the page: `/accel` lists the demo BLE001; a click opens its chart, which
     /// gets points; Pause stops them (the server sends none after its pause event); the CSV
     /// download has the header and rows, the SVG download parses. A device that is no
     /// accelerometer gets the reason on its page, and the server keeps serving.

@@ -6,7 +6,7 @@ import XCTest
 /// accelerometer sample with a NaN in it.
 extension UIBrowserTests {
     /// The echo server fetched an HTML page, not an image: the page shows no image, offers the
-    /// bytes as a download (as the README says), and that download is an attachment of no
+    /// bytes as a download (as docs/CLI.md says), and that download is an attachment of no
     /// type a browser would render.
     func testTheEchoScreenOffersAReplyThatIsNoImageAsADownload() throws {
         let env = try InteropEnvironment.current()

@@ -10,7 +10,7 @@ extension UIBrowserTests {
         (String(ui.address.prefix { $0 != "?" }).trimmingCharacters(in: CharacterSet(charactersIn: "/")), String(ui.address.split(separator: "=").last ?? ""))
     }
 
-    /// SEEDS S2 in the page: Run, and the numbered steps appear as they happen, in the order of
+    /// docs/SYSTEMS.md S2 in the page: Run, and the numbered steps appear as they happen, in the order of
     /// `ble sample`, up to the last.
     func testTheSampleScreenShowsTheStepsInOrderUpToTheLast() throws {
         let ui = try UIProcess()

@@ -103,7 +103,7 @@ final class UIBrowserTests: XCTestCase {
         XCTAssertEqual(shown["cookies"] as? String, "")
     }
 
-    /// SEEDS S3 in the page: `/heart-rate` lists the demo HRM (the only 180D advertiser) with its
+    /// docs/SYSTEMS.md S3 in the page: `/heart-rate` lists the demo HRM (the only 180D advertiser) with its
     /// RSSI against the gate; a click opens `/heart-rate/ADDRESS`, which connects, shows the
     /// latest bpm, contact and body sensor location, and draws the chart as values arrive.
     func testTheHeartRateScreensListTheMonitorAndFollowItLive() throws {

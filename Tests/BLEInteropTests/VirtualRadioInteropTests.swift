@@ -5,7 +5,7 @@ import XCTest
 import Glibc
 #endif
 
-/// `ble radio --listen` (issue 4, items 5 and 7): the virtual radio served over TCP, with Swift
+/// `ble radio --listen`: the virtual radio served over TCP, with Swift
 /// (`ble --hci tcp:...`) and Bumble (`tcp-client:...`) hosts meeting on it. Each test starts its
 /// own radio on a free port, so nothing here touches the shared rootcanal; the rig is still
 /// needed for the venv's Bumble, so the tests skip under a plain `swift test`.

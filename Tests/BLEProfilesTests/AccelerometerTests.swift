@@ -2,7 +2,7 @@ import XCTest
 import BLEWire
 @testable import BLEProfiles
 
-/// The accelerometer sample codec, its line parser and the profile constants (SEEDS.md S4).
+/// The accelerometer sample codec, its line parser and the profile constants (docs/SYSTEMS.md S4).
 final class AccelerometerTests: XCTestCase {
     typealias Sample = AccelerometerSample
 

@@ -2,7 +2,7 @@ import BLEWire
 import XCTest
 @testable import BLEProfiles
 
-/// The S1 reassembly property (SEEDS.md S1): random frames, concatenated and cut anywhere, come
+/// The S1 reassembly property (docs/SYSTEMS.md S1): random frames, concatenated and cut anywhere, come
 /// out identical; and the decoder's work stays proportional to its input.
 final class FrameDecoderPropertyTests: XCTestCase {
     /// Frames with all four codes and bodies of 0...5000 bytes (N stays empty, as the spec says).

@@ -1,7 +1,7 @@
 import XCTest
 @testable import BLEProfiles
 
-/// Reassembling S1 frames and rejecting malformed headers (SEEDS.md S1).
+/// Reassembling S1 frames and rejecting malformed headers (docs/SYSTEMS.md S1).
 final class FrameDecoderTests: XCTestCase {
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
@@ -151,7 +151,7 @@ final class FrameDecoderTests: XCTestCase {
         XCTAssertEqual(frames.count, 2)
     }
 
-    /// SEEDS.md S1: `N` is a bare notification. One that announces a body is an error as soon
+    /// docs/SYSTEMS.md S1: `N` is a bare notification. One that announces a body is an error as soon
     /// as its header is in, before any of the body is taken.
     func testNotifyWithABodyIsAnError() throws {
         var decoder = FrameDecoder()

@@ -2,7 +2,7 @@ import XCTest
 import BLEWire
 @testable import BLEProfiles
 
-/// Encoding S1 frames and cutting them into writes (SEEDS.md S1).
+/// Encoding S1 frames and cutting them into writes (docs/SYSTEMS.md S1).
 final class FrameTests: XCTestCase {
     func testGoldenBytes() throws {
         XCTAssertEqual(try Frame.text("hi").encoded(), Array("T0000002hi".utf8))

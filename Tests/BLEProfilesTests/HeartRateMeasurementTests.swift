@@ -2,7 +2,7 @@ import XCTest
 import BLEWire
 @testable import BLEProfiles
 
-/// Heart Rate Measurement (0x2A37) encoding and decoding, HRS §3.1 (SEEDS.md S3).
+/// Heart Rate Measurement (0x2A37) encoding and decoding, HRS §3.1 (docs/SYSTEMS.md S3).
 final class HeartRateMeasurementTests: XCTestCase {
     typealias HRM = HeartRateMeasurement
 

@@ -2,7 +2,7 @@ import XCTest
 @testable import BLEProfiles
 
 /// Body Sensor Location (HRS §3.2), the Control Point (HRS §3.3) and the simulated monitor's
-/// measurement cycle (SEEDS.md S3).
+/// measurement cycle (docs/SYSTEMS.md S3).
 final class HeartRateServiceTests: XCTestCase {
     func testBodySensorLocations() throws {
         XCTAssertEqual(BodySensorLocation.allCases.map(\.rawValue), [0, 1, 2, 3, 4, 5, 6])

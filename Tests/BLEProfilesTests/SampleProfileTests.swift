@@ -2,7 +2,7 @@ import XCTest
 import BLEWire
 @testable import BLEProfiles
 
-/// The step-by-step sample's constants and texts (SEEDS.md S2).
+/// The step-by-step sample's constants and texts (docs/SYSTEMS.md S2).
 final class SampleProfileTests: XCTestCase {
     func testUUIDsAndProperties() {
         XCTAssertEqual(SampleProfile.service.description, "068c47b7-fc04-4d47-975a-7952be1a576f")

@@ -1,7 +1,7 @@
 import XCTest
 @testable import BLEProfiles
 
-/// The simulated motion source (SEEDS.md S4): deterministic and plausible.
+/// The simulated motion source (docs/SYSTEMS.md S4): deterministic and plausible.
 final class SimulatedMotionTests: XCTestCase {
     private func series(_ motion: SimulatedMotion, count: Int = 3000) -> [AccelerometerSample] {
         (0..<count).map { motion.sample(at: AccelerometerProfile.sampleInterval * $0) }

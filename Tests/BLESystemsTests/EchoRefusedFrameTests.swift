@@ -8,7 +8,7 @@ import Foundation
 import XCTest
 import BLESystems
 
-/// The echo server after a frame it refuses for its header (SEEDS.md S1: reject, do not crash):
+/// The echo server after a frame it refuses for its header (docs/SYSTEMS.md S1: reject, do not crash):
 /// one error answer, the refused body skipped however many writes it spans, and the stream
 /// still in step for the next frame. Raw writes need the `Central` API directly.
 final class EchoRefusedFrameTests: XCTestCase {

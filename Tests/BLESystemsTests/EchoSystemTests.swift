@@ -8,7 +8,7 @@ import Foundation
 import XCTest
 import BLESystems
 
-/// SEEDS.md S1 end to end on the virtual radio, in virtual time: `ble serve echo`'s profile
+/// docs/SYSTEMS.md S1 end to end on the virtual radio, in virtual time: `ble serve echo`'s profile
 /// against `ble echo`/`ble fetch`'s central flow (the very functions the commands run).
 final class EchoSystemTests: XCTestCase {
     /// The kinds of state the flow reported, in order (progress left out).

@@ -7,7 +7,7 @@ import BLEWire
 import XCTest
 import BLESystems
 
-/// SEEDS.md S2 end to end on the virtual radio, in virtual time: `ble serve sample`'s profile
+/// docs/SYSTEMS.md S2 end to end on the virtual radio, in virtual time: `ble serve sample`'s profile
 /// against `ble sample`'s central (the functions the commands run).
 final class SampleSystemTests: XCTestCase {
     func testTheSampleCentralWalksEveryStep() async throws {

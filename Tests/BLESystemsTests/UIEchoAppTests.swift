@@ -100,7 +100,7 @@ final class UIEchoAppTests: XCTestCase {
         }
     }
 
-    /// No echo server: the scan gives up after SEEDS S1's 10 s with "not found", said to the
+    /// No echo server: the scan gives up after docs/SYSTEMS.md S1's 10 s with "not found", said to the
     /// page and in the answer; a fetch the server refuses comes back as its text; a second
     /// message while one is under way is refused, not queued.
     func testErrorsAreSaidAndOneMessageRunsAtATime() async throws {

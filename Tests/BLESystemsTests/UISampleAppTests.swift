@@ -6,7 +6,7 @@ import Foundation
 import XCTest
 
 /// `ble ui`'s `/sample` screen on the virtual radio, in virtual time: a run started by a POST
-/// reaches the page's stream step by step in SEEDS.md S2's order, a page opened later gets the
+/// reaches the page's stream step by step in docs/SYSTEMS.md S2's order, a page opened later gets the
 /// whole run, one run at a time, and bad input is answered with what is wrong.
 final class UISampleAppTests: XCTestCase {
     static func post(_ app: UISampleApp, _ body: String) -> (status: Int, json: [String: Any]) {

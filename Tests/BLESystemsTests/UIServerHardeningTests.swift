@@ -5,7 +5,7 @@ import BLETestSupport
 import Synchronization
 import XCTest
 
-/// The bounds issue 14 asks of `ble ui`'s server beyond the request limits: a client that stops
+/// The bounds asked of `ble ui`'s server beyond the request limits: a client that stops
 /// reading loses its connection, one peer address cannot take every slot, and HEAD gets a head
 /// and no body, event streams included.
 final class UIServerHardeningTests: XCTestCase {

@@ -1,7 +1,7 @@
 import BLEHCI
 import BLEWire
 
-/// Counts a GATT client's round trips in a btsnoop capture taken on its host (issue 12: ATT
+/// Counts a GATT client's round trips in a btsnoop capture taken on its host (ATT
 /// requests other than Exchange MTU from Connection Complete to the first notification).
 ///
 /// Reads HCI as it was captured: the first LE Connection Complete (or Enhanced Connection

@@ -4,7 +4,7 @@ import XCTest
 /// The queue behind `Peripheral.notifications` and `PeripheralManager.events`, read through the
 /// `NotificationStream` the API returns: what `.bufferingOldest(limit)` promised before it
 /// replaced `AsyncStream.makeStream` on the notification path, and what `AsyncStream(unfolding:
-/// onCancel:)` promised before `NotificationStream` replaced it (issue 12).
+/// onCancel:)` promised before `NotificationStream` replaced it.
 final class NotificationQueueTests: XCTestCase {
     func testValuesComeOutInOrderAndTheStreamEndsAfterFinish() async {
         let queue = NotificationQueue(limit: 10)

@@ -8,7 +8,7 @@ import BLEWire
 import XCTest
 import BLESystems
 
-/// SEEDS.md S4 end to end on the virtual radio in virtual time: `ble serve accel`'s profile and
+/// docs/SYSTEMS.md S4 end to end on the virtual radio in virtual time: `ble serve accel`'s profile and
 /// `ble accel`'s charting central.
 final class AccelerometerWorldTests: XCTestCase {
     /// Samples whose x counts 0, 1, 2…, so order and gaps show.

@@ -8,7 +8,7 @@ import BLEWire
 import XCTest
 import BLESystems
 
-/// SEEDS.md S3 end to end on the virtual radio in virtual time: `ble serve heart-rate`'s profile
+/// docs/SYSTEMS.md S3 end to end on the virtual radio in virtual time: `ble serve heart-rate`'s profile
 /// and `ble heart-rate`'s monitor flow, both ours, one world.
 final class HeartRateWorldTests: XCTestCase {
     static func serve(_ world: VirtualWorld, name: String = "HRM", at position: VirtualMedium.Position = .origin) async throws -> ServedProfile<HeartRateServeProfile> {

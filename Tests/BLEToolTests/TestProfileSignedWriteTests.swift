@@ -32,7 +32,7 @@ final class TestProfileSignedWriteTests: XCTestCase {
             }
             var c = try await signedCharacteristic()
             XCTAssertEqual(c.properties, [.read, .authenticatedSignedWrites])
-            XCTAssertEqual(c.valueHandle, 0x0026, "the handle README's `ble write --signed` example shows")
+            XCTAssertEqual(c.valueHandle, 0x0026, "the handle docs/CLI.md's `ble write --signed` example shows")
             let before = try await p.readValue(for: c)
             XCTAssertEqual(String(decoding: before, as: UTF8.self), "unsigned")
             do {

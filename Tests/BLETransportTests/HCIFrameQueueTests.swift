@@ -3,7 +3,7 @@ import BLERuntime
 import XCTest
 
 /// The in-process transport's frame queue: order, batches, how it ends, and the immediate
-/// send the host and the virtual radio use (issue 12).
+/// send the host and the virtual radio use.
 final class HCIFrameQueueTests: XCTestCase {
     func frame(_ byte: UInt8) -> H4Frame { H4Frame(type: .event, payload: [0x0E, 1, byte]) }
 

@@ -3,8 +3,8 @@ import BLEHCI
 import BLEWire
 import XCTest
 
-/// One batch of host frames without the air-time model, as the radio hands it to the medium
-/// (issue 12): ACL packets go into the batch's deliveries with one Number Of Completed Packets
+/// One batch of host frames without the air-time model, as the radio hands it to the medium:
+/// ACL packets go into the batch's deliveries with one Number Of Completed Packets
 /// event per host (at the place of its first packet), and the route the batch's packets share is
 /// looked up again after anything but an ACL packet — a disconnect in the middle of a batch
 /// drops the packets after it.

@@ -4,7 +4,7 @@ import BLEVirtual
 import BLEVirtualRadio
 import XCTest
 
-/// The server's update path queues and drains a link in one access (issue 12), for the
+/// The server's update path queues and drains a link in one access, for the
 /// unenhanced bearer and, when the client opened Enhanced ATT bearers, for the bearer that
 /// carries the updates (Vol 3 Part F §3.2.11). Under backpressure (`updateValueWaiting` waiting
 /// for room in the bounded queue again and again) both must deliver the same values: every one,

@@ -7,7 +7,7 @@ import BLEVirtualRadio
 import BLEWire
 import XCTest
 
-/// The notification and write paths of issue 12 end to end on the virtual radio, in virtual
+/// The notification and write paths end to end on the virtual radio, in virtual
 /// time, with the controllers' 27-byte LE ACL buffers (every 244-byte value is ten ACL
 /// fragments each way): values arrive whole and in order, fragments of two links interleave
 /// without mixing, Write Without Response keeps its order, and a full controller holds the

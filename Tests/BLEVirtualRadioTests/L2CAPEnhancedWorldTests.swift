@@ -5,7 +5,7 @@ import BLEVirtualRadio
 import XCTest
 
 /// Enhanced credit-based channels between two of our hosts on the virtual radio, in virtual
-/// time (Core spec Vol 3 Part A §4.25–§4.28, §10.2; issue 13): five channels from one request,
+/// time (Core spec Vol 3 Part A §4.25–§4.28, §10.2): five channels from one request,
 /// SDUs interleaved on all of them, reconfiguration, a listener's modes and security.
 final class L2CAPEnhancedWorldTests: XCTestCase {
     static let psm: UInt16 = 0x0090

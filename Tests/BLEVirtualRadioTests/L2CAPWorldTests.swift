@@ -6,7 +6,7 @@ import Synchronization
 import XCTest
 
 /// LE credit-based channels between two of our hosts on the virtual radio, in virtual time
-/// (Core spec Vol 3 Part A §4.22–§4.24, §10.2; issue 13).
+/// (Core spec Vol 3 Part A §4.22–§4.24, §10.2).
 final class L2CAPWorldTests: XCTestCase {
     static let psm: UInt16 = 0x0080
 
@@ -225,18 +225,6 @@ final class L2CAPWorldTests: XCTestCase {
             await rig.central.close()
             await rig.manager.close()
         }
-    }
-}
-
-/// The README's library example for channels, compiled here (never run: it needs peers).
-func readmeL2CAPExample(peripheral: Peripheral, manager: PeripheralManager) async throws {
-    let channel = try await peripheral.openL2CAPChannel(psm: 0x80)
-    try await channel.send(Array("hello".utf8))
-    for try await sdu in channel { print(sdu) }
-
-    let listener = try await manager.listenL2CAP(psm: 0x81, security: L2CAPSecurityRequirement(level: .encrypted))
-    for await incoming in listener {
-        Task { for try await sdu in incoming { try await incoming.send(sdu) } }
     }
 }
 

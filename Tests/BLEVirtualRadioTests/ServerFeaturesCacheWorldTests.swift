@@ -7,7 +7,7 @@ import XCTest
 /// The Server Supported Features value (Core Vol 3 Part G §7.4) the client reads on an
 /// encrypted link to learn whether Enhanced ATT is offered is kept in the bonded server's
 /// attribute cache (§2.5.2), so a bonded reconnection by a new host process reads it no more:
-/// issue 12's "0 requests to a bonded server" (`scripts/bench.sh` counted the read once it came
+/// the goal of "0 requests to a bonded server" (`scripts/bench.sh` counted the read once it came
 /// before the first value).
 final class ServerFeaturesCacheWorldTests: XCTestCase {
     func testABondedReconnectionTakesServerSupportedFeaturesFromTheCache() async throws {

@@ -4,8 +4,8 @@ import BLEVirtual
 import BLEVirtualRadio
 import XCTest
 
-/// `updateValue` on a host with one link checks, queues and drains that link in one access
-/// (issue 12); with more links it checks every target first and queues only if all have room.
+/// `updateValue` on a host with one link checks, queues and drains that link in one access;
+/// with more links it checks every target first and queues only if all have room.
 /// With a second link that takes no part (connected, not subscribed) the general path runs for
 /// the same single target: both must give the same result at every step, through a full queue
 /// (`.queueFull`, nothing queued), the drain after it, and the ready signal.

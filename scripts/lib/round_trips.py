@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Round trips to the first notification, this stack's client and Bumble's against one server.
 
-Issue 12's figure: ATT requests other than Exchange MTU from the connection to the first
+The round-trip figure: ATT requests other than Exchange MTU from the connection to the first
 notification, for "subscribe to Heart Rate Measurement (0x2A37) on a heart-rate sensor". The
 sensor is `ble serve heart-rate` on a `ble radio --no-air-time` (the project's virtual radio over
 TCP, which Bumble hosts join as `tcp-client:HOST:PORT`), so both clients talk to the same server.

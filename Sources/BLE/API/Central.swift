@@ -4,7 +4,7 @@ import BLEHost
 import BLETransport
 import BLEWire
 
-/// The manager's state, named as CoreBluetooth names it (SEEDS.md S2 prints these).
+/// The manager's state, named as CoreBluetooth names it (docs/SYSTEMS.md S2 prints these).
 public enum ManagerState: String, Sendable {
     /// Not known yet. CoreBluetooth's starting state; this stack knows the state once open.
     case unknown

@@ -5,7 +5,7 @@
 /// newer ones are dropped while that many wait (what `AsyncStream`'s `.bufferingOldest` does).
 /// Letting the stream and its iterators go tells the host to stop keeping values for it.
 ///
-/// Its own type rather than `AsyncStream<[UInt8]>` for the cost per value (issue 12): the
+/// Its own type rather than `AsyncStream<[UInt8]>` for the cost per value: the
 /// iterator runs on the consumer's isolation (`next(isolation:)`), takes a value that already
 /// waits without suspending or hopping executors, and sets up a cancellation handler only when it
 /// has to wait. Read it from one task at a time, as an `AsyncStream`.

@@ -6,7 +6,7 @@ typealias NotificationQueue = StreamQueue<[UInt8]>
 /// The values of one stream the host feeds (a `Peripheral.notifications` stream, a
 /// `PeripheralManager.events` stream) that its consumer has not taken yet: what
 /// `AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(limit))` keeps, without the
-/// stream's generic storage on the hot path (issue 12's profile: its unspecialised `yield` and
+/// stream's generic storage on the hot path (the profile: its unspecialised `yield` and
 /// `removeFirst` cost more than the whole ATT layer per notification; generic here, it is
 /// specialised inside this module). Values come out in arrival order, at most `limit` buffered
 /// (newer ones dropped while full, as `.bufferingOldest` does; `Int.max` for an unbounded
@@ -15,7 +15,7 @@ typealias NotificationQueue = StreamQueue<[UInt8]>
 /// The host keeps the queue; the consumer's sequence (`NotificationStream`,
 /// `PeripheralManagerEventStream`) keeps a source object that holds it. The sequence's iterator
 /// first calls `take()`: a buffered value is taken under the lock with no suspension, no
-/// executor hop and no cancellation record (issue 12: `AsyncStream(unfolding:)` cost about
+/// executor hop and no cancellation record (`AsyncStream(unfolding:)` cost about
 /// eight task switches and a cancellation handler per value); only a consumer that must
 /// `wait()` installs a cancellation handler, and it waits on its own isolation. When the
 /// consumer lets the sequence go, or cancels the task reading it, the queue is marked abandoned

@@ -19,7 +19,7 @@ public struct ATTBearerSetAction: Hashable, Sendable {
 /// Nearly every call asks for one or two (a notification; an indication and its confirmation,
 /// Core spec Vol 3 Part F §3.4.7.2; a response's completion and the next request), so the
 /// first two are kept inline and only a longer list allocates: a notification costs no array
-/// on its way from the bearer to the owner (issue 12).
+/// on its way from the bearer to the owner.
 ///
 /// Invariant: `first` is set when there are one or more actions, `second` when two or more,
 /// `rest` holds the others, so the synthesised equality is the equality of the sequences.

@@ -6,7 +6,7 @@ public enum BearerAction: Hashable, Sendable {
     case send([UInt8])
     /// The procedure submitted with `id` ended (exactly once per submitted id). Boxed
     /// (`indirect`): its payload is by far the largest, and inline it made every action, a
-    /// notification's too, that large to copy and destroy on the way to the owner (issue 12).
+    /// notification's too, that large to copy and destroy on the way to the owner.
     indirect case complete(id: UInt64, Result<GATTOutput, GATTError>)
     /// A Handle Value Notification (or one value of a Multiple Handle Value Notification),
     /// Core spec Vol 3 Part F §3.4.7.1 / §3.4.7.4.

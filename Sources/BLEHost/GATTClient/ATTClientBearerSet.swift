@@ -27,7 +27,7 @@ import BLEWire
 /// bearer and every waiting one: the server's database is one for all of the client's bearers.
 ///
 /// Not generic over the bearer id: a generic type of this module used from the host module
-/// ran unspecialised there, every call paying for type metadata look-ups (issue 12).
+/// ran unspecialised there, every call paying for type metadata look-ups.
 ///
 /// Invariant, after every call: the set is settled. No waiting procedure has a free bearer it
 /// may use, and none waits that no open bearer could run. Only a change of some bearer's

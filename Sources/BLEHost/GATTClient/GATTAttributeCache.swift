@@ -37,7 +37,7 @@ public struct GATTAttributeCache: Hashable, Sendable {
     }
     /// The server's Server Supported Features value (§7.4) as read, empty for a server without
     /// the characteristic; nil when not read. Kept so that a bonded reconnection does not read it
-    /// again to learn whether Enhanced ATT is offered (issue 12: no request to a bonded server).
+    /// again to learn whether Enhanced ATT is offered (no request to a bonded server).
     public var serverFeatures: [UInt8]?
     /// Every primary service of the server in handle order, once a whole-database discovery
     /// (§4.4.1) recorded them; nil while the list is not known in full.

@@ -76,7 +76,7 @@ extension ATTServer {
     /// How far a full queue drains before `.readyToUpdate`: half of it (at least one slot
     /// free). The sender then refills many slots per ready signal, not one slot per signal
     /// and wake-up, and the queue never runs dry while it waits (a signal per freed slot cost
-    /// a task switch per notification, issue 12).
+    /// a task switch per notification).
     public var readyThreshold: Int { notificationQueueLimit / 2 }
 
     /// Asks for `.readyToUpdate` once the queue has room again (as a refused update does).
@@ -144,7 +144,7 @@ extension ATTServer {
     /// The room an update PDU's array keeps beyond its bytes: the L2CAP basic header (Vol 3
     /// Part A §3.1) and the HCI ACL header (Vol 4 Part E §5.4.2) in front of a PDU that fits
     /// one controller buffer, so the flow controller frames it in its own array rather than
-    /// copying it into a new one (issue 12). The PDU's bytes are the same either way.
+    /// copying it into a new one. The PDU's bytes are the same either way.
     static let framingHeadroom = 8
 
     /// A Handle Value Notification or Indication PDU (opcode, handle, value cut to ATT_MTU − 3;

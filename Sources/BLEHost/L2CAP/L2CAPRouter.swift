@@ -43,12 +43,12 @@ public struct L2CAPRouter: Sendable {
     private var recombiner = L2CAPRecombiner()
     private var links: [UInt16: LinkChannels] = [:]
     /// The handles of `links`, searched linearly by every ACL fragment that arrives (a host has a
-    /// handful of links, and hashing the handle per fragment showed in the profile, issue 12).
+    /// handful of links, and hashing the handle per fragment showed in the profile).
     private var openHandles: [UInt16] = []
     /// Each link's earliest signaling response deadline, beside the links and updated after
     /// every change to a link's signaling state: `nextDeadline` is asked after every batch of
     /// frames the host receives, and reading a link out of `links` copies its whole signaling
-    /// state (issue 12).
+    /// state.
     private var signalingDeadlines: [UInt16: Duration] = [:]
 
     /// Who accepts LE credit-based channels, by SPSM (Vol 3 Part A §4.22).
@@ -99,7 +99,7 @@ public struct L2CAPRouter: Sendable {
     /// field does not match its bytes is dropped as `ACLPacket.decode` would refuse it.
     /// `security` is asked only for signaling (a listener's requirement is checked against it),
     /// `now` only for signaling and credit-based channels: an ATT or SMP PDU needs neither, and
-    /// reading the clock for each of a PDU's fragments showed in the profile (issue 12).
+    /// reading the clock for each of a PDU's fragments showed in the profile.
     public mutating func receive(acl bytes: [UInt8], security: () -> LinkSecurity, now: @autoclosure () -> Duration) -> L2CAPRouting {
         guard bytes.count >= 4 else {
             return .dropped("malformed ACL packet: \(WireError.truncated(needed: 4, remaining: bytes.count, "ACL packet"))")
@@ -275,7 +275,7 @@ public struct L2CAPRouter: Sendable {
 
     /// The earliest signaling response deadline on any link. Stored, and recomputed whenever a
     /// link's deadline is: as a computed property of this module, asked after every batch of
-    /// frames, it was read from a copy of the whole router (issue 12).
+    /// frames, it was read from a copy of the whole router.
     public private(set) var nextDeadline: Duration?
 
     /// Fails the requests whose 30 s have run out, per link (handles in order).

@@ -10,7 +10,7 @@ public struct AccelerometerCentralOptions: Sendable {
     public var target: AddressArgument?
     /// Stop after this many samples; nil runs until the link goes down or the task is cancelled.
     public var count: Int?
-    /// How long to scan before listing (SEEDS.md S4: 5 s).
+    /// How long to scan before listing (docs/SYSTEMS.md S4: 5 s).
     public var scanDuration = AccelerometerProfile.scanDuration
     /// How long a connection attempt may take.
     public var connectTimeout: Duration = .seconds(10)

@@ -3,7 +3,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// Which devices the S4 charting central lists and which it takes on its own (SEEDS.md S4).
+/// Which devices the S4 charting central lists and which it takes on its own (docs/SYSTEMS.md S4).
 /// Pure, so the rule is tested by itself.
 ///
 /// The article's central scans 5 s without a service filter and lists devices whose advertised

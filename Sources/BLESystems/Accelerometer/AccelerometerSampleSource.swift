@@ -4,7 +4,7 @@ import Glibc
 import BLEProfiles
 import Dispatch
 
-/// Where `ble serve accel` takes its readings from. SEEDS.md S4: a Linux machine has no
+/// Where `ble serve accel` takes its readings from. docs/SYSTEMS.md S4: a Linux machine has no
 /// accelerometer, so samples come from a simulated motion, a file, or stdin.
 public enum AccelerometerSampleSource: Sendable {
     /// `SimulatedMotion`, sampled at the time since serving began.

@@ -4,7 +4,7 @@ import BLEProfiles
 import BLEWire
 import Synchronization
 
-/// `ble serve accel`: the accelerometer peripheral of SEEDS.md S4. Service 0x0011 with one
+/// `ble serve accel`: the accelerometer peripheral of docs/SYSTEMS.md S4. Service 0x0011 with one
 /// characteristic 0x0012 (Notify property, readable permission) carrying `AccelerometerSample`s:
 /// 12 bytes, x, y, z as Float32 little-endian.
 ///

@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 import Synchronization
 
-/// Why a seed system's central flow (SEEDS.md S1, S2) stopped short, in words a user can act on.
+/// Why a seed system's central flow (docs/SYSTEMS.md S1, S2) stopped short, in words a user can act on.
 public enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The controller is not usable (CoreBluetooth's states other than poweredOn).
     case notPoweredOn(ManagerState)
@@ -18,7 +18,7 @@ public enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertibl
     case missingCharacteristic(BluetoothUUID)
     /// The peer went quiet: nothing arrived for this long while a reply or notification was due.
     case silent(waitingFor: String, limit: Duration)
-    /// The peer's framed stream broke (SEEDS.md S1: reject, do not crash).
+    /// The peer's framed stream broke (docs/SYSTEMS.md S1: reject, do not crash).
     case malformedReply(FrameError)
     /// The echo server answered a `U` frame with a `T` frame: its error message.
     case serverError(String)
@@ -43,7 +43,7 @@ public enum CentralFlowError: Error, Equatable, Sendable, CustomStringConvertibl
 }
 
 /// Scans for a device advertising `service` (Central.scan reports each device once unless its
-/// data changes: SEEDS.md S2's "without duplicates"), taking the first one, or the first with
+/// data changes: docs/SYSTEMS.md S2's "without duplicates"), taking the first one, or the first with
 /// address `target`. The scan stops on the radio as soon as one is found, or at `timeout`.
 public func findAdvertiser(of service: BluetoothUUID, target: BDAddress?, using central: Central,
                     timeout: Duration) async throws -> ScannedDevice {

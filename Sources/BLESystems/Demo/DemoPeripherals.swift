@@ -4,7 +4,7 @@ import BLEProfiles
 import BLEWire
 
 /// The peripherals of the built-in virtual world: one `ble serve` profile each, advertising on a
-/// `VirtualWorld` from fixed addresses: the four seed systems of SEEDS.md (echo, sample, heart
+/// `VirtualWorld` from fixed addresses: the four seed systems of docs/SYSTEMS.md (echo, sample, heart
 /// rate, accelerometer) and the battery and test profiles. `ble demo` runs the seed systems'
 /// central flows against them, and `--hci virtual` puts them on the shared radio so every
 /// command has something to talk to.

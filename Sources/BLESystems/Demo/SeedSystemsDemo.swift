@@ -4,7 +4,7 @@ import BLEVirtual
 import BLEWire
 import Foundation
 
-/// `ble demo`'s flow: the four seed systems of SEEDS.md end to end in one virtual world. The
+/// `ble demo`'s flow: the four seed systems of docs/SYSTEMS.md end to end in one virtual world. The
 /// demo peripherals (`DemoPeripherals`) and one central join the world; the central finds them
 /// all, then runs each system's central flow (the same code as `ble echo`, `ble fetch`, `ble
 /// sample`, `ble heart-rate` and `ble accel`) and says what happened.

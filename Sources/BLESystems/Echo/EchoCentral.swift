@@ -5,7 +5,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// What the S1 central reports as it goes: the states of SEEDS.md S1's user flow, in order
+/// What the S1 central reports as it goes: the states of docs/SYSTEMS.md S1's user flow, in order
 /// (poweredOn → scanning → discovered → connecting → connected → sending → reply → closed),
 /// plus progress while a reply arrives. A failure ends the flow with a thrown error instead.
 public enum EchoCentralEvent: Sendable {
@@ -22,17 +22,17 @@ public enum EchoCentralEvent: Sendable {
     case closed
 }
 
-/// The central of SEEDS.md S1 (the phone app of the article), as one reusable function: `ble echo`
+/// The central of docs/SYSTEMS.md S1 (the phone app of the article), as one reusable function: `ble echo`
 /// and `ble fetch` call it, and so can `ble demo` and the tests, with any `Central` (a controller,
 /// the virtual radio).
 public enum EchoCentral {
-    /// How the exchange runs; the defaults are SEEDS.md S1's.
+    /// How the exchange runs; the defaults are docs/SYSTEMS.md S1's.
     public struct Options: Sendable {
         /// Connect only to this address (any device advertising the service when nil).
         public var target: BDAddress?
-        /// SEEDS.md S1: scanning stops after 10 s with "not found".
+        /// docs/SYSTEMS.md S1: scanning stops after 10 s with "not found".
         public var scanTimeout: Duration = .seconds(10)
-        /// SEEDS.md S1: connecting gives up after 10 s.
+        /// docs/SYSTEMS.md S1: connecting gives up after 10 s.
         public var connectTimeout: Duration = .seconds(10)
         /// The ATT MTU to ask for; writes carry at most ATT_MTU − 3 bytes.
         public var mtu = 517

@@ -10,7 +10,7 @@ enum EchoWork: Sendable {
     case malformed(FrameError, mtu: Int)
 }
 
-/// One central's side of the echo service (SEEDS.md S1): the incremental decoder over its writes
+/// One central's side of the echo service (docs/SYSTEMS.md S1): the incremental decoder over its writes
 /// and the queue its answers come from. Owned by the profile's event loop, which feeds it in the
 /// order the writes arrived.
 final class EchoConnection {
@@ -64,7 +64,7 @@ final class EchoConnection {
 
     // MARK: Answers
 
-    /// Answers each item in order (SEEDS.md S1): `T` → `T` "You said: …"; `U` → the fetched
+    /// Answers each item in order (docs/SYSTEMS.md S1): `T` → `T` "You said: …"; `U` → the fetched
     /// bytes as `I`, or `T` with the error; a malformed header → `T` with the error. `N` and `I`
     /// frames from a central need no answer.
     static func answer(_ work: AsyncStream<EchoWork>, for central: ConnectedCentral, handle: UInt16,

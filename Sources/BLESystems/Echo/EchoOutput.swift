@@ -6,7 +6,7 @@ import BLEProfiles
 import BLEWire
 import Synchronization
 
-/// How `ble echo` and `ble fetch` show the S1 flow: one line per state change (SEEDS.md S1's
+/// How `ble echo` and `ble fetch` show the S1 flow: one line per state change (docs/SYSTEMS.md S1's
 /// states), and, while a large reply arrives, a progress bar with bytes/s on a terminal or a line
 /// per tenth of the reply otherwise. With `--json` it shows nothing; the command prints its one
 /// result object.

@@ -3,7 +3,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// `ble serve echo`: the Raspberry Pi side of SEEDS.md S1. One service, one characteristic that
+/// `ble serve echo`: the Raspberry Pi side of docs/SYSTEMS.md S1. One service, one characteristic that
 /// centrals write (with response) and that we notify on; both directions carry the framed stream.
 ///
 /// Every connected central has its own stream: its writes go through its own incremental

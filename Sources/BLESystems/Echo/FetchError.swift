@@ -1,5 +1,5 @@
 /// Why the URL of a `U` frame could not be fetched. The echo server sends this text back in a
-/// `T` frame instead of an image (SEEDS.md S1: "a `T` frame with an error message when the fetch
+/// `T` frame instead of an image (docs/SYSTEMS.md S1: "a `T` frame with an error message when the fetch
 /// fails").
 public enum FetchError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The text is not a URL at all (or a file:// URL naming another host).

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Fetches what a `U` frame names, for the echo server (SEEDS.md S1: the peripheral "fetches that
+/// Fetches what a `U` frame names, for the echo server (docs/SYSTEMS.md S1: the peripheral "fetches that
 /// URL itself"): http and https through Foundation's URLSession (`HTTPDownload`), file:// from
 /// the `--files` directory only (`ServedDirectory`), never more than `maximumSize` bytes of either.
 ///

@@ -3,7 +3,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// The heart-rate monitor of SEEDS.md S3 as a reusable flow: `ble heart-rate` runs it against a
+/// The heart-rate monitor of docs/SYSTEMS.md S3 as a reusable flow: `ble heart-rate` runs it against a
 /// controller, `ble demo` and the tests against the virtual radio (everything sleeps on the
 /// host's clock, so it runs in virtual time too).
 ///

@@ -3,7 +3,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// How the heart-rate monitor of SEEDS.md S3 runs (`ble heart-rate`, `ble demo`).
+/// How the heart-rate monitor of docs/SYSTEMS.md S3 runs (`ble heart-rate`, `ble demo`).
 public struct HeartRateMonitorOptions: Sendable {
     /// Connect to this device only (any address type when `targetType` is nil).
     public var target: BDAddress?
@@ -13,7 +13,7 @@ public struct HeartRateMonitorOptions: Sendable {
     public var minimumRSSI = -70
     /// Stop after this many measurements (over all connections); nil runs until cancelled.
     public var count: Int?
-    /// A monitor not heard for this long drops off the list (SEEDS.md S3: 10 s).
+    /// A monitor not heard for this long drops off the list (docs/SYSTEMS.md S3: 10 s).
     public var maximumAge: Duration = .seconds(10)
     /// The window a monitor's RSSI is judged over: the strongest reading of the last this-long
     /// counts (`MonitorList`), and a monitor is judged only once it has been listed this long
@@ -21,7 +21,7 @@ public struct HeartRateMonitorOptions: Sendable {
     public var selectionDelay: Duration = .seconds(1)
     /// How often the list is refreshed (ages count up, silent monitors drop off) between reports.
     public var refreshInterval: Duration = .milliseconds(500)
-    /// How long a connection attempt may take (SEEDS.md S3: 10 s).
+    /// How long a connection attempt may take (docs/SYSTEMS.md S3: 10 s).
     public var connectTimeout: Duration = .seconds(10)
     /// Once subscribed, how long the monitor may send nothing before the flow ends with
     /// `CentralFlowError.silent` (a monitor measures about once a second).

@@ -4,7 +4,7 @@ import BLEProfiles
 import BLEWire
 import Synchronization
 
-/// `ble serve heart-rate`: the Heart Rate Service (0x180D) of SEEDS.md S3, every value through
+/// `ble serve heart-rate`: the Heart Rate Service (0x180D) of docs/SYSTEMS.md S3, every value through
 /// the BLEProfiles codec. Measurements (HRS spec §3.1) come from `HeartRateVariantCycle`, so any
 /// 24 in a row go through every flag combination (8/16-bit value, sensor contact not supported /
 /// not detected / detected, Energy Expended, RR-Intervals). Body Sensor Location (§3.2) reads

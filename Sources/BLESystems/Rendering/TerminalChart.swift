@@ -1,5 +1,5 @@
 /// A line chart of several series drawn with characters, newest values on the right: what
-/// `ble accel` shows live for x, y and z (SEEDS.md S4 charts them). Pure, for tests.
+/// `ble accel` shows live for x, y and z (docs/SYSTEMS.md S4 charts them). Pure, for tests.
 public struct TerminalChart: Sendable {
     /// One line of the chart.
     public struct Series: Sendable {

@@ -5,7 +5,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// The numbered steps of SEEDS.md S2's sample central, each reported as it happens.
+/// The numbered steps of docs/SYSTEMS.md S2's sample central, each reported as it happens.
 public enum SampleCentralEvent: Sendable {
     /// 1: the manager's state, by CoreBluetooth's name.
     case managerState(ManagerState)
@@ -40,10 +40,10 @@ public struct SampleCentralResult: Sendable, Equatable {
     public var notifications: [[UInt8]]
 }
 
-/// The sample central of SEEDS.md S2 as a reusable function: "the article's point is that this
+/// The sample central of docs/SYSTEMS.md S2 as a reusable function: "the article's point is that this
 /// logic lives in a reusable package, not in the app". `ble sample` prints its steps.
 public enum SampleCentral {
-    /// How the sample central runs; the defaults are SEEDS.md S2's.
+    /// How the sample central runs; the defaults are docs/SYSTEMS.md S2's.
     public struct Options: Sendable {
         /// Only this address (any device advertising the service when nil).
         public var target: BDAddress?

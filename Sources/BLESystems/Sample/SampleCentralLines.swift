@@ -3,7 +3,7 @@ import BLEHost
 import BLEWire
 
 /// The sample central's steps as `ble sample` and `ble demo` print them: one line per event,
-/// numbered as SEEDS.md S2 numbers the steps. Pure, so the wording is tested without a radio.
+/// numbered as docs/SYSTEMS.md S2 numbers the steps. Pure, so the wording is tested without a radio.
 public enum SampleCentralLines {
     /// The line for one step: its number, a label and what happened ("1 state          poweredOn").
     public static func line(for event: SampleCentralEvent) -> String {
@@ -39,7 +39,7 @@ public enum SampleCentralLines {
         }
     }
 
-    /// Bytes as hex and, when they are UTF-8, as text (SEEDS.md S2 prints both).
+    /// Bytes as hex and, when they are UTF-8, as text (docs/SYSTEMS.md S2 prints both).
     /// A value as hex and, when it is UTF-8, as text: the article prints both.
     public static func bytesAndText(_ bytes: [UInt8]) -> String {
         let text = String(validating: bytes, as: UTF8.self).map { " \"\($0)\"" } ?? " (not UTF-8)"

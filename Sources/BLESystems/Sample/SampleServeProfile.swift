@@ -3,7 +3,7 @@ import BLEHost
 import BLEProfiles
 import BLEWire
 
-/// `ble serve sample`: the M5Stack peripheral of SEEDS.md S2. A read/write characteristic
+/// `ble serve sample`: the M5Stack peripheral of docs/SYSTEMS.md S2. A read/write characteristic
 /// (properties 0x0A) that reads "Hello World" until a central writes something else (ServeLog
 /// prints each write), and a notify characteristic (0x10) that sends "Notify Data NNN" every
 /// second while anyone is subscribed.

@@ -4,7 +4,7 @@ import BLEWire
 import Synchronization
 
 /// Advertising as `ble serve` started it, switched off and on by the user (key `a`, as the S4
-/// peripheral's user does, SEEDS.md S4).
+/// peripheral's user does, docs/SYSTEMS.md S4).
 ///
 /// What the user wants is kept here, not read back from the radio: connectable advertising
 /// stops by itself while a central is connected (and the host restarts it afterwards), so the

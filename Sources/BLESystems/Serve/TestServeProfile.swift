@@ -3,7 +3,7 @@ import BLEHost
 import BLEWire
 
 /// `ble serve test`: one custom service whose characteristics cover what interop and
-/// conformance checks need (issue 3: long, rw, read-only, write-only, notify, indicate,
+/// conformance checks need (long, rw, read-only, write-only, notify, indicate,
 /// encrypted, described; then authenticated and signed).
 public struct TestServeProfile: ServeProfile {
     /// The name `ble serve` takes.

@@ -5,7 +5,7 @@ import BLEProfiles
 import Foundation
 import Synchronization
 
-/// The `/accel` screens of `ble ui` (issue 14, SEEDS.md S4). `/accel` lists the devices the
+/// The `/accel` screens of `ble ui` (docs/SYSTEMS.md S4). `/accel` lists the devices the
 /// charting central would list (named *ble*, `AccelerometerDeviceChoice`) from the device
 /// list's scan; `/accel/ADDRESS` follows one: `AccelerometerCentral` connects, discovers
 /// 0011/0012 and subscribes, and each sample reaches every open page over

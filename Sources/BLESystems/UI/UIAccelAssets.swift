@@ -1,7 +1,7 @@
 import BLE
 import BLEHost
 
-/// The `/accel` screens' markup, script and style (SEEDS.md S4), embedded like the rest of
+/// The `/accel` screens' markup, script and style (docs/SYSTEMS.md S4), embedded like the rest of
 /// `UIAssets`. The live chart is three SVG polylines the script draws (no library); the
 /// download is `AccelerometerRecording.svg()`, drawn by `SVGChart`.
 enum UIAccelAssets {

@@ -107,7 +107,7 @@ enum UIAssets {
     function withToken(path) { return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token); }
     function get(path) { return fetch(path, { headers: { "X-BLE-Token": token } }).then(r => r.json()); }
     function post(path, body) {
-      // The token header proves the request comes from this page (issue 14: POSTs with the token).
+      // The token header proves the request comes from this page (POSTs with the token).
       return fetch(path, { method: "POST", headers: { "Content-Type": "application/json", "X-BLE-Token": token },
                            body: JSON.stringify(body) }).then(r => r.json());
     }

@@ -3,7 +3,7 @@ import BLEHTTP
 import BLEHost
 import Synchronization
 
-/// The `/devices` screen of `ble ui` and the API behind it (issue 14): the scan list as `ble
+/// The `/devices` screen of `ble ui` and the API behind it: the scan list as `ble
 /// scan` shows it, kept by `Central.watch` (devices age out after 10 s), served as a page, as
 /// JSON (`GET /api/devices`) and as a Server-Sent Events stream of the whole list whenever it
 /// changes (`GET /api/events`, at most four times a second, each browser getting the newest

@@ -5,7 +5,7 @@ import BLEProfiles
 import Foundation
 import Synchronization
 
-/// The `/echo` screen of `ble ui` (issue 14, SEEDS.md S1): a text box whose message goes to
+/// The `/echo` screen of `ble ui` (docs/SYSTEMS.md S1): a text box whose message goes to
 /// the echo server and whose reply comes back, and a URL the server fetches and answers with
 /// an image, shown in the page with a progress bar while it arrives. Each message is one
 /// `EchoCentral.exchange` (scan for the service, connect, write, reassemble the notified reply,

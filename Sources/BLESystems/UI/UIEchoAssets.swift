@@ -1,4 +1,4 @@
-/// The `/echo` screen's markup, script and style (SEEDS.md S1), embedded like the rest of
+/// The `/echo` screen's markup, script and style (docs/SYSTEMS.md S1), embedded like the rest of
 /// `UIAssets`: two forms (so Enter sends, and the keyboard reaches everything), the flow's
 /// states as they happen, a progress bar while the reply arrives, and the received image.
 enum UIEchoAssets {

@@ -4,7 +4,7 @@ import BLEHost
 import BLEProfiles
 import Synchronization
 
-/// The `/heart-rate` screens of `ble ui` (issue 14, SEEDS.md S3). `/heart-rate` is the monitor
+/// The `/heart-rate` screens of `ble ui` (docs/SYSTEMS.md S3). `/heart-rate` is the monitor
 /// list: devices advertising 180D from the device list's scan (ageing out after 10 s), each
 /// with its RSSI against the gate, where a click on one weaker than the gate is refused with
 /// its RSSI. `/heart-rate/ADDRESS` follows one monitor: `HeartRateMonitor` connects, reads the

@@ -1,7 +1,7 @@
 import BLE
 import BLEHost
 
-/// The `/heart-rate` screens' markup and script (SEEDS.md S3), embedded like the rest of
+/// The `/heart-rate` screens' markup and script (docs/SYSTEMS.md S3), embedded like the rest of
 /// `UIAssets`. The chart is an SVG polyline the script draws: no library.
 enum UIHeartRateAssets {
     /// The monitor list: the script fills it from the device list's stream.
@@ -52,7 +52,7 @@ enum UIHeartRateAssets {
       function cell(row, text, cls) { const td = document.createElement("td"); if (cls) td.className = cls; td.textContent = text; row.appendChild(td); return td; }
       function open(d) {
         if (d.rssi === null || d.rssi < minimum) {
-          // SEEDS S3: connecting is refused, with the RSSI, when the signal is too weak.
+          // docs/SYSTEMS.md S3: connecting is refused, with the RSSI, when the signal is too weak.
           refused.textContent = "Refusing to connect to " + (d.name || "unnamed device") + ": RSSI " + (d.rssi === null ? "unknown" : d.rssi + " dBm")
             + " is weaker than " + minimum + " dBm.";
           return;

@@ -3,7 +3,7 @@ import BLEHTTP
 import BLEHost
 import Foundation
 
-/// The `/devices/ADDRESS` screen of `ble ui` and its API (issue 14): connect, the GATT tree with
+/// The `/devices/ADDRESS` screen of `ble ui` and its API: connect, the GATT tree with
 /// SIG names and values (as `ble gatt --json` gives it), read, write (text or hex, with or
 /// without response) and subscribe, each value also pushed to the screen's event stream. Every
 /// operation is a POST with a JSON body; errors come back as `{"error": "…"}` with the ATT

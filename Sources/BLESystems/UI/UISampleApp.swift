@@ -4,7 +4,7 @@ import BLEWire
 import Foundation
 import Synchronization
 
-/// The `/sample` screen of `ble ui` (issue 14, SEEDS.md S2): the sample central's numbered
+/// The `/sample` screen of `ble ui` (docs/SYSTEMS.md S2): the sample central's numbered
 /// steps as they happen. A run is `SampleCentral.run`, the function `ble sample` runs, started
 /// by `POST /api/sample/run`; each step it reports goes to every open page over
 /// `GET /api/sample-events` and is kept, so a page opened (or reloaded) during or after a run

@@ -1,8 +1,8 @@
-/// The `/sample` screen's markup, script and style (SEEDS.md S2), embedded like the rest of
+/// The `/sample` screen's markup, script and style (docs/SYSTEMS.md S2), embedded like the rest of
 /// `UIAssets`: a Run button, and the steps as a list that grows as they happen.
 enum UISampleAssets {
     static let body = """
-    <h1>Sample central <small>SEEDS S2</small></h1>
+    <h1>Sample central <small>S2</small></h1>
     <p class="muted">Scans for service 068c47b7-fc04-4d47-975a-7952be1a576f, says the manager's state, connects,
     discovers, reads, writes "Write Data NNN" with response, subscribes and takes notifications, as
     <code>ble sample</code> does.</p>

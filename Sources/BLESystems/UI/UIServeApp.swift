@@ -6,7 +6,7 @@ import BLEWire
 import Foundation
 import Synchronization
 
-/// The `/serve` screen of `ble ui` (issue 14): runs one of the `ble serve` profiles on the
+/// The `/serve` screen of `ble ui`: runs one of the `ble serve` profiles on the
 /// controller the other screens use (`PeripheralManager(sharingControllerWith:)`: one host in
 /// both roles, Core spec Vol 6 Part B §1.1), and shows the centrals connected to it and its log,
 /// the events `ble serve --json` prints, live over `GET /api/serve-events`.

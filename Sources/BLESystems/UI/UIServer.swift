@@ -30,7 +30,7 @@ public enum UIReply: Sendable {
     case events(AsyncStream<[UInt8]>)
 }
 
-/// The HTTP side of `ble ui` (issue 14): one task per connection, each parsing requests with
+/// The HTTP side of `ble ui`: one task per connection, each parsing requests with
 /// `HTTPRequestParser`, admitting them by `HTTPAccessPolicy`, and writing what `handler` replies.
 /// Bounded so a slow or hostile client cannot stall the radio or other clients: at most
 /// `maximumConnections` at once and `maximumConnectionsPerAddress` from one peer address (more

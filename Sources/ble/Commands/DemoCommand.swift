@@ -2,7 +2,7 @@ import BLEVirtual
 import BLESystems
 import Foundation
 
-/// `ble demo`: the four seed systems of SEEDS.md end to end on the built-in virtual radio, with
+/// `ble demo`: the four seed systems of docs/SYSTEMS.md end to end on the built-in virtual radio, with
 /// nothing attached (`SeedSystemsDemo`, in a world of its own in virtual time). The command
 /// prepares the image the echo server fetches and says how long it all took.
 struct DemoCommand: BLECommand {

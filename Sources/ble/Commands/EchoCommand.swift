@@ -3,7 +3,7 @@ import BLEProfiles
 import BLESystems
 import BLEWire
 
-/// `ble echo TEXT [ADDRESS]`: the S1 phone app's text exchange (SEEDS.md S1). Sends TEXT as a `T`
+/// `ble echo TEXT [ADDRESS]`: the S1 phone app's text exchange (docs/SYSTEMS.md S1). Sends TEXT as a `T`
 /// frame (a `U` frame when it starts with "http" or "file://") to an echo server and prints the
 /// reply, after a line per state of the flow.
 struct EchoCommand: BLECommand {

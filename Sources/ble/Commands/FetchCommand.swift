@@ -4,7 +4,7 @@ import BLESystems
 import BLEWire
 import Foundation
 
-/// `ble fetch URL -o FILE [ADDRESS]`: the S1 phone app's image request (SEEDS.md S1). Sends URL
+/// `ble fetch URL -o FILE [ADDRESS]`: the S1 phone app's image request (docs/SYSTEMS.md S1). Sends URL
 /// as a `U` frame; the echo server fetches it and answers with an `I` frame, saved to FILE.
 struct FetchCommand: BLECommand {
     static let name = "fetch"

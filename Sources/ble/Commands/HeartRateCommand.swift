@@ -4,7 +4,7 @@ import BLEProfiles
 import BLESystems
 import BLEWire
 
-/// `ble heart-rate [ADDRESS]`: the heart-rate monitor of SEEDS.md S3 (`HeartRateMonitor`).
+/// `ble heart-rate [ADDRESS]`: the heart-rate monitor of docs/SYSTEMS.md S3 (`HeartRateMonitor`).
 struct HeartRateCommand: BLECommand {
     static let name = "heart-rate"
     static let abstract = "Heart-rate monitor: scan for 180D, connect to the strongest (or ADDRESS), show live measurements."

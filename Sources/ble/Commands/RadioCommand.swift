@@ -5,7 +5,7 @@ import BLEVirtualRadio
 import BLEWire
 
 /// `ble radio --listen tcp:HOST:PORT`: the virtual radio as a server, in the manner of
-/// rootcanal's HCI port (issue 4, item 5). Each TCP connection is a new virtual LE controller on
+/// rootcanal's HCI port. Each TCP connection is a new virtual LE controller on
 /// one shared medium, so `ble --hci tcp:...` processes and Bumble hosts
 /// (`tcp-client:HOST:PORT`) find and connect to each other with no hardware.
 struct RadioCommand: BLECommand {

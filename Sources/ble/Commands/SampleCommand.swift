@@ -4,7 +4,7 @@ import BLEProfiles
 import BLESystems
 import BLEWire
 
-/// `ble sample [ADDRESS]`: the step-by-step sample central of SEEDS.md S2, printing each step
+/// `ble sample [ADDRESS]`: the step-by-step sample central of docs/SYSTEMS.md S2, printing each step
 /// with its number.
 struct SampleCommand: BLECommand {
     static let name = "sample"

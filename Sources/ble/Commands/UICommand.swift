@@ -4,7 +4,7 @@ import BLESystems
 import BLETransport
 import Foundation
 
-/// `ble ui`: the seed apps' screens as a local web page (issue 14), served by this process,
+/// `ble ui`: the seed apps' screens as a local web page, served by this process,
 /// which keeps the radio: the device list (`/devices`), a device's GATT screen
 /// (`/devices/ADDRESS`), the heart-rate monitor (`/heart-rate`, `/heart-rate/ADDRESS`), the echo
 /// and image fetch (`/echo`), the sample central's steps (`/sample`), the accelerometer chart

@@ -1,4 +1,4 @@
-"""Helpers shared by the seed-system peers (S1-S4, /work/shared/design/SEEDS.md).
+"""Helpers shared by the seed-system peers (S1-S4, docs/SYSTEMS.md).
 
 Built on peer_common (same contract: READY, JSON event lines, exit 0 on SIGTERM). What is here:
 advertising data, finding a peripheral by scanning, the central's connect-work-disconnect run

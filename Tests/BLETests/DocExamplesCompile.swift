@@ -1,9 +1,11 @@
 import BLE
 
-/// The README's library examples, kept here so they keep compiling as the API changes, with
-/// `import BLE` alone (the API stands alone). Never called: they need a controller at
-/// tcp:127.0.0.1:6402.
-enum ReadmeExamples {
+/// The `import BLE` examples of README.md and docs/LIBRARY.md, kept here so they keep compiling as
+/// the API changes, with `import BLE` alone (the API stands alone). `DocExamplesTests` checks that
+/// every line of each example is here, in order. Never called: they need a controller at
+/// tcp:127.0.0.1:6402 and peers.
+enum DocExamples {
+    /// README "The library" and LIBRARY.md "Central".
     static func central() async throws {
         let central = try await Central.open(spec: "tcp:127.0.0.1:6402")
         let device = try await central.find(filter: ScanFilter(serviceUUIDs: ["180D"]), timeout: .seconds(10))
@@ -19,6 +21,14 @@ enum ReadmeExamples {
         }
     }
 
+    /// LIBRARY.md "Central": scanning by hand.
+    static func scan(central: Central) async throws {
+        for try await device in central.scan(filter: ScanFilter(nameContains: "Thermo"), timeout: .seconds(5)) {
+            print(device.address, device.rssi ?? 0, device.advertisement.localName ?? "unnamed")
+        }
+    }
+
+    /// README "The library" and LIBRARY.md "Peripheral".
     static func peripheral() async throws {
         let manager = try await PeripheralManager.open(spec: "tcp:127.0.0.1:6402", name: "Thermo",
                                                        address: .staticRandom(BDAddress(rawValue: 0xC1_00_00_00_00_01)))
@@ -29,6 +39,18 @@ enum ReadmeExamples {
             .flags([.leGeneralDiscoverable, .brEdrNotSupported]).serviceUUIDs(["181A"]).localName("Thermo").build())
         if let temperature = handles.valueHandle(for: "2A6E") {
             try await manager.updateValueWaiting([0x10, 0x08], forHandle: temperature)
+        }
+    }
+
+    /// LIBRARY.md "L2CAP channels".
+    static func l2cap(peripheral: Peripheral, manager: PeripheralManager) async throws {
+        let channel = try await peripheral.openL2CAPChannel(psm: 0x80)
+        try await channel.send(Array("hello".utf8))
+        for try await sdu in channel { print(sdu) }
+
+        let listener = try await manager.listenL2CAP(psm: 0x81, security: L2CAPSecurityRequirement(level: .encrypted))
+        for await incoming in listener {
+            Task { for try await sdu in incoming { try await incoming.send(sdu) } }
         }
     }
 }
