@@ -318,7 +318,10 @@ final class GATTServerSessions {
             var queued = flow.queuedPDUs(handle: handle)
             while queued < 2, let pdu = link.server.nextOutgoing(now: now) {
                 if pdu.first == indicationOpcode { indicationSent = true }
-                queued = flow.enqueueBasicFrame(handle: handle, channel: L2CAPChannel.att, payload: consume pdu, send: send)
+                // An ATT PDU fits the basic header's length field (ATT_MTU ≤ 65535): no cut, so
+                // no call beside the flow controller's own on the notification path.
+                let header = L2CAPFrame.basicHeader(length: pdu.count, channel: L2CAPChannel.att)
+                queued = flow.enqueue(handle: handle, prefix: header, payload: consume pdu, send: send)
             }
         }
         return Drained(events: link.server.takeEvents(), enhanced: !link.enhancedServers.isEmpty, indicationSent: indicationSent)

@@ -12,8 +12,9 @@ typealias NotificationQueue = StreamQueue<[UInt8]>
 /// (newer ones dropped while full, as `.bufferingOldest` does; `Int.max` for an unbounded
 /// stream), then the end once the host finishes it and the rest is read.
 ///
-/// The host keeps the queue; the consumer's sequence (`NotificationStream`,
-/// `PeripheralManagerEventStream`) keeps a source object that holds it. The sequence's iterator
+/// The host keeps the queue; the consumer's sequence (`HostStream`: `NotificationStream`,
+/// `PeripheralManagerEventStream`) keeps a source object that holds it. The consumer's side
+/// (`take`, `park`, `abandon`) is inlinable, so it is specialised in the consumer's module. The sequence's iterator
 /// first calls `take()`: a buffered value is taken under the lock with no suspension, no
 /// executor hop and no cancellation record (`AsyncStream(unfolding:)` cost about
 /// eight task switches and a cancellation handler per value); only a consumer that must
@@ -22,17 +23,21 @@ typealias NotificationQueue = StreamQueue<[UInt8]>
 /// and the host drops it at the next value or when the link closes — no task is started for it.
 ///
 /// One reader at a time: a second reader that waits while another already waits gets the end.
+@usableFromInline
 final class StreamQueue<Element: Sendable>: Sendable {
-    private struct State {
-        var values: [Element] = []
-        var head = 0
-        var waiter: UnsafeContinuation<Element?, Never>?
-        var finished = false
+    @usableFromInline
+    struct State {
+        @usableFromInline var values: [Element] = []
+        @usableFromInline var head = 0
+        @usableFromInline var waiter: UnsafeContinuation<Element?, Never>?
+        @usableFromInline var finished = false
         /// The consumer is gone (stream released or its reading task cancelled).
-        var abandoned = false
+        @usableFromInline var abandoned = false
+
+        init() {}
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
     let limit: Int
 
     init(limit: Int) {
@@ -74,6 +79,7 @@ final class StreamQueue<Element: Sendable>: Sendable {
     }
 
     /// The consumer went away (cancelled, or the stream was released): a waiting read ends.
+    @inlinable
     func abandon() {
         let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
             s.abandoned = true
@@ -90,6 +96,7 @@ final class StreamQueue<Element: Sendable>: Sendable {
     /// abandoned. Abandoned covers a cancellation that came before the handler was in place (the
     /// handler then ran at once); a second concurrent reader gets nil rather than taking the
     /// first one's place.
+    @inlinable
     func park(_ c: UnsafeContinuation<Element?, Never>) {
         let now = state.withLock { s -> StreamTake<Element> in
             if s.head < s.values.count {
@@ -110,6 +117,7 @@ final class StreamQueue<Element: Sendable>: Sendable {
 
     /// A buffered value, the end, or "wait" (then `park`), without suspending: what the
     /// consumer's iterator does first. A cancelled reading task abandons the queue and gets the end.
+    @inlinable
     func take() -> StreamTake<Element> {
         if Task.isCancelled {
             abandon()

@@ -17,11 +17,12 @@ extension ACLFlowController {
                                            send: ([UInt8]) -> Void) -> Int {
         let count = payload.count
         guard count <= Int(UInt16.max) else { return enqueueCutBasicFrame(handle: handle, channel: channel, payload: payload, send: send) }
-        return enqueue(handle: handle, prefix: UInt32(count) | UInt32(channel) << 16, payload: payload, send: send)
+        return enqueue(handle: handle, prefix: L2CAPFrame.basicHeader(length: count, channel: channel), payload: payload, send: send)
     }
 
     /// `enqueueBasicFrame` for a payload over the length field: its first 65535 octets.
     private mutating func enqueueCutBasicFrame(handle: UInt16, channel: UInt16, payload: [UInt8], send: ([UInt8]) -> Void) -> Int {
-        enqueue(handle: handle, prefix: UInt32(UInt16.max) | UInt32(channel) << 16, payload: Array(payload.prefix(Int(UInt16.max))), send: send)
+        enqueue(handle: handle, prefix: L2CAPFrame.basicHeader(length: L2CAPFrame.maximumPayloadLength, channel: channel),
+                payload: Array(payload.prefix(L2CAPFrame.maximumPayloadLength)), send: send)
     }
 }

@@ -46,6 +46,15 @@ public struct L2CAPFrame: Sendable, Hashable, CustomStringConvertible {
     /// The largest payload the 16-bit length field can describe.
     public static let maximumPayloadLength = Int(UInt16.max)
 
+    /// The basic header of a frame of `length` payload octets on `channel`, as one little-endian
+    /// word: the prefix `ACLFlowController.enqueue(handle:prefix:payload:send:)` writes before
+    /// the payload. `length` must fit the length field (at most `maximumPayloadLength`, as an
+    /// ATT PDU always does); `ACLFlowController.enqueueBasicFrame` cuts longer payloads.
+    @inlinable
+    public static func basicHeader(length: Int, channel: UInt16) -> UInt32 {
+        UInt32(truncatingIfNeeded: length) & 0xFFFF | UInt32(channel) << 16
+    }
+
     public init(channelID: UInt16, payload: [UInt8]) {
         self.channelID = channelID
         self.payload = payload
