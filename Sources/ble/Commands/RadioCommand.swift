@@ -1,7 +1,7 @@
 import BLE
 import BLESystems
 import BLETransport
-import BLEVirtualRadio
+import BLEVirtual
 import BLEWire
 
 /// `ble radio --listen tcp:HOST:PORT`: the virtual radio as a server, in the manner of
