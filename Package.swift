@@ -40,9 +40,9 @@ let package = Package(
         .target(name: "BLECommandLine"),
         // The tool's logic as a library: the seed systems' central flows and their renderers, the
         // `ble serve` profiles, and the demo peripherals of the virtual world.
-        .target(name: "BLESystems", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEHTTP", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire"]),
+        .target(name: "BLESystems", dependencies: ["BLE", "BLEHTTP", "BLEProfiles", "BLEVirtual"], swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
-        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLEHTTP"]),
+        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
         // access policy. No dependencies.

@@ -16,7 +16,8 @@
 #      of the package in release: a release-only compiler crash cannot land unseen),
 #      scripts/check-doc-comments.sh (every
 #      public declaration of the API has a doc comment, also of the CoreBluetooth module),
-#      scripts/check-doc-links.sh (every link between the Markdown pages resolves) and scripts/check-ble-product.sh (a
+#      scripts/check-doc-links.sh (every link between the Markdown pages resolves),
+#      scripts/check-api-users.sh (BLESystems and ble import nothing below BLE) and scripts/check-ble-product.sh (a
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
 #   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported.
@@ -268,6 +269,9 @@ if [[ -z "${BLE_TEST_COMMAND:-}" ]]; then
         if [[ -d Sources/CoreBluetooth ]]; then scripts/check-doc-comments.sh CoreBluetooth; fi
         log "scripts/check-doc-links.sh"
         scripts/check-doc-links.sh
+        # The seed systems and the tool import no module below BLE; SwiftPM cannot check it.
+        log "scripts/check-api-users.sh"
+        scripts/check-api-users.sh
     fi
     # The BLE library stands alone: a package that depends only on it builds from the README's
     # examples without compiling the virtual radio.

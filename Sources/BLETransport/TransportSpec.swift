@@ -11,22 +11,29 @@ import Foundation
 /// - `hci0`, `hciN`, `hci:N`: the Linux HCI user channel on adapter N (exclusive raw access).
 /// - `virtual`: the in-process virtual radio (opened by the API layer, not here).
 public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
+    /// H4 over TCP to `host` (a name, IPv4 or IPv6 address, without brackets) at `port`.
     case tcp(host: String, port: UInt16)
+    /// H4 over the UART at `path`, at `baud`, with RTS/CTS hardware flow control when `rtscts`.
     case serial(path: String, baud: Int, rtscts: Bool)
+    /// The Linux HCI user channel of adapter `index` (`hci0` is 0).
     case hciUserChannel(index: UInt16)
+    /// The in-process virtual radio (opened by `Controllers.open` in BLEVirtual, not by this module).
     case virtual
 
+    /// The baud rate of a `serial:` spec that names none.
     public static let defaultBaud = 1_000_000
     /// Baud rates termios can set on Linux, up to 4 Mbaud (the fastest H4 dongles use 3M/4M).
     public static let supportedBauds: [Int] = [
         1200, 2400, 4800, 9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 500_000, 576_000,
         921_600, 1_000_000, 1_152_000, 1_500_000, 2_000_000, 2_500_000, 3_000_000, 3_500_000, 4_000_000,
     ]
+    /// The environment variable `fromEnvironment()` reads: `BLE_HCI`.
     public static let environmentVariable = "BLE_HCI"
 
     static let expectedForms =
         "expected one of: tcp:HOST:PORT, tcp:[IPV6]:PORT, serial:PATH, serial:PATH@BAUD, serial:PATH@BAUD,rtscts, hci0 (or hciN, hci:N), virtual"
 
+    /// The spec as a string `parse` reads back (`tcp:[::1]:6402`, `serial:/dev/ttyUSB0@1000000`, `hci0`).
     public var description: String {
         switch self {
         case let .tcp(host, port):

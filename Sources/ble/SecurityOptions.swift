@@ -1,7 +1,6 @@
 import BLECommandLine
 import BLE
 import BLESystems
-import BLETransport
 import Foundation
 
 /// `--bonds` and `--public`: on every command that uses a controller (CONTROLLER OPTIONS).

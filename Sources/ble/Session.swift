@@ -1,7 +1,6 @@
 import BLE
 import BLESystems
 import BLEVirtual
-import BLEHost
 import BLEWire
 
 /// What every command that talks to a controller shares: which controller, the capture file.

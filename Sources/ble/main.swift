@@ -3,9 +3,7 @@ import Glibc
 #endif
 import BLE
 import BLECommandLine
-import BLEHCI
 import BLESystems
-import BLETransport
 
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
 let commands: [any BLECommand.Type] = [

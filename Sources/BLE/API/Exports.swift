@@ -8,6 +8,10 @@
 // The clock and transport seams: `BLEClock`, `SystemClock`, `ManualClock`, `HCITransport`,
 // `InMemoryTransport`, `TransportError`.
 @_exported import BLERuntime
+// Which controller to open, written as one string: what `TransportFactory.open(spec:)`, the
+// `BLE_HCI` environment variable and `ble --hci` take (`tcp:HOST:PORT`, `serial:PATH`, `hci0`,
+// `virtual`), parsed and printed.
+@_exported import enum BLETransport.TransportSpec
 
 // What an `HCITransport` moves: one HCI packet with its H4 indicator (Vol 4 Part A §2), for an
 // application that brings a transport of its own.

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 
 /// bumble-bench's `gatt-client` mode: packets go out as Write Commands to TX and come back as
 /// notifications of RX, on a peer that serves the speed service.

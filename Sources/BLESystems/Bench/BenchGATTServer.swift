@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLERuntime
 import Synchronization
 

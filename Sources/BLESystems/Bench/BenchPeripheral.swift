@@ -1,6 +1,4 @@
 import BLE
-import BLEHCI
-import BLEHost
 import BLERuntime
 import BLEWire
 

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// What bumble-bench (Bumble 0.0.236, `apps/bench.py`) and `ble bench` agree on, so either end

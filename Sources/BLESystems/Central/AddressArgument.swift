@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// A device named by its address alone, its type (public or random) given or not: what a user

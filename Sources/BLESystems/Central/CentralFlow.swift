@@ -1,7 +1,5 @@
 import BLERuntime
 import BLE
-import BLEHCI
-import BLEHost
 import BLEProfiles
 import BLEWire
 import Synchronization

@@ -1,6 +1,5 @@
 import BLERuntime
 import BLE
-import BLEHost
 import Synchronization
 
 /// Renders the monitor's events for `ble heart-rate`: the live screen, plain lines, or JSON.

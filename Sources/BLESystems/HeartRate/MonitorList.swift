@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// The monitors heard, and the rule that picks one (pure, so it is tested on its own).

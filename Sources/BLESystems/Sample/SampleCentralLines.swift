@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// The sample central's steps as `ble sample` and `ble demo` print them: one line per event,

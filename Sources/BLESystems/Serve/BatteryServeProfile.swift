@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// `ble serve battery`: the Battery Service (0x180F) with Battery Level (0x2A19, read and

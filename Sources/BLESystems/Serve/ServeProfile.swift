@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// A peripheral `ble serve` can run: its services, its advertisement, and what it does while

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 // `ble serve test` changes its database on request, so that robust caching (Core spec Vol 3

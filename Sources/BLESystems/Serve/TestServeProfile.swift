@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 import BLEWire
 
 /// `ble serve test`: one custom service whose characteristics cover what interop and

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 
 /// The `/accel` screens' markup, script and style (docs/SYSTEMS.md S4), embedded like the rest of
 /// `UIAssets`. The live chart is three SVG polylines the script draws (no library); the

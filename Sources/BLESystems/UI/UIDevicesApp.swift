@@ -1,6 +1,5 @@
 import BLE
 import BLEHTTP
-import BLEHost
 import Synchronization
 
 /// The `/devices` screen of `ble ui` and the API behind it: the scan list as `ble

@@ -1,6 +1,5 @@
 import BLE
 import BLEHTTP
-import BLEHost
 import BLEProfiles
 import Synchronization
 

@@ -1,5 +1,4 @@
 import BLE
-import BLEHost
 
 /// The `/heart-rate` screens' markup and script (docs/SYSTEMS.md S3), embedded like the rest of
 /// `UIAssets`. The chart is an SVG polyline the script draws: no library.

@@ -1,6 +1,5 @@
 import BLE
 import BLEHTTP
-import BLEHost
 import Foundation
 
 /// The `/devices/ADDRESS` screen of `ble ui` and its API: connect, the GATT tree with

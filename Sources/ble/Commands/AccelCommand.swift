@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import BLE
-import BLEHost
 import BLEProfiles
 import BLESystems
 import BLEWire

@@ -1,5 +1,4 @@
 import BLE
-import BLEHCI
 import BLERuntime
 import BLESystems
 import BLEVirtual

@@ -1,7 +1,6 @@
 import BLE
 import BLESystems
-import BLETransport
-import BLEVirtualRadio
+import BLEVirtual
 import BLEWire
 
 /// `ble radio --listen tcp:HOST:PORT`: the virtual radio as a server, in the manner of
@@ -57,30 +56,22 @@ struct RadioCommand: BLECommand {
     }
 
     func run() async throws {
-        let listener = try TCPListener.listen(host: host, port: port)
+        let server = try VirtualRadioServer.listen(host: host, port: port)
         let radio = VirtualRadio(airTimeModel: airTime)
         let log = RadioLog(json: json)
-        log.listening(listener.description, port: listener.port)
+        log.listening(server.description, port: server.port)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await withTaskGroup(of: Void.self) { sessions in
-                    var index = 0
-                    for await connection in listener.connections {
-                        index += 1
-                        let number = index
-                        let address = RadioCommand.controllerAddress(number)
-                        sessions.addTask {
-                            log.connected(controller: number, peer: connection.peer, address: address)
-                            let end = await radio.serve(hostTransport: connection, address: address)
-                            log.disconnected(controller: number, peer: connection.peer, address: address, end: end)
-                        }
-                    }
+                await server.serve(radio, address: RadioCommand.controllerAddress) { session in
+                    log.connected(controller: session.number, peer: session.peer, address: session.address)
+                } ended: { session, end in
+                    log.disconnected(controller: session.number, peer: session.peer, address: session.address, end: end)
                 }
             }
             group.addTask { await waitForInterrupt(limit: nil) }
             // The interrupt (or cancellation) ends the accept loop's stream through close().
             _ = await group.next()
-            await listener.close()
+            await server.close()
             await radio.shutdown()
             await group.waitForAll()
         }

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import BLE
 import BLEVirtual
-import BLEHost
 import BLEProfiles
 import BLESystems
 import BLEWire
