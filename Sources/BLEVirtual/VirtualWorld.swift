@@ -17,6 +17,8 @@ import BLEWire
 public final class VirtualWorld: Sendable {
     /// The world's clock: a `VirtualTime`, or real time.
     public let clock: any BLEClock
+    /// The radio its devices share: add peripherals and hosts to it, or serve it over TCP
+    /// (`VirtualRadioServer`).
     public let radio: VirtualRadio
 
     /// A world on `clock` (real time by default; see `run` for virtual time).
