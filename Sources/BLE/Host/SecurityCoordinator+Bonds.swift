@@ -167,4 +167,65 @@ extension SecurityCoordinator {
         }
         return identity
     }
+
+    func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        limiter.succeeded(link.peer)
+        let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
+        var stored = false
+        let started = explicitPairing.removeValue(forKey: handle)
+        let explicit = started != nil && started == machines[handle]?.generation
+        if outcome.bonded {
+            // A new key starts without the old bond's subscriptions; this link's are saved
+            // when it closes.
+            var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
+            let all = bonds(host)
+            let old = all.first { $0.peer.sameDevice(as: bond.peer) }
+            let others = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+            // Our server keeps a client's last SignCounter when a pairing again distributes the
+            // same CSRK (other stacks may reuse it), so older signed writes stay refused.
+            if let old, old.peerSignatureKey != nil, old.peerSignatureKey == bond.peerSignatureKey { bond.peerSignCounter = old.peerSignCounter }
+            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit,
+                                          localIRK: localIRK(host)) {
+            case .store:
+                stored = store(bond, replacing: true, host)
+                // New keys: the client state the old bond kept is not this one's.
+                if stored { host.server.forgetBondedClient(bond.peer) }
+            case let .keep(why):
+                host.log("kept the bond of \(bond.peer): \(why)")
+                // No call waits for a pairing the peer started: the central's application
+                // reads why its bond was not replaced here (the peripheral's gets `.paired`
+                // with `bonded` false).
+                if link.role == .central { link.observation.update { $0.lastPairingFailure = .existingBondKept(why) } }
+            case let .conflict(why):
+                // Someone claims a bonded device's identity from an address that bond does not
+                // know: refuse the claim and the link (Zephyr's update_keys_check does the same).
+                host.log("pairing with \(link.peer) refused: \(why)")
+                let error = BLEError.security(.identityConflict(why))
+                for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
+                let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
+                if link.role == .peripheral {
+                    host.server.emit(.pairingFailed(link.central, failure))
+                } else {
+                    link.observation.update { $0.lastPairingFailure = failure }
+                }
+                host.connections.disconnectInBackground(handle: handle, "refusing a claimed identity", host)
+                return
+            }
+        }
+        host.connections.links.withLink(handle) {
+            $0.security.encrypted = true
+            $0.security.authenticated = outcome.authenticated
+            $0.security.secureConnections = outcome.secureConnections
+            $0.security.keySize = outcome.keySize
+            $0.security.hasLongTermKey = stored
+            $0.encryptedWithBondKey = stored
+        }
+        let result = PairingResult(secureConnections: outcome.secureConnections, method: outcome.model, keySize: outcome.keySize,
+                                   securityLevel: outcome.securityLevel, bonded: stored, keysSent: outcome.sent.kinds,
+                                   keysReceived: outcome.received.kinds, peerIdentity: outcome.received.identityAddress)
+        host.log("paired with \(link.peer): \(result)")
+        for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
+        if link.role == .peripheral { host.server.emit(.paired(link.central, result)) }
+    }
 }

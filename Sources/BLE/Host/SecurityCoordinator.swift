@@ -3,31 +3,36 @@ import BLEHCI
 import BLEHost
 import BLEWire
 
-/// The host's Security Manager part: one sans-IO `SMPPairing` per link, the bond store, the
-/// pairing agent, and the controller's side of encryption (LE Enable Encryption as central, the
-/// LE Long Term Key Request as peripheral, Encryption Change and Key Refresh; Core spec Vol 3
-/// Part H §2.4.4, Vol 4 Part E §7.8.24–26). It decides what each link's security is, so the GATT
+/// The host's Security Manager part. It decides what each link's security is, so the GATT
 /// server's permission checks and the client's retries read it from the link. Isolated to the
-/// host actor that owns it.
+/// host actor that owns it. One concern per file:
+/// - here, pairing: one sans-IO `SMPPairing` per link, the callers waiting on it, the pairing
+///   agent's prompts, and a peripheral's Security Request answered (Vol 3 Part H §2.4.6);
+/// - `+Encryption`: the controller's side of encryption (LE Enable Encryption as central, the
+///   LE Long Term Key Request as peripheral, Encryption Change and Key Refresh; Vol 3 Part H
+///   §2.4.4, Vol 4 Part E §7.8.24–26) and raising a link's security on demand;
+/// - `+Bonds`: the bond cache and store, the local identity, and what a finished pairing keeps;
+/// - `+Policy`: the fixed passkey's single use and the protection of existing bonds;
+/// - `+Signing`: data signing with the keys bonds keep (Vol 3 Part C §10.4).
 final class SecurityCoordinator {
     let settings: SecuritySettings
-    private var machines: [UInt16: SMPPairing] = [:]
+    var machines: [UInt16: SMPPairing] = [:]
     /// Callers waiting for a pairing (or a re-encryption) on a link to end.
-    private var waiters: [UInt16: [OneShot<PairingResult?>]] = [:]
+    var waiters: [UInt16: [OneShot<PairingResult?>]] = [:]
     /// What the key being switched on is worth, until the controller confirms encryption.
-    private var pendingKey: [UInt16: KeyWorth] = [:]
-    private var limiter: SMPAttemptLimiter
+    var pendingKey: [UInt16: KeyWorth] = [:]
+    var limiter: SMPAttemptLimiter
     var cachedBonds: [Bond]?
     var ephemeralIdentity: LocalIdentity?
     /// Whether the fixed passkey (`displayedPasskey`) is used up: one recorded Passkey Entry
     /// pairing reveals all of it (Vol 3 Part H §2.3.5.6.3), so it is shown once, in this host's
     /// life and, through the bond store, across restarts; later pairings draw random passkeys.
     /// Nil until the store was asked.
-    private var fixedPasskeyRetired: Bool?
+    var fixedPasskeyRetired: Bool?
     /// The pairing the application started on a link (`pair()`), by the machine's
     /// `generation` at its start: only that pairing's bond may replace a stronger old one, not
     /// a later one the peer starts after ours failed.
-    private var explicitPairing: [UInt16: UInt64] = [:]
+    var explicitPairing: [UInt16: UInt64] = [:]
 
     /// What a key is worth, noted when encryption with it starts and applied to the link when
     /// the controller confirms it.
@@ -111,7 +116,7 @@ final class SecurityCoordinator {
         _ = store(b, replacing: true, host)
     }
 
-    private func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
+    func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
         if let m = machines[handle] { return m }
         guard let link = host.connections.links[handle], let own = link.localOnAir ?? host.ownDeviceAddress,
               let identity = localIdentity(ownAddress: own, host) else { return nil }
@@ -124,51 +129,6 @@ final class SecurityCoordinator {
                            initiatorAddress: central ? own : peer, responderAddress: central ? peer : own)
         machines[handle] = m
         return m
-    }
-
-    /// Whether the fixed passkey was shown before, by this host or (the bond store says) by an
-    /// earlier run. A store that cannot answer counts it as shown: a random passkey costs nothing.
-    private func fixedPasskeyIsRetired(_ host: isolated HostController) -> Bool {
-        if let fixedPasskeyRetired { return fixedPasskeyRetired }
-        guard let fixed = settings.pairing.displayedPasskey else { return false }
-        var retired = false
-        do {
-            retired = try settings.bondStore?.isPasskeyRetired(fixed) ?? false
-        } catch {
-            host.log("bond store: \(error); not using the fixed passkey")
-            retired = true
-        }
-        if retired { host.log("the fixed passkey was used before: pairings show random passkeys") }
-        fixedPasskeyRetired = retired
-        return retired
-    }
-
-    /// The fixed passkey is about to be used: it is not used again in this host's life, and the
-    /// bond store records that before anyone sees it, so a restart does not bring it back. False
-    /// when the store could not record it: then it must not be used at all (fail closed, as a
-    /// SignCounter the store cannot record is not used), since after a restart nothing would
-    /// say it was.
-    private func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) -> Bool {
-        fixedPasskeyRetired = true
-        for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
-        do {
-            try settings.bondStore?.retirePasskey(value)
-            host.log("the fixed passkey is used once: later pairings show random passkeys and refuse it typed")
-            return true
-        } catch {
-            host.log("recording that the fixed passkey was used failed: \(error); it is not used (after a restart nothing would say it was), and later pairings use random passkeys")
-            return false
-        }
-    }
-
-    /// Whether `typed` is the fixed passkey and was used before; if it is the fixed passkey
-    /// and was not, it is retired now. Typed or shown, it is the same 20-bit secret that one
-    /// recorded pairing reveals (Vol 3 Part H §2.3.5.6.3), so it serves one pairing either way.
-    private func typedFixedPasskeyWasUsed(_ typed: UInt32?, _ host: isolated HostController) -> Bool {
-        guard let typed, typed == settings.pairing.displayedPasskey else { return false }
-        if fixedPasskeyIsRetired(host) { return true }
-        // Not recorded: refused as if used, so it is not used unrecorded.
-        return !retireFixedPasskey(typed, host)
     }
 
     // MARK: - Inbound
@@ -197,89 +157,6 @@ final class SecurityCoordinator {
         let actions = m.receive(pdu, now: host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
-    }
-
-    /// Whether a pairing on `link` must not give its bonded peer an unauthenticated key:
-    /// the peer is bonded, the pairing is not the application's own (`explicit`), and
-    /// `allowsUnauthenticatedBondReplacement` is off.
-    private func protectsBond(of link: Link, explicit: Bool, _ host: isolated HostController) -> Bool {
-        guard !settings.allowsUnauthenticatedBondReplacement, !explicit else { return false }
-        return bond(for: link.peer, host) != nil
-    }
-
-    /// Why `bond`'s key may not encrypt a link, if it may not: in Secure Connections Only mode
-    /// only mode 1 level 4 is allowed (Vol 3 Part C §10.2.4), and a bond made before the mode
-    /// was switched on may be legacy or unauthenticated.
-    func refusal(of bond: Bond) -> String? {
-        guard settings.pairing.secureConnectionsOnly, bond.securityLevel < .secureConnections else { return nil }
-        return "Secure Connections Only mode needs a level 4 key (authenticated Secure Connections, 16 octets), and the bond of \(bond.peer) is level \(bond.securityLevel.rawValue): pair again"
-    }
-
-    /// Peripheral: the controller asks for the key the central is encrypting with.
-    func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
-        if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand) {
-            pendingKey[handle] = KeyWorth(pairing: m)
-            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
-            return
-        }
-        if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
-            if let why = refusal(of: b) {
-                host.log("refused \(link.peer)'s encryption request: \(why)")
-                host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
-                return
-            }
-            pendingKey[handle] = KeyWorth(b)
-            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
-            return
-        }
-        // No key for this peer (never bonded, or it lost ours): the central learns at once.
-        host.log("no key for \(link.peer)'s encryption request")
-        host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
-    }
-
-    /// Encryption Change (enabled or failed) or Encryption Key Refresh Complete.
-    func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated HostController) {
-        let worth = pendingKey.removeValue(forKey: handle)
-        if status == .success, enabled {
-            host.connections.links.withLink(handle) { link in
-                link.security.encrypted = true
-                // A key we did not choose (nothing pending): assume the least of it.
-                let worth = worth ?? .least
-                link.security.authenticated = worth.authenticated
-                link.security.secureConnections = worth.secureConnections
-                link.security.keySize = worth.keySize
-                if worth.bonded { link.security.hasLongTermKey = true }
-                link.encryptedWithBondKey = worth.bonded
-            }
-            // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
-            host.client.linkEncrypted(handle: handle, host)
-            if let worth, worth.bonded, let link = host.connections.links[handle] {
-                // CCCDs, features and change awareness, unless the connection restored them.
-                if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }
-            }
-        } else if status != .success {
-            host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
-        } else {
-            host.connections.links.withLink(handle) {
-                $0.security.encrypted = false
-                $0.encryptedWithBondKey = false
-            }
-        }
-        if var m = machines[handle], m.isPairing {
-            let actions = m.encryptionChanged(status: status.rawValue, enabled: enabled, now: host.now)
-            machines[handle] = m
-            perform(actions, handle: handle, host)
-            return
-        }
-        // A re-encryption with a bond's key ended.
-        let waiting = waiters.removeValue(forKey: handle) ?? []
-        if status == .success && enabled {
-            for w in waiting { w.succeed(nil) }
-        } else {
-            // A MIC failure or a key the peer no longer has: the bond is stale; pairing again repairs it.
-            for w in waiting { w.fail(BLEError.security(.encryptionFailed(status: status.rawValue))) }
-        }
     }
 
     func expire(now: Duration, _ host: isolated HostController) {
@@ -361,67 +238,7 @@ final class SecurityCoordinator {
         return .of(authenticated: s.authenticated, secureConnections: s.secureConnections, keySize: s.keySize)
     }
 
-    /// Central: encrypts with the bond's key and waits for the controller's answer.
-    func encrypt(linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
-            throw BLEError.notConnected
-        }
-        guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
-            throw BLEError.security(.unavailable("no bond with \(link.peer)"))
-        }
-        if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
-        let waiter = OneShot<PairingResult?>()
-        waiters[handle, default: []].append(waiter)
-        startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
-        _ = try await waiter.wait()
-    }
-
-    /// Raises a central's link to what `code` (an ATT security error) asks for: encryption with
-    /// a bond's key when that is enough, else pairing (with MITM when authentication is missing).
-    func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
-            throw BLEError.notConnected
-        }
-        let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
-        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil {
-            // A failure here (the peer lost our key, or is not who the bond says) is the
-            // caller's error: pairing again over it is for an explicit `pair()`, since a
-            // spoofed peer could otherwise get a weaker bond in place of the real one.
-            try await encrypt(linkID: linkID, host)
-            return
-        }
-        if needsAuthentication && !settings.pairing.ioCapability.canProtectMITM {
-            throw BLEError.security(.local(.authenticationRequirements, detail: "the server needs an authenticated key, and this side's IO capability allows only Just Works"))
-        }
-        // Ask for MITM protection where the IO capability allows it; demand it when the link
-        // is encrypted already and only an authenticated key can help.
-        if var m = machine(for: link.handle, host), !m.isPairing {
-            if settings.pairing.ioCapability.canProtectMITM { m.settings.requestsMITM = true }
-            if needsAuthentication { m.settings.mitm = true }
-            machines[link.handle] = m
-        }
-        _ = try await pair(linkID: linkID, host)
-    }
-
-    private func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
-        pendingKey[handle] = worth
-        guard let linkID = host.connections.links[handle]?.id else { return }
-        host.spawn("LE Enable Encryption") {
-            do {
-                try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
-            } catch {
-                let status: HCIStatus
-                if case let BLEError.hci(.commandFailed(_, s)) = error { status = s } else { status = .unspecifiedError }
-                // Only if the link is still the one we started on (a handle can be reused).
-                await host.run { host in
-                    guard host.connections.links.handle(forID: linkID) == handle else { return }
-                    host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
-                }
-            }
-        }
-    }
-
-    private func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated HostController) {
         guard let link = host.connections.links[handle] else { return }
         let peer = link.peer, linkID = link.id
         let agent = settings.agent
@@ -507,67 +324,6 @@ final class SecurityCoordinator {
         let actions = body(&m, host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
-    }
-
-    private func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
-        limiter.succeeded(link.peer)
-        let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
-        var stored = false
-        let started = explicitPairing.removeValue(forKey: handle)
-        let explicit = started != nil && started == machines[handle]?.generation
-        if outcome.bonded {
-            // A new key starts without the old bond's subscriptions; this link's are saved
-            // when it closes.
-            var bond = Bond(outcome: outcome, connectedPeer: link.peer, role: role)
-            let all = bonds(host)
-            let old = all.first { $0.peer.sameDevice(as: bond.peer) }
-            let others = all.filter { !$0.peer.sameDevice(as: bond.peer) }
-            // Our server keeps a client's last SignCounter when a pairing again distributes the
-            // same CSRK (other stacks may reuse it), so older signed writes stay refused.
-            if let old, old.peerSignatureKey != nil, old.peerSignatureKey == bond.peerSignatureKey { bond.peerSignCounter = old.peerSignCounter }
-            switch BondReplacement.decide(old: old, others: others, new: bond, from: link.peerOnAir ?? link.peer, explicit: explicit,
-                                          localIRK: localIRK(host)) {
-            case .store:
-                stored = store(bond, replacing: true, host)
-                // New keys: the client state the old bond kept is not this one's.
-                if stored { host.server.forgetBondedClient(bond.peer) }
-            case let .keep(why):
-                host.log("kept the bond of \(bond.peer): \(why)")
-                // No call waits for a pairing the peer started: the central's application
-                // reads why its bond was not replaced here (the peripheral's gets `.paired`
-                // with `bonded` false).
-                if link.role == .central { link.observation.update { $0.lastPairingFailure = .existingBondKept(why) } }
-            case let .conflict(why):
-                // Someone claims a bonded device's identity from an address that bond does not
-                // know: refuse the claim and the link (Zephyr's update_keys_check does the same).
-                host.log("pairing with \(link.peer) refused: \(why)")
-                let error = BLEError.security(.identityConflict(why))
-                for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
-                let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
-                if link.role == .peripheral {
-                    host.server.emit(.pairingFailed(link.central, failure))
-                } else {
-                    link.observation.update { $0.lastPairingFailure = failure }
-                }
-                host.connections.disconnectInBackground(handle: handle, "refusing a claimed identity", host)
-                return
-            }
-        }
-        host.connections.links.withLink(handle) {
-            $0.security.encrypted = true
-            $0.security.authenticated = outcome.authenticated
-            $0.security.secureConnections = outcome.secureConnections
-            $0.security.keySize = outcome.keySize
-            $0.security.hasLongTermKey = stored
-            $0.encryptedWithBondKey = stored
-        }
-        let result = PairingResult(secureConnections: outcome.secureConnections, method: outcome.model, keySize: outcome.keySize,
-                                   securityLevel: outcome.securityLevel, bonded: stored, keysSent: outcome.sent.kinds,
-                                   keysReceived: outcome.received.kinds, peerIdentity: outcome.received.identityAddress)
-        host.log("paired with \(link.peer): \(result)")
-        for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
-        if link.role == .peripheral { host.server.emit(.paired(link.central, result)) }
     }
 
     /// Central: a peripheral's Security Request (Vol 3 Part H §2.4.6): encrypt with the bond's

@@ -1,0 +1,145 @@
+import BLEHCI
+import BLEHost
+import BLEWire
+
+// The controller's side of security (Core spec Vol 3 Part H §2.4.4, Vol 4 Part E §7.8.24–26):
+// LE Enable Encryption as central, the LE Long Term Key Request as peripheral, Encryption Change
+// and Key Refresh, what each key is worth, and raising a link's security when a request needs it.
+// Secure Connections Only mode allows only mode 1 level 4 (Vol 3 Part C §10.2.4), so a weaker
+// bond's key is not used (`refusal(of:)`).
+extension SecurityCoordinator {
+    /// Why `bond`'s key may not encrypt a link, if it may not: in Secure Connections Only mode
+    /// only mode 1 level 4 is allowed (Vol 3 Part C §10.2.4), and a bond made before the mode
+    /// was switched on may be legacy or unauthenticated.
+    func refusal(of bond: Bond) -> String? {
+        guard settings.pairing.secureConnectionsOnly, bond.securityLevel < .secureConnections else { return nil }
+        return "Secure Connections Only mode needs a level 4 key (authenticated Secure Connections, 16 octets), and the bond of \(bond.peer) is level \(bond.securityLevel.rawValue): pair again"
+    }
+
+    /// Peripheral: the controller asks for the key the central is encrypting with.
+    func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
+        guard let link = host.connections.links[handle] else { return }
+        if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand) {
+            pendingKey[handle] = KeyWorth(pairing: m)
+            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
+            return
+        }
+        if let b = bond(for: link.peer, host), let key = b.key(as: .responder), key.ediv == ediv, key.rand == rand {
+            if let why = refusal(of: b) {
+                host.log("refused \(link.peer)'s encryption request: \(why)")
+                host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+                return
+            }
+            pendingKey[handle] = KeyWorth(b)
+            host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
+            return
+        }
+        // No key for this peer (never bonded, or it lost ours): the central learns at once.
+        host.log("no key for \(link.peer)'s encryption request")
+        host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
+    }
+
+    /// Encryption Change (enabled or failed) or Encryption Key Refresh Complete.
+    func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated HostController) {
+        let worth = pendingKey.removeValue(forKey: handle)
+        if status == .success, enabled {
+            host.connections.links.withLink(handle) { link in
+                link.security.encrypted = true
+                // A key we did not choose (nothing pending): assume the least of it.
+                let worth = worth ?? .least
+                link.security.authenticated = worth.authenticated
+                link.security.secureConnections = worth.secureConnections
+                link.security.keySize = worth.keySize
+                if worth.bonded { link.security.hasLongTermKey = true }
+                link.encryptedWithBondKey = worth.bonded
+            }
+            // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
+            host.client.linkEncrypted(handle: handle, host)
+            if let worth, worth.bonded, let link = host.connections.links[handle] {
+                // CCCDs, features and change awareness, unless the connection restored them.
+                if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }
+            }
+        } else if status != .success {
+            host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
+        } else {
+            host.connections.links.withLink(handle) {
+                $0.security.encrypted = false
+                $0.encryptedWithBondKey = false
+            }
+        }
+        if var m = machines[handle], m.isPairing {
+            let actions = m.encryptionChanged(status: status.rawValue, enabled: enabled, now: host.now)
+            machines[handle] = m
+            perform(actions, handle: handle, host)
+            return
+        }
+        // A re-encryption with a bond's key ended.
+        let waiting = waiters.removeValue(forKey: handle) ?? []
+        if status == .success && enabled {
+            for w in waiting { w.succeed(nil) }
+        } else {
+            // A MIC failure or a key the peer no longer has: the bond is stale; pairing again repairs it.
+            for w in waiting { w.fail(BLEError.security(.encryptionFailed(status: status.rawValue))) }
+        }
+    }
+
+    /// Central: encrypts with the bond's key and waits for the controller's answer.
+    func encrypt(linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+            throw BLEError.notConnected
+        }
+        guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
+            throw BLEError.security(.unavailable("no bond with \(link.peer)"))
+        }
+        if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
+        let waiter = OneShot<PairingResult?>()
+        waiters[handle, default: []].append(waiter)
+        startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
+        _ = try await waiter.wait()
+    }
+
+    /// Raises a central's link to what `code` (an ATT security error) asks for: encryption with
+    /// a bond's key when that is enough, else pairing (with MITM when authentication is missing).
+    func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
+        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+            throw BLEError.notConnected
+        }
+        let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
+        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil {
+            // A failure here (the peer lost our key, or is not who the bond says) is the
+            // caller's error: pairing again over it is for an explicit `pair()`, since a
+            // spoofed peer could otherwise get a weaker bond in place of the real one.
+            try await encrypt(linkID: linkID, host)
+            return
+        }
+        if needsAuthentication && !settings.pairing.ioCapability.canProtectMITM {
+            throw BLEError.security(.local(.authenticationRequirements, detail: "the server needs an authenticated key, and this side's IO capability allows only Just Works"))
+        }
+        // Ask for MITM protection where the IO capability allows it; demand it when the link
+        // is encrypted already and only an authenticated key can help.
+        if var m = machine(for: link.handle, host), !m.isPairing {
+            if settings.pairing.ioCapability.canProtectMITM { m.settings.requestsMITM = true }
+            if needsAuthentication { m.settings.mitm = true }
+            machines[link.handle] = m
+        }
+        _ = try await pair(linkID: linkID, host)
+    }
+
+    func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
+        pendingKey[handle] = worth
+        guard let linkID = host.connections.links[handle]?.id else { return }
+        host.spawn("LE Enable Encryption") {
+            do {
+                try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
+            } catch {
+                let status: HCIStatus
+                if case let BLEError.hci(.commandFailed(_, s)) = error { status = s } else { status = .unspecifiedError }
+                // Only if the link is still the one we started on (a handle can be reused).
+                await host.run { host in
+                    guard host.connections.links.handle(forID: linkID) == handle else { return }
+                    host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
+                }
+            }
+        }
+    }
+}
