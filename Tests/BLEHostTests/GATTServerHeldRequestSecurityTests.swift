@@ -95,24 +95,36 @@ final class GATTServerHeldRequestSecurityTests: XCTestCase {
                        "the second run is refused, not handed to the application")
     }
 
-    /// A request held while the application answers an earlier one gets the robust-caching
-    /// verdict when it is served: the database changed meanwhile, so a change-unaware client
-    /// that enabled robust caching gets Database Out Of Sync (Vol 3 Part G §2.5.2.1).
-    func testHeldRequestGetsTheChangeAwarenessVerdictWhenServed() throws {
+    /// An encrypted link's security.
+    private static let encrypted = LinkSecurity(encrypted: true, hasLongTermKey: true)
+
+    /// A client with robust caching on whose read of a dynamic value waits for the application:
+    /// the database, the server, a fixed value's handle, and the read's id.
+    private static func robustCachingClientAwaitingARead() throws -> (GATTServerDatabase, ATTServer, fixed: UInt16, id: UInt64) {
         var db = GATTServerDatabase(deviceName: "T", appearance: 0)
         let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: nil),
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read], permissions: [.read], value: [0x42]),
         ]))
-        let (dynamic, fixed) = (h.characteristics[0].valueHandle, h.characteristics[1].valueHandle)
-        let security = LinkSecurity(encrypted: true, hasLongTermKey: true)
         var server = ATTServer()
         server.restoreClientSupportedFeatures([0x01])
-        var actions = server.receive([0x0A] + Self.le(dynamic), database: &db, security: security, now: .zero)
-        guard case let .read(id, _, _)? = actions.first else { return XCTFail("expected a read for the application, got \(actions)") }
+        let actions = server.receive([0x0A] + le(h.characteristics[0].valueHandle), database: &db, security: encrypted, now: .zero)
+        guard case let .read(id, _, _)? = actions.first else {
+            XCTFail("expected a read for the application, got \(actions)")
+            throw CancellationError()
+        }
+        return (db, server, h.characteristics[1].valueHandle, id)
+    }
+
+    /// A request held while the application answers an earlier one gets the robust-caching
+    /// verdict when it is served: the database changed meanwhile, so a change-unaware client
+    /// that enabled robust caching gets Database Out Of Sync (Vol 3 Part G §2.5.2.1).
+    func testHeldRequestGetsTheChangeAwarenessVerdictWhenServed() throws {
+        var (db, server, fixed, id) = try Self.robustCachingClientAwaitingARead()
+        let security = Self.encrypted
         XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
         server.databaseChanged()
-        actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
+        let actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
         XCTAssertEqual(actions, [.send([0x0B, 0x07]), .send([0x01, 0x0A, 0x00, 0x00, 0x12])])
         XCTAssertFalse(server.isChangeAware)
     }
@@ -121,21 +133,12 @@ final class GATTServerHeldRequestSecurityTests: XCTestCase {
     /// both get Database Out Of Sync. The second was sent before the client saw the first
     /// error, so it is not "the next request" that makes the client change-aware (§2.5.2.1).
     func testASecondHeldRequestIsNotTakenAsTheRequestAfterOutOfSync() throws {
-        var db = GATTServerDatabase(deviceName: "T", appearance: 0)
-        let h = try db.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
-            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.read], value: nil),
-            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF2), properties: [.read], permissions: [.read], value: [0x42]),
-        ]))
-        let (dynamic, fixed) = (h.characteristics[0].valueHandle, h.characteristics[1].valueHandle)
-        let security = LinkSecurity(encrypted: true, hasLongTermKey: true)
-        var server = ATTServer()
-        server.restoreClientSupportedFeatures([0x01])
-        var actions = server.receive([0x0A] + Self.le(dynamic), database: &db, security: security, now: .zero)
-        guard case let .read(id, _, _)? = actions.first else { return XCTFail("expected a read for the application, got \(actions)") }
+        var (db, server, fixed, id) = try Self.robustCachingClientAwaitingARead()
+        let security = Self.encrypted
         XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
         XCTAssertEqual(server.receive([0x0A] + Self.le(fixed), database: &db, security: security, now: .zero), [])
         server.databaseChanged()
-        actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
+        let actions = server.completeRead(id: id, result: .success([7]), database: &db, security: security, now: .zero)
         let outOfSync: ServerAction = .send([0x01, 0x0A, 0x00, 0x00, 0x12])
         XCTAssertEqual(actions, [.send([0x0B, 0x07]), outOfSync, outOfSync])
         XCTAssertFalse(server.isChangeAware)

@@ -7,13 +7,9 @@ import XCTest
 /// L2CAP's side of fragmentation: PDUs recombined from the ACL fragments they came in, per
 /// handle, by the basic header's length (Core spec Vol 3 Part A §7.2, §3.1; Vol 4 Part E §5.4.2).
 final class L2CAPRecombinerTests: XCTestCase {
-    /// An L2CAP basic-frame: length, CID, payload.
+    /// An L2CAP basic frame: length, CID, payload.
     func l2cap(cid: UInt16 = 0x0004, payload: [UInt8]) -> [UInt8] {
-        var w = ByteWriter()
-        w.u16(UInt16(payload.count))
-        w.u16(cid)
-        w.append(payload)
-        return w.bytes
+        L2CAPFrame(channelID: cid, payload: payload).encode()
     }
 
     func testA251BytePDUIn27ByteFragmentsIsRecombinedWhole() throws {

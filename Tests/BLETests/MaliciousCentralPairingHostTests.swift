@@ -31,6 +31,15 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
 
         func begin(_ c: FakeController) async { await perform(m.start(now: .zero), c) }
 
+        /// Begins the pairing and plays it until `reached` holds (true), or 20 s pass (false).
+        func play(_ c: FakeController, until reached: @escaping @Sendable (Initiator) async -> Bool, _ what: String) async -> Bool {
+            await begin(c)
+            return await waitUntil(what, within: .seconds(20)) {
+                await self.step(c)
+                return await reached(self)
+            }
+        }
+
         func step(_ c: FakeController) async {
             let pdus = await c.l2capPayloads(channel: 0x0006)
             while consumed < pdus.count {
@@ -93,11 +102,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
                                     signatureKey: [UInt8](repeating: 0xEF, count: 16))
         let attacker = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: evil,
                                             initiatorAddress: victim, responderAddress: ownAddress), handle: 0x0041, consumedSoFar: 0)
-        await attacker.begin(t.controller)
-        let done = await waitUntil("the attack pairing", within: .seconds(20)) {
-            await attacker.step(t.controller)
-            return await attacker.finished
-        }
+        let done = await attacker.play(t.controller, until: { await $0.finished }, "the attack pairing")
         XCTAssertTrue(done)
         // The host refuses the claim and drops the link.
         let refused = await waitUntil("the host dropping the link", within: .seconds(10)) {
@@ -145,11 +150,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         let h = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: SMPLocalIdentity(
             identityResolvingKey: [UInt8](repeating: 3, count: 16), identityAddress: honest, signatureKey: [UInt8](repeating: 4, count: 16)),
             initiatorAddress: honest, responderAddress: ownAddress), handle: 0x0050, consumedSoFar: before)
-        await h.begin(t.controller)
-        _ = await waitUntil("honest pairing", within: .seconds(20)) {
-            await h.step(t.controller)
-            return await h.finished
-        }
+        _ = await h.play(t.controller, until: { await $0.finished }, "honest pairing")
         let failure = await h.failedWith
         XCTAssertNil(failure, "an honest Just Works pairing was refused: \(String(describing: failure))")
         await m.close()
@@ -190,11 +191,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         let copier = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: SMPLocalIdentity(
             identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: victim, signatureKey: [UInt8](repeating: 0xEF, count: 16)),
             initiatorAddress: victim, responderAddress: ownAddress), handle: 0x0041, consumedSoFar: 0)
-        await copier.begin(t.controller)
-        let encrypted = await waitUntil("the copier's pairing encrypting the link", within: .seconds(20)) {
-            await copier.step(t.controller)
-            return await copier.encrypted
-        }
+        let encrypted = await copier.play(t.controller, until: { await $0.encrypted }, "the copier's pairing encrypting the link")
         XCTAssertTrue(encrypted)
         // Gone before distributing its keys: the pairing never ends.
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))

@@ -19,6 +19,18 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
         return c
     }
 
+    /// `central` pairs with the real lock at `lockAddress` and leaves; the bond `store` keeps.
+    static func bond(_ central: Central, withLockAt lockAddress: BDAddress, advertising: AdvertisingData,
+                     store: InMemoryBondStore, _ world: VirtualWorld) async throws -> Bond {
+        let (real, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: justWorks(InMemoryBondStore()))
+        try await real.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
+        let p = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
+        _ = try await p.pair()
+        try await p.disconnect()
+        await real.close()
+        return try XCTUnwrap(try store.bonds().first)
+    }
+
     func testAJustWorksPairingFromACopiedAddressDoesNotReplaceTheBond() async throws {
         try await VirtualWorld.run { world in
             let peripheralStore = InMemoryBondStore()
@@ -72,13 +84,7 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             let (central, _) = try await world.addCentral(configuration: Self.justWorks(centralStore))
             let advertising = AdvertisingData.Builder().localName("Lock").build()
 
-            let (real, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: Self.justWorks(InMemoryBondStore()))
-            try await real.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let p = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
-            _ = try await p.pair()
-            try await p.disconnect()
-            await real.close()
-            let bonded = try XCTUnwrap(try centralStore.bonds().first)
+            let bonded = try await Self.bond(central, withLockAt: lockAddress, advertising: advertising, store: centralStore, world)
 
             // The attacker declines the central's own pairing, then asks for a pairing itself
             // (with MITM in its Security Request, so the central pairs rather than encrypting
@@ -166,13 +172,7 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             let (central, _) = try await world.addCentral(configuration: cc)
             let advertising = AdvertisingData.Builder().localName("Lock").build()
 
-            let (real, _) = try await world.addPeripheralManager(name: "Lock", address: lockAddress, configuration: Self.justWorks(InMemoryBondStore()))
-            try await real.startAdvertising(advertising, parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let p = try await central.connect(DeviceAddress(lockAddress, type: .public), timeout: .seconds(5))
-            _ = try await p.pair()
-            try await p.disconnect()
-            await real.close()
-            let bonded = try XCTUnwrap(try centralStore.bonds().first)
+            let bonded = try await Self.bond(central, withLockAt: lockAddress, advertising: advertising, store: centralStore, world)
             XCTAssertTrue(bonded.secureConnections)
 
             // The copier pairs legacy only and asks for MITM, so the unauthenticated bond is
