@@ -133,11 +133,12 @@ final class EATTBoundsWorldTests: XCTestCase {
             let prepared = try await it.next()
             XCTAssertEqual(prepared, [0x17] + le + [0x00, 0x00, 0x42])
             // The service goes (Vol 3 Part G §2.5.2: its handles may be reused): what was
-            // prepared for it goes with it, on every bearer.
+            // prepared for it goes with it, on every bearer, and the Execute Write says so
+            // (Invalid Handle where it was) rather than answer success for a write it dropped.
             try await rig.manager.remove(doomed)
             try await bearer.send([0x18, 0x01])
             let executed = try await it.next()
-            XCTAssertEqual(executed, [0x19], "nothing left to write")
+            XCTAssertEqual(executed, [0x01, 0x18] + le + [0x01], "Invalid Handle, nothing written")
             await rig.central.close()
             await rig.manager.close()
         }

@@ -92,7 +92,10 @@ extension SecurityCoordinator {
             }
         }
         cachedBonds = all
-        if let evicted { host.server.forgetBondedClient(evicted.peer) }
+        if let evicted {
+            host.server.forgetBondedClient(evicted.peer)
+            bondKeyWithdrawn(evicted, host)
+        }
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
         if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
             host.privacy.bondsChanged(host)
@@ -124,11 +127,24 @@ extension SecurityCoordinator {
     func forget(_ peer: DeviceAddress, _ host: isolated HostController) -> Bool {
         var all = bonds(host)
         let before = all.count
+        let gone = all.filter { $0.peer.sameDevice(as: peer) }
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         host.server.forgetBondedClient(peer)
+        for b in gone { bondKeyWithdrawn(b, host) }
         host.privacy.bondsChanged(host)
         return all.count != before
+    }
+
+    /// `bond` is gone or replaced: an open link encrypted with its key (but `except`, the link
+    /// that made the new bond) no longer speaks for a bond, so what its client does is not kept
+    /// with whatever bond that identity has next.
+    func bondKeyWithdrawn(_ bond: Bond, except: UInt16? = nil, _ host: isolated HostController) {
+        for h in host.connections.links.handles where h != except {
+            host.connections.links.withLink(h) { link in
+                if link.encryptedWithBondKey, bond.matches(link.peer) { link.encryptedWithBondKey = false }
+            }
+        }
     }
 
     /// Our keys for distribution: the stored local identity, or one made for this host's life.
@@ -189,8 +205,14 @@ extension SecurityCoordinator {
                                           localIRK: localIRK(host)) {
             case .store:
                 stored = store(bond, replacing: true, host)
-                // New keys: the client state the old bond kept is not this one's.
-                if stored { host.server.forgetBondedClient(bond.peer) }
+                if stored {
+                    // New keys: the client state the old bond kept is not this one's, neither
+                    // kept for the next connection nor restored on this link; and another link
+                    // encrypted with the old key no longer speaks for the bond.
+                    host.server.forgetBondedClient(bond.peer)
+                    host.connections.links.withLink(handle) { $0.server.forgetRestoredFeatures() }
+                    if let old { bondKeyWithdrawn(old, except: handle, host) }
+                }
             case let .keep(why):
                 host.log("kept the bond of \(bond.peer): \(why)")
                 // No call waits for a pairing the peer started: the central's application

@@ -105,7 +105,9 @@ extension SecurityCoordinator {
             throw BLEError.notConnected
         }
         let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
-        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil {
+        // A bond Secure Connections Only mode refuses is paired over instead (that mode pairs
+        // only at level 4, which may replace a weaker bond), as for a Security Request.
+        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, refusal(of: b) == nil {
             // A failure here (the peer lost our key, or is not who the bond says) is the
             // caller's error: pairing again over it is for an explicit `pair()`, since a
             // spoofed peer could otherwise get a weaker bond in place of the real one.

@@ -33,6 +33,9 @@ final class SecurityCoordinator {
     /// `generation` at its start: only that pairing's bond may replace a stronger old one, not
     /// a later one the peer starts after ours failed.
     var explicitPairing: [UInt16: UInt64] = [:]
+    /// Links whose pairing this side is ending for a reason of its own (the fixed passkey's use
+    /// could not be recorded): the failure is not the peer's, so it does not count as an attempt.
+    var abandonedByThisSide: Set<UInt16> = []
 
     /// What a key is worth, noted when encryption with it starts and applied to the link when
     /// the controller confirms it.
@@ -104,6 +107,7 @@ final class SecurityCoordinator {
         machines[link.handle] = nil
         pendingKey[link.handle] = nil
         explicitPairing[link.handle] = nil
+        abandonedByThisSide.remove(link.handle)
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
     }
 
@@ -255,6 +259,7 @@ final class SecurityCoordinator {
                     // Its use could not be recorded: not shown, and the pairing ends here (the
                     // rest of these actions belonged to it).
                     guard var m = machines[handle] else { return }
+                    abandonedByThisSide.insert(handle)
                     let ended = m.abandon(.passkeyEntryFailed, detail: "the fixed passkey's use could not be recorded in the bond store, so it is not used")
                     machines[handle] = m
                     perform(ended, handle: handle, host)
@@ -291,10 +296,12 @@ final class SecurityCoordinator {
                 // Only a failed guess at a secret (a passkey, OOB data) that this side caught counts
                 // towards every peer's wait; a Just Works or comparison failure proves nothing and
                 // is free to provoke, so it slows only its own peer.
+                // A pairing this side ended for a reason of its own (`abandon`) counts for no one.
                 let model = machines[handle]?.lastModel
                 let guessed = model == .passkeyEntry || model == .outOfBand
+                let endedByThisSide = abandonedByThisSide.remove(handle) != nil
                 switch error {
-                case let .local(reason, _): limiter.failed(peer, reason: reason, local: guessed, now: host.now)
+                case let .local(reason, _) where !endedByThisSide: limiter.failed(peer, reason: reason, local: guessed, now: host.now)
                 case let .peer(reason): limiter.failed(peer, reason: reason, local: false, now: host.now)
                 default: break
                 }

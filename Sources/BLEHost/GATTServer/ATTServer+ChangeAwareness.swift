@@ -62,6 +62,12 @@ extension ATTServer {
         restoreSubscriptions(values.filter { client.configurations[$0.key] == nil })
     }
 
+    /// The client bonded anew (new keys): the Client Supported Features restored from its old
+    /// bond are not this bond's, so only what it wrote on this connection stays.
+    public mutating func forgetRestoredFeatures() {
+        client.features = client.featuresWritten
+    }
+
     /// True once `restoreBondedState` ran on this connection.
     public var hasRestoredBondedState: Bool { client.bondedStateRestored }
 

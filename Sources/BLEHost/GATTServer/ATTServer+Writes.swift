@@ -45,8 +45,14 @@ extension ATTServer {
             switch flags {
             case .cancel:
                 prepareQueue.removeAll()
+                preparedForRemovedService = nil
                 return [.send(ATTPDU.executeWriteResponse.encode())]
             case .write:
+                if let lost = preparedForRemovedService {
+                    prepareQueue.removeAll()
+                    preparedForRemovedService = nil
+                    return [Self.error(.executeWriteRequest, lost, .invalidHandle)]
+                }
                 return executeWrite(database: &database, security: security)
             default:
                 // Reserved flag values: the request is malformed (§3.3).
@@ -286,6 +292,7 @@ extension ATTServer {
         case .clientSupportedFeatures:
             // `newValue` made it: the defined bits only (`keptClientFeatures`).
             client.features = value
+            client.featuresWritten = value
             return [.valueWritten(handle: attribute.handle, value: value)]
         case .fixed, .dynamic, .databaseHash:
             return []

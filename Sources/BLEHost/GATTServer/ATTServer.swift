@@ -50,6 +50,10 @@ public struct ATTServer: Sendable {
     var client = ATTClientState()
     /// Prepared writes in arrival order (§3.4.6).
     var prepareQueue: [PreparedWrite] = []
+    /// The handle of the first prepared write dropped with its service (`forgetHandles`): the
+    /// next Execute Write fails with Invalid Handle there and writes nothing, as it would had
+    /// the queue been executed with the service gone (§3.4.6.3: the queue is all or nothing).
+    var preparedForRemovedService: UInt16?
     /// Notifications and indications waiting for `nextOutgoing`.
     var outgoing: [Outgoing] = []
     /// The indication sent and not yet confirmed.
@@ -228,6 +232,9 @@ public struct ATTServer: Sendable {
     /// prepared writes for it. Call after `GATTServerDatabase.remove`, before handles are reused.
     public mutating func forgetHandles(in range: ClosedRange<UInt16>) {
         client.configurations = client.configurations.filter { !range.contains($0.key) }
+        if preparedForRemovedService == nil, let lost = prepareQueue.first(where: { range.contains($0.handle) }) {
+            preparedForRemovedService = lost.handle
+        }
         prepareQueue.removeAll { range.contains($0.handle) }
         // An Execute Write waiting for the application ends at the first run left for the
         // removed service: it must not be written into one added at the same handles.
