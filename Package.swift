@@ -54,8 +54,9 @@ let package = Package(
         // Benchmarks (docs/PERFORMANCE.md): throughput against theory, raw host cost.
         .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,
-        // the scripted HCI controller. A plain library so test targets can depend on it.
-        .target(name: "BLETestSupport", dependencies: ["BLEWire", "BLEHCI", "BLERuntime"], path: "Tests/BLETestSupport"),
+        // the scripted HCI controller, a `ble serve` profile on a virtual world with its log, a
+        // test's temporary directory. A plain library so test targets can depend on it.
+        .target(name: "BLETestSupport", dependencies: ["BLEWire", "BLEHCI", "BLERuntime", "BLE", "BLESystems", "BLEVirtual"], path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto", "BLETestSupport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETestSupport"]),
@@ -70,7 +71,7 @@ let package = Package(
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         .testTarget(name: "BLEHTTPTests", dependencies: ["BLEHTTP"]),
         // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.
-        .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLETestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,7 @@ import BLESystems
 import BLEVirtual
 import BLEWire
 import XCTest
+import BLETestSupport
 
 /// `ble serve test` changes its database on request, so robust caching (Core spec Vol 3 Part G
 /// §2.5.2.1) can be seen with a client connected: a write of `db-change` to the write-only
@@ -19,7 +20,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
     static let command = Array("db-change".utf8)
 
     struct Rig {
-        let served: RunningProfile
+        let served: ServedProfile<TestServeProfile>
         let before: [GATTServiceHandles]
         let writeOnly: UInt16
         let a: Peripheral
