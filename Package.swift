@@ -63,7 +63,11 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLERuntime", "BLETestSupport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
+        // BLE's features: the host and API against a scripted controller, and between whole hosts on
+        // the virtual radio in virtual time (pairing, bonds, signed writes, privacy, L2CAP, EATT,
+        // notifications, GATT caching, scans); one GATT caching test serves a seed-system profile.
+        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLESystems", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLETestSupport"]),
+        // The virtual radio itself: medium, controllers, virtual time, the world and its server.
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets", "BLETestSupport"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEHTTP", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
