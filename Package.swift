@@ -54,15 +54,20 @@ let package = Package(
         // Benchmarks (docs/PERFORMANCE.md): throughput against theory, raw host cost.
         .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,
-        // the scripted HCI controller. A plain library so test targets can depend on it.
-        .target(name: "BLETestSupport", dependencies: ["BLEWire", "BLEHCI", "BLERuntime"], path: "Tests/BLETestSupport"),
+        // the scripted HCI controller, a `ble serve` profile on a virtual world with its log, a
+        // test's temporary directory. A plain library so test targets can depend on it.
+        .target(name: "BLETestSupport", dependencies: ["BLEWire", "BLEHCI", "BLERuntime", "BLE", "BLESystems", "BLEVirtual"], path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEWireTests", dependencies: ["BLEWire"]),
         .testTarget(name: "BLECryptoTests", dependencies: ["BLECrypto", "BLETestSupport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETestSupport"]),
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLERuntime", "BLETestSupport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEProfilesTests", dependencies: ["BLEProfiles", "BLEWire"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
+        // BLE's features: the host and API against a scripted controller, and between whole hosts on
+        // the virtual radio in virtual time (pairing, bonds, signed writes, privacy, L2CAP, EATT,
+        // notifications, GATT caching, scans); one GATT caching test serves a seed-system profile.
+        .testTarget(name: "BLETests", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLESystems", "BLETransport", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLETestSupport"]),
+        // The virtual radio itself: medium, controllers, virtual time, the world and its server.
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets", "BLETestSupport"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEHTTP", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
@@ -70,7 +75,7 @@ let package = Package(
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         .testTarget(name: "BLEHTTPTests", dependencies: ["BLEHTTP"]),
         // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.
-        .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLETestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

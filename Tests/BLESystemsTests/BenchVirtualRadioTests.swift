@@ -4,6 +4,7 @@ import BLEWire
 import BLESystems
 import BLEVirtual
 import XCTest
+import BLETestSupport
 
 /// `ble bench` against itself on the virtual radio, in virtual time: every mode and scenario,
 /// both ways, each side the way the command runs it (its own controller, bumble-bench's default

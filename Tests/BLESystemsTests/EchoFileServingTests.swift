@@ -8,6 +8,7 @@ import BLEProfiles
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble serve echo` and file:// URLs: off unless `--files DIR`, and then the regular files under
 /// DIR only. Any central in range may send a `U` frame, so this is what keeps it from reading

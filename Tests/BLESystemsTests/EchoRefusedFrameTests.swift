@@ -7,6 +7,7 @@ import BLEWire
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// The echo server after a frame it refuses for its header (docs/SYSTEMS.md S1: reject, do not crash):
 /// one error answer, the refused body skipped however many writes it spans, and the stream
@@ -15,7 +16,7 @@ final class EchoRefusedFrameTests: XCTestCase {
     /// Writes `writes` one by one on a fresh link to `server` and collects the answers until
     /// one is `last` (or 30 s of virtual time pass).
     static func answers(to writes: [[UInt8]], until last: Frame, in world: VirtualWorld,
-                        server: RunningProfile) async throws -> [Frame] {
+                        server: ServedProfile<EchoServeProfile>) async throws -> [Frame] {
         let (central, _) = try await world.addCentral()
         let device = try await findAdvertiser(of: EchoProfile.service, target: nil, using: central, timeout: .seconds(10))
         let peripheral = try await central.connect(device.address)

@@ -7,6 +7,7 @@ import BLEWire
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// docs/SYSTEMS.md S1 end to end on the virtual radio, in virtual time: `ble serve echo`'s profile
 /// against `ble echo`/`ble fetch`'s central flow (the very functions the commands run).

@@ -6,6 +6,7 @@ import BLEProfiles
 import BLEWire
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// docs/SYSTEMS.md S2 end to end on the virtual radio, in virtual time: `ble serve sample`'s profile
 /// against `ble sample`'s central (the functions the commands run).

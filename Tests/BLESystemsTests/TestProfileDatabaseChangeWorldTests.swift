@@ -4,6 +4,7 @@ import BLESystems
 import BLEVirtual
 import BLEWire
 import XCTest
+import BLETestSupport
 
 /// `ble serve test` changes its database on request, so robust caching (Core spec Vol 3 Part G
 /// §2.5.2.1) can be seen with a client connected: a write of `db-change` to the write-only
@@ -19,7 +20,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
     static let command = Array("db-change".utf8)
 
     struct Rig {
-        let served: RunningProfile
+        let served: ServedProfile<TestServeProfile>
         let before: [GATTServiceHandles]
         let writeOnly: UInt16
         let a: Peripheral
@@ -53,7 +54,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
             try await rig.b.writeValue(Array("db-changed".utf8), handle: rig.writeOnly)
             var changes = await rig.a.servicesChanged()
             try await rig.b.writeValue(Self.command, handle: rig.writeOnly)
-            let added = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            let added = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(added, (last + 1)...(last + 3), "Service Changed covers the new service, after the last handle")
             let withService = await rig.served.manager.services
             XCTAssertEqual(Array(withService.dropLast()), rig.before, "every other service keeps its handles")
@@ -76,7 +77,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
             // `db-change` by Write Command removes it again: the same range, the first hash.
             changes = await rig.a.servicesChanged()
             try await rig.a.writeValue(Self.command, handle: rig.writeOnly, type: .withoutResponse)
-            let removed = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            let removed = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(removed, added)
             let servicesAfter = await rig.served.manager.services
             XCTAssertEqual(servicesAfter, rig.before)
@@ -115,7 +116,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
 
             var changes = await a.servicesChanged()
             XCTAssertTrue(profile.requestDatabaseChange(.signal("SIGUSR1")))
-            let added = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            let added = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(added, (last + 1)...(last + 3))
             let hashAdded = try await a.readDatabaseHash()
             XCTAssertNotEqual(hashAdded, hashBefore)
@@ -127,7 +128,7 @@ final class TestProfileDatabaseChangeWorldTests: XCTestCase {
 
             changes = await a.servicesChanged()
             XCTAssertTrue(profile.requestDatabaseChange(.signal("SIGUSR1")))
-            let removed = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            let removed = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(removed, added)
             let after = await served.manager.services
             XCTAssertEqual(after, before)

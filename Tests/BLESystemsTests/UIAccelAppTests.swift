@@ -10,6 +10,7 @@ import FoundationXML
 #endif
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// Reads a screen's event stream with one iterator, so a test can read on where it stopped.
 struct EventReader {
@@ -37,14 +38,14 @@ struct EventReader {
 /// shows (not an accelerometer, a peer that leaves, an address that is none).
 final class UIAccelAppTests: XCTestCase {
     /// The pieces of one screen: the demo's accelerometer, a central and the app over it.
-    struct Screen {
-        let sensor: RunningProfile
+    struct Screen<Sensor: ServeProfile> {
+        let sensor: ServedProfile<Sensor>
         let central: Central
         let devices: UIDevicesApp
         let app: UIAccelApp
         let address: String
 
-        init(_ world: VirtualWorld, profile: some ServeProfile = AccelerometerServeProfile(), name: String = "BLE001") async throws {
+        init(_ world: VirtualWorld, profile: Sensor, name: String = "BLE001") async throws {
             sensor = try await world.serve(profile, name: name)
             let (central, _) = try await world.addCentral()
             self.central = central
@@ -371,5 +372,12 @@ final class UIAccelAppTests: XCTestCase {
         XCTAssertTrue(kept, "the eight live sessions keep their recordings; the ended one's went")
         XCTAssertEqual(refusal.map(\.type), ["error"], "\(refusal)")
         XCTAssertTrue(refusal.first?.data.contains("8 devices are followed already") == true, "\(refusal)")
+    }
+}
+
+extension UIAccelAppTests.Screen where Sensor == AccelerometerServeProfile {
+    /// The screen over the demo's accelerometer.
+    init(_ world: VirtualWorld) async throws {
+        try await self.init(world, profile: AccelerometerServeProfile())
     }
 }

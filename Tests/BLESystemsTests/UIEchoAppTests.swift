@@ -8,6 +8,7 @@ import BLEProfiles
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble ui`'s `/echo` screen on the virtual radio, in virtual time: a text and its reply, a
 /// fetched image with its progress and the image served back, and the errors the page shows.

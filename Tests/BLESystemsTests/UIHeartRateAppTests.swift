@@ -7,6 +7,7 @@ import BLEHost
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble ui`'s `/heart-rate/ADDRESS` stream on the virtual radio, in virtual time: one monitor
 /// flow whatever the number of pages, and the RSSI gate's refusal said with the RSSI.

@@ -7,6 +7,7 @@ import BLEWire
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble ui`'s device screen API on the virtual radio, in virtual time: the actor serves other
 /// requests while one waits on the radio, so two pages (or a reload) asking at once must not
@@ -31,7 +32,7 @@ final class UIPeripheralAppTests: XCTestCase {
 
     /// The demo heart-rate sensor, a central, and the device screen's app over them.
     struct Screen {
-        let sensor: RunningProfile
+        let sensor: ServedProfile<HeartRateServeProfile>
         let central: Central
         let app: UIPeripheralApp
         /// The sensor's address as the API takes it.

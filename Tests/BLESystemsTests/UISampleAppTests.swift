@@ -4,6 +4,7 @@ import BLEVirtual
 import BLESystems
 import Foundation
 import XCTest
+import BLETestSupport
 
 /// `ble ui`'s `/sample` screen on the virtual radio, in virtual time: a run started by a POST
 /// reaches the page's stream step by step in docs/SYSTEMS.md S2's order, a page opened later gets the

@@ -6,6 +6,7 @@ import BLEWire
 import Foundation
 import Synchronization
 import XCTest
+import BLETestSupport
 
 /// `ble ui`'s `/serve` screen on the virtual radio, in virtual time: a profile started by a POST
 /// runs on the UI's own controller, a central that connects and reads shows in the state and

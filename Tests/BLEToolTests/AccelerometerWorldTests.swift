@@ -7,6 +7,7 @@ import BLEVirtualRadio
 import BLEWire
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// docs/SYSTEMS.md S4 end to end on the virtual radio in virtual time: `ble serve accel`'s profile and
 /// `ble accel`'s charting central.
@@ -22,7 +23,7 @@ final class AccelerometerWorldTests: XCTestCase {
         var profile = AccelerometerServeProfile()
         profile.source = source
         profile.interval = interval
-        return try await ServedProfile.start(profile, in: world, name: name, controller: controller)
+        return try await world.serve(profile, name: name, controller: controller, json: false)
     }
 
     static func samples(_ events: [AccelerometerCentralEvent]) -> [(AccelerometerSample, Duration)] {

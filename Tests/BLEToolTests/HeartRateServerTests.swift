@@ -7,6 +7,7 @@ import BLEVirtualRadio
 import BLEWire
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble serve heart-rate`'s Control Point and Energy Expended (HRS §3.3), beyond the happy path.
 final class HeartRateServerTests: XCTestCase {
@@ -15,7 +16,7 @@ final class HeartRateServerTests: XCTestCase {
     /// before the profile sees it. 100 bytes at ATT_MTU 23 go as a long (prepared) write.
     func testEveryWriteButExactly0x01Gets0x80WhateverItsLength() async throws {
         let codes = try await VirtualWorld.run { world -> [[UInt8]: UInt8] in
-            let sensor = try await ServedProfile.start(HeartRateServeProfile(), in: world, name: "HRM")
+            let sensor = try await world.serve(HeartRateServeProfile(), name: "HRM", json: false)
             let (central, _) = try await world.addCentral()
             let found = try await central.find(filter: ScanFilter(serviceUUIDs: ["180D"]), timeout: .seconds(5))
             let peripheral = try await central.connect(found.address)

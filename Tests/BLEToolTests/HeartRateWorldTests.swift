@@ -7,12 +7,13 @@ import BLEVirtualRadio
 import BLEWire
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// docs/SYSTEMS.md S3 end to end on the virtual radio in virtual time: `ble serve heart-rate`'s profile
 /// and `ble heart-rate`'s monitor flow, both ours, one world.
 final class HeartRateWorldTests: XCTestCase {
     static func serve(_ world: VirtualWorld, name: String = "HRM", at position: VirtualMedium.Position = .origin) async throws -> ServedProfile<HeartRateServeProfile> {
-        try await ServedProfile.start(HeartRateServeProfile(), in: world, name: name, at: position)
+        try await world.serve(HeartRateServeProfile(), name: name, at: position, json: false)
     }
 
     static func measurements(_ events: [HeartRateMonitorEvent]) -> [HeartRateMeasurement] {

@@ -2,6 +2,7 @@ import BLE
 import BLEVirtual
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// The renderers of `ble scan`, `ble gatt` and `ble radio` on fixed input: the scan's table rows,
 /// live table and JSON lines (and which reports the listing prints), the GATT database tree
@@ -88,7 +89,7 @@ final class ScanAndGATTRendererTests: XCTestCase {
         renamed.advertisement = AdvertisingData.Builder().localName("HRM 2").build()
         let reports = [Self.hrm, Self.hrm, Self.beacon, renamed, Self.beacon]
         for mode in [OutputMode.plain, .json] {
-            let out = LogLines()
+            let out = Collected<String>()
             try await ScanListing.run(Self.stream(reports), mode: mode, clock: ManualClock(), write: out.append)
             let expected = [Self.hrm, Self.beacon, renamed].map {
                 (mode == .json ? ScanLines.json($0).text : ScanLines.text($0, now: .zero)) + "\n"
@@ -99,7 +100,7 @@ final class ScanAndGATTRendererTests: XCTestCase {
 
     /// Live, the table is redrawn on the clock; when the scan ends it is drawn a last time.
     func testLiveScanListingDrawsTheTableWhenTheScanEnds() async throws {
-        let out = LogLines()
+        let out = Collected<String>()
         try await ScanListing.run(Self.stream([Self.hrm, Self.beacon]), mode: .live, clock: ManualClock(), write: out.append)
         var table = ScanTable()
         table.update(Self.hrm)
@@ -171,7 +172,7 @@ final class ScanAndGATTRendererTests: XCTestCase {
     func testRadioLogLinesInBothForms() {
         let address = BDAddress(rawValue: 0x00_5A_B1_00_00_01)
         for json in [false, true] {
-            let out = LogLines()
+            let out = Collected<String>()
             let log = RadioLog(json: json, output: out.append)
             log.listening("tcp:127.0.0.1:6402", port: 6402)
             log.connected(controller: 1, peer: "127.0.0.1:50000", address: address)

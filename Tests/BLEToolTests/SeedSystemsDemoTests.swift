@@ -2,20 +2,19 @@ import BLEVirtual
 import Foundation
 import XCTest
 import BLESystems
+import BLETestSupport
 
 /// `ble demo`'s flow in-process, in virtual time: every demo peripheral is found, each seed
 /// system's central flow runs, and the fetched image comes back byte for byte.
 final class SeedSystemsDemoTests: XCTestCase {
     func testTheDemoRunsEverySeedSystem() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seed-demo-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try temporaryDirectory(for: self).path
         let image = directory + "/demo-image.ppm"
         let saved = directory + "/received-image.ppm"
         let original = Data(SeedSystemsDemo.gradientImage(width: 64, height: 48))
         try original.write(to: URL(fileURLWithPath: image))
         let served = try ServedDirectory(directory)
-        let out = LogLines()
+        let out = Collected<String>()
         try await VirtualWorld.run { world in
             try await SeedSystemsDemo.run(in: world, image: image, saveTo: saved, served: served, output: out.append)
         }

@@ -3,6 +3,7 @@ import BLEHost
 import BLEVirtual
 import BLEWire
 import XCTest
+import BLETestSupport
 
 /// Our GATT client against our own GATT server whose application changes the database while
 /// the client's read is outstanding (Core Vol 3 Part G §7.1), two hosts on the virtual radio in

@@ -62,23 +62,4 @@ struct GATTCacheRig {
         await central.close()
         await manager.close()
     }
-
-    /// The first element of `values`, or nil after `limit` of the world's time.
-    static func firstValue<Values: AsyncSequence & Sendable>(_ values: Values, within limit: Duration,
-                                                            _ world: VirtualWorld) async -> Values.Element?
-        where Values.Element: Sendable, Values.Failure == Never {
-        await withTaskGroup(of: Values.Element?.self) { group in
-            group.addTask(executorPreference: world.clock.taskExecutor) {
-                for await v in values { return v }
-                return nil
-            }
-            group.addTask(executorPreference: world.clock.taskExecutor) {
-                try? await world.clock.sleep(for: limit)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
 }

@@ -85,7 +85,7 @@ final class GATTCacheHashFallbackWorldTests: XCTestCase {
             await p.completeCaching()
             let stored = rig.store.fileNames
             let handles = try await rig.manager.add(GATTCacheRig.addedService)
-            let range = await GATTCacheRig.firstValue(changes, within: .seconds(5), world)
+            let range = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, handles.range)
             rig.faults.setFault(.error(0x0E))
             let found = try await p.characteristic(BluetoothUUID(0xFFF1))
