@@ -141,8 +141,23 @@ public actor FakeController {
         }
     }
 
+    /// Waits until the L2CAP payloads the host sent on `channel` satisfy `predicate`, and
+    /// returns them: checked as each ACL packet arrives (no polling), failing with
+    /// `FakeControllerTimeout` after `bound` of real time.
+    @discardableResult
+    public func waitForL2CAP(channel: UInt16, within bound: Duration = .seconds(10),
+                             _ predicate: @escaping @Sendable ([[UInt8]]) -> Bool) async throws -> [[UInt8]] {
+        try await waitForACL(within: bound) { predicate(Self.l2capPayloads(in: $0, channel: channel)) }
+        return l2capPayloads(channel: channel)
+    }
+
     /// The L2CAP payloads the host sent on `channel`, reassembled.
     public func l2capPayloads(channel: UInt16) -> [[UInt8]] {
+        Self.l2capPayloads(in: acl, channel: channel)
+    }
+
+    /// The L2CAP payloads on `channel` in `acl`, reassembled.
+    static func l2capPayloads(in acl: [ACLPacket], channel: UInt16) -> [[UInt8]] {
         var out: [[UInt8]] = []
         var current: [UInt8] = []
         for p in acl {

@@ -164,7 +164,7 @@ final class HostConnectionTests: XCTestCase {
         let update = try await t.controller.waitForCommand(.leConnectionUpdate)
         XCTAssertEqual(Array(update.parameters[0..<10]), [0x40, 0x00, 40, 0, 56, 0, 0, 0, 0xF4, 0x01])
         try await t.controller.waitForACL { _ in true }
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { !$0.isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0005)
         XCTAssertEqual(responses.first, [0x13, 0x07, 0x02, 0x00, 0x00, 0x00], "Connection Parameter Update Response, accepted")
         await central.close()
@@ -175,7 +175,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0005, payload: [0x7F, 0x09, 0x00, 0x00])
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { !$0.isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0005)
         XCTAssertEqual(responses.first, [0x01, 0x09, 0x02, 0x00, 0x00, 0x00], "Command Reject, not understood, same identifier")
         await central.close()
@@ -186,7 +186,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(10)) { !$0.isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0006)
         XCTAssertEqual(responses.first, [0x05, 0x07], "Pairing Failed: Command Not Supported (only a peripheral answers pairing)")
         await central.close()
@@ -197,7 +197,7 @@ final class HostConnectionTests: XCTestCase {
         let central = try await open(t)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x01])
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0006).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(10)) { !$0.isEmpty }
         let responses = await t.controller.l2capPayloads(channel: 0x0006)
         // Pairing Request: NoInputNoOutput, no OOB, bonding + Secure Connections, 16 octets,
         // LTK/IRK/CSRK each way.

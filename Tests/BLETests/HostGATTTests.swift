@@ -28,9 +28,13 @@ final class HostGATTTests: XCTestCase {
     }
 
     /// Waits for the n-th ATT PDU from the host and returns it.
-    func attPDU(_ t: HostUnderTest, _ n: Int) async -> [UInt8] {
-        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).count > n }
-        return await t.controller.l2capPayloads(channel: 0x0004)[n]
+    func attPDU(_ t: HostUnderTest, _ n: Int, file: StaticString = #filePath, line: UInt = #line) async -> [UInt8] {
+        do {
+            return try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count > n }[n]
+        } catch {
+            XCTFail("ATT PDU \(n): \(error)", file: file, line: line)
+            return []
+        }
     }
 
     func testMTUExchangeAsksFor517AndTakesTheMinimum() async throws {

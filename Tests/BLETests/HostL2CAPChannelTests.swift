@@ -20,7 +20,7 @@ final class HostL2CAPChannelTests: XCTestCase {
         let central = try await Central.open(transport: t.hostEnd)
         let p = try await central.connect(peer, timeout: .seconds(5))
         let opener = Task(priority: .background) { try await p.openL2CAPChannel(psm: 0x80) }
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0005).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { !$0.isEmpty }
         let request = try LESignalingCommand(pdu: await t.controller.l2capPayloads(channel: 0x0005)[0])
         guard case let .leCreditBasedConnectionRequest(id, q) = request else { return XCTFail("\(request)") }
         let response = LESignalingCommand.leCreditBasedConnectionResponse(identifier: id, .init(

@@ -25,7 +25,7 @@ final class HostNotificationSecurityTests: XCTestCase {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: 0x0041, role: .peripheral, peer: central, interval: 24, latency: 0,
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(1)
         let centrals = await m.connectedCentrals
         let connected = try XCTUnwrap(centrals.first)
         @Sendable func pdus() async -> [[UInt8]] { await t.controller.l2capPayloads(channel: 0x0004) }
@@ -33,7 +33,7 @@ final class HostNotificationSecurityTests: XCTestCase {
         let subscribe: [UInt8] = [0x12] + le(cccd) + [0x01, 0x00]
 
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: subscribe)
-        await waitUntil(within: .seconds(10)) { await pdus().count == 1 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 1 }
         let refused = await pdus()[0]
         XCTAssertEqual(refused, [0x01, 0x12] + le(cccd) + [0x08], "CCCD write: Insufficient Authorization")
         let nobody = await m.updateValue([0x43], forHandle: c.valueHandle)
@@ -41,12 +41,12 @@ final class HostNotificationSecurityTests: XCTestCase {
 
         await m.authorize(connected)
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: subscribe)
-        await waitUntil(within: .seconds(10)) { await pdus().count == 2 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 2 }
         let subscribed = await pdus()[1]
         XCTAssertEqual(subscribed, [0x13])
         let sent = await m.updateValue([0x44], forHandle: c.valueHandle)
         XCTAssertEqual(sent, .queued(centrals: 1))
-        await waitUntil(within: .seconds(10)) { await pdus().count == 3 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 3 }
         let notified = await pdus()[2]
         XCTAssertEqual(notified, [0x1B] + le(c.valueHandle) + [0x44])
 
@@ -55,7 +55,7 @@ final class HostNotificationSecurityTests: XCTestCase {
         XCTAssertEqual(withdrawn, .queued(centrals: 0), "the CCCD is still set, but the link could not read the value")
         // A read answered after the update: had a notification been queued, it would come first.
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x0A] + le(c.valueHandle))
-        await waitUntil(within: .seconds(10)) { await pdus().count >= 4 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count >= 4 }
         let after = await pdus()
         XCTAssertEqual(after.count, 4)
         XCTAssertEqual(after.last, [0x01, 0x0A] + le(c.valueHandle) + [0x08], "read: Insufficient Authorization, and no notification before it")

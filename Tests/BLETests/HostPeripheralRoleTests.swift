@@ -94,7 +94,7 @@ final class HostPeripheralRoleTests: XCTestCase {
         XCTAssertEqual(connected?.address, central)
         // Read By Type for Battery Level (2A19) over the whole range.
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x19, 0x2A])
-        await waitUntil(within: .seconds(10)) { await !Self.attPDUs(t).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { !$0.isEmpty }
         let response = await attPDUs(t)[0]
         XCTAssertEqual(response.first, 0x09, "Read By Type Response")
         XCTAssertEqual(response.last, 77)
@@ -123,12 +123,12 @@ final class HostPeripheralRoleTests: XCTestCase {
         let valueHandle = try XCTUnwrap(handles.valueHandle(for: BluetoothUUID(0x2A37)))
         let cccd = try XCTUnwrap(handles.cccdHandle(for: BluetoothUUID(0x2A37)))
         await connect(t)
-        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(1)
         let before = await m.updateValue([1], forHandle: valueHandle)
         XCTAssertEqual(before, .queued(centrals: 0), "nobody subscribed yet")
 
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12, UInt8(cccd & 0xFF), UInt8(cccd >> 8), 0x01, 0x00])
-        await waitUntil(within: .seconds(10)) { await Self.attPDUs(t).contains([0x13]) }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.contains([0x13]) }
         // Hold the controller's credits back so notifications pile up in the server's queue.
         await t.controller.configure { $0.returnCredits = false }
         var results: [UpdateValueResult] = []
@@ -172,7 +172,7 @@ final class HostPeripheralRoleTests: XCTestCase {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: 0x0042, role: .peripheral, peer: DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_0A), type: .random),
             interval: 24, latency: 0, supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 2 }
+        await m.waitForConnectedCentrals(2)
         let read: [UInt8] = [0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
         await t.controller.sendL2CAP(handle: 0x0042, channel: 4, payload: read)
@@ -196,16 +196,16 @@ final class HostPeripheralRoleTests: XCTestCase {
         ]))
         let valueHandle = try XCTUnwrap(handles.valueHandle(for: BluetoothUUID(0x2A25)))
         await connect(t)
-        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(1)
         let read: [UInt8] = [0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
-        await waitUntil(within: .seconds(10)) { await Self.attPDUs(t).count == 1 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 1 }
         let refused = await attPDUs(t)[0]
         XCTAssertEqual(refused, [0x01, 0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8), 0x08], "Insufficient Authorization")
         let central = try await XCTUnwrapAsync(await m.connectedCentrals.first)
         await m.authorize(central)
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
-        await waitUntil(within: .seconds(10)) { await Self.attPDUs(t).count == 2 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 2 }
         let granted = await attPDUs(t)[1]
         XCTAssertEqual(granted, [0x0B, 0x42])
         await m.close()

@@ -172,7 +172,7 @@ final class HostRobustnessTests: XCTestCase {
         let p = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let read = Task { try await p.readShortValue(handle: 3) }
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 4).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 4, within: .seconds(10)) { !$0.isEmpty }
         await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(30) }
         clock.advance(by: .seconds(30))
         _ = try? await read.value

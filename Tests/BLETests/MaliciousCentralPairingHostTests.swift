@@ -171,20 +171,20 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         ]))
         let cccd = try XCTUnwrap(handles.characteristics.first?.cccdHandle)
         await connect(t, from: victim, handle: 0x0041)
-        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(1)
         @Sendable func att() async -> [[UInt8]] { await t.controller.l2capPayloads(channel: 0x0004) }
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // Client Supported Features' handle, then a subscription and robust caching on (last:
         // the bond's client is change-unaware, so robust caching refuses what follows).
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x29, 0x2B])
-        await waitUntil(within: .seconds(10)) { await att().count == 1 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 1 }
         let found = await att()[0]
         XCTAssertEqual(found.first, 0x09, "Read By Type Response: \(found)")
         let features = UInt16(found[2]) | UInt16(found[3]) << 8
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(features) + [0x01])
-        await waitUntil(within: .seconds(10)) { await att().count == 3 }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.count == 3 }
         let written = await att()
         XCTAssertEqual(Array(written.dropFirst()), [[0x13], [0x13]])
 
@@ -195,7 +195,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         XCTAssertTrue(encrypted)
         // Gone before distributing its keys: the pairing never ends.
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(0)
         await m.close()
         let kept = try XCTUnwrap(try store.bonds().first { $0.peer == victim })
         XCTAssertEqual(kept.peerLongTermKey, victimLTK)

@@ -109,11 +109,11 @@ final class MaliciousPeripheralPairingHostTests: XCTestCase {
         for _ in 0..<2 {
             let before = await t.controller.l2capPayloads(channel: 0x0006).count
             let pairing = Task { try? await p.pair() }
-            await waitUntil(within: .seconds(5)) { await t.controller.l2capPayloads(channel: 0x0006).count > before }
+            try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(5)) { $0.count > before }
             await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: response)
-            await waitUntil(within: .seconds(5)) { await t.controller.l2capPayloads(channel: 0x0006).count > before + 1 }  // Mconfirm
+            try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(5)) { $0.count > before + 1 }  // Mconfirm
             await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x03] + Array(repeating: 0x5A, count: 16))
-            await waitUntil(within: .seconds(5)) { await t.controller.l2capPayloads(channel: 0x0006).count > before + 2 }  // Mrand
+            try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(5)) { $0.count > before + 2 }  // Mrand
             await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x05, 0x08])
             _ = await pairing.value
         }

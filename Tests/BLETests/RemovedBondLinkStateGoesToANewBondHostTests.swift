@@ -79,12 +79,12 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
 
         // The bonded device encrypts with its bond's key and subscribes.
         await connect(t, from: victim, handle: 0x0041)
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
         await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
-        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).contains([0x13]) }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { $0.contains([0x13]) }
 
         // The application removes its bond while it is connected.
         let removed = try await m.removeBond(victim)
@@ -92,7 +92,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
 
         // Another device, from an address of its own, pairs and names that identity.
         await connect(t, from: stranger, handle: 0x0042)
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 2 }
+        await m.waitForConnectedCentrals(2)
         let before = await t.controller.l2capPayloads(channel: 0x0006).count
         let claim = SMPLocalIdentity(identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: victim,
                                      signatureKey: [UInt8](repeating: 0xEF, count: 16))
@@ -113,7 +113,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
 
         // The first link, encrypted with the removed bond's key, closes.
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        await m.waitForConnectedCentrals(1)
         // Read before the newcomer's own link closes (its close saves its own, empty, CCCDs).
         let bond = try XCTUnwrap(try store.bonds().first { $0.peer == victim })
         XCTAssertNotEqual(bond.peerLongTermKey, victimLTK)

@@ -34,7 +34,7 @@ final class SecureConnectionsOnlyRefusedBondErrorCodeTests: XCTestCase {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: 0x0041, role: .peripheral, peer: central, interval: 24, latency: 0,
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await !m.connectedCentrals.isEmpty }
+        await m.waitForConnectedCentrals(1)
 
         // The bond's key is refused, as finding 3 wants.
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0x0807_0605_0403_0201, encryptedDiversifier: 0x4321)))
@@ -42,7 +42,7 @@ final class SecureConnectionsOnlyRefusedBondErrorCodeTests: XCTestCase {
 
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x0A] + le(c.valueHandle))
-        await waitUntil(within: .seconds(10)) { await !t.controller.l2capPayloads(channel: 0x0004).isEmpty }
+        try await t.controller.waitForL2CAP(channel: 0x0004, within: .seconds(10)) { !$0.isEmpty }
         let answer = await t.controller.l2capPayloads(channel: 0x0004).first
         XCTAssertEqual(answer, [0x01, 0x0A] + le(c.valueHandle) + [0x05],
                        "Insufficient Authentication (pair), not Insufficient Encryption (0x0F) towards a key the server refuses")
