@@ -162,28 +162,26 @@ final class ScanBuffer: Sendable {
 
     /// Ends the sequence: the consumer gets what is buffered, then nil, or `error`.
     func finish(throwing error: (any Error)? = nil) {
-        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
-            guard !s.finished else { return (nil, nil) }
-            s.finished = true
-            s.failure = error
-            defer {
-                s.waiter = nil
-                s.onTermination = nil
-            }
-            return (s.waiter, s.onTermination)
-        }
-        waiter?.resume()
-        termination?()
+        end(failure: error)
     }
 
     /// The consumer went away: finished at once, buffered devices dropped.
     func cancel() {
-        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
+        end(failure: nil) { s in
             s.devices = []
             s.head = 0
             s.failure = nil
+        }
+    }
+
+    /// Under the lock, `prepare`, then, unless already finished, finishes with `failure`; then
+    /// wakes the consumer and calls the termination handler (each once, outside the lock).
+    private func end(failure: (any Error)?, _ prepare: (inout State) -> Void = { _ in }) {
+        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
+            prepare(&s)
             guard !s.finished else { return (nil, nil) }
             s.finished = true
+            s.failure = failure
             defer {
                 s.waiter = nil
                 s.onTermination = nil
