@@ -178,38 +178,18 @@ public final class TCPServer<Connection: TCPAcceptedConnection>: Sendable {
 
     private static func bindSocket(host: String, port: UInt16, backlog: Int32) throws -> (Int32, UInt16) {
         let target = "\(host):\(port)"
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host.isEmpty ? nil : host, String(port), &hints, &list)
-        if rc != 0 {
-            let why = rc == EAI_SYSTEM ? POSIX.errorText(errno) : String(cString: gai_strerror(rc))
-            throw TransportError(.openFailed, "listen on \(target): cannot resolve host '\(host)': \(why)")
-        }
-        defer { freeaddrinfo(list) }
-        var lastErrno: Int32 = EADDRNOTAVAIL
-        var cursor = list
-        while let ai = cursor {
-            cursor = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), ai.pointee.ai_protocol)
-            if fd < 0 {
-                lastErrno = errno
-                continue
-            }
+        let (fd, lastErrno) = try POSIX.tcpSocket(host: host.isEmpty ? nil : host, port: port, flags: AI_NUMERICSERV | AI_PASSIVE,
+                                                  context: "listen on \(target)", noAddressErrno: EADDRNOTAVAIL) { candidate, ai in
             var one: Int32 = 1
-            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            if bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0, Glibc.listen(fd, backlog) == 0 {
-                if let e = POSIX.setNonBlocking(fd) {
-                    POSIX.closeIgnoringErrors(fd)
-                    throw TransportError(.openFailed, "listen on \(target): \(POSIX.errorText(e))", errno: e)
-                }
-                return (fd, boundPort(fd) ?? port)
+            _ = setsockopt(candidate, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard bind(candidate, ai.ai_addr, ai.ai_addrlen) == 0, Glibc.listen(candidate, backlog) == 0 else { return false }
+            if let e = POSIX.setNonBlocking(candidate) {
+                POSIX.closeIgnoringErrors(candidate)
+                throw TransportError(.openFailed, "listen on \(target): \(POSIX.errorText(e))", errno: e)
             }
-            lastErrno = errno
-            POSIX.closeIgnoringErrors(fd)
+            return true
         }
+        if let fd { return (fd, boundPort(fd) ?? port) }
         let hint = lastErrno == EADDRINUSE ? " (another process is listening there; pick another port)" : ""
         throw TransportError(.openFailed, "listen on \(target): \(POSIX.errorText(lastErrno))\(hint)", errno: lastErrno)
     }

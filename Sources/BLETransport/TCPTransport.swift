@@ -41,39 +41,18 @@ public final class TCPTransport: HCITransport {
 
     private static func connectSocket(host: String, port: UInt16) throws -> Int32 {
         let target = TransportSpec.tcp(host: host, port: port).description
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        if rc != 0 {
-            let why = rc == EAI_SYSTEM ? POSIX.errorText(errno) : String(cString: gai_strerror(rc))
-            throw TransportError(.openFailed, "\(target): cannot resolve host '\(host)': \(why)")
-        }
-        defer { freeaddrinfo(list) }
-        var lastErrno: Int32 = ECONNREFUSED
-        var cursor = list
-        while let ai = cursor {
-            cursor = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
-                            ai.pointee.ai_protocol)
-            if fd < 0 {
-                lastErrno = errno
-                continue
-            }
+        let (fd, lastErrno) = try POSIX.tcpSocket(host: host, port: port, flags: AI_NUMERICSERV, context: target,
+                                                  noAddressErrno: ECONNREFUSED) { candidate, ai in
             var r: Int32
             repeat {
-                r = Glibc.connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen)
+                r = Glibc.connect(candidate, ai.ai_addr, ai.ai_addrlen)
             } while r < 0 && errno == EINTR
-            if r == 0 {
-                var one: Int32 = 1
-                _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return fd
-            }
-            lastErrno = errno
-            POSIX.closeIgnoringErrors(fd)
+            guard r == 0 else { return false }
+            var one: Int32 = 1
+            _ = setsockopt(candidate, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            return true
         }
+        if let fd { return fd }
         switch lastErrno {
         case ECONNREFUSED:
             throw TransportError(.openFailed,

@@ -3,35 +3,6 @@ import BLE
 import BLEVirtual
 import Foundation
 
-/// What the central and peripheral managers share: their state and authorization.
-open class CBManager: NSObject, @unchecked Sendable {
-    let managerState = Mutex(CBManagerState.unknown)
-
-    override init() { super.init() }
-
-    /// The manager's state: `.unknown` until the delegate's state callback, then `.poweredOn` once
-    /// the controller is up (or why not).
-    open var state: CBManagerState { managerState.current }
-    /// Always `.allowedAlways`: Linux has no per-app Bluetooth permission.
-    open class var authorization: CBManagerAuthorization { .allowedAlways }
-    /// Always `.allowedAlways` (deprecated on Apple platforms in favour of the class property).
-    open var authorization: CBManagerAuthorization { .allowedAlways }
-
-    /// The state a failure to open the controller leaves a manager in (the reason goes to stderr):
-    /// no permission is `.unauthorized`, no controller at all `.unsupported`, else `.poweredOff`.
-    static func state(after error: any Error) -> CBManagerState {
-        if let t = error as? TransportError {
-            let text = "\(t)".lowercased()
-            if text.contains("permission") || text.contains("not permitted") { return .unauthorized }
-            if t.kind == .notAvailable { return .unsupported }
-            return .poweredOff
-        }
-        if case let BLEError.transport(message) = error, message.contains("no Linux") { return .unsupported }
-        if case BLEError.unsupported = error { return .unsupported }
-        return .poweredOff
-    }
-}
-
 /// The central role: scans for peripherals, connects to them, and hands out `CBPeripheral`s.
 ///
 /// Create it with a delegate and a queue (nil: the main queue, which a command-line program runs
@@ -60,10 +31,6 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         var observer: UInt64?
     }
 
-    /// The queue every callback runs on.
-    let queue: DispatchQueue
-    let spec: String?
-    private let delegateReference = WeakReference<AnyObject>(nil)
     let inner = Mutex(State())
 
     /// Who hears about the manager's state, discoveries and connections (kept weakly).
@@ -74,10 +41,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
 
     /// A manager with no delegate on the main queue.
     public override init() {
-        self.queue = .main
-        self.spec = nil
         super.init()
-        open()
     }
 
     /// A manager whose callbacks run on `queue` (nil: the main queue).
@@ -89,53 +53,23 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     /// `SwiftBLEManagerOptionHCIKey` (the controller) means something on Linux; Apple's keys are
     /// accepted and ignored.
     public init(delegate: (any CBCentralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
-        self.queue = queue ?? .main
-        self.spec = options?[SwiftBLEManagerOptionHCIKey] as? String
-        super.init()
-        self.delegate = delegate
-        open()
+        super.init(delegate: delegate, queue: queue, options: options)
     }
 
     /// Opens (or joins) the host for the controller, then reports the state.
-    private func open(reportingFailure: Bool = true) {
-        let spec = self.spec
-        Task { [weak self] in
-            do {
-                let host = try await CBHostRegistry.shared.host(spec: spec)
-                guard let self else { return }
-                // On the delegate queue, after any state change still queued from a host that failed.
-                self.queue.async {
-                    self.inner.withLock { $0.host = host }
-                    self.changeState(.poweredOn)
-                    // After the poweredOn: a host that failed meanwhile calls back at once, and
-                    // its poweredOff must come second.
-                    let observer = host.observe { [weak self] _ in self?.hostFailed() }
-                    self.inner.withLock { $0.observer = observer }
-                }
-            } catch {
-                guard let self else { return }
-                if reportingFailure {
-                    let state = CBManager.state(after: error)
-                    CBLog.warning("no Bluetooth controller (\(state)): \(error)")
-                    self.changeState(state)
-                } else {
-                    self.reopenLater()
-                }
+    override func open(reportingFailure: Bool = true) {
+        open(reportingFailure: reportingFailure) { [weak self] spec in
+            let host = try await CBHostRegistry.shared.host(spec: spec)
+            guard let self else { return }
+            // On the delegate queue, after any state change still queued from a host that failed.
+            self.queue.async {
+                self.inner.withLock { $0.host = host }
+                self.changeState(.poweredOn)
+                // After the poweredOn: a host that failed meanwhile calls back at once, and
+                // its poweredOff must come second.
+                let observer = host.observe { [weak self] _ in self?.controllerLost() }
+                self.inner.withLock { $0.observer = observer }
             }
-        }
-    }
-
-    /// The controller was lost: `.poweredOff` now, and `.poweredOn` again once it can be opened
-    /// (tried every second), as Apple's managers follow Bluetooth being switched off and on.
-    private func hostFailed() {
-        changeState(.poweredOff)
-        reopenLater()
-    }
-
-    private func reopenLater() {
-        Task { [weak self] in
-            try? await Task.sleep(for: .seconds(1))
-            self?.open(reportingFailure: false)
         }
     }
 
@@ -145,44 +79,34 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
         if let listener { Task { await listener.host.scans.removeListener(listener.id) } }
     }
 
-    /// Sets the state on the delegate queue and reports it. Leaving `.poweredOn` ends the scan and
-    /// every connection, as on Apple platforms.
-    private func changeState(_ new: CBManagerState) {
-        queue.async {
-            let old = self.managerState.withLock { s -> CBManagerState in
-                defer { s = new }
-                return s
-            }
-            guard old != new else { return }
-            if new != .poweredOn {
-                self.stopScan(checked: false)
-                let peripherals = self.inner.withLock { Array($0.peripherals.values) }
-                for p in peripherals where p.state != .disconnected {
-                    p.inner.withLock { s in
-                        s.connectTask?.cancel()
-                        s.attempt += 1
-                    }
-                    p.detach()
-                    self.delegate?.centralManager(self, didDisconnectPeripheral: p, timestamp: CFAbsoluteTimeGetCurrent(),
-                                                  isReconnecting: false, error: CBError(.peripheralDisconnected))
+    /// Reports a new state to the delegate (the same one again is not reported). Leaving
+    /// `.poweredOn` ends the scan and every connection, as on Apple platforms.
+    override func stateChanged(from old: CBManagerState, to new: CBManagerState) {
+        guard old != new else { return }
+        if new != .poweredOn {
+            stopScan(checked: false)
+            let peripherals = inner.withLock { Array($0.peripherals.values) }
+            for p in peripherals where p.state != .disconnected {
+                p.inner.withLock { s in
+                    s.connectTask?.cancel()
+                    s.attempt += 1
                 }
-                self.inner.withLock { s in
-                    if let observer = s.observer { s.host?.removeObserver(observer) }
-                    s.host = nil
-                    s.observer = nil
-                }
+                p.detach()
+                delegate?.centralManager(self, didDisconnectPeripheral: p, timestamp: CFAbsoluteTimeGetCurrent(),
+                                         isReconnecting: false, error: CBError(.peripheralDisconnected))
             }
-            self.delegate?.centralManagerDidUpdateState(self)
+            inner.withLock { s in
+                if let observer = s.observer { s.host?.removeObserver(observer) }
+                s.host = nil
+                s.observer = nil
+            }
         }
+        delegate?.centralManagerDidUpdateState(self)
     }
 
     /// The host when powered on; else nil, with Apple's API-misuse warning.
     private func poweredOnHost(_ what: String) -> CBHost? {
-        guard state == .poweredOn, let host = inner.withLock({ $0.host }) else {
-            CBLog.warning("API MISUSE: <CBCentralManager: \(pointerText(self))> can only accept this command (\(what)) while in the powered on state")
-            return nil
-        }
-        return host
+        poweredOn(what, manager: "CBCentralManager") { inner.withLock { $0.host } }
     }
 
     /// Runs control steps (scan listener on and off) in call order.
@@ -240,9 +164,7 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     private func stopScan(checked: Bool) {
-        if checked, state != .poweredOn {
-            CBLog.warning("API MISUSE: <CBCentralManager: \(pointerText(self))> can only accept this command (stopScan) while in the powered on state")
-        }
+        if checked, state != .poweredOn { warnNotPoweredOn("stopScan", manager: "CBCentralManager") }
         inner.withLock { $0.scan = nil }
         control { [weak self] in
             guard let self else { return }

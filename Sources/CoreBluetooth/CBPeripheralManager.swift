@@ -83,9 +83,6 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// How many `updateValue` calls may wait for the link before it returns false.
     static let updateWindow = 16
 
-    let queue: DispatchQueue
-    let spec: String?
-    private let delegateReference = WeakReference<AnyObject>(nil)
     let inner = Mutex(State())
 
     /// Who hears about the manager's state, requests and subscriptions (kept weakly).
@@ -96,10 +93,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
 
     /// A manager with no delegate on the main queue.
     public override init() {
-        self.queue = .main
-        self.spec = nil
         super.init()
-        open()
     }
 
     /// A manager whose callbacks run on `queue` (nil: the main queue).
@@ -110,61 +104,40 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
     /// A manager whose callbacks run on `queue` (nil: the main queue). Of the options only
     /// `SwiftBLEManagerOptionHCIKey` means something on Linux.
     public init(delegate: (any CBPeripheralManagerDelegate)?, queue: DispatchQueue?, options: [String: Any]? = nil) {
-        self.queue = queue ?? .main
-        self.spec = options?[SwiftBLEManagerOptionHCIKey] as? String
-        super.init()
-        self.delegate = delegate
-        open()
+        super.init(delegate: delegate, queue: queue, options: options)
     }
 
-    private func open(reportingFailure: Bool = true) {
-        let spec = self.spec
-        Task { [weak self] in
-            do {
-                let key = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"] ?? ""
-                let api: PeripheralManager
-                let owns = key == "virtual"
-                if owns {
-                    api = try await PeripheralManager.open(transport: try await Controllers.open(spec: key))
-                } else {
-                    api = try await CBHostRegistry.shared.host(spec: spec).peripheralManager()
-                }
-                guard let self else {
-                    if owns { await api.close() }
-                    return
-                }
-                let lane = OperationLane()
-                self.inner.withLock { s in
-                    s.api = api
-                    s.lane = lane
-                    s.ownsController = owns
-                }
-                let events = await api.events
-                Task { [weak self] in
-                    for await event in events {
-                        guard let self else { return }
-                        await self.handle(event, api)
-                    }
-                }
-                self.changeState(.poweredOn)
-                self.watch(api)
-            } catch {
-                guard let self else { return }
-                if reportingFailure {
-                    let state = CBManager.state(after: error)
-                    CBLog.warning("no Bluetooth controller (\(state)): \(error)")
-                    self.changeState(state)
-                } else {
-                    self.reopenLater()
+    /// Opens the controller (`virtual`: one of its own; else the host's peripheral role,
+    /// shared with the central managers), then reports the state.
+    override func open(reportingFailure: Bool = true) {
+        open(reportingFailure: reportingFailure) { [weak self] spec in
+            let key = spec ?? ProcessInfo.processInfo.environment["BLE_HCI"] ?? ""
+            let api: PeripheralManager
+            let owns = key == "virtual"
+            if owns {
+                api = try await PeripheralManager.open(transport: try await Controllers.open(spec: key))
+            } else {
+                api = try await CBHostRegistry.shared.host(spec: spec).peripheralManager()
+            }
+            guard let self else {
+                if owns { await api.close() }
+                return
+            }
+            let lane = OperationLane()
+            self.inner.withLock { s in
+                s.api = api
+                s.lane = lane
+                s.ownsController = owns
+            }
+            let events = await api.events
+            Task { [weak self] in
+                for await event in events {
+                    guard let self else { return }
+                    await self.handle(event, api)
                 }
             }
-        }
-    }
-
-    private func reopenLater() {
-        Task { [weak self] in
-            try? await Task.sleep(for: .seconds(1))
-            self?.open(reportingFailure: false)
+            self.changeState(.poweredOn)
+            self.watch(api)
         }
     }
 
@@ -195,8 +168,7 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
                         l.valueHandle = nil
                     }
                 }
-                self.changeState(.poweredOff)
-                self.reopenLater()
+                self.controllerLost()
                 return
             }
         }
@@ -220,20 +192,14 @@ open class CBPeripheralManager: CBManager, @unchecked Sendable {
         }
     }
 
-    private func changeState(_ new: CBManagerState) {
-        queue.async {
-            self.managerState.withLock { $0 = new }
-            self.delegate?.peripheralManagerDidUpdateState(self)
-        }
+    /// Reports the state to the delegate (every time it is set).
+    override func stateChanged(from old: CBManagerState, to new: CBManagerState) {
+        delegate?.peripheralManagerDidUpdateState(self)
     }
 
     /// The stack when powered on; else nil, with Apple's API-misuse warning.
     func poweredOn(_ what: String) -> (PeripheralManager, OperationLane)? {
-        guard state == .poweredOn, let (api, lane) = inner.withLock({ s in s.api.flatMap { a in s.lane.map { (a, $0) } } }) else {
-            CBLog.warning("API MISUSE: <CBPeripheralManager: \(pointerText(self))> can only accept this command (\(what)) while in the powered on state")
-            return nil
-        }
-        return (api, lane)
+        poweredOn(what, manager: "CBPeripheralManager") { inner.withLock { s in s.api.flatMap { a in s.lane.map { (a, $0) } } } }
     }
 
     // MARK: Services

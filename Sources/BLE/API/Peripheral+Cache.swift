@@ -64,21 +64,11 @@ extension Peripheral {
     /// same bits, unless `force`. Returns true when the CCCD was written.
     @discardableResult
     public func enableUpdates(for characteristic: GATTCharacteristic, force: Bool = false) async throws -> Bool {
-        let bits: UInt16
-        if characteristic.properties.contains(.notify) {
-            bits = 0x0001
-        } else if characteristic.properties.contains(.indicate) {
-            bits = 0x0002
-        } else {
-            throw BLEError.invalidArgument("characteristic \(characteristic.uuid) neither notifies nor indicates")
-        }
+        let bits = try characteristic.updateBits()
         // Encrypted first on a bonded link, so the server keeps what is written (§3.3.3.3).
         let bonded = try await encryptedBondedLink()
         if !force, bonded, try await cache().subscriptions[characteristic.valueHandle] == bits { return false }
-        let descriptors = try await cachedDescriptors(for: characteristic)
-        guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
-            throw BLEError.invalidArgument("characteristic \(characteristic.uuid) has no Client Characteristic Configuration descriptor")
-        }
+        let cccd = try characteristic.clientConfiguration(in: try await cachedDescriptors(for: characteristic))
         try await syncing { try await setNotifyValue(bits != 0, for: characteristic, cccdHandle: cccd.handle) }
         await updateCache { $0.recordSubscription(valueHandle: characteristic.valueHandle, bits: bits) }
         return true

@@ -329,22 +329,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         if let cccdHandle {
             cccd = cccdHandle
         } else {
-            let descriptors = try await discoverDescriptors(for: characteristic)
-            guard let d = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
-                throw BLEError.invalidArgument("characteristic \(characteristic.uuid) has no Client Characteristic Configuration descriptor")
-            }
-            cccd = d.handle
+            cccd = try characteristic.clientConfiguration(in: try await discoverDescriptors(for: characteristic)).handle
         }
-        var bits: UInt16 = 0
-        if enabled {
-            if characteristic.properties.contains(.notify) {
-                bits = 0x0001
-            } else if characteristic.properties.contains(.indicate) {
-                bits = 0x0002
-            } else {
-                throw BLEError.invalidArgument("characteristic \(characteristic.uuid) neither notifies nor indicates")
-            }
-        }
+        let bits: UInt16 = try enabled ? characteristic.updateBits() : 0
         _ = try await run(WriteProcedure(handle: cccd, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]))
     }
 
@@ -375,5 +362,23 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     private func unexpected(_ what: String) -> BLEError {
         .unsupported("internal: unexpected output for \(what)")
+    }
+}
+
+extension GATTCharacteristic {
+    /// The Client Characteristic Configuration bits that turn its updates on: notifications
+    /// (0x0001), else indications (0x0002) when it only indicates (Vol 3 Part G §3.3.3.3).
+    func updateBits() throws -> UInt16 {
+        if properties.contains(.notify) { return 0x0001 }
+        if properties.contains(.indicate) { return 0x0002 }
+        throw BLEError.invalidArgument("characteristic \(uuid) neither notifies nor indicates")
+    }
+
+    /// Its Client Characteristic Configuration descriptor among `descriptors` (its own).
+    func clientConfiguration(in descriptors: [GATTDescriptor]) throws -> GATTDescriptor {
+        guard let cccd = descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
+            throw BLEError.invalidArgument("characteristic \(uuid) has no Client Characteristic Configuration descriptor")
+        }
+        return cccd
     }
 }

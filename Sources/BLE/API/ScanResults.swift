@@ -78,6 +78,18 @@ final class ScanBuffer: Sendable {
         var failure: (any Error)?
         var onTermination: (@Sendable () -> Void)?
         var buffered: Int { devices.count - head }
+
+        /// Appends `more` after the buffered devices, dropping the oldest beyond `limit`.
+        mutating func append(contentsOf more: some Collection<ScannedDevice>, limit: Int) {
+            devices.append(contentsOf: more)
+            if buffered > limit {
+                head += buffered - limit
+                if head >= limit {
+                    devices.removeFirst(head)
+                    head = 0
+                }
+            }
+        }
     }
 
     private let limit: Int
@@ -121,14 +133,7 @@ final class ScanBuffer: Sendable {
         guard !devices.isEmpty else { return }
         let waiter = state.withLock { s -> UnsafeContinuation<Void, Never>? in
             guard !s.finished else { return nil }
-            s.devices.append(contentsOf: devices)
-            if s.buffered > limit {
-                s.head += s.buffered - limit
-                if s.head >= limit {
-                    s.devices.removeFirst(s.head)
-                    s.head = 0
-                }
-            }
+            s.append(contentsOf: devices, limit: limit)
             defer { s.waiter = nil }
             return s.waiter
         }
@@ -147,14 +152,7 @@ final class ScanBuffer: Sendable {
                 s.head = 0
                 swap(&s.devices, &devices)
             } else {
-                s.devices.append(contentsOf: devices)
-                if s.buffered > limit {
-                    s.head += s.buffered - limit
-                    if s.head >= limit {
-                        s.devices.removeFirst(s.head)
-                        s.head = 0
-                    }
-                }
+                s.append(contentsOf: devices, limit: limit)
             }
             defer { s.waiter = nil }
             return s.waiter
@@ -164,28 +162,26 @@ final class ScanBuffer: Sendable {
 
     /// Ends the sequence: the consumer gets what is buffered, then nil, or `error`.
     func finish(throwing error: (any Error)? = nil) {
-        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
-            guard !s.finished else { return (nil, nil) }
-            s.finished = true
-            s.failure = error
-            defer {
-                s.waiter = nil
-                s.onTermination = nil
-            }
-            return (s.waiter, s.onTermination)
-        }
-        waiter?.resume()
-        termination?()
+        end(failure: error)
     }
 
     /// The consumer went away: finished at once, buffered devices dropped.
     func cancel() {
-        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
+        end(failure: nil) { s in
             s.devices = []
             s.head = 0
             s.failure = nil
+        }
+    }
+
+    /// Under the lock, `prepare`, then, unless already finished, finishes with `failure`; then
+    /// wakes the consumer and calls the termination handler (each once, outside the lock).
+    private func end(failure: (any Error)?, _ prepare: (inout State) -> Void = { _ in }) {
+        let (waiter, termination) = state.withLock { s -> (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?) in
+            prepare(&s)
             guard !s.finished else { return (nil, nil) }
             s.finished = true
+            s.failure = failure
             defer {
                 s.waiter = nil
                 s.onTermination = nil

@@ -3,6 +3,21 @@ import BLEWire
 /// The largest attribute value ATT allows, Core spec Vol 3 Part F §3.2.9.
 public let attMaximumAttributeValueLength = 512
 
+extension ProcedureStep where Output == Void {
+    /// The step after the answer to a Write Request (Vol 3 Part F §3.4.5.1-2): done on the Write
+    /// Response, failed on an Error Response or any other PDU.
+    static func answeringWriteRequest(_ pdu: ATTPDU) -> ProcedureStep<Void> {
+        switch ATTAnswer(pdu, to: .writeRequest) {
+        case let .invalid(error):
+            return .failed(error)
+        case let .error(code, handle):
+            return .failed(.att(code: code, handle: handle, request: .writeRequest))
+        case .response:
+            return .done(())
+        }
+    }
+}
+
 /// Write Characteristic Value (Core spec Vol 3 Part G §4.9.3) — also Write Characteristic
 /// Descriptors (§4.12.3), e.g. a Client Characteristic Configuration descriptor (§3.3.3.3).
 ///
@@ -35,14 +50,7 @@ public struct WriteProcedure: GATTProcedure {
     }
 
     public mutating func receive(_ pdu: ATTPDU) -> ProcedureStep<Void> {
-        switch ATTAnswer(pdu, to: .writeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .writeRequest))
-        case .response:
-            return .done(())
-        }
+        .answeringWriteRequest(pdu)
     }
 
     public mutating func serverDatabaseChanged(in range: ClosedRange<UInt16>, requestOutstanding: Bool) -> GATTDatabaseChangeEffect {

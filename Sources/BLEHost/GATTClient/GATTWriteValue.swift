@@ -43,14 +43,7 @@ public struct WriteValueProcedure: GATTProcedure {
             long = engine
             return step
         }
-        switch ATTAnswer(pdu, to: .writeRequest) {
-        case let .invalid(error):
-            return .failed(error)
-        case let .error(code, handle):
-            return .failed(.att(code: code, handle: handle, request: .writeRequest))
-        case .response:
-            return .done(())
-        }
+        return .answeringWriteRequest(pdu)
     }
 
     public mutating func answerFailed(_ error: GATTError) -> ProcedureStep<Void> {

@@ -157,14 +157,7 @@ extension ATTServer {
             readyPending = false
             actions.append(.readyToUpdate)
         }
-        if let outstanding = outstandingIndication { actions.append(.indicationTimedOut(id: outstanding.id)) }
-        for case let .indication(id, _) in outgoing { actions.append(.indicationTimedOut(id: id)) }
-        outstandingIndication = nil
-        outgoing.removeAll()
-        pending = nil
-        deferred.removeAll()
-        prepareQueue.removeAll()
-        isClosed = true
+        close(timingOutIndicationsInto: &actions)
         return actions
     }
 }

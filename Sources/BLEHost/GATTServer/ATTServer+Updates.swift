@@ -127,18 +127,22 @@ extension ATTServer {
         clock = max(clock, now)
         var actions = takeEvents()
         guard !isClosed, let outstanding = outstandingIndication, outstanding.deadline <= now else { return actions }
-        actions.append(.indicationTimedOut(id: outstanding.id))
-        for case let .indication(id, _) in outgoing {
-            actions.append(.indicationTimedOut(id: id))
-        }
+        close(timingOutIndicationsInto: &actions)
+        actions.append(.closeBearer)
+        return actions
+    }
+
+    /// Ends the bearer's server: the outstanding indication and every queued one time out (in
+    /// that order, into `actions`), the queues and held requests are dropped, and it is closed.
+    mutating func close(timingOutIndicationsInto actions: inout [ServerAction]) {
+        if let outstanding = outstandingIndication { actions.append(.indicationTimedOut(id: outstanding.id)) }
+        for case let .indication(id, _) in outgoing { actions.append(.indicationTimedOut(id: id)) }
         outstandingIndication = nil
         outgoing.removeAll()
         pending = nil
         deferred.removeAll()
         prepareQueue.removeAll()
         isClosed = true
-        actions.append(.closeBearer)
-        return actions
     }
 
     /// The room an update PDU's array keeps beyond its bytes: the L2CAP basic header (Vol 3

@@ -59,7 +59,7 @@ public struct SVGChart: Sendable {
 
         var out = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"sans-serif\" font-size=\"12\">"]
         out.append("<rect width=\"\(width)\" height=\"\(height)\" fill=\"white\"/>")
-        out.append("<text x=\"\(Self.n(Double(width) / 2))\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">\(Self.escape(title))</text>")
+        out.append("<text x=\"\(Self.n(Double(width) / 2))\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">\(Markup.escaped(title))</text>")
         // Grid and ticks.
         for t in Self.ticks(t0, t1) {
             out.append("<line x1=\"\(Self.n(x(t)))\" y1=\"\(Self.n(m.top))\" x2=\"\(Self.n(x(t)))\" y2=\"\(Self.n(m.top + plotHeight))\" stroke=\"#e0e0e0\"/>")
@@ -72,14 +72,14 @@ public struct SVGChart: Sendable {
         // Axes.
         out.append("<line x1=\"\(Self.n(m.left))\" y1=\"\(Self.n(m.top))\" x2=\"\(Self.n(m.left))\" y2=\"\(Self.n(m.top + plotHeight))\" stroke=\"black\"/>")
         out.append("<line x1=\"\(Self.n(m.left))\" y1=\"\(Self.n(m.top + plotHeight))\" x2=\"\(Self.n(m.left + plotWidth))\" y2=\"\(Self.n(m.top + plotHeight))\" stroke=\"black\"/>")
-        out.append("<text x=\"\(Self.n(m.left + plotWidth / 2))\" y=\"\(Self.n(Double(height) - 10))\" text-anchor=\"middle\">\(Self.escape(xLabel))</text>")
-        out.append("<text transform=\"translate(16 \(Self.n(m.top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\">\(Self.escape(yLabel))</text>")
+        out.append("<text x=\"\(Self.n(m.left + plotWidth / 2))\" y=\"\(Self.n(Double(height) - 10))\" text-anchor=\"middle\">\(Markup.escaped(xLabel))</text>")
+        out.append("<text transform=\"translate(16 \(Self.n(m.top + plotHeight / 2))) rotate(-90)\" text-anchor=\"middle\">\(Markup.escaped(yLabel))</text>")
         // One polyline per unbroken run of each series.
         for s in series {
             var run: [String] = []
             func flush() {
                 if !run.isEmpty {
-                    out.append("<polyline fill=\"none\" stroke=\"\(Self.escape(s.color))\" stroke-width=\"1.5\" points=\"\(run.joined(separator: " "))\"/>")
+                    out.append("<polyline fill=\"none\" stroke=\"\(Markup.escaped(s.color))\" stroke-width=\"1.5\" points=\"\(run.joined(separator: " "))\"/>")
                 }
                 run = []
             }
@@ -99,8 +99,8 @@ public struct SVGChart: Sendable {
         for (i, s) in series.enumerated() {
             let ly = m.top + 14 + Double(i) * 16
             let lx = m.left + plotWidth - 70
-            out.append("<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly - 4))\" x2=\"\(Self.n(lx + 20))\" y2=\"\(Self.n(ly - 4))\" stroke=\"\(Self.escape(s.color))\" stroke-width=\"2\"/>")
-            out.append("<text x=\"\(Self.n(lx + 26))\" y=\"\(Self.n(ly))\">\(Self.escape(s.name))</text>")
+            out.append("<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly - 4))\" x2=\"\(Self.n(lx + 20))\" y2=\"\(Self.n(ly - 4))\" stroke=\"\(Markup.escaped(s.color))\" stroke-width=\"2\"/>")
+            out.append("<text x=\"\(Self.n(lx + 26))\" y=\"\(Self.n(ly))\">\(Markup.escaped(s.name))</text>")
         }
         out.append("</svg>")
         return out.joined(separator: "\n") + "\n"
@@ -144,20 +144,5 @@ public struct SVGChart: Sendable {
         while text.contains("."), text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
         return text == "-0" ? "0" : text
-    }
-
-    /// Text for an XML element or attribute.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            default: out.append(c)
-            }
-        }
-        return out
     }
 }

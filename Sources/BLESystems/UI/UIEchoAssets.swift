@@ -18,7 +18,7 @@ enum UIEchoAssets {
         <section class="echo-part">
         <h2>Fetch an image</h2>
         <form id="echo-fetch-form" class="controls" autocomplete="off"><label for="echo-url">URL</label>
-        <input id="echo-url" type="text" autocomplete="off" required placeholder="http://… or file://…" value="\(escaped(suggestedURL ?? ""))">
+        <input id="echo-url" type="text" autocomplete="off" required placeholder="http://… or file://…" value="\(Markup.escaped(suggestedURL ?? "", apostrophes: true))">
         <button id="echo-fetch" type="submit" disabled>Fetch</button></form>
         <p><progress id="echo-progress" max="100" value="0" aria-label="reply received"></progress> <span id="echo-progress-text"></span></p>
         <p id="echo-fetch-error" class="error" role="alert"></p>
@@ -28,22 +28,6 @@ enum UIEchoAssets {
         <h2>Steps</h2>
         <ol id="echo-log" aria-live="polite"></ol>
         """
-    }
-
-    /// `text` safe inside an HTML attribute value or element.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
     }
 
     static let script = """
