@@ -142,6 +142,7 @@ extension ATTServer {
         pending = nil
         deferred.removeAll()
         prepareQueue.removeAll()
+        preparedForRemovedService = nil
         isClosed = true
     }
 
