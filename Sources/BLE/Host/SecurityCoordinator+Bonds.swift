@@ -83,19 +83,17 @@ extension SecurityCoordinator {
                 try store.save(bond)
             } catch {
                 host.log("saving the bond of \(bond.peer): \(error)")
-                if evicted != nil {
+                if let evicted {
                     // The evicted bond's file is gone: memory follows the disk.
                     cachedBonds = all.filter { !$0.peer.sameDevice(as: bond.peer) }
+                    bondGone(evicted, host)
                     host.privacy.bondsChanged(host)
                 }
                 return false
             }
         }
         cachedBonds = all
-        if let evicted {
-            host.server.forgetBondedClient(evicted.peer)
-            bondKeyWithdrawn(evicted, host)
-        }
+        if let evicted { bondGone(evicted, host) }
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
         if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
             host.privacy.bondsChanged(host)
@@ -130,10 +128,16 @@ extension SecurityCoordinator {
         let gone = all.filter { $0.peer.sameDevice(as: peer) }
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
-        host.server.forgetBondedClient(peer)
-        for b in gone { bondKeyWithdrawn(b, host) }
+        for b in gone { bondGone(b, host) }
         host.privacy.bondsChanged(host)
         return all.count != before
+    }
+
+    /// `bond` is gone (removed or evicted): what its client left on this server goes, and its
+    /// key no longer speaks for a bond on the links it encrypted.
+    func bondGone(_ bond: Bond, _ host: isolated HostController) {
+        host.server.forgetBondedClient(bond.peer)
+        bondKeyWithdrawn(bond, host)
     }
 
     /// `bond` is gone or replaced: an open link encrypted with its key (but `except`, the link
@@ -210,7 +214,12 @@ extension SecurityCoordinator {
                     // kept for the next connection nor restored on this link; and another link
                     // encrypted with the old key no longer speaks for the bond.
                     host.server.forgetBondedClient(bond.peer)
-                    host.connections.links.withLink(handle) { $0.server.forgetRestoredFeatures() }
+                    // Features restored from the old bond by address go, unless this link proved
+                    // itself that bond's client (encrypted with its key, which restored its
+                    // CCCDs too): then it is the same client pairing again, and they are its own.
+                    host.connections.links.withLink(handle) {
+                        if !$0.server.hasRestoredBondedSubscriptions { $0.server.forgetRestoredFeatures() }
+                    }
                     if let old { bondKeyWithdrawn(old, except: handle, host) }
                 }
             case let .keep(why):

@@ -107,7 +107,10 @@ extension SecurityCoordinator {
         let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
         // A bond Secure Connections Only mode refuses is paired over instead (that mode pairs
         // only at level 4, which may replace a weaker bond), as for a Security Request.
-        if !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, refusal(of: b) == nil {
+        // Only a central starts encryption (LE Enable Encryption); a peripheral asks for it with
+        // a Security Request, which `pair` sends on its side.
+        if link.role == .central, !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil,
+           refusal(of: b) == nil {
             // A failure here (the peer lost our key, or is not who the bond says) is the
             // caller's error: pairing again over it is for an explicit `pair()`, since a
             // spoofed peer could otherwise get a weaker bond in place of the real one.
@@ -124,7 +127,14 @@ extension SecurityCoordinator {
             if needsAuthentication { m.settings.mitm = true }
             machines[link.handle] = m
         }
-        _ = try await pair(linkID: linkID, host)
+        // A peripheral's Security Request may be answered by encryption with the bond's key
+        // as well as by a pairing: either raises the link (`secure`, not `pair`, which wants a
+        // pairing).
+        if link.role == .peripheral {
+            _ = try await secure(linkID: linkID, host)
+        } else {
+            _ = try await pair(linkID: linkID, host)
+        }
     }
 
     func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {

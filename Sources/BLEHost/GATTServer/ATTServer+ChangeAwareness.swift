@@ -68,6 +68,10 @@ extension ATTServer {
         client.features = client.featuresWritten
     }
 
+    /// True once `restoreBondedSubscriptions` ran on this connection: the link was encrypted
+    /// with the bond's key, so its client proved it is that bond's.
+    public var hasRestoredBondedSubscriptions: Bool { client.bondedSubscriptionsRestored }
+
     /// True once `restoreBondedState` ran on this connection.
     public var hasRestoredBondedState: Bool { client.bondedStateRestored }
 

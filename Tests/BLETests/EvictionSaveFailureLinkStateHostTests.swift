@@ -1,0 +1,134 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLETestSupport
+import BLEWire
+import Synchronization
+import XCTest
+
+/// Review 25c: faafe32 makes an evicted bond withdraw its key from the links it encrypted
+/// (`bondKeyWithdrawn` after `store` evicts). But `store` has a second way to drop the evicted
+/// bond from memory: when the new bond's `save` fails after the evicted bond's file went, it
+/// sets `cachedBonds` without the evicted bond (SecurityCoordinator+Bonds.swift:88) and returns,
+/// skipping both `forgetBondedClient` and `bondKeyWithdrawn`. The evicted bond's link keeps
+/// `encryptedWithBondKey`, so when another device later bonds under that identity, the old
+/// link's subscriptions go into the newcomer's bond at its close (the 25b finding again).
+final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
+    let own = BDAddress(rawValue: 0xC1_02_03_04_05_0C)
+    let victim = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C1), type: .public)
+    let victimLTK = [UInt8](repeating: 0xC1, count: 16)
+
+    /// Fails the next `save` once `failNextSave` is set (the disk full for the newcomer's file).
+    final class SaveFailingStore: BondStore, @unchecked Sendable {
+        let inner = InMemoryBondStore()
+        let failNextSave = Mutex(false)
+        func bonds() throws -> [Bond] { try inner.bonds() }
+        func save(_ bond: Bond) throws {
+            if failNextSave.withLock({ f in defer { f = false }; return f }) { throw BLEError.transport("no space left on device") }
+            try inner.save(bond)
+        }
+        func remove(_ peer: DeviceAddress) throws -> Bool { try inner.remove(peer) }
+        func localIdentity() throws -> LocalIdentity { try inner.localIdentity() }
+        func problems() -> [String] { [] }
+    }
+
+    func testAnEvictionWhoseNewBondFailedToSaveWithdrawsTheEvictedKeyFromItsLink() async throws {
+        let store = SaveFailingStore()
+        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
+                            secureConnections: true, authenticated: false, keySize: 16))
+        let t = HostUnderTest()
+        await t.controller.start()
+        var config = HostConfiguration()
+        config.security.bondStore = store
+        config.security.maximumBonds = 1
+        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
+            GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
+        ]))
+        let cccd = try XCTUnwrap(handles.characteristics.first?.cccdHandle)
+        let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
+
+        // The bonded (unauthenticated) device encrypts with its bond's key and subscribes.
+        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
+            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
+            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
+        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
+        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
+        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).contains([0x13]) }
+        let flagged = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
+        XCTAssertEqual(flagged, true)
+
+        // An authenticated bond evicts it, and its own file cannot be written.
+        let newcomer = Bond(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C2), type: .public),
+                            peerLongTermKey: [UInt8](repeating: 0xC2, count: 16), localLongTermKey: [UInt8](repeating: 0xC2, count: 16),
+                            secureConnections: true, authenticated: true, keySize: 16)
+        store.failNextSave.withLock { $0 = true }
+        let stored = await m.host.run { $0.security.store(newcomer, replacing: false, $0) }
+        XCTAssertFalse(stored)
+        let bonds = await m.bondedDevices
+        XCTAssertEqual(bonds.map(\.peer), [], "the evicted bond is gone from memory and disk")
+
+        let still = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
+        XCTAssertEqual(still, false, "the evicted bond is gone, yet its link still speaks for a bond (bondKeyWithdrawn skipped)")
+
+        // The consequence: a bond made later under that identity gets the old link's state.
+        let later = Bond(peer: victim, peerLongTermKey: [UInt8](repeating: 0xD1, count: 16), localLongTermKey: [UInt8](repeating: 0xD1, count: 16),
+                         secureConnections: true, authenticated: false, keySize: 16)
+        let storedLater = await m.host.run { $0.security.store(later, replacing: true, $0) }
+        XCTAssertTrue(storedLater)
+        await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
+        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        let bond = try XCTUnwrap(try store.bonds().first { $0.peer == victim })
+        XCTAssertEqual(bond.peerLongTermKey, [UInt8](repeating: 0xD1, count: 16))
+        XCTAssertEqual(bond.clientConfigurations, [:],
+                       "a bond the evicted link's key never made got that link's subscriptions")
+        await m.close()
+    }
+    func testAnEvictionWhoseNewBondFailedToSaveForgetsWhatTheEvictedClientLeftOnTheServer() async throws {
+        let store = SaveFailingStore()
+        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
+                            secureConnections: true, authenticated: false, keySize: 16))
+        let t = HostUnderTest()
+        await t.controller.start()
+        var config = HostConfiguration()
+        config.security.bondStore = store
+        config.security.maximumBonds = 1
+        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let features = try await m.host.run { host -> UInt16 in
+            try XCTUnwrap(host.server.database.attributes.first { $0.type == BluetoothUUID(0x2B29) }?.handle)
+        }
+        let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
+
+        // The bonded device encrypts with its key, enables robust caching and leaves.
+        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
+            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
+            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
+        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
+        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
+        await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(features) + [0x01])
+        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).contains([0x13]) }
+        await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
+        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        let v = victim
+        let kept = await m.host.run { $0.server.bondedClientFeatures[v] }
+        XCTAssertEqual(kept, [0x01])
+
+        // An authenticated bond evicts it, and its own file cannot be written.
+        let newcomer = Bond(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C2), type: .public),
+                            peerLongTermKey: [UInt8](repeating: 0xC2, count: 16), localLongTermKey: [UInt8](repeating: 0xC2, count: 16),
+                            secureConnections: true, authenticated: true, keySize: 16)
+        store.failNextSave.withLock { $0 = true }
+        let stored = await m.host.run { $0.security.store(newcomer, replacing: false, $0) }
+        XCTAssertFalse(stored)
+        let bonds = await m.bondedDevices
+        XCTAssertEqual(bonds.map(\.peer), [], "the evicted bond is gone from memory and disk")
+        let left = await m.host.run { $0.server.bondedClientFeatures.keys.map { $0 } }
+        XCTAssertEqual(left, [], "the evicted bond's client features stay for whoever bonds under its identity next (forgetBondedClient skipped)")
+        await m.close()
+    }
+}
