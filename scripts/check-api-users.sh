@@ -15,7 +15,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 below='BLEHost|BLEHCI|BLETransport|BLEVirtualRadio|BLECrypto|CLibcrypto'
 allowed='^Sources/ble/Commands/UICommand\.swift:[0-9]+:import BLETransport$'
-found=$(grep -rnE "^[[:space:]]*(@[_A-Za-z]+[[:space:]]+)*import[[:space:]]+([a-z]+[[:space:]]+)?($below)\b" Sources/BLESystems Sources/ble \
+for dir in Sources/BLESystems Sources/ble; do
+    [[ -d "$dir" ]] || { echo "check-api-users: $dir is missing" >&2; exit 1; }
+done
+# Any import form: attributes (with arguments, `@_spi(X)`), access levels (`internal import`),
+# kinds (`import struct`).
+attribute='@[_A-Za-z]+(\([^)]*\))?[[:space:]]+'
+access='(public|package|internal|fileprivate|private)[[:space:]]+'
+found=$(grep -rnE "^[[:space:]]*($attribute)*($access)?import[[:space:]]+([a-z]+[[:space:]]+)?($below)\b" Sources/BLESystems Sources/ble \
     | grep -vE "$allowed" || true)
 if [[ -n "$found" ]]; then
     echo "$found"

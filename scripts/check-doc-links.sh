@@ -4,7 +4,9 @@
 #   - a relative link must name a file or directory of the repository (images included);
 #   - a `#fragment` must name a heading of the page it points to, as GitHub makes anchors
 #     (lower case, punctuation but `-` and `_` dropped, spaces as `-`, `-1`, `-2` for repeats);
-#   - no link or path may leave the repository (`../` above its root).
+#   - no link or path may leave the repository (`../` above its root), and in a git checkout
+#     a file it names must be tracked (a fresh clone has only those);
+#   - inline links, reference-style definitions (`[label]: path`) and HTML `href`/`src` count.
 # Links to http(s) and mailto addresses are not fetched. Code blocks and inline code are skipped.
 #
 # Usage: scripts/check-doc-links.sh   (prints file:line: problem for each broken link)
@@ -45,12 +47,23 @@ def raw_anchors(path):
         result.add(slug if n == 0 else f"{slug}-{n}")
     return result
 
+# In a git checkout, a link must name a file git tracks: an untracked one is not in a clone.
+try:
+    import subprocess
+    listed = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, check=True).stdout
+    tracked = set(listed.decode("utf-8").split("\0")) - {""}
+except Exception:
+    tracked = None
+
 problems = 0
 cache = {}
 for page in sorted(pages):
     rel_page = os.path.relpath(page, root)
     for number, line in prose_lines(page):
-        for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", line):
+        targets = re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", line)   # [text](target)
+        targets += re.findall(r"^\s*\[[^\]]+\]:\s*<?([^\s>]+)>?", line)       # [label]: target
+        targets += re.findall(r"<(?:a|img)\b[^>]*\b(?:href|src)=\"([^\"]+)\"", line)  # HTML
+        for target in targets:
             if re.match(r"^(https?:|mailto:)", target):
                 continue
             path, _, fragment = target.partition("#")
@@ -60,6 +73,8 @@ for page in sorted(pages):
                 print(f"{where}: leaves the repository"); problems += 1; continue
             if not os.path.exists(dest):
                 print(f"{where}: no such file"); problems += 1; continue
+            if tracked is not None and os.path.isfile(dest) and os.path.relpath(dest, root) not in tracked:
+                print(f"{where}: a file git does not track (a fresh clone lacks it)"); problems += 1; continue
             if fragment:
                 if not dest.endswith(".md"):
                     print(f"{where}: a fragment on a file that is not Markdown"); problems += 1; continue

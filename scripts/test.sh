@@ -31,7 +31,7 @@
 #   BLE_TEST_MEASURE=1       also time HCI_Reset round trips without and with the shim.
 #   BLE_TEST_SKIP_PACKAGES=1 do not check/install Debian packages.
 #   BLE_TEST_PRODUCT_CHECK=0 skip scripts/check-ble-product.sh on a full run.
-#   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh and check-doc-links.sh on a full run.
+#   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh, check-doc-links.sh and check-api-users.sh on a full run.
 #   BLE_TEST_RELEASE=0|1     skip the release build on a full run (0), or do it on a filtered one (1).
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.

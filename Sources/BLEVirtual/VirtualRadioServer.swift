@@ -1,6 +1,7 @@
 import BLE
 import BLETransport
 import BLEVirtualRadio
+import Synchronization
 
 /// A virtual radio served over TCP, in the manner of rootcanal's HCI port (`ble radio --listen`):
 /// each host that connects (H4 over TCP, e.g. `--hci tcp:HOST:PORT`, `BLE_HCI`, or Bumble's
@@ -25,9 +26,19 @@ public final class VirtualRadioServer: Sendable, CustomStringConvertible {
     }
 
     private let listener: TCPListener
+    /// Hosts accepted so far, by every `serve` loop: each gets the next number, so two loops on
+    /// one server never give two hosts one address.
+    private let accepted = Mutex(0)
 
     private init(listener: TCPListener) {
         self.listener = listener
+    }
+
+    /// A server let go stops listening (its accept thread would otherwise keep it, and the port,
+    /// for the life of the process).
+    deinit {
+        let listener = self.listener
+        Task { await listener.close() }
     }
 
     /// Opens a TCP listening socket at `host:port` for hosts to connect to; port 0 picks a free
@@ -42,31 +53,37 @@ public final class VirtualRadioServer: Sendable, CustomStringConvertible {
     /// Where hosts connect, as a transport spec (`tcp:127.0.0.1:6402`, `tcp:[::1]:6402`).
     public var description: String { listener.description }
 
-    /// Accepts hosts until `close()`, and serves each as a new controller on `radio` with public
-    /// address `address(number)` (see `VirtualRadio.serve(hostTransport:address:configuration:)`).
-    /// `connected` is called as a host's controller is added, `ended` when its session is over
-    /// (the controller already removed from the medium), with how it ended. Returns when the
-    /// listener is closed and every session has ended (`VirtualRadio.shutdown()` ends them all).
+    /// Accepts hosts until `close()` (or until the task running it is cancelled, which closes
+    /// the server too), and serves each as a new controller on `radio` with public address
+    /// `address(number)` (see `VirtualRadio.serve(hostTransport:address:configuration:)`);
+    /// numbers count up from 1 across every `serve` of this server. `connected` is called as a
+    /// host's controller is added, `ended` when its session is over (the controller already
+    /// removed from the medium), with how it ended. Returns when the listener is closed and
+    /// every session has ended.
     public func serve(_ radio: VirtualRadio,
                       address: @escaping @Sendable (_ number: Int) -> BDAddress,
                       connected: @escaping @Sendable (Session) -> Void = { _ in },
                       ended: @escaping @Sendable (Session, VirtualRadio.HostSessionEnd) -> Void = { _, _ in }) async {
         await withTaskGroup(of: Void.self) { sessions in
-            var index = 0
             for await connection in listener.connections {
-                index += 1
-                let session = Session(number: index, peer: connection.peer, address: address(index))
+                let number = accepted.withLock { n in
+                    n += 1
+                    return n
+                }
+                let session = Session(number: number, peer: connection.peer, address: address(number))
                 sessions.addTask {
                     connected(session)
                     let end = await radio.serve(hostTransport: connection, address: session.address)
                     ended(session, end)
                 }
             }
+            // Cancelled (or closed): no host is accepted that nobody serves.
+            await listener.close()
         }
     }
 
-    /// Stops accepting hosts: `serve` returns once the sessions under way have ended. Those
-    /// already connected stay until they leave or the radio shuts down.
+    /// Stops accepting hosts and closes the connections of those it serves, whose sessions then
+    /// end as when a host leaves; `serve` returns once they have ended.
     public func close() async {
         await listener.close()
     }

@@ -2,7 +2,7 @@ import BLE
 
 /// The `import BLE` examples of README.md and docs/LIBRARY.md, kept here so they keep compiling as
 /// the API changes, with `import BLE` alone (the API stands alone). `DocExamplesTests` checks that
-/// every line of each example is here, in order. Never called: they need a controller at
+/// each example's lines are here one after another. Never called: they need a controller at
 /// tcp:127.0.0.1:6402 and peers.
 enum DocExamples {
     /// README "The library" and LIBRARY.md "Central".

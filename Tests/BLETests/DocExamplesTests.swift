@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// Every Swift example of README.md and docs/*.md is compiled by the test suite: each one's lines
-/// are, in order (indentation aside), in one of the test files named `…Compile.swift`
+/// are, one after another (indentation and blank lines aside), in one of the test files named `…Compile.swift`
 /// (`DocExamplesCompile.swift` here for `import BLE`, `DocVirtualExampleCompile.swift` in
 /// BLEVirtualRadioTests, `DocExamplesCompile.swift` in CoreBluetoothTests), which their test
 /// targets compile. An example edited on one side only fails here.
@@ -47,14 +47,18 @@ final class DocExamplesTests: XCTestCase {
         return found
     }
 
-    /// Whether `block`'s lines appear in `lines` in order.
+    /// Whether `block`'s lines appear in `lines` one after another (blank lines aside): the
+    /// whole example, not just its lines somewhere in order, so one with a line missing fails.
+    /// An example's `import` lines are the compiled file's own, at its top, so they only need to
+    /// be there; lines a compiled file adds around an example (top-level code wrapped in a
+    /// function) end with `// wrapper: not in the example`.
     static func contains(_ lines: [String], inOrder block: [String]) -> Bool {
-        var next = lines.startIndex
-        for line in block {
-            guard let found = lines[next...].firstIndex(of: line) else { return false }
-            next = found + 1
-        }
-        return true
+        let lines = lines.filter { !$0.isEmpty && !$0.hasSuffix("// wrapper: not in the example") }
+        let imports = block.filter { $0.hasPrefix("import ") }
+        let body = block.filter { !$0.hasPrefix("import ") }
+        guard imports.allSatisfy(lines.contains) else { return false }
+        guard !body.isEmpty, body.count <= lines.count else { return body.isEmpty }
+        return (0...(lines.count - body.count)).contains { start in lines[start..<start + body.count].elementsEqual(body) }
     }
 
     func testEveryDocumentedSwiftExampleIsCompiledByATest() throws {
@@ -68,7 +72,7 @@ final class DocExamplesTests: XCTestCase {
                 let holders = copies.filter { Self.contains($0.lines, inOrder: block) }
                 XCTAssertFalse(holders.isEmpty, """
                     \(page.lastPathComponent), Swift example \(index + 1) (starting \(block.first ?? "")): \
-                    no …Compile.swift file under Tests/ has its lines in order
+                    no …Compile.swift file under Tests/ has its lines one after another
                     """)
             }
         }

@@ -1,8 +1,8 @@
 import CoreBluetooth
 
 /// The CoreBluetooth examples of README.md and docs/COREBLUETOOTH.md, kept here so they keep
-/// compiling (Swift 6 mode, `import CoreBluetooth` alone). `DocExamplesTests` checks that every
-/// line of each example is here, in order. Never run: the first scans until stopped, the second
+/// compiling (Swift 6 mode, `import CoreBluetooth` alone). `DocExamplesTests` checks that each
+/// example's lines are here one after another (lines marked `// wrapper` aside). Never run: the first scans until stopped, the second
 /// needs a peer with an L2CAP channel.
 enum CoreBluetoothDocExamples {
     // README "CoreBluetooth code" and COREBLUETOOTH.md "What runs unchanged".
@@ -16,11 +16,11 @@ enum CoreBluetoothDocExamples {
                             advertisementData: [String: Any], rssi RSSI: NSNumber) { print(peripheral.name ?? "unnamed", RSSI) }
     }
 
-    @MainActor static func runMonitor() {
+    @MainActor static func runMonitor() {  // wrapper: not in the example
         let monitor = Monitor()
         monitor.start()
         RunLoop.main.run()   // or dispatchMain()
-    }
+    }  // wrapper: not in the example
 
     // COREBLUETOOTH.md "L2CAP channels": the two delegate methods of a class that opens a channel.
     final class ChannelClient: NSObject, CBPeripheralDelegate, StreamDelegate {
