@@ -65,7 +65,7 @@ extension ATTServer {
     /// The client bonded anew (new keys): the Client Supported Features restored from its old
     /// bond are not this bond's, so only what it wrote on this connection stays.
     public mutating func forgetRestoredFeatures() {
-        client.features = client.featuresWritten
+        client.features = client.featuresWritten.map { [$0] } ?? []
     }
 
     /// True once `restoreBondedSubscriptions` ran on this connection: the link was encrypted

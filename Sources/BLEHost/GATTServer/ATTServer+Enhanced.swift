@@ -10,8 +10,10 @@ public struct ATTClientState: Sendable, Hashable {
     var configurations: [UInt16: UInt16] = [:]
     /// Client Supported Features octets (Vol 3 Part G §7.2).
     var features: [UInt8] = []
-    /// What the client itself wrote to them on this connection (the rest came with its bond).
-    var featuresWritten: [UInt8] = []
+    /// What the client itself wrote to them on this connection (the rest came with its bond):
+    /// the kept octet, nil before any write. One octet, not an array, so copying the client's
+    /// state costs nothing more.
+    var featuresWritten: UInt8?
     /// Robust caching state (Vol 3 Part G §2.5.2.1, ATTServer+ChangeAwareness.swift).
     var changeAware = true
     var outOfSyncSent = false

@@ -292,7 +292,7 @@ extension ATTServer {
         case .clientSupportedFeatures:
             // `newValue` made it: the defined bits only (`keptClientFeatures`).
             client.features = value
-            client.featuresWritten = value
+            client.featuresWritten = value.first
             return [.valueWritten(handle: attribute.handle, value: value)]
         case .fixed, .dynamic, .databaseHash:
             return []

@@ -44,16 +44,17 @@ public struct ATTServer: Sendable {
     /// For an Enhanced ATT bearer: whether the peer opened it (so its client runs EATT), rather
     /// than our own client (`enhancedBearer(mtu:openedByPeer:)`).
     public internal(set) var isOpenedByPeer = false
+    /// The handle of the first prepared write dropped with its service (`forgetHandles`): the
+    /// next Execute Write fails with Invalid Handle there and writes nothing, as it would had
+    /// the queue been executed with the service gone (§3.4.6.3: the queue is all or nothing).
+    /// (Beside the flags above, where it takes no room of its own.)
+    var preparedForRemovedService: UInt16?
 
     /// What belongs to the client rather than to this bearer: CCCDs, Client Supported Features,
     /// change awareness. Shared by every bearer of the link (`sharingClientState`).
     var client = ATTClientState()
     /// Prepared writes in arrival order (§3.4.6).
     var prepareQueue: [PreparedWrite] = []
-    /// The handle of the first prepared write dropped with its service (`forgetHandles`): the
-    /// next Execute Write fails with Invalid Handle there and writes nothing, as it would had
-    /// the queue been executed with the service gone (§3.4.6.3: the queue is all or nothing).
-    var preparedForRemovedService: UInt16?
     /// Notifications and indications waiting for `nextOutgoing`.
     var outgoing: [Outgoing] = []
     /// The indication sent and not yet confirmed.
