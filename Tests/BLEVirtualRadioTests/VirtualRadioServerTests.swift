@@ -20,12 +20,14 @@ final class VirtualRadioServerTests: XCTestCase {
         XCTAssertEqual(server.description, "tcp:127.0.0.1:\(server.port)")
         let radio = VirtualRadio()
         let events = Events()
+        let (endedStream, endings) = AsyncStream.makeStream(of: Void.self)
         let serving = Task {
             await server.serve(radio, address: { BDAddress(rawValue: 0x00_5A_B1_00_00_00 | UInt64($0)) }) { session in
                 events.add("connected \(session.number) \(session.address)")
             } ended: { session, end in
                 let how = switch end { case .hostClosed: "host closed"; case .hostFailed: "host failed"; case .radioClosed: "radio closed" }
                 events.add("ended \(session.number) \(session.address): \(how)")
+                endings.yield()
             }
         }
 
@@ -40,7 +42,8 @@ final class VirtualRadioServerTests: XCTestCase {
         XCTAssertEqual(events.all, ["connected 1 00:5A:B1:00:00:01"])
 
         await host.close()
-        for _ in 0..<500 where events.all.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        // The session's end is reported (an event, within a bound).
+        _ = await result(within: .seconds(5)) { for await _ in endedStream { return } }
         XCTAssertEqual(events.all, ["connected 1 00:5A:B1:00:00:01", "ended 1 00:5A:B1:00:00:01: host closed"])
 
         await server.close()
@@ -125,12 +128,13 @@ final class VirtualRadioServerTests: XCTestCase {
     /// A server let go without `close()` stops listening.
     func testAServerLetGoStopsListening() async throws {
         let port = try VirtualRadioServer.listen(host: "127.0.0.1", port: 0).port
-        // The listener closes on a task of its own: wait for the refusal, within a bound.
+        // The listener closes on a task of its own (no event to wait on): try again until the
+        // connection is refused, within a bound.
         let refused = await result(within: .seconds(10)) {
             while true {
                 guard let host = try? await TransportFactory.open(spec: "tcp:127.0.0.1:\(port)") else { return true }
                 await host.close()
-                try? await Task.sleep(for: .milliseconds(20))
+                await Task.yield()
             }
         }
         XCTAssertEqual(refused, true, "a released VirtualRadioServer still accepts connections on port \(port)")
