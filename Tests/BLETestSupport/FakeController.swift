@@ -16,6 +16,7 @@ public actor FakeController {
     private var overrides: [HCIOpcode: @Sendable (HCICommand) -> [HCIEvent]?] = [:]
     private var waiters: [(id: UInt64, predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, any Error>)] = []
     private var aclWaiters: [(id: UInt64, predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var historyWaiters: [(id: UInt64, predicate: @Sendable ([HCICommand]) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextWaiterID: UInt64 = 0
     private var reader: Task<Void, Never>?
 
@@ -111,6 +112,15 @@ public actor FakeController {
         try await waitForCommand(within: bound) { $0.opcode == opcode }
     }
 
+    /// Waits until the host has sent `count` commands with `opcode` in all, within `bound`.
+    public func waitForCommand(_ opcode: HCIOpcode, count: Int, within bound: Duration = .seconds(10)) async throws {
+        let enough: @Sendable ([HCICommand]) -> Bool = { $0.lazy.filter { $0.opcode == opcode }.count >= count }
+        if enough(commands) { return }
+        let id = makeWaiterID()
+        expire(id, after: bound, "\(count) commands \(opcode)")
+        try await withCheckedThrowingContinuation { historyWaiters.append((id, enough, $0)) }
+    }
+
     /// Waits until the ACL packets received so far satisfy `predicate`, within `bound`.
     public func waitForACL(within bound: Duration = .seconds(10), _ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async throws {
         if predicate(acl) { return }
@@ -138,6 +148,9 @@ public actor FakeController {
         }
         if let i = aclWaiters.firstIndex(where: { $0.id == id }) {
             aclWaiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
+        }
+        if let i = historyWaiters.firstIndex(where: { $0.id == id }) {
+            historyWaiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
         }
     }
 
@@ -184,6 +197,10 @@ public actor FakeController {
             let ready = waiters.filter { $0.predicate(command) }
             waiters.removeAll { $0.predicate(command) }
             for w in ready { w.continuation.resume(returning: command) }
+            let history = commands
+            let met = historyWaiters.filter { $0.predicate(history) }
+            historyWaiters.removeAll { $0.predicate(history) }
+            for w in met { w.continuation.resume() }
         case .acl:
             guard let packet = try? ACLPacket.decode(frame.payload) else { return }
             acl.append(packet)

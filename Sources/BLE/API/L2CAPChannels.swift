@@ -115,7 +115,7 @@ extension HostController {
     }
 
     /// Opens a channel on `linkID`; a refusal for want of security raises it (encrypt with the
-    /// bond's key, otherwise pair) and tries once more, as a GATT request does.
+    /// bond's key, otherwise pair) and tries again, as a GATT request does.
     func openL2CAPChannel(linkID: UInt64, psm: UInt16, parameters: CreditBasedChannelParameters) async throws -> LECreditBasedChannel {
         try await raisingSecurityOnRefusal(linkID: linkID) {
             try await l2cap.open(linkID: linkID, psm: psm, parameters: parameters, self)
@@ -124,20 +124,25 @@ extension HostController {
 
     /// Runs `open`; when the peer refuses for want of security (insufficient authentication,
     /// encryption or key size, Vol 3 Part A §4.23) and the settings raise security on demand,
-    /// raises it (encrypt with the bond's key, otherwise pair) and runs `open` once more.
+    /// raises it a step (`SecurityCoordinator.raise`) and runs `open` again, at most
+    /// `SecurityCoordinator.raiseSteps` times (encryption, then an authenticated key).
     func raisingSecurityOnRefusal<T>(linkID: UInt64, _ open: () async throws -> T) async throws -> T {
-        do {
-            return try await open()
-        } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand {
-            let code: ATTErrorCode
-            switch result {
-            case .insufficientAuthentication: code = .insufficientAuthentication
-            case .insufficientEncryption: code = .insufficientEncryption
-            case .encryptionKeySizeTooShort: code = .encryptionKeySizeTooShort
-            default: throw BLEError.l2cap(.refused(result))
+        var steps = 0
+        while true {
+            do {
+                return try await open()
+            } catch let BLEError.l2cap(.refused(result)) where configuration.security.raisesSecurityOnDemand
+                && steps < SecurityCoordinator.raiseSteps {
+                let code: ATTErrorCode
+                switch result {
+                case .insufficientAuthentication: code = .insufficientAuthentication
+                case .insufficientEncryption: code = .insufficientEncryption
+                case .encryptionKeySizeTooShort: code = .encryptionKeySizeTooShort
+                default: throw BLEError.l2cap(.refused(result))
+                }
+                steps += 1
+                try await security.raise(for: code, linkID: linkID, self)
             }
-            try await security.raise(for: code, linkID: linkID, self)
-            return try await open()
         }
     }
 }
@@ -146,7 +151,7 @@ extension Peripheral {
     /// Opens an LE credit-based channel to the peripheral on `psm` (LE Credit Based Connection
     /// Request, Core spec Vol 3 Part A §4.22): SIG-assigned SPSMs are 0x0001–0x007F, dynamic
     /// ones 0x0080–0x00FF. Fails with `BLEError.l2cap(.refused(result))` when the peer refuses
-    /// (a refusal for security raises it and tries again once), `.l2cap(.timeout)` after 30 s.
+    /// (a refusal for security raises it and tries again), `.l2cap(.timeout)` after 30 s.
     public func openL2CAPChannel(psm: UInt16, parameters: CreditBasedChannelParameters = .standard) async throws -> LECreditBasedChannel {
         try await host.openL2CAPChannel(linkID: linkID, psm: psm, parameters: parameters)
     }

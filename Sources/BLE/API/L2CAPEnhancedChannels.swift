@@ -56,7 +56,7 @@ extension Peripheral {
     /// Credit Based Connection Request (Core spec Vol 3 Part A §4.25; MTU ≥ 64, MPS 64–65533).
     /// The peer may accept only some: the array holds those it opened (at least one). Fails with
     /// `BLEError.l2cap(.refused(result))` when it refuses them all (a refusal for security
-    /// raises it and tries again once), `.l2cap(.rejected)` when it lacks the enhanced mode,
+    /// raises it and tries again), `.l2cap(.rejected)` when it lacks the enhanced mode,
     /// `.l2cap(.timeout)` after 30 s.
     public func openL2CAPChannels(psm: UInt16, count: Int,
                                   parameters: CreditBasedChannelParameters = .enhancedStandard) async throws -> [LECreditBasedChannel] {

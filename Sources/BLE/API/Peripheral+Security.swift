@@ -30,21 +30,25 @@ extension Peripheral {
 
     /// Runs a GATT request; when the server answers that the link lacks security (Insufficient
     /// Authentication, Encryption or Encryption Key Size, Vol 3 Part F §3.4.1.1), raises it as
-    /// iOS does (encrypt with a bond's key, otherwise pair) and retries once.
+    /// iOS does (encrypt with a bond's key, otherwise pair) and retries: at most
+    /// `SecurityCoordinator.raiseSteps` raises (encryption, then an authenticated key).
     func securely<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as BLEError {
-            guard case let .gatt(.att(code, _, _)) = error, Self.isSecurityError(code),
-                  host.configuration.security.raisesSecurityOnDemand else { throw error }
+        var steps = 0
+        while true {
             do {
-                try await host.run { [linkID] in try await $0.security.raise(for: code, linkID: linkID, $0) }
-            } catch BLEError.security(.local(.authenticationRequirements, _)) {
-                // Our IO capability cannot give the authenticated key the server asks for: no
-                // pairing was tried, and the server's refusal is the answer.
-                throw error
+                return try await body()
+            } catch let error as BLEError {
+                guard case let .gatt(.att(code, _, _)) = error, Self.isSecurityError(code),
+                      host.configuration.security.raisesSecurityOnDemand, steps < SecurityCoordinator.raiseSteps else { throw error }
+                steps += 1
+                do {
+                    try await host.run { [linkID] in try await $0.security.raise(for: code, linkID: linkID, $0) }
+                } catch BLEError.security(.local(.authenticationRequirements, _)) {
+                    // Our IO capability cannot give the authenticated key the server asks for: no
+                    // pairing was tried, and the server's refusal is the answer.
+                    throw error
+                }
             }
-            return try await body()
         }
     }
 

@@ -30,7 +30,7 @@ extension SecurityCoordinator {
                 host.sendInBackground(.leLongTermKeyRequestNegativeReply(handle: handle), "LE Long Term Key Request Negative Reply")
                 return
             }
-            pendingKey[handle] = KeyWorth(b)
+            pendingKey[handle] = KeyWorth(b, key: key.ltk)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key.ltk), "LE Long Term Key Request Reply")
             return
         }
@@ -43,6 +43,7 @@ extension SecurityCoordinator {
     func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated HostController) {
         let worth = pendingKey.removeValue(forKey: handle)
         if status == .success, enabled {
+            let stillBonded = worth.flatMap { bond(givenIn: $0, handle: handle, host) }
             host.connections.links.withLink(handle) { link in
                 link.security.encrypted = true
                 // A key we did not choose (nothing pending): assume the least of it.
@@ -50,14 +51,17 @@ extension SecurityCoordinator {
                 link.security.authenticated = worth.authenticated
                 link.security.secureConnections = worth.secureConnections
                 link.security.keySize = worth.keySize
-                if worth.bonded { link.security.hasLongTermKey = true }
-                link.encryptedWithBondKey = worth.bonded
+                if stillBonded != nil { link.security.hasLongTermKey = true }
+                link.encryptedWithBondKey = stillBonded != nil
+            }
+            if worth?.bonded == true, stillBonded == nil {
+                host.log("the bond whose key encrypted 0x\(String(handle, radix: 16)) was removed or replaced meanwhile: the link speaks for no bond")
             }
             // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
             host.client.linkEncrypted(handle: handle, host)
-            if let worth, worth.bonded, let link = host.connections.links[handle] {
+            if let identity = stillBonded?.peer {
                 // CCCDs, features and change awareness, unless the connection restored them.
-                if let identity = bond(for: link.peer, host)?.peer { host.server.bondedClientReturned(handle: handle, identity: identity, host) }
+                host.server.bondedClientReturned(handle: handle, identity: identity, host)
             }
         } else if status != .success {
             host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
@@ -83,6 +87,14 @@ extension SecurityCoordinator {
         }
     }
 
+    /// The bond whose key `worth` is, if it is still there with that key: removed or replaced
+    /// since the key was given (LTK Request Reply, LE Enable Encryption), the link speaks for no bond.
+    private func bond(givenIn worth: KeyWorth, handle: UInt16, _ host: isolated HostController) -> Bond? {
+        guard let given = worth.bond, let link = host.connections.links[handle], let b = bond(for: link.peer, host),
+              b.peer == given.peer, b.key(as: link.role == .central ? .initiator : .responder)?.ltk == given.ltk else { return nil }
+        return b
+    }
+
     /// Central: encrypts with the bond's key and waits for the controller's answer.
     func encrypt(linkID: UInt64, _ host: isolated HostController) async throws {
         guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
@@ -94,27 +106,41 @@ extension SecurityCoordinator {
         if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
-        startEncryption(handle: handle, key: key, worth: KeyWorth(b), host)
+        startEncryption(handle: handle, key: key, worth: KeyWorth(b, key: key.ltk), host)
         _ = try await waiter.wait()
     }
 
-    /// Raises a central's link to what `code` (an ATT security error) asks for: encryption with
-    /// a bond's key when that is enough, else pairing (with MITM when authentication is missing).
+    /// How many `raise` steps a refused request may take: encryption, then an authenticated
+    /// (or longer) key. Each step raises the link or fails, so the bound is only a backstop.
+    static let raiseSteps = 2
+
+    /// Raises the link one step towards what `code` (an ATT or L2CAP security refusal) asks
+    /// for, and fails unless the step was made. A central encrypts with a bond's key when the
+    /// link is not encrypted (that may be all the peer wanted: servers refuse an unencrypted
+    /// link for Insufficient Authentication too), else pairs, with MITM when authentication
+    /// is missing. A peripheral asks with a Security Request (Vol 3 Part H §2.4.6), also over
+    /// an encrypted link whose key is too weak. The step made: an unencrypted link is now
+    /// encrypted; an encrypted one now has an authenticated key (Insufficient Authentication),
+    /// a longer key (Encryption Key Size) or a higher level; otherwise `.notRaised` (the peer
+    /// answered with a key no better, e.g. the same bond's key again). The callers retry the
+    /// refused request after each step, so two steps take a link from none to authenticated.
     func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
         guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
             throw BLEError.notConnected
         }
-        let needsAuthentication = code == .insufficientAuthentication && link.security.encrypted
+        let before = link.security
+        let needsAuthentication = code == .insufficientAuthentication && before.encrypted
         // A bond Secure Connections Only mode refuses is paired over instead (that mode pairs
         // only at level 4, which may replace a weaker bond), as for a Security Request.
         // Only a central starts encryption (LE Enable Encryption); a peripheral asks for it with
-        // a Security Request, which `pair` sends on its side.
-        if link.role == .central, !link.security.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil,
+        // a Security Request.
+        if link.role == .central, !before.encrypted, let b = bond(for: link.peer, host), b.key(as: .initiator) != nil,
            refusal(of: b) == nil {
             // A failure here (the peer lost our key, or is not who the bond says) is the
             // caller's error: pairing again over it is for an explicit `pair()`, since a
             // spoofed peer could otherwise get a weaker bond in place of the real one.
             try await encrypt(linkID: linkID, host)
+            try checkRaised(code, from: before, linkID: linkID, host)
             return
         }
         if needsAuthentication && !settings.pairing.ioCapability.canProtectMITM {
@@ -127,14 +153,36 @@ extension SecurityCoordinator {
             if needsAuthentication { m.settings.mitm = true }
             machines[link.handle] = m
         }
-        // A peripheral's Security Request may be answered by encryption with the bond's key
-        // as well as by a pairing: either raises the link (`secure`, not `pair`, which wants a
-        // pairing).
         if link.role == .peripheral {
-            _ = try await secure(linkID: linkID, host)
+            // The central may answer by pairing or by encrypting with a bond's key: either
+            // may raise the link (`secure`, not `pair`, which wants a pairing).
+            _ = try await secure(linkID: linkID, evenIfEncrypted: true, host)
         } else {
             _ = try await pair(linkID: linkID, host)
         }
+        try checkRaised(code, from: before, linkID: linkID, host)
+    }
+
+    /// Throws `.notRaised` unless the link's security now makes the step `raise` promises over
+    /// `before` for `code`.
+    private func checkRaised(_ code: ATTErrorCode, from before: LinkSecurity, linkID: UInt64, _ host: isolated HostController) throws {
+        guard let handle = host.connections.links.handle(forID: linkID), let now = host.connections.links[handle]?.security else {
+            throw BLEError.notConnected
+        }
+        let shortfall: String?
+        if !now.encrypted {
+            shortfall = "the link is still not encrypted"
+        } else if !before.encrypted {
+            shortfall = nil
+        } else if code == .insufficientAuthentication {
+            shortfall = now.authenticated ? nil : "the peer answered with an unauthenticated key again, where the refusal wants an authenticated one"
+        } else if code == .encryptionKeySizeTooShort {
+            shortfall = now.keySize > before.keySize ? nil : "the key is still \(now.keySize) octets, which the peer refused as too short"
+        } else {
+            let level = { (s: LinkSecurity) in SecurityLevel.of(authenticated: s.authenticated, secureConnections: s.secureConnections, keySize: s.keySize) }
+            shortfall = level(now) > level(before) ? nil : "the link's security is still level \(level(now).rawValue)"
+        }
+        if let shortfall { throw BLEError.security(.notRaised(shortfall)) }
     }
 
     func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {

@@ -43,28 +43,32 @@ final class SecurityCoordinator {
         var secureConnections: Bool
         var authenticated: Bool
         var keySize: Int
-        var bonded: Bool
+        /// The bond whose key it is (its peer's identity and the key given), if it is one: the
+        /// link speaks for that bond once encrypted only if the bond is still there with that
+        /// key (it may be removed or replaced while the encryption is under way).
+        var bond: (peer: DeviceAddress, ltk: [UInt8])?
+        var bonded: Bool { bond != nil }
 
-        /// A bond's key.
-        init(_ bond: Bond) {
-            self.init(secureConnections: bond.secureConnections, authenticated: bond.authenticated, keySize: bond.keySize, bonded: true)
+        /// `ltk`, `bond`'s key for our role.
+        init(_ bond: Bond, key ltk: [UInt8]) {
+            self.init(secureConnections: bond.secureConnections, authenticated: bond.authenticated, keySize: bond.keySize)
+            self.bond = (bond.peer, ltk)
         }
 
         /// The key a running pairing negotiated; the least a key can be when it has not.
         init(pairing m: SMPPairing?) {
             guard let n = m?.negotiatedKey else { self = .least; return }
-            self.init(secureConnections: n.secureConnections, authenticated: n.authenticated, keySize: n.keySize, bonded: false)
+            self.init(secureConnections: n.secureConnections, authenticated: n.authenticated, keySize: n.keySize)
         }
 
-        init(secureConnections: Bool, authenticated: Bool, keySize: Int, bonded: Bool) {
+        init(secureConnections: Bool, authenticated: Bool, keySize: Int) {
             self.secureConnections = secureConnections
             self.authenticated = authenticated
             self.keySize = keySize
-            self.bonded = bonded
         }
 
         /// For a key we did not choose: fail closed.
-        static let least = KeyWorth(secureConnections: false, authenticated: false, keySize: 7, bonded: false)
+        static let least = KeyWorth(secureConnections: false, authenticated: false, keySize: 7)
     }
 
     /// Peripheral callers waiting on a Security Request, by serial, for its deadline.
@@ -154,6 +158,15 @@ final class SecurityCoordinator {
             host.sendL2CAP(handle: handle, channel: L2CAPChannel.smp, payload: SMPPDU.pairingFailed(.repeatedAttempts).encode())
             return
         }
+        if link.role == .peripheral, !m.isPairing, pdu.count == 2, pdu[0] == SMPCode.pairingFailed.rawValue,
+           let waiting = waiters[handle], !waiting.isEmpty {
+            // The central refused our Security Request (Vol 3 Part H §2.4.6): no pairing ran,
+            // so the machine has nothing to end; those waiting on the request learn at once.
+            let error = SMPPairingError.peer(SMPPairingFailedReason(rawValue: pdu[1]))
+            host.log("\(link.peer) refused the Security Request: \(error)")
+            for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
+            return
+        }
         if pdu.first == SMPCode.pairingRequest.rawValue, !m.isPairing {
             // The central starts every pairing a peripheral takes part in.
             m.protectsExistingBond = protectsBond(of: link, explicit: false, host)
@@ -187,13 +200,15 @@ final class SecurityCoordinator {
     /// Pairs (central), or sends a Security Request (peripheral), and waits until the link is
     /// secured: the pairing's result, or nil when the central encrypted with a bond's key.
     /// `explicit` (central): the application asked for this pairing; it counts only for a
-    /// pairing started here, not one already under way.
-    func secure(linkID: UInt64, explicit: Bool = false, _ host: isolated HostController) async throws -> PairingResult? {
+    /// pairing started here, not one already under way. `evenIfEncrypted` (peripheral): send
+    /// the Security Request on a link already encrypted too (asking for more than its key),
+    /// where otherwise that link counts as secured at once.
+    func secure(linkID: UInt64, explicit: Bool = false, evenIfEncrypted: Bool = false, _ host: isolated HostController) async throws -> PairingResult? {
         guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
             throw BLEError.notConnected
         }
         guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
-        if link.role == .peripheral, link.security.encrypted, !m.isPairing { return nil }
+        if link.role == .peripheral, link.security.encrypted, !m.isPairing, !evenIfEncrypted { return nil }
         guard !m.isClosed else {
             throw BLEError.security(.timeout)
         }
@@ -334,10 +349,22 @@ final class SecurityCoordinator {
     }
 
     /// Central: a peripheral's Security Request (Vol 3 Part H §2.4.6): encrypt with the bond's
-    /// key when it is good enough for what was asked, else pair.
+    /// key when it is good enough for what was asked, else pair. On a link already encrypted,
+    /// only a request for more than its key gives (MITM protection over an unauthenticated
+    /// key) is answered, by pairing; one the key meets is ignored.
     private func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
-        guard settings.answersSecurityRequests, let link = host.connections.links[handle], !link.security.encrypted else { return }
+        guard settings.answersSecurityRequests, let link = host.connections.links[handle] else { return }
         let linkID = link.id
+        // A pairing asks for what the peripheral asked for, where this side's IO capability allows.
+        if auth.contains(.mitm), settings.pairing.ioCapability.canProtectMITM, var m = machine(for: handle, host), !m.isPairing {
+            m.settings.requestsMITM = true
+            machines[handle] = m
+        }
+        if link.security.encrypted {
+            guard auth.contains(.mitm), !link.security.authenticated else { return }
+            host.spawn("pairing for a Security Request over a weaker key") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }
+            return
+        }
         // A bond Secure Connections Only mode refuses (`refusal(of:)`) is paired over: that mode
         // pairs only at level 4, which the replacement rules let replace a weaker bond.
         if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || !auth.contains(.mitm), refusal(of: b) == nil {

@@ -257,6 +257,10 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
     /// (`displayedPasskey`), which a pairing used before, so a recording of that pairing
     /// reveals it (Vol 3 Part H §2.3.5.6.3); a fixed passkey is single-use, shown or typed.
     case fixedPasskeyUsed(String)
+    /// The link was secured in answer, but not as far as was needed: the peer answered a request
+    /// for an authenticated key, or a longer one, with a key no better (e.g. encryption with an
+    /// unauthenticated bond's key for a Security Request asking for MITM protection).
+    case notRaised(String)
 
     /// The Pairing Failed reason, when one was sent or received.
     public var reason: SMPPairingFailedReason? {
@@ -283,6 +287,7 @@ public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .identityConflict(why): return "pairing refused: \(why)"
         case let .existingBondKept(why): return "pairing refused (Authentication Requirements): \(why)"
         case let .fixedPasskeyUsed(why): return "pairing refused (Passkey Entry Failed): \(why)"
+        case let .notRaised(why): return "security not raised: \(why)"
         }
     }
 }
