@@ -7,7 +7,8 @@ import BLEWire
 /// turns it on, a later one joins it (turning it to active scanning when it wants scan
 /// responses and the radio scans passively), the last to end turns it off. Radio commands go
 /// strictly in order: a start waits for a disable or pause in flight (Set Scan Parameters while
-/// scanning is disallowed). Isolated to the host actor that owns it.
+/// scanning is disallowed). Isolated to the host actor that owns it, which it knows only as a
+/// `ScanDriver`.
 final class ScanCoordinator {
     private var scanner = Scanner()
     /// The scanner's output not yet handed to the consumers: the host delivers it at the end of
@@ -38,7 +39,7 @@ final class ScanCoordinator {
     /// going away (`finish`). Other scans running meanwhile go on.
     func start(active: Bool, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
                consumer: ScanBuffer,
-               _ host: isolated HostController) async throws -> UInt64 {
+               _ host: isolated some ScanDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
@@ -60,7 +61,7 @@ final class ScanCoordinator {
 
     /// Makes the controller scan (actively when `active`), unless it does already, or no scan
     /// is left to want it.
-    private func turnRadioOn(active: Bool, ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+    private func turnRadioOn(active: Bool, ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         while radioBusy > 0 || starting { await waitForIdleRadio(host) }
         if radioEnabled && (radioActive || !active) { return }
         starting = true
@@ -77,7 +78,7 @@ final class ScanCoordinator {
         }
     }
 
-    private func switchRadioOn(ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+    private func switchRadioOn(ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         if radioEnabled {
             // Passive until now, and this scan wants scan responses: the parameters change,
             // which needs the scanner off (§7.8.10).
@@ -87,7 +88,7 @@ final class ScanCoordinator {
             radioEnabled = false
         }
         // With the scanner off and idle: a due RPA is renewed, the resolving list loaded.
-        await host.privacy.prepareRadio(host)
+        await host.prepareRadioForScanning()
         radioBusy += 1
         defer { releaseRadio() }
         let wantsActive = scanner.wantsActiveScanning
@@ -121,14 +122,14 @@ final class ScanCoordinator {
         waiters.forEach { $0.resume() }
     }
 
-    private func waitForIdleRadio(_ host: isolated HostController) async {
+    private func waitForIdleRadio(_ host: isolated some ScanDriver) async {
         await withCheckedContinuation(isolation: host) { idleWaiters.append($0) }
     }
 
     /// Ends scan `id`, if it still runs, and finishes its stream (with `error`, if given) after
     /// the devices it held for their scan responses; when it was the last, the controller's
     /// scanner is turned off in the background.
-    func finish(_ id: UInt64, error: (any Error)? = nil, _ host: isolated HostController) {
+    func finish(_ id: UInt64, error: (any Error)? = nil, _ host: isolated some ScanDriver) {
         scanner.releaseAllHolds(of: id, into: &deliveries)
         deliver(host)
         guard scanner.end(id) else { return }
@@ -139,13 +140,13 @@ final class ScanCoordinator {
     }
 
     /// Ends every scan and waits until the controller has confirmed it (so a connect can follow).
-    func stop(_ host: isolated HostController) async {
+    func stop(_ host: isolated some ScanDriver) async {
         endAll(error: nil, host)
         host.rescheduleTimer()
         await disableRadio(host)
     }
 
-    private func endAll(error: (any Error)?, _ host: isolated HostController) {
+    private func endAll(error: (any Error)?, _ host: isolated some ScanDriver) {
         for id in scanner.runningIDs { scanner.releaseAllHolds(of: id, into: &deliveries) }
         deliver(host)
         for id in scanner.runningIDs where scanner.end(id) {
@@ -156,7 +157,7 @@ final class ScanCoordinator {
     /// Turns scanning off on the controller if it is on and no scan wants it (one may have
     /// started since this was asked for, and joined); it waits for radio commands in flight
     /// first (a start, a pause), so their end is what it decides on. Later scans wait for it.
-    func disableRadio(_ host: isolated HostController) async {
+    func disableRadio(_ host: isolated some ScanDriver) async {
         while (radioBusy > 0 || starting) && host.failure == nil { await waitForIdleRadio(host) }
         guard radioEnabled, scanner.runningIDs.isEmpty, host.failure == nil else { return }
         radioEnabled = false
@@ -172,7 +173,7 @@ final class ScanCoordinator {
     /// Runs `body` with the controller's scanner off for a moment, and on again after it if the
     /// scan still runs (a new RPA: LE Set Random Address is refused while scanning, Vol 4 Part E
     /// §7.8.4). Scans starting meanwhile wait for it.
-    func withRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
+    func withRadioPaused<Host: ScanDriver>(_ host: isolated Host, _ body: (isolated Host) async -> Void) async {
         // Not behind `starting`: a start's own preparation pauses through here, with the
         // scanner off (then `body` just runs).
         while radioBusy > 0 && host.failure == nil { await waitForIdleRadio(host) }
@@ -203,7 +204,7 @@ final class ScanCoordinator {
 
     /// The reports of one HCI event: each goes through the scanner, and each device it gives
     /// goes to its scan's consumer, in order.
-    func receive(_ reports: [LEAdvertisingReport], _ host: isolated HostController) {
+    func receive(_ reports: [LEAdvertisingReport], _ host: isolated some ScanDriver) {
         guard !consumers.isEmpty else { return }
         let now = host.now
         for report in reports { scanner.receive(report, now: now, into: &deliveries) }
@@ -213,7 +214,7 @@ final class ScanCoordinator {
     /// An LE Advertising Report or LE Extended Advertising Report event (its code, length and
     /// parameters), read in place: false when `event` is not a well-formed one, which the host
     /// then decodes as any other event (and drops, with a log, when it is malformed).
-    func receive(event: [UInt8], _ host: isolated HostController) -> Bool {
+    func receive(event: [UInt8], _ host: isolated some ScanDriver) -> Bool {
         // Not an advertising report: not even the clock is read.
         guard event.count > 2, event[0] == HCIEvent.Code.leMeta,
               event[2] == LEMetaEvent.Subevent.advertisingReport || event[2] == LEMetaEvent.Subevent.extendedAdvertisingReport
@@ -226,9 +227,9 @@ final class ScanCoordinator {
 
     /// Hands the devices waiting to their scans' consumers, in order: each consumer's run of
     /// devices in one buffer operation.
-    func deliver(_ host: isolated HostController) {
+    func deliver(_ host: isolated some ScanDriver) {
         guard !deliveries.isEmpty else { return }
-        deliveries.resolveIdentities { host.privacy.identity(of: $0, host) }
+        deliveries.resolveIdentities { host.identity(of: $0) }
         if let id = deliveries.singleScan {
             // One scan running (the common case): the devices move to its buffer uncopied.
             let consumer = consumers[id]
@@ -249,14 +250,25 @@ final class ScanCoordinator {
 
     /// The timer fired: devices whose wait for a scan response ran out go to their consumers,
     /// and scans past their timeout end.
-    func expire(now: Duration, _ host: isolated HostController) {
+    func expire(now: Duration, _ host: isolated some ScanDriver) {
         scanner.releaseHolds(now: now, into: &deliveries)
         deliver(host)
         for id in scanner.expired(now: now) { finish(id, host) }
     }
 
     /// The controller or transport failed: every stream ends with `error`.
-    func fail(_ error: BLEError, _ host: isolated HostController) {
+    func fail(_ error: BLEError, _ host: isolated some ScanDriver) {
         endAll(error: error, host)
     }
+}
+
+/// What scanning needs from the host beyond `HostServices`: itself (for its own tasks), and
+/// of privacy, the radio made ready (an RPA renewed, the resolving list loaded, Vol 6 Part B
+/// §6.2.1) and an advertiser's address resolved to its identity.
+protocol ScanDriver: HostServices {
+    var scanning: ScanCoordinator { get }
+    /// Makes the radio ready to scan; called with the scanner off.
+    func prepareRadioForScanning() async
+    /// The identity `address` (a resolvable private address) resolves to, if known.
+    func identity(of address: DeviceAddress) -> DeviceAddress?
 }

@@ -1,0 +1,10 @@
+import BLEHCI
+
+// The driver wires the parts together: each part declares what it needs of the host in its own
+// protocol, and only here are those needs met from the other parts (ARCHITECTURE.md, "The
+// host's parts", draws the graph).
+
+extension HostController: ScanDriver {
+    func prepareRadioForScanning() async { await privacy.prepareRadio(self) }
+    func identity(of address: DeviceAddress) -> DeviceAddress? { privacy.identity(of: address, self) }
+}
