@@ -14,29 +14,23 @@ final class ScanCoordinatorTests: XCTestCase {
         nonisolated let configuration = HostConfiguration()
         var now: Duration = .zero
         var failure: BLEError?
-        var commands: [HCICommand] = []
-        var failing: Set<HCIOpcode> = []
+        var record = DriverRecord()
+        var commands: [HCICommand] { record.commands }
         var radioPreparations = 0
         var identities: [DeviceAddress: DeviceAddress] = [:]
-        var timerArmings = 0
 
-        func rescheduleTimer() { timerArmings += 1 }
+        func rescheduleTimer() {}
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
-            commands.append(cmd)
             await Task.yield()
-            if failing.contains(cmd.opcode) { throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .commandDisallowed)) }
-            return [0]
+            return try record.answer(cmd)
         }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 {
-            Task { try? await body() }
-            return 0
-        }
+        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
         nonisolated func log(_ message: String) {}
         func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func prepareRadioForScanning() async { radioPreparations += 1 }
         func identity(of address: DeviceAddress) -> DeviceAddress? { identities[address] }
 
-        func set(failing opcodes: Set<HCIOpcode>) { failing = opcodes }
+        func set(failing opcodes: Set<HCIOpcode>) { record.failing = opcodes }
         func add(identity: DeviceAddress, for address: DeviceAddress) { identities[address] = identity }
         /// The scan-enable commands sent so far, as on (true) / off (false).
         var enables: [Bool] {

@@ -134,7 +134,7 @@ public final class PeripheralManager: Sendable {
     public func startAdvertising(_ data: AdvertisingData, scanResponse: AdvertisingData? = nil,
                                  parameters: AdvertisingParameters = AdvertisingParameters()) async throws {
         try await host.run { host in
-            try await host.advertising.start(parameters, data: data, scanResponse: scanResponse, ownAddressType: host.ownAddress.type, host)
+            try await host.advertising.start(parameters, data: data, scanResponse: scanResponse, host)
             host.server.emit(.advertisingStarted)
         }
     }

@@ -33,7 +33,7 @@ struct AdvertisingState {
 
 /// Advertising (Vol 4 Part E §7.8.5–9): sets parameters and data, turns advertising on and off,
 /// and turns it back on around connections when the application asked for that. Isolated to the
-/// host actor that owns it.
+/// host actor that owns it, which it knows only as an `AdvertisingDriver`.
 final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
@@ -45,7 +45,7 @@ final class AdvertisingCoordinator {
     /// Starts legacy advertising. The data and scan response must each fit 31 bytes (Vol 6 Part
     /// B §2.3.1.1); longer data is refused with a clear error.
     func start(_ parameters: AdvertisingParameters, data: AdvertisingData, scanResponse: AdvertisingData?,
-               ownAddressType: OwnAddressType, _ host: isolated HostController) async throws {
+               _ host: isolated some AdvertisingDriver) async throws {
         if let failure = host.failure { throw failure }
         let advertisingBytes: [UInt8]
         let responseBytes: [UInt8]
@@ -67,8 +67,8 @@ final class AdvertisingCoordinator {
                 host.log("LE Set Advertising Enable (off) before new parameters: \(error)")
             }
         }
-        await host.privacy.prepareRadio(host)
-        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddress.type))
+        await host.prepareRadioForAdvertising()
+        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddressType))
         try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
         try await host.commandReturning(.leSetScanResponseData(responseBytes))
         try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
@@ -76,7 +76,7 @@ final class AdvertisingCoordinator {
                                  generation: (state?.generation ?? 0) &+ 1)
     }
 
-    func stop(_ host: isolated HostController) async throws {
+    func stop(_ host: isolated some AdvertisingDriver) async throws {
         guard var s = state else { return }
         s.enabled = false
         s.wanted = false
@@ -87,7 +87,7 @@ final class AdvertisingCoordinator {
 
     /// Turns advertising off for a moment (a new RPA, Vol 4 Part E §7.8.4); `resume` turns it
     /// back on unless the application stopped or restarted it meanwhile.
-    func pause(_ host: isolated HostController) async throws {
+    func pause(_ host: isolated some AdvertisingDriver) async throws {
         guard state?.enabled == true else { return }
         state?.enabled = false
         paused += 1
@@ -100,7 +100,7 @@ final class AdvertisingCoordinator {
     }
 
     /// Ends a `pause`.
-    func resume(_ host: isolated HostController) async {
+    func resume(_ host: isolated some AdvertisingDriver) async {
         paused = max(0, paused - 1)
         guard paused == 0, let s = state, s.wanted, !s.enabled else { return }
         do {
@@ -108,36 +108,50 @@ final class AdvertisingCoordinator {
             if state?.generation == s.generation { state?.enabled = true }
         } catch {
             host.log("advertising after a new RPA: \(error)")
-            host.server.emit(.advertisingFailed("\(error)"))
+            host.report(.advertisingFailed("\(error)"))
         }
     }
 
     /// A central connected to our advertising; advertising may be turned back on.
-    func endedByConnection(_ host: isolated HostController) {
+    func endedByConnection(_ host: isolated some AdvertisingDriver) {
         state?.endedByConnection()
         restartIfWanted(afterConnection: true, host)
     }
 
     /// Advertises again after a peripheral-role link starts or ends, if the parameters ask for it.
-    func restartIfWanted(afterConnection: Bool, _ host: isolated HostController) {
+    func restartIfWanted(afterConnection: Bool, _ host: isolated some AdvertisingDriver) {
         guard let s = state, s.wantsRestart(afterConnection: afterConnection) else { return }
         let generation = s.generation
         host.spawn("advertising restart") { await host.run { await $0.advertising.restart(generation: generation, $0) } }
     }
 
-    private func restart(generation: UInt64, _ host: isolated HostController) async {
+    private func restart(generation: UInt64, _ host: isolated some AdvertisingDriver) async {
         // Stopped, restarted or connected meanwhile: this restart is stale.
         guard let current = state, current.wanted, !current.enabled, current.generation == generation, paused == 0 else { return }
-        await host.privacy.prepareRadio(host)
+        await host.prepareRadioForAdvertising()
         do {
             try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
             if state?.generation == generation {
                 state?.enabled = true
-                host.server.emit(.advertisingStarted)
+                host.report(.advertisingStarted)
             }
         } catch {
             host.log("advertising restart failed: \(error)")
-            host.server.emit(.advertisingFailed("\(error)"))
+            host.report(.advertisingFailed("\(error)"))
         }
     }
+}
+
+/// What advertising needs from the host beyond `HostServices`: itself (for its own tasks), of
+/// privacy the radio made ready (an RPA renewed, the resolving list loaded) and the own address
+/// type it leaves, and a way to tell the application (`PeripheralManagerEvent`) that advertising
+/// restarted or failed to.
+protocol AdvertisingDriver: HostServices {
+    var advertising: AdvertisingCoordinator { get }
+    /// Makes the radio ready to advertise; called with advertising off.
+    func prepareRadioForAdvertising() async
+    /// The own address type advertising goes out with (random once privacy set an RPA).
+    var ownAddressType: OwnAddressType { get }
+    /// Tells the application.
+    func report(_ event: PeripheralManagerEvent)
 }

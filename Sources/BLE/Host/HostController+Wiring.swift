@@ -8,3 +8,9 @@ extension HostController: ScanDriver {
     func prepareRadioForScanning() async { await privacy.prepareRadio(self) }
     func identity(of address: DeviceAddress) -> DeviceAddress? { privacy.identity(of: address, self) }
 }
+
+extension HostController: AdvertisingDriver {
+    func prepareRadioForAdvertising() async { await privacy.prepareRadio(self) }
+    var ownAddressType: OwnAddressType { ownAddress.type }
+    func report(_ event: PeripheralManagerEvent) { server.emit(event) }
+}
