@@ -14,3 +14,19 @@ extension HostController: AdvertisingDriver {
     var ownAddressType: OwnAddressType { ownAddress.type }
     func report(_ event: PeripheralManagerEvent) { server.emit(event) }
 }
+
+extension HostController: PrivacyDriver {
+    var bonds: [Bond] { security.bonds(self) }
+    var localIRK: [UInt8]? { security.localIRK(self) }
+    func useRandomAddress(_ address: BDAddress) {
+        ownAddress.type = .random
+        ownAddress.random = address
+    }
+    var ownRandomAddress: BDAddress? { ownAddress.random }
+    var isAdvertising: Bool { advertising.isEnabled }
+    var isScanning: Bool { scanning.isRadioEnabled }
+    var isInitiating: Bool { connections.isInitiating }
+    func pauseAdvertising() async throws { try await advertising.pause(self) }
+    func resumeAdvertising() async { await advertising.resume(self) }
+    func withScanPaused(_ body: (isolated HostController) async -> Void) async { await scanning.withRadioPaused(self, body) }
+}

@@ -14,7 +14,7 @@ import BLEWire
 ///   IRK in device privacy mode, so a bonded peer that advertises with its identity is still
 ///   heard, §7.8.77).
 ///
-/// Isolated to the host actor that owns it.
+/// Isolated to the host actor that owns it, which it knows only as a `PrivacyDriver`.
 final class PrivacyCoordinator {
     /// Our RPA's lifetime; nil when privacy is off.
     private(set) var rotation: Duration?
@@ -44,7 +44,7 @@ final class PrivacyCoordinator {
     // MARK: - Our address
 
     /// Turns privacy on: a first RPA from `irk`, renewed every `rotation`.
-    func start(rotation: Duration, irk: [UInt8], _ host: isolated HostController) async throws {
+    func start(rotation: Duration, irk: [UInt8], _ host: isolated some PrivacyDriver) async throws {
         guard rotation >= .seconds(1) else { throw BLEError.invalidArgument("the RPA lifetime must be at least a second, not \(rotation)") }
         self.rotation = rotation
         try await setNewAddress(irk: irk, host)
@@ -57,7 +57,7 @@ final class PrivacyCoordinator {
         renewalDue = false
     }
 
-    private func setNewAddress(irk: [UInt8], _ host: isolated HostController) async throws {
+    private func setNewAddress(irk: [UInt8], _ host: isolated some PrivacyDriver) async throws {
         guard let rotation else { return }
         let address: BDAddress
         do {
@@ -66,8 +66,7 @@ final class PrivacyCoordinator {
             throw BLEError.security(.unavailable("making a resolvable private address: \(error)"))
         }
         try await host.commandReturning(.leSetRandomAddress(address))
-        host.ownAddress.type = .random
-        host.ownAddress.random = address
+        host.useRandomAddress(address)
         renewAt = host.now + rotation
         renewalDue = false
         host.rescheduleTimer()
@@ -75,7 +74,7 @@ final class PrivacyCoordinator {
 
     /// The RPA's lifetime ended: renew it now if the radio allows, else try again a second on
     /// (and before the radio's next start).
-    func expire(now: Duration, _ host: isolated HostController) {
+    func expire(now: Duration, _ host: isolated some PrivacyDriver) {
         guard let renewAt, now >= renewAt else { return }
         renewalDue = true
         self.renewAt = now + .seconds(1)
@@ -87,32 +86,32 @@ final class PrivacyCoordinator {
 
     /// Renews unless a connection attempt runs (it renews before the next one); advertising and
     /// scanning are paused around it, so a long scan or advertising run gets new addresses too.
-    private func renewIdle(_ host: isolated HostController) async {
+    private func renewIdle(_ host: isolated some PrivacyDriver) async {
         guard renewalDue else { return }
         await whileRadioPaused(host) { await $0.privacy.renewIfDue($0) }
     }
 
     /// Runs `body` with advertising and scanning paused (not during a connection attempt,
     /// which must not be cut short: then nothing runs, and the caller tries again later).
-    private func whileRadioPaused(_ host: isolated HostController, _ body: (isolated HostController) async -> Void) async {
-        guard !host.connections.isInitiating else { return }
-        let advertising = host.advertising.isEnabled
+    private func whileRadioPaused<Host: PrivacyDriver>(_ host: isolated Host, _ body: (isolated Host) async -> Void) async {
+        guard !host.isInitiating else { return }
+        let advertising = host.isAdvertising
         if advertising {
-            do { try await host.advertising.pause(host) } catch {
+            do { try await host.pauseAdvertising() } catch {
                 host.log("pausing advertising for privacy: \(error)")
                 return
             }
         }
-        await host.scanning.withRadioPaused(host, body)
-        if advertising { await host.advertising.resume(host) }
+        await host.withScanPaused(body)
+        if advertising { await host.resumeAdvertising() }
     }
 
     /// Before the radio starts scanning, initiating or advertising: a due RPA is renewed first.
-    func renewIfDue(_ host: isolated HostController) async {
-        guard renewalDue, let irk = host.security.localIRK(host) else { return }
+    func renewIfDue(_ host: isolated some PrivacyDriver) async {
+        guard renewalDue, let irk = host.localIRK else { return }
         do {
             try await setNewAddress(irk: irk, host)
-            host.log("new resolvable private address \(host.ownAddress.random.map { "\($0)" } ?? "?")")
+            host.log("new resolvable private address \(host.ownRandomAddress.map { "\($0)" } ?? "?")")
         } catch {
             // Command Disallowed while the radio is busy: the next start tries again.
             host.log("renewing the resolvable private address: \(error)")
@@ -125,10 +124,10 @@ final class PrivacyCoordinator {
     /// 0x03, or a listed identity with its own type, as rootcanal 1.10 reports a resolved RPA),
     /// a bonded device heard at its identity, or an RPA one of the bonds' IRKs resolves.
     /// Remembers an RPA as the identity's latest, for connecting by identity.
-    func identity(of address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
+    func identity(of address: DeviceAddress, _ host: isolated some PrivacyDriver) -> DeviceAddress? {
         // No bond and no list: nobody to resolve to (what every scan of an unbonded host asks,
         // for every device it reports).
-        if controllerList.isEmpty && host.security.bonds(host).isEmpty { return nil }
+        if controllerList.isEmpty && host.bonds.isEmpty { return nil }
         switch address.type {
         case .publicIdentity, .randomIdentity:
             // Resolved by the controller's list; a bond removed since is no one's.
@@ -142,7 +141,7 @@ final class PrivacyCoordinator {
         if let known = resolutions[address.address] {
             identity = known
         } else {
-            identity = host.security.bonds(host).first { $0.resolvingKey != nil && $0.matches(address) }?.peer
+            identity = host.bonds.first { $0.resolvingKey != nil && $0.matches(address) }?.peer
             if resolutions.count >= Self.resolutionCacheLimit { resolutions = [:] }
             resolutions[address.address] = .some(identity)
         }
@@ -154,16 +153,16 @@ final class PrivacyCoordinator {
     }
 
     /// An identity address that is a bonded device's own.
-    private func bondedIdentity(_ address: DeviceAddress, _ host: isolated HostController) -> DeviceAddress? {
+    private func bondedIdentity(_ address: DeviceAddress, _ host: isolated some PrivacyDriver) -> DeviceAddress? {
         if controllerList.contains(address) { return address }
-        return host.security.bonds(host).first { $0.peer.sameDevice(as: address) }?.peer
+        return host.bonds.first { $0.peer.sameDevice(as: address) }?.peer
     }
 
     /// The address to connect to for `peer`: an identity the controller's list holds, which the
     /// controller then finds behind its current RPA (Vol 6 Part B §6.4; given with its own type,
     /// 0x00/0x01, which rootcanal 1.10 matches where it does not match 0x02/0x03); an
     /// identity's RPA heard in the last `within`; otherwise `peer` as given.
-    func connectionTarget(for peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> DeviceAddress {
+    func connectionTarget(for peer: DeviceAddress, within: Duration, _ host: isolated some PrivacyDriver) -> DeviceAddress {
         let identity = DeviceAddress(peer.address, type: peer.type.peerType)
         if controllerList.contains(identity) || peer.type == .publicIdentity || peer.type == .randomIdentity { return identity }
         if let heard = lastHeard[identity], host.now - heard.at <= within { return heard.address }
@@ -172,20 +171,20 @@ final class PrivacyCoordinator {
 
     /// Whether finding `peer` on the air needs a scan first: a bonded identity with an IRK
     /// that neither the controller resolves nor was heard lately.
-    func needsScan(toReach peer: DeviceAddress, within: Duration, _ host: isolated HostController) -> Bool {
+    func needsScan(toReach peer: DeviceAddress, within: Duration, _ host: isolated some PrivacyDriver) -> Bool {
         let target = connectionTarget(for: peer, within: within, host)
         guard target == peer, peer.type == .public || peer.type == .random else { return false }
-        return host.security.bonds(host).contains { $0.peer.sameDevice(as: peer) && $0.resolvingKey != nil }
+        return host.bonds.contains { $0.peer.sameDevice(as: peer) && $0.resolvingKey != nil }
     }
 
     /// A bond was stored or removed: cached resolutions and the controller's list are stale.
     /// The list is reloaded now, pausing advertising or a scan for it, so a removed bond is not
     /// resolved one connection longer (a connection attempt reloads it before it starts).
-    func bondsChanged(_ host: isolated HostController) {
+    func bondsChanged(_ host: isolated some PrivacyDriver) {
         resolutions = [:]
         lastHeard = [:]
         listStale = true
-        guard !controllerList.isEmpty || host.security.settings.usesControllerAddressResolution, !controllerUnusable else { return }
+        guard !controllerList.isEmpty || host.configuration.security.usesControllerAddressResolution, !controllerUnusable else { return }
         host.spawn("reloading the resolving list") {
             await host.run { host in
                 guard host.privacy.listStale else { return }
@@ -200,8 +199,8 @@ final class PrivacyCoordinator {
     /// the list is stale and the controller has one. The radio must be idle (§7.8.38, §7.8.44):
     /// called before it starts scanning, initiating or advertising; when something still runs,
     /// the next start tries again.
-    func syncResolvingList(_ host: isolated HostController, radioPaused: Bool = false) async {
-        guard listStale, !controllerUnusable, host.security.settings.usesControllerAddressResolution else { return }
+    func syncResolvingList(_ host: isolated some PrivacyDriver, radioPaused: Bool = false) async {
+        guard listStale, !controllerUnusable, host.configuration.security.usesControllerAddressResolution else { return }
         guard let commands = host.info?.supportedCommands, commands.leAddDeviceToResolvingList, commands.leClearResolvingList,
               commands.leSetAddressResolutionEnable, host.info?.leFeatures?.contains(.llPrivacy) == true else {
             controllerUnusable = true
@@ -213,7 +212,7 @@ final class PrivacyCoordinator {
             await withCheckedContinuation(isolation: host) { syncWaiters.append($0) }
             return
         }
-        guard radioPaused || (!host.advertising.isEnabled && !host.scanning.isRadioEnabled && !host.connections.isInitiating) else { return }
+        guard radioPaused || (!host.isAdvertising && !host.isScanning && !host.isInitiating) else { return }
         syncing = true
         defer {
             syncing = false
@@ -245,9 +244,9 @@ final class PrivacyCoordinator {
 
     /// Address resolution off, the list cleared and loaded with every bonded IRK (as many as it
     /// holds; the host resolves the rest), in device privacy mode, and resolution on again.
-    private func load(commands: LocalSupportedCommands, _ host: isolated HostController) async throws {
-        let bonds = host.security.bonds(host).filter { $0.resolvingKey != nil }
-        let localIRK = host.security.localIRK(host) ?? [UInt8](repeating: 0, count: 16)
+    private func load(commands: LocalSupportedCommands, _ host: isolated some PrivacyDriver) async throws {
+        let bonds = host.bonds.filter { $0.resolvingKey != nil }
+        let localIRK = host.localIRK ?? [UInt8](repeating: 0, count: 16)
         if !controllerList.isEmpty || !bonds.isEmpty {
             try await host.commandReturning(.leSetAddressResolutionEnable(false))
             controllerList = []
@@ -271,8 +270,31 @@ final class PrivacyCoordinator {
     }
 
     /// Before the radio starts: a due RPA is renewed and a stale resolving list reloaded.
-    func prepareRadio(_ host: isolated HostController) async {
+    func prepareRadio(_ host: isolated some PrivacyDriver) async {
         await syncResolvingList(host)
         await renewIfDue(host)
     }
+}
+
+/// What privacy needs from the host beyond `HostServices`: itself (for its own tasks); what
+/// the controller reported (its resolving list commands and LL Privacy); the bonds and the
+/// local IRK (security); the own random address to use (set here, read by advertising, scanning
+/// and connecting); and, since LE Set Random Address and the resolving list commands are refused
+/// while the radio is busy (Vol 4 Part E §7.8.4, §7.8.38), whether advertising, scanning or a
+/// connection attempt runs, and advertising and scanning paused around `body`.
+protocol PrivacyDriver: HostServices {
+    var privacy: PrivacyCoordinator { get }
+    var info: ControllerInfo? { get }
+    var bonds: [Bond] { get }
+    var localIRK: [UInt8]? { get }
+    /// From now on the own address is `address`, a random one.
+    func useRandomAddress(_ address: BDAddress)
+    var ownRandomAddress: BDAddress? { get }
+    var isAdvertising: Bool { get }
+    var isScanning: Bool { get }
+    var isInitiating: Bool { get }
+    func pauseAdvertising() async throws
+    func resumeAdvertising() async
+    /// Runs `body` with the scanner off, on again after it if a scan still runs.
+    func withScanPaused(_ body: (isolated Self) async -> Void) async
 }
