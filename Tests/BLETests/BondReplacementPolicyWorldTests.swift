@@ -81,7 +81,11 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
         try await VirtualWorld.run { world in
             let lockAddress = BDAddress(rawValue: 0x00_1B_DC_00_0C_0C)
             let centralStore = InMemoryBondStore()
-            let (central, _) = try await world.addCentral(configuration: Self.justWorks(centralStore))
+            // A central that could protect against MITM, so a Security Request asking for it
+            // over the (Just Works) bond is answered by pairing, not with the bond's key.
+            var cc = Self.justWorks(centralStore)
+            cc.security.pairing.ioCapability = .keyboardDisplay
+            let (central, _) = try await world.addCentral(configuration: cc)
             let advertising = AdvertisingData.Builder().localName("Lock").build()
 
             let bonded = try await Self.bond(central, withLockAt: lockAddress, advertising: advertising, store: centralStore, world)
@@ -169,6 +173,8 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
             let centralStore = InMemoryBondStore()
             var cc = Self.justWorks(centralStore)
             cc.security.allowsUnauthenticatedBondReplacement = true
+            // Able to protect against MITM: see the test above.
+            cc.security.pairing.ioCapability = .keyboardDisplay
             let (central, _) = try await world.addCentral(configuration: cc)
             let advertising = AdvertisingData.Builder().localName("Lock").build()
 

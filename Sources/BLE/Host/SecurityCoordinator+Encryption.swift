@@ -106,7 +106,11 @@ extension SecurityCoordinator {
         if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
         let waiter = OneShot<PairingResult?>()
         waiters[handle, default: []].append(waiter)
-        startEncryption(handle: handle, key: key, worth: KeyWorth(b, key: key.ltk), host)
+        // An encryption or a pairing under way (another caller's raise): wait for its end
+        // rather than start a second one, which the controller would refuse.
+        if pendingKey[handle] == nil, machines[handle]?.isPairing != true {
+            startEncryption(handle: handle, key: key, worth: KeyWorth(b, key: key.ltk), host)
+        }
         _ = try await waiter.wait()
     }
 
@@ -120,15 +124,20 @@ extension SecurityCoordinator {
     /// link for Insufficient Authentication too), else pairs, with MITM when authentication
     /// is missing. A peripheral asks with a Security Request (Vol 3 Part H §2.4.6), also over
     /// an encrypted link whose key is too weak. The step made: an unencrypted link is now
-    /// encrypted; an encrypted one now has an authenticated key (Insufficient Authentication),
-    /// a longer key (Encryption Key Size) or a higher level; otherwise `.notRaised` (the peer
-    /// answered with a key no better, e.g. the same bond's key again). The callers retry the
-    /// refused request after each step, so two steps take a link from none to authenticated.
+    /// encrypted; an encrypted one now has an authenticated key (Insufficient Authentication
+    /// over an unauthenticated key), a longer key (Encryption Key Size) or a higher level;
+    /// otherwise `.notRaised` (the peer answered with a key no better, e.g. the same bond's
+    /// key again). A refusal for Insufficient Encryption of a link encrypted since is stale:
+    /// nothing to do. The callers retry the refused request after each step, so two steps take
+    /// a link from none to authenticated.
     func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
         guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
             throw BLEError.notConnected
         }
         let before = link.security
+        // Refused for want of encryption, and encrypted since (the refusal was on its way while
+        // the link was encrypted): the step is made; the caller's retry is what it needs.
+        if code == .insufficientEncryption && before.encrypted { return }
         let needsAuthentication = code == .insufficientAuthentication && before.encrypted
         // A bond Secure Connections Only mode refuses is paired over instead (that mode pairs
         // only at level 4, which may replace a weaker bond), as for a Security Request.
@@ -174,7 +183,7 @@ extension SecurityCoordinator {
             shortfall = "the link is still not encrypted"
         } else if !before.encrypted {
             shortfall = nil
-        } else if code == .insufficientAuthentication {
+        } else if code == .insufficientAuthentication && !before.authenticated {
             shortfall = now.authenticated ? nil : "the peer answered with an unauthenticated key again, where the refusal wants an authenticated one"
         } else if code == .encryptionKeySizeTooShort {
             shortfall = now.keySize > before.keySize ? nil : "the key is still \(now.keySize) octets, which the peer refused as too short"
@@ -186,6 +195,10 @@ extension SecurityCoordinator {
     }
 
     func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
+        encryptionSerial &+= 1
+        let serial = encryptionSerial
+        var worth = worth
+        worth.serial = serial
         pendingKey[handle] = worth
         guard let linkID = host.connections.links[handle]?.id else { return }
         host.spawn("LE Enable Encryption") {
@@ -194,9 +207,10 @@ extension SecurityCoordinator {
             } catch {
                 let status: HCIStatus
                 if case let BLEError.hci(.commandFailed(_, s)) = error { status = s } else { status = .unspecifiedError }
-                // Only if the link is still the one we started on (a handle can be reused).
+                // Only if the link is still the one we started on (a handle can be reused), and
+                // this start is the encryption pending there.
                 await host.run { host in
-                    guard host.connections.links.handle(forID: linkID) == handle else { return }
+                    guard host.connections.links.handle(forID: linkID) == handle, host.security.pendingKey[handle]?.serial == serial else { return }
                     host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
                 }
             }

@@ -36,6 +36,11 @@ final class SecurityCoordinator {
     /// Links whose pairing this side is ending for a reason of its own (the fixed passkey's use
     /// could not be recorded): the failure is not the peer's, so it does not count as an attempt.
     var abandonedByThisSide: Set<UInt16> = []
+    /// Central: links on which a Security Request asking for MITM over an unauthenticated key
+    /// was answered by pairing (`securityRequested`): once per link.
+    private var pairedOverEncryption: Set<UInt16> = []
+    /// Numbers each encryption started (`startEncryption`), so a failed start is taken for its own.
+    var encryptionSerial: UInt64 = 0
 
     /// What a key is worth, noted when encryption with it starts and applied to the link when
     /// the controller confirms it.
@@ -48,6 +53,8 @@ final class SecurityCoordinator {
         /// key (it may be removed or replaced while the encryption is under way).
         var bond: (peer: DeviceAddress, ltk: [UInt8])?
         var bonded: Bool { bond != nil }
+        /// `encryptionSerial` of the start that gave it, for one this host started (0 otherwise).
+        var serial: UInt64 = 0
 
         /// `ltk`, `bond`'s key for our role.
         init(_ bond: Bond, key ltk: [UInt8]) {
@@ -112,6 +119,7 @@ final class SecurityCoordinator {
         pendingKey[link.handle] = nil
         explicitPairing[link.handle] = nil
         abandonedByThisSide.remove(link.handle)
+        pairedOverEncryption.remove(link.handle)
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
     }
 
@@ -361,13 +369,19 @@ final class SecurityCoordinator {
             machines[handle] = m
         }
         if link.security.encrypted {
-            guard auth.contains(.mitm), !link.security.authenticated else { return }
+            // Once per link, and only where a pairing can give MITM protection: a peer that
+            // cannot (or will not) would otherwise set off Just Works pairing after pairing.
+            guard auth.contains(.mitm), !link.security.authenticated, settings.pairing.ioCapability.canProtectMITM,
+                  pairedOverEncryption.insert(handle).inserted else { return }
             host.spawn("pairing for a Security Request over a weaker key") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }
             return
         }
         // A bond Secure Connections Only mode refuses (`refusal(of:)`) is paired over: that mode
         // pairs only at level 4, which the replacement rules let replace a weaker bond.
-        if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || !auth.contains(.mitm), refusal(of: b) == nil {
+        // A pairing that cannot give MITM protection either (our IO capability) is no better
+        // than the bond's key.
+        let pairingHelpsNot = !auth.contains(.mitm) || !settings.pairing.ioCapability.canProtectMITM
+        if let b = bond(for: link.peer, host), b.key(as: .initiator) != nil, b.authenticated || pairingHelpsNot, refusal(of: b) == nil {
             host.spawn("encryption for a Security Request") { try await host.run { try await $0.security.encrypt(linkID: linkID, $0) } }
         } else {
             host.spawn("pairing for a Security Request") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }
