@@ -45,7 +45,7 @@ final class ConcurrentRaiseHostTests: XCTestCase {
         // or sent its own LE Enable Encryption, whose refusal failed both.
         let settled = await waitUntil("the second raise joined, or its own encryption refused", within: .seconds(10)) {
             let commands = await t.controller.commands.filter { $0.opcode == .leEnableEncryption }.count
-            let waiting = await p.host.run { $0.security.waiters[0x0040]?.count ?? 0 }
+            let waiting = await p.host.run { $0.security.encryptionWaiters[0x0040]?.count ?? 0 }
             return waiting == 2 || (commands >= 2 && waiting == 0)
         }
         XCTAssertTrue(settled)

@@ -71,6 +71,14 @@ extension SecurityCoordinator {
                 $0.encryptedWithBondKey = false
             }
         }
+        // Callers of `encrypt` learn their encryption's outcome, whatever else runs.
+        for w in encryptionWaiters.removeValue(forKey: handle) ?? [] {
+            if status == .success && enabled { w.succeed(nil) } else { w.fail(BLEError.security(.encryptionFailed(status: status.rawValue))) }
+        }
+        defer {
+            // A Security Request held while the encryption ran is answered now.
+            if let auth = deferredSecurityRequests.removeValue(forKey: handle) { securityRequested(auth, handle: handle, host) }
+        }
         if var m = machines[handle], m.isPairing {
             let actions = m.encryptionChanged(status: status.rawValue, enabled: enabled, now: host.now)
             machines[handle] = m
@@ -105,11 +113,16 @@ extension SecurityCoordinator {
         }
         if let why = refusal(of: b) { throw BLEError.security(.unavailable(why)) }
         let waiter = OneShot<PairingResult?>()
-        waiters[handle, default: []].append(waiter)
-        // An encryption or a pairing under way (another caller's raise): wait for its end
-        // rather than start a second one, which the controller would refuse.
-        if pendingKey[handle] == nil, machines[handle]?.isPairing != true {
-            startEncryption(handle: handle, key: key, worth: KeyWorth(b, key: key.ltk), host)
+        if machines[handle]?.isPairing == true {
+            // A pairing under way (another caller's raise): its end is this wait's.
+            waiters[handle, default: []].append(waiter)
+        } else {
+            // Our own encryption, or one under way that this joins rather than start a second
+            // one, which the controller would refuse.
+            encryptionWaiters[handle, default: []].append(waiter)
+            if pendingKey[handle] == nil {
+                startEncryption(handle: handle, key: key, worth: KeyWorth(b, key: key.ltk), host)
+            }
         }
         _ = try await waiter.wait()
     }

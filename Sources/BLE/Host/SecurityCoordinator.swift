@@ -19,6 +19,12 @@ final class SecurityCoordinator {
     var machines: [UInt16: SMPPairing] = [:]
     /// Callers waiting for a pairing (or a re-encryption) on a link to end.
     var waiters: [UInt16: [OneShot<PairingResult?>]] = [:]
+    /// Central: callers of `encrypt` waiting for an encryption with a bond's key (their own or
+    /// one they joined), woken by its Encryption Change even if a pairing runs meanwhile.
+    var encryptionWaiters: [UInt16: [OneShot<PairingResult?>]] = [:]
+    /// Central: a Security Request that arrived while an encryption with a bond's key was under
+    /// way, answered once that encryption ends (its outcome decides what the request needs).
+    var deferredSecurityRequests: [UInt16: SMPAuthRequirements] = [:]
     /// What the key being switched on is worth, until the controller confirms encryption.
     var pendingKey: [UInt16: KeyWorth] = [:]
     var limiter: SMPAttemptLimiter
@@ -120,7 +126,9 @@ final class SecurityCoordinator {
         explicitPairing[link.handle] = nil
         abandonedByThisSide.remove(link.handle)
         pairedOverEncryption.remove(link.handle)
+        deferredSecurityRequests[link.handle] = nil
         for w in waiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
+        for w in encryptionWaiters.removeValue(forKey: link.handle) ?? [] { w.fail(error) }
     }
 
     /// Keeps a bonded client's CCCDs with its bond (Vol 3 Part G §3.3.3.3).
@@ -360,9 +368,15 @@ final class SecurityCoordinator {
     /// key when it is good enough for what was asked, else pair. On a link already encrypted,
     /// only a request for more than its key gives (MITM protection over an unauthenticated
     /// key) is answered, by pairing; one the key meets is ignored.
-    private func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
+    func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
         guard settings.answersSecurityRequests, let link = host.connections.links[handle] else { return }
         let linkID = link.id
+        if pendingKey[handle] != nil {
+            // Our encryption with a bond's key is under way: a pairing now would run beside
+            // it. The request is looked at again when the encryption ends.
+            deferredSecurityRequests[handle] = auth
+            return
+        }
         // A pairing asks for what the peripheral asked for, where this side's IO capability allows.
         if auth.contains(.mitm), settings.pairing.ioCapability.canProtectMITM, var m = machine(for: handle, host), !m.isPairing {
             m.settings.requestsMITM = true
