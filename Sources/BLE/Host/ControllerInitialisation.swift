@@ -4,9 +4,11 @@ import BLEWire
 /// The initialisation sequence of Core spec Vol 4 Part E §4 and Vol 6 Part D §2 (the LE
 /// controller set-up message sequence): Reset, then reads of version, commands, features,
 /// address and buffer sizes, then the event masks. Commands a controller does not know
-/// ("Unknown HCI Command", 0x01) are taken as capability answers, not failures.
+/// ("Unknown HCI Command", 0x01) are taken as capability answers, not failures. It needs only
+/// commands and the log (`HostServices`); the driver applies what it returns (the ACL buffers
+/// to the flow controller, the info to the parts).
 enum ControllerInitialisation {
-    static func run(_ host: isolated HostController) async throws -> ControllerInfo {
+    static func run(_ host: isolated some HostServices) async throws -> ControllerInfo {
         _ = try await host.commandReturning(.reset)
 
         let version = await capability("Read Local Version Information", host) {
@@ -41,7 +43,6 @@ enum ControllerInitialisation {
         guard length > 0, count > 0 else {
             throw BLEError.unsupported("the controller reports no ACL data buffers")
         }
-        host.aclFlow = ACLFlowController(bufferCount: count, bufferLength: length)
 
         _ = try await host.commandReturning(.setEventMask(EventMask.default))
         _ = try await host.commandReturning(.leSetEventMask(LEEventMask.default))
@@ -49,18 +50,16 @@ enum ControllerInitialisation {
             try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
         }
 
-        let info = ControllerInfo(
+        return ControllerInfo(
             address: address, version: version, supportedCommands: commands, features: features,
             leFeatures: leFeatures, aclBufferLength: length, aclBufferCount: count)
-        host.info = info
-        return info
     }
 
     /// A read whose failure means "this controller does not say" (an unknown command, a
     /// malformed answer): the answer is nil and the reason goes to the diagnostics log. A lost
     /// transport still fails the initialisation at the next required command.
-    private static func capability<T>(_ what: String, _ host: isolated HostController,
-                                      _ read: (isolated HostController) async throws -> T) async -> T? {
+    private static func capability<T, Host: HostServices>(_ what: String, _ host: isolated Host,
+                                                          _ read: (isolated Host) async throws -> T) async -> T? {
         do {
             return try await read(host)
         } catch {

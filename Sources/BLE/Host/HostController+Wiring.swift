@@ -30,3 +30,10 @@ extension HostController: PrivacyDriver {
     func resumeAdvertising() async { await advertising.resume(self) }
     func withScanPaused(_ body: (isolated HostController) async -> Void) async { await scanning.withRadioPaused(self, body) }
 }
+
+extension HostController: GATTCacheDriver {
+    func peer(ofLink linkID: UInt64) -> DeviceAddress? {
+        connections.links.handle(forID: linkID).flatMap { connections.links[$0]?.peer }
+    }
+    func serverFeatures(readFrom peer: DeviceAddress) -> [UInt8]? { client.enhancedSetups.serverFeatures[peer] }
+}

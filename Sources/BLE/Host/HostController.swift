@@ -98,7 +98,10 @@ actor HostController {
             readerStarted = true
             startReader()
         }
-        return try await ControllerInitialisation.run(self)
+        let info = try await ControllerInitialisation.run(self)
+        aclFlow = ACLFlowController(bufferCount: info.aclBufferCount, bufferLength: info.aclBufferLength)
+        self.info = info
+        return info
     }
 
     /// Stops everything: fails pending work with `.closed`, cancels the host's tasks, closes the

@@ -1,0 +1,82 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLEWire
+import XCTest
+
+/// `ControllerInitialisation` on its own, against a `HostServices` double that answers each
+/// command from a table: the fallbacks of Vol 4 Part E §7.8.2 and the reads a controller may
+/// not know.
+final class ControllerInitialisationTests: XCTestCase {
+    actor Controller: HostServices {
+        nonisolated let configuration = HostConfiguration()
+        let now: Duration = .zero
+        var failure: BLEError?
+        var answers: [HCIOpcode: [UInt8]]
+        var sent: [HCIOpcode] = []
+        init(_ answers: [HCIOpcode: [UInt8]]) { self.answers = answers }
+
+        func rescheduleTimer() {}
+        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
+            sent.append(cmd.opcode)
+            guard let a = answers[cmd.opcode] else {
+                throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .unknownCommand))
+            }
+            return a
+        }
+        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { 0 }
+        nonisolated func log(_ message: String) {}
+        func run<T: Sendable>(_ body: @Sendable (isolated Controller) async throws -> T) async rethrows -> T { try await body(self) }
+        func initialise() async throws -> ControllerInfo { try await ControllerInitialisation.run(self) }
+    }
+
+    /// What every controller answers: Reset, BD_ADDR, the event masks.
+    static let essentials: [HCIOpcode: [UInt8]] = [
+        .reset: [0], .readBDADDR: [0, 6, 5, 4, 3, 2, 1], .setEventMask: [0], .leSetEventMask: [0],
+    ]
+
+    /// A controller that knows none of the optional reads and reports an LE buffer length of 0:
+    /// the shared ACL buffers are used (§7.8.2), and the unknown reads are nil, not a failure.
+    func testAControllerWithSharedBuffersAndNoOptionalReads() async throws {
+        var answers = Self.essentials
+        answers[.leReadBufferSizeV1] = [0, 0, 0, 0]
+        answers[.readBufferSize] = [0, 0xFD, 0x03, 0, 8, 0, 0, 0]
+        let c = Controller(answers)
+        let info = try await c.initialise()
+        XCTAssertEqual(info.aclBufferLength, 1021)
+        XCTAssertEqual(info.aclBufferCount, 8)
+        XCTAssertNil(info.version)
+        XCTAssertNil(info.supportedCommands)
+        XCTAssertNil(info.leFeatures)
+        XCTAssertEqual(info.address, BDAddress(rawValue: 0x01_02_03_04_05_06))
+        let sent = await c.sent
+        XCTAssertFalse(sent.contains(.leReadBufferSizeV2), "v2 asked of a controller that does not list it")
+    }
+
+    /// A controller that lists LE Read Buffer Size v2 gets it, and its answer is used.
+    func testAControllerListingBufferSizeV2IsAskedThat() async throws {
+        var answers = Self.essentials
+        var commands = [UInt8](repeating: 0, count: 65)
+        // Supported Commands octet 41 bit 5: LE Read Buffer Size v2.
+        commands[1 + 41] = 1 << 5
+        answers[.readLocalSupportedCommands] = commands
+        answers[.leReadBufferSizeV2] = [0, 251, 0, 6, 0, 0, 0]
+        let c = Controller(answers)
+        let info = try await c.initialise()
+        XCTAssertEqual(info.aclBufferLength, 251)
+        XCTAssertEqual(info.aclBufferCount, 6)
+        let sent = await c.sent
+        XCTAssertFalse(sent.contains(.leReadBufferSizeV1))
+    }
+
+    /// No ACL buffers at all is a typed error, not a flow controller with none.
+    func testAControllerWithNoBuffersFailsTheStart() async throws {
+        var answers = Self.essentials
+        answers[.leReadBufferSizeV1] = [0, 0, 0, 0]
+        answers[.readBufferSize] = [0, 0, 0, 0, 0, 0, 0, 0]
+        do {
+            _ = try await Controller(answers).initialise()
+            XCTFail("started with no ACL buffers")
+        } catch BLEError.unsupported {}
+    }
+}
