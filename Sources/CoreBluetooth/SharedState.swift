@@ -8,15 +8,19 @@ extension Mutex where Value: Sendable {
 }
 
 /// A weak reference to a delegate, kept under a lock.
-final class WeakReference<Object: AnyObject>: @unchecked Sendable {
-    private weak var object: Object?
-    private let lock = NSLock()
+final class WeakReference<Object: AnyObject>: Sendable {
+    /// @unchecked: the object is only carried in and out under the mutex, never used here.
+    private struct Box: @unchecked Sendable { weak var object: Object? }
+    private let box: Mutex<Box>
 
-    init(_ object: Object?) { self.object = object }
+    init(_ object: Object?) { box = Mutex(Box(object: object)) }
 
     var value: Object? {
-        get { lock.lock(); defer { lock.unlock() }; return object }
-        set { lock.lock(); object = newValue; lock.unlock() }
+        get { box.withLock { $0 }.object }
+        set {
+            let new = Box(object: newValue)
+            box.withLock { $0 = new }
+        }
     }
 }
 

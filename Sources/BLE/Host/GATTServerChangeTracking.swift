@@ -42,16 +42,16 @@ import BLEWire
 /// the database as it is.
 extension GATTServerSessions {
     /// The database changed: connected clients and absent bonded ones are change-unaware.
-    func databaseChangedForAllClients(_ host: isolated HostController) {
-        for handle in host.connections.links.handles {
-            host.connections.links.withLink(handle) { $0.server.databaseChanged() }
+    func databaseChangedForAllClients(_ host: isolated some GATTServerDriver) {
+        for handle in host.links.handles {
+            host.links.withLink(handle) { $0.server.databaseChanged() }
         }
         for identity in bondedChangeAwareness.keys { bondedChangeAwareness[identity] = false }
     }
 
     /// A bonded client's link ends: keep whether it knew the database as it is.
-    func rememberChangeAwareness(of link: Link, _ host: isolated HostController) {
-        guard link.encryptedWithBondKey, var bond = host.security.bond(for: link.peer, host) else { return }
+    func rememberChangeAwareness(of link: Link, _ host: isolated some GATTServerDriver) {
+        guard link.encryptedWithBondKey, var bond = host.bond(for: link.peer) else { return }
         bondedChangeAwareness[bond.peer] = link.server.isChangeAware
         let features = link.server.clientSupportedFeatures
         if !features.isEmpty { bondedClientFeatures[bond.peer] = features }
@@ -65,7 +65,7 @@ extension GATTServerSessions {
             bond.servedDatabaseHash = hash
             changed = true
         }
-        if changed { _ = host.security.store(bond, replacing: true, host) }
+        if changed { _ = host.store(bond, replacing: true) }
     }
 
     /// A bond went (removed, evicted, or replaced by a new pairing's): what its client left on
@@ -78,8 +78,8 @@ extension GATTServerSessions {
 
     /// A link is up: when its peer's address names a bond, that client's kept state is
     /// restored before its first request (see the type's comment).
-    func bondedClientConnected(handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle], let bond = host.security.bond(for: link.peer, host) else { return }
+    func bondedClientConnected(handle: UInt16, _ host: isolated some GATTServerDriver) {
+        guard let link = host.links[handle], let bond = host.bond(for: link.peer) else { return }
         restoreBondedState(handle: handle, bond, host)
     }
 
@@ -87,17 +87,17 @@ extension GATTServerSessions {
     /// did not already do so, and if the database changed while it was away it is told with a
     /// Service Changed indication of the whole database (§7.1: the server need not say which
     /// part changed).
-    func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle], let bond = host.security.bond(for: identity, host) else { return }
+    func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated some GATTServerDriver) {
+        guard let link = host.links[handle], let bond = host.bond(for: identity) else { return }
         if !link.server.hasRestoredBondedState { restoreBondedState(handle: handle, bond, host) }
-        host.connections.links.withLink(handle) { $0.server.restoreBondedSubscriptions(bond.clientConfigurations) }
-        guard let restored = host.connections.links[handle], !restored.server.isChangeAware else { return }
+        host.links.withLink(handle) { $0.server.restoreBondedSubscriptions(bond.clientConfigurations) }
+        guard let restored = host.links[handle], !restored.server.isChangeAware else { return }
         let scHandle = database.serviceChangedHandle
         guard scHandle != 0,
               restored.server.deliverableSubscription(valueHandle: scHandle, database: database, security: restored.security) & 0x0002 != 0 else { return }
         let id = host.makeToken()
         let t = host.now
-        host.connections.links.withLink(handle) {
+        host.links.withLink(handle) {
             _ = $0.server.indicate(valueHandle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF], id: id, now: t, database: database, security: $0.security)
         }
         pumpNotifications(handle: handle, host)
@@ -105,11 +105,11 @@ extension GATTServerSessions {
 
     /// Gives the link the bonded client's kept state: what this host remembers of it, else what
     /// its bond holds. Aware only when it last knew the database whose hash the server has now.
-    private func restoreBondedState(handle: UInt16, _ bond: Bond, _ host: isolated HostController) {
+    private func restoreBondedState(handle: UInt16, _ bond: Bond, _ host: isolated some GATTServerDriver) {
         let current = try? database.databaseHashCharacteristicValue()
         let aware = bondedChangeAwareness[bond.peer] ?? (bond.servedDatabaseHash != nil && bond.servedDatabaseHash == current)
         let features = bondedClientFeatures[bond.peer] ?? bond.clientSupportedFeatures
-        host.connections.links.withLink(handle) {
+        host.links.withLink(handle) {
             $0.server.restoreBondedState(changeAware: aware, features: features)
         }
     }

@@ -9,9 +9,9 @@ import BLEWire
 /// bearer that closes fails only its own work; the link and its other bearers go on.
 extension GATTServerSessions {
     /// A request, command or confirmation for our server on `bearer` of this link.
-    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+    func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTServerDriver) {
         guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
-        guard let central = host.connections.links.read(handle, { $0.enhancedServers[cid] != nil ? $0.central : nil }) ?? nil else { return }
+        guard let central = host.links.read(handle, { $0.enhancedServers[cid] != nil ? $0.central : nil }) ?? nil else { return }
         if hasEventSinks, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
@@ -20,7 +20,7 @@ extension GATTServerSessions {
             return
         }
         let t = host.now
-        let actions = host.connections.links.withLink(handle) { link in
+        let actions = host.links.withLink(handle) { link in
             let security = link.security
             return link.withServer(bearer) { $0.receive(payload, database: &database, security: security, now: t) }
         } ?? nil
@@ -29,8 +29,8 @@ extension GATTServerSessions {
 
     /// An Enhanced ATT bearer opened on `handle` with this ATT_MTU (by the peer, or by our
     /// client): it gets a server of its own.
-    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool, _ host: isolated HostController) {
-        host.connections.links.withLink(handle) { link in
+    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool, _ host: isolated some GATTServerDriver) {
+        host.links.withLink(handle) { link in
             link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, openedByPeer: openedByPeer,
                                                                  notificationQueueLimit: link.server.notificationQueueLimit,
                                                                  indicationTimeout: link.server.indicationTimeout)
@@ -42,8 +42,8 @@ extension GATTServerSessions {
     /// application's late answer finds nobody) and its indications (reported timed out, nobody
     /// will confirm them). Writers waiting for room try again, on the bearers left, and an
     /// application told `.queueFull` for this bearer hears `.readyToUpdateSubscribers`.
-    func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated HostController) {
-        guard let actions = host.connections.links.withLink(handle, { link -> [ServerAction] in
+    func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated some GATTServerDriver) {
+        guard let actions = host.links.withLink(handle, { link -> [ServerAction] in
             guard var server = link.enhancedServers.removeValue(forKey: cid) else { return [] }
             link.server.enhancedBearersOpen = !link.enhancedServers.isEmpty
             return server.bearerClosed()
@@ -57,17 +57,17 @@ extension GATTServerSessions {
     }
 
     /// The bearer's channel was reconfigured: its ATT_MTU is now `mtu` (Vol 3 Part F §3.2.8).
-    func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated HostController) {
-        host.connections.links.withLink(handle) { $0.enhancedServers[cid]?.enhancedMTUChanged(to: mtu) }
+    func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTServerDriver) {
+        host.links.withLink(handle) { $0.enhancedServers[cid]?.enhancedMTUChanged(to: mtu) }
     }
 
     /// Indication timeouts of the link's Enhanced ATT bearers (Vol 3 Part F §3.3.3): a bearer
     /// whose indication went unconfirmed is closed alone.
-    func expireEnhancedBearers(handle: UInt16, now: Duration, _ host: isolated HostController) {
-        guard let cids = host.connections.links.read(handle, { $0.enhancedServers.isEmpty ? [] : $0.enhancedServers.keys.sorted() }) else { return }
+    func expireEnhancedBearers(handle: UInt16, now: Duration, _ host: isolated some GATTServerDriver) {
+        guard let cids = host.links.read(handle, { $0.enhancedServers.isEmpty ? [] : $0.enhancedServers.keys.sorted() }) else { return }
         for cid in cids {
             let bearer = ATTBearerID.enhanced(cid: cid)
-            guard let actions = host.connections.links.withLink(handle, { $0.withServer(bearer) { $0.expire(now: now) } }) ?? nil,
+            guard let actions = host.links.withLink(handle, { $0.withServer(bearer) { $0.expire(now: now) } }) ?? nil,
                   !actions.isEmpty else { continue }
             perform(actions, handle: handle, bearer: bearer, host)
         }
@@ -76,18 +76,18 @@ extension GATTServerSessions {
     /// Moves queued updates of the link's Enhanced ATT bearers into their channels, keeping only
     /// a couple of PDUs waiting for the controller and for the peer's credits, as for the
     /// unenhanced bearer (`pumpNotifications`).
-    func pumpEnhancedBearers(handle: UInt16, _ host: isolated HostController) {
-        guard let cids = host.connections.links.read(handle, { $0.enhancedServers.keys.sorted() }) else { return }
+    func pumpEnhancedBearers(handle: UInt16, _ host: isolated some GATTServerDriver) {
+        guard let cids = host.links.read(handle, { $0.enhancedServers.keys.sorted() }) else { return }
         let t = host.now
         var indicationSent = false
         for cid in cids {
             let bearer = ATTBearerID.enhanced(cid: cid)
-            while host.aclFlow.queuedPDUsInPlace(handle: handle) < 2, host.queuedATTSDUs(handle: handle, bearer: bearer) < 2,
-                  let pdu = host.connections.links.withLink(handle, { $0.enhancedServers[cid]?.nextOutgoing(now: t) }) ?? nil {
+            while host.queuedACLPDUs(handle: handle) < 2, host.queuedATTSDUs(handle: handle, bearer: bearer) < 2,
+                  let pdu = host.links.withLink(handle, { $0.enhancedServers[cid]?.nextOutgoing(now: t) }) ?? nil {
                 if pdu.first == ATTOpcode.handleValueIndication.rawValue { indicationSent = true }
                 host.sendATT(pdu, handle: handle, bearer: bearer)
             }
-            if let events = host.connections.links.withLink(handle, { $0.enhancedServers[cid]?.takeEvents() }) ?? nil, !events.isEmpty {
+            if let events = host.links.withLink(handle, { $0.enhancedServers[cid]?.takeEvents() }) ?? nil, !events.isEmpty {
                 perform(events, handle: handle, bearer: bearer, host)
             }
         }
@@ -102,13 +102,20 @@ extension GATTServerSessions {
     /// other; a value whose CCCD asks for indications only is indicated on its own. Each value is
     /// stored as `updateValue` stores it. All or nothing, as `updateValue`: when a target's queue
     /// lacks room for all of its PDUs, nothing is queued anywhere (`.queueFull`).
-    func updateValues(_ values: [(handle: UInt16, value: [UInt8])], centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
-        struct Target { let handle: UInt16; let notifications: [(handle: UInt16, value: [UInt8])]; let indications: [(handle: UInt16, value: [UInt8])]
-                        let notifyOn: ATTBearerID; let indicateOn: ATTBearerID }
+    /// One link's share of `updateValues`.
+    private struct Target {
+        let handle: UInt16
+        let notifications: [(handle: UInt16, value: [UInt8])]
+        let indications: [(handle: UInt16, value: [UInt8])]
+        let notifyOn: ATTBearerID
+        let indicateOn: ATTBearerID
+    }
+
+    func updateValues(_ values: [(handle: UInt16, value: [UInt8])], centrals: Set<UInt64>?, _ host: isolated some GATTServerDriver) -> UpdateValueResult {
         var targets: [Target] = []
         var full = false
-        for handle in host.connections.links.handles {
-            guard let target = host.connections.links.read(handle, { link -> Target? in
+        for handle in host.links.handles {
+            guard let target = host.links.read(handle, { link -> Target? in
                 guard centrals?.contains(link.id) ?? true else { return nil }
                 var notifications: [(handle: UInt16, value: [UInt8])] = []
                 var indications: [(handle: UInt16, value: [UInt8])] = []
@@ -123,7 +130,7 @@ extension GATTServerSessions {
                 return Target(handle: handle, notifications: notifications, indications: indications, notifyOn: best, indicateOn: indicateOn)
             }) ?? nil else { continue }
             targets.append(target)
-            let roomy = host.connections.links.read(handle) { link in
+            let roomy = host.links.read(handle) { link in
                 target.notifyOn == target.indicateOn
                     ? link.hasRoomForUpdate(on: target.notifyOn, count: target.notifications.count + target.indications.count)
                     : link.hasRoomForUpdate(on: target.notifyOn, count: target.notifications.count)
@@ -133,7 +140,7 @@ extension GATTServerSessions {
         }
         if full {
             for t in targets {
-                host.connections.links.withLink(t.handle) { link in
+                host.links.withLink(t.handle) { link in
                     for b in Set([t.notifyOn, t.indicateOn]) { _ = link.withServer(b) { $0.signalReadyWhenRoom() } }
                 }
             }
@@ -144,7 +151,7 @@ extension GATTServerSessions {
         for t in targets {
             var any = false
             if !t.notifications.isEmpty {
-                let result = host.connections.links.withLink(t.handle) { link in
+                let result = host.links.withLink(t.handle) { link in
                     let security = link.security
                     return link.withServer(t.notifyOn) { $0.notifyMultiple(t.notifications, database: database, security: security) }
                 } ?? nil
@@ -152,7 +159,7 @@ extension GATTServerSessions {
             }
             for v in t.indications {
                 let id = host.makeToken()
-                let result = host.connections.links.withLink(t.handle) { link in
+                let result = host.links.withLink(t.handle) { link in
                     let security = link.security
                     return link.withServer(t.indicateOn) {
                         $0.indicate(valueHandle: v.handle, value: v.value, id: id, now: now, database: database, security: security)

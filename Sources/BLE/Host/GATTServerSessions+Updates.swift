@@ -14,9 +14,9 @@ extension GATTServerSessions {
     ///
     /// The whole drain is one in-place access to the link (`withLink`, `drain`); what it leaves
     /// to do is `finishPump`.
-    func pumpNotifications(handle: UInt16, _ host: isolated HostController) {
+    func pumpNotifications(handle: UInt16, _ host: isolated some GATTServerDriver) {
         let now = host.now
-        guard let drained = host.connections.links.withLink(handle, { Self.drain(&$0, handle: handle, now: now, host) }) else { return }
+        guard let drained = host.links.withLink(handle, { Self.drain(&$0, handle: handle, now: now, host) }) else { return }
         finishPump(drained, handle: handle, host)
     }
 
@@ -34,7 +34,7 @@ extension GATTServerSessions {
     /// flow controller while fewer than two PDUs of the handle wait for credits (enqueue answers
     /// how many then wait, so nothing else is asked per PDU); takes the server's events in the
     /// same access. Touches no other link and no link table (the caller holds it).
-    static func drain(_ link: inout Link, handle: UInt16, now: Duration, _ host: isolated HostController) -> Drained {
+    static func drain(_ link: inout Link, handle: UInt16, now: Duration, _ host: isolated some GATTServerDriver) -> Drained {
         let indicationOpcode = ATTOpcode.handleValueIndication.rawValue
         var indicationSent = false
         // One access to the flow controller for the whole drain.
@@ -53,12 +53,12 @@ extension GATTServerSessions {
 
     /// The rest of `pumpNotifications` after `drain`: the timer for an indication sent, the
     /// server's events carried out, the link's Enhanced ATT bearers pumped.
-    func finishPump(_ drained: Drained, handle: UInt16, _ host: isolated HostController) {
+    func finishPump(_ drained: Drained, handle: UInt16, _ host: isolated some GATTServerDriver) {
         // Notifications move no deadline, so they leave the timer alone.
         if drained.indicationSent { host.rescheduleTimer() }
         if !drained.events.isEmpty {
             perform(drained.events, handle: handle, host)
-            if host.connections.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
+            if host.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
         } else if drained.enhanced {
             pumpEnhancedBearers(handle: handle, host)
         }
@@ -96,13 +96,13 @@ extension GATTServerSessions {
     /// again after the ready signal never duplicates a value for the others). A central whose
     /// link's current security could not read the value counts as not subscribed
     /// (`ATTServer.deliverableSubscription`).
-    func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated HostController) -> UpdateValueResult {
+    func updateValue(_ value: [UInt8], valueHandle: UInt16, centrals: Set<UInt64>?, _ host: isolated some GATTServerDriver) -> UpdateValueResult {
         // Each link is reached in place (`withLink`): `read` copies the link when its body calls
         // out of this module (the table lives in a class, which the callee could reach), and a
         // copy alive while a link mutates would copy its server's queues. Each link's update goes
         // on one of its bearers (`Link.updateBearer`): the unenhanced one unless Enhanced ATT
         // bearers are open.
-        let handles = host.connections.links.handles
+        let handles = host.links.handles
         let queued: Int
         do {
             // One copy of the database for the whole update (each read of the property copies
@@ -140,7 +140,7 @@ extension GATTServerSessions {
     /// (an indication as `id`), then the link drained as `pumpNotifications` would drain it right
     /// after. The result is nil when the bearer closed meanwhile.
     static func queue(_ link: inout Link, _ target: UpdateTarget, _ update: Update, id: UInt64, now: Duration,
-                      _ host: isolated HostController) -> (result: UpdateResult?, drained: Drained) {
+                      _ host: isolated some GATTServerDriver) -> (result: UpdateResult?, drained: Drained) {
         let security = link.security
         let result = link.withServer(target.bearer) { server in
             target.notifies
@@ -154,7 +154,7 @@ extension GATTServerSessions {
     /// What a queued update leaves to do once its link is let go: the indication's waiter, the
     /// count, the rest of the pump.
     private func finishQueue(_ target: UpdateTarget, _ result: UpdateResult?, _ drained: Drained, id: UInt64, valueHandle: UInt16,
-                             queued: inout Int, _ host: isolated HostController) {
+                             queued: inout Int, _ host: isolated some GATTServerDriver) {
         if case .queued = result {
             queued += 1
             if !target.notifies { indications[id] = IndicationWaiter(valueHandle: valueHandle, linkHandle: target.handle) }
@@ -165,10 +165,12 @@ extension GATTServerSessions {
     /// `updateValue` on a host with one link, in one access to it: with a single target, "all or
     /// nothing" is that link's own room, so the check, the queueing and the drain need not be
     /// apart (`updateLinks` gives the same result). nil: the queue is full.
-    private func updateOneLink(_ handle: UInt16, _ update: Update, _ host: isolated HostController) -> Int? {
+    /// What `updateOneLink` did on the link.
+    private enum OneLinkOutcome { case notTargeted, full, queued(UpdateTarget, UpdateResult?, Drained, UInt64) }
+
+    private func updateOneLink(_ handle: UInt16, _ update: Update, _ host: isolated some GATTServerDriver) -> Int? {
         let now = host.now
-        enum Outcome { case notTargeted, full, queued(UpdateTarget, UpdateResult?, Drained, UInt64) }
-        let outcome: Outcome = host.connections.links.withLink(handle) { link -> Outcome in
+        let outcome: OneLinkOutcome = host.links.withLink(handle) { link -> OneLinkOutcome in
             guard let (target, roomy) = Self.target(&link, handle: handle, update) else { return .notTargeted }
             guard roomy else {
                 // Nothing is queued; the ready signal comes once the queue drains.
@@ -191,17 +193,17 @@ extension GATTServerSessions {
 
     /// `updateValue` over several links: every target found and its room checked first, then,
     /// only if all have room, each queued and drained. nil: some queue is full (nothing queued).
-    private func updateLinks(_ handles: [UInt16], _ update: Update, _ host: isolated HostController) -> Int? {
+    private func updateLinks(_ handles: [UInt16], _ update: Update, _ host: isolated some GATTServerDriver) -> Int? {
         var targets = UpdateTargets()
         var full = false
         for handle in handles {
-            guard let (target, roomy) = host.connections.links.withLink(handle, { Self.target(&$0, handle: handle, update) }) ?? nil else { continue }
+            guard let (target, roomy) = host.links.withLink(handle, { Self.target(&$0, handle: handle, update) }) ?? nil else { continue }
             targets.append(target)
             if !roomy { full = true }
         }
         if full {
             // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-            targets.forEach { t in host.connections.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
+            targets.forEach { t in host.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
             return nil
         }
         let now = host.now
@@ -209,7 +211,7 @@ extension GATTServerSessions {
         targets.forEach { target in
             let id = target.notifies ? 0 : host.makeToken()
             // nil: the link is gone (nothing to pump).
-            guard let (result, drained) = host.connections.links.withLink(target.handle, { Self.queue(&$0, target, update, id: id, now: now, host) })
+            guard let (result, drained) = host.links.withLink(target.handle, { Self.queue(&$0, target, update, id: id, now: now, host) })
             else { return }
             finishQueue(target, result, drained, id: id, valueHandle: update.valueHandle, queued: &queued, host)
         }
@@ -221,7 +223,7 @@ extension GATTServerSessions {
     /// cancelling the task ends the wait. The value is made at each attempt, right before it is
     /// queued.
     func updateValueWaiting(valueHandle: UInt16, centrals: Set<UInt64>?, _ makeValue: @Sendable () -> [UInt8],
-                            _ host: isolated HostController) async throws -> Int {
+                            _ host: isolated some GATTServerDriver) async throws -> Int {
         while true {
             try Task.checkCancellation()
             if case let .queued(n) = updateValue(makeValue(), valueHandle: valueHandle, centrals: centrals, host) { return n }
@@ -230,7 +232,7 @@ extension GATTServerSessions {
     }
 
     /// Waits until some link's server reports room again, a link closes, or the task is cancelled.
-    private func waitForRoom(_ host: isolated HostController) async throws {
+    private func waitForRoom(_ host: isolated some GATTServerDriver) async throws {
         let id = host.makeToken()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in

@@ -4,8 +4,8 @@ import BLEWire
 
 /// Our GATT server: the attribute database, each link's `ATTServer`, the dynamic reads and
 /// writes waiting on the application, notifications and indications with their bounded queues,
-/// and the peripheral manager's event streams. Isolated to the host actor that owns it. One
-/// concern per file: here the database, incoming requests and the application's answers, and
+/// and the peripheral manager's event streams. Isolated to the host actor that owns it, which
+/// it knows only as a `GATTServerDriver`. One concern per file: here the database, incoming requests and the application's answers, and
 /// the events; `+Updates` notifications and indications; `+Enhanced` the Enhanced ATT bearers'
 /// servers; `GATTServerChangeTracking` robust caching across connections.
 final class GATTServerSessions {
@@ -58,17 +58,17 @@ final class GATTServerSessions {
     // MARK: - Database
 
     /// Adds a service; connected clients subscribed to Service Changed are told (Vol 3 Part G §7.1).
-    func addService(_ definition: GATTServiceDefinition, _ host: isolated HostController) throws -> GATTServiceHandles {
+    func addService(_ definition: GATTServiceDefinition, _ host: isolated some GATTServerDriver) throws -> GATTServiceHandles {
         let handles = try database.add(definition)
         announceDatabaseChange(host)
         return handles
     }
 
-    func removeService(_ service: GATTServiceHandles, _ host: isolated HostController) throws {
+    func removeService(_ service: GATTServiceHandles, _ host: isolated some GATTServerDriver) throws {
         try database.remove(serviceStartingAt: service.range.lowerBound)
         // The client's CCCDs and every bearer's prepare queue (each Enhanced ATT bearer has its own).
-        for handle in host.connections.links.handles {
-            host.connections.links.withLink(handle) { link in
+        for handle in host.links.handles {
+            host.links.withLink(handle) { link in
                 link.server.forgetHandles(in: service.range)
                 for cid in link.enhancedServers.keys.sorted() { link.enhancedServers[cid]?.forgetHandles(in: service.range) }
             }
@@ -78,18 +78,18 @@ final class GATTServerSessions {
         announceDatabaseChange(host)
     }
 
-    func announceDatabaseChange(_ host: isolated HostController) {
+    func announceDatabaseChange(_ host: isolated some GATTServerDriver) {
         guard let range = database.serviceChangedRange else { return }
         database.serviceChangedRange = nil
         databaseChangedForAllClients(host)
         let scHandle = database.serviceChangedHandle
         let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
         let t = host.now
-        for handle in host.connections.links.handles {
-            guard let link = host.connections.links[handle],
+        for handle in host.links.handles {
+            guard let link = host.links[handle],
                   link.server.deliverableSubscription(valueHandle: scHandle, database: database, security: link.security) & 0x0002 != 0 else { continue }
             let id = host.makeToken()
-            host.connections.links.withLink(handle) {
+            host.links.withLink(handle) {
                 _ = $0.server.indicate(valueHandle: scHandle, value: value, id: id, now: t, database: database, security: $0.security)
             }
             pumpNotifications(handle: handle, host)
@@ -107,8 +107,8 @@ final class GATTServerSessions {
     // MARK: - Incoming ATT
 
     /// A request, command or confirmation for our server on this link.
-    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated HostController) {
-        guard let central = host.connections.links.read(handle, { $0.central }) else { return }
+    func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated some GATTServerDriver) {
+        guard let central = host.links.read(handle, { $0.central }) else { return }
         if hasEventSinks, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
@@ -117,7 +117,7 @@ final class GATTServerSessions {
             return
         }
         let t = host.now
-        let actions = host.connections.links.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
+        let actions = host.links.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
         perform(actions, handle: handle, host)
     }
 
@@ -125,11 +125,11 @@ final class GATTServerSessions {
     /// SignCounter stored with the bond, then applied. A write whose counter cannot be stored
     /// is dropped (a command gets no answer, Vol 3 Part F §3.4.5.4), so no counter ever
     /// takes effect without being on record.
-    func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
+    func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTServerDriver) {
         // Read through the table, never a Link copy kept across `withLink` (it would copy the
         // server's queues).
-        guard let verdict = host.connections.links[handle].map({ link in
-            (link.peer, link.server.verifySignedWrite(pdu, signingKey: host.security.peerSigningKey(from: link.peer, host),
+        guard let verdict = host.links[handle].map({ link in
+            (link.peer, link.server.verifySignedWrite(pdu, signingKey: host.peerSigningKey(from: link.peer),
                                                       database: database, security: link.security))
         }) else { return }
         let (peer, result) = verdict
@@ -137,12 +137,12 @@ final class GATTServerSessions {
         case let .failure(why):
             host.log("signed write from \(peer) ignored: \(why)")
         case let .success(write):
-            guard host.security.acceptPeerSignCounter(write.counter, from: peer, host) else {
+            guard host.acceptPeerSignCounter(write.counter, from: peer) else {
                 host.log("signed write from \(peer) ignored: its SignCounter \(write.counter) could not be stored")
                 return
             }
             let t = host.now
-            let actions = host.connections.links.withLink(handle) { link in
+            let actions = host.links.withLink(handle) { link in
                 let security = link.security
                 return link.withServer(bearer) { $0.applySignedWrite(write, database: &database, security: security, now: t) }
             } ?? nil
@@ -163,8 +163,8 @@ final class GATTServerSessions {
     }
 
     /// Carries out what the ATT server of `bearer` of a link asked for.
-    func perform(_ actions: [ServerAction], handle: UInt16, bearer: ATTBearerID = .unenhanced, _ host: isolated HostController) {
-        guard let central = host.connections.links.read(handle, { $0.central }) else { return }
+    func perform(_ actions: [ServerAction], handle: UInt16, bearer: ATTBearerID = .unenhanced, _ host: isolated some GATTServerDriver) {
+        guard let central = host.links.read(handle, { $0.central }) else { return }
         for action in actions {
             switch action {
             case let .send(bytes):
@@ -219,18 +219,18 @@ final class GATTServerSessions {
                 roomWaiters.resumeAll(with: .success(()))
             case let .mtuChanged(mtu):
                 // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our client uses it too.
-                host.connections.links.withLink(handle) {
+                host.links.withLink(handle) {
                     _ = $0.bearer.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu)
                     $0.publish()
                 }
                 emit(.mtuChanged(central, mtu: mtu))
             case .closeBearer:
                 guard case let .enhanced(cid) = bearer else {
-                    host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+                    host.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer")
                     continue
                 }
                 // An Enhanced ATT bearer that timed out is closed alone (Vol 3 Part F §3.3.3).
-                host.l2cap.closeATTBearer(handle: handle, cid: cid, host)
+                host.closeATTBearer(handle: handle, cid: cid)
             }
         }
         pumpNotifications(handle: handle, host)
@@ -238,21 +238,21 @@ final class GATTServerSessions {
     }
 
     /// Answers a dynamic read the application was asked for.
-    func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>, _ host: isolated HostController) {
+    func respond(toRead token: UInt64, with result: Result<[UInt8], ATTErrorCode>, _ host: isolated some GATTServerDriver) {
         answer(token, .read, host) { server, id, database, security, now in
             server.completeRead(id: id, result: result, database: &database, security: security, now: now)
         }
     }
 
     /// Answers a dynamic write the application was asked for.
-    func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>, _ host: isolated HostController) {
+    func respond(toWrite token: UInt64, with result: Result<Void, ATTErrorCode>, _ host: isolated some GATTServerDriver) {
         answer(token, .write, host) { server, id, database, security, now in
             server.completeWrite(id: id, result: result, database: &database, security: security, now: now)
         }
     }
 
     /// Keeps a request for the application under a new host-wide token, with its deadline.
-    private func pend(_ kind: PendingRequest.Kind, serverID: UInt64, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) -> UInt64 {
+    private func pend(_ kind: PendingRequest.Kind, serverID: UInt64, handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTServerDriver) -> UInt64 {
         let token = host.makeToken()
         pending[token] = PendingRequest(kind: kind, linkHandle: handle, bearer: bearer, serverID: serverID,
                                         deadline: host.now + host.configuration.applicationResponseTimeout)
@@ -261,13 +261,13 @@ final class GATTServerSessions {
 
     /// Ends the pending request `token` of `kind` (once) by having its link's server complete it,
     /// with the link's security as it is now for the requests held meanwhile.
-    private func answer(_ token: UInt64, _ kind: PendingRequest.Kind, _ host: isolated HostController,
+    private func answer(_ token: UInt64, _ kind: PendingRequest.Kind, _ host: isolated some GATTServerDriver,
                         _ complete: (inout ATTServer, UInt64, inout GATTServerDatabase, LinkSecurity, Duration) -> [ServerAction]) {
         guard let request = pending[token], request.kind == kind else { return }
         pending[token] = nil
         let now = host.now
         // The bearer may have closed meanwhile: then nobody waits for the answer.
-        guard let actions = host.connections.links.withLink(request.linkHandle, { link in
+        guard let actions = host.links.withLink(request.linkHandle, { link in
             let security = link.security
             return link.withServer(request.bearer) { complete(&$0, request.serverID, &database, security, now) }
         }) ?? nil else { return }
@@ -275,7 +275,7 @@ final class GATTServerSessions {
     }
 
     /// Requests the application did not answer in time get Unlikely Error.
-    func expire(now: Duration, _ host: isolated HostController) {
+    func expire(now: Duration, _ host: isolated some GATTServerDriver) {
         for (token, request) in pending.sorted(by: { $0.key < $1.key }) where request.deadline <= now {
             host.log("the application did not answer a dynamic \(request.kind) in time: Unlikely Error")
             switch request.kind {
@@ -287,7 +287,7 @@ final class GATTServerSessions {
 
     /// The link is gone: its pending requests and indications are dropped, writers waiting for
     /// room try again, and the application hears of the disconnect.
-    func linkClosed(_ link: Link, reason: HCIStatus, _ host: isolated HostController) {
+    func linkClosed(_ link: Link, reason: HCIStatus, _ host: isolated some GATTServerDriver) {
         rememberChangeAwareness(of: link, host)
         pending = pending.filter { $0.value.linkHandle != link.handle }
         indications = indications.filter { $0.value.linkHandle != link.handle }
@@ -314,7 +314,7 @@ final class GATTServerSessions {
 
     /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order;
     /// already ended when the host has closed or failed.
-    func events(_ host: isolated HostController) -> PeripheralManagerEventStream {
+    func events(_ host: isolated some GATTServerDriver) -> PeripheralManagerEventStream {
         let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
         if host.failure != nil {
             queue.finish()
@@ -330,4 +330,35 @@ final class GATTServerSessions {
         for sink in eventSinks.values { sink.finish() }
         eventSinks = [:]
     }
+}
+
+/// What the GATT server needs from the host beyond `HostServices`: itself (for its own tasks);
+/// the link table (each link's ATT servers live in it); sending ATT PDUs and the queues behind
+/// them (ACL credits, an Enhanced ATT channel's SDUs), which pace notifications; ending a link
+/// or an Enhanced ATT bearer whose transaction timed out (Vol 3 Part F §3.3.3); and of the
+/// Security Manager part, a client's bond (robust caching, its subscriptions) and the signing
+/// key and counter of Signed Write Commands (Vol 3 Part H §2.4.5).
+protocol GATTServerDriver: HostServices {
+    var server: GATTServerSessions { get }
+    nonisolated var clock: any BLEClock { get }
+    var links: LinkTable { get set }
+    func makeToken() -> UInt64
+    /// Sends `pdu` on the link's bearer; false when the link or bearer is gone.
+    @discardableResult
+    func sendATT(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID) -> Bool
+    /// SDUs waiting for credits on an Enhanced ATT bearer (0 for the unenhanced one).
+    func queuedATTSDUs(handle: UInt16, bearer: ATTBearerID) -> Int
+    /// Whole PDUs of the link waiting for ACL credits.
+    func queuedACLPDUs(handle: UInt16) -> Int
+    /// The ACL flow controller and the packet sender, for the notification path's zero-copy drain.
+    func withACLFlow<R>(_ body: (inout ACLFlowController, ([UInt8]) -> Void) -> R) -> R
+    func disconnectInBackground(handle: UInt16, _ why: String)
+    func closeATTBearer(handle: UInt16, cid: UInt16)
+    func bond(for peer: DeviceAddress) -> Bond?
+    /// Stores `bond`; false when the store refused it.
+    @discardableResult
+    func store(_ bond: Bond, replacing: Bool) -> Bool
+    func peerSigningKey(from peer: DeviceAddress) -> ATTPeerSigningKey?
+    /// Whether a Signed Write Command's counter is new for `peer` (and records it).
+    func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress) -> Bool
 }

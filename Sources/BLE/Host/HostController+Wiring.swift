@@ -1,4 +1,5 @@
 import BLEHCI
+import BLEHost
 
 // The driver wires the parts together: each part declares what it needs of the host in its own
 // protocol, and only here are those needs met from the other parts (ARCHITECTURE.md, "The
@@ -36,4 +37,18 @@ extension HostController: GATTCacheDriver {
         connections.links.handle(forID: linkID).flatMap { connections.links[$0]?.peer }
     }
     func serverFeatures(readFrom peer: DeviceAddress) -> [UInt8]? { client.enhancedSetups.serverFeatures[peer] }
+}
+
+extension HostController: GATTServerDriver {
+    var links: LinkTable {
+        get { connections.links }
+        _modify { yield &connections.links }
+    }
+    func queuedACLPDUs(handle: UInt16) -> Int { aclFlow.queuedPDUsInPlace(handle: handle) }
+    func disconnectInBackground(handle: UInt16, _ why: String) { connections.disconnectInBackground(handle: handle, why, self) }
+    func closeATTBearer(handle: UInt16, cid: UInt16) { l2cap.closeATTBearer(handle: handle, cid: cid, self) }
+    func bond(for peer: DeviceAddress) -> Bond? { security.bond(for: peer, self) }
+    func store(_ bond: Bond, replacing: Bool) -> Bool { security.store(bond, replacing: replacing, self) }
+    func peerSigningKey(from peer: DeviceAddress) -> ATTPeerSigningKey? { security.peerSigningKey(from: peer, self) }
+    func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress) -> Bool { security.acceptPeerSignCounter(counter, from: peer, self) }
 }
