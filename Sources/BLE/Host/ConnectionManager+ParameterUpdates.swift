@@ -17,7 +17,7 @@ extension ConnectionManager {
     /// Command Status; a link that goes away throws why; no completion within the command
     /// timeout plus the procedure response timeout throws `.timeout`.
     func updateParameters(linkID: UInt64, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, supervisionTimeout: UInt16,
-                          _ host: isolated HostController) async throws -> LinkParameters {
+                          _ host: isolated some ConnectionDriver) async throws -> LinkParameters {
         guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
         let update = OneShot<LinkParameters>()
         parameterUpdates[handle, default: []].append(update)
@@ -42,7 +42,7 @@ extension ConnectionManager {
 
     /// LE Connection Update Complete (§7.7.65.3): on success the link takes the new parameters;
     /// otherwise it keeps the ones it had. Either way the callers waiting on the link learn it.
-    func connectionUpdateCompleted(status: HCIStatus, handle: UInt16, _ parameters: LinkParameters, _ host: isolated HostController) {
+    func connectionUpdateCompleted(status: HCIStatus, handle: UInt16, _ parameters: LinkParameters, _ host: isolated some ConnectionDriver) {
         let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
         guard status == .success else {
             host.log("LE Connection Update on 0x\(String(handle, radix: 16)) failed: \(status)")

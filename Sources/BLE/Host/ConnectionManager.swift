@@ -42,10 +42,10 @@ final class ConnectionManager {
     /// the calling task is cancelled, LE Create Connection Cancel (§7.8.13) stops the initiator;
     /// the controller then reports the connection as failed with Unknown Connection Identifier.
     func connect(to peer: DeviceAddress, timeout: Duration, ownAddressType: OwnAddressType,
-                 _ host: isolated HostController) async throws -> LinkHandle {
+                 _ host: isolated some ConnectionDriver) async throws -> LinkHandle {
         if let failure = host.failure { throw failure }
         guard attemptResult == nil else { throw BLEError.busy("another connection attempt is in progress") }
-        await host.privacy.prepareRadio(host)
+        await host.prepareRadioForConnecting()
         guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
             throw BLEError.busy("another connection attempt is in progress")
         }
@@ -58,7 +58,7 @@ final class ConnectionManager {
         let c = configuration
         try await host.command(.leCreateConnection(
             scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: peer,
-            ownAddressType: host.ownAddress.type, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
+            ownAddressType: host.ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
             maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0))
         host.rescheduleTimer()
         let handle: UInt16 = try await withTaskCancellationHandler {
@@ -70,7 +70,7 @@ final class ConnectionManager {
         return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
     }
 
-    func cancelByCaller(_ id: UInt64, _ host: isolated HostController) {
+    func cancelByCaller(_ id: UInt64, _ host: isolated some ConnectionDriver) {
         if initiator.cancelByCaller(id) { sendCreateConnectionCancel(id, host) }
     }
 
@@ -78,7 +78,7 @@ final class ConnectionManager {
     /// controller's LE Connection Complete (status Unknown Connection Identifier), or with a
     /// completed connection that won the race. If neither comes within a command timeout (the
     /// cancel failed or the event was lost), the attempt fails anyway: it never hangs.
-    private func sendCreateConnectionCancel(_ id: UInt64, _ host: isolated HostController) {
+    private func sendCreateConnectionCancel(_ id: UInt64, _ host: isolated some ConnectionDriver) {
         let limit = configuration.commandTimeout
         let clock = host.clock
         host.spawn("LE Create Connection Cancel") {
@@ -106,7 +106,7 @@ final class ConnectionManager {
         }
     }
 
-    private func connectionCompleted(_ event: LEConnectionComplete, _ host: isolated HostController) {
+    private func connectionCompleted(_ event: LEConnectionComplete, _ host: isolated some ConnectionDriver) {
         if event.status == .advertisingTimeout {
             // High duty cycle directed advertising ended with no connection (Vol 4 Part E
             // §7.7.65.1): about our advertising, never about a connection attempt of ours.
@@ -137,16 +137,10 @@ final class ConnectionManager {
                     $0.localOnAir = host.ownDeviceAddress
                 }
             }
-            host.router.linkOpened(handle: event.handle, role: role == .central ? .central : .peripheral)
-            host.security.linkOpened(handle: event.handle, host)
-            host.server.bondedClientConnected(handle: event.handle, host)
             applyLinkPreferences(handle: event.handle, host)
-            if role == .peripheral {
-                // A central connected to our advertising (Vol 6 Part B §4.5): serve it.
-                host.advertising.endedByConnection(host)
-                if let link = links[event.handle] { host.server.emit(.connected(link.central)) }
-                return
-            }
+            if let link = links[event.handle] { host.linkOpened(link) }
+            // A central connected to our advertising (Vol 6 Part B §4.5): the driver has it served.
+            if role == .peripheral { return }
         }
         switch initiator.connectionComplete(status: event.status, handle: event.handle) {
         case let .connected(id, handle):
@@ -168,7 +162,7 @@ final class ConnectionManager {
     /// Ends when the link is down, when the controller reports the disconnect failed (the link
     /// stays up and the error is thrown), or at a deadline of the command timeout plus the
     /// supervision timeout, after which the controller must have dropped the link.
-    func disconnect(handle: UInt16, reason: HCIStatus, _ host: isolated HostController) async throws {
+    func disconnect(handle: UInt16, reason: HCIStatus, _ host: isolated some ConnectionDriver) async throws {
         guard let link = links[handle] else { return }
         link.observation.update { $0.state = .disconnecting }
         let attempt = OneShot<Void>()
@@ -197,7 +191,7 @@ final class ConnectionManager {
         try await attempt.wait()
     }
 
-    func disconnectTimedOut(_ attempt: OneShot<Void>, linkID: UInt64, _ host: isolated HostController) {
+    func disconnectTimedOut(_ attempt: OneShot<Void>, linkID: UInt64, _ host: isolated some ConnectionDriver) {
         guard !attempt.isFulfilled else { return }
         attempt.fail(BLEError.timeout("the controller did not report the disconnect"))
         // The controller never reported the link down: treat it as gone, so nothing waits on it.
@@ -209,7 +203,7 @@ final class ConnectionManager {
     /// Disconnects the link now on `handle` in the background (a link nobody wants, a bearer
     /// that timed out). The link is named by its id, so a handle the controller has reused by
     /// the time the task runs is never hit.
-    func disconnectInBackground(handle: UInt16, _ name: String, _ host: isolated HostController) {
+    func disconnectInBackground(handle: UInt16, _ name: String, _ host: isolated some ConnectionDriver) {
         guard let linkID = links[handle]?.id else { return }
         host.spawn(name) {
             try await host.run { try await $0.connections.disconnect(linkID: linkID, reason: .remoteUserTerminatedConnection, $0) }
@@ -217,7 +211,7 @@ final class ConnectionManager {
     }
 
     /// Removes a link and has every part tear down its state for it.
-    func linkClosed(handle: UInt16, reason: HCIStatus, error: BLEError, _ host: isolated HostController) {
+    func linkClosed(handle: UInt16, reason: HCIStatus, error: BLEError, _ host: isolated some ConnectionDriver) {
         guard let link = links.remove(handle) else { return }
         for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] { attempt.succeed(()) }
         for update in parameterUpdates.removeValue(forKey: handle) ?? [] { update.fail(error) }
@@ -226,26 +220,23 @@ final class ConnectionManager {
     }
 
     /// Closes every link and fails the running attempt: the controller or transport is gone.
-    func closeAll(error: BLEError, _ host: isolated HostController) {
+    func closeAll(error: BLEError, _ host: isolated some ConnectionDriver) {
         for handle in links.handles { linkClosed(handle: handle, reason: .connectionTerminatedByLocalHost, error: error, host) }
         attemptResult?.result.fail(error)
     }
 
-    func expire(now: Duration, _ host: isolated HostController) {
+    func expire(now: Duration, _ host: isolated some ConnectionDriver) {
         if let id = attemptResult?.id, initiator.expire(now: now) { sendCreateConnectionCancel(id, host) }
         for handle in links.handles {
             // Every client bearer of the link, Enhanced ATT ones too (Vol 3 Part F §3.3.3).
             guard let (client, server) = links.withLink(handle, { ($0.clients.expire(now: now), $0.server.expire(now: now)) }) else { continue }
-            host.client.perform(client, handle: handle, host)
-            host.server.perform(server, handle: handle, host)
-            host.client.expireEnhancedBearers(handle: handle, now: now, host)
-            host.server.expireEnhancedBearers(handle: handle, now: now, host)
+            host.linkTimersExpired(handle: handle, client: client, server: server, now: now)
         }
     }
 
     // MARK: - Controller events about links
 
-    func handle(_ event: HCIEvent, _ host: isolated HostController) {
+    func handle(_ event: HCIEvent, _ host: isolated some ConnectionDriver) {
         switch event {
         case let .disconnectionComplete(status, handle, reason):
             guard status == .success else {
@@ -262,7 +253,7 @@ final class ConnectionManager {
         }
     }
 
-    func handle(_ meta: LEMetaEvent, _ host: isolated HostController) {
+    func handle(_ meta: LEMetaEvent, _ host: isolated some ConnectionDriver) {
         switch meta {
         case let .connectionComplete(c):
             connectionCompleted(c, host)
@@ -296,7 +287,7 @@ final class ConnectionManager {
     }
 
     /// Carries out what a link's L2CAP control channels asked for.
-    func perform(_ actions: [L2CAPControlAction], handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: [L2CAPControlAction], handle: UInt16, _ host: isolated some ConnectionDriver) {
         for action in actions {
             switch action {
             case let .send(channel, payload):
@@ -309,7 +300,7 @@ final class ConnectionManager {
                     maxLatency: p.latency, supervisionTimeout: p.timeout, minCELength: 0, maxCELength: 0),
                     "LE Connection Update for the peer's request")
             case let .channel(event):
-                host.l2cap.handle(event, handle: handle, host)
+                host.channelEvent(event, handle: handle)
             }
         }
     }
@@ -318,7 +309,7 @@ final class ConnectionManager {
 
     /// LE Set Data Length (Core spec Vol 4 Part E §7.8.33) for one link; the controller then
     /// runs the Data Length Update procedure with the peer.
-    func setDataLength(linkID: UInt64, octets: Int, _ host: isolated HostController) async throws {
+    func setDataLength(linkID: UInt64, octets: Int, _ host: isolated some ConnectionDriver) async throws {
         guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
         guard (27...251).contains(octets) else { throw BLEError.invalidArgument("data length \(octets) is outside 27...251 octets") }
         // TxTime for that many octets on LE 1M: (octets + 14) × 8 µs (Vol 6 Part B §4.5.10).
@@ -326,7 +317,7 @@ final class ConnectionManager {
     }
 
     /// LE Set PHY (§7.8.49) for one link, both directions.
-    func setPHY(linkID: UInt64, _ phy: LEPHY, _ host: isolated HostController) async throws {
+    func setPHY(linkID: UInt64, _ phy: LEPHY, _ host: isolated some ConnectionDriver) async throws {
         guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
         let set: LEPHYSet
         switch phy {
@@ -340,7 +331,7 @@ final class ConnectionManager {
 
     /// Applies `HostConfiguration.preferredDataLength` / `preferredPHY` to a new link, in the
     /// background: a controller that refuses (or lacks the feature) leaves the link as it is.
-    private func applyLinkPreferences(handle: UInt16, _ host: isolated HostController) {
+    private func applyLinkPreferences(handle: UInt16, _ host: isolated some ConnectionDriver) {
         let dataLength = configuration.preferredDataLength
         let phy = configuration.preferredPHY
         guard dataLength != nil || phy != nil, let id = links[handle]?.id else { return }
@@ -357,8 +348,42 @@ final class ConnectionManager {
 
 extension ConnectionManager {
     /// Disconnects the link with this id (resolved here, so a reused handle is never hit).
-    func disconnect(linkID: UInt64, reason: HCIStatus, _ host: isolated HostController) async throws {
+    func disconnect(linkID: UInt64, reason: HCIStatus, _ host: isolated some ConnectionDriver) async throws {
         guard let handle = links.handle(forID: linkID) else { return }
         try await disconnect(handle: handle, reason: reason, host)
     }
+}
+
+/// What the connection manager needs from the host beyond `HostServices`: itself (for its own
+/// tasks); commands it waits on and commands sent in the background; L2CAP control PDUs sent on a
+/// link; of privacy, the radio made ready and the own address (type, and as it went on the
+/// air); and the driver's routing of what happens to links, in the order ARCHITECTURE.md gives:
+/// a link opened, a link ended, a link's ATT timers expired, an L2CAP channel event.
+protocol ConnectionDriver: HostServices {
+    var connections: ConnectionManager { get }
+    nonisolated var clock: any BLEClock { get }
+    /// Sends a command and waits for its Command Complete or Status.
+    @discardableResult
+    func command(_ command: HCICommand, timeout: Duration?) async throws -> CommandResult
+    /// Sends a command from a task of its own; a failure goes to the log under `name`.
+    func sendInBackground(_ command: HCICommand, _ name: String)
+    @discardableResult
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int
+    /// Makes the radio ready to initiate; called with the initiator idle.
+    func prepareRadioForConnecting() async
+    var ownAddressType: OwnAddressType { get }
+    var ownDeviceAddress: DeviceAddress? { get }
+    /// A link is up (in the table): the parts learn of it.
+    func linkOpened(_ link: Link)
+    /// A link is down (out of the table): the parts tear down their state for it.
+    func linkEnded(_ link: Link, reason: HCIStatus, error: BLEError)
+    /// A link's ATT transaction or confirmation timers ran out: what its bearers' machines said.
+    func linkTimersExpired(handle: UInt16, client: ATTBearerSetActions, server: [ServerAction], now: Duration)
+    /// An LE credit-based channel event of a link's signaling channel.
+    func channelEvent(_ event: CreditBasedChannelEvent, handle: UInt16)
+}
+
+extension ConnectionDriver {
+    @discardableResult
+    func command(_ command: HCICommand) async throws -> CommandResult { try await self.command(command, timeout: nil) }
 }

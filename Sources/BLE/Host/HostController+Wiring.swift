@@ -52,3 +52,31 @@ extension HostController: GATTServerDriver {
     func peerSigningKey(from peer: DeviceAddress) -> ATTPeerSigningKey? { security.peerSigningKey(from: peer, self) }
     func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress) -> Bool { security.acceptPeerSignCounter(counter, from: peer, self) }
 }
+
+extension HostController: ConnectionDriver {
+    func prepareRadioForConnecting() async { await privacy.prepareRadio(self) }
+
+    /// A link is up: the L2CAP router, the Security Manager part and the GATT server (a bonded
+    /// client's state) learn of it, in that order; a peripheral-role link also ends legacy
+    /// connectable advertising (which may restart) and reaches the manager's events.
+    func linkOpened(_ link: Link) {
+        router.linkOpened(handle: link.handle, role: link.role == .central ? .central : .peripheral)
+        security.linkOpened(handle: link.handle, self)
+        server.bondedClientConnected(handle: link.handle, self)
+        if link.role == .peripheral {
+            advertising.endedByConnection(self)
+            server.emit(.connected(link.central))
+        }
+    }
+
+    /// A link's ATT timers ran out: each side performs what its machines said, then the
+    /// Enhanced ATT bearers' own timers (Vol 3 Part F §3.3.3).
+    func linkTimersExpired(handle: UInt16, client clientActions: ATTBearerSetActions, server serverActions: [ServerAction], now: Duration) {
+        client.perform(clientActions, handle: handle, self)
+        server.perform(serverActions, handle: handle, self)
+        client.expireEnhancedBearers(handle: handle, now: now, self)
+        server.expireEnhancedBearers(handle: handle, now: now, self)
+    }
+
+    func channelEvent(_ event: CreditBasedChannelEvent, handle: UInt16) { l2cap.handle(event, handle: handle, self) }
+}
