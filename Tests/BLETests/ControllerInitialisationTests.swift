@@ -17,6 +17,7 @@ final class ControllerInitialisationTests: XCTestCase {
         init(_ answers: [HCIOpcode: [UInt8]]) { self.answers = answers }
 
         func rescheduleTimer() {}
+        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             sent.append(cmd.opcode)
             guard let a = answers[cmd.opcode] else {

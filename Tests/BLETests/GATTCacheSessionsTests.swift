@@ -22,6 +22,7 @@ final class GATTCacheSessionsTests: XCTestCase {
             configuration = c
         }
         func rescheduleTimer() {}
+        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
         func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
         nonisolated func log(_ message: String) {}

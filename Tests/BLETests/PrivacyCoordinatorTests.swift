@@ -25,6 +25,7 @@ final class PrivacyCoordinatorTests: XCTestCase {
         var radio: [String] = []
 
         func rescheduleTimer() {}
+        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             if cmd.opcode == .leReadResolvingListSize { record.commands.append(cmd); return [0, 8] }
             return try record.answer(cmd)

@@ -20,6 +20,7 @@ final class ScanCoordinatorTests: XCTestCase {
         var identities: [DeviceAddress: DeviceAddress] = [:]
 
         func rescheduleTimer() {}
+        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             await Task.yield()
             return try record.answer(cmd)

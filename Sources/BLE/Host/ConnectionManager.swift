@@ -355,16 +355,13 @@ extension ConnectionManager {
 }
 
 /// What the connection manager needs from the host beyond `HostServices`: itself (for its own
-/// tasks); commands it waits on and commands sent in the background; L2CAP control PDUs sent on a
+/// tasks); commands sent in the background; L2CAP control PDUs sent on a
 /// link; of privacy, the radio made ready and the own address (type, and as it went on the
 /// air); and the driver's routing of what happens to links, in the order ARCHITECTURE.md gives:
 /// a link opened, a link ended, a link's ATT timers expired, an L2CAP channel event.
 protocol ConnectionDriver: HostServices {
     var connections: ConnectionManager { get }
     nonisolated var clock: any BLEClock { get }
-    /// Sends a command and waits for its Command Complete or Status.
-    @discardableResult
-    func command(_ command: HCICommand, timeout: Duration?) async throws -> CommandResult
     /// Sends a command from a task of its own; a failure goes to the log under `name`.
     func sendInBackground(_ command: HCICommand, _ name: String)
     @discardableResult
@@ -381,9 +378,4 @@ protocol ConnectionDriver: HostServices {
     func linkTimersExpired(handle: UInt16, client: ATTBearerSetActions, server: [ServerAction], now: Duration)
     /// An LE credit-based channel event of a link's signaling channel.
     func channelEvent(_ event: CreditBasedChannelEvent, handle: UInt16)
-}
-
-extension ConnectionDriver {
-    @discardableResult
-    func command(_ command: HCICommand) async throws -> CommandResult { try await self.command(command, timeout: nil) }
 }

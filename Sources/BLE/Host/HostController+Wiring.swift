@@ -80,3 +80,17 @@ extension HostController: ConnectionDriver {
 
     func channelEvent(_ event: CreditBasedChannelEvent, handle: UInt16) { l2cap.handle(event, handle: handle, self) }
 }
+
+extension HostController: SecurityDriver {
+    var ownIdentityAddress: DeviceAddress? { ownAddress.identity }
+    func bondsChanged() { privacy.bondsChanged(self) }
+    func forgetBondedClient(_ identity: DeviceAddress) { server.forgetBondedClient(identity) }
+
+    /// A link is encrypted: the GATT client may open Enhanced ATT bearers (they need an
+    /// encrypted link, Vol 3 Part G §5.3.1), then, with a bond's key, the GATT server restores
+    /// that client's CCCDs, features and change awareness (unless the connection did).
+    func linkEncrypted(handle: UInt16, bondIdentity: DeviceAddress?) {
+        client.linkEncrypted(handle: handle, self)
+        if let bondIdentity { server.bondedClientReturned(handle: handle, identity: bondIdentity, self) }
+    }
+}

@@ -13,6 +13,9 @@ protocol HostServices: Actor {
     nonisolated var configuration: HostConfiguration { get }
     /// Arms the host's one timer for the earliest deadline of all the parts.
     func rescheduleTimer()
+    /// Sends an HCI command and waits for its Command Complete or Command Status.
+    @discardableResult
+    func command(_ command: HCICommand, timeout: Duration?) async throws -> CommandResult
     /// Sends an HCI command and returns its Command Complete parameters (status checked).
     @discardableResult
     func commandReturning(_ cmd: HCICommand) async throws -> [UInt8]
@@ -22,4 +25,10 @@ protocol HostServices: Actor {
     nonisolated func log(_ message: String)
     /// Runs `body` on the owner's isolation: how a part's own tasks come back to it.
     func run<T: Sendable>(_ body: @Sendable (isolated Self) async throws -> T) async rethrows -> T
+}
+
+extension HostServices {
+    /// `command` with the configured command timeout.
+    @discardableResult
+    func command(_ command: HCICommand) async throws -> CommandResult { try await self.command(command, timeout: nil) }
 }

@@ -8,7 +8,7 @@ extension SecurityCoordinator {
     // MARK: - Bonds
 
     /// Every bond, cached after the first read (the store is read once per host).
-    func bonds(_ host: isolated HostController) -> [Bond] {
+    func bonds(_ host: isolated some SecurityDriver) -> [Bond] {
         if let cachedBonds { return cachedBonds }
         guard let store = settings.bondStore else { return [] }
         do {
@@ -26,7 +26,7 @@ extension SecurityCoordinator {
     /// The bond for the device at `address`: the one whose identity it is, else the one whose
     /// IRK resolves it, else the one that last connected from it. In that order, so a bond
     /// cannot shadow another's identity by having connected from it.
-    func bond(for address: DeviceAddress, _ host: isolated HostController) -> Bond? {
+    func bond(for address: DeviceAddress, _ host: isolated some SecurityDriver) -> Bond? {
         let all = bonds(host)
         if let b = all.first(where: { $0.peer.sameDevice(as: address) }) { return b }
         if address.type.peerType == .random, address.address.randomKind == .resolvablePrivate,
@@ -39,7 +39,7 @@ extension SecurityCoordinator {
     /// Stores `bond`. Unless `replacing` (an explicit `pair()`), a bond is never replaced by one
     /// of a lower level: a Just Works pairing claiming a bonded device's identity must not take
     /// its place. New identities past `SecuritySettings.maximumBonds` are not stored.
-    func store(_ bond: Bond, replacing: Bool, _ host: isolated HostController) -> Bool {
+    func store(_ bond: Bond, replacing: Bool, _ host: isolated some SecurityDriver) -> Bool {
         var all = bonds(host)
         var evicted: Bond?
         if let old = all.first(where: { $0.peer.sameDevice(as: bond.peer) }) {
@@ -87,7 +87,7 @@ extension SecurityCoordinator {
                     // The evicted bond's file is gone: memory follows the disk.
                     cachedBonds = all.filter { !$0.peer.sameDevice(as: bond.peer) }
                     bondGone(evicted, host)
-                    host.privacy.bondsChanged(host)
+                    host.bondsChanged()
                 }
                 return false
             }
@@ -96,7 +96,7 @@ extension SecurityCoordinator {
         if let evicted { bondGone(evicted, host) }
         // Only a new identity or IRK changes what resolves to whom (not a counter or a CCCD).
         if evicted != nil || previous?.peer != bond.peer || previous?.peerIdentityResolvingKey != bond.peerIdentityResolvingKey {
-            host.privacy.bondsChanged(host)
+            host.bondsChanged()
         }
         return true
     }
@@ -105,7 +105,7 @@ extension SecurityCoordinator {
     /// the host's memory, so a removal the store could not carry out is thrown and the bond stays
     /// in use, as it would after a restart. A failure after the file went (the store no longer
     /// lists the bond) is thrown too, and the bond forgotten.
-    func removeBond(_ peer: DeviceAddress, _ host: isolated HostController) throws -> Bool {
+    func removeBond(_ peer: DeviceAddress, _ host: isolated some SecurityDriver) throws -> Bool {
         let stored: Bool
         do {
             stored = try settings.bondStore?.remove(DeviceAddress(peer.address, type: peer.type.peerType)) ?? false
@@ -122,37 +122,37 @@ extension SecurityCoordinator {
 
     /// Drops `peer`'s bond from the cache (the store no longer has it); true when it was there.
     @discardableResult
-    func forget(_ peer: DeviceAddress, _ host: isolated HostController) -> Bool {
+    func forget(_ peer: DeviceAddress, _ host: isolated some SecurityDriver) -> Bool {
         var all = bonds(host)
         let before = all.count
         let gone = all.filter { $0.peer.sameDevice(as: peer) }
         all.removeAll { $0.peer.sameDevice(as: peer) }
         cachedBonds = all
         for b in gone { bondGone(b, host) }
-        host.privacy.bondsChanged(host)
+        host.bondsChanged()
         return all.count != before
     }
 
     /// `bond` is gone (removed or evicted): what its client left on this server goes, and its
     /// key no longer speaks for a bond on the links it encrypted.
-    func bondGone(_ bond: Bond, _ host: isolated HostController) {
-        host.server.forgetBondedClient(bond.peer)
+    func bondGone(_ bond: Bond, _ host: isolated some SecurityDriver) {
+        host.forgetBondedClient(bond.peer)
         bondKeyWithdrawn(bond, host)
     }
 
     /// `bond` is gone or replaced: an open link encrypted with its key (but `except`, the link
     /// that made the new bond) no longer speaks for a bond, so what its client does is not kept
     /// with whatever bond that identity has next.
-    func bondKeyWithdrawn(_ bond: Bond, except: UInt16? = nil, _ host: isolated HostController) {
-        for h in host.connections.links.handles where h != except {
-            host.connections.links.withLink(h) { link in
+    func bondKeyWithdrawn(_ bond: Bond, except: UInt16? = nil, _ host: isolated some SecurityDriver) {
+        for h in host.links.handles where h != except {
+            host.links.withLink(h) { link in
                 if link.encryptedWithBondKey, bond.matches(link.peer) { link.encryptedWithBondKey = false }
             }
         }
     }
 
     /// Our keys for distribution: the stored local identity, or one made for this host's life.
-    func localIdentity(ownAddress: DeviceAddress, _ host: isolated HostController) -> SMPLocalIdentity? {
+    func localIdentity(ownAddress: DeviceAddress, _ host: isolated some SecurityDriver) -> SMPLocalIdentity? {
         guard let identity = localIdentity(host) else { return nil }
         // The identity address we give is the one this link uses (public or static random), so
         // the peer finds us by it next time (Vol 3 Part H §3.6.5); with privacy, the static
@@ -166,15 +166,15 @@ extension SecurityCoordinator {
             return nil
         }
         return SMPLocalIdentity(identityResolvingKey: identity.identityResolvingKey,
-                                identityAddress: host.ownAddress.identity ?? ownAddress,
+                                identityAddress: host.ownIdentityAddress ?? ownAddress,
                                 signatureKey: signatureKey)
     }
 
     /// Our IRK, for RPAs and the resolving list.
-    func localIRK(_ host: isolated HostController) -> [UInt8]? { localIdentity(host)?.identityResolvingKey }
+    func localIRK(_ host: isolated some SecurityDriver) -> [UInt8]? { localIdentity(host)?.identityResolvingKey }
 
     /// The stored local identity, or one made for this host's life.
-    func localIdentity(_ host: isolated HostController) -> LocalIdentity? {
+    func localIdentity(_ host: isolated some SecurityDriver) -> LocalIdentity? {
         var identity = ephemeralIdentity
         if identity == nil {
             do {
@@ -188,8 +188,8 @@ extension SecurityCoordinator {
         return identity
     }
 
-    func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated some SecurityDriver) {
+        guard let link = host.links[handle] else { return }
         limiter.succeeded(link.peer)
         let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
         var stored = false
@@ -213,11 +213,11 @@ extension SecurityCoordinator {
                     // New keys: the client state the old bond kept is not this one's, neither
                     // kept for the next connection nor restored on this link; and another link
                     // encrypted with the old key no longer speaks for the bond.
-                    host.server.forgetBondedClient(bond.peer)
+                    host.forgetBondedClient(bond.peer)
                     // Features restored from the old bond by address go, unless this link proved
                     // itself that bond's client (encrypted with its key, which restored its
                     // CCCDs too): then it is the same client pairing again, and they are its own.
-                    host.connections.links.withLink(handle) {
+                    host.links.withLink(handle) {
                         if !$0.server.hasRestoredBondedSubscriptions { $0.server.forgetRestoredFeatures() }
                     }
                     if let old { bondKeyWithdrawn(old, except: handle, host) }
@@ -236,15 +236,15 @@ extension SecurityCoordinator {
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
                 let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
                 if link.role == .peripheral {
-                    host.server.emit(.pairingFailed(link.central, failure))
+                    host.report(.pairingFailed(link.central, failure))
                 } else {
                     link.observation.update { $0.lastPairingFailure = failure }
                 }
-                host.connections.disconnectInBackground(handle: handle, "refusing a claimed identity", host)
+                host.disconnectInBackground(handle: handle, "refusing a claimed identity")
                 return
             }
         }
-        host.connections.links.withLink(handle) {
+        host.links.withLink(handle) {
             $0.security.encrypted = true
             $0.security.authenticated = outcome.authenticated
             $0.security.secureConnections = outcome.secureConnections
@@ -257,6 +257,6 @@ extension SecurityCoordinator {
                                    keysReceived: outcome.received.kinds, peerIdentity: outcome.received.identityAddress)
         host.log("paired with \(link.peer): \(result)")
         for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
-        if link.role == .peripheral { host.server.emit(.paired(link.central, result)) }
+        if link.role == .peripheral { host.report(.paired(link.central, result)) }
     }
 }

@@ -17,8 +17,8 @@ extension SecurityCoordinator {
     }
 
     /// Peripheral: the controller asks for the key the central is encrypting with.
-    func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated some SecurityDriver) {
+        guard let link = host.links[handle] else { return }
         if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand) {
             pendingKey[handle] = KeyWorth(pairing: m)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
@@ -40,11 +40,11 @@ extension SecurityCoordinator {
     }
 
     /// Encryption Change (enabled or failed) or Encryption Key Refresh Complete.
-    func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated HostController) {
+    func encryptionChanged(handle: UInt16, status: HCIStatus, enabled: Bool, _ host: isolated some SecurityDriver) {
         let worth = pendingKey.removeValue(forKey: handle)
         if status == .success, enabled {
             let stillBonded = worth.flatMap { bond(givenIn: $0, handle: handle, host) }
-            host.connections.links.withLink(handle) { link in
+            host.links.withLink(handle) { link in
                 link.security.encrypted = true
                 // A key we did not choose (nothing pending): assume the least of it.
                 let worth = worth ?? .least
@@ -57,16 +57,11 @@ extension SecurityCoordinator {
             if worth?.bonded == true, stillBonded == nil {
                 host.log("the bond whose key encrypted 0x\(String(handle, radix: 16)) was removed or replaced meanwhile: the link speaks for no bond")
             }
-            // Enhanced ATT bearers need an encrypted link (Vol 3 Part G §5.3.1).
-            host.client.linkEncrypted(handle: handle, host)
-            if let identity = stillBonded?.peer {
-                // CCCDs, features and change awareness, unless the connection restored them.
-                host.server.bondedClientReturned(handle: handle, identity: identity, host)
-            }
+            host.linkEncrypted(handle: handle, bondIdentity: stillBonded?.peer)
         } else if status != .success {
             host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
         } else {
-            host.connections.links.withLink(handle) {
+            host.links.withLink(handle) {
                 $0.security.encrypted = false
                 $0.encryptedWithBondKey = false
             }
@@ -97,15 +92,15 @@ extension SecurityCoordinator {
 
     /// The bond whose key `worth` is, if it is still there with that key: removed or replaced
     /// since the key was given (LTK Request Reply, LE Enable Encryption), the link speaks for no bond.
-    private func bond(givenIn worth: KeyWorth, handle: UInt16, _ host: isolated HostController) -> Bond? {
-        guard let given = worth.bond, let link = host.connections.links[handle], let b = bond(for: link.peer, host),
+    private func bond(givenIn worth: KeyWorth, handle: UInt16, _ host: isolated some SecurityDriver) -> Bond? {
+        guard let given = worth.bond, let link = host.links[handle], let b = bond(for: link.peer, host),
               b.peer == given.peer, b.key(as: link.role == .central ? .initiator : .responder)?.ltk == given.ltk else { return nil }
         return b
     }
 
     /// Central: encrypts with the bond's key and waits for the controller's answer.
-    func encrypt(linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+    func encrypt(linkID: UInt64, _ host: isolated some SecurityDriver) async throws {
+        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
             throw BLEError.notConnected
         }
         guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
@@ -143,8 +138,8 @@ extension SecurityCoordinator {
     /// key again). A refusal for Insufficient Encryption of a link encrypted since is stale:
     /// nothing to do. The callers retry the refused request after each step, so two steps take
     /// a link from none to authenticated.
-    func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+    func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated some SecurityDriver) async throws {
+        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
             throw BLEError.notConnected
         }
         let before = link.security
@@ -187,8 +182,8 @@ extension SecurityCoordinator {
 
     /// Throws `.notRaised` unless the link's security now makes the step `raise` promises over
     /// `before` for `code`.
-    private func checkRaised(_ code: ATTErrorCode, from before: LinkSecurity, linkID: UInt64, _ host: isolated HostController) throws {
-        guard let handle = host.connections.links.handle(forID: linkID), let now = host.connections.links[handle]?.security else {
+    private func checkRaised(_ code: ATTErrorCode, from before: LinkSecurity, linkID: UInt64, _ host: isolated some SecurityDriver) throws {
+        guard let handle = host.links.handle(forID: linkID), let now = host.links[handle]?.security else {
             throw BLEError.notConnected
         }
         let shortfall: String?
@@ -207,13 +202,13 @@ extension SecurityCoordinator {
         if let shortfall { throw BLEError.security(.notRaised(shortfall)) }
     }
 
-    func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated HostController) {
+    func startEncryption(handle: UInt16, key: (ltk: [UInt8], ediv: UInt16, rand: UInt64), worth: KeyWorth, _ host: isolated some SecurityDriver) {
         encryptionSerial &+= 1
         let serial = encryptionSerial
         var worth = worth
         worth.serial = serial
         pendingKey[handle] = worth
-        guard let linkID = host.connections.links[handle]?.id else { return }
+        guard let linkID = host.links[handle]?.id else { return }
         host.spawn("LE Enable Encryption") {
             do {
                 try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
@@ -223,7 +218,7 @@ extension SecurityCoordinator {
                 // Only if the link is still the one we started on (a handle can be reused), and
                 // this start is the encryption pending there.
                 await host.run { host in
-                    guard host.connections.links.handle(forID: linkID) == handle, host.security.pendingKey[handle]?.serial == serial else { return }
+                    guard host.links.handle(forID: linkID) == handle, host.security.pendingKey[handle]?.serial == serial else { return }
                     host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
                 }
             }

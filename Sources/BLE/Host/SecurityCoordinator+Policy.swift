@@ -9,7 +9,7 @@ import BLEWire
 extension SecurityCoordinator {
     /// Whether the fixed passkey was shown before, by this host or (the bond store says) by an
     /// earlier run. A store that cannot answer counts it as shown: a random passkey costs nothing.
-    func fixedPasskeyIsRetired(_ host: isolated HostController) -> Bool {
+    func fixedPasskeyIsRetired(_ host: isolated some SecurityDriver) -> Bool {
         if let fixedPasskeyRetired { return fixedPasskeyRetired }
         guard let fixed = settings.pairing.displayedPasskey else { return false }
         var retired = false
@@ -29,7 +29,7 @@ extension SecurityCoordinator {
     /// when the store could not record it: then it must not be used at all (fail closed, as a
     /// SignCounter the store cannot record is not used), since after a restart nothing would
     /// say it was.
-    func retireFixedPasskey(_ value: UInt32, _ host: isolated HostController) -> Bool {
+    func retireFixedPasskey(_ value: UInt32, _ host: isolated some SecurityDriver) -> Bool {
         fixedPasskeyRetired = true
         for h in machines.keys { machines[h]?.settings.displayedPasskey = nil }
         do {
@@ -45,7 +45,7 @@ extension SecurityCoordinator {
     /// Whether `typed` is the fixed passkey and was used before; if it is the fixed passkey
     /// and was not, it is retired now. Typed or shown, it is the same 20-bit secret that one
     /// recorded pairing reveals (Vol 3 Part H §2.3.5.6.3), so it serves one pairing either way.
-    func typedFixedPasskeyWasUsed(_ typed: UInt32?, _ host: isolated HostController) -> Bool {
+    func typedFixedPasskeyWasUsed(_ typed: UInt32?, _ host: isolated some SecurityDriver) -> Bool {
         guard let typed, typed == settings.pairing.displayedPasskey else { return false }
         if fixedPasskeyIsRetired(host) { return true }
         // Not recorded: refused as if used, so it is not used unrecorded.
@@ -55,7 +55,7 @@ extension SecurityCoordinator {
     /// Whether a pairing on `link` must not give its bonded peer an unauthenticated key:
     /// the peer is bonded, the pairing is not the application's own (`explicit`), and
     /// `allowsUnauthenticatedBondReplacement` is off.
-    func protectsBond(of link: Link, explicit: Bool, _ host: isolated HostController) -> Bool {
+    func protectsBond(of link: Link, explicit: Bool, _ host: isolated some SecurityDriver) -> Bool {
         guard !settings.allowsUnauthenticatedBondReplacement, !explicit else { return false }
         return bond(for: link.peer, host) != nil
     }

@@ -16,7 +16,7 @@ extension SecurityCoordinator {
     /// when the peer is not bonded or gave no CSRK.
     /// None in Secure Connections Only mode, which allows only mode 1 level 4 (Vol 3 Part C
     /// §10.2.4): data signing is security mode 2, so no signed write is taken there.
-    func peerSigningKey(from peer: DeviceAddress, _ host: isolated HostController) -> ATTPeerSigningKey? {
+    func peerSigningKey(from peer: DeviceAddress, _ host: isolated some SecurityDriver) -> ATTPeerSigningKey? {
         guard !settings.pairing.secureConnectionsOnly else { return nil }
         guard let b = bond(for: peer, host), let key = b.peerSignatureKey else { return nil }
         return ATTPeerSigningKey(key: key, lastCounter: b.peerSignCounter, authenticated: b.authenticated, keySize: b.keySize)
@@ -25,7 +25,7 @@ extension SecurityCoordinator {
     /// Records `counter` as the last SignCounter accepted from `peer` (a link's peer address);
     /// false when the bond is gone or the store could not write it, and then the write must not
     /// be applied.
-    func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress, _ host: isolated HostController) -> Bool {
+    func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress, _ host: isolated some SecurityDriver) -> Bool {
         guard var b = bond(for: peer, host), b.peerSignatureKey != nil else { return false }
         if let last = b.peerSignCounter, counter <= last { return false }
         b.peerSignCounter = counter
@@ -36,7 +36,7 @@ extension SecurityCoordinator {
     /// counter one higher in the bond. Throws `BLEError.security(.unavailable)` when the peer is
     /// not bonded, we gave it no CSRK, the counter is used up, the store cannot record it, or
     /// the host is in Secure Connections Only mode.
-    func takeLocalSignCounter(towards peer: DeviceAddress, _ host: isolated HostController) throws(BLEError) -> (key: [UInt8], counter: UInt32) {
+    func takeLocalSignCounter(towards peer: DeviceAddress, _ host: isolated some SecurityDriver) throws(BLEError) -> (key: [UInt8], counter: UInt32) {
         guard !settings.pairing.secureConnectionsOnly else {
             throw .security(.unavailable("Secure Connections Only mode allows only encrypted level 4 links (Vol 3 Part C §10.2.4), not signed writes: write over an encrypted link"))
         }

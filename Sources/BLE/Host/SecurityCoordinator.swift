@@ -105,20 +105,20 @@ final class SecurityCoordinator {
     // MARK: - Links
 
     /// A new link: an encrypted reconnection will be judged against the peer's bond.
-    func linkOpened(handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    func linkOpened(handle: UInt16, _ host: isolated some SecurityDriver) {
+        guard let link = host.links[handle] else { return }
         // A bond Secure Connections Only mode refuses to encrypt with counts as none: the client
         // is told to pair (Insufficient Authentication), not to encrypt with a key that would
         // be refused (Insufficient Encryption).
         let usable = bond(for: link.peer, host).flatMap { refusal(of: $0) == nil ? $0 : nil }
         let hasKey = usable?.key(as: link.role == .central ? .initiator : .responder) != nil
-        host.connections.links.withLink(handle) {
+        host.links.withLink(handle) {
             $0.security.hasLongTermKey = hasKey
             $0.security.requiredKeySize = settings.minimumServerKeySize
         }
     }
 
-    func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
+    func linkClosed(_ link: Link, error: BLEError, _ host: isolated some SecurityDriver) {
         if link.encryptedWithBondKey { saveSubscriptions(link, host) }
         for id in prompts.removeValue(forKey: link.handle) ?? [] { host.cancelTask(id) }
         machines[link.handle] = nil
@@ -132,7 +132,7 @@ final class SecurityCoordinator {
     }
 
     /// Keeps a bonded client's CCCDs with its bond (Vol 3 Part G §3.3.3.3).
-    func saveSubscriptions(_ link: Link, _ host: isolated HostController) {
+    func saveSubscriptions(_ link: Link, _ host: isolated some SecurityDriver) {
         guard link.encryptedWithBondKey, var b = bond(for: link.peer, host) else { return }
         let now = link.server.subscriptions
         guard b.clientConfigurations != now else { return }
@@ -140,9 +140,9 @@ final class SecurityCoordinator {
         _ = store(b, replacing: true, host)
     }
 
-    func machine(for handle: UInt16, _ host: isolated HostController) -> SMPPairing? {
+    func machine(for handle: UInt16, _ host: isolated some SecurityDriver) -> SMPPairing? {
         if let m = machines[handle] { return m }
-        guard let link = host.connections.links[handle], let own = link.localOnAir ?? host.ownDeviceAddress,
+        guard let link = host.links[handle], let own = link.localOnAir ?? host.ownDeviceAddress,
               let identity = localIdentity(ownAddress: own, host) else { return nil }
         // The addresses as they went on the air when the link was made (Vol 3 Part H §2.2.3).
         let peer = link.peerOnAir ?? link.peer
@@ -158,8 +158,8 @@ final class SecurityCoordinator {
     // MARK: - Inbound
 
     /// One SMP PDU from the link's fixed channel 0x0006.
-    func receive(_ pdu: [UInt8], handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    func receive(_ pdu: [UInt8], handle: UInt16, _ host: isolated some SecurityDriver) {
+        guard let link = host.links[handle] else { return }
         guard var m = machine(for: handle, host) else {
             // No identity to pair with (an unreadable identity file): say so at once rather
             // than leave the peer to its 30-second timeout.
@@ -192,7 +192,7 @@ final class SecurityCoordinator {
         perform(actions, handle: handle, host)
     }
 
-    func expire(now: Duration, _ host: isolated HostController) {
+    func expire(now: Duration, _ host: isolated some SecurityDriver) {
         for handle in machines.keys.sorted() {
             guard var m = machines[handle], let deadline = m.nextDeadline, now >= deadline else { continue }
             let actions = m.expire(now: now)
@@ -206,7 +206,7 @@ final class SecurityCoordinator {
     /// Central: pairs now and waits for the outcome. `explicit` when the application asked
     /// (`Peripheral.pair()`): only then may the new bond replace a stronger one of the same
     /// device. Pairings the peer set off (a Security Request, an ATT security error) may not.
-    func pair(linkID: UInt64, explicit: Bool = false, _ host: isolated HostController) async throws -> PairingResult {
+    func pair(linkID: UInt64, explicit: Bool = false, _ host: isolated some SecurityDriver) async throws -> PairingResult {
         guard let result = try await secure(linkID: linkID, explicit: explicit, host) else {
             throw BLEError.security(.unavailable("the link was encrypted with a stored key instead of pairing"))
         }
@@ -219,8 +219,8 @@ final class SecurityCoordinator {
     /// pairing started here, not one already under way. `evenIfEncrypted` (peripheral): send
     /// the Security Request on a link already encrypted too (asking for more than its key),
     /// where otherwise that link counts as secured at once.
-    func secure(linkID: UInt64, explicit: Bool = false, evenIfEncrypted: Bool = false, _ host: isolated HostController) async throws -> PairingResult? {
-        guard let handle = host.connections.links.handle(forID: linkID), let link = host.connections.links[handle] else {
+    func secure(linkID: UInt64, explicit: Bool = false, evenIfEncrypted: Bool = false, _ host: isolated some SecurityDriver) async throws -> PairingResult? {
+        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
             throw BLEError.notConnected
         }
         guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
@@ -243,7 +243,7 @@ final class SecurityCoordinator {
                 await host.run { host in
                     guard let waiter = host.security.requestDeadlines.removeValue(forKey: serial) else { return }
                     // A pairing under way settles the wait itself (its outcome or SMP timeout).
-                    if let h = host.connections.links.handle(forID: linkID), host.security.machines[h]?.isPairing == true { return }
+                    if let h = host.links.handle(forID: linkID), host.security.machines[h]?.isPairing == true { return }
                     waiter.fail(BLEError.security(.timeout))
                 }
             }
@@ -267,14 +267,14 @@ final class SecurityCoordinator {
     }
 
     /// The level of the link with this id now.
-    func level(linkID: UInt64, _ host: isolated HostController) -> SecurityLevel {
-        guard let handle = host.connections.links.handle(forID: linkID), let s = host.connections.links[handle]?.security,
+    func level(linkID: UInt64, _ host: isolated some SecurityDriver) -> SecurityLevel {
+        guard let handle = host.links.handle(forID: linkID), let s = host.links[handle]?.security,
               s.encrypted else { return .none }
         return .of(authenticated: s.authenticated, secureConnections: s.secureConnections, keySize: s.keySize)
     }
 
-    func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated some SecurityDriver) {
+        guard let link = host.links[handle] else { return }
         let peer = link.peer, linkID = link.id
         let agent = settings.agent
         let generation = machines[handle]?.generation ?? 0
@@ -339,7 +339,7 @@ final class SecurityCoordinator {
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
                 if link.role == .peripheral {
-                    host.server.emit(.pairingFailed(link.central, error))
+                    host.report(.pairingFailed(link.central, error))
                 } else {
                     link.observation.update { $0.lastPairingFailure = error }
                 }
@@ -352,13 +352,13 @@ final class SecurityCoordinator {
 
     /// A pairing ended: questions still open for it are withdrawn (the agent's task is
     /// cancelled), so a stale prompt cannot take an answer meant for another.
-    private func cancelPrompts(_ handle: UInt16, _ host: isolated HostController) {
+    private func cancelPrompts(_ handle: UInt16, _ host: isolated some SecurityDriver) {
         for id in prompts.removeValue(forKey: handle) ?? [] { host.cancelTask(id) }
     }
 
     /// Hands the user's answer to the link's machine, if the link (by id) is still there.
-    private func answer(linkID: UInt64, generation: UInt64, _ host: isolated HostController, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
-        guard let handle = host.connections.links.handle(forID: linkID), var m = machines[handle], m.generation == generation else { return }
+    private func answer(linkID: UInt64, generation: UInt64, _ host: isolated some SecurityDriver, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
+        guard let handle = host.links.handle(forID: linkID), var m = machines[handle], m.generation == generation else { return }
         let actions = body(&m, host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
@@ -368,8 +368,8 @@ final class SecurityCoordinator {
     /// key when it is good enough for what was asked, else pair. On a link already encrypted,
     /// only a request for more than its key gives (MITM protection over an unauthenticated
     /// key) is answered, by pairing; one the key meets is ignored.
-    func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated HostController) {
-        guard settings.answersSecurityRequests, let link = host.connections.links[handle] else { return }
+    func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated some SecurityDriver) {
+        guard settings.answersSecurityRequests, let link = host.links[handle] else { return }
         let linkID = link.id
         if pendingKey[handle] != nil {
             // Our encryption with a bond's key is under way: a pairing now would run beside
@@ -401,4 +401,28 @@ final class SecurityCoordinator {
             host.spawn("pairing for a Security Request") { _ = try await host.run { try await $0.security.pair(linkID: linkID, $0) } }
         }
     }
+}
+
+/// What the Security Manager part needs from the host beyond `HostServices`: itself (for its own
+/// tasks and prompts, which it may cancel); the link table (each link's `LinkSecurity`); SMP PDUs
+/// sent on a link, the encryption commands, a link dropped (a refused identity claim); our own
+/// address as the peer sees it and our identity address (what pairing distributes); a report to
+/// the application; and the driver's routing of what it decided: the bonds changed (privacy's
+/// resolutions go stale), a client's bonded state on our server is no longer its own, a link
+/// encrypted (with the identity of the bond whose key did it, if one).
+protocol SecurityDriver: HostServices {
+    var security: SecurityCoordinator { get }
+    nonisolated var clock: any BLEClock { get }
+    var links: LinkTable { get set }
+    func cancelTask(_ id: UInt64)
+    func sendInBackground(_ command: HCICommand, _ name: String)
+    @discardableResult
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int
+    func disconnectInBackground(handle: UInt16, _ why: String)
+    var ownDeviceAddress: DeviceAddress? { get }
+    var ownIdentityAddress: DeviceAddress? { get }
+    func report(_ event: PeripheralManagerEvent)
+    func bondsChanged()
+    func forgetBondedClient(_ identity: DeviceAddress)
+    func linkEncrypted(handle: UInt16, bondIdentity: DeviceAddress?)
 }
