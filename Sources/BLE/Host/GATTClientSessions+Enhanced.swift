@@ -4,10 +4,10 @@ import BLEWire
 
 /// Our GATT client on Enhanced ATT bearers (Core spec Vol 3 Part G §5.3, Vol 3 Part F
 /// §3.2.11): the hooks the host calls for each bearer, both for bearers our client opened
-/// (`HostController.openEnhancedATTBearers`) and for those the peer opened to our server
+/// (the host's `openEnhancedATTBearers`) and for those the peer opened to our server
 /// (every bearer carries both directions). Each bearer joins the link's `ATTClientBearerSet`,
 /// which runs independent procedures in parallel, one per free bearer; what it sends goes out
-/// with `HostController.sendATT(_:handle:bearer:)`.
+/// with the driver's `sendATT(_:handle:bearer:)`.
 ///
 /// On a central's link that becomes encrypted, the client reads the server's Server Supported
 /// Features (§7.4) in the background (one Read By Type, once per server in the host's life) and,
@@ -16,28 +16,28 @@ import BLEWire
 /// count, so the background never adds bearers on top of an explicit open.
 extension GATTClientSessions {
     /// A response, notification or indication for our client on the Enhanced ATT bearer `cid`.
-    func receiveEnhanced(_ payload: ArraySlice<UInt8>, handle: UInt16, cid: UInt16, _ host: isolated HostController) {
+    func receiveEnhanced(_ payload: ArraySlice<UInt8>, handle: UInt16, cid: UInt16, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .enhanced(cid: cid), now: t) }) else { return }
+        guard let actions = host.links.withLink(handle, { $0.clients.receive(payload, on: .enhanced(cid: cid), now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }
 
     /// An Enhanced ATT bearer opened on `handle` with this ATT_MTU: procedures waiting for a free
     /// bearer may start on it at once.
-    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated HostController) {
+    func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTClientDriver) {
         let t = host.now, timeout = host.configuration.attTransactionTimeout
         let bearer = ATTClientBearer(mtu: mtu, transactionTimeout: timeout)
-        guard let actions = host.connections.links.withLink(handle, { $0.clients.add(.enhanced(cid: cid), bearer: bearer, now: t) }) else { return }
+        guard let actions = host.links.withLink(handle, { $0.clients.add(.enhanced(cid: cid), bearer: bearer, now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }
 
     /// An Enhanced ATT bearer closed: only its own procedure fails (`GATTError.bearerClosed`);
     /// those waiting move to the link's other bearers.
-    func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated HostController) {
+    func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.connections.links.withLink(handle, { $0.clients.remove(.enhanced(cid: cid), now: t) }) else { return }
+        guard let actions = host.links.withLink(handle, { $0.clients.remove(.enhanced(cid: cid), now: t) }) else { return }
         if !actions.isEmpty { host.log("\(ATTBearerID.enhanced(cid: cid)) of 0x\(String(handle, radix: 16)) closed (\(error)): its procedure fails") }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
@@ -45,24 +45,24 @@ extension GATTClientSessions {
 
     /// SDUs queued on the bearer went out. The client sends at most one request and one
     /// confirmation at a time per bearer, so it has nothing waiting for that room.
-    func enhancedBearerSent(handle: UInt16, cid: UInt16, _ host: isolated HostController) {}
+    func enhancedBearerSent(handle: UInt16, cid: UInt16, _ host: isolated some GATTClientDriver) {}
 
     /// The bearer's channel was reconfigured: its ATT_MTU is now `mtu` (Vol 3 Part F §3.2.8).
-    func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated HostController) {
-        host.connections.links.withLink(handle) { $0.clients.bearerMTUChanged(mtu, on: .enhanced(cid: cid)) }
+    func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTClientDriver) {
+        host.links.withLink(handle) { $0.clients.bearerMTUChanged(mtu, on: .enhanced(cid: cid)) }
     }
 
     /// Transaction timeouts of the link's Enhanced ATT bearers (Vol 3 Part F §3.3.3): nothing
     /// to do here, `ConnectionManager.expire` fires every bearer of the set at once.
-    func expireEnhancedBearers(handle: UInt16, now: Duration, _ host: isolated HostController) {}
+    func expireEnhancedBearers(handle: UInt16, now: Duration, _ host: isolated some GATTClientDriver) {}
 
     // MARK: - Opening bearers in the background
 
     /// The link `handle` is encrypted now: on a central's link, unless EATT is configured off or
     /// already set up, the background set-up starts (see the type's comment).
-    func linkEncrypted(handle: UInt16, _ host: isolated HostController) {
+    func linkEncrypted(handle: UInt16, _ host: isolated some GATTClientDriver) {
         let count = min(5, host.configuration.enhancedATTBearers)
-        guard count > 0, let link = host.connections.links[handle], link.role == .central,
+        guard count > 0, let link = host.links[handle], link.role == .central,
               link.clients.enhancedCount == 0, enhancedSetups.begin(handle: handle) else { return }
         let linkID = link.id, peer = link.peer
         Task(executorPreference: host.clock.taskExecutor) {
@@ -70,8 +70,8 @@ extension GATTClientSessions {
         }
     }
 
-    private func setUpEnhancedATT(linkID: UInt64, handle: UInt16, peer: DeviceAddress, count: Int, _ host: isolated HostController) async {
-        defer { if host.connections.links.handle(forID: linkID) == handle { enhancedSetups.finish(handle: handle) } }
+    private func setUpEnhancedATT(linkID: UInt64, handle: UInt16, peer: DeviceAddress, count: Int, _ host: isolated some GATTClientDriver) async {
+        defer { if host.links.handle(forID: linkID) == handle { enhancedSetups.finish(handle: handle) } }
         let features: [UInt8]
         if let known = enhancedSetups.serverFeatures[peer] ?? storedServerFeatures(linkID: linkID, peer: peer, host) {
             // Learned on an earlier link to this server, in this host's life or kept in the
@@ -93,14 +93,14 @@ extension GATTClientSessions {
             enhancedSetups.serverFeatures[peer] = features
             // Kept with the link's attribute cache when it has one now; otherwise the cache
             // takes it when it is prepared (`GATTCacheSessions.install`).
-            host.caches.update(linkID: linkID, host) { $0.serverFeatures = features }
+            host.serverFeaturesRead(features, linkID: linkID)
         }
         // Bit 0, EATT Supported (Vol 3 Part G §7.4).
         guard (features.first ?? 0) & 0x01 != 0 else { return }
         // Top the link up to the configured count, no more: bearers the application opened or is
-        // opening (`HostController.openEnhancedATTBearers`, e.g. the one whose pairing started
+        // opening (the host's `openEnhancedATTBearers`, e.g. the one whose pairing started
         // this set-up) count against it. Checked now, after the read, when they are known.
-        let open = host.connections.links[handle]?.clients.enhancedCount ?? 0
+        let open = host.links[handle]?.clients.enhancedCount ?? 0
         let wanted = count - open - enhancedSetups.requested(handle: handle)
         guard wanted > 0 else {
             host.log("Enhanced ATT on link \(linkID): \(open) open, \(enhancedSetups.requested(handle: handle)) being opened on request; none more")
@@ -111,8 +111,7 @@ extension GATTClientSessions {
             // must not start a pairing nobody asked for in the background (the link is
             // encrypted; a server that wants more gets no bearers, `Peripheral.openEnhancedATTBearers`
             // raises security when the application asks).
-            let opened = try await host.l2cap.openATTBearers(linkID: linkID, count: wanted,
-                                                             parameters: host.enhancedATTChannelParameters, host)
+            let opened = try await host.openATTBearers(linkID: linkID, count: wanted)
             host.log("opened \(opened.count) Enhanced ATT bearers on link \(linkID): \(opened)")
         } catch {
             host.log("Enhanced ATT bearers on link \(linkID) not opened: \(error)")
@@ -121,16 +120,16 @@ extension GATTClientSessions {
 
     /// The Server Supported Features value the link's attribute cache holds, or (before the
     /// link's cache is prepared) the one stored for this bonded server; nil when none is known.
-    private func storedServerFeatures(linkID: UInt64, peer: DeviceAddress, _ host: isolated HostController) -> [UInt8]? {
-        if let entry = host.caches.entry(linkID: linkID) { return entry.cache.serverFeatures }
-        guard let store = host.configuration.gattCache, let identity = host.security.bond(for: peer, host)?.peer else { return nil }
+    private func storedServerFeatures(linkID: UInt64, peer: DeviceAddress, _ host: isolated some GATTClientDriver) -> [UInt8]? {
+        if let features = host.cachedServerFeatures(linkID: linkID) { return features }
+        guard let store = host.configuration.gattCache, let identity = host.bond(for: peer)?.peer else { return nil }
         return (try? store.load(.bonded(identity)))?.serverFeatures
     }
 
     /// The number of Enhanced ATT bearers open on the link, once its background set-up (if one
     /// runs) has ended, or at once when the calling task is cancelled; nil when the link is gone.
-    func enhancedBearerCount(linkID: UInt64, waitingForSetUp: Bool, _ host: isolated HostController) async -> Int? {
-        guard let handle = host.connections.links.handle(forID: linkID) else { return nil }
+    func enhancedBearerCount(linkID: UInt64, waitingForSetUp: Bool, _ host: isolated some GATTClientDriver) async -> Int? {
+        guard let handle = host.links.handle(forID: linkID) else { return nil }
         if waitingForSetUp, enhancedSetups.isRunning(handle: handle) {
             let token = host.makeToken()
             await withTaskCancellationHandler {
@@ -145,8 +144,8 @@ extension GATTClientSessions {
                 }
             }
         }
-        guard let h = host.connections.links.handle(forID: linkID), h == handle else { return nil }
-        return host.connections.links[handle]?.clients.enhancedCount
+        guard let h = host.links.handle(forID: linkID), h == handle else { return nil }
+        return host.links[handle]?.clients.enhancedCount
     }
 }
 
@@ -163,7 +162,7 @@ struct EnhancedATTSetups {
     /// life, empty for a server without the characteristic.
     var serverFeatures: [DeviceAddress: [UInt8]] = [:]
 
-    /// Enhanced ATT bearers being opened on explicit request (`HostController.openEnhancedATTBearers`)
+    /// Enhanced ATT bearers being opened on explicit request (the host's `openEnhancedATTBearers`)
     /// per link handle, from the call until it returns (pairing included).
     private var requests: [UInt16: Int] = [:]
 

@@ -23,14 +23,14 @@ final class GATTClientSessions {
 
     /// Runs one GATT procedure on a link's ATT bearer and waits for its output. Cancelling the
     /// task drops the procedure.
-    func perform(_ procedure: AnyGATTProcedure, onLink linkID: UInt64, _ host: isolated HostController) async throws -> GATTOutput {
+    func perform(_ procedure: AnyGATTProcedure, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws -> GATTOutput {
         if let failure = host.failure { throw failure }
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         let id = host.makeToken()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<GATTOutput, any Error>) in
                 let t = host.now
-                guard let actions = host.connections.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else {
+                guard let actions = host.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else {
                     c.resume(throwing: BLEError.notConnected)
                     return
                 }
@@ -43,24 +43,24 @@ final class GATTClientSessions {
         }
     }
 
-    private func cancel(id: UInt64, handle: UInt16, _ host: isolated HostController) {
+    private func cancel(id: UInt64, handle: UInt16, _ host: isolated some GATTClientDriver) {
         guard sessions.withSession(handle, { $0.procedures.resume(id, with: .failure(CancellationError())) }) == true,
-              let actions = host.connections.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
+              let actions = host.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
     /// Sends a Write Command (Vol 3 Part G §4.9.1): no response and no transaction, but not
     /// unbounded either: it waits while earlier data for this link still waits for controller
     /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
-    func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+    func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws {
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         // Checked here first: when nothing waits (the usual case) no waiter closure is made and
         // no async call is paid for.
         if host.aclFlow.queuedPDUs(handle: handle) != 0 {
             await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
         }
-        guard host.connections.links.handle(forID: linkID) == handle,
-              let result = host.connections.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
+        guard host.links.handle(forID: linkID) == handle,
+              let result = host.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
         else { throw BLEError.notConnected }
         do {
             perform(try result.get(), handle: handle, host)
@@ -75,11 +75,11 @@ final class GATTClientSessions {
     /// encrypted link a plain Write Command goes instead, as §4.9.2 says. Throws
     /// `BLEError.security(.unavailable)` without sending when the peer is not bonded or has no
     /// CSRK of ours, `.invalidArgument` for a value over ATT_MTU − 15.
-    func signedWriteWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated HostController) async throws {
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+    func signedWriteWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws {
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
-        guard host.connections.links.handle(forID: linkID) == handle,
-              let (peer, encrypted, mtu) = host.connections.links[handle].map({ ($0.peer, $0.security.encrypted, $0.bearer.mtu) }) else {
+        guard host.links.handle(forID: linkID) == handle,
+              let (peer, encrypted, mtu) = host.links[handle].map({ ($0.peer, $0.security.encrypted, $0.bearer.mtu) }) else {
             throw BLEError.notConnected
         }
         let signing: (key: [UInt8], counter: UInt32)?
@@ -90,9 +90,9 @@ final class GATTClientSessions {
             guard value.count <= limit else {
                 throw BLEError.invalidArgument("\(value.count) bytes do not fit one signed write (max \(limit))")
             }
-            signing = try host.security.takeLocalSignCounter(towards: peer, host)
+            signing = try host.takeLocalSignCounter(towards: peer)
         }
-        let result = host.connections.links.withLink(handle) { link in
+        let result = host.links.withLink(handle) { link in
             Result { () throws(GATTError) in
                 guard let signing else { return try link.bearer.writeWithoutResponse(handle: attribute, value: value) }
                 return try link.bearer.signedWriteWithoutResponse(handle: attribute, value: value, key: signing.key, counter: signing.counter)
@@ -109,8 +109,8 @@ final class GATTClientSessions {
     /// Waits until everything sent on this link has left the host and the controller has
     /// reported it sent (Number Of Completed Packets), or `limit` passes. Used before a
     /// deliberate disconnect so queued writes are not flushed away.
-    func drain(linkID: UInt64, limit: Duration, _ host: isolated HostController) async {
-        guard let handle = host.connections.links.handle(forID: linkID) else { return }
+    func drain(linkID: UInt64, limit: Duration, _ host: isolated some GATTClientDriver) async {
+        guard let handle = host.links.handle(forID: linkID) else { return }
         let clock = host.clock
         let deadline = Task(executorPreference: clock.taskExecutor) {
             try? await clock.sleep(for: limit) // cancelled once drained: nothing to report
@@ -120,23 +120,23 @@ final class GATTClientSessions {
         deadline.cancel()
     }
 
-    private func waitForACL(handle: UInt16, _ host: isolated HostController, until condition: @escaping (ACLFlowController) -> Bool) async {
-        guard host.connections.links.contains(handle), !condition(host.aclFlow) else { return }
+    private func waitForACL(handle: UInt16, _ host: isolated some GATTClientDriver, until condition: @escaping (ACLFlowController) -> Bool) async {
+        guard host.links.contains(handle), !condition(host.aclFlow) else { return }
         await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
             aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
         }
     }
 
     /// The controller reported packets sent: wakes writers waiting for room.
-    func aclProgressed(_ host: isolated HostController) {
+    func aclProgressed(_ host: isolated some GATTClientDriver) {
         if !aclWaiters.isEmpty { releaseACLWaiters(handle: nil, force: false, host) }
     }
 
     /// Wakes ACL waiters whose condition now holds (or all of a closed link's, or on `force`).
-    private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated HostController) {
+    private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated some GATTClientDriver) {
         var keep: [ACLWaiter] = []
         for w in aclWaiters {
-            if (handle == nil || w.handle == handle) && (force || !host.connections.links.contains(w.handle) || w.condition(host.aclFlow)) {
+            if (handle == nil || w.handle == handle) && (force || !host.links.contains(w.handle) || w.condition(host.aclFlow)) {
                 w.continuation.resume()
             } else {
                 keep.append(w)
@@ -154,8 +154,8 @@ final class GATTClientSessions {
     /// timer change. The rest go through `ATTClientBearerSet.receive`. (`withLink`, not
     /// `LinkTable.read`: a borrow from the array through a getter or an unsafe address is
     /// still a copy of the whole link, an `inout` access is not.)
-    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated HostController) {
-        switch host.connections.links.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTClientDriver) {
+        switch host.links.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
         case nil:
             return // no such link
         case let update??:
@@ -167,23 +167,23 @@ final class GATTClientSessions {
     }
 
     /// A response, notification or indication for our client on this link's unenhanced bearer.
-    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, _ host: isolated HostController) {
+    func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.connections.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
+        guard let actions = host.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
     /// Carries out what the unenhanced bearer asked for (a command it sent).
-    func perform(_ actions: [BearerAction], handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: [BearerAction], handle: UInt16, _ host: isolated some GATTClientDriver) {
         for action in actions { perform(action, on: .unenhanced, handle: handle, host) }
     }
 
     /// Carries out what the link's bearers asked for, each on its own bearer.
-    func perform(_ actions: ATTBearerSetActions, handle: UInt16, _ host: isolated HostController) {
+    func perform(_ actions: ATTBearerSetActions, handle: UInt16, _ host: isolated some GATTClientDriver) {
         for a in actions { perform(a.action, on: a.bearer, handle: handle, host) }
     }
 
-    private func perform(_ action: BearerAction, on bearer: ATTBearerID, handle: UInt16, _ host: isolated HostController) {
+    private func perform(_ action: BearerAction, on bearer: ATTBearerID, handle: UInt16, _ host: isolated some GATTClientDriver) {
         switch action {
         case let .send(bytes):
             if case .unenhanced = bearer {
@@ -192,8 +192,8 @@ final class GATTClientSessions {
                 host.sendATT(bytes, handle: handle, bearer: bearer)
             }
         case let .complete(id, result):
-            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.connections.links[handle] {
-                host.caches.outOfSync(linkID: link.id, host)
+            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.links[handle] {
+                host.databaseOutOfSync(linkID: link.id)
             }
             sessions.withSession(handle) { $0.procedures.resume(id, with: result.mapError { BLEError.gatt($0) }) }
         case let .notification(valueHandle, value), let .indication(valueHandle, value):
@@ -202,7 +202,7 @@ final class GATTClientSessions {
             // An Enhanced ATT bearer's MTU is its channel's (Vol 3 Part F §3.2.8), set by L2CAP.
             guard case .unenhanced = bearer else { return }
             // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
-            host.connections.links.withLink(handle) {
+            host.links.withLink(handle) {
                 $0.server.mtu = mtu
                 $0.publish()
             }
@@ -212,21 +212,21 @@ final class GATTClientSessions {
             // the link goes on; the unenhanced bearer lives as long as the link, which is
             // useless for GATT without it, so the link is closed.
             guard case .unenhanced = bearer else {
-                if let linkID = host.connections.links[handle]?.id {
+                if let linkID = host.links[handle]?.id {
                     host.log("closing timed-out \(bearer) of 0x\(String(handle, radix: 16))")
                     host.closeEnhancedATTBearer(linkID: linkID, bearer)
                 }
                 return
             }
-            host.connections.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer", host)
+            host.disconnectInBackground(handle: handle, "closing a timed-out ATT bearer")
         case let .peerRequest(bytes):
-            host.server.receive(bytes, handle: handle, bearer: bearer, host)
+            host.serverReceives(bytes, handle: handle, bearer: bearer)
         }
     }
 
     /// A notification's or indication's value to the streams of `valueHandle` on the link, read
     /// in place (no copy of the session per PDU).
-    private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated HostController) {
+    private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated some GATTClientDriver) {
         let abandoned: Bool
         switch sessions.deliver(value, from: valueHandle, onLink: handle) {
         case .noSession:
@@ -248,8 +248,8 @@ final class GATTClientSessions {
     /// link's next PDU (an answer to one of them), on every bearer
     /// (`ATTClientBearerSet.serverDatabaseChanged`): one whose answers may come from what is now
     /// another attribute ends with `GATTError.databaseChanged`, a discovery walks the range again.
-    private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated HostController) {
-        guard let link = host.connections.links[handle] else { return }
+    private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated some GATTClientDriver) {
+        guard let link = host.links[handle] else { return }
         var range: ClosedRange<UInt16> = 0x0001...0xFFFF
         if value.count >= 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
@@ -257,9 +257,9 @@ final class GATTClientSessions {
             if start <= end { range = start...end }
         }
         link.observation.invalidateServices(in: range)
-        host.caches.servicesChanged(range, linkID: link.id, host)
+        host.servicesChanged(range, linkID: link.id)
         let t = host.now
-        if let actions = host.connections.links.withLink(handle, { $0.clients.serverDatabaseChanged(range, now: t) }), !actions.isEmpty {
+        if let actions = host.links.withLink(handle, { $0.clients.serverDatabaseChanged(range, now: t) }), !actions.isEmpty {
             perform(actions, handle: handle, host)
             host.rescheduleTimer()
         }
@@ -269,9 +269,9 @@ final class GATTClientSessions {
 
     // MARK: - Streams
 
-    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> NotificationStream {
+    func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> NotificationStream {
         let queue = NotificationQueue(limit: host.configuration.notificationBufferLimit)
-        guard let handle = host.connections.links.handle(forID: linkID) else {
+        guard let handle = host.links.handle(forID: linkID) else {
             queue.finish()
             return NotificationStream(queue)
         }
@@ -286,14 +286,14 @@ final class GATTClientSessions {
     }
 
     /// How many notification streams the link keeps (tests check dropped ones are forgotten).
-    func notificationSinkCount(onLink linkID: UInt64, _ host: isolated HostController) -> Int {
-        guard let handle = host.connections.links.handle(forID: linkID) else { return 0 }
+    func notificationSinkCount(onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> Int {
+        guard let handle = host.links.handle(forID: linkID) else { return 0 }
         return sessions.read(handle) { $0.notificationSinks.count } ?? 0
     }
 
-    func servicesChangedStream(onLink linkID: UInt64, _ host: isolated HostController) -> AsyncStream<ClosedRange<UInt16>> {
+    func servicesChangedStream(onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> AsyncStream<ClosedRange<UInt16>> {
         let (stream, continuation) = AsyncStream<ClosedRange<UInt16>>.makeStream()
-        guard let handle = host.connections.links.handle(forID: linkID) else {
+        guard let handle = host.links.handle(forID: linkID) else {
             continuation.finish()
             return stream
         }
@@ -303,8 +303,8 @@ final class GATTClientSessions {
     }
 
     /// Records a Service Changed value handle; true the first time it is seen on this link.
-    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated HostController) -> Bool {
-        guard let handle = host.connections.links.handle(forID: linkID) else { return false }
+    func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> Bool {
+        guard let handle = host.links.handle(forID: linkID) else { return false }
         return sessions.withSession(creating: handle) { s in
             guard !s.serviceChangedHandles.contains(valueHandle) else { return false }
             s.serviceChangedHandles.append(valueHandle)
@@ -313,7 +313,7 @@ final class GATTClientSessions {
     }
 
     /// The link is gone: its procedures fail with `error`, its streams finish, its writers wake.
-    func linkClosed(_ link: Link, error: BLEError, _ host: isolated HostController) {
+    func linkClosed(_ link: Link, error: BLEError, _ host: isolated some GATTClientDriver) {
         var clients = link.clients
         _ = clients.close()
         if var session = sessions.remove(link.handle) {
@@ -324,4 +324,36 @@ final class GATTClientSessions {
         releaseACLWaiters(handle: link.handle, force: false, host)
         enhancedSetups.finish(handle: link.handle, linkGone: true)
     }
+}
+
+/// What the GATT client needs from the host beyond `HostServices`: itself (for its own tasks);
+/// the link table (each link's client bearers live in it) and the ACL flow it paces Write
+/// Commands by; sending ATT PDUs, on the unenhanced bearer or an Enhanced ATT one, opening and
+/// closing Enhanced ATT bearers (L2CAP) and dropping a link whose bearer timed out (Vol 3 Part F
+/// §3.3.3); handing the GATT server the requests that arrive on an Enhanced ATT bearer; of the
+/// attribute caches, what the client learnt (Server Supported Features, a Service Changed range,
+/// Database Out Of Sync) and the features they hold; and of security, a peer's bond and the next
+/// signing counter (Vol 3 Part H §2.4.5).
+protocol GATTClientDriver: HostServices {
+    var client: GATTClientSessions { get }
+    nonisolated var clock: any BLEClock { get }
+    var links: LinkTable { get set }
+    var aclFlow: ACLFlowController { get }
+    func makeToken() -> UInt64
+    @discardableResult
+    func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int
+    @discardableResult
+    func sendATT(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID) -> Bool
+    /// Opens up to `count` Enhanced ATT bearers on the link (no security raised for them).
+    func openATTBearers(linkID: UInt64, count: Int) async throws -> [ATTBearerID]
+    func closeEnhancedATTBearer(linkID: UInt64, _ bearer: ATTBearerID)
+    func disconnectInBackground(handle: UInt16, _ why: String)
+    /// A request, command or confirmation that came on a bearer: the server's.
+    func serverReceives(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID)
+    func serverFeaturesRead(_ features: [UInt8], linkID: UInt64)
+    func cachedServerFeatures(linkID: UInt64) -> [UInt8]?
+    func servicesChanged(_ range: ClosedRange<UInt16>, linkID: UInt64)
+    func databaseOutOfSync(linkID: UInt64)
+    func bond(for peer: DeviceAddress) -> Bond?
+    func takeLocalSignCounter(towards peer: DeviceAddress) throws(BLEError) -> (key: [UInt8], counter: UInt32)
 }

@@ -40,9 +40,10 @@ extension HostController: GATTCacheDriver {
 }
 
 extension HostController: GATTServerDriver {
+    /// The connection manager's table, in place (the notification path goes through it).
     var links: LinkTable {
-        get { connections.links }
-        _modify { yield &connections.links }
+        @inline(__always) get { connections.links }
+        @inline(__always) _modify { yield &connections.links }
     }
     func queuedACLPDUs(handle: UInt16) -> Int { aclFlow.queuedPDUsInPlace(handle: handle) }
     func disconnectInBackground(handle: UInt16, _ why: String) { connections.disconnectInBackground(handle: handle, why, self) }
@@ -92,5 +93,19 @@ extension HostController: SecurityDriver {
     func linkEncrypted(handle: UInt16, bondIdentity: DeviceAddress?) {
         client.linkEncrypted(handle: handle, self)
         if let bondIdentity { server.bondedClientReturned(handle: handle, identity: bondIdentity, self) }
+    }
+}
+
+extension HostController: GATTClientDriver {
+    func openATTBearers(linkID: UInt64, count: Int) async throws -> [ATTBearerID] {
+        try await l2cap.openATTBearers(linkID: linkID, count: count, parameters: enhancedATTChannelParameters, self)
+    }
+    func serverReceives(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID) { server.receive(pdu, handle: handle, bearer: bearer, self) }
+    func serverFeaturesRead(_ features: [UInt8], linkID: UInt64) { caches.update(linkID: linkID, self) { $0.serverFeatures = features } }
+    func cachedServerFeatures(linkID: UInt64) -> [UInt8]? { caches.entry(linkID: linkID)?.cache.serverFeatures }
+    func servicesChanged(_ range: ClosedRange<UInt16>, linkID: UInt64) { caches.servicesChanged(range, linkID: linkID, self) }
+    func databaseOutOfSync(linkID: UInt64) { caches.outOfSync(linkID: linkID, self) }
+    func takeLocalSignCounter(towards peer: DeviceAddress) throws(BLEError) -> (key: [UInt8], counter: UInt32) {
+        try security.takeLocalSignCounter(towards: peer, self)
     }
 }
