@@ -34,6 +34,7 @@ extension GATTServerSessions {
     /// flow controller while fewer than two PDUs of the handle wait for credits (enqueue answers
     /// how many then wait, so nothing else is asked per PDU); takes the server's events in the
     /// same access. Touches no other link and no link table (the caller holds it).
+    @inline(__always)
     static func drain(_ link: inout Link, handle: UInt16, now: Duration, _ host: isolated some GATTServerDriver) -> Drained {
         let indicationOpcode = ATTOpcode.handleValueIndication.rawValue
         var indicationSent = false
@@ -222,6 +223,10 @@ extension GATTServerSessions {
     /// wait happen with no suspension between them, so a ready signal cannot slip past;
     /// cancelling the task ends the wait. The value is made at each attempt, right before it is
     /// queued.
+    // Inlined into its caller, where the host is already this function's isolation: called
+    // through the generic driver, an async function hops to it at entry (a task switch per
+    // notification) unless the specialised body is inlined.
+    @inline(__always)
     func updateValueWaiting(valueHandle: UInt16, centrals: Set<UInt64>?, _ makeValue: @Sendable () -> [UInt8],
                             _ host: isolated some GATTServerDriver) async throws -> Int {
         while true {

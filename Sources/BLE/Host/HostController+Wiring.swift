@@ -109,3 +109,10 @@ extension HostController: GATTClientDriver {
         try security.takeLocalSignCounter(towards: peer, self)
     }
 }
+
+extension HostController: L2CAPDriver {
+    func performSignaling(_ actions: [L2CAPControlAction], handle: UInt16) { connections.perform(actions, handle: handle, self) }
+    func makeChannel(id: UInt64, info: CreditBasedChannelInfo, peer: DeviceAddress) -> LECreditBasedChannel {
+        LECreditBasedChannel(host: self, id: id, info: info, peer: peer)
+    }
+}

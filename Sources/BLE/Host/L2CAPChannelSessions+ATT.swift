@@ -6,7 +6,7 @@ import BLEHost
 /// the application. Incoming ones are those the Enhanced ATT listener accepted (installed when
 /// `HostConfiguration.offersEnhancedATT`), outgoing ones those `openATTBearers` asked for; a
 /// channel the application opens or accepts on 0x0027 itself stays the application's. Their
-/// SDUs go to `HostController.receiveATT(_:handle:bearer:)`, whole. An SDU's credit goes back
+/// SDUs go to the driver's `receiveATT(_:handle:bearer:)`, whole. An SDU's credit goes back
 /// once what was queued on the bearer when it had been handled (its answer: a response, a
 /// confirmation) has left for the peer, at once when nothing waits: a peer that withholds its
 /// credits stalls its own requests after the credits we granted (Vol 3 Part A §10.2), instead of
@@ -14,13 +14,13 @@ import BLEHost
 extension L2CAPChannelSessions {
     /// Whether a channel the peer opened on `spsm` is an Enhanced ATT bearer: the host offers
     /// EATT and the application has no listener of its own there.
-    func isATTListener(_ spsm: UInt16, _ host: isolated HostController) -> Bool {
+    func isATTListener(_ spsm: UInt16, _ host: isolated some L2CAPDriver) -> Bool {
         spsm == ATTBearerID.enhancedATTPSM && host.configuration.offersEnhancedATT
     }
 
     /// Takes the router's `event` when it concerns an Enhanced ATT bearer or an open of one;
     /// false to handle it as an application channel's.
-    func routeATT(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated HostController) -> Bool {
+    func routeATT(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated some L2CAPDriver) -> Bool {
         switch event {
         case let .opened(info):
             guard isATTListener(info.spsm, host) else { return false }
@@ -55,7 +55,7 @@ extension L2CAPChannelSessions {
             guard attBearers.contains(key) else { return false }
             // A late bearer being closed unannounced: nobody reads it.
             guard !attUnannounced.contains(key) else {
-                host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
+                host.performSignaling(host.router.consumed(handle: handle, cid: cid), handle: handle)
                 return true
             }
             host.receiveATT(sdu[...], handle: handle, bearer: .enhanced(cid: cid))
@@ -64,7 +64,7 @@ extension L2CAPChannelSessions {
             // has gone out.
             let queued = host.router.channel(handle: handle, cid: cid)?.queuedSDUs ?? 0
             if queued == 0 {
-                host.connections.perform(host.router.consumed(handle: handle, cid: cid), handle: handle, host)
+                host.performSignaling(host.router.consumed(handle: handle, cid: cid), handle: handle)
             } else {
                 attHeldCredits[key, default: []].append(queued)
             }
@@ -95,14 +95,14 @@ extension L2CAPChannelSessions {
     }
 
     /// `sent` SDUs of bearer `key` went out: the credits of SDUs whose answers are now gone go back.
-    private func releaseHeldCredits(_ key: Key, sent: Int, _ host: isolated HostController) {
+    private func releaseHeldCredits(_ key: Key, sent: Int, _ host: isolated some L2CAPDriver) {
         guard let held = attHeldCredits[key] else { return }
         let left = held.map { $0 - sent }
         let due = left.filter { $0 <= 0 }.count
         let waiting = left.filter { $0 > 0 }
         attHeldCredits[key] = waiting.isEmpty ? nil : waiting
         for _ in 0..<due {
-            host.connections.perform(host.router.consumed(handle: key.handle, cid: key.cid), handle: key.handle, host)
+            host.performSignaling(host.router.consumed(handle: key.handle, cid: key.cid), handle: key.handle)
         }
     }
 
@@ -115,9 +115,9 @@ extension L2CAPChannelSessions {
     /// Connection Request (Vol 3 Part A §4.25) and waits for the answer. Returns the bearers the
     /// peer accepted (at least one); each was announced with `enhancedATTBearerOpened` first.
     func openATTBearers(linkID: UInt64, count: Int, parameters: CreditBasedChannelParameters,
-                        _ host: isolated HostController) async throws -> [ATTBearerID] {
+                        _ host: isolated some L2CAPDriver) async throws -> [ATTBearerID] {
         if let failure = host.failure { throw failure }
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         guard (1...5).contains(count) else { throw BLEError.invalidArgument("\(count) bearers: one request opens 1...5") }
         let token = host.makeToken()
         return try await withTaskCancellationHandler {
@@ -129,7 +129,7 @@ extension L2CAPChannelSessions {
                 }
                 attOpenWaiters.insert(token, c)
                 attOpenHandles[token] = handle
-                host.connections.perform(actions, handle: handle, host)
+                host.performSignaling(actions, handle: handle)
                 host.rescheduleTimer()
             }
         } onCancel: {
@@ -141,9 +141,9 @@ extension L2CAPChannelSessions {
 
     /// Closes the Enhanced ATT bearer `cid` of `handle` (Disconnection Request, Vol 3 Part A §4.6);
     /// `enhancedATTBearerClosed` follows when the channel is gone.
-    func closeATTBearer(handle: UInt16, cid: UInt16, _ host: isolated HostController) {
+    func closeATTBearer(handle: UInt16, cid: UInt16, _ host: isolated some L2CAPDriver) {
         guard attBearers.contains(Key(handle: handle, cid: cid)) else { return }
-        host.connections.perform(host.router.disconnect(handle: handle, cid: cid, now: host.now), handle: handle, host)
+        host.performSignaling(host.router.disconnect(handle: handle, cid: cid, now: host.now), handle: handle)
         host.rescheduleTimer()
     }
 

@@ -9,9 +9,9 @@ extension L2CAPChannelSessions {
     /// Connection Request and waits for the answer (or the 30 s signaling timeout). Returns the
     /// channels the peer accepted, at least one; none accepted throws `.l2cap(.refused(result))`.
     func openEnhanced(linkID: UInt64, psm: UInt16, count: Int, parameters: CreditBasedChannelParameters,
-                      _ host: isolated HostController) async throws -> [LECreditBasedChannel] {
+                      _ host: isolated some L2CAPDriver) async throws -> [LECreditBasedChannel] {
         if let failure = host.failure { throw failure }
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
         guard (1...5).contains(count) else { throw BLEError.invalidArgument("\(count) channels: one request opens 1...5") }
         guard parameters.isValidEnhanced, parameters.initialCredits > 0 else {
@@ -29,7 +29,7 @@ extension L2CAPChannelSessions {
                 }
                 enhancedWaiters.insert(token, c)
                 enhancedHandles[token] = handle
-                host.connections.perform(actions, handle: handle, host)
+                host.performSignaling(actions, handle: handle)
                 host.rescheduleTimer()
             }
         } onCancel: {
@@ -45,7 +45,7 @@ extension L2CAPChannelSessions {
 
     /// Announces a new MTU and MPS for the open enhanced channels `ids`, all of one link
     /// (Credit Based Reconfigure Request, §4.27), and waits for the peer's answer.
-    func reconfigure(ids: [UInt64], mtu: UInt16, mps: UInt16, _ host: isolated HostController) async throws {
+    func reconfigure(ids: [UInt64], mtu: UInt16, mps: UInt16, _ host: isolated some L2CAPDriver) async throws {
         if let failure = host.failure { throw failure }
         var keys: [Key] = []
         for id in ids {
@@ -66,7 +66,7 @@ extension L2CAPChannelSessions {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<Void, any Error>) in
                 reconfigureWaiters.insert(token, c)
                 enhancedHandles[token] = handle
-                host.connections.perform(actions, handle: handle, host)
+                host.performSignaling(actions, handle: handle)
                 host.rescheduleTimer()
             }
         } onCancel: {
@@ -87,11 +87,11 @@ extension L2CAPChannelSessions {
     }
 
     /// The router's enhanced-mode events for `handle`.
-    func handleEnhanced(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated HostController) {
+    func handleEnhanced(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated some L2CAPDriver) {
         switch event {
         case let .enhancedConnected(token, infos, _):
             enhancedHandles[token] = nil
-            guard let linkID = host.connections.links[handle]?.id else {
+            guard let linkID = host.links[handle]?.id else {
                 enhancedWaiters.resume(token, with: .failure(BLEError.notConnected))
                 return
             }
@@ -116,7 +116,7 @@ extension L2CAPChannelSessions {
 
     /// The channel `id`'s parameters as they are now (an enhanced channel's change with either
     /// side's reconfiguration); nil once it has closed.
-    func currentInfo(id: UInt64, _ host: isolated HostController) -> CreditBasedChannelInfo? {
+    func currentInfo(id: UInt64, _ host: isolated some L2CAPDriver) -> CreditBasedChannelInfo? {
         guard let key = keysByID[id] else { return nil }
         return host.router.channel(handle: key.handle, cid: key.cid).map { c in
             var info = CreditBasedChannelInfo(spsm: c.spsm, localCID: c.localCID, remoteCID: c.remoteCID, local: c.local, remote: c.remote)

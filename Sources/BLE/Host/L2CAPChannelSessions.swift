@@ -59,7 +59,7 @@ final class L2CAPChannelSessions {
 
     /// Starts accepting channels on `psm` (1...255) with these parameters and security; the
     /// channels arrive on the returned stream until it is finished or its consumer goes away.
-    func listen(psm: UInt16, listener: CreditBasedListener, _ host: isolated HostController) throws -> (UInt64, AsyncStream<LECreditBasedChannel>) {
+    func listen(psm: UInt16, listener: CreditBasedListener, _ host: isolated some L2CAPDriver) throws -> (UInt64, AsyncStream<LECreditBasedChannel>) {
         if let failure = host.failure { throw failure }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
         if psm == ATTBearerID.enhancedATTPSM && host.configuration.offersEnhancedATT {
@@ -81,7 +81,7 @@ final class L2CAPChannelSessions {
     }
 
     /// Stops the listener `token` on `psm`; open channels stay open.
-    func stopListening(psm: UInt16, token: UInt64, _ host: isolated HostController) {
+    func stopListening(psm: UInt16, token: UInt64, _ host: isolated some L2CAPDriver) {
         guard let l = listeners[psm], l.token == token else { return }
         listeners[psm] = nil
         host.router.listeners[psm] = nil
@@ -92,9 +92,9 @@ final class L2CAPChannelSessions {
 
     /// Opens a channel to the peer of `linkID` on `psm` and waits for the answer (or the 30 s
     /// signaling timeout).
-    func open(linkID: UInt64, psm: UInt16, parameters: CreditBasedChannelParameters, _ host: isolated HostController) async throws -> LECreditBasedChannel {
+    func open(linkID: UInt64, psm: UInt16, parameters: CreditBasedChannelParameters, _ host: isolated some L2CAPDriver) async throws -> LECreditBasedChannel {
         if let failure = host.failure { throw failure }
-        guard let handle = host.connections.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
         guard parameters.isValid, parameters.initialCredits > 0 else {
             throw BLEError.invalidArgument("MTU \(parameters.mtu) (≥ 23), MPS \(parameters.mps) (23...65533), credits \(parameters.initialCredits) (≥ 1)")
@@ -112,7 +112,7 @@ final class L2CAPChannelSessions {
                 }
                 connectWaiters.insert(token, c)
                 connectHandles[token] = handle
-                host.connections.perform(actions, handle: handle, host)
+                host.performSignaling(actions, handle: handle)
                 host.rescheduleTimer()
             }
         } onCancel: {
@@ -125,23 +125,23 @@ final class L2CAPChannelSessions {
         connectWaiters.resume(token, with: .failure(CancellationError()))
     }
 
-    func makeChannel(_ info: CreditBasedChannelInfo, handle: UInt16, linkID: UInt64, _ host: isolated HostController) -> LECreditBasedChannel {
+    func makeChannel(_ info: CreditBasedChannelInfo, handle: UInt16, linkID: UInt64, _ host: isolated some L2CAPDriver) -> LECreditBasedChannel {
         let id = host.makeToken()
         let key = Key(handle: handle, cid: info.localCID)
         channels[key] = Channel(id: id, linkID: linkID)
         keysByID[id] = key
-        let peer = host.connections.links[handle]?.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
-        return LECreditBasedChannel(host: host, id: id, info: info, peer: peer)
+        let peer = host.links[handle]?.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
+        return host.makeChannel(id: id, info: info, peer: peer)
     }
 
     // MARK: - Events from the router
 
     /// Acts on what the router reported for `handle`'s channels.
-    func handle(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated HostController) {
+    func handle(_ event: CreditBasedChannelEvent, handle: UInt16, _ host: isolated some L2CAPDriver) {
         if routeATT(event, handle: handle, host) { return }
         switch event {
         case let .opened(info):
-            guard let linkID = host.connections.links[handle]?.id else { return }
+            guard let linkID = host.links[handle]?.id else { return }
             let channel = makeChannel(info, handle: handle, linkID: linkID, host)
             guard let listener = listeners[info.spsm] else {
                 // The listener went away after the router accepted: close the channel again.
@@ -151,7 +151,7 @@ final class L2CAPChannelSessions {
             listener.continuation.yield(channel)
         case let .connected(token, info):
             connectHandles[token] = nil
-            guard let linkID = host.connections.links[handle]?.id else {
+            guard let linkID = host.links[handle]?.id else {
                 connectWaiters.resume(token, with: .failure(BLEError.notConnected))
                 return
             }
@@ -208,14 +208,14 @@ final class L2CAPChannelSessions {
     /// Channels that ended, kept by id until their SDUs and end have been read.
     private var ended: [UInt64: Channel] = [:]
 
-    private func consumed(_ key: Key, _ host: isolated HostController) {
-        host.connections.perform(host.router.consumed(handle: key.handle, cid: key.cid), handle: key.handle, host)
+    private func consumed(_ key: Key, _ host: isolated some L2CAPDriver) {
+        host.performSignaling(host.router.consumed(handle: key.handle, cid: key.cid), handle: key.handle)
     }
 
     // MARK: - The application's side of a channel
 
     /// The next SDU of channel `id`, waiting for one; nil once the channel closed cleanly.
-    func receive(id: UInt64, _ host: isolated HostController) async throws -> [UInt8]? {
+    func receive(id: UInt64, _ host: isolated some L2CAPDriver) async throws -> [UInt8]? {
         if let key = keysByID[id], channels[key] != nil {
             if let sdu = popInbox(&channels[key]!) {
                 consumed(key, host)
@@ -264,7 +264,7 @@ final class L2CAPChannelSessions {
     /// Cancelling the wait throws CancellationError at once and withdraws the SDU if none of it
     /// has gone out; one already started still goes out whole (K-frames of an SDU cannot be
     /// cut short without breaking the peer's reassembly, Vol 3 Part A §3.4.3).
-    func send(_ sdu: [UInt8], id: UInt64, remoteMTU: Int, _ host: isolated HostController) async throws {
+    func send(_ sdu: [UInt8], id: UInt64, remoteMTU: Int, _ host: isolated some L2CAPDriver) async throws {
         // An enhanced channel's peer may have raised its MTU since the channel opened (§4.27).
         let remoteMTU = keysByID[id].flatMap { host.router.channel(handle: $0.handle, cid: $0.cid) }.map { Int($0.remote.mtu) } ?? remoteMTU
         guard sdu.count <= remoteMTU else { throw BLEError.invalidArgument("an SDU of \(sdu.count) bytes exceeds the peer's MTU \(remoteMTU)") }
@@ -280,14 +280,14 @@ final class L2CAPChannelSessions {
                     return
                 }
                 channels[key]?.senders.insert(token, c)
-                host.connections.perform(actions, handle: key.handle, host)
+                host.performSignaling(actions, handle: key.handle)
             }
         } onCancel: {
             Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.l2cap.cancelSend(key: key, token: token, $0) } }
         }
     }
 
-    private func cancelSend(key: Key, token: UInt64, _ host: isolated HostController) {
+    private func cancelSend(key: Key, token: UInt64, _ host: isolated some L2CAPDriver) {
         guard channels[key] != nil else { return }
         _ = host.router.withdraw(handle: key.handle, cid: key.cid, token: token)
         channels[key]?.senders.resume(token, with: .failure(CancellationError()))
@@ -295,14 +295,14 @@ final class L2CAPChannelSessions {
 
     /// Closes channel `id` (Disconnection Request, Vol 3 Part A §4.6). SDUs already received
     /// can still be read; then the sequence ends.
-    func close(id: UInt64, _ host: isolated HostController) {
+    func close(id: UInt64, _ host: isolated some L2CAPDriver) {
         guard let key = keysByID[id] else { return }
-        host.connections.perform(host.router.disconnect(handle: key.handle, cid: key.cid, now: host.now), handle: key.handle, host)
+        host.performSignaling(host.router.disconnect(handle: key.handle, cid: key.cid, now: host.now), handle: key.handle)
         host.rescheduleTimer()
     }
 
     /// The channel is gone from the application (its object was released): close it.
-    func released(id: UInt64, _ host: isolated HostController) {
+    func released(id: UInt64, _ host: isolated some L2CAPDriver) {
         close(id: id, host)
         ended[id] = nil
     }
@@ -331,4 +331,27 @@ final class L2CAPChannelSessions {
         for l in listeners.values { l.continuation.finish() }
         listeners = [:]
     }
+}
+
+/// What the L2CAP channel sessions need from the host beyond `HostServices`: itself (for its own
+/// tasks); the L2CAP router (the sans-IO signaling and channel machines) and the link table; the
+/// signaling actions the router returns carried out on a link; the application's channel object
+/// made for a channel; and, for Enhanced ATT bearers (Vol 3 Part G §5.3), the driver's routing
+/// of a bearer opened, closed, with a new MTU or with room again, and of the ATT PDUs that arrive
+/// on one.
+protocol L2CAPDriver: HostServices {
+    var l2cap: L2CAPChannelSessions { get }
+    nonisolated var clock: any BLEClock { get }
+    var router: L2CAPRouter { get set }
+    var links: LinkTable { get set }
+    func makeToken() -> UInt64
+    /// Carries out what a link's L2CAP signaling asked for (PDUs to send, channel events).
+    func performSignaling(_ actions: [L2CAPControlAction], handle: UInt16)
+    /// The application's object for a channel that opened.
+    func makeChannel(id: UInt64, info: CreditBasedChannelInfo, peer: DeviceAddress) -> LECreditBasedChannel
+    func enhancedATTBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool)
+    func enhancedATTBearerClosed(handle: UInt16, cid: UInt16, error: BLEError)
+    func enhancedATTBearerSent(handle: UInt16, cid: UInt16)
+    func enhancedATTBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int)
+    func receiveATT(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID)
 }
