@@ -8,7 +8,7 @@ import XCTest
 /// procedure's request and answer, and a Service Changed indication handed on to the attribute
 /// caches through the driver.
 final class GATTClientSessionsTests: XCTestCase {
-    actor Driver: GATTClientDriver {
+    actor Driver: GATTClientDriver, LinkTableDouble {
         let client = GATTClientSessions()
         nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()

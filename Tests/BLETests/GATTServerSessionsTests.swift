@@ -8,7 +8,7 @@ import XCTest
 /// requests answered on the bearer they came on, and a notification's bytes through the ACL
 /// flow as the controller would get them.
 final class GATTServerSessionsTests: XCTestCase {
-    actor Driver: GATTServerDriver {
+    actor Driver: GATTServerDriver, LinkTableDouble {
         let server = GATTServerSessions(offersEnhancedATT: false)
         nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()

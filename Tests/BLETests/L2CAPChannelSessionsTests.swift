@@ -8,7 +8,7 @@ import XCTest
 /// listeners it registers with the router, and an open the peer refuses, carried through the
 /// router as the driver would carry it.
 final class L2CAPChannelSessionsTests: XCTestCase {
-    actor Driver: L2CAPDriver {
+    actor Driver: L2CAPDriver, LinkTableDouble {
         let l2cap = L2CAPChannelSessions()
         nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()

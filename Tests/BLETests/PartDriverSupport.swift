@@ -31,3 +31,17 @@ struct DriverRecord {
     /// The opcodes sent so far, in order.
     var opcodes: [HCIOpcode] { commands.map(\.opcode) }
 }
+
+/// A driver double that keeps its own link table: `LinkTableAccess` over it.
+protocol LinkTableDouble: LinkTableAccess {
+    var links: LinkTable { get set }
+}
+
+extension LinkTableDouble {
+    func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R? { links.withLink(handle, body) }
+    func readLink<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R? { links.read(handle, body) }
+    func link(_ handle: UInt16) -> Link? { links[handle] }
+    func linkHandle(forID id: UInt64) -> UInt16? { links.handle(forID: id) }
+    var linkHandles: [UInt16] { links.handles }
+    func hasLink(_ handle: UInt16) -> Bool { links.contains(handle) }
+}

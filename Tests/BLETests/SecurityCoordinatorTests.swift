@@ -8,7 +8,7 @@ import XCTest
 /// a peripheral's answers to the controller's LTK Requests, what an Encryption Change makes of a
 /// link and tells the driver, and a removed bond's consequences routed through the driver.
 final class SecurityCoordinatorTests: XCTestCase {
-    actor Driver: SecurityDriver {
+    actor Driver: SecurityDriver, LinkTableDouble {
         nonisolated let configuration: HostConfiguration
         let security: SecurityCoordinator
         nonisolated let clock: any BLEClock = SystemClock()

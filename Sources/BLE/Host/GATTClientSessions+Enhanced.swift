@@ -18,7 +18,7 @@ extension GATTClientSessions {
     /// A response, notification or indication for our client on the Enhanced ATT bearer `cid`.
     func receiveEnhanced(_ payload: ArraySlice<UInt8>, handle: UInt16, cid: UInt16, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.links.withLink(handle, { $0.clients.receive(payload, on: .enhanced(cid: cid), now: t) }) else { return }
+        guard let actions = host.withLink(handle, { $0.clients.receive(payload, on: .enhanced(cid: cid), now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }
@@ -28,7 +28,7 @@ extension GATTClientSessions {
     func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTClientDriver) {
         let t = host.now, timeout = host.configuration.attTransactionTimeout
         let bearer = ATTClientBearer(mtu: mtu, transactionTimeout: timeout)
-        guard let actions = host.links.withLink(handle, { $0.clients.add(.enhanced(cid: cid), bearer: bearer, now: t) }) else { return }
+        guard let actions = host.withLink(handle, { $0.clients.add(.enhanced(cid: cid), bearer: bearer, now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }
@@ -37,7 +37,7 @@ extension GATTClientSessions {
     /// those waiting move to the link's other bearers.
     func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.links.withLink(handle, { $0.clients.remove(.enhanced(cid: cid), now: t) }) else { return }
+        guard let actions = host.withLink(handle, { $0.clients.remove(.enhanced(cid: cid), now: t) }) else { return }
         if !actions.isEmpty { host.log("\(ATTBearerID.enhanced(cid: cid)) of 0x\(String(handle, radix: 16)) closed (\(error)): its procedure fails") }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
@@ -49,7 +49,7 @@ extension GATTClientSessions {
 
     /// The bearer's channel was reconfigured: its ATT_MTU is now `mtu` (Vol 3 Part F §3.2.8).
     func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTClientDriver) {
-        host.links.withLink(handle) { $0.clients.bearerMTUChanged(mtu, on: .enhanced(cid: cid)) }
+        host.withLink(handle) { $0.clients.bearerMTUChanged(mtu, on: .enhanced(cid: cid)) }
     }
 
     /// Transaction timeouts of the link's Enhanced ATT bearers (Vol 3 Part F §3.3.3): nothing
@@ -62,7 +62,7 @@ extension GATTClientSessions {
     /// already set up, the background set-up starts (see the type's comment).
     func linkEncrypted(handle: UInt16, _ host: isolated some GATTClientDriver) {
         let count = min(5, host.configuration.enhancedATTBearers)
-        guard count > 0, let link = host.links[handle], link.role == .central,
+        guard count > 0, let link = host.link(handle), link.role == .central,
               link.clients.enhancedCount == 0, enhancedSetups.begin(handle: handle) else { return }
         let linkID = link.id, peer = link.peer
         Task(executorPreference: host.clock.taskExecutor) {
@@ -71,7 +71,7 @@ extension GATTClientSessions {
     }
 
     private func setUpEnhancedATT(linkID: UInt64, handle: UInt16, peer: DeviceAddress, count: Int, _ host: isolated some GATTClientDriver) async {
-        defer { if host.links.handle(forID: linkID) == handle { enhancedSetups.finish(handle: handle) } }
+        defer { if host.linkHandle(forID: linkID) == handle { enhancedSetups.finish(handle: handle) } }
         let features: [UInt8]
         if let known = enhancedSetups.serverFeatures[peer] ?? storedServerFeatures(linkID: linkID, peer: peer, host) {
             // Learned on an earlier link to this server, in this host's life or kept in the
@@ -100,7 +100,7 @@ extension GATTClientSessions {
         // Top the link up to the configured count, no more: bearers the application opened or is
         // opening (the host's `openEnhancedATTBearers`, e.g. the one whose pairing started
         // this set-up) count against it. Checked now, after the read, when they are known.
-        let open = host.links[handle]?.clients.enhancedCount ?? 0
+        let open = host.link(handle)?.clients.enhancedCount ?? 0
         let wanted = count - open - enhancedSetups.requested(handle: handle)
         guard wanted > 0 else {
             host.log("Enhanced ATT on link \(linkID): \(open) open, \(enhancedSetups.requested(handle: handle)) being opened on request; none more")
@@ -129,7 +129,7 @@ extension GATTClientSessions {
     /// The number of Enhanced ATT bearers open on the link, once its background set-up (if one
     /// runs) has ended, or at once when the calling task is cancelled; nil when the link is gone.
     func enhancedBearerCount(linkID: UInt64, waitingForSetUp: Bool, _ host: isolated some GATTClientDriver) async -> Int? {
-        guard let handle = host.links.handle(forID: linkID) else { return nil }
+        guard let handle = host.linkHandle(forID: linkID) else { return nil }
         if waitingForSetUp, enhancedSetups.isRunning(handle: handle) {
             let token = host.makeToken()
             await withTaskCancellationHandler {
@@ -144,8 +144,8 @@ extension GATTClientSessions {
                 }
             }
         }
-        guard let h = host.links.handle(forID: linkID), h == handle else { return nil }
-        return host.links[handle]?.clients.enhancedCount
+        guard let h = host.linkHandle(forID: linkID), h == handle else { return nil }
+        return host.link(handle)?.clients.enhancedCount
     }
 }
 

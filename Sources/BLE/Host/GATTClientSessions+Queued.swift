@@ -8,10 +8,10 @@ extension GATTClientSessions {
     /// procedure's MTU when it starts), instead of after a round trip through the caller. The
     /// bearer's one outstanding request (Vol 3 Part F §3.3.2) still orders them.
     func submitWithoutWaiting(_ procedure: AnyGATTProcedure, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) {
-        guard host.failure == nil, let handle = host.links.handle(forID: linkID) else { return }
+        guard host.failure == nil, let handle = host.linkHandle(forID: linkID) else { return }
         let id = host.makeToken()
         let t = host.now
-        guard let actions = host.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else { return }
+        guard let actions = host.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
         host.rescheduleTimer()
     }

@@ -25,12 +25,12 @@ final class GATTClientSessions {
     /// task drops the procedure.
     func perform(_ procedure: AnyGATTProcedure, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws -> GATTOutput {
         if let failure = host.failure { throw failure }
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         let id = host.makeToken()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { (c: CheckedContinuation<GATTOutput, any Error>) in
                 let t = host.now
-                guard let actions = host.links.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else {
+                guard let actions = host.withLink(handle, { $0.clients.submit(procedure, id: id, now: t) }) else {
                     c.resume(throwing: BLEError.notConnected)
                     return
                 }
@@ -45,7 +45,7 @@ final class GATTClientSessions {
 
     private func cancel(id: UInt64, handle: UInt16, _ host: isolated some GATTClientDriver) {
         guard sessions.withSession(handle, { $0.procedures.resume(id, with: .failure(CancellationError())) }) == true,
-              let actions = host.links.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
+              let actions = host.withLink(handle, { [t = host.now] in $0.clients.cancel(id: id, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
@@ -53,14 +53,14 @@ final class GATTClientSessions {
     /// unbounded either: it waits while earlier data for this link still waits for controller
     /// buffers, so a loop of writes follows the controller's pace instead of filling memory.
     func writeWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws {
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         // Checked here first: when nothing waits (the usual case) no waiter closure is made and
         // no async call is paid for.
         if host.aclFlow.queuedPDUs(handle: handle) != 0 {
             await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
         }
-        guard host.links.handle(forID: linkID) == handle,
-              let result = host.links.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
+        guard host.linkHandle(forID: linkID) == handle,
+              let result = host.withLink(handle, { link in Result { try link.bearer.writeWithoutResponse(handle: attribute, value: value) } })
         else { throw BLEError.notConnected }
         do {
             perform(try result.get(), handle: handle, host)
@@ -76,10 +76,10 @@ final class GATTClientSessions {
     /// `BLEError.security(.unavailable)` without sending when the peer is not bonded or has no
     /// CSRK of ours, `.invalidArgument` for a value over ATT_MTU − 15.
     func signedWriteWithoutResponse(handle attribute: UInt16, value: [UInt8], onLink linkID: UInt64, _ host: isolated some GATTClientDriver) async throws {
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         await waitForACL(handle: handle, host) { flow in flow.queuedPDUs(handle: handle) == 0 }
-        guard host.links.handle(forID: linkID) == handle,
-              let (peer, encrypted, mtu) = host.links[handle].map({ ($0.peer, $0.security.encrypted, $0.bearer.mtu) }) else {
+        guard host.linkHandle(forID: linkID) == handle,
+              let (peer, encrypted, mtu) = host.link(handle).map({ ($0.peer, $0.security.encrypted, $0.bearer.mtu) }) else {
             throw BLEError.notConnected
         }
         let signing: (key: [UInt8], counter: UInt32)?
@@ -92,7 +92,7 @@ final class GATTClientSessions {
             }
             signing = try host.takeLocalSignCounter(towards: peer)
         }
-        let result = host.links.withLink(handle) { link in
+        let result = host.withLink(handle) { link in
             Result { () throws(GATTError) in
                 guard let signing else { return try link.bearer.writeWithoutResponse(handle: attribute, value: value) }
                 return try link.bearer.signedWriteWithoutResponse(handle: attribute, value: value, key: signing.key, counter: signing.counter)
@@ -110,7 +110,7 @@ final class GATTClientSessions {
     /// reported it sent (Number Of Completed Packets), or `limit` passes. Used before a
     /// deliberate disconnect so queued writes are not flushed away.
     func drain(linkID: UInt64, limit: Duration, _ host: isolated some GATTClientDriver) async {
-        guard let handle = host.links.handle(forID: linkID) else { return }
+        guard let handle = host.linkHandle(forID: linkID) else { return }
         let clock = host.clock
         let deadline = Task(executorPreference: clock.taskExecutor) {
             try? await clock.sleep(for: limit) // cancelled once drained: nothing to report
@@ -121,7 +121,7 @@ final class GATTClientSessions {
     }
 
     private func waitForACL(handle: UInt16, _ host: isolated some GATTClientDriver, until condition: @escaping (ACLFlowController) -> Bool) async {
-        guard host.links.contains(handle), !condition(host.aclFlow) else { return }
+        guard host.hasLink(handle), !condition(host.aclFlow) else { return }
         await withCheckedContinuation(isolation: host) { (c: CheckedContinuation<Void, Never>) in
             aclWaiters.append(ACLWaiter(handle: handle, condition: condition, continuation: c))
         }
@@ -136,7 +136,7 @@ final class GATTClientSessions {
     private func releaseACLWaiters(handle: UInt16?, force: Bool, _ host: isolated some GATTClientDriver) {
         var keep: [ACLWaiter] = []
         for w in aclWaiters {
-            if (handle == nil || w.handle == handle) && (force || !host.links.contains(w.handle) || w.condition(host.aclFlow)) {
+            if (handle == nil || w.handle == handle) && (force || !host.hasLink(w.handle) || w.condition(host.aclFlow)) {
                 w.continuation.resume()
             } else {
                 keep.append(w)
@@ -154,8 +154,9 @@ final class GATTClientSessions {
     /// timer change. The rest go through `ATTClientBearerSet.receive`. (`withLink`, not
     /// `LinkTable.read`: a borrow from the array through a getter or an unsafe address is
     /// still a copy of the whole link, an `inout` access is not.)
+    @inline(__always)
     func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTClientDriver) {
-        switch host.links.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
+        switch host.withLink(handle, { $0.clients.update(payload, on: bearer) }) {
         case nil:
             return // no such link
         case let update??:
@@ -169,7 +170,7 @@ final class GATTClientSessions {
     /// A response, notification or indication for our client on this link's unenhanced bearer.
     func receive(_ payload: ArraySlice<UInt8>, handle: UInt16, _ host: isolated some GATTClientDriver) {
         let t = host.now
-        guard let actions = host.links.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
+        guard let actions = host.withLink(handle, { $0.clients.receive(payload, on: .unenhanced, now: t) }) else { return }
         perform(actions, handle: handle, host)
     }
 
@@ -179,10 +180,12 @@ final class GATTClientSessions {
     }
 
     /// Carries out what the link's bearers asked for, each on its own bearer.
+    @inline(__always)
     func perform(_ actions: ATTBearerSetActions, handle: UInt16, _ host: isolated some GATTClientDriver) {
         for a in actions { perform(a.action, on: a.bearer, handle: handle, host) }
     }
 
+    @inline(__always)
     private func perform(_ action: BearerAction, on bearer: ATTBearerID, handle: UInt16, _ host: isolated some GATTClientDriver) {
         switch action {
         case let .send(bytes):
@@ -192,7 +195,7 @@ final class GATTClientSessions {
                 host.sendATT(bytes, handle: handle, bearer: bearer)
             }
         case let .complete(id, result):
-            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.links[handle] {
+            if case .failure(.att(.databaseOutOfSync, _, _)) = result, let link = host.link(handle) {
                 host.databaseOutOfSync(linkID: link.id)
             }
             sessions.withSession(handle) { $0.procedures.resume(id, with: result.mapError { BLEError.gatt($0) }) }
@@ -202,7 +205,7 @@ final class GATTClientSessions {
             // An Enhanced ATT bearer's MTU is its channel's (Vol 3 Part F §3.2.8), set by L2CAP.
             guard case .unenhanced = bearer else { return }
             // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our server uses it too.
-            host.links.withLink(handle) {
+            host.withLink(handle) {
                 $0.server.mtu = mtu
                 $0.publish()
             }
@@ -212,7 +215,7 @@ final class GATTClientSessions {
             // the link goes on; the unenhanced bearer lives as long as the link, which is
             // useless for GATT without it, so the link is closed.
             guard case .unenhanced = bearer else {
-                if let linkID = host.links[handle]?.id {
+                if let linkID = host.link(handle)?.id {
                     host.log("closing timed-out \(bearer) of 0x\(String(handle, radix: 16))")
                     host.closeEnhancedATTBearer(linkID: linkID, bearer)
                 }
@@ -226,6 +229,7 @@ final class GATTClientSessions {
 
     /// A notification's or indication's value to the streams of `valueHandle` on the link, read
     /// in place (no copy of the session per PDU).
+    @inline(__always)
     private func deliver(_ value: [UInt8], from valueHandle: UInt16, handle: UInt16, _ host: isolated some GATTClientDriver) {
         let abandoned: Bool
         switch sessions.deliver(value, from: valueHandle, onLink: handle) {
@@ -249,7 +253,7 @@ final class GATTClientSessions {
     /// (`ATTClientBearerSet.serverDatabaseChanged`): one whose answers may come from what is now
     /// another attribute ends with `GATTError.databaseChanged`, a discovery walks the range again.
     private func serviceChanged(_ value: [UInt8], handle: UInt16, _ host: isolated some GATTClientDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         var range: ClosedRange<UInt16> = 0x0001...0xFFFF
         if value.count >= 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
@@ -259,7 +263,7 @@ final class GATTClientSessions {
         link.observation.invalidateServices(in: range)
         host.servicesChanged(range, linkID: link.id)
         let t = host.now
-        if let actions = host.links.withLink(handle, { $0.clients.serverDatabaseChanged(range, now: t) }), !actions.isEmpty {
+        if let actions = host.withLink(handle, { $0.clients.serverDatabaseChanged(range, now: t) }), !actions.isEmpty {
             perform(actions, handle: handle, host)
             host.rescheduleTimer()
         }
@@ -271,7 +275,7 @@ final class GATTClientSessions {
 
     func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> NotificationStream {
         let queue = NotificationQueue(limit: host.configuration.notificationBufferLimit)
-        guard let handle = host.links.handle(forID: linkID) else {
+        guard let handle = host.linkHandle(forID: linkID) else {
             queue.finish()
             return NotificationStream(queue)
         }
@@ -287,13 +291,13 @@ final class GATTClientSessions {
 
     /// How many notification streams the link keeps (tests check dropped ones are forgotten).
     func notificationSinkCount(onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> Int {
-        guard let handle = host.links.handle(forID: linkID) else { return 0 }
+        guard let handle = host.linkHandle(forID: linkID) else { return 0 }
         return sessions.read(handle) { $0.notificationSinks.count } ?? 0
     }
 
     func servicesChangedStream(onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> AsyncStream<ClosedRange<UInt16>> {
         let (stream, continuation) = AsyncStream<ClosedRange<UInt16>>.makeStream()
-        guard let handle = host.links.handle(forID: linkID) else {
+        guard let handle = host.linkHandle(forID: linkID) else {
             continuation.finish()
             return stream
         }
@@ -304,7 +308,7 @@ final class GATTClientSessions {
 
     /// Records a Service Changed value handle; true the first time it is seen on this link.
     func noteServiceChangedHandle(_ valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> Bool {
-        guard let handle = host.links.handle(forID: linkID) else { return false }
+        guard let handle = host.linkHandle(forID: linkID) else { return false }
         return sessions.withSession(creating: handle) { s in
             guard !s.serviceChangedHandles.contains(valueHandle) else { return false }
             s.serviceChangedHandles.append(valueHandle)
@@ -334,10 +338,9 @@ final class GATTClientSessions {
 /// attribute caches, what the client learnt (Server Supported Features, a Service Changed range,
 /// Database Out Of Sync) and the features they hold; and of security, a peer's bond and the next
 /// signing counter (Vol 3 Part H §2.4.5).
-protocol GATTClientDriver: HostServices {
+protocol GATTClientDriver: LinkTableAccess {
     var client: GATTClientSessions { get }
     nonisolated var clock: any BLEClock { get }
-    var links: LinkTable { get set }
     var aclFlow: ACLFlowController { get }
     func makeToken() -> UInt64
     @discardableResult

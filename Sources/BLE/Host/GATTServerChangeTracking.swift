@@ -43,8 +43,8 @@ import BLEWire
 extension GATTServerSessions {
     /// The database changed: connected clients and absent bonded ones are change-unaware.
     func databaseChangedForAllClients(_ host: isolated some GATTServerDriver) {
-        for handle in host.links.handles {
-            host.links.withLink(handle) { $0.server.databaseChanged() }
+        for handle in host.linkHandles {
+            host.withLink(handle) { $0.server.databaseChanged() }
         }
         for identity in bondedChangeAwareness.keys { bondedChangeAwareness[identity] = false }
     }
@@ -79,7 +79,7 @@ extension GATTServerSessions {
     /// A link is up: when its peer's address names a bond, that client's kept state is
     /// restored before its first request (see the type's comment).
     func bondedClientConnected(handle: UInt16, _ host: isolated some GATTServerDriver) {
-        guard let link = host.links[handle], let bond = host.bond(for: link.peer) else { return }
+        guard let link = host.link(handle), let bond = host.bond(for: link.peer) else { return }
         restoreBondedState(handle: handle, bond, host)
     }
 
@@ -88,16 +88,16 @@ extension GATTServerSessions {
     /// Service Changed indication of the whole database (§7.1: the server need not say which
     /// part changed).
     func bondedClientReturned(handle: UInt16, identity: DeviceAddress, _ host: isolated some GATTServerDriver) {
-        guard let link = host.links[handle], let bond = host.bond(for: identity) else { return }
+        guard let link = host.link(handle), let bond = host.bond(for: identity) else { return }
         if !link.server.hasRestoredBondedState { restoreBondedState(handle: handle, bond, host) }
-        host.links.withLink(handle) { $0.server.restoreBondedSubscriptions(bond.clientConfigurations) }
-        guard let restored = host.links[handle], !restored.server.isChangeAware else { return }
+        host.withLink(handle) { $0.server.restoreBondedSubscriptions(bond.clientConfigurations) }
+        guard let restored = host.link(handle), !restored.server.isChangeAware else { return }
         let scHandle = database.serviceChangedHandle
         guard scHandle != 0,
               restored.server.deliverableSubscription(valueHandle: scHandle, database: database, security: restored.security) & 0x0002 != 0 else { return }
         let id = host.makeToken()
         let t = host.now
-        host.links.withLink(handle) {
+        host.withLink(handle) {
             _ = $0.server.indicate(valueHandle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF], id: id, now: t, database: database, security: $0.security)
         }
         pumpNotifications(handle: handle, host)
@@ -109,7 +109,7 @@ extension GATTServerSessions {
         let current = try? database.databaseHashCharacteristicValue()
         let aware = bondedChangeAwareness[bond.peer] ?? (bond.servedDatabaseHash != nil && bond.servedDatabaseHash == current)
         let features = bondedClientFeatures[bond.peer] ?? bond.clientSupportedFeatures
-        host.links.withLink(handle) {
+        host.withLink(handle) {
             $0.server.restoreBondedState(changeAware: aware, features: features)
         }
     }

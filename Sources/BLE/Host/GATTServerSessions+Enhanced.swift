@@ -11,7 +11,7 @@ extension GATTServerSessions {
     /// A request, command or confirmation for our server on `bearer` of this link.
     func receive(_ payload: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTServerDriver) {
         guard case let .enhanced(cid) = bearer else { return receive(payload, handle: handle, host) }
-        guard let central = host.links.read(handle, { $0.enhancedServers[cid] != nil ? $0.central : nil }) ?? nil else { return }
+        guard let central = host.readLink(handle, { $0.enhancedServers[cid] != nil ? $0.central : nil }) ?? nil else { return }
         if hasEventSinks, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
@@ -20,7 +20,7 @@ extension GATTServerSessions {
             return
         }
         let t = host.now
-        let actions = host.links.withLink(handle) { link in
+        let actions = host.withLink(handle) { link in
             let security = link.security
             return link.withServer(bearer) { $0.receive(payload, database: &database, security: security, now: t) }
         } ?? nil
@@ -30,7 +30,7 @@ extension GATTServerSessions {
     /// An Enhanced ATT bearer opened on `handle` with this ATT_MTU (by the peer, or by our
     /// client): it gets a server of its own.
     func enhancedBearerOpened(handle: UInt16, cid: UInt16, mtu: Int, openedByPeer: Bool, _ host: isolated some GATTServerDriver) {
-        host.links.withLink(handle) { link in
+        host.withLink(handle) { link in
             link.enhancedServers[cid] = ATTServer.enhancedBearer(mtu: mtu, openedByPeer: openedByPeer,
                                                                  notificationQueueLimit: link.server.notificationQueueLimit,
                                                                  indicationTimeout: link.server.indicationTimeout)
@@ -43,7 +43,7 @@ extension GATTServerSessions {
     /// will confirm them). Writers waiting for room try again, on the bearers left, and an
     /// application told `.queueFull` for this bearer hears `.readyToUpdateSubscribers`.
     func enhancedBearerClosed(handle: UInt16, cid: UInt16, error: BLEError, _ host: isolated some GATTServerDriver) {
-        guard let actions = host.links.withLink(handle, { link -> [ServerAction] in
+        guard let actions = host.withLink(handle, { link -> [ServerAction] in
             guard var server = link.enhancedServers.removeValue(forKey: cid) else { return [] }
             link.server.enhancedBearersOpen = !link.enhancedServers.isEmpty
             return server.bearerClosed()
@@ -58,16 +58,16 @@ extension GATTServerSessions {
 
     /// The bearer's channel was reconfigured: its ATT_MTU is now `mtu` (Vol 3 Part F §3.2.8).
     func enhancedBearerMTUChanged(handle: UInt16, cid: UInt16, mtu: Int, _ host: isolated some GATTServerDriver) {
-        host.links.withLink(handle) { $0.enhancedServers[cid]?.enhancedMTUChanged(to: mtu) }
+        host.withLink(handle) { $0.enhancedServers[cid]?.enhancedMTUChanged(to: mtu) }
     }
 
     /// Indication timeouts of the link's Enhanced ATT bearers (Vol 3 Part F §3.3.3): a bearer
     /// whose indication went unconfirmed is closed alone.
     func expireEnhancedBearers(handle: UInt16, now: Duration, _ host: isolated some GATTServerDriver) {
-        guard let cids = host.links.read(handle, { $0.enhancedServers.isEmpty ? [] : $0.enhancedServers.keys.sorted() }) else { return }
+        guard let cids = host.readLink(handle, { $0.enhancedServers.isEmpty ? [] : $0.enhancedServers.keys.sorted() }) else { return }
         for cid in cids {
             let bearer = ATTBearerID.enhanced(cid: cid)
-            guard let actions = host.links.withLink(handle, { $0.withServer(bearer) { $0.expire(now: now) } }) ?? nil,
+            guard let actions = host.withLink(handle, { $0.withServer(bearer) { $0.expire(now: now) } }) ?? nil,
                   !actions.isEmpty else { continue }
             perform(actions, handle: handle, bearer: bearer, host)
         }
@@ -77,17 +77,17 @@ extension GATTServerSessions {
     /// a couple of PDUs waiting for the controller and for the peer's credits, as for the
     /// unenhanced bearer (`pumpNotifications`).
     func pumpEnhancedBearers(handle: UInt16, _ host: isolated some GATTServerDriver) {
-        guard let cids = host.links.read(handle, { $0.enhancedServers.keys.sorted() }) else { return }
+        guard let cids = host.readLink(handle, { $0.enhancedServers.keys.sorted() }) else { return }
         let t = host.now
         var indicationSent = false
         for cid in cids {
             let bearer = ATTBearerID.enhanced(cid: cid)
             while host.queuedACLPDUs(handle: handle) < 2, host.queuedATTSDUs(handle: handle, bearer: bearer) < 2,
-                  let pdu = host.links.withLink(handle, { $0.enhancedServers[cid]?.nextOutgoing(now: t) }) ?? nil {
+                  let pdu = host.withLink(handle, { $0.enhancedServers[cid]?.nextOutgoing(now: t) }) ?? nil {
                 if pdu.first == ATTOpcode.handleValueIndication.rawValue { indicationSent = true }
                 host.sendATT(pdu, handle: handle, bearer: bearer)
             }
-            if let events = host.links.withLink(handle, { $0.enhancedServers[cid]?.takeEvents() }) ?? nil, !events.isEmpty {
+            if let events = host.withLink(handle, { $0.enhancedServers[cid]?.takeEvents() }) ?? nil, !events.isEmpty {
                 perform(events, handle: handle, bearer: bearer, host)
             }
         }
@@ -114,8 +114,8 @@ extension GATTServerSessions {
     func updateValues(_ values: [(handle: UInt16, value: [UInt8])], centrals: Set<UInt64>?, _ host: isolated some GATTServerDriver) -> UpdateValueResult {
         var targets: [Target] = []
         var full = false
-        for handle in host.links.handles {
-            guard let target = host.links.read(handle, { link -> Target? in
+        for handle in host.linkHandles {
+            guard let target = host.readLink(handle, { link -> Target? in
                 guard centrals?.contains(link.id) ?? true else { return nil }
                 var notifications: [(handle: UInt16, value: [UInt8])] = []
                 var indications: [(handle: UInt16, value: [UInt8])] = []
@@ -130,7 +130,7 @@ extension GATTServerSessions {
                 return Target(handle: handle, notifications: notifications, indications: indications, notifyOn: best, indicateOn: indicateOn)
             }) ?? nil else { continue }
             targets.append(target)
-            let roomy = host.links.read(handle) { link in
+            let roomy = host.readLink(handle) { link in
                 target.notifyOn == target.indicateOn
                     ? link.hasRoomForUpdate(on: target.notifyOn, count: target.notifications.count + target.indications.count)
                     : link.hasRoomForUpdate(on: target.notifyOn, count: target.notifications.count)
@@ -140,7 +140,7 @@ extension GATTServerSessions {
         }
         if full {
             for t in targets {
-                host.links.withLink(t.handle) { link in
+                host.withLink(t.handle) { link in
                     for b in Set([t.notifyOn, t.indicateOn]) { _ = link.withServer(b) { $0.signalReadyWhenRoom() } }
                 }
             }
@@ -151,7 +151,7 @@ extension GATTServerSessions {
         for t in targets {
             var any = false
             if !t.notifications.isEmpty {
-                let result = host.links.withLink(t.handle) { link in
+                let result = host.withLink(t.handle) { link in
                     let security = link.security
                     return link.withServer(t.notifyOn) { $0.notifyMultiple(t.notifications, database: database, security: security) }
                 } ?? nil
@@ -159,7 +159,7 @@ extension GATTServerSessions {
             }
             for v in t.indications {
                 let id = host.makeToken()
-                let result = host.links.withLink(t.handle) { link in
+                let result = host.withLink(t.handle) { link in
                     let security = link.security
                     return link.withServer(t.indicateOn) {
                         $0.indicate(valueHandle: v.handle, value: v.value, id: id, now: now, database: database, security: security)

@@ -16,7 +16,7 @@ extension GATTServerSessions {
     /// to do is `finishPump`.
     func pumpNotifications(handle: UInt16, _ host: isolated some GATTServerDriver) {
         let now = host.now
-        guard let drained = host.links.withLink(handle, { Self.drain(&$0, handle: handle, now: now, host) }) else { return }
+        guard let drained = host.withLink(handle, { Self.drain(&$0, handle: handle, now: now, host) }) else { return }
         finishPump(drained, handle: handle, host)
     }
 
@@ -59,7 +59,7 @@ extension GATTServerSessions {
         if drained.indicationSent { host.rescheduleTimer() }
         if !drained.events.isEmpty {
             perform(drained.events, handle: handle, host)
-            if host.links.read(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
+            if host.readLink(handle, { !$0.enhancedServers.isEmpty }) == true { pumpEnhancedBearers(handle: handle, host) }
         } else if drained.enhanced {
             pumpEnhancedBearers(handle: handle, host)
         }
@@ -103,7 +103,7 @@ extension GATTServerSessions {
         // copy alive while a link mutates would copy its server's queues. Each link's update goes
         // on one of its bearers (`Link.updateBearer`): the unenhanced one unless Enhanced ATT
         // bearers are open.
-        let handles = host.links.handles
+        let handles = host.linkHandles
         let queued: Int
         do {
             // One copy of the database for the whole update (each read of the property copies
@@ -171,7 +171,7 @@ extension GATTServerSessions {
 
     private func updateOneLink(_ handle: UInt16, _ update: Update, _ host: isolated some GATTServerDriver) -> Int? {
         let now = host.now
-        let outcome: OneLinkOutcome = host.links.withLink(handle) { link -> OneLinkOutcome in
+        let outcome: OneLinkOutcome = host.withLink(handle) { link -> OneLinkOutcome in
             guard let (target, roomy) = Self.target(&link, handle: handle, update) else { return .notTargeted }
             guard roomy else {
                 // Nothing is queued; the ready signal comes once the queue drains.
@@ -198,13 +198,13 @@ extension GATTServerSessions {
         var targets = UpdateTargets()
         var full = false
         for handle in handles {
-            guard let (target, roomy) = host.links.withLink(handle, { Self.target(&$0, handle: handle, update) }) ?? nil else { continue }
+            guard let (target, roomy) = host.withLink(handle, { Self.target(&$0, handle: handle, update) }) ?? nil else { continue }
             targets.append(target)
             if !roomy { full = true }
         }
         if full {
             // Nothing is queued anywhere; the full ones send the ready signal once they drain.
-            targets.forEach { t in host.links.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
+            targets.forEach { t in host.withLink(t.handle) { $0.withServer(t.bearer) { $0.signalReadyWhenRoom() } } }
             return nil
         }
         let now = host.now
@@ -212,7 +212,7 @@ extension GATTServerSessions {
         targets.forEach { target in
             let id = target.notifies ? 0 : host.makeToken()
             // nil: the link is gone (nothing to pump).
-            guard let (result, drained) = host.links.withLink(target.handle, { Self.queue(&$0, target, update, id: id, now: now, host) })
+            guard let (result, drained) = host.withLink(target.handle, { Self.queue(&$0, target, update, id: id, now: now, host) })
             else { return }
             finishQueue(target, result, drained, id: id, valueHandle: update.valueHandle, queued: &queued, host)
         }

@@ -67,8 +67,8 @@ final class GATTServerSessions {
     func removeService(_ service: GATTServiceHandles, _ host: isolated some GATTServerDriver) throws {
         try database.remove(serviceStartingAt: service.range.lowerBound)
         // The client's CCCDs and every bearer's prepare queue (each Enhanced ATT bearer has its own).
-        for handle in host.links.handles {
-            host.links.withLink(handle) { link in
+        for handle in host.linkHandles {
+            host.withLink(handle) { link in
                 link.server.forgetHandles(in: service.range)
                 for cid in link.enhancedServers.keys.sorted() { link.enhancedServers[cid]?.forgetHandles(in: service.range) }
             }
@@ -85,11 +85,11 @@ final class GATTServerSessions {
         let scHandle = database.serviceChangedHandle
         let value = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8), UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
         let t = host.now
-        for handle in host.links.handles {
-            guard let link = host.links[handle],
+        for handle in host.linkHandles {
+            guard let link = host.link(handle),
                   link.server.deliverableSubscription(valueHandle: scHandle, database: database, security: link.security) & 0x0002 != 0 else { continue }
             let id = host.makeToken()
-            host.links.withLink(handle) {
+            host.withLink(handle) {
                 _ = $0.server.indicate(valueHandle: scHandle, value: value, id: id, now: t, database: database, security: $0.security)
             }
             pumpNotifications(handle: handle, host)
@@ -108,7 +108,7 @@ final class GATTServerSessions {
 
     /// A request, command or confirmation for our server on this link.
     func receive(_ payload: [UInt8], handle: UInt16, _ host: isolated some GATTServerDriver) {
-        guard let central = host.links.read(handle, { $0.central }) else { return }
+        guard let central = host.readLink(handle, { $0.central }) else { return }
         if hasEventSinks, let first = payload.first, ATTOpcode(rawValue: first).kind != .confirmation {
             emit(.request(central, opcode: ATTOpcode(rawValue: first), handle: Self.firstHandle(of: payload)))
         }
@@ -117,7 +117,7 @@ final class GATTServerSessions {
             return
         }
         let t = host.now
-        let actions = host.links.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
+        let actions = host.withLink(handle) { $0.server.receive(payload, database: &database, security: $0.security, now: t) } ?? []
         perform(actions, handle: handle, host)
     }
 
@@ -128,7 +128,7 @@ final class GATTServerSessions {
     func receiveSignedWrite(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID, _ host: isolated some GATTServerDriver) {
         // Read through the table, never a Link copy kept across `withLink` (it would copy the
         // server's queues).
-        guard let verdict = host.links[handle].map({ link in
+        guard let verdict = host.link(handle).map({ link in
             (link.peer, link.server.verifySignedWrite(pdu, signingKey: host.peerSigningKey(from: link.peer),
                                                       database: database, security: link.security))
         }) else { return }
@@ -142,7 +142,7 @@ final class GATTServerSessions {
                 return
             }
             let t = host.now
-            let actions = host.links.withLink(handle) { link in
+            let actions = host.withLink(handle) { link in
                 let security = link.security
                 return link.withServer(bearer) { $0.applySignedWrite(write, database: &database, security: security, now: t) }
             } ?? nil
@@ -164,7 +164,7 @@ final class GATTServerSessions {
 
     /// Carries out what the ATT server of `bearer` of a link asked for.
     func perform(_ actions: [ServerAction], handle: UInt16, bearer: ATTBearerID = .unenhanced, _ host: isolated some GATTServerDriver) {
-        guard let central = host.links.read(handle, { $0.central }) else { return }
+        guard let central = host.readLink(handle, { $0.central }) else { return }
         for action in actions {
             switch action {
             case let .send(bytes):
@@ -219,7 +219,7 @@ final class GATTServerSessions {
                 roomWaiters.resumeAll(with: .success(()))
             case let .mtuChanged(mtu):
                 // One ATT_MTU per bearer (Vol 3 Part F §3.4.2): our client uses it too.
-                host.links.withLink(handle) {
+                host.withLink(handle) {
                     _ = $0.bearer.peerExchangedMTU(clientMTU: mtu, serverMTU: mtu)
                     $0.publish()
                 }
@@ -267,7 +267,7 @@ final class GATTServerSessions {
         pending[token] = nil
         let now = host.now
         // The bearer may have closed meanwhile: then nobody waits for the answer.
-        guard let actions = host.links.withLink(request.linkHandle, { link in
+        guard let actions = host.withLink(request.linkHandle, { link in
             let security = link.security
             return link.withServer(request.bearer) { complete(&$0, request.serverID, &database, security, now) }
         }) ?? nil else { return }
@@ -338,10 +338,9 @@ final class GATTServerSessions {
 /// or an Enhanced ATT bearer whose transaction timed out (Vol 3 Part F §3.3.3); and of the
 /// Security Manager part, a client's bond (robust caching, its subscriptions) and the signing
 /// key and counter of Signed Write Commands (Vol 3 Part H §2.4.5).
-protocol GATTServerDriver: HostServices {
+protocol GATTServerDriver: LinkTableAccess {
     var server: GATTServerSessions { get }
     nonisolated var clock: any BLEClock { get }
-    var links: LinkTable { get set }
     func makeToken() -> UInt64
     /// Sends `pdu` on the link's bearer; false when the link or bearer is gone.
     @discardableResult

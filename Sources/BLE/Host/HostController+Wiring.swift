@@ -39,12 +39,16 @@ extension HostController: GATTCacheDriver {
     func serverFeatures(readFrom peer: DeviceAddress) -> [UInt8]? { client.enhancedSetups.serverFeatures[peer] }
 }
 
+extension HostController: LinkTableAccess {
+    func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R? { connections.links.withLink(handle, body) }
+    func readLink<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R? { connections.links.read(handle, body) }
+    func link(_ handle: UInt16) -> Link? { connections.links[handle] }
+    func linkHandle(forID id: UInt64) -> UInt16? { connections.links.handle(forID: id) }
+    var linkHandles: [UInt16] { connections.links.handles }
+    func hasLink(_ handle: UInt16) -> Bool { connections.links.contains(handle) }
+}
+
 extension HostController: GATTServerDriver {
-    /// The connection manager's table, in place (the notification path goes through it).
-    var links: LinkTable {
-        @inline(__always) get { connections.links }
-        @inline(__always) _modify { yield &connections.links }
-    }
     func queuedACLPDUs(handle: UInt16) -> Int { aclFlow.queuedPDUsInPlace(handle: handle) }
     func disconnectInBackground(handle: UInt16, _ why: String) { connections.disconnectInBackground(handle: handle, why, self) }
     func closeATTBearer(handle: UInt16, cid: UInt16) { l2cap.closeATTBearer(handle: handle, cid: cid, self) }

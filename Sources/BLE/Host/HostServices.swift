@@ -32,3 +32,19 @@ extension HostServices {
     @discardableResult
     func command(_ command: HCICommand) async throws -> CommandResult { try await self.command(command, timeout: nil) }
 }
+
+/// The link table (owned by the connection manager) as the parts that keep per-link state in it
+/// reach it: plain functions, which the specialised code inlines (a `{ get set }` property
+/// requirement is reached through a modify coroutine the optimiser leaves as a call).
+protocol LinkTableAccess: HostServices {
+    /// Runs `body` on the link with this handle, in place; nil when there is none.
+    func withLink<R>(_ handle: UInt16, _ body: (inout Link) -> R) -> R?
+    /// Runs `body` on the link with this handle without copying it; nil when there is none.
+    func readLink<R>(_ handle: UInt16, _ body: (borrowing Link) -> R) -> R?
+    /// A copy of the link with this handle.
+    func link(_ handle: UInt16) -> Link?
+    func linkHandle(forID id: UInt64) -> UInt16?
+    /// The open links' handles, in order.
+    var linkHandles: [UInt16] { get }
+    func hasLink(_ handle: UInt16) -> Bool
+}

@@ -117,7 +117,7 @@ extension L2CAPChannelSessions {
     func openATTBearers(linkID: UInt64, count: Int, parameters: CreditBasedChannelParameters,
                         _ host: isolated some L2CAPDriver) async throws -> [ATTBearerID] {
         if let failure = host.failure { throw failure }
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         guard (1...5).contains(count) else { throw BLEError.invalidArgument("\(count) bearers: one request opens 1...5") }
         let token = host.makeToken()
         return try await withTaskCancellationHandler {

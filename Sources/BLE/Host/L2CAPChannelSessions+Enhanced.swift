@@ -11,7 +11,7 @@ extension L2CAPChannelSessions {
     func openEnhanced(linkID: UInt64, psm: UInt16, count: Int, parameters: CreditBasedChannelParameters,
                       _ host: isolated some L2CAPDriver) async throws -> [LECreditBasedChannel] {
         if let failure = host.failure { throw failure }
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
         guard (1...5).contains(count) else { throw BLEError.invalidArgument("\(count) channels: one request opens 1...5") }
         guard parameters.isValidEnhanced, parameters.initialCredits > 0 else {
@@ -91,7 +91,7 @@ extension L2CAPChannelSessions {
         switch event {
         case let .enhancedConnected(token, infos, _):
             enhancedHandles[token] = nil
-            guard let linkID = host.links[handle]?.id else {
+            guard let linkID = host.link(handle)?.id else {
                 enhancedWaiters.resume(token, with: .failure(BLEError.notConnected))
                 return
             }

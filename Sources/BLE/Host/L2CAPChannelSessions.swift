@@ -94,7 +94,7 @@ final class L2CAPChannelSessions {
     /// signaling timeout).
     func open(linkID: UInt64, psm: UInt16, parameters: CreditBasedChannelParameters, _ host: isolated some L2CAPDriver) async throws -> LECreditBasedChannel {
         if let failure = host.failure { throw failure }
-        guard let handle = host.links.handle(forID: linkID) else { throw BLEError.notConnected }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         guard (0x0001...0x00FF).contains(psm) else { throw BLEError.invalidArgument("PSM \(psm) is outside 0x0001...0x00FF") }
         guard parameters.isValid, parameters.initialCredits > 0 else {
             throw BLEError.invalidArgument("MTU \(parameters.mtu) (≥ 23), MPS \(parameters.mps) (23...65533), credits \(parameters.initialCredits) (≥ 1)")
@@ -130,7 +130,7 @@ final class L2CAPChannelSessions {
         let key = Key(handle: handle, cid: info.localCID)
         channels[key] = Channel(id: id, linkID: linkID)
         keysByID[id] = key
-        let peer = host.links[handle]?.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
+        let peer = host.link(handle)?.peer ?? DeviceAddress(BDAddress(rawValue: 0), type: .public)
         return host.makeChannel(id: id, info: info, peer: peer)
     }
 
@@ -141,7 +141,7 @@ final class L2CAPChannelSessions {
         if routeATT(event, handle: handle, host) { return }
         switch event {
         case let .opened(info):
-            guard let linkID = host.links[handle]?.id else { return }
+            guard let linkID = host.link(handle)?.id else { return }
             let channel = makeChannel(info, handle: handle, linkID: linkID, host)
             guard let listener = listeners[info.spsm] else {
                 // The listener went away after the router accepted: close the channel again.
@@ -151,7 +151,7 @@ final class L2CAPChannelSessions {
             listener.continuation.yield(channel)
         case let .connected(token, info):
             connectHandles[token] = nil
-            guard let linkID = host.links[handle]?.id else {
+            guard let linkID = host.link(handle)?.id else {
                 connectWaiters.resume(token, with: .failure(BLEError.notConnected))
                 return
             }
@@ -339,11 +339,10 @@ final class L2CAPChannelSessions {
 /// made for a channel; and, for Enhanced ATT bearers (Vol 3 Part G §5.3), the driver's routing
 /// of a bearer opened, closed, with a new MTU or with room again, and of the ATT PDUs that arrive
 /// on one.
-protocol L2CAPDriver: HostServices {
+protocol L2CAPDriver: LinkTableAccess {
     var l2cap: L2CAPChannelSessions { get }
     nonisolated var clock: any BLEClock { get }
     var router: L2CAPRouter { get set }
-    var links: LinkTable { get set }
     func makeToken() -> UInt64
     /// Carries out what a link's L2CAP signaling asked for (PDUs to send, channel events).
     func performSignaling(_ actions: [L2CAPControlAction], handle: UInt16)

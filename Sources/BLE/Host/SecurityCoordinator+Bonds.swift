@@ -144,8 +144,8 @@ extension SecurityCoordinator {
     /// that made the new bond) no longer speaks for a bond, so what its client does is not kept
     /// with whatever bond that identity has next.
     func bondKeyWithdrawn(_ bond: Bond, except: UInt16? = nil, _ host: isolated some SecurityDriver) {
-        for h in host.links.handles where h != except {
-            host.links.withLink(h) { link in
+        for h in host.linkHandles where h != except {
+            host.withLink(h) { link in
                 if link.encryptedWithBondKey, bond.matches(link.peer) { link.encryptedWithBondKey = false }
             }
         }
@@ -189,7 +189,7 @@ extension SecurityCoordinator {
     }
 
     func completed(_ outcome: SMPPairingOutcome, handle: UInt16, _ host: isolated some SecurityDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         limiter.succeeded(link.peer)
         let role: SMPPairing.Role = link.role == .central ? .initiator : .responder
         var stored = false
@@ -217,7 +217,7 @@ extension SecurityCoordinator {
                     // Features restored from the old bond by address go, unless this link proved
                     // itself that bond's client (encrypted with its key, which restored its
                     // CCCDs too): then it is the same client pairing again, and they are its own.
-                    host.links.withLink(handle) {
+                    host.withLink(handle) {
                         if !$0.server.hasRestoredBondedSubscriptions { $0.server.forgetRestoredFeatures() }
                     }
                     if let old { bondKeyWithdrawn(old, except: handle, host) }
@@ -244,7 +244,7 @@ extension SecurityCoordinator {
                 return
             }
         }
-        host.links.withLink(handle) {
+        host.withLink(handle) {
             $0.security.encrypted = true
             $0.security.authenticated = outcome.authenticated
             $0.security.secureConnections = outcome.secureConnections

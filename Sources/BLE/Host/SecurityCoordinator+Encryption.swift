@@ -18,7 +18,7 @@ extension SecurityCoordinator {
 
     /// Peripheral: the controller asks for the key the central is encrypting with.
     func longTermKeyRequested(handle: UInt16, ediv: UInt16, rand: UInt64, _ host: isolated some SecurityDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         if let m = machines[handle], let key = m.longTermKeyRequested(ediv: ediv, rand: rand) {
             pendingKey[handle] = KeyWorth(pairing: m)
             host.sendInBackground(.leLongTermKeyRequestReply(handle: handle, longTermKey: key), "LE Long Term Key Request Reply")
@@ -44,7 +44,7 @@ extension SecurityCoordinator {
         let worth = pendingKey.removeValue(forKey: handle)
         if status == .success, enabled {
             let stillBonded = worth.flatMap { bond(givenIn: $0, handle: handle, host) }
-            host.links.withLink(handle) { link in
+            host.withLink(handle) { link in
                 link.security.encrypted = true
                 // A key we did not choose (nothing pending): assume the least of it.
                 let worth = worth ?? .least
@@ -61,7 +61,7 @@ extension SecurityCoordinator {
         } else if status != .success {
             host.log("encryption on 0x\(String(handle, radix: 16)) failed: \(status)")
         } else {
-            host.links.withLink(handle) {
+            host.withLink(handle) {
                 $0.security.encrypted = false
                 $0.encryptedWithBondKey = false
             }
@@ -93,14 +93,14 @@ extension SecurityCoordinator {
     /// The bond whose key `worth` is, if it is still there with that key: removed or replaced
     /// since the key was given (LTK Request Reply, LE Enable Encryption), the link speaks for no bond.
     private func bond(givenIn worth: KeyWorth, handle: UInt16, _ host: isolated some SecurityDriver) -> Bond? {
-        guard let given = worth.bond, let link = host.links[handle], let b = bond(for: link.peer, host),
+        guard let given = worth.bond, let link = host.link(handle), let b = bond(for: link.peer, host),
               b.peer == given.peer, b.key(as: link.role == .central ? .initiator : .responder)?.ltk == given.ltk else { return nil }
         return b
     }
 
     /// Central: encrypts with the bond's key and waits for the controller's answer.
     func encrypt(linkID: UInt64, _ host: isolated some SecurityDriver) async throws {
-        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
+        guard let handle = host.linkHandle(forID: linkID), let link = host.link(handle) else {
             throw BLEError.notConnected
         }
         guard let b = bond(for: link.peer, host), let key = b.key(as: .initiator) else {
@@ -139,7 +139,7 @@ extension SecurityCoordinator {
     /// nothing to do. The callers retry the refused request after each step, so two steps take
     /// a link from none to authenticated.
     func raise(for code: ATTErrorCode, linkID: UInt64, _ host: isolated some SecurityDriver) async throws {
-        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
+        guard let handle = host.linkHandle(forID: linkID), let link = host.link(handle) else {
             throw BLEError.notConnected
         }
         let before = link.security
@@ -183,7 +183,7 @@ extension SecurityCoordinator {
     /// Throws `.notRaised` unless the link's security now makes the step `raise` promises over
     /// `before` for `code`.
     private func checkRaised(_ code: ATTErrorCode, from before: LinkSecurity, linkID: UInt64, _ host: isolated some SecurityDriver) throws {
-        guard let handle = host.links.handle(forID: linkID), let now = host.links[handle]?.security else {
+        guard let handle = host.linkHandle(forID: linkID), let now = host.link(handle)?.security else {
             throw BLEError.notConnected
         }
         let shortfall: String?
@@ -208,7 +208,7 @@ extension SecurityCoordinator {
         var worth = worth
         worth.serial = serial
         pendingKey[handle] = worth
-        guard let linkID = host.links[handle]?.id else { return }
+        guard let linkID = host.link(handle)?.id else { return }
         host.spawn("LE Enable Encryption") {
             do {
                 try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
@@ -218,7 +218,7 @@ extension SecurityCoordinator {
                 // Only if the link is still the one we started on (a handle can be reused), and
                 // this start is the encryption pending there.
                 await host.run { host in
-                    guard host.links.handle(forID: linkID) == handle, host.security.pendingKey[handle]?.serial == serial else { return }
+                    guard host.linkHandle(forID: linkID) == handle, host.security.pendingKey[handle]?.serial == serial else { return }
                     host.security.encryptionChanged(handle: handle, status: status, enabled: false, host)
                 }
             }

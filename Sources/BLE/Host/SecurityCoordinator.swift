@@ -106,13 +106,13 @@ final class SecurityCoordinator {
 
     /// A new link: an encrypted reconnection will be judged against the peer's bond.
     func linkOpened(handle: UInt16, _ host: isolated some SecurityDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         // A bond Secure Connections Only mode refuses to encrypt with counts as none: the client
         // is told to pair (Insufficient Authentication), not to encrypt with a key that would
         // be refused (Insufficient Encryption).
         let usable = bond(for: link.peer, host).flatMap { refusal(of: $0) == nil ? $0 : nil }
         let hasKey = usable?.key(as: link.role == .central ? .initiator : .responder) != nil
-        host.links.withLink(handle) {
+        host.withLink(handle) {
             $0.security.hasLongTermKey = hasKey
             $0.security.requiredKeySize = settings.minimumServerKeySize
         }
@@ -142,7 +142,7 @@ final class SecurityCoordinator {
 
     func machine(for handle: UInt16, _ host: isolated some SecurityDriver) -> SMPPairing? {
         if let m = machines[handle] { return m }
-        guard let link = host.links[handle], let own = link.localOnAir ?? host.ownDeviceAddress,
+        guard let link = host.link(handle), let own = link.localOnAir ?? host.ownDeviceAddress,
               let identity = localIdentity(ownAddress: own, host) else { return nil }
         // The addresses as they went on the air when the link was made (Vol 3 Part H §2.2.3).
         let peer = link.peerOnAir ?? link.peer
@@ -159,7 +159,7 @@ final class SecurityCoordinator {
 
     /// One SMP PDU from the link's fixed channel 0x0006.
     func receive(_ pdu: [UInt8], handle: UInt16, _ host: isolated some SecurityDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         guard var m = machine(for: handle, host) else {
             // No identity to pair with (an unreadable identity file): say so at once rather
             // than leave the peer to its 30-second timeout.
@@ -220,7 +220,7 @@ final class SecurityCoordinator {
     /// the Security Request on a link already encrypted too (asking for more than its key),
     /// where otherwise that link counts as secured at once.
     func secure(linkID: UInt64, explicit: Bool = false, evenIfEncrypted: Bool = false, _ host: isolated some SecurityDriver) async throws -> PairingResult? {
-        guard let handle = host.links.handle(forID: linkID), let link = host.links[handle] else {
+        guard let handle = host.linkHandle(forID: linkID), let link = host.link(handle) else {
             throw BLEError.notConnected
         }
         guard var m = machine(for: handle, host) else { throw BLEError.security(.unavailable("no local identity for pairing")) }
@@ -243,7 +243,7 @@ final class SecurityCoordinator {
                 await host.run { host in
                     guard let waiter = host.security.requestDeadlines.removeValue(forKey: serial) else { return }
                     // A pairing under way settles the wait itself (its outcome or SMP timeout).
-                    if let h = host.links.handle(forID: linkID), host.security.machines[h]?.isPairing == true { return }
+                    if let h = host.linkHandle(forID: linkID), host.security.machines[h]?.isPairing == true { return }
                     waiter.fail(BLEError.security(.timeout))
                 }
             }
@@ -268,13 +268,13 @@ final class SecurityCoordinator {
 
     /// The level of the link with this id now.
     func level(linkID: UInt64, _ host: isolated some SecurityDriver) -> SecurityLevel {
-        guard let handle = host.links.handle(forID: linkID), let s = host.links[handle]?.security,
+        guard let handle = host.linkHandle(forID: linkID), let s = host.link(handle)?.security,
               s.encrypted else { return .none }
         return .of(authenticated: s.authenticated, secureConnections: s.secureConnections, keySize: s.keySize)
     }
 
     func perform(_ actions: [SMPAction], handle: UInt16, _ host: isolated some SecurityDriver) {
-        guard let link = host.links[handle] else { return }
+        guard let link = host.link(handle) else { return }
         let peer = link.peer, linkID = link.id
         let agent = settings.agent
         let generation = machines[handle]?.generation ?? 0
@@ -358,7 +358,7 @@ final class SecurityCoordinator {
 
     /// Hands the user's answer to the link's machine, if the link (by id) is still there.
     private func answer(linkID: UInt64, generation: UInt64, _ host: isolated some SecurityDriver, _ body: (inout SMPPairing, Duration) -> [SMPAction]) {
-        guard let handle = host.links.handle(forID: linkID), var m = machines[handle], m.generation == generation else { return }
+        guard let handle = host.linkHandle(forID: linkID), var m = machines[handle], m.generation == generation else { return }
         let actions = body(&m, host.now)
         machines[handle] = m
         perform(actions, handle: handle, host)
@@ -369,7 +369,7 @@ final class SecurityCoordinator {
     /// only a request for more than its key gives (MITM protection over an unauthenticated
     /// key) is answered, by pairing; one the key meets is ignored.
     func securityRequested(_ auth: SMPAuthRequirements, handle: UInt16, _ host: isolated some SecurityDriver) {
-        guard settings.answersSecurityRequests, let link = host.links[handle] else { return }
+        guard settings.answersSecurityRequests, let link = host.link(handle) else { return }
         let linkID = link.id
         if pendingKey[handle] != nil {
             // Our encryption with a bond's key is under way: a pairing now would run beside
@@ -410,10 +410,9 @@ final class SecurityCoordinator {
 /// the application; and the driver's routing of what it decided: the bonds changed (privacy's
 /// resolutions go stale), a client's bonded state on our server is no longer its own, a link
 /// encrypted (with the identity of the bond whose key did it, if one).
-protocol SecurityDriver: HostServices {
+protocol SecurityDriver: LinkTableAccess {
     var security: SecurityCoordinator { get }
     nonisolated var clock: any BLEClock { get }
-    var links: LinkTable { get set }
     func cancelTask(_ id: UInt64)
     func sendInBackground(_ command: HCICommand, _ name: String)
     @discardableResult
