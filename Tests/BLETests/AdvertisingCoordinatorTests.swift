@@ -7,7 +7,7 @@ import XCTest
 /// `AdvertisingCoordinator` on its own, driven by an `AdvertisingDriver` double instead of a
 /// host: the commands it sends, its restarts around connections, and what it reports.
 final class AdvertisingCoordinatorTests: XCTestCase {
-    actor Driver: AdvertisingDriver {
+    actor Driver: AdvertisingDriver, RecordingDriver {
         let advertising = AdvertisingCoordinator()
         nonisolated let configuration = HostConfiguration()
         let now: Duration = .zero
@@ -38,12 +38,6 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         func disconnected() { advertising.restartIfWanted(afterConnection: false, self) }
         func pause() async throws { try await advertising.pause(self) }
         func resume() async { await advertising.resume(self) }
-        /// Runs the tasks the coordinator spawned, in order, until none is left.
-        func settle() async {
-            while !record.tasks.isEmpty {
-                for task in record.takeTasks() { try? await task() }
-            }
-        }
         var opcodes: [HCIOpcode] { record.opcodes }
         var enabled: Bool { advertising.isEnabled }
         func clearCommands() { record.commands = [] }
@@ -84,12 +78,12 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         let parameters = AdvertisingParameters(restartAfterDisconnect: true, continueWhileConnected: false)
         try await d.start(parameters, data: data)
         await d.connected()
-        await d.settle()
+        await d.runSpawned()
         var enabled = await d.enabled
         XCTAssertFalse(enabled, "a connection ended legacy connectable advertising")
         await d.clearCommands()
         await d.disconnected()
-        await d.settle()
+        await d.runSpawned()
         enabled = await d.enabled
         XCTAssertTrue(enabled)
         let opcodes = await d.opcodes, reports = await d.reports
@@ -105,7 +99,7 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         await d.connected()
         await d.disconnected()
         try await d.stop()
-        await d.settle()
+        await d.runSpawned()
         let enabled = await d.enabled
         XCTAssertFalse(enabled)
         let reports = await d.reports

@@ -45,3 +45,17 @@ extension LinkTableDouble {
     var linkHandles: [UInt16] { links.handles }
     func hasLink(_ handle: UInt16) -> Bool { links.contains(handle) }
 }
+
+/// A driver double that records with a `DriverRecord`: the part's spawned tasks run on demand.
+protocol RecordingDriver: Actor {
+    var record: DriverRecord { get set }
+}
+
+extension RecordingDriver {
+    /// Runs the tasks the part spawned, in order, until none is left.
+    func runSpawned() async {
+        while !record.tasks.isEmpty {
+            for task in record.takeTasks() { try? await task() }
+        }
+    }
+}

@@ -8,7 +8,7 @@ import XCTest
 /// RPA and its renewal around a busy radio, peers' RPAs resolved with the bonds' IRKs, and the
 /// controller's resolving list.
 final class PrivacyCoordinatorTests: XCTestCase {
-    actor Driver: PrivacyDriver {
+    actor Driver: PrivacyDriver, RecordingDriver {
         let privacy = PrivacyCoordinator()
         nonisolated let configuration = HostConfiguration()
         var now: Duration = .zero
@@ -42,11 +42,6 @@ final class PrivacyCoordinatorTests: XCTestCase {
             if isScanning { radio.append("scan resumed") }
         }
 
-        func settle() async {
-            while !record.tasks.isEmpty {
-                for task in record.takeTasks() { try? await task() }
-            }
-        }
         func startPrivacy(rotation: Duration) async throws {
             try await privacy.start(rotation: rotation, irk: localIRK ?? [], self)
         }
@@ -84,7 +79,7 @@ final class PrivacyCoordinatorTests: XCTestCase {
         await d.setRadio(advertising: true, scanning: true, initiating: false)
         await d.clearCommands()
         await d.advance(to: .seconds(61))
-        await d.settle()
+        await d.runSpawned()
         let second = try await XCTUnwrapAsync(await d.ownRandomAddress)
         XCTAssertNotEqual(first, second)
         let opcodes = await d.opcodes, radio = await d.radio
@@ -100,7 +95,7 @@ final class PrivacyCoordinatorTests: XCTestCase {
         let first = await d.ownRandomAddress
         await d.setRadio(advertising: false, scanning: false, initiating: true)
         await d.advance(to: .seconds(61))
-        await d.settle()
+        await d.runSpawned()
         var now = await d.ownRandomAddress
         XCTAssertEqual(now, first, "renewed during a connection attempt")
         await d.setRadio(advertising: false, scanning: false, initiating: false)
@@ -135,7 +130,7 @@ final class PrivacyCoordinatorTests: XCTestCase {
                                   features: nil, leFeatures: LESupportedFeatures(rawValue: 0), aclBufferLength: 27, aclBufferCount: 4)
         await d.setInfo(info)
         await d.setBonds([bond])
-        await d.settle()
+        await d.runSpawned()
         await d.prepare()
         var opcodes = await d.opcodes
         XCTAssertEqual(opcodes, [], "a controller without LL Privacy got resolving list commands")
@@ -144,7 +139,7 @@ final class PrivacyCoordinatorTests: XCTestCase {
         info.leFeatures = .llPrivacy
         await e.setInfo(info)
         await e.setBonds([bond])
-        await e.settle()
+        await e.runSpawned()
         await e.prepare()
         opcodes = await e.opcodes
         XCTAssertEqual(opcodes, [.leSetAddressResolutionEnable, .leClearResolvingList, .leReadResolvingListSize,

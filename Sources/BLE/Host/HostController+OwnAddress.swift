@@ -1,0 +1,34 @@
+import BLEHCI
+import BLEWire
+
+// The driver's own address setting (`OwnAddressSetting`): set by the application, by privacy
+// (`useRandomAddress`), read by every part that goes on the air.
+
+extension HostController {
+    /// Uses a static random address for everything this controller does on the air from now
+    /// on, or goes back to the public address.
+    func setOwnAddress(_ address: OwnAddress) async throws {
+        switch address {
+        case .public:
+            privacy.stop()
+            ownAddress = OwnAddressSetting(type: .public)
+        case let .staticRandom(a):
+            try OwnAddressSetting.validateStaticRandom(a)
+            privacy.stop()
+            try await commandReturning(.leSetRandomAddress(a))
+            ownAddress = OwnAddressSetting(type: .random, random: a)
+        case let .resolvablePrivate(rotation):
+            guard let identity = security.localIdentity(self) else {
+                throw BLEError.security(.unavailable("privacy needs a local identity (IRK), and none could be read or made"))
+            }
+            try await privacy.start(rotation: rotation, irk: identity.identityResolvingKey, self)
+            ownAddress.identity = DeviceAddress(identity.address, type: .random)
+        }
+    }
+
+    /// The address peers see.
+    var ownDeviceAddress: DeviceAddress? {
+        if ownAddress.type == .random, let a = ownAddress.random { return DeviceAddress(a, type: .random) }
+        return info.map { DeviceAddress($0.address, type: .public) }
+    }
+}
