@@ -4,6 +4,7 @@ import BLEVirtual
 import BLEVirtualRadio
 import Foundation
 import XCTest
+import Synchronization
 
 /// A central that copies a bonded central's address and pairs Just Works does not replace the
 /// bond: the peripheral refuses the unauthenticated key with Pairing Failed (Authentication
@@ -204,14 +205,13 @@ final class BondReplacementPolicyWorldTests: XCTestCase {
 }
 
 /// Declines the first pairing it is asked to approve and approves every later one.
-final class DeclinesFirstApprovalAgent: PairingAgent, @unchecked Sendable {
-    private let lock = NSLock()
-    private var asked = 0
+final class DeclinesFirstApprovalAgent: PairingAgent, Sendable {
+    private let asked = Mutex(0)
 
     func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool {
-        lock.withLock {
-            asked += 1
-            return asked > 1
+        asked.withLock {
+            $0 += 1
+            return $0 > 1
         }
     }
 }

@@ -52,12 +52,12 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        _ = await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
         await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
-        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).contains([0x13]) }
+        try await t.controller.waitForL2CAP(channel: 0x0004) { $0.contains([0x13]) }
         let flagged = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
         XCTAssertEqual(flagged, true)
 
@@ -80,7 +80,7 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let storedLater = await m.host.run { $0.security.store(later, replacing: true, $0) }
         XCTAssertTrue(storedLater)
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        _ = await m.waitForConnectedCentrals(0)
         let bond = try XCTUnwrap(try store.bonds().first { $0.peer == victim })
         XCTAssertEqual(bond.peerLongTermKey, [UInt8](repeating: 0xD1, count: 16))
         XCTAssertEqual(bond.clientConfigurations, [:],
@@ -106,14 +106,14 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
+        _ = await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
         await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(features) + [0x01])
-        await waitUntil(within: .seconds(10)) { await t.controller.l2capPayloads(channel: 0x0004).contains([0x13]) }
+        try await t.controller.waitForL2CAP(channel: 0x0004) { $0.contains([0x13]) }
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.isEmpty }
+        _ = await m.waitForConnectedCentrals(0)
         let v = victim
         let kept = await m.host.run { $0.server.bondedClientFeatures[v] }
         XCTAssertEqual(kept, [0x01])

@@ -11,44 +11,10 @@ import XCTest
 /// key too weak, and a raise that ends with the link still short of what was refused fails
 /// with `.notRaised` instead of returning as if it had raised the link.
 final class PeripheralRaiseHostTests: XCTestCase {
-    let own = BDAddress(rawValue: 0xC1_02_03_04_05_2D)
-    let central = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_D1), type: .public)
-    let ltk = [UInt8](repeating: 0xD1, count: 16)
-    let handle: UInt16 = 0x0041
-
-    /// A peripheral bonded with `central` (Just Works unless `authenticated`), connected to it.
-    func open(_ t: HostUnderTest, authenticated: Bool = false, keySize: Int = 16) async throws -> PeripheralManager {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: central, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: authenticated, keySize: keySize))
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        // An IO capability that can protect against MITM, so a raise may ask for authentication.
-        config.security.pairing.ioCapability = .displayOnly
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: central, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
-        return m
-    }
-
-    /// The central encrypts (or refreshes the encryption) with the bond's key.
-    func encryptWithTheBondKey(_ t: HostUnderTest, replies: Int = 1) async throws {
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: handle, randomNumber: 0, encryptedDiversifier: 0)))
-        try await t.controller.waitForCommand(.leLongTermKeyRequestReply, count: replies)
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: handle, enabled: true))
-    }
-
-    func securityRequests(_ t: HostUnderTest) async -> [[UInt8]] {
-        await t.controller.l2capPayloads(channel: 0x0006).filter { $0.first == 0x0B }
-    }
-
-    func waitForSecurityRequests(_ t: HostUnderTest, _ n: Int) async throws -> [UInt8] {
-        try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(10)) { $0.filter { $0.first == 0x0B }.count >= n }
-        return await securityRequests(t)[n - 1]
-    }
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_2D),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_D1), type: .public),
+                                    ltk: [UInt8](repeating: 0xD1, count: 16))
+    var handle: UInt16 { fixture.handle }
 
     func linkID(_ m: PeripheralManager) async throws -> UInt64 {
         try await XCTUnwrapAsync(await m.host.run { [handle] in $0.connections.links[handle]?.id })
@@ -68,15 +34,15 @@ final class PeripheralRaiseHostTests: XCTestCase {
     /// encryption with the same key leaves the link unauthenticated, and the raise says so.
     func testARaiseForAuthenticationOnAnEncryptedLinkAsksForMITMAndFailsWhenTheKeyStaysWeak() async throws {
         let t = HostUnderTest()
-        let m = try await open(t)
-        try await encryptWithTheBondKey(t)
+        let m = try await fixture.peripheral(t)
+        try await fixture.encryptWithTheBondKey(t)
         let id = try await linkID(m)
         await waitUntil(within: .seconds(5)) { await m.host.run { $0.security.level(linkID: id, $0) } == .encrypted }
 
         let raised = raise(.insufficientAuthentication, m, id)
-        let request = try await waitForSecurityRequests(t, 1)
+        let request = try await fixture.waitForSecurityRequest(t, 1)
         XCTAssertEqual(request[1] & 0x04, 0x04, "the Security Request asks for MITM protection")
-        try await encryptWithTheBondKey(t, replies: 2)
+        try await fixture.encryptWithTheBondKey(t, replies: 2)
         let error = await raised.value
         guard case BLEError.security(.notRaised)? = error else { return XCTFail("raise ended with \(String(describing: error))") }
         let after = await m.host.run { $0.security.level(linkID: id, $0) }
@@ -87,15 +53,15 @@ final class PeripheralRaiseHostTests: XCTestCase {
     /// A 7-octet key refused for Encryption Key Size: the same; the key stays 7 octets.
     func testARaiseForKeySizeOnAnEncryptedLinkFailsWhenTheKeyStaysShort() async throws {
         let t = HostUnderTest()
-        let m = try await open(t, authenticated: true, keySize: 7)
-        try await encryptWithTheBondKey(t)
+        let m = try await fixture.peripheral(t, authenticated: true, keySize: 7)
+        try await fixture.encryptWithTheBondKey(t)
         let id = try await linkID(m)
         let h = handle
         await waitUntil(within: .seconds(5)) { await m.host.run { $0.connections.links[h]?.security.keySize } == 7 }
 
         let raised = raise(.encryptionKeySizeTooShort, m, id)
-        _ = try await waitForSecurityRequests(t, 1)
-        try await encryptWithTheBondKey(t, replies: 2)
+        _ = try await fixture.waitForSecurityRequest(t, 1)
+        try await fixture.encryptWithTheBondKey(t, replies: 2)
         let error = await raised.value
         guard case BLEError.security(.notRaised)? = error else { return XCTFail("raise ended with \(String(describing: error))") }
         await m.close()
@@ -108,18 +74,18 @@ final class PeripheralRaiseHostTests: XCTestCase {
     /// not the second refusal.
     func testAnOpenRefusedForAuthenticationTwiceRaisesTwice() async throws {
         let t = HostUnderTest()
-        let m = try await open(t)
+        let m = try await fixture.peripheral(t)
         let linked = await m.connectedCentrals.first
         let c = try XCTUnwrap(linked)
         let opening = Task { () -> Error? in
             do { _ = try await m.openL2CAPChannel(to: c, psm: 0x0081); return nil } catch { return error }
         }
-        try await refuseConnection(t, number: 1)
-        let first = try await waitForSecurityRequests(t, 1)
+        try await fixture.refuseConnection(t, number: 1, .insufficientAuthentication)
+        let first = try await fixture.waitForSecurityRequest(t, 1)
         XCTAssertEqual(first[1] & 0x04, 0x04)
-        try await encryptWithTheBondKey(t)
-        try await refuseConnection(t, number: 2)
-        let second = try await waitForSecurityRequests(t, 2)
+        try await fixture.encryptWithTheBondKey(t)
+        try await fixture.refuseConnection(t, number: 2, .insufficientAuthentication)
+        let second = try await fixture.waitForSecurityRequest(t, 2)
         XCTAssertEqual(second[1] & 0x04, 0x04, "the second Security Request asks for MITM protection")
         await t.controller.sendL2CAP(handle: handle, channel: 0x0006, payload: [0x05, 0x03])
         let error = await opening.value
@@ -129,16 +95,6 @@ final class PeripheralRaiseHostTests: XCTestCase {
         await m.close()
     }
 
-    /// Answers the `number`th LE Credit Based Connection Request with Insufficient Authentication.
-    func refuseConnection(_ t: HostUnderTest, number: Int) async throws {
-        let isRequest: @Sendable ([UInt8]) -> Bool = { $0.first == 0x14 }
-        try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { $0.filter(isRequest).count >= number }
-        let pdu = await t.controller.l2capPayloads(channel: 0x0005).filter(isRequest)[number - 1]
-        guard case let .leCreditBasedConnectionRequest(id, _) = try LESignalingCommand(pdu: pdu) else { return XCTFail("\(pdu)") }
-        let response = LESignalingCommand.leCreditBasedConnectionResponse(identifier: id, .init(
-            destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: .insufficientAuthentication))
-        await t.controller.sendL2CAP(handle: handle, channel: 0x0005, payload: response.encode())
-    }
 }
 
 /// A central asked by a Security Request for more than the key its link is encrypted with
@@ -146,29 +102,13 @@ final class PeripheralRaiseHostTests: XCTestCase {
 /// it ignored every Security Request on an encrypted link, so a peripheral's raise waited for
 /// the SMP timeout.
 final class CentralSecurityRequestOverAWeakKeyHostTests: XCTestCase {
-    let peer = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_D2), type: .public)
-    let ltk = [UInt8](repeating: 0xD2, count: 16)
-
-    func connectEncrypted(_ t: HostUnderTest) async throws -> (Central, Peripheral) {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: false, keySize: 16))
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.pairing.ioCapability = .keyboardDisplay
-        let central = try await Central.open(transport: t.hostEnd, configuration: config)
-        let p = try await central.connect(peer, timeout: .seconds(5))
-        let encrypting = Task { try await p.encrypt() }
-        _ = try await t.controller.waitForCommand(.leEnableEncryption, within: .seconds(5))
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0040, enabled: true))
-        try await encrypting.value
-        return (central, p)
-    }
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_2E),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_D2), type: .public),
+                                    ltk: [UInt8](repeating: 0xD2, count: 16))
 
     func testASecurityRequestForMITMOverAnUnauthenticatedKeyIsAnsweredByPairing() async throws {
         let t = HostUnderTest()
-        let (central, p) = try await connectEncrypted(t)
+        let (central, p) = try await fixture.encryptedCentral(t, io: .keyboardDisplay)
         // Bonding, MITM, Secure Connections.
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x0D])
         try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(10)) { $0.contains { $0.first == 0x01 } }
@@ -181,7 +121,7 @@ final class CentralSecurityRequestOverAWeakKeyHostTests: XCTestCase {
     /// What the encrypted link's key already gives is not paired over again.
     func testASecurityRequestTheKeyAlreadyMeetsIsIgnored() async throws {
         let t = HostUnderTest()
-        let (central, p) = try await connectEncrypted(t)
+        let (central, p) = try await fixture.encryptedCentral(t, io: .keyboardDisplay)
         // Bonding and Secure Connections, no MITM; then a Pairing Request, which a central
         // refuses (Pairing Failed, Command Not Supported), so the request was taken before it.
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x09])

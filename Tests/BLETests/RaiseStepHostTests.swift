@@ -7,50 +7,10 @@ import XCTest
 
 /// What one `raise` step must make, and a refusal that is stale by the time it is handled.
 final class RaiseStepHostTests: XCTestCase {
-    let own = BDAddress(rawValue: 0xC1_02_03_04_05_5E)
-    let central = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5E), type: .public)
-    let ltk = [UInt8](repeating: 0x5E, count: 16)
-    let handle: UInt16 = 0x0041
-
-    func open(_ t: HostUnderTest, authenticated: Bool = false, secureConnections: Bool = true) async throws -> PeripheralManager {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: central, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: secureConnections, authenticated: authenticated, keySize: 16))
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.pairing.ioCapability = .displayOnly
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: central, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        await waitUntil(within: .seconds(10)) { await m.connectedCentrals.count == 1 }
-        return m
-    }
-
-    func encryptWithTheBondKey(_ t: HostUnderTest, replies: Int = 1) async throws {
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: handle, randomNumber: 0, encryptedDiversifier: 0)))
-        try await t.controller.waitForCommand(.leLongTermKeyRequestReply, count: replies)
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: handle, enabled: true))
-    }
-
-    func connectionRequests(_ t: HostUnderTest) async -> [[UInt8]] {
-        await t.controller.l2capPayloads(channel: 0x0005).filter { $0.first == 0x14 }
-    }
-
-    func securityRequests(_ t: HostUnderTest) async -> [[UInt8]] {
-        await t.controller.l2capPayloads(channel: 0x0006).filter { $0.first == 0x0B }
-    }
-
-    func refuse(_ t: HostUnderTest, number: Int, _ result: LESignalingCommand.CreditBasedConnectionResult) async throws {
-        let isRequest: @Sendable ([UInt8]) -> Bool = { $0.first == 0x14 }
-        try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { $0.filter(isRequest).count >= number }
-        let pdu = await t.controller.l2capPayloads(channel: 0x0005).filter(isRequest)[number - 1]
-        guard case let .leCreditBasedConnectionRequest(id, _) = try LESignalingCommand(pdu: pdu) else { return XCTFail("\(pdu)") }
-        let response = LESignalingCommand.leCreditBasedConnectionResponse(identifier: id, .init(
-            destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: result))
-        await t.controller.sendL2CAP(handle: handle, channel: 0x0005, payload: response.encode())
-    }
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_5E),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5E), type: .public),
+                                    ltk: [UInt8](repeating: 0x5E, count: 16))
+    var handle: UInt16 { fixture.handle }
 
     /// The central evaluated the L2CAP request before the link was encrypted (it refuses it for
     /// Insufficient Encryption), but its refusal is handled after the Encryption Change (events
@@ -60,7 +20,7 @@ final class RaiseStepHostTests: XCTestCase {
     /// ignores, leaving the open to wait out the SMP timeout).
     func testARefusalForEncryptionThatArrivesAfterTheLinkWasEncryptedIsRetriedWithoutASecurityRequest() async throws {
         let t = HostUnderTest()
-        let m = try await open(t)
+        let m = try await fixture.peripheral(t)
         let linked = await m.connectedCentrals.first
         let c = try XCTUnwrap(linked)
         let opening = Task { () -> Error? in
@@ -68,19 +28,19 @@ final class RaiseStepHostTests: XCTestCase {
         }
         try await t.controller.waitForL2CAP(channel: 0x0005, within: .seconds(10)) { $0.contains { $0.first == 0x14 } }
         // The central encrypts with the bond's key (as it does on connecting)...
-        try await encryptWithTheBondKey(t)
+        try await fixture.encryptWithTheBondKey(t)
         let h = handle
         await waitUntil(within: .seconds(5)) { await m.host.run { $0.connections.links[h]?.security.encrypted } == true }
         // ...and its refusal of the request it evaluated before arrives now.
-        try await refuse(t, number: 1, .insufficientEncryption)
+        try await fixture.refuseConnection(t, number: 1, .insufficientEncryption)
         let settled = await waitUntil("a retried request or a Security Request", within: .seconds(10)) {
             let requests = await t.controller.l2capPayloads(channel: 0x0005).filter { $0.first == 0x14 }.count
             let asked = await t.controller.l2capPayloads(channel: 0x0006).filter { $0.first == 0x0B }.count
             return requests >= 2 || asked >= 1
         }
         XCTAssertTrue(settled)
-        let asked = await securityRequests(t)
-        let requests = await connectionRequests(t)
+        let asked = await fixture.securityRequests(t)
+        let requests = await fixture.connectionRequests(t)
         XCTAssertEqual(asked, [], "a Security Request over a link already encrypted, for a refusal of the unencrypted link")
         XCTAssertEqual(requests.count, 2, "the refused request was not retried over the now encrypted link")
         opening.cancel()
@@ -96,8 +56,8 @@ final class RaiseStepHostTests: XCTestCase {
     /// time for nothing.
     func testARaiseForAuthenticationOverAnAlreadyAuthenticatedKeyThatGetsTheSameKeyFailsNotRaised() async throws {
         let t = HostUnderTest()
-        let m = try await open(t, authenticated: true, secureConnections: false)
-        try await encryptWithTheBondKey(t)
+        let m = try await fixture.peripheral(t, authenticated: true, secureConnections: false)
+        try await fixture.encryptWithTheBondKey(t)
         let h = handle
         await waitUntil(within: .seconds(5)) { await m.host.run { $0.connections.links[h]?.security.encrypted } == true }
         let id = try await XCTUnwrapAsync(await m.host.run { [handle] in $0.connections.links[handle]?.id })
@@ -111,7 +71,7 @@ final class RaiseStepHostTests: XCTestCase {
             } catch { return error }
         }
         try await t.controller.waitForL2CAP(channel: 0x0006, within: .seconds(10)) { $0.contains { $0.first == 0x0B } }
-        try await encryptWithTheBondKey(t, replies: 2)
+        try await fixture.encryptWithTheBondKey(t, replies: 2)
         let error = await raised.value
         let after = await m.host.run { $0.security.level(linkID: id, $0) }
         XCTAssertEqual(after, before)
@@ -124,25 +84,10 @@ final class RaiseStepHostTests: XCTestCase {
 
 /// A central answering a Security Request over an encrypted link it cannot improve on.
 final class CentralWithoutMITMSecurityRequestHostTests: XCTestCase {
-    let peer = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5F), type: .public)
-    let ltk = [UInt8](repeating: 0x5F, count: 16)
-
-    func connectEncrypted(_ t: HostUnderTest, io: SMPIOCapability) async throws -> (Central, Peripheral) {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: false, keySize: 16))
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.pairing.ioCapability = io
-        let central = try await Central.open(transport: t.hostEnd, configuration: config)
-        let p = try await central.connect(peer, timeout: .seconds(5))
-        let encrypting = Task { try await p.encrypt() }
-        _ = try await t.controller.waitForCommand(.leEnableEncryption, within: .seconds(5))
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0040, enabled: true))
-        try await encrypting.value
-        return (central, p)
-    }
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_5F),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5F), type: .public),
+                                    ltk: [UInt8](repeating: 0x5F, count: 16))
+    var peer: DeviceAddress { fixture.peer }
 
     /// A central whose IO capability cannot give MITM protection (NoInputNoOutput, the
     /// default) cannot answer a Security Request for MITM over an unauthenticated key with
@@ -155,7 +100,7 @@ final class CentralWithoutMITMSecurityRequestHostTests: XCTestCase {
     /// every such request.
     func testACentralThatCannotProtectMITMDoesNotPairForASecurityRequestAskingMITMOverAnEncryptedLink() async throws {
         let t = HostUnderTest()
-        let (central, p) = try await connectEncrypted(t, io: .noInputNoOutput)
+        let (central, p) = try await fixture.encryptedCentral(t, io: .noInputNoOutput)
         // Bonding, MITM, Secure Connections.
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x0D])
         // The request has been taken once the link has a pairing machine; let what it spawned run.
@@ -175,12 +120,9 @@ final class CentralWithoutMITMSecurityRequestHostTests: XCTestCase {
     /// key, which a pairing (Just Works again) could not better, rather than pair over the bond.
     func testACentralThatCannotProtectMITMEncryptsWithTheBondForASecurityRequestAskingMITM() async throws {
         let t = HostUnderTest()
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: false, keySize: 16))
         await t.controller.start()
         var config = HostConfiguration()
-        config.security.bondStore = store
+        config.security.bondStore = try fixture.store()
         let central = try await Central.open(transport: t.hostEnd, configuration: config)
         _ = try await central.connect(peer, timeout: .seconds(5))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x0D])

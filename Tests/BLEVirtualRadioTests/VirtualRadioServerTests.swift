@@ -1,6 +1,7 @@
 import BLETestSupport
 import BLEVirtual
 import XCTest
+import Synchronization
 
 /// `VirtualRadioServer`, with nothing but `import BLEVirtual`: a host that connects over TCP is
 /// served as a controller on the radio, its session is reported when it starts and ends, and
@@ -8,10 +9,10 @@ import XCTest
 final class VirtualRadioServerTests: XCTestCase {
     /// What the server reported, in order.
     final class Events: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var lines: [String] = []
-        func add(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [String] { lock.withLock { lines } }
+        func add(_ line: String) { lock.withLock { _ in lines.append(line) } }
+        var all: [String] { lock.withLock { _ in lines } }
     }
 
     func testAHostOverTCPIsServedAsAControllerOnTheRadio() async throws {

@@ -1,15 +1,16 @@
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// `isAdvertising` follows the calls as they were made: a `stopAdvertising()` called before an
 /// earlier `startAdvertising(_:)` finished is not undone when that start finishes.
 final class AdvertisingStateTests: XCTestCase {
     /// Records each state and each advertising callback with `isAdvertising` as it was then.
     final class Advertiser: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var lines: [String] = []
-        var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-        private func record(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+        var events: [String] { lock.withLock { _ in lines } }
+        private func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
 
         func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { record("state \(peripheral.state)") }
         func peripheralManagerDidStartAdvertising(_ peripheral: CBPeripheralManager, error: (any Error)?) {

@@ -2,14 +2,15 @@ import BLETransport
 import BLEVirtual
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// The states a peripheral manager reported.
 final class PeripheralStates: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var seen: [CBManagerState] = []
-    var states: [CBManagerState] { lock.lock(); defer { lock.unlock() }; return seen }
+    var states: [CBManagerState] { lock.withLock { _ in seen } }
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
-        lock.lock(); seen.append(peripheral.state); lock.unlock()
+        lock.withLock { _ in seen.append(peripheral.state) }
     }
 }
 

@@ -1,10 +1,11 @@
 import BLEVirtual
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// A peripheral manager whose one dynamic characteristic remembers the central that read it.
 final class LatencyPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var reader: CBCentral?
     private var advertising = false
     var manager: CBPeripheralManager!
@@ -16,8 +17,8 @@ final class LatencyPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked
         manager = CBPeripheralManager(delegate: self, queue: DispatchQueue(label: "cb.latency"), options: [SwiftBLEManagerOptionHCIKey: "virtual"])
     }
 
-    var central: CBCentral? { lock.lock(); defer { lock.unlock() }; return reader }
-    var isAdvertising: Bool { lock.lock(); defer { lock.unlock() }; return advertising }
+    var central: CBCentral? { lock.withLock { _ in reader } }
+    var isAdvertising: Bool { lock.withLock { _ in advertising } }
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
@@ -28,11 +29,11 @@ final class LatencyPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked
     }
 
     func peripheralManagerDidStartAdvertising(_ peripheral: CBPeripheralManager, error: (any Error)?) {
-        lock.lock(); advertising = error == nil; lock.unlock()
+        lock.withLock { _ in advertising = error == nil }
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveRead request: CBATTRequest) {
-        lock.lock(); reader = request.central; lock.unlock()
+        lock.withLock { _ in reader = request.central }
         request.value = Data([1])
         peripheral.respond(to: request, withResult: .success)
     }

@@ -3,6 +3,7 @@ import BLEVirtual
 import CoreBluetooth
 @testable import CoreBluetoothExamples
 import XCTest
+import Synchronization
 
 /// A `ble serve` profile on the shared virtual radio, as `ble serve PROFILE --hci virtual` runs it.
 struct ServedProfile: Sendable {
@@ -33,15 +34,15 @@ struct ServedProfile: Sendable {
 final class ExamplesTests: XCTestCase {
     /// Collects an app's lines and its exit status.
     final class Run: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var lines: [String] = []
         private var status: Int32?
-        var output: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-        var exitStatus: Int32? { lock.lock(); defer { lock.unlock() }; return status }
+        var output: [String] { lock.withLock { _ in lines } }
+        var exitStatus: Int32? { lock.withLock { _ in status } }
 
         func attach(_ app: ExampleApp) {
-            app.output = { [self] line in lock.lock(); lines.append(line); lock.unlock() }
-            app.finish = { [self] code in lock.lock(); status = code; lock.unlock() }
+            app.output = { [self] line in lock.withLock { _ in lines.append(line) } }
+            app.finish = { [self] code in lock.withLock { _ in status = code } }
         }
     }
 

@@ -1,10 +1,11 @@
 import BLEVirtual
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// A peripheral manager with a characteristic only an encrypted link may read.
 final class SecretPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var advertising = false
     var manager: CBPeripheralManager!
     let name: String
@@ -19,7 +20,7 @@ final class SecretPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked 
         manager = CBPeripheralManager(delegate: self, queue: DispatchQueue(label: "cb.secret"), options: [SwiftBLEManagerOptionHCIKey: "virtual"])
     }
 
-    var isAdvertising: Bool { lock.lock(); defer { lock.unlock() }; return advertising }
+    var isAdvertising: Bool { lock.withLock { _ in advertising } }
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         guard peripheral.state == .poweredOn else { return }
@@ -30,7 +31,7 @@ final class SecretPeripheral: NSObject, CBPeripheralManagerDelegate, @unchecked 
     }
 
     func peripheralManagerDidStartAdvertising(_ peripheral: CBPeripheralManager, error: (any Error)?) {
-        lock.lock(); advertising = error == nil; lock.unlock()
+        lock.withLock { _ in advertising = error == nil }
     }
 }
 

@@ -1,9 +1,10 @@
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// A delegate-style peripheral: one static and one dynamic characteristic.
 final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var lines: [String] = []
     private(set) var written: [Data] = []
     var manager: CBPeripheralManager!
@@ -23,9 +24,9 @@ final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Senda
         manager = CBPeripheralManager(delegate: self, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "virtual"])
     }
 
-    private func record(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
-    var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-    var writes: [Data] { lock.lock(); defer { lock.unlock() }; return written }
+    private func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
+    var events: [String] { lock.withLock { _ in lines } }
+    var writes: [Data] { lock.withLock { _ in written } }
 
     func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) {
         record("state \(peripheral.state)")
@@ -51,13 +52,13 @@ final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Senda
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, didReceiveWrite requests: [CBATTRequest]) {
-        lock.lock(); written += requests.compactMap(\.value); lock.unlock()
+        lock.withLock { _ in written += requests.compactMap(\.value) }
         record("write \(requests.count)")
         peripheral.respond(to: requests[0], withResult: requests[0].value == Data("bad".utf8) ? .writeNotPermitted : .success)
     }
 
     func peripheralManager(_ peripheral: CBPeripheralManager, central: CBCentral, didSubscribeTo characteristic: CBCharacteristic) {
-        lock.lock(); subscriber = central; lock.unlock()
+        lock.withLock { _ in subscriber = central }
         record("subscribed \(characteristic.uuid.uuidString)")
         peripheral.updateValue(Data([0x01]), for: dynamic, onSubscribedCentrals: [central])
     }

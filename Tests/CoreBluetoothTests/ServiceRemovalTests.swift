@@ -1,15 +1,16 @@
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// `remove(_:)` and `removeAllServices()` withdraw a service also when called before the
 /// `add(_:)` of that service finished: a central then finds only what is still published.
 final class ServiceRemovalTests: XCTestCase {
     /// Records states and `didAdd` callbacks.
     final class Publisher: NSObject, CBPeripheralManagerDelegate, @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var lines: [String] = []
-        var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-        private func record(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+        var events: [String] { lock.withLock { _ in lines } }
+        private func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
 
         func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { record("state \(peripheral.state)") }
         func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBService, error: (any Error)?) {

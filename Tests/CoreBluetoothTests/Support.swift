@@ -3,6 +3,7 @@ import BLEVirtual
 import CoreBluetooth
 import BLETestSupport
 import XCTest
+import Synchronization
 
 /// A peripheral on the process's shared virtual radio (what `SwiftBLEManagerOptionHCIKey:
 /// "virtual"` opens), with a test service: FFF1 readable ("hello"), FFF2 writable both ways,
@@ -41,7 +42,7 @@ struct TestPeripheral: Sendable {
 /// Records every delegate callback as a line, checks each runs on the expected queue, and keeps
 /// the objects the callbacks named.
 final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var lines: [String] = []
     private var offQueue: [String] = []
     private(set) var discovered: [(peripheral: CBPeripheral, data: [String: Any], rssi: NSNumber)] = []
@@ -64,25 +65,25 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
 
     private func record(_ line: String, error: (any Error)? = nil) {
         let onQueue = queue == nil ? Thread.isMainThread : DispatchQueue.getSpecific(key: queueKey) == label
-        lock.lock()
-        lines.append(line)
-        if !onQueue { offQueue.append(line) }
-        if let error { errors[line] = error }
-        lock.unlock()
+        lock.withLock { _ in
+            lines.append(line)
+            if !onQueue { offQueue.append(line) }
+            if let error { errors[line] = error }
+        }
     }
 
-    var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-    var callbacksOffQueue: [String] { lock.lock(); defer { lock.unlock() }; return offQueue }
-    func error(for line: String) -> (any Error)? { lock.lock(); defer { lock.unlock() }; return errors[line] }
+    var events: [String] { lock.withLock { _ in lines } }
+    var callbacksOffQueue: [String] { lock.withLock { _ in offQueue } }
+    func error(for line: String) -> (any Error)? { lock.withLock { _ in errors[line] } }
     func count(_ line: String) -> Int { events.filter { $0 == line }.count }
-    var values: [Data] { lock.lock(); defer { lock.unlock() }; return updatedValues }
-    var characteristicsSeen: [CBCharacteristic] { lock.lock(); defer { lock.unlock() }; return seenCharacteristics }
-    var discoveries: [(peripheral: CBPeripheral, data: [String: Any], rssi: NSNumber)] { lock.lock(); defer { lock.unlock() }; return discovered }
+    var values: [Data] { lock.withLock { _ in updatedValues } }
+    var characteristicsSeen: [CBCharacteristic] { lock.withLock { _ in seenCharacteristics } }
+    var discoveries: [(peripheral: CBPeripheral, data: [String: Any], rssi: NSNumber)] { lock.withLock { _ in discovered } }
 
     func centralManagerDidUpdateState(_ central: CBCentralManager) { record("state \(central.state)") }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        lock.lock(); discovered.append((peripheral, advertisementData, RSSI)); lock.unlock()
+        lock.withLock { _ in discovered.append((peripheral, advertisementData, RSSI)) }
         record("discover \(peripheral.name ?? "?")")
         onDiscover?(central, peripheral)
     }
@@ -102,10 +103,10 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
         record(error == nil ? "descriptors \(characteristic.uuid.uuidString)" : "descriptors error", error: error)
     }
     func peripheral(_ peripheral: CBPeripheral, didUpdateValueFor characteristic: CBCharacteristic, error: (any Error)?) {
-        lock.lock()
-        if error == nil, let v = characteristic.value { updatedValues.append(v) }
-        seenCharacteristics.append(characteristic)
-        lock.unlock()
+        lock.withLock { _ in
+            if error == nil, let v = characteristic.value { updatedValues.append(v) }
+            seenCharacteristics.append(characteristic)
+        }
         record(error == nil ? "value \(characteristic.uuid.uuidString)" : "value error \(characteristic.uuid.uuidString)", error: error)
         onUpdateValue?(peripheral, characteristic)
     }
@@ -123,10 +124,10 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     }
     private(set) var lastRSSI: NSNumber?
     func peripheral(_ peripheral: CBPeripheral, didReadRSSI RSSI: NSNumber, error: (any Error)?) {
-        lock.lock(); lastRSSI = RSSI; lock.unlock()
+        lock.withLock { _ in lastRSSI = RSSI }
         record(error == nil ? "rssi" : "rssi error", error: error)
     }
-    var rssi: NSNumber? { lock.lock(); defer { lock.unlock() }; return lastRSSI }
+    var rssi: NSNumber? { lock.withLock { _ in lastRSSI } }
 }
 
 extension XCTestCase {

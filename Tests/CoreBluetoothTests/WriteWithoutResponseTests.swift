@@ -1,6 +1,7 @@
 import BLEVirtual
 import CoreBluetooth
 import XCTest
+import Synchronization
 
 /// Pacing writes without response as Apple documents it: write while
 /// `canSendWriteWithoutResponse` is true; once it is false, `peripheralIsReady(toSendWriteWithoutResponse:)`
@@ -8,10 +9,10 @@ import XCTest
 final class WriteWithoutResponseTests: XCTestCase {
     /// A recorder that also notes each ready callback with the property's value then.
     final class Writer: NSObject, CBPeripheralDelegate, @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Mutex(())
         private var lines: [String] = []
-        var events: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-        func record(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+        var events: [String] { lock.withLock { _ in lines } }
+        func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
         func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {
             record("ready, canSend \(peripheral.canSendWriteWithoutResponse)")
         }
