@@ -73,7 +73,7 @@ final class UIServerTests: XCTestCase {
         let server = server(clock: clock)
         let serving = Task { await server.serve(s) }
         s.client("GET /hello HTTP/1.1\r\nHo")
-        _ = await waitUntil("the watchdog armed", within: .seconds(10)) { clock.sleeperCount > 0 }
+        _ = await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty }
         for _ in 0..<25 {
             s.client("s")
             clock.advance(by: .milliseconds(500))

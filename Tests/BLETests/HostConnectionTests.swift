@@ -36,7 +36,7 @@ final class HostConnectionTests: XCTestCase {
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(10)) }
         _ = try await t.controller.waitForCommand(.leCreateConnection)
-        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(10) }
         clock.advance(by: .seconds(10))
         _ = try await t.controller.waitForCommand(.leCreateConnectionCancel)
         do {

@@ -114,7 +114,7 @@ final class HostGATTTests: XCTestCase {
         let (t, central, p) = try await connected(clock: clock)
         let read = Task { try await p.readShortValue(handle: 0x0010) }
         _ = await attPDU(t, 0)
-        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(30) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(30) }
         clock.advance(by: .seconds(30))
         do {
             _ = try await read.value

@@ -74,7 +74,7 @@ final class HostInitialisationTests: XCTestCase {
         await t.controller.start()
         let clock = ManualClock()
         let open = Task { try await Central.open(transport: t.hostEnd, clock: clock) }
-        await waitUntil(within: .seconds(10)) { clock.sleeperCount > 0 }
+        await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty }
         clock.advance(by: .seconds(6))
         do {
             _ = try await open.value

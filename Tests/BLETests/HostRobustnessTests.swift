@@ -111,7 +111,7 @@ final class HostRobustnessTests: XCTestCase {
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let attempt = Task { try await p.disconnect() }
         _ = try await t.controller.waitForCommand(.disconnect)
-        await waitUntil(within: .seconds(10)) { clock.sleeperCount > 0 }
+        await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty }
         clock.advance(by: .seconds(10))
         do {
             try await attempt.value
@@ -134,7 +134,7 @@ final class HostRobustnessTests: XCTestCase {
         let peer = self.peer
         let attempt = Task { try await central.connect(peer, timeout: .seconds(1)) }
         _ = try await t.controller.waitForCommand(.leCreateConnection)
-        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(1) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(1) }
         clock.advance(by: .seconds(1))
         _ = try await t.controller.waitForCommand(.leCreateConnectionCancel)
         // No Connection Complete will come: each time the host has armed its next timer, move
@@ -173,7 +173,7 @@ final class HostRobustnessTests: XCTestCase {
         await t.controller.set(.disconnect) { c in [.commandStatus(status: .success, numHCICommandPackets: 1, opcode: c.opcode)] }
         let read = Task { try await p.readShortValue(handle: 3) }
         try await t.controller.waitForL2CAP(channel: 4, within: .seconds(10)) { !$0.isEmpty }
-        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(30) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(30) }
         clock.advance(by: .seconds(30))
         _ = try? await read.value
         do {

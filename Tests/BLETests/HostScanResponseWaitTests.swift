@@ -35,7 +35,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         let start = clock.now()
         await t.controller.sendNow(advertisingReport(.advInd, device))
         let wait = ScanAggregator.scanResponseWaitTime
-        let timed = await waitUntil("the host's timer for the held advertisement", within: .seconds(10)) { clock.nextDeadline == start + wait }
+        let timed = await clock.waitForSleepers(within: .seconds(10)) { $0.min() == start + wait }
         XCTAssertTrue(timed, "the host arms its timer for the wait")
         guard timed else {
             await central.close()
@@ -98,7 +98,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         let changed = advertisement + [0x02, 0x0A, 0x04]
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advInd, address: device, data: changed, rssi: -40)])))
         let deadline = ScanAggregator.holdDeadline(startingAt: start)
-        let timed = await waitUntil("the host's timer for the held advertisement", within: .seconds(10)) { clock.nextDeadline == deadline }
+        let timed = await clock.waitForSleepers(within: .seconds(10)) { $0.min() == deadline }
         XCTAssertTrue(timed, "the host arms its timer for the later hold")
         if timed {
             clock.advance(by: deadline - clock.now())
@@ -137,7 +137,7 @@ final class HostScanResponseWaitTests: XCTestCase {
             XCTAssertTrue(taken)
         }
         let deadline = Duration.seconds(1) + step + ScanAggregator.scanResponseWaitTime
-        let timed = await waitUntil("the host's timer", within: .seconds(10)) { clock.nextDeadline == deadline }
+        let timed = await clock.waitForSleepers(within: .seconds(10)) { $0.min() == deadline }
         XCTAssertTrue(timed, "one deadline for the devices heard within one step")
         if timed {
             clock.advance(by: deadline - clock.now())

@@ -78,7 +78,7 @@ final class HostScanTests: XCTestCase {
         }
         _ = try await t.controller.waitForCommand(.leSetScanEnable)
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .advNonconnInd, address: device, data: advertisement, rssi: -40)])))
-        await waitUntil(within: .seconds(10)) { clock.nextDeadline == .seconds(10) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(10) }
         clock.advance(by: .seconds(10))
         let count = try await scan.value
         XCTAssertEqual(count, 1)

@@ -54,10 +54,10 @@ final class BLEClockTests: XCTestCase {
         guard case let .le(.advertisingReport(first))? = try await scanner.next() else { return XCTFail("no report") }
         XCTAssertEqual(first.first?.legacyEventType, .advNonconnInd)
         XCTAssertEqual(first.first?.data, [2, 1, 4])
-        await waitUntil("the radio asleep until 1 s", within: .seconds(10)) { clock.nextDeadline == .seconds(1) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(1) }
         clock.advance(by: .seconds(1))
         guard case .le(.advertisingReport)? = try await scanner.next() else { return XCTFail("no second report") }
-        await waitUntil("the radio asleep until 2 s", within: .seconds(10)) { clock.nextDeadline == .seconds(2) }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.min() == .seconds(2) }
         await radio.shutdown()
     }
 }
