@@ -2,8 +2,9 @@ import BLEHCI
 import BLEHost
 
 // The driver wires the parts together: each part declares what it needs of the host in its own
-// protocol, and only here are those needs met from the other parts (ARCHITECTURE.md, "The
-// host's parts", draws the graph).
+// protocol, and here (with what the driver owns itself in its other files) those needs are met
+// from the other parts, and what a part tells the others is routed, each in one stated order
+// (docs/ARCHITECTURE.md, "What a part may see of the host", draws the graph and the routes).
 
 extension HostController: ScanDriver {
     func prepareRadioForScanning() async { await privacy.prepareRadio(self) }
