@@ -86,7 +86,7 @@ let package = Package(
 #if !canImport(Darwin)
 package.products.append(.library(name: "CoreBluetooth", targets: ["CoreBluetooth"]))
 package.targets += [
-    .target(name: "CoreBluetooth", dependencies: ["BLE", "BLEVirtual"]),
+    .target(name: "CoreBluetooth", dependencies: ["BLE", "BLERuntime", "BLEVirtual"]),
     .testTarget(name: "CoreBluetoothTests", dependencies: ["CoreBluetooth", "CoreBluetoothExamples", "BLE", "BLEVirtual", "BLESystems", "BLETransport", "BLETestSupport"]),
     // The seed systems written against `import CoreBluetooth`: the apps'
     // BLE classes in a library the tests drive, and one small executable per app.

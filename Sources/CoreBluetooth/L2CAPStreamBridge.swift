@@ -1,5 +1,6 @@
 import Synchronization
 import BLE
+import BLERuntime
 import Foundation
 
 /// Which of a channel's two streams.
@@ -41,8 +42,8 @@ final class L2CAPStreamBridge: @unchecked Sendable {
     struct State {
         var input = Side()
         var output = Side()
-        var inbound = ByteQueue()
-        var outbound = ByteQueue()
+        var inbound = FIFOBuffer<UInt8>()
+        var outbound = FIFOBuffer<UInt8>()
         /// No more bytes will arrive (once `inbound` is read, the input stream has ended).
         var inboundEnd: L2CAPEnd?
         /// Writes fail from now on.
@@ -168,7 +169,7 @@ final class L2CAPStreamBridge: @unchecked Sendable {
                 if s.outboundEnd != nil { return .some(nil) }
                 if !s.outbound.isEmpty {
                     s.sending = true
-                    return .some(s.outbound.take(upTo: outboundLimit))
+                    return .some(s.outbound.removeFirst(upTo: outboundLimit))
                 }
                 if s.output.status == .closed { return .some(nil) }
                 s.dataWaiter = c
@@ -229,7 +230,7 @@ final class L2CAPStreamBridge: @unchecked Sendable {
         let (n, room) = state.withLock { s -> (Int, CheckedContinuation<Bool, Never>?) in
             guard s.input.status == .open, length >= 0 else { return (-1, nil) }
             s.input.armed = true
-            let n = s.inbound.take(into: buffer, capacity: length)
+            let n = s.inbound.removeFirst(into: buffer, capacity: length)
             if n == 0, case .failed? = s.inboundEnd { return (-1, nil) }
             guard n > 0, s.inbound.count < inboundLimit, let room = s.roomWaiter else { return (n, nil) }
             s.roomWaiter = nil
@@ -253,7 +254,7 @@ final class L2CAPStreamBridge: @unchecked Sendable {
             guard let waiter = s.dataWaiter else { return (n, nil, []) }
             s.dataWaiter = nil
             s.sending = true
-            return (n, waiter, s.outbound.take(upTo: outboundLimit))
+            return (n, waiter, s.outbound.removeFirst(upTo: outboundLimit))
         }
         waiter?.resume(returning: chunk)
         kick(.output)

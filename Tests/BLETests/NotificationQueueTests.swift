@@ -9,9 +9,10 @@ final class NotificationQueueTests: XCTestCase {
     func testValuesComeOutInOrderAndTheStreamEndsAfterFinish() async {
         let queue = NotificationQueue(limit: 10)
         let stream = NotificationStream(queue)
-        for i in 0..<5 { XCTAssertTrue(queue.yield([UInt8(i)])) }
-        queue.finish()
-        XCTAssertTrue(queue.yield([99]), "a finished queue drops the value but its consumer is still there")
+        for i in 0..<5 { XCTAssertTrue(queue.push([UInt8(i)])) }
+        queue.close()
+        XCTAssertFalse(queue.push([99]), "a closed queue takes nothing more")
+        XCTAssertFalse(queue.isAbandoned, "but its consumer is still there")
         var seen: [[UInt8]] = []
         for await v in stream { seen.append(v) }
         XCTAssertEqual(seen, (0..<5).map { [UInt8($0)] })
@@ -20,8 +21,8 @@ final class NotificationQueueTests: XCTestCase {
     func testWhileFullNewerValuesAreDroppedAsBufferingOldestDoes() async {
         let queue = NotificationQueue(limit: 3)
         let stream = NotificationStream(queue)
-        for i in 0..<6 { queue.yield([UInt8(i)]) }
-        queue.finish()
+        for i in 0..<6 { queue.push([UInt8(i)]) }
+        queue.close()
         var seen: [[UInt8]] = []
         for await v in stream { seen.append(v) }
         XCTAssertEqual(seen, [[0], [1], [2]])
@@ -34,7 +35,7 @@ final class NotificationQueueTests: XCTestCase {
             var it = stream.makeAsyncIterator()
             return await it.next()
         }
-        queue.yield([42])
+        queue.push([42])
         let value = await reader.value
         XCTAssertEqual(value, [42])
     }
@@ -46,14 +47,14 @@ final class NotificationQueueTests: XCTestCase {
             _ = stream
         }
         XCTAssertTrue(queue.isAbandoned)
-        XCTAssertFalse(queue.yield([1]), "the host learns the consumer is gone")
+        XCTAssertFalse(queue.push([1]), "the host learns the consumer is gone")
     }
 
     func testAnIteratorKeepsTheQueueAfterTheStreamIsGone() async {
         let queue = NotificationQueue(limit: 4)
         var it = NotificationStream(queue).makeAsyncIterator()
         XCTAssertFalse(queue.isAbandoned, "the iterator still reads it")
-        XCTAssertTrue(queue.yield([5]))
+        XCTAssertTrue(queue.push([5]))
         let v = await it.next()
         XCTAssertEqual(v, [5])
     }
@@ -77,8 +78,8 @@ final class NotificationQueueTests: XCTestCase {
     func testACancelledTaskGetsTheEndEvenWithValuesBuffered() async {
         let queue = NotificationQueue(limit: 4)
         let stream = NotificationStream(queue)
-        queue.yield([1])
-        queue.yield([2])
+        queue.push([1])
+        queue.push([2])
         let reader = Task { () -> [[UInt8]] in
             withUnsafeCurrentTask { $0?.cancel() }
             var seen: [[UInt8]] = []
@@ -88,7 +89,7 @@ final class NotificationQueueTests: XCTestCase {
         let seen = await reader.value
         XCTAssertEqual(seen, [])
         XCTAssertTrue(queue.isAbandoned)
-        XCTAssertFalse(queue.yield([3]))
+        XCTAssertFalse(queue.push([3]))
     }
 
     /// The consumer cancelled while it waits (the slow path): the wait ends with nil at once.
@@ -112,7 +113,7 @@ final class NotificationQueueTests: XCTestCase {
 
     /// The same for the events stream, whose wait has its own cancellation handler.
     func testCancellingAWaitingEventsReaderEndsItsWait() async {
-        let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
+        let queue = SingleConsumerQueue<PeripheralManagerEvent>(limit: .max, cancellation: .abandonsQueue)
         let stream = PeripheralManagerEventStream(queue)
         let reader = Task { () -> PeripheralManagerEvent? in
             var it = stream.makeAsyncIterator()
@@ -138,10 +139,10 @@ final class NotificationQueueTests: XCTestCase {
         var second = stream.makeAsyncIterator()
         let none = await second.next()
         XCTAssertNil(none, "a second reader while one waits gets the end")
-        queue.yield([7])
+        queue.push([7])
         let got = await first.value
         XCTAssertEqual(got, [7])
-        queue.yield([8])
+        queue.push([8])
         let after = await second.next()
         XCTAssertNil(after, "and it stays ended")
     }
@@ -161,12 +162,12 @@ final class NotificationQueueTests: XCTestCase {
         }
         let queue = NotificationQueue(limit: 8)
         let stream = NotificationStream(queue)
-        queue.yield([1])
-        queue.yield([2])
+        queue.push([1])
+        queue.push([2])
         let consumer = Consumer()
         let reader = Task { await consumer.read(stream, count: 3) }
         // Whether the third value finds the reader waiting or not, it comes third.
-        queue.yield([3])
+        queue.push([3])
         let seen = await reader.value
         XCTAssertEqual(seen, [[1], [2], [3]])
     }
@@ -188,16 +189,16 @@ final class NotificationQueueTests: XCTestCase {
         var second = stream.makeAsyncIterator()
         let v2 = await second.next()
         XCTAssertNil(v2)
-        queue.yield([7])
+        queue.push([7])
         let v1 = await first.value
         XCTAssertEqual(v1, [7])
     }
 
     func testEventsStreamEndsWhenFinished() async {
-        let queue = StreamQueue<PeripheralManagerEvent>(limit: .max)
+        let queue = SingleConsumerQueue<PeripheralManagerEvent>(limit: .max, cancellation: .abandonsQueue)
         let stream = PeripheralManagerEventStream(queue)
-        queue.yield(.advertisingStarted)
-        queue.finish()
+        queue.push(.advertisingStarted)
+        queue.close()
         var n = 0
         for await event in stream {
             guard case .advertisingStarted = event else { return XCTFail("\(event)") }

@@ -111,13 +111,13 @@ final class ScanCoordinatorTests: XCTestCase {
         _ = try await d.start(active: false, buffer, timeout: .seconds(5))
         await d.hear(device)
         var batch: [ScannedDevice] = []
-        let more = try await buffer.take(into: &batch)
+        let more = try await buffer.next(into: &batch)
         XCTAssertTrue(more)
         XCTAssertEqual(batch.map(\.address), [device])
         XCTAssertEqual(batch.first?.identity, identity)
         await d.expire(at: .seconds(6))
         batch = []
-        let after = try await buffer.take(into: &batch)
+        let after = try await buffer.next(into: &batch)
         XCTAssertFalse(after, "the scan ended at its timeout")
     }
 }

@@ -17,8 +17,8 @@ final class ScanResultsTests: XCTestCase {
 
     func testAConsumerThatFallsBehindLosesTheOldest() async throws {
         let buffer = ScanBuffer(limit: 3)
-        for n in 0..<5 { buffer.yield(device(UInt64(n))) }
-        buffer.finish()
+        for n in 0..<5 { buffer.push(device(UInt64(n))) }
+        buffer.close()
         var seen: [UInt64] = []
         for try await d in ScanResults(buffer: buffer) { seen.append(d.address.address.rawValue & 0xFF) }
         XCTAssertEqual(seen, [2, 3, 4])
@@ -26,10 +26,10 @@ final class ScanResultsTests: XCTestCase {
 
     func testBufferedDevicesComeBeforeTheErrorThatEndedTheScan() async {
         let buffer = ScanBuffer()
-        buffer.yield(device(1))
-        buffer.yield(device(2))
-        buffer.finish(throwing: Failure())
-        buffer.yield(device(3))
+        buffer.push(device(1))
+        buffer.push(device(2))
+        buffer.close(error: Failure())
+        buffer.push(device(3))
         var seen = 0
         do {
             for try await _ in ScanResults(buffer: buffer) { seen += 1 }
@@ -44,8 +44,8 @@ final class ScanResultsTests: XCTestCase {
         let buffer = ScanBuffer()
         let ended = expectation(description: "terminated")
         buffer.onTermination { ended.fulfill() }
-        buffer.yield(device(1))
-        buffer.yield(device(2))
+        buffer.push(device(1))
+        buffer.push(device(2))
         do {
             let results = ScanResults(buffer: buffer)
             for try await _ in results { break }
@@ -67,7 +67,7 @@ final class ScanResultsTests: XCTestCase {
             for try await _ in results { n += 1 }
             return n
         }
-        buffer.yield(device(1))
+        buffer.push(device(1))
         consumer.cancel()
         await fulfillment(of: [ended], timeout: 10)
         let n = try await consumer.value

@@ -92,7 +92,7 @@ public final class Central: Sendable {
                 buffer.onTermination { Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
                 if Task.isCancelled { await host.run { $0.scanning.finish(id, $0) } }
             } catch {
-                buffer.finish(throwing: error)
+                buffer.close(error: error)
             }
         }
         buffer.onTermination { starter.cancel() }

@@ -1,3 +1,5 @@
+import BLERuntime
+
 /// A stream the host feeds and one consumer reads, in order: the values a server notifies or
 /// indicates on one characteristic (`NotificationStream`, what `Peripheral.notifications(for:)`
 /// returns) or everything that happens to a `PeripheralManager` (`PeripheralManagerEventStream`,
@@ -17,7 +19,7 @@ public struct HostStream<Element: Sendable>: AsyncSequence, Sendable {
 
     @usableFromInline let source: StreamSource<Element>
 
-    init(_ queue: StreamQueue<Element>) {
+    init(_ queue: SingleConsumerQueue<Element>) {
         source = StreamSource(queue)
     }
 
@@ -35,7 +37,7 @@ public struct HostStream<Element: Sendable>: AsyncSequence, Sendable {
         @usableFromInline let source: StreamSource<Element>
         /// `source.queue`, which `source` keeps alive as long as this iterator: read without a
         /// retain and release per value.
-        @usableFromInline unowned(unsafe) let queue: StreamQueue<Element>
+        @usableFromInline unowned(unsafe) let queue: SingleConsumerQueue<Element>
 
         /// This iterator gave the end: it gives nothing more (the end is final).
         @usableFromInline var ended = false
@@ -90,9 +92,9 @@ public typealias PeripheralManagerEventStream = HostStream<PeripheralManagerEven
 /// and the host forgets it.
 @usableFromInline
 final class StreamSource<Element: Sendable>: Sendable {
-    @usableFromInline let queue: StreamQueue<Element>
+    @usableFromInline let queue: SingleConsumerQueue<Element>
 
-    init(_ queue: StreamQueue<Element>) {
+    init(_ queue: SingleConsumerQueue<Element>) {
         self.queue = queue
     }
 
@@ -106,6 +108,6 @@ final class StreamSource<Element: Sendable>: Sendable {
     nonisolated(nonsending) func wait() async -> Element? {
         await withTaskCancellationHandler(operation: {
             await withUnsafeContinuation { (c: UnsafeContinuation<Element?, Never>) in queue.park(c) }
-        }, onCancel: { queue.abandon() })
+        }, onCancel: { queue.cancelRead() })
     }
 }

@@ -1,4 +1,18 @@
+import BLERuntime
 import BLEHost
+
+/// The values of one `Peripheral.notifications` stream that its consumer has not taken yet:
+/// at most `HostConfiguration.notificationBufferLimit`, newer ones dropped while full (what
+/// `AsyncStream`'s `.bufferingOldest` does); the consumer letting the stream go, or cancelling
+/// its task, abandons the queue.
+typealias NotificationQueue = SingleConsumerQueue<[UInt8]>
+
+extension SingleConsumerQueue where Element == [UInt8] {
+    /// A notification stream's queue holding at most `limit` values.
+    convenience init(limit: Int) {
+        self.init(limit: limit, overflow: .dropNewest, cancellation: .abandonsQueue)
+    }
+}
 
 /// One link's waiting GATT client callers and streams (`GATTClientSessions`).
 struct GATTClientSession {
@@ -19,10 +33,11 @@ struct GATTClientSession {
     var serviceChangedHandles: [UInt16] = []
     var servicesChangedSinks: [UInt64: AsyncStream<ClosedRange<UInt16>>.Continuation] = [:]
 
-    /// Hands `value` to every stream of `valueHandle`; true when one of them has gone.
+    /// Hands `value` to every stream of `valueHandle`; true when one of them takes no more (its
+    /// consumer has gone).
     static func yield(_ value: [UInt8], from valueHandle: UInt16, to sinks: [NotificationSink]) -> Bool {
         var abandoned = false
-        for sink in sinks where sink.valueHandle == valueHandle && !sink.queue.yield(value) { abandoned = true }
+        for sink in sinks where sink.valueHandle == valueHandle && !sink.queue.push(value) { abandoned = true }
         return abandoned
     }
 }

@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLEWire
@@ -243,7 +244,7 @@ final class GATTClientSessions {
         }
         // A consumer that let its stream go is forgotten here rather than by a task of its own.
         if abandoned {
-            sessions.withSession(handle) { $0.notificationSinks.removeAll { $0.valueHandle == valueHandle && $0.queue.isAbandoned } }
+            sessions.withSession(handle) { $0.notificationSinks.removeAll { $0.valueHandle == valueHandle && $0.queue.isEnded } }
         }
     }
 
@@ -276,14 +277,14 @@ final class GATTClientSessions {
     func notificationStream(valueHandle: UInt16, onLink linkID: UInt64, _ host: isolated some GATTClientDriver) -> NotificationStream {
         let queue = NotificationQueue(limit: host.configuration.notificationBufferLimit)
         guard let handle = host.linkHandle(forID: linkID) else {
-            queue.finish()
+            queue.close()
             return NotificationStream(queue)
         }
         sessions.withSession(creating: handle) { session in
             // Streams let go of are otherwise forgotten only at their own value's next
             // notification: a link whose app opens and drops streams of a value that never
             // notifies would keep them all, and every notification would scan them.
-            session.notificationSinks.removeAll { $0.queue.isAbandoned }
+            session.notificationSinks.removeAll { $0.queue.isEnded }
             session.notificationSinks.append(.init(valueHandle: valueHandle, queue: queue))
         }
         return NotificationStream(queue)
@@ -322,7 +323,7 @@ final class GATTClientSessions {
         _ = clients.close()
         if var session = sessions.remove(link.handle) {
             session.procedures.resumeAll(with: .failure(error))
-            for s in session.notificationSinks { s.queue.finish() }
+            for s in session.notificationSinks { s.queue.close() }
             for s in session.servicesChangedSinks.values { s.finish() }
         }
         releaseACLWaiters(handle: link.handle, force: false, host)

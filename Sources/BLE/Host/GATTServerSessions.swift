@@ -1,3 +1,4 @@
+import BLERuntime
 import BLEHCI
 import BLEHost
 import BLEWire
@@ -37,7 +38,7 @@ final class GATTServerSessions {
     var indications: [UInt64: IndicationWaiter] = [:]
     /// Callers of `updateValueWaiting` waiting for room in a full queue.
     var roomWaiters = ContinuationTable<Void>()
-    private var eventSinks: [UInt64: StreamQueue<PeripheralManagerEvent>] = [:]
+    private var eventSinks: [UInt64: SingleConsumerQueue<PeripheralManagerEvent>] = [:]
     /// Bonded clients' change awareness while they are away, by identity (Vol 3 Part G
     /// §2.5.2.1; GATTServerChangeTracking.swift).
     var bondedChangeAwareness: [DeviceAddress: Bool] = [:]
@@ -301,23 +302,23 @@ final class GATTServerSessions {
 
     func emit(_ event: PeripheralManagerEvent) {
         var abandoned = false
-        for sink in eventSinks.values where !sink.yield(event) { abandoned = true }
+        for sink in eventSinks.values where !sink.push(event) { abandoned = true }
         // A consumer that let its stream go is forgotten here rather than by a task of its own.
-        if abandoned { eventSinks = eventSinks.filter { !$0.value.isAbandoned } }
+        if abandoned { eventSinks = eventSinks.filter { !$0.value.isEnded } }
     }
 
     /// Whether any `events` stream still has a consumer (abandoned ones are forgotten first).
     var hasEventSinks: Bool {
-        if eventSinks.values.contains(where: \.isAbandoned) { eventSinks = eventSinks.filter { !$0.value.isAbandoned } }
+        if eventSinks.values.contains(where: \.isEnded) { eventSinks = eventSinks.filter { !$0.value.isEnded } }
         return !eventSinks.isEmpty
     }
 
     /// A new `PeripheralManager.events` stream: every event from now on, unbounded, in order;
     /// already ended when the host has closed or failed.
     func events(_ host: isolated some GATTServerDriver) -> PeripheralManagerEventStream {
-        let queue = StreamQueue<PeripheralManagerEvent>(limit: Int.max)
+        let queue = SingleConsumerQueue<PeripheralManagerEvent>(limit: .max, overflow: .dropNewest, cancellation: .abandonsQueue)
         if host.failure != nil {
-            queue.finish()
+            queue.close()
         } else {
             eventSinks[host.makeToken()] = queue
         }
@@ -327,7 +328,7 @@ final class GATTServerSessions {
     /// The host closed or failed (after its links' last events): every `events` stream ends
     /// once its consumer has read what came before.
     func finishEvents() {
-        for sink in eventSinks.values { sink.finish() }
+        for sink in eventSinks.values { sink.close() }
         eventSinks = [:]
     }
 }

@@ -133,7 +133,7 @@ final class ScanCoordinator {
         scanner.releaseAllHolds(of: id, into: &deliveries)
         deliver(host)
         guard scanner.end(id) else { return }
-        consumers.removeValue(forKey: id)?.finish(throwing: error)
+        consumers.removeValue(forKey: id)?.close(error: error)
         host.rescheduleTimer()
         guard host.failure == nil, scanner.runningIDs.isEmpty else { return }
         host.spawn("turning the scanner off") { await host.run { await $0.scanning.disableRadio($0) } }
@@ -150,7 +150,7 @@ final class ScanCoordinator {
         for id in scanner.runningIDs { scanner.releaseAllHolds(of: id, into: &deliveries) }
         deliver(host)
         for id in scanner.runningIDs where scanner.end(id) {
-            consumers.removeValue(forKey: id)?.finish(throwing: error)
+            consumers.removeValue(forKey: id)?.close(error: error)
         }
     }
 
@@ -233,7 +233,7 @@ final class ScanCoordinator {
         if let id = deliveries.singleScan {
             // One scan running (the common case): the devices move to its buffer uncopied.
             let consumer = consumers[id]
-            deliveries.moveDevices { consumer?.yield(moving: &$0) }
+            deliveries.moveDevices { consumer?.push(moving: &$0) }
             return
         }
         let ids = deliveries.ids
@@ -242,7 +242,7 @@ final class ScanCoordinator {
             let id = ids[start]
             var end = start + 1
             while end < ids.count && ids[end] == id { end += 1 }
-            consumers[id]?.yield(contentsOf: deliveries.devices[start..<end])
+            consumers[id]?.push(contentsOf: deliveries.devices[start..<end])
             start = end
         }
         deliveries.removeAll()

@@ -1,0 +1,474 @@
+import Synchronization
+
+/// What a `SingleConsumerQueue` does with a value that comes while `limit` values already wait.
+public enum QueueOverflow: Sendable {
+    /// The new value is dropped (`AsyncStream`'s `.bufferingOldest`).
+    case dropNewest
+    /// The oldest waiting value is dropped to make room (`.bufferingNewest`).
+    case dropOldest
+}
+
+/// What cancelling the task that reads a `SingleConsumerQueue` does.
+public enum ReaderCancellation: Sendable {
+    /// The consumer has gone: the queue is abandoned (what waits is dropped, the producer's
+    /// next `push` is refused, the termination handler runs). A stream that exists for one
+    /// consumer: notifications, a manager's events, a scan's devices.
+    case abandonsQueue
+    /// Only that read ends, after what is queued; the queue stays open and serves the next
+    /// reader. A transport's incoming frames, which outlive any one read loop.
+    case endsRead
+}
+
+/// The values one producer hands to one consumer, in order: a lock, a `FIFOBuffer` and at most
+/// one waiting reader. Every stream the stack feeds itself (a transport's incoming HCI frames,
+/// a scan's devices, a characteristic's notifications, a peripheral manager's events) is one.
+///
+/// Its own type rather than `AsyncStream` for the cost per value: `AsyncStream`'s storage is
+/// generic and unspecialised outside the standard library (the profile: its `yield` and
+/// `removeFirst` cost more than the whole ATT layer per notification, and about a fifth of each
+/// HCI packet went to metadata lookups inside it). This one is inlinable down to its lock, so it
+/// is specialised for its element in the module that uses it.
+///
+/// - The producer's side (`push`, `close`) never waits. At most `limit` values wait (`Int.max`
+///   for an unbounded queue); beyond it `overflow` decides which one goes.
+/// - The consumer takes one value at a time (`take`, then `park` when it must wait: the
+///   host-fed `HostStream`s, with no suspension for a value that already waits) or everything
+///   that waits at once (`next(into:)`, `next()`, `read(_:)`: a burst costs one wake-up, not
+///   one per value).
+/// - After `close`, what is queued is still read, then the reader sees the end, or the error
+///   `close` was given (once). When the consumer goes (`abandon`, or per `cancellation` when its
+///   task is cancelled) what waits is dropped and `push` returns false, so the producer can
+///   forget the queue.
+///
+/// One reader at a time: a second reader that waits while another already waits gets the end.
+public final class SingleConsumerQueue<Element: Sendable>: Sendable {
+    /// A reader that waits: for the value itself (`park`) or to be woken to take a batch.
+    @usableFromInline
+    enum Waiter {
+        case value(UnsafeContinuation<Element?, Never>)
+        case wake(UnsafeContinuation<Bool, Never>)
+
+        /// Ends the wait with nothing (the queue ended, or the reader must look again).
+        @inlinable
+        func resumeEmpty() {
+            switch self {
+            case let .value(c): c.resume(returning: nil)
+            case let .wake(c): c.resume(returning: true)
+            }
+        }
+    }
+
+    @usableFromInline
+    struct State {
+        @usableFromInline var buffer = FIFOBuffer<Element>()
+        @usableFromInline var waiter: Waiter?
+        /// `close` was called: nothing more is queued.
+        @usableFromInline var closed = false
+        /// The error `close` was given, until a batch reader has been told.
+        @usableFromInline var failure: (any Error)?
+        /// The consumer has gone.
+        @usableFromInline var abandoned = false
+        /// A reader's task was cancelled (`.endsRead`): its read ends at the next look.
+        @usableFromInline var readCancelled = false
+        /// Called once each, when the queue is closed or abandoned.
+        @usableFromInline var onTermination: [@Sendable () -> Void] = []
+
+        init() {}
+
+        /// Whether the consumer will get nothing more than what waits.
+        @inlinable var ended: Bool { closed || abandoned }
+    }
+
+    @usableFromInline let state = Mutex(State())
+    /// The most values that wait for the consumer.
+    public let limit: Int
+    /// Which value goes when `limit` values wait and another comes.
+    public let overflow: QueueOverflow
+    /// What cancelling the reading task does.
+    public let cancellation: ReaderCancellation
+
+    /// An empty, open queue holding at most `limit` values (at least one).
+    public init(limit: Int = .max, overflow: QueueOverflow = .dropNewest, cancellation: ReaderCancellation) {
+        self.limit = max(1, limit)
+        self.overflow = overflow
+        self.cancellation = cancellation
+    }
+
+    // MARK: - The producer
+
+    /// Hands `value` to the consumer: at once to a reader that waits for it, otherwise queued
+    /// (as `overflow` says when full). False, with nothing queued, once the queue is closed or
+    /// the consumer has gone (`isEnded`).
+    @inlinable
+    @discardableResult
+    public func push(_ value: Element) -> Bool {
+        // nil: refused; .some(nil): queued with no reader waiting.
+        let waiter = state.withLock { s -> Waiter?? in
+            guard !s.ended else { return .none }
+            if case let .value(c)? = s.waiter {
+                // A reader parks only when nothing is queued: the value goes straight to it.
+                s.waiter = nil
+                return .some(.value(c))
+            }
+            enqueue(value, in: &s)
+            defer { s.waiter = nil }
+            return .some(s.waiter)
+        }
+        guard let waiter else { return false }
+        switch waiter {
+        case let .value(c)?: c.resume(returning: value)
+        case let .wake(c)?: c.resume(returning: true)
+        case nil: break
+        }
+        return true
+    }
+
+    /// Queues `value` as `overflow` says when `limit` values wait.
+    @inlinable
+    func enqueue(_ value: Element, in s: inout State) {
+        if s.buffer.count < limit {
+            s.buffer.append(value)
+        } else if overflow == .dropOldest {
+            s.buffer.dropFirst(1)
+            s.buffer.append(value)
+        }
+    }
+
+    /// Whether the queue takes no more values (closed, or the consumer has gone): the producer
+    /// may forget it.
+    @inlinable
+    public var isEnded: Bool { state.withLock { $0.ended } }
+
+    /// Hands `values` over in order under one lock, as `push` would one by one (a burst a
+    /// controller sends at once, the devices of one advertising report). False, with nothing
+    /// queued, once the queue is closed or abandoned.
+    @inlinable
+    @discardableResult
+    public func push(contentsOf values: some Collection<Element>) -> Bool {
+        guard !values.isEmpty else { return !isEnded }
+        let waiter = state.withLock { s -> Waiter?? in
+            guard !s.ended else { return .none }
+            if values.count <= limit - s.buffer.count {
+                s.buffer.append(contentsOf: values)
+            } else {
+                for value in values { enqueue(value, in: &s) }
+            }
+            defer { s.waiter = nil }
+            return .some(s.waiter)
+        }
+        return woke(waiter)
+    }
+
+    /// `push(contentsOf:)` for values the caller gives up: when nothing waits and they fit, the
+    /// array itself becomes the queue's storage (and `values` gets the queue's old, empty
+    /// storage), so they are neither copied nor released here. `values` is left empty.
+    @inlinable
+    @discardableResult
+    public func push(moving values: inout [Element]) -> Bool {
+        guard !values.isEmpty else { return !isEnded }
+        let waiter = state.withLock { s -> Waiter?? in
+            guard !s.ended else { return .none }
+            if values.count <= limit - s.buffer.count {
+                s.buffer.append(moving: &values)
+            } else {
+                for value in values { enqueue(value, in: &s) }
+                values.removeAll(keepingCapacity: true)
+            }
+            defer { s.waiter = nil }
+            return .some(s.waiter)
+        }
+        return woke(waiter)
+    }
+
+    /// After values were queued: wakes the reader that waited, if one did; false when the
+    /// queue refused them (`nil`).
+    @inlinable
+    func woke(_ waiter: Waiter??) -> Bool {
+        guard let waiter else { return false }
+        waiter.map(wake)
+        return true
+    }
+
+    /// Wakes `waiter` now that values wait: a reader of single values is handed the oldest.
+    @inlinable
+    func wake(_ waiter: Waiter) {
+        switch waiter {
+        case .wake: waiter.resumeEmpty()
+        case let .value(c): park(c)
+        }
+    }
+
+    /// No more values: the consumer reads what is queued, then the end, or `error` thrown (to a
+    /// batch reader). The first `close` decides; later ones, and a `close` after the consumer
+    /// has gone, change nothing.
+    @inlinable
+    public func close(error: (any Error)? = nil) {
+        let (waiter, termination) = state.withLock { s -> (Waiter?, [@Sendable () -> Void]) in
+            guard !s.ended else { return (nil, []) }
+            s.closed = true
+            s.failure = error
+            defer {
+                s.waiter = nil
+                s.onTermination = []
+            }
+            return (s.waiter, s.onTermination)
+        }
+        waiter?.resumeEmpty()
+        for body in termination { body() }
+    }
+
+    /// Calls `body` once, when the queue is closed or abandoned (at once if it already is),
+    /// after the handlers given before it.
+    @inlinable
+    public func onTermination(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.ended { return true }
+            s.onTermination.append(body)
+            return false
+        }
+        if now { body() }
+    }
+
+    /// Whether `close` has been called.
+    @inlinable
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Whether the consumer has gone.
+    @inlinable
+    public var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Whether a reader waits now (tests wait for a reader to park).
+    @inlinable
+    public var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
+
+    // MARK: - The consumer
+
+    /// The consumer has gone (released its stream, or cancelled per `.abandonsQueue`): what
+    /// waits is dropped, with the error `close` left; a waiting read ends; `push` is refused
+    /// from now on; the termination handler runs unless the queue was closed already.
+    @inlinable
+    public func abandon() {
+        let (waiter, termination) = state.withLock { s -> (Waiter?, [@Sendable () -> Void]) in
+            s.buffer.removeAll()
+            s.failure = nil
+            guard !s.abandoned else { return (nil, []) }
+            s.abandoned = true
+            defer {
+                s.waiter = nil
+                s.onTermination = []
+            }
+            return (s.waiter, s.onTermination)
+        }
+        waiter?.resumeEmpty()
+        for body in termination { body() }
+    }
+
+    /// The reading task was cancelled: what `cancellation` says.
+    @inlinable
+    public func cancelRead() {
+        switch cancellation {
+        case .abandonsQueue:
+            abandon()
+        case .endsRead:
+            let waiter = state.withLock { s -> Waiter? in
+                s.readCancelled = true
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resumeEmpty()
+        }
+    }
+
+    /// The oldest value, the end, or "wait" (then `park`), without suspending: what a reader of
+    /// single values does first. A cancelled reading task gets the end (and, per
+    /// `.abandonsQueue`, abandons the queue).
+    @inlinable
+    public func take() -> QueueTake<Element> {
+        if Task.isCancelled {
+            cancelRead()
+            return .end
+        }
+        return state.withLock { s -> QueueTake<Element> in
+            if let value = s.buffer.removeFirst() { return .value(value) }
+            return s.ended ? .end : .wait
+        }
+    }
+
+    /// Parks a single-value reader's continuation after `take()` said `.wait` (inside its
+    /// cancellation handler): resumed with the next value, or nil once the queue is over.
+    /// The end covers a cancellation that came before the handler was in place (the handler
+    /// then ran at once); a second concurrent reader gets nil rather than taking the first one's
+    /// place.
+    @inlinable
+    public func park(_ c: UnsafeContinuation<Element?, Never>) {
+        let now = state.withLock { s -> QueueTake<Element> in
+            if let value = s.buffer.removeFirst() { return .value(value) }
+            if s.ended || s.readCancelled || s.waiter != nil { return .end }
+            s.waiter = .value(c)
+            return .wait
+        }
+        switch now {
+        case let .value(v): c.resume(returning: v)
+        case .end: c.resume(returning: nil)
+        case .wait: break
+        }
+    }
+
+    /// What a batch reader finds without suspending (`take(swappingWith:)`).
+    @usableFromInline
+    enum Batch {
+        /// The values are in the array the reader gave.
+        case values
+        case end
+        case failed(any Error)
+        case empty
+    }
+
+    /// Takes every queued value into `spare` (emptied by the caller), or says why not.
+    @inlinable
+    func take(swappingWith spare: inout [Element]) -> Batch {
+        state.withLock { s -> Batch in
+            if !s.buffer.isEmpty {
+                s.buffer.removeAll(swappingWith: &spare)
+                return .values
+            }
+            if s.readCancelled {
+                s.readCancelled = false
+                return .end
+            }
+            guard s.ended else { return .empty }
+            if let error = s.failure {
+                s.failure = nil
+                return .failed(error)
+            }
+            return .end
+        }
+    }
+
+    /// Suspends until values are queued, the queue ends, or the read was cancelled; false at
+    /// once when another reader already waits (this one then gets the end).
+    @inlinable
+    func waitForValues(isolation: isolated (any Actor)?) async -> Bool {
+        await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Bool, Never>) in
+            let now = state.withLock { s -> Bool? in
+                if s.waiter != nil { return false }
+                if !s.buffer.isEmpty || s.ended || s.readCancelled { return true }
+                s.waiter = .wake(c)
+                return nil
+            }
+            if let now { c.resume(returning: now) }
+        }
+    }
+
+    /// Moves every queued value into `batch` (replacing its contents), oldest first, waiting
+    /// until there is one; false once the queue is over and drained (or the read cancelled),
+    /// throwing the error `close` was given, after the values queued before it. Runs on the
+    /// caller's actor (`isolation`).
+    @inlinable
+    public func next(into batch: inout [Element], isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
+        batch.removeAll(keepingCapacity: true)
+        while true {
+            switch take(swappingWith: &batch) {
+            case .values: return true
+            case .end: return false
+            case let .failed(error): throw error
+            case .empty: break
+            }
+            if Task.isCancelled {
+                cancelRead()
+                continue
+            }
+            let woken = await withTaskCancellationHandler(operation: {
+                await waitForValues(isolation: isolation)
+            }, onCancel: { cancelRead() }, isolation: isolation)
+            guard woken else { return false }
+        }
+    }
+
+    /// Every value queued now, oldest first, waiting for at least one; nil once the queue is
+    /// over and drained, or when the read is cancelled. Throws the error `close` was given,
+    /// after the values queued before it.
+    @inlinable
+    public func next(isolation: isolated (any Actor)? = #isolation) async throws -> [Element]? {
+        var batch: [Element] = []
+        return try await next(into: &batch, isolation: isolation) ? batch : nil
+    }
+
+    /// Hands every batch to `body`, oldest first, until the queue is closed and drained (then
+    /// returns) or fails (then throws the error `close` was given), or the reading task is
+    /// cancelled (then returns once what is queued has been handed over). What a read loop over
+    /// `next` does, with one cancellation handler for the whole loop instead of one per wait: a
+    /// reader wakes once per burst, and each wait is then one continuation and nothing more.
+    /// Runs on the caller's actor (`isolation`), `body` within its turn.
+    ///
+    /// The batch array is recycled: the reader keeps the one it handed to `body` and, emptied
+    /// (its capacity kept), swaps it for the queue's at the next take, so a steady stream of
+    /// batches allocates no arrays. A `body` that keeps its batch keeps a copy as ever; the
+    /// spare is then a new array. `body` may take values out of its batch (swap them for
+    /// others): a value taken out is then referenced only by `body`, which can change it in
+    /// place rather than copy it (the virtual radio rewriting an ACL header).
+    @inlinable
+    public func read(isolation: isolated (any Actor)? = #isolation, _ body: (inout [Element]) -> Void) async throws {
+        try await withTaskCancellationHandler(operation: {
+            var batch: [Element] = []
+            while true {
+                // Emptied outside the lock: releasing the values is not the pushers' wait. A
+                // burst's array, far larger than what now comes, goes rather than stay for ever.
+                if batch.capacity > Self.keptCapacity && batch.capacity > 4 * batch.count {
+                    batch = []
+                } else {
+                    batch.removeAll(keepingCapacity: true)
+                }
+                switch take(swappingWith: &batch) {
+                case .values:
+                    body(&batch)
+                    continue
+                case .end: return
+                case let .failed(error): throw error
+                case .empty: break
+                }
+                guard await waitForValues(isolation: isolation) else { return }
+            }
+        }, onCancel: { cancelRead() }, isolation: isolation)
+    }
+
+    /// The most capacity a recycled batch array keeps whatever it held last; beyond it, an
+    /// array more than four times the last batch is dropped.
+    @inlinable
+    public static var keptCapacity: Int { 64 }
+
+    /// The queue as an `AsyncThrowingStream` of single values, for readers written against an
+    /// `AsyncSequence` (a transport's `incoming`).
+    public func stream() -> AsyncThrowingStream<Element, any Error> {
+        let iterator = BatchIterator(queue: self)
+        return AsyncThrowingStream(unfolding: { try await iterator.next() })
+    }
+
+    /// Hands out a batch value by value. Only ever touched by the stream's one consumer.
+    private final class BatchIterator: @unchecked Sendable {
+        let queue: SingleConsumerQueue<Element>
+        var batch: [Element] = []
+        var index = 0
+
+        init(queue: SingleConsumerQueue<Element>) { self.queue = queue }
+
+        func next() async throws -> Element? {
+            if index >= batch.count {
+                guard try await queue.next(into: &batch, isolation: nil) else { return nil }
+                index = 0
+            }
+            defer { index += 1 }
+            return batch[index]
+        }
+    }
+}
+
+/// What a reader of single values finds without suspending (`SingleConsumerQueue.take()`).
+public enum QueueTake<Element> {
+    /// The oldest queued value, now taken.
+    case value(Element)
+    /// The queue is over: closed and drained, or abandoned.
+    case end
+    /// Nothing queued yet: `park` to wait for it.
+    case wait
+}
