@@ -59,6 +59,22 @@ public struct LEEventMask: OptionSet, Hashable, Sendable {
     public static let phyUpdateComplete = LEEventMask(rawValue: 1 << 11)
     /// LE Extended Advertising Report (0x0D). Bit 12.
     public static let extendedAdvertisingReport = LEEventMask(rawValue: 1 << 12)
+    /// LE Periodic Advertising Sync Established (0x0E). Bit 13.
+    public static let periodicAdvertisingSyncEstablished = LEEventMask(rawValue: 1 << 13)
+    /// LE Periodic Advertising Report (0x0F). Bit 14.
+    public static let periodicAdvertisingReport = LEEventMask(rawValue: 1 << 14)
+    /// LE Periodic Advertising Sync Lost (0x10). Bit 15.
+    public static let periodicAdvertisingSyncLost = LEEventMask(rawValue: 1 << 15)
+    /// LE Scan Timeout (0x11). Bit 16.
+    public static let scanTimeout = LEEventMask(rawValue: 1 << 16)
+    /// LE Advertising Set Terminated (0x12). Bit 17.
+    public static let advertisingSetTerminated = LEEventMask(rawValue: 1 << 17)
+    /// LE Scan Request Received (0x13). Bit 18.
+    public static let scanRequestReceived = LEEventMask(rawValue: 1 << 18)
+    /// LE Channel Selection Algorithm (0x14). Bit 19.
+    public static let channelSelectionAlgorithm = LEEventMask(rawValue: 1 << 19)
+    /// LE Periodic Advertising Sync Transfer Received (0x18). Bit 23.
+    public static let periodicAdvertisingSyncTransferReceived = LEEventMask(rawValue: 1 << 23)
     /// LE Enhanced Connection Complete v2 (0x29). Bit 40. Not in `default`: it adds only
     /// periodic-advertising fields this stack does not use, and v1 is what every LE controller has.
     public static let enhancedConnectionCompleteV2 = LEEventMask(rawValue: 1 << 40)

@@ -123,6 +123,24 @@ public enum LEMetaEvent: Hashable, Sendable {
     case phyUpdateComplete(status: HCIStatus, handle: UInt16, txPHY: LEPHY, rxPHY: LEPHY)
     /// LE Extended Advertising Report (0x0D), §7.7.65.13.
     case extendedAdvertisingReport([LEAdvertisingReport])
+    /// LE Periodic Advertising Sync Established (0x0E), §7.7.65.14.
+    case periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished)
+    /// LE Periodic Advertising Report (0x0F), §7.7.65.15.
+    case periodicAdvertisingReport(LEPeriodicAdvertisingReport)
+    /// LE Periodic Advertising Sync Lost (0x10), §7.7.65.16: the train was not received for the
+    /// sync timeout; the handle is free again.
+    case periodicAdvertisingSyncLost(syncHandle: UInt16)
+    /// LE Scan Timeout (0x11), §7.7.65.17: an extended scan's Duration ran out (Period 0).
+    case scanTimeout
+    /// LE Advertising Set Terminated (0x12), §7.7.65.18.
+    case advertisingSetTerminated(LEAdvertisingSetTerminated)
+    /// LE Scan Request Received (0x13), §7.7.65.19: a scanner asked set `advertisingHandle`
+    /// for its scan response.
+    case scanRequestReceived(advertisingHandle: UInt8, scanner: DeviceAddress)
+    /// LE Channel Selection Algorithm (0x14), §7.7.65.20: 0 for algorithm #1, 1 for #2.
+    case channelSelectionAlgorithm(handle: UInt16, algorithm: UInt8)
+    /// LE Periodic Advertising Sync Transfer Received (0x18), §7.7.65.24.
+    case periodicAdvertisingSyncTransferReceived(LEPeriodicSyncTransferReceived)
     /// A subevent this decoder does not know.
     case unknown(subevent: UInt8, parameters: [UInt8])
 
@@ -138,6 +156,14 @@ public enum LEMetaEvent: Hashable, Sendable {
         public static let enhancedConnectionComplete: UInt8 = 0x0A
         public static let phyUpdateComplete: UInt8 = 0x0C
         public static let extendedAdvertisingReport: UInt8 = 0x0D
+        public static let periodicAdvertisingSyncEstablished: UInt8 = 0x0E
+        public static let periodicAdvertisingReport: UInt8 = 0x0F
+        public static let periodicAdvertisingSyncLost: UInt8 = 0x10
+        public static let scanTimeout: UInt8 = 0x11
+        public static let advertisingSetTerminated: UInt8 = 0x12
+        public static let scanRequestReceived: UInt8 = 0x13
+        public static let channelSelectionAlgorithm: UInt8 = 0x14
+        public static let periodicAdvertisingSyncTransferReceived: UInt8 = 0x18
         public static let enhancedConnectionCompleteV2: UInt8 = 0x29
     }
 
@@ -153,6 +179,14 @@ public enum LEMetaEvent: Hashable, Sendable {
         case .dataLengthChange: return Subevent.dataLengthChange
         case .phyUpdateComplete: return Subevent.phyUpdateComplete
         case .extendedAdvertisingReport: return Subevent.extendedAdvertisingReport
+        case .periodicAdvertisingSyncEstablished: return Subevent.periodicAdvertisingSyncEstablished
+        case .periodicAdvertisingReport: return Subevent.periodicAdvertisingReport
+        case .periodicAdvertisingSyncLost: return Subevent.periodicAdvertisingSyncLost
+        case .scanTimeout: return Subevent.scanTimeout
+        case .advertisingSetTerminated: return Subevent.advertisingSetTerminated
+        case .scanRequestReceived: return Subevent.scanRequestReceived
+        case .channelSelectionAlgorithm: return Subevent.channelSelectionAlgorithm
+        case .periodicAdvertisingSyncTransferReceived: return Subevent.periodicAdvertisingSyncTransferReceived
         case let .unknown(subevent, _): return subevent
         }
     }
@@ -202,6 +236,37 @@ public enum LEMetaEvent: Hashable, Sendable {
             return try r.reading("LE PHY Update Complete") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
                 .phyUpdateComplete(status: HCIStatus(try r.readU8()), handle: try r.readHandle(),
                                    txPHY: LEPHY(rawValue: try r.readU8()), rxPHY: LEPHY(rawValue: try r.readU8()))
+            }
+        case S.periodicAdvertisingSyncEstablished:
+            return try r.reading("LE Periodic Advertising Sync Established") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                let status = HCIStatus(try r.readU8())
+                return .periodicAdvertisingSyncEstablished(try decodeSyncFields(&r, status: status, syncHandle: try r.readHandle()))
+            }
+        case S.periodicAdvertisingReport:
+            return try r.reading("LE Periodic Advertising Report") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                .periodicAdvertisingReport(try decodePeriodicReport(&r))
+            }
+        case S.periodicAdvertisingSyncLost:
+            return try r.reading("LE Periodic Advertising Sync Lost") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                .periodicAdvertisingSyncLost(syncHandle: try r.readHandle())
+            }
+        case S.scanTimeout:
+            return .scanTimeout
+        case S.advertisingSetTerminated:
+            return try r.reading("LE Advertising Set Terminated") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                .advertisingSetTerminated(try decodeSetTerminated(&r))
+            }
+        case S.scanRequestReceived:
+            return try r.reading("LE Scan Request Received") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                try decodeScanRequest(&r)
+            }
+        case S.channelSelectionAlgorithm:
+            return try r.reading("LE Channel Selection Algorithm") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                .channelSelectionAlgorithm(handle: try r.readHandle(), algorithm: try r.readU8())
+            }
+        case S.periodicAdvertisingSyncTransferReceived:
+            return try r.reading("LE Periodic Advertising Sync Transfer Received") { (r: inout ByteReader) throws(WireError) -> LEMetaEvent in
+                .periodicAdvertisingSyncTransferReceived(try decodeSyncTransferReceived(&r))
             }
         default:
             return .unknown(subevent: subevent, parameters: r.readRemaining())
@@ -309,6 +374,34 @@ public enum LEMetaEvent: Hashable, Sendable {
             w.u16(handle)
             w.u8(tx.rawValue)
             w.u8(rx.rawValue)
+        case let .periodicAdvertisingSyncEstablished(sync):
+            w.u8(sync.status.rawValue)
+            w.u16(sync.syncHandle)
+            Self.encodeSyncFields(sync, into: &w)
+        case let .periodicAdvertisingReport(report):
+            Self.encodePeriodicReport(report, into: &w)
+        case let .periodicAdvertisingSyncLost(syncHandle):
+            w.u16(syncHandle)
+        case .scanTimeout:
+            break
+        case let .advertisingSetTerminated(t):
+            w.u8(t.status.rawValue)
+            w.u8(t.advertisingHandle)
+            w.u16(t.connectionHandle)
+            w.u8(t.completedEvents)
+        case let .scanRequestReceived(handle, scanner):
+            w.u8(handle)
+            w.u8(scanner.type.rawValue)
+            w.append(scanner.address.littleEndianBytes)
+        case let .channelSelectionAlgorithm(handle, algorithm):
+            w.u16(handle)
+            w.u8(algorithm)
+        case let .periodicAdvertisingSyncTransferReceived(t):
+            w.u8(t.sync.status.rawValue)
+            w.u16(t.connectionHandle)
+            w.u16(t.serviceData)
+            w.u16(t.sync.syncHandle)
+            Self.encodeSyncFields(t.sync, into: &w)
         case let .unknown(_, parameters):
             w.append(parameters)
         }

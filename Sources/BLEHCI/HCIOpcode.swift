@@ -141,6 +141,60 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetPHY = HCIOpcode(rawValue: 0x2032)
     /// §7.8.77
     public static let leSetPrivacyMode = HCIOpcode(rawValue: 0x204E)
+    /// §7.8.52
+    public static let leSetAdvertisingSetRandomAddress = HCIOpcode(rawValue: 0x2035)
+    /// §7.8.53 (v1)
+    public static let leSetExtendedAdvertisingParameters = HCIOpcode(rawValue: 0x2036)
+    /// §7.8.54
+    public static let leSetExtendedAdvertisingData = HCIOpcode(rawValue: 0x2037)
+    /// §7.8.55
+    public static let leSetExtendedScanResponseData = HCIOpcode(rawValue: 0x2038)
+    /// §7.8.56
+    public static let leSetExtendedAdvertisingEnable = HCIOpcode(rawValue: 0x2039)
+    /// §7.8.57
+    public static let leReadMaximumAdvertisingDataLength = HCIOpcode(rawValue: 0x203A)
+    /// §7.8.58
+    public static let leReadNumberOfSupportedAdvertisingSets = HCIOpcode(rawValue: 0x203B)
+    /// §7.8.59
+    public static let leRemoveAdvertisingSet = HCIOpcode(rawValue: 0x203C)
+    /// §7.8.60
+    public static let leClearAdvertisingSets = HCIOpcode(rawValue: 0x203D)
+    /// §7.8.61 (v1)
+    public static let leSetPeriodicAdvertisingParameters = HCIOpcode(rawValue: 0x203E)
+    /// §7.8.62
+    public static let leSetPeriodicAdvertisingData = HCIOpcode(rawValue: 0x203F)
+    /// §7.8.63
+    public static let leSetPeriodicAdvertisingEnable = HCIOpcode(rawValue: 0x2040)
+    /// §7.8.64
+    public static let leSetExtendedScanParameters = HCIOpcode(rawValue: 0x2041)
+    /// §7.8.65
+    public static let leSetExtendedScanEnable = HCIOpcode(rawValue: 0x2042)
+    /// §7.8.66 (v1)
+    public static let leExtendedCreateConnection = HCIOpcode(rawValue: 0x2043)
+    /// §7.8.67
+    public static let lePeriodicAdvertisingCreateSync = HCIOpcode(rawValue: 0x2044)
+    /// §7.8.68
+    public static let lePeriodicAdvertisingCreateSyncCancel = HCIOpcode(rawValue: 0x2045)
+    /// §7.8.69
+    public static let lePeriodicAdvertisingTerminateSync = HCIOpcode(rawValue: 0x2046)
+    /// §7.8.70
+    public static let leAddDeviceToPeriodicAdvertiserList = HCIOpcode(rawValue: 0x2047)
+    /// §7.8.71
+    public static let leRemoveDeviceFromPeriodicAdvertiserList = HCIOpcode(rawValue: 0x2048)
+    /// §7.8.72
+    public static let leClearPeriodicAdvertiserList = HCIOpcode(rawValue: 0x2049)
+    /// §7.8.73
+    public static let leReadPeriodicAdvertiserListSize = HCIOpcode(rawValue: 0x204A)
+    /// §7.8.88
+    public static let leSetPeriodicAdvertisingReceiveEnable = HCIOpcode(rawValue: 0x2059)
+    /// §7.8.89
+    public static let lePeriodicAdvertisingSyncTransfer = HCIOpcode(rawValue: 0x205A)
+    /// §7.8.90
+    public static let lePeriodicAdvertisingSetInfoTransfer = HCIOpcode(rawValue: 0x205B)
+    /// §7.8.91
+    public static let leSetPeriodicAdvertisingSyncTransferParameters = HCIOpcode(rawValue: 0x205C)
+    /// §7.8.92
+    public static let leSetDefaultPeriodicAdvertisingSyncTransferParameters = HCIOpcode(rawValue: 0x205D)
     /// §7.8.2 (v2, adds the ISO buffers)
     public static let leReadBufferSizeV2 = HCIOpcode(rawValue: 0x2060)
 
@@ -199,6 +253,33 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leSetDefaultPHY: "LE Set Default PHY",
         .leSetPHY: "LE Set PHY",
         .leReadBufferSizeV2: "LE Read Buffer Size v2",
+        .leSetAdvertisingSetRandomAddress: "LE Set Advertising Set Random Address",
+        .leSetExtendedAdvertisingParameters: "LE Set Extended Advertising Parameters",
+        .leSetExtendedAdvertisingData: "LE Set Extended Advertising Data",
+        .leSetExtendedScanResponseData: "LE Set Extended Scan Response Data",
+        .leSetExtendedAdvertisingEnable: "LE Set Extended Advertising Enable",
+        .leReadMaximumAdvertisingDataLength: "LE Read Maximum Advertising Data Length",
+        .leReadNumberOfSupportedAdvertisingSets: "LE Read Number of Supported Advertising Sets",
+        .leRemoveAdvertisingSet: "LE Remove Advertising Set",
+        .leClearAdvertisingSets: "LE Clear Advertising Sets",
+        .leSetPeriodicAdvertisingParameters: "LE Set Periodic Advertising Parameters",
+        .leSetPeriodicAdvertisingData: "LE Set Periodic Advertising Data",
+        .leSetPeriodicAdvertisingEnable: "LE Set Periodic Advertising Enable",
+        .leSetExtendedScanParameters: "LE Set Extended Scan Parameters",
+        .leSetExtendedScanEnable: "LE Set Extended Scan Enable",
+        .leExtendedCreateConnection: "LE Extended Create Connection",
+        .lePeriodicAdvertisingCreateSync: "LE Periodic Advertising Create Sync",
+        .lePeriodicAdvertisingCreateSyncCancel: "LE Periodic Advertising Create Sync Cancel",
+        .lePeriodicAdvertisingTerminateSync: "LE Periodic Advertising Terminate Sync",
+        .leAddDeviceToPeriodicAdvertiserList: "LE Add Device To Periodic Advertiser List",
+        .leRemoveDeviceFromPeriodicAdvertiserList: "LE Remove Device From Periodic Advertiser List",
+        .leClearPeriodicAdvertiserList: "LE Clear Periodic Advertiser List",
+        .leReadPeriodicAdvertiserListSize: "LE Read Periodic Advertiser List Size",
+        .leSetPeriodicAdvertisingReceiveEnable: "LE Set Periodic Advertising Receive Enable",
+        .lePeriodicAdvertisingSyncTransfer: "LE Periodic Advertising Sync Transfer",
+        .lePeriodicAdvertisingSetInfoTransfer: "LE Periodic Advertising Set Info Transfer",
+        .leSetPeriodicAdvertisingSyncTransferParameters: "LE Set Periodic Advertising Sync Transfer Parameters",
+        .leSetDefaultPeriodicAdvertisingSyncTransferParameters: "LE Set Default Periodic Advertising Sync Transfer Parameters",
     ]
 
     /// The spec's command name, or "0xXXXX" for an opcode without a name here.
@@ -209,11 +290,13 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// Commands the controller acknowledges with Command Status (and finishes later with their own
     /// event) rather than Command Complete: the command flow controller releases them on the status.
-    /// Core spec Vol 4 Part E §7.1.6, §7.1.23, §7.8.12, §7.8.18, §7.8.21, §7.8.24, §7.8.49.
+    /// Core spec Vol 4 Part E §7.1.6, §7.1.23, §7.8.12, §7.8.18, §7.8.21, §7.8.24, §7.8.49,
+    /// §7.8.66, §7.8.67.
     public var completesWithCommandStatus: Bool {
         switch self {
         case .disconnect, .readRemoteVersionInformation, .leCreateConnection, .leConnectionUpdate,
-             .leReadRemoteFeatures, .leEnableEncryption, .leSetPHY:
+             .leReadRemoteFeatures, .leEnableEncryption, .leSetPHY, .leExtendedCreateConnection,
+             .lePeriodicAdvertisingCreateSync:
             return true
         default:
             return false

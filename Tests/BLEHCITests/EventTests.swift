@@ -100,7 +100,7 @@ final class EventTests: XCTestCase {
     func testUnknownEventsNeverThrow() throws {
         XCTAssertEqual(try HCIEvent.decode(hexBytes("FF03 010203")), .unknown(code: 0xFF, parameters: [1, 2, 3]))
         XCTAssertEqual(try HCIEvent.decode(hexBytes("0300")), .unknown(code: 0x03, parameters: []))
-        XCTAssertEqual(try HCIEvent.decode(hexBytes("3E03 1401 02")), .le(.unknown(subevent: 0x14, parameters: [1, 2])))
+        XCTAssertEqual(try HCIEvent.decode(hexBytes("3E03 3F01 02")), .le(.unknown(subevent: 0x3F, parameters: [1, 2])))
         XCTAssertThrowsError(try HCIEvent.decode(hexBytes("3E00")), "LE Meta without a subevent")
         for e in [HCIEvent.unknown(code: 0xFF, parameters: [9]), .le(.unknown(subevent: 0x22, parameters: [7, 8]))] {
             XCTAssertEqual(try HCIEvent.decode(e.encode()), e)
