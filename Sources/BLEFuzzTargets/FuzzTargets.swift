@@ -199,6 +199,8 @@ public enum FuzzTargets {
 
     static let seedEvents: [HCIEvent] = {
         let peer = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
+        let sync = LEPeriodicSyncEstablished(status: .success, syncHandle: 1, sid: 3, advertiser: peer, phy: .leCoded,
+                                             interval: 80, clockAccuracy: 5)
         return [
             .commandComplete(numHCICommandPackets: 1, opcode: .reset, returnParameters: [0]),
             .commandComplete(numHCICommandPackets: 1, opcode: .leReadBufferSizeV1, returnParameters: [0, 27, 0, 8]),
@@ -216,6 +218,15 @@ public enum FuzzTargets {
             .le(.phyUpdateComplete(status: .success, handle: 0x40, txPHY: .le2M, rxPHY: .le2M)),
             .le(.longTermKeyRequest(handle: 0x40, randomNumber: 0, encryptedDiversifier: 0)),
             .encryptionChange(status: .success, handle: 0x40, enabled: true),
+            .le(.periodicAdvertisingSyncEstablished(sync)),
+            .le(.periodicAdvertisingReport(LEPeriodicAdvertisingReport(syncHandle: 1, rssi: -60, dataStatus: .incompleteMoreToCome, data: [2, 1, 6]))),
+            .le(.periodicAdvertisingSyncLost(syncHandle: 1)),
+            .le(.scanTimeout),
+            .le(.advertisingSetTerminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 1, connectionHandle: 0x40, completedEvents: 3))),
+            .le(.scanRequestReceived(advertisingHandle: 1, scanner: peer)),
+            .le(.channelSelectionAlgorithm(handle: 0x40, algorithm: 1)),
+            .le(.periodicAdvertisingSyncTransferReceived(LEPeriodicSyncTransferReceived(connectionHandle: 0x40, serviceData: 7, sync: sync))),
+            .commandComplete(numHCICommandPackets: 1, opcode: .leReadMaximumAdvertisingDataLength, returnParameters: [0, 0x72, 0x06]),
             .unknown(code: 0xFF, parameters: [1, 2, 3]),
         ]
     }()

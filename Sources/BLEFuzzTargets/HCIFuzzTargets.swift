@@ -179,6 +179,10 @@ enum HCIFuzzTargets {
         check(LEReadPHYResult.self)
         check(LEAdvertisingTxPower.self)
         check(LEFilterAcceptListSize.self)
+        check(LEMaximumAdvertisingDataLength.self)
+        check(LESupportedAdvertisingSets.self)
+        check(LESelectedTxPower.self)
+        check(LEPeriodicAdvertiserListSize.self)
         if (try? ConnectionHandleReturn(opcode: opcode, returnParameters: bytes)) != nil {
             FuzzCheck.require(statusOK, "ConnectionHandleReturn decoded with status \(bytes.first ?? 0)")
         }
