@@ -77,6 +77,15 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
 
         /// Whether the consumer will get nothing more than what waits.
         @inlinable var ended: Bool { closed || abandoned }
+
+        /// `value` comes while the queue is full: it replaces the oldest, or is dropped.
+        @inlinable
+        @inline(never)
+        mutating func overflowing(_ value: Element, overflow: QueueOverflow) {
+            guard overflow == .dropOldest else { return }
+            buffer.dropFirst(1)
+            buffer.append(value)
+        }
     }
 
     @usableFromInline let state = Mutex(State())
@@ -110,7 +119,13 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 s.waiter = nil
                 return .some(.value(c))
             }
-            enqueue(value, in: &s)
+            // Written out rather than `enqueue`: the closure stays small enough to be inlined
+            // into `push`, so a frame costs no call (measured with `ble-bench raw`).
+            if s.buffer.count < limit {
+                s.buffer.append(value)
+            } else {
+                s.overflowing(value, overflow: overflow)
+            }
             defer { s.waiter = nil }
             return .some(s.waiter)
         }
@@ -128,9 +143,8 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     func enqueue(_ value: Element, in s: inout State) {
         if s.buffer.count < limit {
             s.buffer.append(value)
-        } else if overflow == .dropOldest {
-            s.buffer.dropFirst(1)
-            s.buffer.append(value)
+        } else {
+            s.overflowing(value, overflow: overflow)
         }
     }
 
@@ -146,28 +160,46 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @discardableResult
     public func push(contentsOf values: some Collection<Element>) -> Bool {
         guard !values.isEmpty else { return !isEnded }
-        let waiter = state.withLock { s -> Waiter?? in
-            guard !s.ended else { return .none }
+        let values = Array(values)
+        let first = values.first
+        let (waiter, handed) = state.withLock { s -> (Waiter??, Bool) in
+            guard !s.ended else { return (.none, false) }
+            // A parked single-value reader (the queue is then empty) is handed the first value,
+            // as `push` would; only the rest count against `limit`.
+            if case .value? = s.waiter {
+                for value in values[1...] { enqueue(value, in: &s) }
+                defer { s.waiter = nil }
+                return (.some(s.waiter), true)
+            }
             if values.count <= limit - s.buffer.count {
                 s.buffer.append(contentsOf: values)
             } else {
                 for value in values { enqueue(value, in: &s) }
             }
             defer { s.waiter = nil }
-            return .some(s.waiter)
+            return (.some(s.waiter), false)
         }
-        return woke(waiter)
+        return woke(waiter, handing: handed ? first : nil)
     }
 
     /// `push(contentsOf:)` for values the caller gives up: when nothing waits and they fit, the
     /// array itself becomes the queue's storage (and `values` gets the queue's old, empty
-    /// storage), so they are neither copied nor released here. `values` is left empty.
+    /// storage), so they are neither copied nor released here. `values` is left empty unless
+    /// the queue refused them.
     @inlinable
     @discardableResult
     public func push(moving values: inout [Element]) -> Bool {
         guard !values.isEmpty else { return !isEnded }
-        let waiter = state.withLock { s -> Waiter?? in
-            guard !s.ended else { return .none }
+        let first = values.first
+        let (waiter, handed) = state.withLock { s -> (Waiter??, Bool) in
+            guard !s.ended else { return (.none, false) }
+            // As `push(contentsOf:)`: the first goes to a parked single-value reader.
+            if case .value? = s.waiter {
+                for value in values[1...] { enqueue(value, in: &s) }
+                values.removeAll(keepingCapacity: true)
+                defer { s.waiter = nil }
+                return (.some(s.waiter), true)
+            }
             if values.count <= limit - s.buffer.count {
                 s.buffer.append(moving: &values)
             } else {
@@ -175,27 +207,22 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 values.removeAll(keepingCapacity: true)
             }
             defer { s.waiter = nil }
-            return .some(s.waiter)
+            return (.some(s.waiter), false)
         }
-        return woke(waiter)
+        return woke(waiter, handing: handed ? first : nil)
     }
 
-    /// After values were queued: wakes the reader that waited, if one did; false when the
-    /// queue refused them (`nil`).
+    /// After values were queued: wakes the reader that waited, if one did (a single-value
+    /// reader with `handed`); false when the queue refused them (`nil`).
     @inlinable
-    func woke(_ waiter: Waiter??) -> Bool {
+    func woke(_ waiter: Waiter??, handing handed: Element?) -> Bool {
         guard let waiter else { return false }
-        waiter.map(wake)
-        return true
-    }
-
-    /// Wakes `waiter` now that values wait: a reader of single values is handed the oldest.
-    @inlinable
-    func wake(_ waiter: Waiter) {
         switch waiter {
-        case .wake: waiter.resumeEmpty()
-        case let .value(c): park(c)
+        case let .value(c)?: c.resume(returning: handed)
+        case let .wake(c)?: c.resume(returning: true)
+        case nil: break
         }
+        return true
     }
 
     /// No more values: the consumer reads what is queued, then the end, or `error` thrown (to a
@@ -270,27 +297,42 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         case .abandonsQueue:
             abandon()
         case .endsRead:
+            // A waiting reader is woken (a single-value one with the end; a batch reader looks
+            // again and sees its task cancelled); one that is running sees the flag at its next
+            // look, which clears it, so it never outlives the read it was meant for.
             let waiter = state.withLock { s -> Waiter? in
-                s.readCancelled = true
-                defer { s.waiter = nil }
-                return s.waiter
+                guard let waiter = s.waiter else {
+                    s.readCancelled = true
+                    return nil
+                }
+                s.waiter = nil
+                return waiter
             }
             waiter?.resumeEmpty()
         }
     }
 
     /// The oldest value, the end, or "wait" (then `park`), without suspending: what a reader of
-    /// single values does first. A cancelled reading task gets the end (and, per
-    /// `.abandonsQueue`, abandons the queue).
+    /// single values does first. A cancelled reading task gets the end: per `.abandonsQueue` it
+    /// abandons the queue; per `.endsRead` it gets what is queued first, and the queue stays
+    /// as it was for the next reader.
     @inlinable
     public func take() -> QueueTake<Element> {
-        if Task.isCancelled {
-            cancelRead()
+        let cancelled = Task.isCancelled
+        if cancelled && cancellation == .abandonsQueue {
+            abandon()
             return .end
         }
         return state.withLock { s -> QueueTake<Element> in
-            if let value = s.buffer.removeFirst() { return .value(value) }
-            return s.ended ? .end : .wait
+            if let value = s.buffer.removeFirst() {
+                s.readCancelled = false
+                return .value(value)
+            }
+            if s.readCancelled {
+                s.readCancelled = false
+                return .end
+            }
+            return s.ended || cancelled ? .end : .wait
         }
     }
 
@@ -302,8 +344,16 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @inlinable
     public func park(_ c: UnsafeContinuation<Element?, Never>) {
         let now = state.withLock { s -> QueueTake<Element> in
-            if let value = s.buffer.removeFirst() { return .value(value) }
-            if s.ended || s.readCancelled || s.waiter != nil { return .end }
+            if let value = s.buffer.removeFirst() {
+                s.readCancelled = false
+                return .value(value)
+            }
+            if s.readCancelled {
+                // The cancellation this read was to see (its handler ran before it parked).
+                s.readCancelled = false
+                return .end
+            }
+            if s.ended || s.waiter != nil { return .end }
             s.waiter = .value(c)
             return .wait
         }
@@ -329,6 +379,9 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     func take(swappingWith spare: inout [Element]) -> Batch {
         state.withLock { s -> Batch in
             if !s.buffer.isEmpty {
+                // The read takes these and ends or, cancelled, checks its task before it waits
+                // again: a flag left now would end the next reader's read.
+                s.readCancelled = false
                 s.buffer.removeAll(swappingWith: &spare)
                 return .values
             }
@@ -396,7 +449,8 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
 
     /// Hands every batch to `body`, oldest first, until the queue is closed and drained (then
     /// returns) or fails (then throws the error `close` was given), or the reading task is
-    /// cancelled (then returns once what is queued has been handed over). What a read loop over
+    /// cancelled (then returns: per `.endsRead` once what is queued has been handed over, per
+    /// `.abandonsQueue` at once, what was queued dropped with the queue). What a read loop over
     /// `next` does, with one cancellation handler for the whole loop instead of one per wait: a
     /// reader wakes once per burst, and each wait is then one continuation and nothing more.
     /// Runs on the caller's actor (`isolation`), `body` within its turn.
@@ -427,6 +481,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 case let .failed(error): throw error
                 case .empty: break
                 }
+                if Task.isCancelled { return }
                 guard await waitForValues(isolation: isolation) else { return }
             }
         }, onCancel: { cancelRead() }, isolation: isolation)

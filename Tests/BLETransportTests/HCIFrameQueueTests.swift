@@ -1,5 +1,7 @@
 import BLEHCI
 import BLERuntime
+import BLETestSupport
+import Synchronization
 import XCTest
 
 /// The in-process transport's frame queue: order, batches, how it ends, and the immediate
@@ -195,6 +197,36 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(batches, 1)
     }
 
+    /// Found in review (e744b6e; the old HCIFrameQueue had the same hole). A reader cancelled
+    /// while it waits is woken with `readCancelled` set; when frames arrive before it looks
+    /// again, it takes them and returns, and the flag stays set. The next reader of the
+    /// (still open) queue then gets the end before any frame: for the host that reads as the
+    /// controller closing the connection. The reader here runs on an actor that is busy while
+    /// the cancellation and the frame come, so the order is fixed, not raced.
+    func testAReaderCancelledAsFramesArriveLeavesNoEndForTheNextReader() async throws {
+        let queue = HCIFrameQueue()
+        let owner = ReadingActor()
+        let first = Task { try await owner.readOnce(queue) }
+        await waitUntil("the first reader waits", within: .seconds(10)) { queue.hasWaiter }
+        await owner.cancel(first, thenPush: frame(1), to: queue)
+        let firstBatch = try await first.value
+        XCTAssertEqual(firstBatch, [frame(1)], "the frame that came with the cancellation is handed over")
+        XCTAssertFalse(queue.isEnded)
+
+        let returned = Mutex(false)
+        let second = Task { () throws -> [H4Frame]? in
+            defer { returned.withLock { $0 = true } }
+            return try await queue.next()
+        }
+        await waitUntil("the next reader waits or returns", within: .seconds(10)) {
+            queue.hasWaiter || returned.withLock { $0 }
+        }
+        XCTAssertTrue(queue.hasWaiter, "the next reader of an open queue should wait, not get the end")
+        queue.push(frame(2))
+        let secondBatch = try await second.value
+        XCTAssertEqual(secondBatch, [frame(2)])
+    }
+
     func testInMemoryEndsSendImmediatelyInOrderAndRefuseAfterClose() async throws {
         let (host, controller) = InMemoryTransport.pair()
         XCTAssertTrue(host.acceptsImmediateSends)
@@ -205,5 +237,19 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(batch, [frame(1), frame(2), frame(3)])
         await controller.close()
         XCTAssertThrowsError(try host.sendImmediately(frame(4)))
+    }
+}
+
+/// Reads a frame queue on its own isolation, so a test can hold the reader off while it acts.
+private actor ReadingActor {
+    func readOnce(_ queue: HCIFrameQueue) async throws -> [H4Frame]? {
+        try await queue.next()
+    }
+
+    /// In one turn of this actor: cancels `task` (its handler wakes it, but it resumes here only
+    /// after this turn) and pushes `frame`.
+    func cancel(_ task: Task<[H4Frame]?, any Error>, thenPush frame: H4Frame, to queue: HCIFrameQueue) {
+        task.cancel()
+        queue.push(frame)
     }
 }

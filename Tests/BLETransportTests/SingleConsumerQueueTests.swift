@@ -113,6 +113,116 @@ final class SingleConsumerQueueTests: XCTestCase {
         guard case .wait = queue.take() else { return XCTFail("expected nothing left") }
     }
 
+    // MARK: - Found in review (e744b6e)
+
+    /// `push(contentsOf:)` says it hands values over "as `push` would one by one". One by one, the
+    /// first value goes straight to a parked single-value reader and the rest fill the queue up to
+    /// `limit`; the burst instead counts that first value against `limit` too, so one more value
+    /// than one-by-one pushes would keep is dropped.
+    func testABurstToAParkedReaderKeepsWhatPushingOneByOneWould() async throws {
+        let queue = SingleConsumerQueue<Int>(limit: 2, overflow: .dropNewest, cancellation: .abandonsQueue)
+        let reader = Task {
+            await withUnsafeContinuation { (c: UnsafeContinuation<Int?, Never>) in queue.park(c) }
+        }
+        await waitUntil("the reader parks", within: .seconds(10)) { queue.hasWaiter }
+        XCTAssertTrue(queue.push(contentsOf: [1, 2, 3]))
+        let first = await reader.value
+        XCTAssertEqual(first, 1)
+        var rest: [Int] = []
+        while case let .value(v) = queue.take() { rest.append(v) }
+        XCTAssertEqual(rest, [2, 3], "one by one: 1 to the reader, 2 and 3 queued (limit 2); the burst lost 3")
+    }
+
+    /// The same with `push(moving:)`, which the scan uses (there with batch readers, where the
+    /// counts agree; a single-value reader of the same queue loses a value).
+    func testAMovedBurstToAParkedReaderKeepsWhatPushingOneByOneWould() async throws {
+        let queue = SingleConsumerQueue<Int>(limit: 2, overflow: .dropOldest, cancellation: .abandonsQueue)
+        let reader = Task {
+            await withUnsafeContinuation { (c: UnsafeContinuation<Int?, Never>) in queue.park(c) }
+        }
+        await waitUntil("the reader parks", within: .seconds(10)) { queue.hasWaiter }
+        var values = [1, 2, 3]
+        XCTAssertTrue(queue.push(moving: &values))
+        let first = await reader.value
+        XCTAssertEqual(first, 1, "one by one, the parked reader is handed the first value")
+        var rest: [Int] = []
+        while case let .value(v) = queue.take() { rest.append(v) }
+        XCTAssertEqual(rest, [2, 3])
+    }
+
+    /// The same beyond the limit, dropping the oldest: the value handed over is never the one
+    /// dropped (one by one: 1 to the reader, 2 and 3 queued, 4 drops 2).
+    func testABurstBeyondTheLimitToAParkedReaderDropsAsOneByOneWould() async throws {
+        for moving in [false, true] {
+            let queue = SingleConsumerQueue<Int>(limit: 2, overflow: .dropOldest, cancellation: .abandonsQueue)
+            let reader = Task {
+                await withUnsafeContinuation { (c: UnsafeContinuation<Int?, Never>) in queue.park(c) }
+            }
+            await waitUntil("the reader parks", within: .seconds(10)) { queue.hasWaiter }
+            var values = [1, 2, 3, 4]
+            XCTAssertTrue(moving ? queue.push(moving: &values) : queue.push(contentsOf: values))
+            let first = await reader.value
+            XCTAssertEqual(first, 1, "moving: \(moving)")
+            var rest: [Int] = []
+            while case let .value(v) = queue.take() { rest.append(v) }
+            XCTAssertEqual(rest, [3, 4], "moving: \(moving)")
+        }
+    }
+
+    /// `.endsRead`: "Only that read ends, after what is queued; the queue stays open and serves
+    /// the next reader." A single-value read whose task is cancelled sets `readCancelled`, which
+    /// only a batch take clears: every later `park` gets the end at once, for ever, although the
+    /// queue is open.
+    func testAfterACancelledSingleValueReadTheNextReaderOfAnEndsReadQueueWaits() async throws {
+        let queue = SingleConsumerQueue<Int>(cancellation: .endsRead)
+        let cancelledRead = Task { () -> Bool in
+            withUnsafeCurrentTask { $0?.cancel() }
+            if case .end = queue.take() { return true }
+            return false
+        }
+        let ended = await cancelledRead.value
+        XCTAssertTrue(ended, "the cancelled read ends")
+        XCTAssertFalse(queue.isEnded, "the queue stays open")
+
+        let returned = Mutex<Int??>(nil)
+        let reader = Task {
+            let v = await withUnsafeContinuation { (c: UnsafeContinuation<Int?, Never>) in queue.park(c) }
+            returned.withLock { $0 = .some(v) }
+            return v
+        }
+        await waitUntil("the next reader parks or returns", within: .seconds(10)) {
+            queue.hasWaiter || returned.withLock { $0 != nil }
+        }
+        XCTAssertTrue(queue.hasWaiter, "the next reader should wait; it got \(String(describing: returned.withLock { $0 })) at once")
+        queue.push(5)
+        let got = await reader.value
+        XCTAssertEqual(got, 5)
+    }
+
+    /// The same cancelled single-value read also ends the next *batch* read of an `.endsRead`
+    /// queue (the HCI frame queue's kind) before it has seen anything: `take()` left the flag.
+    func testACancelledTakeDoesNotEndTheNextBatchReadOfAnEndsReadQueue() async throws {
+        let queue = SingleConsumerQueue<Int>(cancellation: .endsRead)
+        let cancelledRead = Task { () -> Bool in
+            withUnsafeCurrentTask { $0?.cancel() }
+            if case .end = queue.take() { return true }
+            return false
+        }
+        _ = await cancelledRead.value
+        let returned = Mutex<Bool>(false)
+        let reader = Task { () throws -> [Int]? in
+            defer { returned.withLock { $0 = true } }
+            return try await queue.next()
+        }
+        await waitUntil("the batch reader waits or returns", within: .seconds(10)) {
+            queue.hasWaiter || returned.withLock { $0 }
+        }
+        XCTAssertTrue(queue.hasWaiter, "the next batch reader should wait for values, not end")
+        queue.push(9)
+        let got = try await reader.value
+        XCTAssertEqual(got, [9])
+    }
+
     // MARK: - FIFOBuffer, the storage
 
     func testBytesTakenInChunksAcrossCompactionsComeOutInOrder() {
