@@ -238,8 +238,9 @@ final class SingleConsumerQueueTests: XCTestCase {
             if round % 3 == 0 {
                 taken += buffer.removeFirst(upTo: 5)
             } else {
-                let n = chunk.withUnsafeMutableBufferPointer { p in
-                    buffer.removeFirst(into: p.baseAddress!, capacity: p.count)
+                let n = chunk.withUnsafeMutableBufferPointer { p -> Int in
+                    guard let base = p.baseAddress else { return 0 }
+                    return buffer.removeFirst(into: base, capacity: p.count)
                 }
                 taken += chunk[..<n]
             }
