@@ -8,7 +8,7 @@ import Synchronization
 /// events, or the lines a `ServeLog` (or any writer of lines) wrote. Any thread or task may
 /// append while the test reads.
 public final class Collected<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = SharedValue<[Element]>([])
 
     public init() {}
 
@@ -16,7 +16,16 @@ public final class Collected<Element: Sendable>: Sendable {
     public func append(_ item: Element) { items.withLock { $0.append(item) } }
 
     /// Everything appended so far.
-    public var all: [Element] { items.withLock { $0 } }
+    public var all: [Element] { items.get() }
+
+    /// Waits until `condition` holds of everything appended so far: checked now and at each
+    /// append (no polling); false, with a test failure, after `bound` of real time.
+    @discardableResult
+    public func wait(_ what: String = "the items", within bound: Duration = .seconds(10),
+                     file: StaticString = #filePath, line: UInt = #line,
+                     until condition: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+        await items.wait(what, within: bound, file: file, line: line, until: condition)
+    }
 }
 
 /// A `ble serve` profile running on a peripheral of a virtual world, the way `ble serve` runs it:

@@ -45,3 +45,54 @@ public func result<T: Sendable>(within bound: Duration, _ body: @escaping @Senda
         return first
     }
 }
+
+/// The value of `task` once it ends: an event, awaited with a bound. After `bound` of real time
+/// the test fails at the caller's line, saying what was awaited, and the result is nil (the
+/// task is left running: the caller decides whether to cancel it).
+@discardableResult
+public func end<T: Sendable>(of task: Task<T, Never>, _ what: String = "the task's end", within bound: Duration,
+                             file: StaticString = #filePath, line: UInt = #line) async -> T? {
+    // Not `result(within:)`: awaiting a task's value ignores cancellation, so a task group
+    // would wait for a task that never ends.
+    let (ends, end) = AsyncStream<T?>.makeStream()
+    Task { end.yield(await task.value) }
+    let timer = Task {
+        try? await Task.sleep(for: bound)
+        if !Task.isCancelled { end.yield(nil) }
+    }
+    var first = ends.makeAsyncIterator()
+    let value = await first.next() ?? nil
+    timer.cancel()
+    end.finish()
+    if value == nil { XCTFail("\(what) did not come within \(bound)", file: file, line: line) }
+    return value
+}
+
+/// Waits for the first of several events, each an async call that returns true when its event
+/// has come (false when it gave up): the index of the first to come. After `bound` of real time,
+/// or when every one gave up, the test fails at the caller's line saying what was awaited, and
+/// the result is nil. The others are cancelled (a wait that ignores cancellation runs on to its
+/// own end, unread).
+@discardableResult
+public func firstOf(_ what: String, within bound: Duration, file: StaticString = #filePath, line: UInt = #line,
+                    _ events: (@Sendable () async -> Bool)...) async -> Int? {
+    let (arrivals, arrival) = AsyncStream<(index: Int, came: Bool)?>.makeStream()
+    let waits = events.enumerated().map { index, event in Task { arrival.yield((index, await event())) } }
+    let timer = Task {
+        try? await Task.sleep(for: bound)
+        if !Task.isCancelled { arrival.yield(nil) }
+    }
+    var winner: Int?
+    var gaveUp = 0
+    for await a in arrivals {
+        guard let a else { break }
+        if a.came { winner = a.index; break }
+        gaveUp += 1
+        if gaveUp == events.count { break }
+    }
+    timer.cancel()
+    waits.forEach { $0.cancel() }
+    arrival.finish()
+    if winner == nil { XCTFail("\(what) did not come within \(bound)", file: file, line: line) }
+    return winner
+}
