@@ -21,35 +21,52 @@ final class UIServerHardeningTests: XCTestCase {
     }
 
     /// A client that never reads: every write waits until the connection is closed, as a
-    /// socket's does once its buffer is full.
+    /// socket's does once its buffer is full. A write parking and the close are events a test
+    /// can wait for (`wait`, `closing`, `parking`).
     final class StalledStream: UIByteStream, @unchecked Sendable {
+        struct State: Sendable {
+            var parked: [CheckedContinuation<Void, any Error>] = []
+            var closed = false
+        }
+
         let incoming: AsyncThrowingStream<[UInt8], any Error>
         private let input: AsyncThrowingStream<[UInt8], any Error>.Continuation
-        private let parked = Mutex<[CheckedContinuation<Void, any Error>]>([])
-        private let closedFlag = Mutex(false)
+        private let state = SharedValue(State())
 
         init() { (incoming, input) = AsyncThrowingStream.makeStream() }
         func client(_ text: String) { input.yield(Array(text.utf8)) }
         func send(_ bytes: [UInt8]) async throws {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let closed = closedFlag.withLock { closed in
-                    if !closed { parked.withLock { $0.append(c) } }
-                    return closed
+                let closed = state.withLock { s in
+                    if !s.closed { s.parked.append(c) }
+                    return s.closed
                 }
                 if closed { c.resume(throwing: CancellationError()) }
             }
         }
         func close() async {
-            closedFlag.withLock { $0 = true }
-            let waiting = parked.withLock { p -> [CheckedContinuation<Void, any Error>] in
-                defer { p = [] }
-                return p
+            let waiting = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+                s.closed = true
+                defer { s.parked = [] }
+                return s.parked
             }
             waiting.forEach { $0.resume(throwing: CancellationError()) }
             input.finish()
         }
-        var isClosed: Bool { closedFlag.withLock { $0 } }
-        var parkedWrites: Int { parked.withLock { $0.count } }
+        var isClosed: Bool { state.get().closed }
+        var parkedWrites: Int { state.get().parked.count }
+
+        /// Waits until `condition` holds of the parked writes and whether the stream closed.
+        @discardableResult
+        func wait(_ what: String, within bound: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+                  until condition: @escaping @Sendable (State) -> Bool) async -> Bool {
+            await state.wait(what, within: bound, file: file, line: line, until: condition)
+        }
+
+        /// True once the stream is closed (false if cancelled first): an event for `firstOf`.
+        @Sendable func closing() async -> Bool { await state.becomes { $0.closed } }
+        /// True once a write is parked (false if cancelled first): an event for `firstOf`.
+        @Sendable func parking() async -> Bool { await state.becomes { !$0.parked.isEmpty } }
     }
 
     /// A client that reads the first `passing` writes and then stops reading: later writes
@@ -72,6 +89,12 @@ final class UIServerHardeningTests: XCTestCase {
         func close() async { await stalled.close() }
         var isClosed: Bool { stalled.isClosed }
         var parkedWrites: Int { stalled.parkedWrites }
+        @discardableResult
+        func wait(_ what: String, within bound: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+                  until condition: @escaping @Sendable (StalledStream.State) -> Bool) async -> Bool {
+            await stalled.wait(what, within: bound, file: file, line: line, until: condition)
+        }
+        @Sendable func parking() async -> Bool { await stalled.parking() }
     }
 
     let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
@@ -86,24 +109,29 @@ final class UIServerHardeningTests: XCTestCase {
         let client = StallingStream(passing: 1)
         let serving = Task { await server.serve(client) }
         client.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        // The keep-alive's timer armed (the clock has not moved: it sleeps until one interval
+        // from zero), so the steps below cannot pass before it counts them.
+        await clock.waitForSleepers(within: .seconds(10)) { $0.contains(UIServer.keepAliveInterval) }
         // Past the keep-alive interval on the server's clock: the comment's write parks.
         for _ in 0..<(Int(UIServer.keepAliveInterval / .milliseconds(500)) + 4) where client.parkedWrites == 0 {
-            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || client.parkedWrites > 0 }
+            await firstOf("a sleeper, or a parked write", within: .seconds(10),
+                          { await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty } }, client.parking)
             clock.advance(by: .milliseconds(500))
         }
-        let parked = await waitUntil("the keep-alive parked", within: .seconds(10)) { client.parkedWrites > 0 }
+        let parked = await client.wait("the keep-alive parked") { !$0.parked.isEmpty }
         XCTAssertTrue(parked)
         // The events end (the screen stopped) while that write waits: the server gives up on
         // the connection and closes it then, with no time passing on its clock (advancing it
         // here would let the write's own timer close it first and hide a timer cancelled
         // with the keep-alive).
         continuation.finish()
-        let closed = await waitUntil("the connection closed", within: .seconds(10)) { client.isClosed }
+        let closed = await client.wait("the connection closed") { $0.closed }
         XCTAssertTrue(closed)
-        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
-        XCTAssertTrue(freed, "the slot freed")
+        // The connection's end (`serve` returning) is where its slot is given back.
+        let ended = await end(of: serving, "the connection's end", within: .seconds(10)) != nil
+        XCTAssertEqual(server.connectionCount, 0, "the slot freed")
         await client.close()
-        if freed { await serving.value } else { serving.cancel() }
+        if !ended { serving.cancel() }
     }
 
     /// An event stream whose browser stopped reading: its write is parked, and after the write
@@ -119,7 +147,10 @@ final class UIServerHardeningTests: XCTestCase {
         let serving = Task { await server.serve(stalled) }
         stalled.client("GET /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
         continuation.yield(Array("data: x\n\n".utf8))
-        _ = await waitUntil("the write parked", within: .seconds(10)) { stalled.parkedWrites > 0 }
+        await stalled.wait("the write parked") { !$0.parked.isEmpty }
+        // Its timer armed (the clock has not moved), so the steps below count towards it.
+        let parkedAt = clock.now()
+        await clock.waitForSleepers(within: .seconds(10)) { $0.contains(parkedAt + UIServer.writeTimeout) }
         // Another client meanwhile: answered at once.
         let other = MemoryStream()
         let otherServing = Task { await server.serve(other) }
@@ -129,12 +160,14 @@ final class UIServerHardeningTests: XCTestCase {
         // Time passes on the server's clock, past the write timeout.
         let steps = Int(UIServer.writeTimeout / .milliseconds(500)) + 4
         for _ in 0..<steps where !stalled.isClosed {
-            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || stalled.isClosed }
+            await firstOf("a sleeper, or the connection closed", within: .seconds(10),
+                          { await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty } }, stalled.closing)
             clock.advance(by: .milliseconds(500))
         }
-        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
+        // The connection's end (`serve` returning) is where its slot is given back.
+        await end(of: serving, "the connection's end", within: .seconds(10))
+        XCTAssertEqual(server.connectionCount, 0, "the slot freed")
         XCTAssertTrue(stalled.isClosed, "closed after the write timeout")
-        if freed { await serving.value }
         await stalled.close()
         continuation.finish()
     }
@@ -146,13 +179,18 @@ final class UIServerHardeningTests: XCTestCase {
         let stalled = StalledStream()
         let serving = Task { await server.serve(stalled) }
         stalled.client("GET /big?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
-        _ = await waitUntil("the write parked", within: .seconds(10)) { stalled.parkedWrites > 0 }
+        await stalled.wait("the write parked") { !$0.parked.isEmpty }
+        // Its timer armed (the clock has not moved), so the steps below count towards it.
+        let parkedAt = clock.now()
+        await clock.waitForSleepers(within: .seconds(10)) { $0.contains(parkedAt + UIServer.writeTimeout) }
         for _ in 0..<(Int(UIServer.writeTimeout / .milliseconds(500)) + 4) where !stalled.isClosed {
-            _ = await waitUntil("a sleeper", within: .seconds(10)) { clock.sleeperCount > 0 || stalled.isClosed }
+            await firstOf("a sleeper, or the connection closed", within: .seconds(10),
+                          { await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty } }, stalled.closing)
             clock.advance(by: .milliseconds(500))
         }
-        let freed = await waitUntil("the slot freed", within: .seconds(10)) { server.connectionCount == 0 }
-        if freed { await serving.value }
+        // The connection's end (`serve` returning) is where its slot is given back.
+        await end(of: serving, "the connection's end", within: .seconds(10))
+        XCTAssertEqual(server.connectionCount, 0, "the slot freed")
         await stalled.close()
     }
 
@@ -161,7 +199,8 @@ final class UIServerHardeningTests: XCTestCase {
     func testOneAddressCannotTakeEverySlot() async {
         // On a clock that does not move: the held connections send no request, and on the
         // system clock the request timeout would close them after 10 s of a slow run.
-        let server = UIServer(policy: policy, clock: ManualClock()) { _ in .response(.text(.ok, "hi")) }
+        let clock = ManualClock()
+        let server = UIServer(policy: policy, clock: clock) { _ in .response(.text(.ok, "hi")) }
         var held: [MemoryStream] = []
         var tasks: [Task<Void, Never>] = []
         for _ in 0..<UIServer.maximumConnectionsPerAddress {
@@ -169,7 +208,9 @@ final class UIServerHardeningTests: XCTestCase {
             held.append(s)
             tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: "192.0.2.1")) })
         }
-        _ = await waitUntil("the address's slots taken", within: .seconds(10)) { server.connectionCount == UIServer.maximumConnectionsPerAddress }
+        // Each held connection's request watchdog asleep on the clock: it has its slot.
+        await clock.waitForSleepers(within: .seconds(10)) { $0.count == UIServer.maximumConnectionsPerAddress }
+        XCTAssertEqual(server.connectionCount, UIServer.maximumConnectionsPerAddress, "the address's slots taken")
         let extra = MemoryStream()
         await server.serve(AddressedStream(base: extra, peerAddress: "192.0.2.1"))
         XCTAssertTrue(extra.output.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), extra.output)
@@ -206,15 +247,17 @@ final class UIServerHardeningTests: XCTestCase {
         }
         // Each held connection's request watchdog is asleep on the clock.
         let count = UIServer.maximumConnectionsPerAddress
-        _ = await waitUntil("the address's slots taken", within: .seconds(10)) { server.connectionCount == count && clock.sleeperCount == count }
+        await clock.waitForSleepers(within: .seconds(10)) { $0.count == count }
+        XCTAssertEqual(server.connectionCount, count, "the address's slots taken")
         let stalled = StalledStream()
         let refusing = Task { await server.serve(AddressedStream(base: stalled, peerAddress: "192.0.2.1")) }
-        // The 503's write is parked and its timer asleep.
-        let parked = await waitUntil("the refusal parked", within: .seconds(10)) { stalled.parkedWrites > 0 && clock.sleeperCount == count + 1 }
-        XCTAssertTrue(parked)
+        // The 503's write is parked and its timer asleep (both stay so until the clock moves).
+        let parked = await stalled.wait("the refusal parked") { !$0.parked.isEmpty }
+        let armed = await clock.waitForSleepers(within: .seconds(10)) { $0.count == count + 1 }
+        XCTAssertTrue(parked && armed, "the refusal parked, its timer armed")
         // Less than the held connections' watchdog period, far less than the write timeout.
         clock.advance(by: .milliseconds(300))
-        let closed = await waitUntil("the refused connection closed", within: .seconds(10)) { stalled.isClosed }
+        let closed = await stalled.wait("the refused connection closed") { $0.closed }
         XCTAssertTrue(closed, "refused and closed within 300 ms of the server's clock")
         if closed { await refusing.value } else { await stalled.close(); await refusing.value }
         XCTAssertEqual(server.connectionCount, count, "a refusal takes no slot")
@@ -226,7 +269,7 @@ final class UIServerHardeningTests: XCTestCase {
     /// stream let go (its subscription ends); HEAD of a page: the head with the GET's
     /// Content-Length and no body, the connection kept.
     func testHeadGetsTheHeadAndNoBody() async {
-        let ended = Mutex(false)
+        let ended = SharedValue(false)
         // On a clock that does not move: no request timeout closes the kept-alive page
         // connection under a slow run.
         let server = UIServer(policy: policy, clock: ManualClock()) { request in
@@ -239,18 +282,18 @@ final class UIServerHardeningTests: XCTestCase {
         let s = MemoryStream()
         let serving = Task { await server.serve(s) }
         s.client("HEAD /api/events?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
-        let done = await waitUntil("the HEAD answered and closed", within: .seconds(10)) { s.isClosed }
+        let done = await s.wait("the HEAD answered and closed") { $0.closed }
         XCTAssertTrue(s.output.hasPrefix("HTTP/1.1 200 OK\r\n"), s.output)
         XCTAssertTrue(s.output.contains("Content-Type: text/event-stream"), s.output)
         XCTAssertFalse(s.output.contains("data:"), "no event in a HEAD answer: \(s.output)")
-        let letGo = await waitUntil("the stream let go", within: .seconds(10)) { ended.withLock { $0 } }
+        let letGo = await ended.wait("the stream let go", within: .seconds(10)) { $0 }
         XCTAssertTrue(letGo)
         if done { await serving.value }
 
         let page = MemoryStream()
         let pageServing = Task { await server.serve(page) }
         page.client("HEAD /hello?token=tok HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
-        _ = await waitUntil("the HEAD answered", within: .seconds(10)) { page.output.contains("\r\n\r\n") }
+        await page.wait("the HEAD answered") { $0.output.contains("\r\n\r\n") }
         XCTAssertTrue(page.output.contains("Content-Length: 2\r\n"), page.output)
         XCTAssertTrue(page.output.hasSuffix("\r\n\r\n"), "no body: \(page.output)")
         XCTAssertFalse(page.isClosed)
