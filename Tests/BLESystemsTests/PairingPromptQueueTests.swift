@@ -20,11 +20,15 @@ final class PairingPromptQueueTests: XCTestCase {
     final class LineFeed: Sendable {
         private let lines = Mutex<[String?]>([])
         private let available = DispatchSemaphore(value: 0)
-        private let started = Atomic<Int>(0)
+        private let started = SharedValue(0)
         /// How many reads have begun.
-        var reads: Int { started.load(ordering: .relaxed) }
+        var reads: Int { started.get() }
+        /// Waits until `count` reads have begun (each read's start is the event).
+        func waitForReads(_ count: Int, _ what: String, file: StaticString = #filePath, line: UInt = #line) async {
+            await started.wait(what, within: .seconds(10), file: file, line: line) { $0 == count }
+        }
         func read() -> String? {
-            started.add(1, ordering: .relaxed)
+            started.withLock { $0 += 1 }
             available.wait()
             return lines.withLock { $0.removeFirst() }
         }
@@ -44,9 +48,11 @@ final class PairingPromptQueueTests: XCTestCase {
         let shown = Collected<String>()
         let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
-        await waitUntil("A's question", within: .seconds(10)) { prompts.waiting == 1 }
+        await shown.wait("A's question") { $0.contains("does \(linkA) show 111111? [y/N] ") }
+        XCTAssertEqual(prompts.waiting, 1)
         let b = Task { await agent.confirmNumericComparison(222_222, for: linkB) }
-        await waitUntil("B's question queued", within: .seconds(10)) { prompts.waiting == 2 }
+        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
+        XCTAssertEqual(prompts.waiting, 2)
         XCTAssertEqual(prompts.current, "\(linkA)")
         XCTAssertEqual(shown.all, [
             "compare: 111111 (the number \(linkA) shows must be the same)",
@@ -73,16 +79,18 @@ final class PairingPromptQueueTests: XCTestCase {
         let feed = LineFeed()
         defer { feed.release() }
         let prompts = LinePrompts(reading: { feed.read() })
-        let agent = agent(prompts, Collected<String>())
+        let shown = Collected<String>()
+        let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
-        await waitUntil("the read for A", within: .seconds(10)) { feed.reads == 1 }
+        await feed.waitForReads(1, "the read for A")
         let b = Task { await agent.confirmNumericComparison(222_222, for: linkB) }
-        await waitUntil("B's question queued", within: .seconds(10)) { prompts.waiting == 2 }
+        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
+        XCTAssertEqual(prompts.waiting, 2)
         XCTAssertEqual(feed.reads, 1, "one read in flight, not one per question")
         feed.give("y")
         let confirmedA = await a.value
         XCTAssertTrue(confirmedA)
-        await waitUntil("the read for B", within: .seconds(10)) { feed.reads == 2 }
+        await feed.waitForReads(2, "the read for B")
         XCTAssertEqual(prompts.current, "\(linkB)")
         feed.give("no")
         let confirmedB = await b.value
@@ -98,7 +106,7 @@ final class PairingPromptQueueTests: XCTestCase {
         let shown = Collected<String>()
         let agent = agent(prompts, shown)
         let a = Task { await agent.enterPasskey(for: linkA) }
-        await waitUntil("the read for A", within: .seconds(10)) { feed.reads == 1 }
+        await feed.waitForReads(1, "the read for A")
         a.cancel()
         let passkey = await a.value
         XCTAssertNil(passkey, "withdrawn: Passkey Entry Failed")
@@ -106,7 +114,8 @@ final class PairingPromptQueueTests: XCTestCase {
         XCTAssertEqual(shown.all.last, "ble: the question about \(linkA) was withdrawn")
 
         let b = Task { await agent.confirmNumericComparison(333_333, for: linkB) }
-        await waitUntil("B's question", within: .seconds(10)) { prompts.waiting == 1 }
+        await shown.wait("B's question") { $0.contains("does \(linkB) show 333333? [y/N] ") }
+        XCTAssertEqual(prompts.waiting, 1)
         feed.give("y")
         let confirmedB = await b.value
         XCTAssertTrue(confirmedB, "the line typed after B's question is B's")
@@ -117,11 +126,14 @@ final class PairingPromptQueueTests: XCTestCase {
     /// next line is its.
     func testWithdrawingTheCurrentQuestionHandsTheTurnOn() async throws {
         let prompts = LinePrompts()
-        let agent = agent(prompts, Collected<String>())
+        let shown = Collected<String>()
+        let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
-        await waitUntil("A's question", within: .seconds(10)) { prompts.waiting == 1 }
+        await shown.wait("A's question") { $0.contains("does \(linkA) show 111111? [y/N] ") }
+        XCTAssertEqual(prompts.waiting, 1)
         let b = Task { await agent.enterPasskey(for: linkB) }
-        await waitUntil("B's question queued", within: .seconds(10)) { prompts.waiting == 2 }
+        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
+        XCTAssertEqual(prompts.waiting, 2)
         a.cancel()
         let confirmedA = await a.value
         XCTAssertFalse(confirmedA)
@@ -157,7 +169,9 @@ final class PairingPromptQueueTests: XCTestCase {
         for n in 1...4 {
             let peer = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_01_00 | UInt64(n)), type: .random)
             waiting.append(Task { await agent.confirmNumericComparison(UInt32(n), for: peer) })
-            await waitUntil("question \(n) queued", within: .seconds(10)) { prompts.waiting == n }
+            // Its first line shown (its question, or whom it waits for) once it has its place.
+            await shown.wait("question \(n) queued") { $0.contains { $0.contains("\(peer)") } }
+            XCTAssertEqual(prompts.waiting, n)
         }
         let confirmedFifth = await agent.confirmNumericComparison(5, for: linkB)
         XCTAssertFalse(confirmedFifth, "refused: Numeric Comparison Failed")
@@ -179,9 +193,11 @@ final class PairingPromptQueueTests: XCTestCase {
     func testALineWithNoQuestionIsDropped() async throws {
         let prompts = LinePrompts()
         prompts.deliver("y")
-        let agent = agent(prompts, Collected<String>())
+        let shown = Collected<String>()
+        let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(1, for: linkA) }
-        await waitUntil("A's question", within: .seconds(10)) { prompts.waiting == 1 }
+        await shown.wait("A's question") { $0.contains("does \(linkA) show 000001? [y/N] ") }
+        XCTAssertEqual(prompts.waiting, 1)
         prompts.deliver("n")
         let confirmed = await a.value
         XCTAssertFalse(confirmed, "the stale y was not kept for A")
@@ -190,11 +206,14 @@ final class PairingPromptQueueTests: XCTestCase {
     /// A line assembled for one turn is not handed to another (`deliver(_:turn:)`).
     func testALineForAnEarlierTurnIsDropped() async throws {
         let prompts = LinePrompts()
-        let a = Task { await prompts.ask(["a? "], about: "A", show: { _ in }) }
-        await waitUntil("A's question", within: .seconds(10)) { prompts.waiting == 1 }
+        let shown = Collected<String>()
+        let a = Task { await prompts.ask(["a? "], about: "A", show: { shown.append($0) }) }
+        await shown.wait("A's question") { $0 == ["a? "] }
+        XCTAssertEqual(prompts.waiting, 1)
         let turnA = try XCTUnwrap(prompts.turn)
-        let b = Task { await prompts.ask(["b? "], about: "B", show: { _ in }) }
-        await waitUntil("B's question queued", within: .seconds(10)) { prompts.waiting == 2 }
+        let b = Task { await prompts.ask(["b? "], about: "B", show: { shown.append($0) }) }
+        await shown.wait("B's question queued") { $0.count == 2 }
+        XCTAssertEqual(prompts.waiting, 2)
         a.cancel()
         let answerA = await a.value
         XCTAssertEqual(answerA, .cancelled)
@@ -210,9 +229,12 @@ final class PairingPromptQueueTests: XCTestCase {
     /// The end of input answers every waiting question, and every later one, at once.
     func testTheEndOfInputAnswersEveryQuestion() async throws {
         let prompts = LinePrompts()
-        let a = Task { await prompts.ask(["a? "], about: "A", show: { _ in }) }
-        let b = Task { await prompts.ask(["b? "], about: "B", show: { _ in }) }
-        await waitUntil("both queued", within: .seconds(10)) { prompts.waiting == 2 }
+        let shown = Collected<String>()
+        let a = Task { await prompts.ask(["a? "], about: "A", show: { shown.append($0) }) }
+        let b = Task { await prompts.ask(["b? "], about: "B", show: { shown.append($0) }) }
+        // One shown as current, the other told it waits: both have their places.
+        await shown.wait("both queued") { $0.count == 2 }
+        XCTAssertEqual(prompts.waiting, 2)
         prompts.deliver(nil)
         let answers = [await a.value, await b.value]
         XCTAssertEqual(answers, [.endOfInput, .endOfInput])
