@@ -121,6 +121,14 @@ public actor FakeController {
         try await withCheckedThrowingContinuation { historyWaiters.append((id, enough, $0)) }
     }
 
+    /// Waits until the commands received so far satisfy `predicate`, within `bound`.
+    public func waitForCommands(within bound: Duration = .seconds(10), _ predicate: @escaping @Sendable ([HCICommand]) -> Bool) async throws {
+        if predicate(commands) { return }
+        let id = makeWaiterID()
+        expire(id, after: bound, "such commands")
+        try await withCheckedThrowingContinuation { historyWaiters.append((id, predicate, $0)) }
+    }
+
     /// Waits until the ACL packets received so far satisfy `predicate`, within `bound`.
     public func waitForACL(within bound: Duration = .seconds(10), _ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async throws {
         if predicate(acl) { return }
@@ -170,7 +178,7 @@ public actor FakeController {
     }
 
     /// The L2CAP payloads on `channel` in `acl`, reassembled.
-    static func l2capPayloads(in acl: [ACLPacket], channel: UInt16) -> [[UInt8]] {
+    public static func l2capPayloads(in acl: [ACLPacket], channel: UInt16) -> [[UInt8]] {
         var out: [[UInt8]] = []
         var current: [UInt8] = []
         for p in acl {

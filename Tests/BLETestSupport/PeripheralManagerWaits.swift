@@ -27,3 +27,20 @@ extension PeripheralManager {
         return reached == true
     }
 }
+
+extension Peripheral {
+    /// Waits until the link's state satisfies `condition`: the current state, then each change
+    /// (`stateUpdates`, no polling); false, with a test failure, after `bound` of real time.
+    @discardableResult
+    public func waitForState(_ what: String, within bound: Duration = .seconds(10),
+                             file: StaticString = #filePath, line: UInt = #line,
+                             _ condition: @escaping @Sendable (ConnectionState) -> Bool) async -> Bool {
+        let updates = stateUpdates
+        let reached = await result(within: bound) {
+            for await state in updates where condition(state) { return true }
+            return false
+        }
+        if reached != true { XCTFail("\(what) not reached within \(bound)", file: file, line: line) }
+        return reached == true
+    }
+}

@@ -150,7 +150,7 @@ final class HostConnectionTests: XCTestCase {
         XCTAssertEqual(a.state, .connected)
         XCTAssertEqual(b.state, .connected)
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0040, reason: .remoteUserTerminatedConnection))
-        await waitUntil(within: .seconds(10)) { a.state != .connected }
+        await a.waitForState("the first link down") { $0 != .connected }
         XCTAssertEqual(b.state, .connected, "one link going down leaves the other up")
         await central.close()
     }

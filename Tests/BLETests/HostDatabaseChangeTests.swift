@@ -38,10 +38,13 @@ final class HostDatabaseChangeTests: XCTestCase {
             let n = checked
             checked += 1
             let t = self.t
-            guard await waitUntil("ATT PDU \(n) (\(hex))", within: .seconds(10), file: file, line: line, {
-                await t.controller.l2capPayloads(channel: 0x0004).count > n
-            }) else { return }
-            let got = await t.controller.l2capPayloads(channel: 0x0004)[n]
+            let payloads: [[UInt8]]
+            do {
+                payloads = try await t.controller.waitForL2CAP(channel: 0x0004) { $0.count > n }
+            } catch {
+                return XCTFail("ATT PDU \(n) (\(hex)): \(error)", file: file, line: line)
+            }
+            let got = payloads[n]
             XCTAssertEqual(got.hexString, hexBytes(hex, file: file, line: line).hexString, "ATT PDU \(n)", file: file, line: line)
         }
 

@@ -30,13 +30,13 @@ final class HostL2CAPChannelTests: XCTestCase {
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0005, payload: LESignalingCommand.disconnectionRequest(
             identifier: 9, destinationCID: q.sourceCID, sourceCID: 0x0041).encode())
         let channel = try await opener.value
-        let got = Mutex<[[UInt8]]?>(nil)
+        let got = SharedValue<[[UInt8]]?>(nil)
         let reader = Task {
             var sdus: [[UInt8]] = []
             for try await sdu in channel { sdus.append(sdu) }
             got.withLock { $0 = sdus }
         }
-        let ended = await waitUntil("the channel's end", within: .seconds(10)) { got.withLock { $0 != nil } }
+        let ended = await got.wait("the channel's end", within: .seconds(10)) { $0 != nil }
         if !ended { reader.cancel() }
         XCTAssertEqual(got.withLock { $0 }, [[0xCA, 0xFE]], "the SDU, then the clean close")
         await central.close()

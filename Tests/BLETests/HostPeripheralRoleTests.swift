@@ -108,9 +108,8 @@ final class HostPeripheralRoleTests: XCTestCase {
                 break
             }
         }
-        await waitUntil(within: .seconds(10)) {
-            await t.controller.commands.filter { $0.opcode == .leSetAdvertisingEnable && $0.parameters == [1] }.count > enablesBefore
-        }
+        // Advertising turned back on: one more enable than before the disconnect.
+        try await t.controller.waitForCommands { $0.filter { $0.opcode == .leSetAdvertisingEnable && $0.parameters == [1] }.count > enablesBefore }
         await m.close()
     }
 
@@ -164,7 +163,7 @@ final class HostPeripheralRoleTests: XCTestCase {
             // Answer the first central only once the second has had its answer, so the two
             // requests overlap and the answers go out in the other order.
             if request.central.id == 1 {
-                await waitUntil(within: .seconds(10)) { await controller.acl.contains { $0.handle == 0x0042 } }
+                do { try await controller.waitForACL { $0.contains { $0.handle == 0x0042 } } } catch { XCTFail("\(error)") }
             }
             return .success([UInt8(request.central.id)])
         }
@@ -176,10 +175,7 @@ final class HostPeripheralRoleTests: XCTestCase {
         let read: [UInt8] = [0x0A, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8)]
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: read)
         await t.controller.sendL2CAP(handle: 0x0042, channel: 4, payload: read)
-        await waitUntil(within: .seconds(10)) {
-            let acl = await t.controller.acl
-            return acl.contains { $0.handle == 0x0041 } && acl.contains { $0.handle == 0x0042 }
-        }
+        try await t.controller.waitForACL { acl in acl.contains { $0.handle == 0x0041 } && acl.contains { $0.handle == 0x0042 } }
         let packets = await t.controller.acl
         let first = try XCTUnwrap(packets.first { $0.handle == 0x0041 })
         let second = try XCTUnwrap(packets.first { $0.handle == 0x0042 })

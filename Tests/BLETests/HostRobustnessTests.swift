@@ -29,7 +29,7 @@ final class HostRobustnessTests: XCTestCase {
             for try await _ in central.scan() { n += 1 }
             return n
         }
-        await waitUntil(within: .seconds(10)) { gate.isOpen }
+        await gate.wait("the Set Scan Parameters command")
         // The stop takes effect (the scan's stream ends) before the controller answers.
         await central.stopScan()
         _ = try? await scan.value
@@ -90,9 +90,8 @@ final class HostRobustnessTests: XCTestCase {
         // not moved, so the deadline is the only sleeper past the command timeout (a Disconnect
         // command timer the host has yet to cancel would be at the command timeout itself).
         let commandTimeout = HostConfiguration().commandTimeout
-        await waitUntil("the host to arm the disconnect deadline", within: .seconds(10)) {
-            clock.sleeperCount > 0 && clock.nextDeadline.map { $0 > commandTimeout } == true
-        }
+        let armed = await clock.waitForSleepers(within: .seconds(10)) { $0.min().map { $0 > commandTimeout } == true }
+        XCTAssertTrue(armed, "the host arms the disconnect deadline")
         clock.advance(by: .seconds(60))
         await waitUntil("the disconnect deadline task to end", within: .seconds(10)) {
             await central.host.run { $0.backgroundTaskCount } <= baseline
@@ -145,9 +144,9 @@ final class HostRobustnessTests: XCTestCase {
         // and giving up closes the central, which ends the attempt, so the test always ends.
         let stepper = Task {
             for _ in 0..<60 {
-                guard await waitUntil("a host timer or the end of the attempt", within: .seconds(10), {
-                    done.isOpen || clock.nextDeadline != nil
-                }) else { break }
+                guard await firstOf("a host timer or the end of the attempt", within: .seconds(10),
+                                    done.opening, { await clock.waitForSleepers(within: .seconds(10)) { !$0.isEmpty } }) != nil
+                else { break }
                 if done.isOpen { return }
                 if let next = clock.nextDeadline { clock.advance(by: max(next - clock.now(), .zero)) }
             }
@@ -186,7 +185,13 @@ final class HostRobustnessTests: XCTestCase {
 
 /// A one-way flag for tests.
 final class Gate: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func open() { flag.store(true, ordering: .relaxed) }
-    var isOpen: Bool { flag.load(ordering: .relaxed) }
+    private let flag = SharedValue(false)
+    func open() { flag.set(true) }
+    var isOpen: Bool { flag.get() }
+    /// Waits until the gate is open (its opening is the event), bounded.
+    func wait(_ what: String, within bound: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line) async {
+        await flag.wait(what, within: bound, file: file, line: line) { $0 }
+    }
+    /// True once the gate is open (false if cancelled first): an event for `firstOf`.
+    @Sendable func opening() async -> Bool { await flag.becomes { $0 } }
 }

@@ -58,7 +58,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         await t.controller.start()
         let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
-        let heard = Mutex<[DeviceAddress]>([])
+        let heard = SharedValue<[DeviceAddress]>([])
         let scan = Task {
             for try await d in central.scan(active: true, timeout: .milliseconds(500)) { heard.withLock { $0.append(d.address) } }
         }
@@ -67,7 +67,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         // A beacon after it, delivered at once: once it is there, the ADV_IND before it was taken.
         await t.controller.sendNow(advertisingReport(.advNonconnInd, beacon))
         let beacon = self.beacon
-        let beaconHeard = await waitUntil("the beacon", within: .seconds(10)) { heard.withLock { $0.contains(beacon) } }
+        let beaconHeard = await heard.wait("the beacon", within: .seconds(10)) { $0.contains(beacon) }
         XCTAssertTrue(beaconHeard)
         XCTAssertEqual(heard.withLock { $0 }, [beacon], "the ADV_IND waits for its response")
         clock.advance(by: .milliseconds(500))
@@ -83,7 +83,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         await t.controller.start()
         let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
-        let heard = Mutex<[ScannedDevice]>([])
+        let heard = SharedValue<[ScannedDevice]>([])
         let scan = Task {
             for try await d in central.scan(active: true) { heard.withLock { $0.append(d) } }
         }
@@ -91,7 +91,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         let name: [UInt8] = [0x04, 0x09, 0x48, 0x52, 0x4D]
         await t.controller.sendNow(advertisingReport(.advInd, device))
         await t.controller.sendNow(.le(.advertisingReport([LEAdvertisingReport(legacy: .scanRsp, address: device, data: name, rssi: -40)])))
-        let merged = await waitUntil("the merged report", within: .seconds(10)) { heard.withLock { $0.count == 1 } }
+        let merged = await heard.wait("the merged report", within: .seconds(10)) { $0.count == 1 }
         XCTAssertTrue(merged)
         clock.advance(by: .milliseconds(100))
         let start = clock.now()
@@ -102,7 +102,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         XCTAssertTrue(timed, "the host arms its timer for the later hold")
         if timed {
             clock.advance(by: deadline - clock.now())
-            let delivered = await waitUntil("the held report", within: .seconds(10)) { heard.withLock { $0.count == 2 } }
+            let delivered = await heard.wait("the held report", within: .seconds(10)) { $0.count == 2 }
             XCTAssertTrue(delivered, "delivered when the wait ran out")
             XCTAssertEqual(heard.withLock { $0.last?.advertisement.txPowerLevel }, 4)
             XCTAssertEqual(heard.withLock { $0.last?.advertisement.localName }, "HRM", "with the last response")
@@ -118,7 +118,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         await t.controller.start()
         let clock = ManualClock()
         let central = try await Central.open(transport: t.hostEnd, clock: clock)
-        let heard = Mutex<Set<DeviceAddress>>([])
+        let heard = SharedValue<Set<DeviceAddress>>([])
         let scan = Task {
             for try await d in central.scan(active: true) { _ = heard.withLock { $0.insert(d.address) } }
         }
@@ -133,7 +133,7 @@ final class HostScanResponseWaitTests: XCTestCase {
             // A beacon after it, delivered at once: once it is there, the ADV_IND was taken at this time.
             let beacon = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_30_00 + UInt64(i)), type: .random)
             await t.controller.sendNow(advertisingReport(.advNonconnInd, beacon))
-            let taken = await waitUntil("the beacon", within: .seconds(10)) { heard.withLock { $0.contains(beacon) } }
+            let taken = await heard.wait("the beacon", within: .seconds(10)) { $0.contains(beacon) }
             XCTAssertTrue(taken)
         }
         let deadline = Duration.seconds(1) + step + ScanAggregator.scanResponseWaitTime
@@ -141,7 +141,7 @@ final class HostScanResponseWaitTests: XCTestCase {
         XCTAssertTrue(timed, "one deadline for the devices heard within one step")
         if timed {
             clock.advance(by: deadline - clock.now())
-            let all = await waitUntil("every device", within: .seconds(10)) { heard.withLock { $0.isSuperset(of: devices) } }
+            let all = await heard.wait("every device", within: .seconds(10)) { $0.isSuperset(of: devices) }
             XCTAssertTrue(all, "one wake-up delivers them all")
             XCTAssertNil(clock.nextDeadline, "no other wake-up is armed")
         }

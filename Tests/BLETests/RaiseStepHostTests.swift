@@ -33,12 +33,12 @@ final class RaiseStepHostTests: XCTestCase {
         await waitUntil(within: .seconds(5)) { await m.host.run { $0.connections.links[h]?.security.encrypted } == true }
         // ...and its refusal of the request it evaluated before arrives now.
         try await fixture.refuseConnection(t, number: 1, .insufficientEncryption)
-        let settled = await waitUntil("a retried request or a Security Request", within: .seconds(10)) {
-            let requests = await t.controller.l2capPayloads(channel: 0x0005).filter { $0.first == 0x14 }.count
-            let asked = await t.controller.l2capPayloads(channel: 0x0006).filter { $0.first == 0x0B }.count
+        // A retried request or a Security Request.
+        try await t.controller.waitForACL { acl in
+            let requests = FakeController.l2capPayloads(in: acl, channel: 0x0005).filter { $0.first == 0x14 }.count
+            let asked = FakeController.l2capPayloads(in: acl, channel: 0x0006).filter { $0.first == 0x0B }.count
             return requests >= 2 || asked >= 1
         }
-        XCTAssertTrue(settled)
         let asked = await fixture.securityRequests(t)
         let requests = await fixture.connectionRequests(t)
         XCTAssertEqual(asked, [], "a Security Request over a link already encrypted, for a refusal of the unencrypted link")
