@@ -1,6 +1,7 @@
 import BLEHCI
 import BLERuntime
 import BLEWire
+import XCTest
 
 /// A scripted LE controller on the far end of an in-memory transport: it answers the host's
 /// commands the way a conforming controller does (or the way a test tells it to misbehave),
@@ -17,6 +18,7 @@ public actor FakeController {
     private var waiters: [(id: UInt64, predicate: @Sendable (HCICommand) -> Bool, continuation: CheckedContinuation<HCICommand, any Error>)] = []
     private var aclWaiters: [(id: UInt64, predicate: @Sendable ([ACLPacket]) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = []
     private var historyWaiters: [(id: UInt64, predicate: @Sendable ([HCICommand]) -> Bool, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var activityWaiters: [(id: UInt64, mark: Int, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextWaiterID: UInt64 = 0
     private var reader: Task<Void, Never>?
 
@@ -129,6 +131,55 @@ public actor FakeController {
         try await withCheckedThrowingContinuation { historyWaiters.append((id, predicate, $0)) }
     }
 
+    /// How many commands and ACL packets the host has sent in all: a mark for `waitForActivity`.
+    public var received: Int { commands.count + acl.count }
+
+    /// Waits until the host has sent more than `mark` commands and ACL packets in all (returns at
+    /// once if it has), within `bound`.
+    public func waitForActivity(since mark: Int, within bound: Duration = .seconds(10)) async throws {
+        if received > mark { return }
+        let id = makeWaiterID()
+        expire(id, after: bound, "command or ACL data from the host")
+        try await withCheckedThrowingContinuation { activityWaiters.append((id, mark, $0)) }
+    }
+
+    /// Plays a scripted peer against the host: `step` answers what the host sent since the last
+    /// step; after each step, until `done` holds, it waits for the host to send something more
+    /// (a command or ACL packet: the event, no polling) and steps again. False, with a test
+    /// failure saying what was awaited, when `done` still does not hold after `bound` of real time.
+    @discardableResult
+    public func play(_ what: String, within bound: Duration, file: StaticString = #filePath, line: UInt = #line,
+                     step: @Sendable () async -> Void, until done: @Sendable () async -> Bool) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + bound
+        while true {
+            let mark = received
+            await step()
+            if await done() { return true }
+            let left = deadline - clock.now
+            do {
+                guard left > .zero else { throw FakeControllerTimeout(message: "out of time") }
+                try await waitForActivity(since: mark, within: left)
+            } catch {
+                XCTFail("\(what) still did not hold after \(bound)", file: file, line: line)
+                return false
+            }
+        }
+    }
+
+    /// Whether the host sent a command with `opcode` (an earlier one counts) within `bound`; when
+    /// it did not, the test fails at the caller's line saying what was awaited.
+    public func sent(_ opcode: HCIOpcode, _ what: String, within bound: Duration = .seconds(10),
+                     file: StaticString = #filePath, line: UInt = #line) async -> Bool {
+        do {
+            _ = try await waitForCommand(opcode, within: bound)
+            return true
+        } catch {
+            XCTFail("\(what): \(error)", file: file, line: line)
+            return false
+        }
+    }
+
     /// Waits until the ACL packets received so far satisfy `predicate`, within `bound`.
     public func waitForACL(within bound: Duration = .seconds(10), _ predicate: @escaping @Sendable ([ACLPacket]) -> Bool) async throws {
         if predicate(acl) { return }
@@ -159,6 +210,9 @@ public actor FakeController {
         }
         if let i = historyWaiters.firstIndex(where: { $0.id == id }) {
             historyWaiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
+        }
+        if let i = activityWaiters.firstIndex(where: { $0.id == id }) {
+            activityWaiters.remove(at: i).continuation.resume(throwing: FakeControllerTimeout(message: message))
         }
     }
 
@@ -196,6 +250,12 @@ public actor FakeController {
     }
 
     private func receive(_ frame: H4Frame) {
+        defer {
+            let total = received
+            let active = activityWaiters.filter { $0.mark < total }
+            activityWaiters.removeAll { $0.mark < total }
+            for w in active { w.continuation.resume() }
+        }
         switch frame.type {
         case .command:
             guard let command = try? HCICommand.decode(frame.payload) else { return }

@@ -54,18 +54,18 @@ final class EncryptionAndPairingJoinHostTests: XCTestCase {
         let withBondKey = await p.host.run { $0.connections.links[0x0040]?.encryptedWithBondKey }
         XCTAssertEqual(withBondKey, true, "the link is encrypted with the bond's key")
 
-        let outcome = Mutex<(done: Bool, error: String?)>((false, nil))
+        let outcome = SharedValue<(done: Bool, error: String?)>((false, nil))
         let watcher = Task {
             let e = await raised.value
             outcome.withLock { $0 = (true, e.map { String(describing: $0) }) }
         }
-        let ended = await waitUntil("the raise to end once its encryption succeeded", within: .seconds(10)) { outcome.withLock { $0.done } }
+        let ended = await outcome.wait("the raise to end once its encryption succeeded", within: .seconds(10)) { $0.done }
         XCTAssertTrue(ended, "the raise whose encryption with the bond's key succeeded still waits, on the pairing the Security Request started meanwhile")
         if !ended {
             // The peer refuses the pairing: the raise now fails with the pairing's error,
             // though the link is encrypted with the bond's key.
             await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x05, 0x05])
-            _ = await waitUntil(within: .seconds(10)) { outcome.withLock { $0.done } }
+            await outcome.wait("the raise to end after the refusal", within: .seconds(10)) { $0.done }
             XCTFail("the raise then ended with \(outcome.withLock { $0.error } ?? "success") over a link encrypted with the bond's key")
         } else {
             XCTAssertNil(outcome.withLock { $0.error }, "the raise failed")

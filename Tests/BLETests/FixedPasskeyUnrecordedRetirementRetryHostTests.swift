@@ -53,10 +53,8 @@ final class FixedPasskeyUnrecordedRetirementRetryHostTests: XCTestCase {
 
         let first = initiator(0)
         await first.begin(t.controller)
-        let ended = await waitUntil("the first pairing's end", within: .seconds(20)) {
-            await first.step(t.controller)
-            return await first.finished
-        }
+        let ended = await t.controller.play("the first pairing's end", within: .seconds(20),
+            step: { await first.step(t.controller) }, until: { await first.finished })
         XCTAssertTrue(ended)
         let failure = await first.failedWith
         XCTAssertEqual(failure, .peer(.passkeyEntryFailed), "the host ends the pairing (its store could not record the passkey)")
@@ -67,10 +65,11 @@ final class FixedPasskeyUnrecordedRetirementRetryHostTests: XCTestCase {
         await second.begin(t.controller)
         // (The first central's Pairing Public Key, in flight when the host ended its pairing,
         // may be answered with Pairing Failed, Unspecified Reason, first.)
-        let answered = await waitUntil("the host's answer to the retry", within: .seconds(10)) {
-            await smp().dropFirst(before).contains { $0 == [0x05, 0x09] || $0.first == 0x02 }
+        do {
+            _ = try await t.controller.waitForL2CAP(channel: 0x0006) { $0.dropFirst(before).contains { $0 == [0x05, 0x09] || $0.first == 0x02 } }
+        } catch {
+            XCTFail("the host's answer to the retry: \(error)")
         }
-        XCTAssertTrue(answered)
         let answers = await Array(smp().dropFirst(before))
         XCTAssertFalse(answers.contains([0x05, 0x09]),
                        "the retry was refused with Repeated Attempts: the host's own store failure counted as the peer's failed guess (\(answers))")

@@ -50,10 +50,8 @@ final class IdentityClaimOfAConnectionAddressHostTests: XCTestCase {
             SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: claim, initiatorAddress: stranger, responderAddress: ownAddress),
             handle: 0x0041, consumedSoFar: 0)
         await attacker.begin(t.controller)
-        let done = await waitUntil("the stranger's pairing", within: .seconds(20)) {
-            await attacker.step(t.controller)
-            return await attacker.finished
-        }
+        let done = await t.controller.play("the stranger's pairing", within: .seconds(20),
+            step: { await attacker.step(t.controller) }, until: { await attacker.finished })
         XCTAssertTrue(done)
         // The host either stores the stranger's bond or refuses it and drops the link.
         let settled = await waitUntil("the host's verdict", within: .seconds(10)) {

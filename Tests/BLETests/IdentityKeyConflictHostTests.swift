@@ -36,14 +36,10 @@ final class IdentityKeyConflictHostTests: XCTestCase {
         let a = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: identity,
                                      initiatorAddress: stranger, responderAddress: ownAddress), handle: 0x0041, consumedSoFar: 0)
         await a.begin(t.controller)
-        let done = await waitUntil("the pairing", within: .seconds(20)) {
-            await a.step(t.controller)
-            return await a.finished
-        }
+        let done = await t.controller.play("the pairing", within: .seconds(20),
+            step: { await a.step(t.controller) }, until: { await a.finished })
         XCTAssertTrue(done)
-        let dropped = await waitUntil("the host dropping the link", within: .seconds(10)) {
-            await t.controller.commands.contains { $0.opcode == .disconnect }
-        }
+        let dropped = await t.controller.sent(.disconnect, "the host dropping the link")
         await m.close()
         return (stranger, dropped)
     }

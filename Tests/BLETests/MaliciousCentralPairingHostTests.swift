@@ -34,10 +34,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         /// Begins the pairing and plays it until `reached` holds (true), or 20 s pass (false).
         func play(_ c: FakeController, until reached: @escaping @Sendable (Initiator) async -> Bool, _ what: String) async -> Bool {
             await begin(c)
-            return await waitUntil(what, within: .seconds(20)) {
-                await self.step(c)
-                return await reached(self)
-            }
+            return await c.play(what, within: .seconds(20), step: { await self.step(c) }, until: { await reached(self) })
         }
 
         func step(_ c: FakeController) async {
@@ -105,9 +102,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         let done = await attacker.play(t.controller, until: { await $0.finished }, "the attack pairing")
         XCTAssertTrue(done)
         // The host refuses the claim and drops the link.
-        let refused = await waitUntil("the host dropping the link", within: .seconds(10)) {
-            await t.controller.commands.contains { $0.opcode == .disconnect }
-        }
+        let refused = await t.controller.sent(.disconnect, "the host dropping the link")
         XCTAssertTrue(refused)
         await m.close()
         let matching = try store.bonds().filter { $0.matches(victim) }
@@ -138,10 +133,8 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
                 identityResolvingKey: [UInt8](repeating: 1, count: 16), identityAddress: address, signatureKey: [UInt8](repeating: 2, count: 16)),
                 initiatorAddress: address, responderAddress: ownAddress), handle: handle, consumedSoFar: before, corruptDHKeyCheck: true)
             await a.begin(t.controller)
-            _ = await waitUntil("failed pairing \(i)", within: .seconds(20)) {
-                await a.step(t.controller)
-                return await a.finished
-            }
+            _ = await t.controller.play("failed pairing \(i)", within: .seconds(20),
+                step: { await a.step(t.controller) }, until: { await a.finished })
         }
         // A legitimate central from a fresh address.
         let honest = DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_99), type: .random)

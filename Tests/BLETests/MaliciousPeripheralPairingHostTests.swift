@@ -74,10 +74,9 @@ final class MaliciousPeripheralPairingHostTests: XCTestCase {
         let attacker = Attacker(SMPPairing(role: .responder, settings: SMPPairingSettings(), identity: evil,
                                            initiatorAddress: centralAddress, responderAddress: attackerAddress))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x01])  // Security Request
-        let dropped = await waitUntil("the host refusing the claimed identity", within: .seconds(20)) {
-            await attacker.step(t.controller)
-            return await t.controller.commands.contains { $0.opcode == .disconnect }
-        }
+        let dropped = await t.controller.play("the host refusing the claimed identity", within: .seconds(20),
+                                              step: { await attacker.step(t.controller) },
+                                              until: { await t.controller.commands.contains { $0.opcode == .disconnect } })
         XCTAssertTrue(dropped, "the link of the false claim is dropped")
         let encrypted = await attacker.encrypted
         XCTAssertTrue(encrypted, "the attack pairing got as far as encryption")

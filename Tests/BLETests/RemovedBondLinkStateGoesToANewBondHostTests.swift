@@ -100,10 +100,8 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
             SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: claim, initiatorAddress: stranger, responderAddress: ownAddress),
             handle: 0x0042, consumedSoFar: before)
         await newcomer.begin(t.controller)
-        let done = await waitUntil("the newcomer's pairing", within: .seconds(20)) {
-            await newcomer.step(t.controller)
-            return await newcomer.finished
-        }
+        let done = await t.controller.play("the newcomer's pairing", within: .seconds(20),
+            step: { await newcomer.step(t.controller) }, until: { await newcomer.finished })
         XCTAssertTrue(done)
         let (identity, oldKey) = (victim, victimLTK)
         let stored = await waitUntil("the newcomer's bond", within: .seconds(10)) {
