@@ -60,8 +60,9 @@ final class CentralAPIInteropTests: XCTestCase {
         for (timeout, label) in [(Duration.seconds(2), "first"), (.milliseconds(500), "second")] {
             let attempt = Task { try await central.connect(absent, timeout: timeout) }
             let deadline = clock.now() + timeout
-            guard await waitUntil("the \(label) attempt's \(timeout) timer", within: .seconds(20), { clock.nextDeadline == deadline }) else {
-                attempt.cancel()  // waitUntil has failed the test, saying which timer never came
+            guard await clock.waitForSleepers(within: .seconds(20), { $0.min() == deadline }) else {
+                XCTFail("the \(label) attempt's \(timeout) timer was not armed within 20 s")
+                attempt.cancel()
                 return
             }
             clock.advance(by: timeout)

@@ -93,7 +93,7 @@ final class LoopbackHTTPServerTests: XCTestCase {
             close(fd)
         }
         held.start()
-        await waitUntil("the first server holding a client", within: .seconds(10)) { first.connectionsAccepted.withLock { $0 } == 1 }
+        await first.connectionsAccepted.wait("the first server holding a client", within: .seconds(10)) { $0 == 1 }
         first.stop()
         let second = try LoopbackHTTPServer { client, server in
             server.send(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8), to: client)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BLETestSupport
 import Foundation
 import Synchronization
 
@@ -11,8 +12,8 @@ final class LoopbackHTTPServer: Sendable {
     private let listener: Int32
     /// Bytes written to clients, over all connections.
     let bytesSent = Mutex(0)
-    /// Connections accepted so far.
-    let connectionsAccepted = Mutex(0)
+    /// Connections accepted so far (each acceptance an event a test can wait for).
+    let connectionsAccepted = SharedValue(0)
 
     /// `respond` runs on the server's thread with the connected socket and the server.
     init(_ respond: @escaping @Sendable (Int32, LoopbackHTTPServer) -> Void) throws {

@@ -37,8 +37,23 @@ final class UIServeAppTests: XCTestCase {
             }
         }
 
-        var events: [[String: Any]] { data.all.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] } }
-        var logged: [String] { events.compactMap { ($0["entry"] as? [String: Any])?["event"] as? String } }
+        var events: [[String: Any]] { Self.events(data.all) }
+        var logged: [String] { Self.logged(data.all) }
+
+        /// Waits until `condition` holds of the log's events so far: checked at each event the
+        /// page gets (no polling), bounded in real time.
+        @discardableResult
+        func waitForLog(_ what: String, within bound: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+                        until condition: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+            await data.wait(what, within: bound, file: file, line: line) { condition(Self.logged($0)) }
+        }
+
+        static func events(_ lines: [String]) -> [[String: Any]] {
+            lines.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        }
+        static func logged(_ lines: [String]) -> [String] {
+            events(lines).compactMap { ($0["entry"] as? [String: Any])?["event"] as? String }
+        }
         var lastState: [String: Any]? { events.last { $0["type"] as? String == "state" } }
     }
 

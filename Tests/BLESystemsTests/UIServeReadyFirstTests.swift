@@ -21,7 +21,7 @@ final class UIServeReadyFirstTests: XCTestCase {
             XCTAssertNotNil(started.json["running"] as? [String: Any], "\(started.json)")
             // A page opened now gets the log so far, "advertising" included once it is logged.
             let page = try await UIServeAppTests.Page(app, world: world)
-            await waitUntil("the page's log to show advertising", within: .seconds(20)) { page.logged.contains("advertising") }
+            await page.waitForLog("the page's log to show advertising", within: .seconds(20)) { $0.contains("advertising") }
             firsts.append(page.logged.first ?? "none")
             page.task.cancel()
             _ = await UIServeAppTests.post(app, "/api/serve/stop", "")

@@ -139,13 +139,13 @@ final class VirtualTimeCancellationTests: XCTestCase {
     /// the cancellation the body would run all 600 virtual seconds and never see it.
     func testCancellingTheCallerCancelsTheWorld() async throws {
         let sawCancel = ManagedAtomicFlag()
-        let parked = ManagedAtomicFlag()
+        let parked = SharedValue(false)
         let cancelled = ManagedAtomicFlag()
         let outer = Task {
             try await VirtualTime.run { time in
                 // Runs once the body below has parked its first sleep and given up the thread.
                 Task(executorPreference: time) {
-                    parked.set()
+                    parked.set(true)
                     XCTAssertTrue(cancelled.waitBlocking(seconds: 10), "the test never cancelled")
                 }
                 for _ in 0..<600 {
@@ -157,16 +157,12 @@ final class VirtualTimeCancellationTests: XCTestCase {
                 }
             }
         }
-        guard await waitUntil("the world's body to park its sleep", within: .seconds(10), { parked.value }) else { return }
+        guard await parked.wait("the world's body to park its sleep", within: .seconds(10), until: { $0 }) else { return }
         outer.cancel()
         cancelled.set()
         // Bounded: a cancel that never reaches the parked sleep would leave the world hanging.
-        let ended = ManagedAtomicFlag()
-        Task {
-            _ = await outer.result
-            ended.set()
-        }
-        guard await waitUntil("the world to end after the cancel", within: .seconds(10), { ended.value }) else { return }
+        let ending = Task { _ = await outer.result }
+        guard await end(of: ending, "the world to end after the cancel", within: .seconds(10)) != nil else { return }
         XCTAssertTrue(sawCancel.value, "the world's body did not see the caller's cancellation in its parked sleep")
     }
 }
