@@ -62,7 +62,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
     }
 
     func testALinkEncryptedWithARemovedBondsKeyDoesNotSaveItsSubscriptionsIntoAnotherDevicesBond() async throws {
-        let store = InMemoryBondStore()
+        let store = WatchedBondStore()
         try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
                             secureConnections: true, authenticated: false, keySize: 16))
         let t = HostUnderTest()
@@ -104,9 +104,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
             step: { await newcomer.step(t.controller) }, until: { await newcomer.finished })
         XCTAssertTrue(done)
         let (identity, oldKey) = (victim, victimLTK)
-        let stored = await waitUntil("the newcomer's bond", within: .seconds(10)) {
-            ((try? store.bonds()) ?? []).contains { $0.peer == identity && $0.peerLongTermKey != oldKey }
-        }
+        let stored = await store.wait("the newcomer's bond") { $0.contains { $0.peer == identity && $0.peerLongTermKey != oldKey } }
         XCTAssertTrue(stored, "the newcomer bonded under the removed identity")
 
         // The first link, encrypted with the removed bond's key, closes.
