@@ -9,20 +9,11 @@ import XCTest
 final class AdvertisingCoordinatorTests: XCTestCase {
     actor Driver: AdvertisingDriver, RecordingDriver {
         let advertising = AdvertisingCoordinator()
-        nonisolated let configuration = HostConfiguration()
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var ownAddressType: OwnAddressType = .public
         var reports: [PeripheralManagerEvent] = []
         var radioPreparations = 0
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func prepareRadioForAdvertising() async {
             radioPreparations += 1
             // What privacy does with a resolvable private address: the type turns random.
@@ -38,7 +29,6 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         func disconnected() { advertising.restartIfWanted(afterConnection: false, self) }
         func pause() async throws { try await advertising.pause(self) }
         func resume() async { await advertising.resume(self) }
-        var opcodes: [HCIOpcode] { record.opcodes }
         var enabled: Bool { advertising.isEnabled }
         func clearCommands() { record.commands = [] }
         func fail(_ opcode: HCIOpcode) { record.failing.insert(opcode) }

@@ -8,12 +8,10 @@ import XCTest
 /// link table as the controller reports links, what it tells the driver to route, a connect
 /// attempt, and the answer to a peer's connection parameter request.
 final class ConnectionManagerTests: XCTestCase {
-    actor Driver: ConnectionDriver {
-        nonisolated let configuration = HostConfiguration()
+    actor Driver: ConnectionDriver, RecordingDriver {
         let connections = ConnectionManager(configuration: HostConfiguration())
         nonisolated let clock: any BLEClock = SystemClock()
         var now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var ownAddressType: OwnAddressType = .public
         let ownDeviceAddress: DeviceAddress? = DeviceAddress(BDAddress(rawValue: 0xC0_FF_EE_00_00_01), type: .public)
@@ -23,8 +21,6 @@ final class ConnectionManagerTests: XCTestCase {
         var radioPreparations = 0
         private var commandWaiters: [(HCIOpcode, CheckedContinuation<Void, Never>)] = []
 
-        func rescheduleTimer() {}
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
         func command(_ command: HCICommand, timeout: Duration?) async throws -> CommandResult {
             _ = try record.answer(command)
             let ready = commandWaiters.filter { $0.0 == command.opcode }
@@ -32,9 +28,6 @@ final class ConnectionManagerTests: XCTestCase {
             ready.forEach { $0.1.resume() }
             return .status
         }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func sendInBackground(_ command: HCICommand, _ name: String) { background.append(command.opcode) }
         func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int { 0 }
         func prepareRadioForConnecting() async { radioPreparations += 1; ownAddressType = .random }

@@ -8,16 +8,11 @@ import XCTest
 /// command from a table: the fallbacks of Vol 4 Part E §7.8.2 and the reads a controller may
 /// not know.
 final class ControllerInitialisationTests: XCTestCase {
-    actor Controller: HostServices {
-        nonisolated let configuration = HostConfiguration()
-        let now: Duration = .zero
-        var failure: BLEError?
+    actor Controller: PartDriver {
         var answers: [HCIOpcode: [UInt8]]
         var sent: [HCIOpcode] = []
         init(_ answers: [HCIOpcode: [UInt8]]) { self.answers = answers }
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             sent.append(cmd.opcode)
             guard let a = answers[cmd.opcode] else {
@@ -26,8 +21,6 @@ final class ControllerInitialisationTests: XCTestCase {
             return a
         }
         func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { 0 }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Controller) async throws -> T) async rethrows -> T { try await body(self) }
         func initialise() async throws -> ControllerInfo { try await ControllerInitialisation.run(self) }
     }
 

@@ -7,11 +7,9 @@ import XCTest
 /// `GATTCacheSessions` on its own, driven by a `GATTCacheDriver` double instead of a host:
 /// which entries it stores where, and what Service Changed and Database Out Of Sync do to them.
 final class GATTCacheSessionsTests: XCTestCase {
-    actor Driver: GATTCacheDriver {
+    actor Driver: GATTCacheDriver, RecordingDriver {
         let caches = GATTCacheSessions()
         nonisolated let configuration: HostConfiguration
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var links: [UInt64: DeviceAddress] = [:]
         var features: [DeviceAddress: [UInt8]] = [:]
@@ -21,12 +19,6 @@ final class GATTCacheSessionsTests: XCTestCase {
             c.gattCache = store
             configuration = c
         }
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func peer(ofLink linkID: UInt64) -> DeviceAddress? { links[linkID] }
         func serverFeatures(readFrom peer: DeviceAddress) -> [UInt8]? { features[peer] }
 

@@ -8,12 +8,9 @@ import XCTest
 /// procedure's request and answer, and a Service Changed indication handed on to the attribute
 /// caches through the driver.
 final class GATTClientSessionsTests: XCTestCase {
-    actor Driver: GATTClientDriver, LinkTableDouble {
+    actor Driver: GATTClientDriver, LinkTableDouble, RecordingDriver {
         let client = GATTClientSessions()
-        nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var links = LinkTable()
         let aclFlow = ACLFlowController(bufferCount: 4, bufferLength: 27)
@@ -24,12 +21,6 @@ final class GATTClientSessionsTests: XCTestCase {
         var routed: [String] = []
         private var sendWaiters: [CheckedContinuation<Void, Never>] = []
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try record.answer(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func makeToken() -> UInt64 { tokens += 1; return tokens }
         func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int {
             sent.append(payload)

@@ -8,12 +8,9 @@ import XCTest
 /// requests answered on the bearer they came on, and a notification's bytes through the ACL
 /// flow as the controller would get them.
 final class GATTServerSessionsTests: XCTestCase {
-    actor Driver: GATTServerDriver, LinkTableDouble {
+    actor Driver: GATTServerDriver, LinkTableDouble, RecordingDriver {
         let server = GATTServerSessions(offersEnhancedATT: false)
-        nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var links = LinkTable()
         var tokens: UInt64 = 0
@@ -23,12 +20,6 @@ final class GATTServerSessionsTests: XCTestCase {
         var aclFlow = ACLFlowController(bufferCount: 4, bufferLength: 27)
         var bonds: [DeviceAddress: Bond] = [:]
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func makeToken() -> UInt64 { tokens += 1; return tokens }
         func sendATT(_ pdu: [UInt8], handle: UInt16, bearer: ATTBearerID) -> Bool {
             guard links.contains(handle) else { return false }

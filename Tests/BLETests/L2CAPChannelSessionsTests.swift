@@ -8,12 +8,9 @@ import XCTest
 /// listeners it registers with the router, and an open the peer refuses, carried through the
 /// router as the driver would carry it.
 final class L2CAPChannelSessionsTests: XCTestCase {
-    actor Driver: L2CAPDriver, LinkTableDouble {
+    actor Driver: L2CAPDriver, LinkTableDouble, RecordingDriver {
         let l2cap = L2CAPChannelSessions()
-        nonisolated let configuration = HostConfiguration()
         nonisolated let clock: any BLEClock = SystemClock()
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var router = L2CAPRouter()
         var links = LinkTable()
@@ -22,12 +19,6 @@ final class L2CAPChannelSessionsTests: XCTestCase {
         var signaling: [[UInt8]] = []
         private var sendWaiters: [CheckedContinuation<Void, Never>] = []
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try record.answer(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func makeToken() -> UInt64 { tokens += 1; return tokens }
         /// As the host's connection manager does: PDUs out, channel events back to the part.
         func performSignaling(_ actions: [L2CAPControlAction], handle: UInt16) {

@@ -46,12 +46,41 @@ extension LinkTableDouble {
     func hasLink(_ handle: UInt16) -> Bool { links.contains(handle) }
 }
 
-/// A driver double that records with a `DriverRecord`: the part's spawned tasks run on demand.
-protocol RecordingDriver: Actor {
+/// The configuration a part double gives its part unless it states its own.
+let defaultPartConfiguration = HostConfiguration()
+
+/// A test double of a part's driver: the `HostServices` side every double shares, given here,
+/// so a double states only what is particular to it (and overrides any of these by declaring
+/// its own): the default configuration, time at zero, no failure, no timer to reschedule, no
+/// log, `run` on the double, and `command` answered with `commandReturning`'s parameters.
+protocol PartDriver: HostServices {}
+
+extension PartDriver {
+    nonisolated var configuration: HostConfiguration { defaultPartConfiguration }
+    var now: Duration { .zero }
+    var failure: BLEError? { nil }
+    func rescheduleTimer() {}
+    nonisolated func log(_ message: String) {}
+    func run<T: Sendable>(_ body: @Sendable (isolated Self) async throws -> T) async rethrows -> T { try await body(self) }
+    func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult {
+        .complete(returnParameters: try await commandReturning(cmd))
+    }
+}
+
+/// A driver double that records with a `DriverRecord`: commands answered by it (status only),
+/// and the part's spawned tasks held and run on demand.
+protocol RecordingDriver: PartDriver {
     var record: DriverRecord { get set }
 }
 
 extension RecordingDriver {
+    func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
+    func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
+    /// The commands sent so far, in order.
+    var commands: [HCICommand] { record.commands }
+    /// The opcodes sent so far, in order.
+    var opcodes: [HCIOpcode] { record.opcodes }
+
     /// Runs the tasks the part spawned, in order, until none is left.
     func runSpawned() async {
         while !record.tasks.isEmpty {

@@ -10,9 +10,7 @@ import XCTest
 final class PrivacyCoordinatorTests: XCTestCase {
     actor Driver: PrivacyDriver, RecordingDriver {
         let privacy = PrivacyCoordinator()
-        nonisolated let configuration = HostConfiguration()
         var now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var info: ControllerInfo?
         var bonds: [Bond] = []
@@ -24,15 +22,10 @@ final class PrivacyCoordinatorTests: XCTestCase {
         /// What happened to the radio, in order: "advertising paused", "scan paused"...
         var radio: [String] = []
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             if cmd.opcode == .leReadResolvingListSize { record.commands.append(cmd); return [0, 8] }
             return try record.answer(cmd)
         }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func useRandomAddress(_ address: BDAddress) { ownRandomAddress = address }
         func pauseAdvertising() async throws { radio.append("advertising paused") }
         func resumeAdvertising() async { radio.append("advertising resumed") }
@@ -56,7 +49,6 @@ final class PrivacyCoordinatorTests: XCTestCase {
         func setInfo(_ i: ControllerInfo) { info = i }
         func identity(of address: DeviceAddress) -> DeviceAddress? { privacy.identity(of: address, self) }
         func prepare() async { await privacy.prepareRadio(self) }
-        var opcodes: [HCIOpcode] { record.opcodes }
         func clearCommands() { record.commands = [] }
     }
 

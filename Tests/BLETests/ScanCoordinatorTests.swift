@@ -11,23 +11,15 @@ final class ScanCoordinatorTests: XCTestCase {
     /// keeps the time where the test puts it.
     actor Driver: ScanDriver, RecordingDriver {
         let scanning = ScanCoordinator()
-        nonisolated let configuration = HostConfiguration()
         var now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
-        var commands: [HCICommand] { record.commands }
         var radioPreparations = 0
         var identities: [DeviceAddress: DeviceAddress] = [:]
 
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try await commandReturning(cmd)) }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             await Task.yield()
             return try record.answer(cmd)
         }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func prepareRadioForScanning() async { radioPreparations += 1 }
         func identity(of address: DeviceAddress) -> DeviceAddress? { identities[address] }
 

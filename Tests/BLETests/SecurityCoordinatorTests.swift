@@ -8,12 +8,10 @@ import XCTest
 /// a peripheral's answers to the controller's LTK Requests, what an Encryption Change makes of a
 /// link and tells the driver, and a removed bond's consequences routed through the driver.
 final class SecurityCoordinatorTests: XCTestCase {
-    actor Driver: SecurityDriver, LinkTableDouble {
+    actor Driver: SecurityDriver, LinkTableDouble, RecordingDriver {
         nonisolated let configuration: HostConfiguration
         let security: SecurityCoordinator
         nonisolated let clock: any BLEClock = SystemClock()
-        let now: Duration = .zero
-        var failure: BLEError?
         var record = DriverRecord()
         var links = LinkTable()
         let ownDeviceAddress: DeviceAddress? = DeviceAddress(BDAddress(rawValue: 0xC1_00_00_00_00_01), type: .random)
@@ -28,12 +26,6 @@ final class SecurityCoordinatorTests: XCTestCase {
             configuration = c
             security = SecurityCoordinator(settings: c.security)
         }
-        func rescheduleTimer() {}
-        func command(_ cmd: HCICommand, timeout: Duration?) async throws -> CommandResult { .complete(returnParameters: try record.answer(cmd)) }
-        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] { try record.answer(cmd) }
-        func spawn(_ name: String, _ body: @escaping @Sendable () async throws -> Void) -> UInt64 { record.spawn(body) }
-        nonisolated func log(_ message: String) {}
-        func run<T: Sendable>(_ body: @Sendable (isolated Driver) async throws -> T) async rethrows -> T { try await body(self) }
         func cancelTask(_ id: UInt64) {}
         func sendInBackground(_ command: HCICommand, _ name: String) { background.append(command) }
         func sendL2CAP(handle: UInt16, channel: UInt16, payload: [UInt8]) -> Int { 0 }
