@@ -9,7 +9,8 @@ import XCTest
 /// with `ltk` both ways), and what the peer's controller does on the link: the fixture of the
 /// tests of raising a link's security and of Security Requests.
 struct BondedLinkFixture: Sendable {
-    let own: BDAddress
+    /// Our peripheral's static random address (unused by the central's tests).
+    var own = BDAddress(rawValue: 0xC1_02_03_04_05_06)
     let peer: DeviceAddress
     let ltk: [UInt8]
     /// The link's handle as a peripheral (the fake controller numbers a central's from 0x0040).
@@ -25,24 +26,41 @@ struct BondedLinkFixture: Sendable {
     /// Our peripheral (display only, so a raise may ask for MITM), connected to the bonded central.
     func peripheral(_ t: HostUnderTest, authenticated: Bool = false, secureConnections: Bool = true,
                     keySize: Int = 16) async throws -> PeripheralManager {
+        let m = try await openPeripheral(t, store: store(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize))
+        await connectCentral(t, to: m)
+        return m
+    }
+
+    /// Our peripheral (display only) over `store`, not yet connected: for a test that sets it up
+    /// further (a service) before `connectCentral`.
+    func openPeripheral(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
         await t.controller.start()
         var config = HostConfiguration()
-        config.security.bondStore = try store(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize)
+        config.security.bondStore = store
         config.security.pairing.ioCapability = .displayOnly
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+    }
+
+    /// The bonded central connects to our peripheral `m` (on `handle`).
+    func connectCentral(_ t: HostUnderTest, to m: PeripheralManager) async {
         await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
             status: .success, handle: handle, role: .peripheral, peer: peer, interval: 24, latency: 0,
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
         _ = await m.waitForConnectedCentrals(1)
-        return m
     }
 
     /// The central encrypts (or refreshes the encryption) with the bond's key: the `replies`th
     /// LTK Request Reply is waited for before the change.
     func encryptWithTheBondKey(_ t: HostUnderTest, replies: Int = 1) async throws {
+        try await requestTheBondKey(t, replies: replies)
+        await t.controller.sendNow(.encryptionChange(status: .success, handle: handle, enabled: true))
+    }
+
+    /// The first half of `encryptWithTheBondKey`: the central's LTK Request, and our host's
+    /// `replies`th LTK Request Reply; the Encryption Change is the test's to send.
+    func requestTheBondKey(_ t: HostUnderTest, replies: Int = 1) async throws {
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: handle, randomNumber: 0, encryptedDiversifier: 0)))
         try await t.controller.waitForCommand(.leLongTermKeyRequestReply, count: replies)
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: handle, enabled: true))
     }
 
     /// The Security Requests our peripheral sent.
@@ -75,16 +93,23 @@ struct BondedLinkFixture: Sendable {
     /// Our central, bonded with the peripheral `peer` by an unauthenticated key, connected (handle
     /// 0x0040) and encrypted with the bond's key.
     func encryptedCentral(_ t: HostUnderTest, io: SMPIOCapability) async throws -> (Central, Peripheral) {
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = try store()
-        config.security.pairing.ioCapability = io
-        let central = try await Central.open(transport: t.hostEnd, configuration: config)
-        let p = try await central.connect(peer, timeout: .seconds(5))
+        let (central, p) = try await connectedCentral(t, io: io)
         let encrypting = Task { try await p.encrypt() }
         _ = try await t.controller.waitForCommand(.leEnableEncryption, within: .seconds(5))
         await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0040, enabled: true))
         try await encrypting.value
+        return (central, p)
+    }
+
+    /// Our central, bonded with the peripheral `peer` by an unauthenticated key and connected
+    /// (handle 0x0040), not encrypted; `io` nil keeps the configuration's IO capability.
+    func connectedCentral(_ t: HostUnderTest, io: SMPIOCapability? = nil) async throws -> (Central, Peripheral) {
+        await t.controller.start()
+        var config = HostConfiguration()
+        config.security.bondStore = try store()
+        if let io { config.security.pairing.ioCapability = io }
+        let central = try await Central.open(transport: t.hostEnd, configuration: config)
+        let p = try await central.connect(peer, timeout: .seconds(5))
         return (central, p)
     }
 }

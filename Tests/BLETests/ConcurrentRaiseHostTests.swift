@@ -12,25 +12,18 @@ import XCTest
 /// (Command Disallowed) and which, taken for the first's failure, would fail both callers and
 /// leave the link taken for the least key (7 octets, no bond) when the first's change arrives.
 final class ConcurrentRaiseHostTests: XCTestCase {
-    let peer = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5C), type: .public)
-    let ltk = [UInt8](repeating: 0x5C, count: 16)
+    let fixture = BondedLinkFixture(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5C), type: .public),
+                                    ltk: [UInt8](repeating: 0x5C, count: 16))
 
     func testTwoRaisesAtOnceOverABondEncryptOnceAndBothSucceed() async throws {
         let t = HostUnderTest()
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: false, keySize: 16))
-        await t.controller.start()
         // A controller refuses LE Enable Encryption while an encryption start is in progress.
         let sent = Mutex(0)
         await t.controller.set(.leEnableEncryption) { c in
             let n = sent.withLock { $0 += 1; return $0 }
             return [.commandStatus(status: n == 1 ? .success : .commandDisallowed, numHCICommandPackets: 1, opcode: c.opcode)]
         }
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        let central = try await Central.open(transport: t.hostEnd, configuration: config)
-        let p = try await central.connect(peer, timeout: .seconds(5))
+        let (central, p) = try await fixture.connectedCentral(t)
         let id = p.linkID
         let raise = { @Sendable () async -> Error? in
             do {

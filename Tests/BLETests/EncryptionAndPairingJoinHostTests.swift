@@ -12,22 +12,14 @@ import XCTest
 /// encryption ends), and the caller of `encrypt` learns its encryption's outcome at its
 /// Encryption Change, not at the end of some pairing that runs meanwhile.
 final class EncryptionAndPairingJoinHostTests: XCTestCase {
-    let peer = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_25_F1), type: .public)
-    let ltk = [UInt8](repeating: 0x5F, count: 16)
+    let fixture = BondedLinkFixture(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_25_F1), type: .public),
+                                    ltk: [UInt8](repeating: 0x5F, count: 16))
 
     func testARaiseEncryptingWithTheBondIsNotHeldByAPairingASecurityRequestStartedMeanwhile() async throws {
         let t = HostUnderTest()
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: true, authenticated: false, keySize: 16))
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
         // Able to protect against MITM, so a Security Request for MITM over the unauthenticated
         // bond is answered by pairing (`securityRequested`).
-        config.security.pairing.ioCapability = .keyboardDisplay
-        let central = try await Central.open(transport: t.hostEnd, configuration: config)
-        let p = try await central.connect(peer, timeout: .seconds(5))
+        let (central, p) = try await fixture.connectedCentral(t, io: .keyboardDisplay)
         let id = p.linkID
         let raised = Task { () -> Error? in
             do {

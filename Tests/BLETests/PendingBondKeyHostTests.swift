@@ -10,32 +10,24 @@ import XCTest
 /// bond only if that bond is still the one whose key was given; `bondGone` withdraws a gone
 /// bond's key from the links already encrypted with it, and this covers the window before.
 final class PendingBondKeyHostTests: XCTestCase {
-    let own = BDAddress(rawValue: 0xC1_02_03_04_05_3E)
-    let victim = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_E1), type: .public)
-    let victimLTK = [UInt8](repeating: 0xE1, count: 16)
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_3E),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_E1), type: .public),
+                                    ltk: [UInt8](repeating: 0xE1, count: 16))
+    var victim: DeviceAddress { fixture.peer }
 
     func testABondRemovedWhileItsKeyIsEncryptingALinkDoesNotLeaveTheLinkSpeakingForABond() async throws {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
-                            secureConnections: true, authenticated: false, keySize: 16))
+        let store = try fixture.store()
         let t = HostUnderTest()
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let m = try await fixture.openPeripheral(t, store: store)
         let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
         ]))
         let cccd = try XCTUnwrap(handles.characteristics.first?.cccdHandle)
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        _ = await m.waitForConnectedCentrals(1)
+        await fixture.connectCentral(t, to: m)
         // The central encrypts with the bond's key: the host answers the LTK Request...
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
-        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
+        try await fixture.requestTheBondKey(t)
         // ...and, before the Encryption Change, the application forgets the bond.
         let removed = try await m.removeBond(victim)
         XCTAssertTrue(removed)
@@ -64,24 +56,15 @@ final class PendingBondKeyHostTests: XCTestCase {
     /// link, encrypted with the old key, is restored the new bond's CCCDs (`bondedClientReturned`
     /// looks the bond up again) and is flagged as proving it (`hasRestoredBondedSubscriptions`).
     func testALinkEncryptedWithAReplacedBondsKeyIsNotGivenTheNewBondsSubscriptions() async throws {
-        let store = InMemoryBondStore()
-        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
-                            secureConnections: true, authenticated: false, keySize: 16))
+        let store = try fixture.store()
         let t = HostUnderTest()
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let m = try await fixture.openPeripheral(t, store: store)
         let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
         ]))
         let valueHandle = try XCTUnwrap(handles.characteristics.first?.valueHandle)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-        _ = await m.waitForConnectedCentrals(1)
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
-        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
+        await fixture.connectCentral(t, to: m)
+        try await fixture.requestTheBondKey(t)
         var replacement = Bond(peer: victim, peerLongTermKey: [UInt8](repeating: 0xF2, count: 16), localLongTermKey: [UInt8](repeating: 0xF2, count: 16),
                                secureConnections: true, authenticated: false, keySize: 16)
         replacement.clientConfigurations = [valueHandle: 0x0001]
