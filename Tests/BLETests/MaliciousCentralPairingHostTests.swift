@@ -15,7 +15,8 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
     let victim = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_AA), type: .public)
     let victimLTK = [UInt8](repeating: 0xAA, count: 16)
 
-    /// An initiator SMP machine playing a central, and its controller for encryption.
+    /// An initiator SMP machine playing a central on link `handle`, and its controller for
+    /// encryption.
     actor Initiator {
         var m: SMPPairing
         let handle: UInt16
@@ -54,7 +55,11 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
                     await c.sendL2CAP(handle: handle, channel: 0x0006, payload: b)
                 case let .startEncryption(ltk, ediv, rand):
                     await c.sendNow(.le(.longTermKeyRequest(handle: handle, randomNumber: rand, encryptedDiversifier: ediv)))
-                    let reply = try? await c.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
+                    // Its own link's reply (the fake controller returns the first matching command).
+                    let h = handle
+                    let reply = try? await c.waitForCommand(within: .seconds(5)) {
+                        $0.opcode == .leLongTermKeyRequestReply && Array($0.parameters[0..<2]) == [UInt8(h & 0xFF), UInt8(h >> 8)]
+                    }
                     let ok = reply.map { Array($0.parameters[2..<18]) == ltk } ?? false
                     await c.sendNow(.encryptionChange(status: ok ? .success : .pinOrKeyMissing, handle: handle, enabled: ok))
                     encrypted = ok

@@ -15,43 +15,6 @@ final class MaliciousPeripheralPairingHostTests: XCTestCase {
     /// The bonded victim's public identity.
     let victim = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_AA), type: .public)
 
-    /// An SMP machine playing the attacker: it answers every SMP PDU the host sends and plays the
-    /// controller for LE Enable Encryption.
-    actor Attacker {
-        var m: SMPPairing
-        var consumed = 0
-        private(set) var encrypted = false
-        private(set) var finished = false
-        init(_ m: SMPPairing) { self.m = m }
-
-        /// Handles whatever the host sent since the last step.
-        func step(_ c: FakeController) async {
-            let pdus = await c.l2capPayloads(channel: 0x0006)
-            while consumed < pdus.count {
-                let pdu = pdus[consumed]
-                consumed += 1
-                await perform(m.receive(pdu, now: .zero), c)
-            }
-            if !encrypted, let enc = await c.commands.first(where: { $0.opcode == .leEnableEncryption }) {
-                encrypted = true
-                let ltk = Array(enc.parameters[12..<28])
-                let ok = m.longTermKeyRequested(ediv: 0, rand: 0) == ltk
-                await c.sendNow(.encryptionChange(status: ok ? .success : .pinOrKeyMissing, handle: 0x0040, enabled: ok))
-                await perform(m.encryptionChanged(status: ok ? 0 : 6, enabled: ok, now: .zero), c)
-            }
-        }
-
-        private func perform(_ actions: [SMPAction], _ c: FakeController) async {
-            for a in actions {
-                switch a {
-                case let .send(b): await c.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: b)
-                case .completed, .failed: finished = true
-                default: break
-                }
-            }
-        }
-    }
-
     /// A peripheral we never bonded with asks for security (Security Request), pairs Just Works
     /// and distributes the identity address of a device we hold a level 4 bond with. The claim
     /// comes from an address that bond does not know: the pairing is refused, the link dropped,
@@ -71,7 +34,7 @@ final class MaliciousPeripheralPairingHostTests: XCTestCase {
 
         let evil = SMPLocalIdentity(identityResolvingKey: Array(repeating: 0xEE, count: 16), identityAddress: victim,
                                     signatureKey: Array(repeating: 0xEF, count: 16))
-        let attacker = Attacker(SMPPairing(role: .responder, settings: SMPPairingSettings(), identity: evil,
+        let attacker = ResponderSMPPeer(SMPPairing(role: .responder, settings: SMPPairingSettings(), identity: evil,
                                            initiatorAddress: centralAddress, responderAddress: attackerAddress))
         await t.controller.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: [0x0B, 0x01])  // Security Request
         let dropped = await t.controller.play("the host refusing the claimed identity", within: .seconds(20),

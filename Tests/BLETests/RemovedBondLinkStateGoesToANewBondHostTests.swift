@@ -24,42 +24,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
             supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
     }
 
-    /// `MaliciousCentralPairingHostTests.Initiator`, waiting for the key reply of its own link
-    /// (the fake controller returns the first matching command, here the other link's).
-    actor Initiator {
-        var m: SMPPairing
-        let handle: UInt16
-        var consumed: Int
-        private(set) var finished = false
-        init(_ m: SMPPairing, handle: UInt16, consumedSoFar: Int) { self.m = m; self.handle = handle; self.consumed = consumedSoFar }
-        func begin(_ c: FakeController) async { await perform(m.start(now: .zero), c) }
-        func step(_ c: FakeController) async {
-            let pdus = await c.l2capPayloads(channel: 0x0006)
-            while consumed < pdus.count {
-                let pdu = pdus[consumed]
-                consumed += 1
-                await perform(m.receive(pdu, now: .zero), c)
-            }
-        }
-        private func perform(_ actions: [SMPAction], _ c: FakeController) async {
-            for a in actions {
-                switch a {
-                case let .send(b): await c.sendL2CAP(handle: handle, channel: 0x0006, payload: b)
-                case let .startEncryption(ltk, ediv, rand):
-                    await c.sendNow(.le(.longTermKeyRequest(handle: handle, randomNumber: rand, encryptedDiversifier: ediv)))
-                    let h = handle
-                    let reply = try? await c.waitForCommand(within: .seconds(5)) {
-                        $0.opcode == .leLongTermKeyRequestReply && Array($0.parameters[0..<2]) == [UInt8(h & 0xFF), UInt8(h >> 8)]
-                    }
-                    let ok = reply.map { Array($0.parameters[2..<18]) == ltk } ?? false
-                    await c.sendNow(.encryptionChange(status: ok ? .success : .pinOrKeyMissing, handle: handle, enabled: ok))
-                    await perform(m.encryptionChanged(status: ok ? 0 : 6, enabled: ok, now: .zero), c)
-                case .completed, .failed: finished = true
-                default: break
-                }
-            }
-        }
-    }
+    typealias Initiator = MaliciousCentralPairingHostTests.Initiator
 
     func testALinkEncryptedWithARemovedBondsKeyDoesNotSaveItsSubscriptionsIntoAnotherDevicesBond() async throws {
         let store = WatchedBondStore()

@@ -13,43 +13,6 @@ final class SecurityRequestRepairingLoopHostTests: XCTestCase {
     let centralAddress = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_01), type: .public)
     let peerAddress = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_5A), type: .public)
 
-    /// The peer's SMP: answers every PDU the host sends and every LE Enable Encryption.
-    actor Peer {
-        var m: SMPPairing
-        var consumed = 0
-        var encryptions = 0
-        private(set) var completed = 0
-        init(_ m: SMPPairing) { self.m = m }
-
-        func step(_ c: FakeController) async {
-            let pdus = await c.l2capPayloads(channel: 0x0006)
-            while consumed < pdus.count {
-                let pdu = pdus[consumed]
-                consumed += 1
-                await perform(m.receive(pdu, now: .zero), c)
-            }
-            let commands = await c.commands.filter { $0.opcode == .leEnableEncryption }
-            while encryptions < commands.count {
-                let enc = commands[encryptions]
-                encryptions += 1
-                let ltk = Array(enc.parameters[12..<28])
-                let ok = m.longTermKeyRequested(ediv: 0, rand: 0) == ltk
-                await c.sendNow(.encryptionChange(status: ok ? .success : .pinOrKeyMissing, handle: 0x0040, enabled: ok))
-                await perform(m.encryptionChanged(status: ok ? 0 : 6, enabled: ok, now: .zero), c)
-            }
-        }
-
-        private func perform(_ actions: [SMPAction], _ c: FakeController) async {
-            for a in actions {
-                switch a {
-                case let .send(b): await c.sendL2CAP(handle: 0x0040, channel: 0x0006, payload: b)
-                case .completed: completed += 1
-                default: break
-                }
-            }
-        }
-    }
-
     func testAPeripheralCannotMakeTheCentralPairAgainAndAgainOverAnEncryptedLink() async throws {
         let t = HostUnderTest()
         await t.controller.start()
@@ -62,7 +25,7 @@ final class SecurityRequestRepairingLoopHostTests: XCTestCase {
         let identity = SMPLocalIdentity(identityResolvingKey: Array(repeating: 0x5A, count: 16), identityAddress: peerAddress,
                                         signatureKey: Array(repeating: 0x5B, count: 16))
         // NoInputNoOutput, no bonding: every pairing is Just Works and nothing is stored.
-        let peer = Peer(SMPPairing(role: .responder, settings: SMPPairingSettings(ioCapability: .noInputNoOutput, bonding: false),
+        let peer = ResponderSMPPeer(SMPPairing(role: .responder, settings: SMPPairingSettings(ioCapability: .noInputNoOutput, bonding: false),
                                    identity: identity, initiatorAddress: centralAddress, responderAddress: peerAddress))
 
         /// Sends a Security Request (Bonding, MITM, Secure Connections) and plays the peer until
