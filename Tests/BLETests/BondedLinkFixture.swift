@@ -34,18 +34,12 @@ struct BondedLinkFixture: Sendable {
     /// Our peripheral (display only) over `store`, not yet connected: for a test that sets it up
     /// further (a service) before `connectCentral`.
     func openPeripheral(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.pairing.ioCapability = .displayOnly
-        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        try await t.openPeripheral(own: own, store: store) { $0.security.pairing.ioCapability = .displayOnly }
     }
 
     /// The bonded central connects to our peripheral `m` (on `handle`).
     func connectCentral(_ t: HostUnderTest, to m: PeripheralManager) async {
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: peer, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: peer, handle: handle)
         _ = await m.waitForConnectedCentrals(1)
     }
 

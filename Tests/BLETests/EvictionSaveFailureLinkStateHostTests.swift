@@ -49,9 +49,7 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // The bonded (unauthenticated) device encrypts with its bond's key and subscribes.
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: victim, handle: 0x0041)
         _ = await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
@@ -103,9 +101,7 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // The bonded device encrypts with its key, enables robust caching and leaves.
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: victim, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: victim, handle: 0x0041)
         _ = await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))

@@ -46,9 +46,7 @@ final class FixedPasskeyUnrecordedRetirementRetryHostTests: XCTestCase {
         config.security.pairing.displayedPasskey = 123_456
         config.security.agent = FixedPairingAgent(confirms: false)
         let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: central, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: central, handle: 0x0041)
         @Sendable func smp() async -> [[UInt8]] { await t.controller.l2capPayloads(channel: 0x0006) }
 
         let first = initiator(0)

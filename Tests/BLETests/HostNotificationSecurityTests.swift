@@ -22,9 +22,7 @@ final class HostNotificationSecurityTests: XCTestCase {
         ]))
         let c = try XCTUnwrap(handles.characteristics.first)
         let cccd = try XCTUnwrap(c.cccdHandle)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: central, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: central, handle: 0x0041)
         await m.waitForConnectedCentrals(1)
         let centrals = await m.connectedCentrals
         let connected = try XCTUnwrap(centrals.first)

@@ -22,17 +22,9 @@ final class IdentityClaimOfAConnectionAddressHostTests: XCTestCase {
     /// The stranger's own address, which no bond knows.
     let stranger = DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_99), type: .random)
 
-    func connect(_ t: HostUnderTest, from peer: DeviceAddress, handle: UInt16) async {
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: peer, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-    }
 
     func manager(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        try await t.openPeripheral(own: own, store: store)
     }
 
     func testAStrangerClaimingABondedDevicesConnectionAddressAsItsIdentityDoesNotShadowTheBond() async throws {
@@ -42,7 +34,7 @@ final class IdentityClaimOfAConnectionAddressHostTests: XCTestCase {
                             secureConnections: true, authenticated: true, keySize: 16))
         let t = HostUnderTest()
         let m = try await manager(t, store: store)
-        await connect(t, from: stranger, handle: 0x0041)
+        await t.centralConnects(from: stranger, handle: 0x0041)
         // Just Works from an address nobody is bonded at: no bond protects it.
         let claim = SMPLocalIdentity(identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: victimConnects,
                                      signatureKey: [UInt8](repeating: 0xEF, count: 16))
@@ -68,7 +60,7 @@ final class IdentityClaimOfAConnectionAddressHostTests: XCTestCase {
         // After a restart the bonded device reconnects from its usual address and encrypts.
         let t2 = HostUnderTest()
         let m2 = try await manager(t2, store: store)
-        await connect(t2, from: victimConnects, handle: 0x0042)
+        await t2.centralConnects(from: victimConnects, handle: 0x0042)
         await t2.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0042, randomNumber: 0, encryptedDiversifier: 0)))
         let reply = try await t2.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
         XCTAssertEqual(Array(reply.parameters[2..<18]), victimLTK, "the bonded device's address is answered with the stranger's LTK")

@@ -17,10 +17,7 @@ final class IdentityKeyConflictHostTests: XCTestCase {
     let bondedIRK = [UInt8](repeating: 0xAB, count: 16)
 
     func manager(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        try await t.openPeripheral(own: own, store: store)
     }
 
     /// A stranger pairs Just Works and distributes `irk` with an identity of its own; returns
@@ -29,9 +26,7 @@ final class IdentityKeyConflictHostTests: XCTestCase {
         let t = HostUnderTest()
         let m = try await manager(t, store: store)
         let stranger = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_77), type: .public)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: stranger, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: stranger, handle: 0x0041)
         let identity = SMPLocalIdentity(identityResolvingKey: irk, identityAddress: stranger, signatureKey: [UInt8](repeating: 0xEF, count: 16))
         let a = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: identity,
                                      initiatorAddress: stranger, responderAddress: ownAddress), handle: 0x0041, consumedSoFar: 0)

@@ -72,18 +72,9 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         }
     }
 
-    func connect(_ t: HostUnderTest, from peer: DeviceAddress, handle: UInt16) async {
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: peer, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-    }
 
     func manager(_ t: HostUnderTest, store: any BondStore, allowsUnauthenticatedBondReplacement: Bool = false) async throws -> PeripheralManager {
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.allowsUnauthenticatedBondReplacement = allowsUnauthenticatedBondReplacement
-        return try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        try await t.openPeripheral(own: own, store: store) { $0.security.allowsUnauthenticatedBondReplacement = allowsUnauthenticatedBondReplacement }
     }
 
     /// A central that spoofs a bonded device's address pairs Just Works and claims a fresh
@@ -98,7 +89,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
                             secureConnections: true, authenticated: true, keySize: 16))
         let t = HostUnderTest()
         let m = try await manager(t, store: store, allowsUnauthenticatedBondReplacement: true)
-        await connect(t, from: victim, handle: 0x0041)
+        await t.centralConnects(from: victim, handle: 0x0041)
         let claimed = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_10), type: .public)
         let evil = SMPLocalIdentity(identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: claimed,
                                     signatureKey: [UInt8](repeating: 0xEF, count: 16))
@@ -116,7 +107,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         // After a restart: the victim's address asks for its key.
         let t2 = HostUnderTest()
         let m2 = try await manager(t2, store: store)
-        await connect(t2, from: victim, handle: 0x0041)
+        await t2.centralConnects(from: victim, handle: 0x0041)
         await t2.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         let reply = try await t2.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
         XCTAssertEqual(Array(reply.parameters[2..<18]), victimLTK, "the victim's address gets the victim's LTK")
@@ -132,7 +123,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         for i in 0..<3 {
             let handle = UInt16(0x0041 + i)
             let address = DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_10 + UInt64(i)), type: .random)
-            await connect(t, from: address, handle: handle)
+            await t.centralConnects(from: address, handle: handle)
             let before = await t.controller.l2capPayloads(channel: 0x0006).count
             let a = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: SMPLocalIdentity(
                 identityResolvingKey: [UInt8](repeating: 1, count: 16), identityAddress: address, signatureKey: [UInt8](repeating: 2, count: 16)),
@@ -143,7 +134,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
         }
         // A legitimate central from a fresh address.
         let honest = DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_99), type: .random)
-        await connect(t, from: honest, handle: 0x0050)
+        await t.centralConnects(from: honest, handle: 0x0050)
         let before = await t.controller.l2capPayloads(channel: 0x0006).count
         let h = Initiator(SMPPairing(role: .initiator, settings: SMPPairingSettings(), identity: SMPLocalIdentity(
             identityResolvingKey: [UInt8](repeating: 3, count: 16), identityAddress: honest, signatureKey: [UInt8](repeating: 4, count: 16)),
@@ -168,7 +159,7 @@ final class MaliciousCentralPairingHostTests: XCTestCase {
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
         ]))
         let cccd = try XCTUnwrap(handles.characteristics.first?.cccdHandle)
-        await connect(t, from: victim, handle: 0x0041)
+        await t.centralConnects(from: victim, handle: 0x0041)
         await m.waitForConnectedCentrals(1)
         @Sendable func att() async -> [[UInt8]] { await t.controller.l2capPayloads(channel: 0x0004) }
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }

@@ -18,11 +18,6 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
     let victimLTK = [UInt8](repeating: 0xB1, count: 16)
     let stranger = DeviceAddress(BDAddress(rawValue: 0xC5_00_00_00_00_B2), type: .random)
 
-    func connect(_ t: HostUnderTest, from peer: DeviceAddress, handle: UInt16) async {
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: handle, role: .peripheral, peer: peer, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
-    }
 
     typealias Initiator = MaliciousCentralPairingHostTests.Initiator
 
@@ -43,7 +38,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // The bonded device encrypts with its bond's key and subscribes.
-        await connect(t, from: victim, handle: 0x0041)
+        await t.centralConnects(from: victim, handle: 0x0041)
         await m.waitForConnectedCentrals(1)
         await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
         _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
@@ -56,7 +51,7 @@ final class RemovedBondLinkStateGoesToANewBondHostTests: XCTestCase {
         XCTAssertTrue(removed)
 
         // Another device, from an address of its own, pairs and names that identity.
-        await connect(t, from: stranger, handle: 0x0042)
+        await t.centralConnects(from: stranger, handle: 0x0042)
         await m.waitForConnectedCentrals(2)
         let before = await t.controller.l2capPayloads(channel: 0x0006).count
         let claim = SMPLocalIdentity(identityResolvingKey: [UInt8](repeating: 0xEE, count: 16), identityAddress: victim,

@@ -31,9 +31,7 @@ final class SecureConnectionsOnlyRefusedBondErrorCodeTests: XCTestCase {
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read], permissions: [.readEncrypted], value: [0x42]),
         ]))
         let c = try XCTUnwrap(handles.characteristics.first)
-        await t.controller.sendNow(.le(.connectionComplete(LEConnectionComplete(
-            status: .success, handle: 0x0041, role: .peripheral, peer: central, interval: 24, latency: 0,
-            supervisionTimeout: 400, centralClockAccuracy: 0, format: .legacy))))
+        await t.centralConnects(from: central, handle: 0x0041)
         await m.waitForConnectedCentrals(1)
 
         // The bond's key is refused, as finding 3 wants.
