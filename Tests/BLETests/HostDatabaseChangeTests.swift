@@ -108,6 +108,26 @@ final class HostDatabaseChangeTests: XCTestCase {
         return (s, c)
     }
 
+    /// FFF1 found through the attribute cache with no service discovered (as `ble read UUID`
+    /// finds it), and a read of it answered only after a Service Changed indication for
+    /// 0x0010–0x0034 (confirmed): the session and the read, whose retry is the test's.
+    func readOfFFF1FoundThroughTheCacheAcrossAChange() async throws -> (Session, Task<[UInt8], any Error>) {
+        let s = try await connected()
+        try await learnServiceChanged(s)
+        let p = s.p
+        let uuid = Self.characteristicUUID
+        let lookup = Task { try await p.characteristic(uuid) }
+        await s.exchange("08 0100 ffff 0328", "09 07 0700 20 0800 052a 1100 0a 1200 f1ff 1300 02 1400 f2ff")
+        let located = try await lookup.value
+        let c = try XCTUnwrap(located)
+        let read = Task { try await p.readValue(for: c) }
+        await s.client("0a 1200")
+        await s.server("1d 0800 1000 3400")
+        await s.client("1e")
+        await s.server("0b 01")
+        return (s, read)
+    }
+
     func connected() async throws -> Session {
         let t = HostUnderTest()
         await t.controller.start()
@@ -206,19 +226,7 @@ final class HostDatabaseChangeTests: XCTestCase {
     /// `ble read UUID` finds it), is found the same way again: the cache lost the changed range,
     /// so only that is searched.
     func testACharacteristicFoundThroughTheCacheIsFoundThroughItAgain() async throws {
-        let s = try await connected()
-        try await learnServiceChanged(s)
-        let p = s.p
-        let uuid = Self.characteristicUUID
-        let lookup = Task { try await p.characteristic(uuid) }
-        await s.exchange("08 0100 ffff 0328", "09 07 0700 20 0800 052a 1100 0a 1200 f1ff 1300 02 1400 f2ff")
-        let located = try await lookup.value
-        let c = try XCTUnwrap(located)
-        let read = Task { try await p.readValue(for: c) }
-        await s.client("0a 1200")
-        await s.server("1d 0800 1000 3400")
-        await s.client("1e")
-        await s.server("0b 01")
+        let (s, read) = try await readOfFFF1FoundThroughTheCacheAcrossAChange()
         // The Service Changed declaration's end reached 0x0010, so it went with the range.
         await s.exchange("08 0700 ffff 0328", "09 07 0700 20 0800 052a 3100 0a 3200 f1ff 3300 02 3400 f2ff")
         // No other FFF1 after it, to the end of the database.
@@ -233,19 +241,7 @@ final class HostDatabaseChangeTests: XCTestCase {
     /// Found through the cache, but the database now holds two of its UUID: which one it was
     /// cannot be told, so nothing is read again.
     func testACharacteristicFoundThroughTheCacheIsNotReadAgainWhenItsUUIDIsNoLongerUnique() async throws {
-        let s = try await connected()
-        try await learnServiceChanged(s)
-        let p = s.p
-        let uuid = Self.characteristicUUID
-        let lookup = Task { try await p.characteristic(uuid) }
-        await s.exchange("08 0100 ffff 0328", "09 07 0700 20 0800 052a 1100 0a 1200 f1ff 1300 02 1400 f2ff")
-        let located = try await lookup.value
-        let c = try XCTUnwrap(located)
-        let read = Task { try await p.readValue(for: c) }
-        await s.client("0a 1200")
-        await s.server("1d 0800 1000 3400")
-        await s.client("1e")
-        await s.server("0b 01")
+        let (s, read) = try await readOfFFF1FoundThroughTheCacheAcrossAChange()
         await s.exchange("08 0700 ffff 0328", "09 07 0700 20 0800 052a 3100 0a 3200 f1ff 3300 02 3400 f1ff")
         await s.exchange("08 3300 ffff 0328", "09 07 3300 02 3400 f1ff")
         await s.exchange("08 3400 ffff 0328", "01 08 3400 0a")
