@@ -12,17 +12,7 @@ import XCTest
 final class EATTBearerCapWorldTests: XCTestCase {
     func testAnExplicitOpenThatCausesPairingIsNotToppedUpByTheBackgroundSetUp() async throws {
         try await VirtualWorld.run { world in
-            var peripheral = HostConfiguration()
-            peripheral.offersEnhancedATT = true
-            peripheral.security.agent = FixedPairingAgent(confirms: true)
-            var central = HostConfiguration()
-            central.security.agent = FixedPairingAgent(confirms: true)
-            central.enhancedATTBearers = 2
-            let (manager, device) = try await world.addPeripheralManager(name: "Cap", configuration: peripheral)
-            try await manager.startAdvertising(AdvertisingData.Builder().localName("Cap").build(),
-                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let (c, _) = try await world.addCentral(configuration: central)
-            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let (manager, c, p) = try await EATTSeamWorldTests.connected(in: world, name: "Cap", centralBearers: 2)
 
             // Refused on the unencrypted link, paired (which starts the background set-up), opened.
             let opened = try await p.host.openEnhancedATTBearers(linkID: p.linkID, count: 3)
@@ -41,17 +31,7 @@ final class EATTBearerCapWorldTests: XCTestCase {
 
     func testTheBackgroundSetUpAloneOpensTheConfiguredCount() async throws {
         try await VirtualWorld.run { world in
-            var peripheral = HostConfiguration()
-            peripheral.offersEnhancedATT = true
-            peripheral.security.agent = FixedPairingAgent(confirms: true)
-            var central = HostConfiguration()
-            central.security.agent = FixedPairingAgent(confirms: true)
-            central.enhancedATTBearers = 2
-            let (manager, device) = try await world.addPeripheralManager(name: "Cap2", configuration: peripheral)
-            try await manager.startAdvertising(AdvertisingData.Builder().localName("Cap2").build(),
-                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let (c, _) = try await world.addCentral(configuration: central)
-            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let (manager, c, p) = try await EATTSeamWorldTests.connected(in: world, name: "Cap2", centralBearers: 2)
             _ = try await p.pair()
             let settled = await p.enhancedATTBearersSettled()
             XCTAssertEqual(settled, 2)
@@ -66,19 +46,11 @@ final class EATTBearerCapWorldTests: XCTestCase {
     func testACancelledWaitForTheSetUpReturnsAtOnce() async throws {
         try await VirtualWorld.run { world in
             let silent = BluetoothUUID(0xBE51)
-            var peripheral = HostConfiguration()
-            peripheral.offersEnhancedATT = true
-            peripheral.security.agent = FixedPairingAgent(confirms: true)
-            var central = HostConfiguration()
-            central.security.agent = FixedPairingAgent(confirms: true)
-            let (manager, device) = try await world.addPeripheralManager(name: "Cap3", configuration: peripheral)
-            _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE50), characteristics: [
-                GATTCharacteristicDefinition(uuid: silent, properties: [.read], permissions: [.read], value: nil),
-            ]))
-            try await manager.startAdvertising(AdvertisingData.Builder().localName("Cap3").build(),
-                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let (c, _) = try await world.addCentral(configuration: central)
-            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let (manager, c, p) = try await EATTSeamWorldTests.connected(in: world, name: "Cap3") { manager in
+                _ = try await manager.add(GATTServiceDefinition(uuid: BluetoothUUID(0xBE50), characteristics: [
+                    GATTCharacteristicDefinition(uuid: silent, properties: [.read], permissions: [.read], value: nil),
+                ]))
+            }
             let service = try await p.discoverServices([BluetoothUUID(0xBE50)]).first
             let found = try await p.discoverCharacteristics([silent], for: XCTUnwrap(service))
             let held = try XCTUnwrap(found.first)

@@ -16,20 +16,30 @@ final class EATTSeamWorldTests: XCTestCase {
         }
     }
 
+    /// Our peripheral offering Enhanced ATT, advertising as `name`, and our central connected
+    /// to it, both confirming any pairing; `centralBearers`, when given, is the central's
+    /// `enhancedATTBearers`; `prepare` sets the peripheral up further before it advertises.
+    static func connected(in world: VirtualWorld, name: String, centralBearers: Int? = nil,
+                          prepare: (PeripheralManager) async throws -> Void = { _ in }) async throws -> (PeripheralManager, Central, Peripheral) {
+        var peripheral = HostConfiguration()
+        peripheral.offersEnhancedATT = true
+        peripheral.security.agent = FixedPairingAgent(confirms: true)
+        var central = HostConfiguration()
+        central.security.agent = FixedPairingAgent(confirms: true)
+        if let centralBearers { central.enhancedATTBearers = centralBearers }
+        let (manager, device) = try await world.addPeripheralManager(name: name, configuration: peripheral)
+        try await prepare(manager)
+        try await manager.startAdvertising(AdvertisingData.Builder().localName(name).build(),
+                                           parameters: AdvertisingParameters(interval: .milliseconds(20)))
+        let (c, _) = try await world.addCentral(configuration: central)
+        let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+        return (manager, c, p)
+    }
+
     func testOpenEnhancedATTBearersRaisesSecurityAndGivesBothSidesTheBearers() async throws {
         try await VirtualWorld.run { world in
-            var peripheral = HostConfiguration()
-            peripheral.offersEnhancedATT = true
-            peripheral.security.agent = FixedPairingAgent(confirms: true)
-            var central = HostConfiguration()
-            central.security.agent = FixedPairingAgent(confirms: true)
             // The test opens the bearers itself: our GATT client opens none of its own after pairing.
-            central.enhancedATTBearers = 0
-            let (manager, device) = try await world.addPeripheralManager(name: "Seam", configuration: peripheral)
-            try await manager.startAdvertising(AdvertisingData.Builder().localName("Seam").build(),
-                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let (c, _) = try await world.addCentral(configuration: central)
-            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let (manager, c, p) = try await EATTSeamWorldTests.connected(in: world, name: "Seam", centralBearers: 0)
 
             // Refused as Insufficient Authentication on the unencrypted link, paired, opened.
             let opened = try await p.host.openEnhancedATTBearers(linkID: p.linkID, count: 3)
@@ -62,18 +72,8 @@ final class EATTSeamWorldTests: XCTestCase {
 
     func testACancelledOpenAnnouncesNoBearerAndClosesTheLateOnes() async throws {
         try await VirtualWorld.run { world in
-            var peripheral = HostConfiguration()
-            peripheral.offersEnhancedATT = true
-            peripheral.security.agent = FixedPairingAgent(confirms: true)
-            var central = HostConfiguration()
-            central.security.agent = FixedPairingAgent(confirms: true)
             // The test opens the bearers itself: our GATT client opens none of its own after pairing.
-            central.enhancedATTBearers = 0
-            let (manager, device) = try await world.addPeripheralManager(name: "Seam", configuration: peripheral)
-            try await manager.startAdvertising(AdvertisingData.Builder().localName("Seam").build(),
-                                               parameters: AdvertisingParameters(interval: .milliseconds(20)))
-            let (c, _) = try await world.addCentral(configuration: central)
-            let p = try await c.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(5))
+            let (manager, c, p) = try await EATTSeamWorldTests.connected(in: world, name: "Seam", centralBearers: 0)
             _ = try await p.pair()
 
             // Cancelled before the peer answers: the request is out, the answer comes late.
