@@ -16,10 +16,16 @@ struct BondedLinkFixture: Sendable {
     /// The link's handle as a peripheral (the fake controller numbers a central's from 0x0040).
     var handle: UInt16 = 0x0041
 
+    /// The bond with `peer`: `ltk` both ways.
+    func bond(authenticated: Bool = false, secureConnections: Bool = true, keySize: Int = 16) -> Bond {
+        Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
+             secureConnections: secureConnections, authenticated: authenticated, keySize: keySize)
+    }
+
+    /// A store holding only `bond(...)`.
     func store(authenticated: Bool = false, secureConnections: Bool = true, keySize: Int = 16) throws -> InMemoryBondStore {
         let store = InMemoryBondStore()
-        try store.save(Bond(peer: peer, peerLongTermKey: ltk, localLongTermKey: ltk,
-                            secureConnections: secureConnections, authenticated: authenticated, keySize: keySize))
+        try store.save(bond(authenticated: authenticated, secureConnections: secureConnections, keySize: keySize))
         return store
     }
 
@@ -32,9 +38,14 @@ struct BondedLinkFixture: Sendable {
     }
 
     /// Our peripheral (display only) over `store`, not yet connected: for a test that sets it up
-    /// further (a service) before `connectCentral`.
-    func openPeripheral(_ t: HostUnderTest, store: any BondStore) async throws -> PeripheralManager {
-        try await t.openPeripheral(own: own, store: store) { $0.security.pairing.ioCapability = .displayOnly }
+    /// further (a service) before `connectCentral`; `configure` changes the rest of its
+    /// configuration.
+    func openPeripheral(_ t: HostUnderTest, store: any BondStore,
+                        configure: (inout HostConfiguration) -> Void = { _ in }) async throws -> PeripheralManager {
+        try await t.openPeripheral(own: own, store: store) { config in
+            config.security.pairing.ioCapability = .displayOnly
+            configure(&config)
+        }
     }
 
     /// The bonded central connects to our peripheral `m` (on `handle`).

@@ -14,9 +14,10 @@ import XCTest
 /// `encryptedWithBondKey`, so when another device later bonds under that identity, the old
 /// link's subscriptions go into the newcomer's bond at its close (the 25b finding again).
 final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
-    let own = BDAddress(rawValue: 0xC1_02_03_04_05_0C)
-    let victim = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C1), type: .public)
-    let victimLTK = [UInt8](repeating: 0xC1, count: 16)
+    let fixture = BondedLinkFixture(own: BDAddress(rawValue: 0xC1_02_03_04_05_0C),
+                                    peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C1), type: .public),
+                                    ltk: [UInt8](repeating: 0xC1, count: 16))
+    var victim: DeviceAddress { fixture.peer }
 
     /// Fails the next `save` once `failNextSave` is set (the disk full for the newcomer's file).
     final class SaveFailingStore: BondStore, @unchecked Sendable {
@@ -34,14 +35,9 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
 
     func testAnEvictionWhoseNewBondFailedToSaveWithdrawsTheEvictedKeyFromItsLink() async throws {
         let store = SaveFailingStore()
-        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
-                            secureConnections: true, authenticated: false, keySize: 16))
+        try store.save(fixture.bond())
         let t = HostUnderTest()
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.maximumBonds = 1
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let m = try await fixture.openPeripheral(t, store: store) { $0.security.maximumBonds = 1 }
         let handles = try await m.add(GATTServiceDefinition(uuid: BluetoothUUID(0xFFF0), characteristics: [
             GATTCharacteristicDefinition(uuid: BluetoothUUID(0xFFF1), properties: [.read, .notify], permissions: [.read], value: [0x42]),
         ]))
@@ -49,11 +45,8 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // The bonded (unauthenticated) device encrypts with its bond's key and subscribes.
-        await t.centralConnects(from: victim, handle: 0x0041)
-        _ = await m.waitForConnectedCentrals(1)
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
-        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
+        await fixture.connectCentral(t, to: m)
+        try await fixture.encryptWithTheBondKey(t)
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(cccd) + [0x01, 0x00])
         try await t.controller.waitForL2CAP(channel: 0x0004) { $0.contains([0x13]) }
         let flagged = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
@@ -87,25 +80,17 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
     }
     func testAnEvictionWhoseNewBondFailedToSaveForgetsWhatTheEvictedClientLeftOnTheServer() async throws {
         let store = SaveFailingStore()
-        try store.save(Bond(peer: victim, peerLongTermKey: victimLTK, localLongTermKey: victimLTK,
-                            secureConnections: true, authenticated: false, keySize: 16))
+        try store.save(fixture.bond())
         let t = HostUnderTest()
-        await t.controller.start()
-        var config = HostConfiguration()
-        config.security.bondStore = store
-        config.security.maximumBonds = 1
-        let m = try await PeripheralManager.open(transport: t.hostEnd, address: .staticRandom(own), configuration: config)
+        let m = try await fixture.openPeripheral(t, store: store) { $0.security.maximumBonds = 1 }
         let features = try await m.host.run { host -> UInt16 in
             try XCTUnwrap(host.server.database.attributes.first { $0.type == BluetoothUUID(0x2B29) }?.handle)
         }
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
 
         // The bonded device encrypts with its key, enables robust caching and leaves.
-        await t.centralConnects(from: victim, handle: 0x0041)
-        _ = await m.waitForConnectedCentrals(1)
-        await t.controller.sendNow(.le(.longTermKeyRequest(handle: 0x0041, randomNumber: 0, encryptedDiversifier: 0)))
-        _ = try await t.controller.waitForCommand(.leLongTermKeyRequestReply, within: .seconds(5))
-        await t.controller.sendNow(.encryptionChange(status: .success, handle: 0x0041, enabled: true))
+        await fixture.connectCentral(t, to: m)
+        try await fixture.encryptWithTheBondKey(t)
         await t.controller.sendL2CAP(handle: 0x0041, channel: 4, payload: [0x12] + le(features) + [0x01])
         try await t.controller.waitForL2CAP(channel: 0x0004) { $0.contains([0x13]) }
         await t.controller.sendNow(.disconnectionComplete(status: .success, handle: 0x0041, reason: .remoteUserTerminatedConnection))
