@@ -87,6 +87,17 @@ final class PairingWorldTests: XCTestCase {
         return Rig(central: c, manager: manager, address: DeviceAddress(device.address, type: .public), handles: handles)
     }
 
+    /// The centrals' pairings among the peripheral's `events`, counted until `count` links ended.
+    static func pairings(in events: PeripheralManagerEventStream, untilDisconnects count: Int) async -> Int {
+        var paired = 0, disconnects = 0
+        for await e in events {
+            if case .paired = e { paired += 1 }
+            if case .disconnected = e { disconnects += 1 }
+            if disconnects == count { break }
+        }
+        return paired
+    }
+
     static func read(_ uuid: BluetoothUUID, on p: Peripheral) async throws -> String {
         let services = try await p.discoverServices([service])
         let s = try XCTUnwrap(services.first)
@@ -132,12 +143,7 @@ final class PairingWorldTests: XCTestCase {
             let reconnectLevel = await p.securityLevel
             XCTAssertEqual(reconnectLevel, .encrypted)
             try await p.disconnect()
-            var paired = 0, disconnects = 0
-            for await e in events {
-                if case .paired = e { paired += 1 }
-                if case .disconnected = e { disconnects += 1 }
-                if disconnects == 2 { break }
-            }
+            let paired = await Self.pairings(in: events, untilDisconnects: 2)
             XCTAssertEqual(paired, 1, "the reconnection encrypted without pairing")
             await rig.central.close()
             await rig.manager.close()

@@ -110,12 +110,7 @@ final class PrivacyWorldTests: XCTestCase {
             let value = try await PairingWorldTests.read(PairingWorldTests.encrypted, on: p)
             XCTAssertEqual(value, "encrypted")
             try await p.disconnect()
-            var paired = 0, disconnects = 0
-            for await e in events {
-                if case .paired = e { paired += 1 }
-                if case .disconnected = e { disconnects += 1 }
-                if disconnects == 2 { break }
-            }
+            let paired = await PairingWorldTests.pairings(in: events, untilDisconnects: 2)
             XCTAssertEqual(paired, 1, "the reconnection by identity encrypted with the bond")
             await rig.central.close()
             await rig.manager.close()
