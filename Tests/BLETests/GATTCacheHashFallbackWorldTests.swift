@@ -77,12 +77,7 @@ final class GATTCacheHashFallbackWorldTests: XCTestCase {
     func testAFailedHashReadAfterServiceChangedStillServesTheLookup() async throws {
         try await VirtualWorld.run { world in
             let rig = try await GATTCacheRig.open(world)
-            let p = try await rig.central.connect(rig.address)
-            try await p.exchangeMTU()
-            let changes = await p.servicesChanged()
-            let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
-            XCTAssertNil(absent)
-            await p.completeCaching()
+            let (p, changes) = try await rig.connectedAndCached()
             let stored = rig.store.fileNames
             let handles = try await rig.manager.add(GATTCacheRig.addedService)
             let range = await firstValue(changes, within: .seconds(5), world)

@@ -57,6 +57,19 @@ struct GATTCacheRig {
         return found
     }
 
+    /// The central connected (MTU exchanged), subscribed to Service Changed (the ranges it
+    /// announces), its lookup of FFF1 (absent until `addedService`) made and its caching complete:
+    /// where the tests of a change begin.
+    func connectedAndCached(file: StaticString = #filePath, line: UInt = #line) async throws -> (Peripheral, AsyncStream<ClosedRange<UInt16>>) {
+        let p = try await central.connect(address)
+        try await p.exchangeMTU()
+        let changes = await p.servicesChanged()
+        let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
+        XCTAssertNil(absent, "FFF1 before the change", file: file, line: line)
+        await p.completeCaching()
+        return (p, changes)
+    }
+
     /// Closes both hosts.
     func close() async {
         await central.close()

@@ -108,12 +108,7 @@ final class GATTCacheWorldTests: XCTestCase {
     func testServiceChangedMakesTheClientSearchOnlyTheChangedRange() async throws {
         try await VirtualWorld.run { world in
             let rig = try await GATTCacheRig.open(world)
-            let p = try await rig.central.connect(rig.address)
-            try await p.exchangeMTU()
-            let changes = await p.servicesChanged()
-            let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
-            XCTAssertNil(absent)
-            await p.completeCaching()
+            let (p, changes) = try await rig.connectedAndCached()
             let handles = try await rig.manager.add(GATTCacheRig.addedService)
             let range = await firstValue(changes, within: .seconds(5), world)
             XCTAssertEqual(range, handles.range)
@@ -197,12 +192,7 @@ final class GATTCacheWorldTests: XCTestCase {
     func testServiceChangedDoesNotStoreTheNewDatabaseUnderTheOldHash() async throws {
         try await VirtualWorld.run { world in
             let rig = try await GATTCacheRig.open(world)
-            let p = try await rig.central.connect(rig.address)
-            try await p.exchangeMTU()
-            let changes = await p.servicesChanged()
-            let absent = try await p.characteristic(BluetoothUUID(0xFFF1))
-            XCTAssertNil(absent)
-            await p.completeCaching()
+            let (p, changes) = try await rig.connectedAndCached()
             let read = try await p.readDatabaseHash()
             let oldHash = try XCTUnwrap(read)
             let handles = try await rig.manager.add(GATTCacheRig.addedService)
