@@ -99,6 +99,25 @@ final class UIServerHardeningTests: XCTestCase {
 
     let policy = HTTPAccessPolicy(token: "tok", allowedHosts: ["127.0.0.1:1"])
 
+    /// `maximumConnectionsPerAddress` connections from `address` that send nothing, served by
+    /// `server` (on a `clock` nobody moves) until each has its slot: its request watchdog asleep
+    /// on the clock is the event. The streams, and the tasks serving them.
+    func holdEverySlot(of address: String, on server: UIServer, clock: ManualClock,
+                       file: StaticString = #filePath, line: UInt = #line) async -> ([MemoryStream], [Task<Void, Never>]) {
+        var held: [MemoryStream] = []
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<UIServer.maximumConnectionsPerAddress {
+            let s = MemoryStream()
+            held.append(s)
+            tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: address)) })
+        }
+        let count = UIServer.maximumConnectionsPerAddress
+        let asleep = await clock.waitForSleepers(within: .seconds(10)) { $0.count == count }
+        XCTAssertTrue(asleep, "every held connection's watchdog asleep", file: file, line: line)
+        XCTAssertEqual(server.connectionCount, count, "the address's slots taken", file: file, line: line)
+        return (held, tasks)
+    }
+
     /// An event stream whose keep-alive write is parked (the browser stopped reading) when its
     /// events end: the write is still bounded, so the connection closes and its slot is freed,
     /// instead of the cancelled keep-alive waiting on the write for ever.
@@ -201,16 +220,7 @@ final class UIServerHardeningTests: XCTestCase {
         // system clock the request timeout would close them after 10 s of a slow run.
         let clock = ManualClock()
         let server = UIServer(policy: policy, clock: clock) { _ in .response(.text(.ok, "hi")) }
-        var held: [MemoryStream] = []
-        var tasks: [Task<Void, Never>] = []
-        for _ in 0..<UIServer.maximumConnectionsPerAddress {
-            let s = MemoryStream()
-            held.append(s)
-            tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: "192.0.2.1")) })
-        }
-        // Each held connection's request watchdog asleep on the clock: it has its slot.
-        await clock.waitForSleepers(within: .seconds(10)) { $0.count == UIServer.maximumConnectionsPerAddress }
-        XCTAssertEqual(server.connectionCount, UIServer.maximumConnectionsPerAddress, "the address's slots taken")
+        let (held, tasks) = await holdEverySlot(of: "192.0.2.1", on: server, clock: clock)
         let extra = MemoryStream()
         await server.serve(AddressedStream(base: extra, peerAddress: "192.0.2.1"))
         XCTAssertTrue(extra.output.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), extra.output)
@@ -238,17 +248,8 @@ final class UIServerHardeningTests: XCTestCase {
     func testARefusalToAClientThatDoesNotReadEndsPromptly() async {
         let clock = ManualClock()
         let server = UIServer(policy: policy, clock: clock) { _ in .response(.text(.ok, "hi")) }
-        var held: [MemoryStream] = []
-        var tasks: [Task<Void, Never>] = []
-        for _ in 0..<UIServer.maximumConnectionsPerAddress {
-            let s = MemoryStream()
-            held.append(s)
-            tasks.append(Task { await server.serve(AddressedStream(base: s, peerAddress: "192.0.2.1")) })
-        }
-        // Each held connection's request watchdog is asleep on the clock.
+        let (held, tasks) = await holdEverySlot(of: "192.0.2.1", on: server, clock: clock)
         let count = UIServer.maximumConnectionsPerAddress
-        await clock.waitForSleepers(within: .seconds(10)) { $0.count == count }
-        XCTAssertEqual(server.connectionCount, count, "the address's slots taken")
         let stalled = StalledStream()
         let refusing = Task { await server.serve(AddressedStream(base: stalled, peerAddress: "192.0.2.1")) }
         // The 503's write is parked and its timer asleep (both stay so until the clock moves).
