@@ -16,6 +16,22 @@ final class PairingPromptQueueTests: XCTestCase {
         CommandLinePairingAgent(passkey: nil, confirm: nil, interactive: true, show: { shown.append($0) }, prompts: prompts)
     }
 
+    /// Waits until the queue has shown `line` (a question shown once it is current), then checks
+    /// that `waiting` questions wait: the line is shown after the question took its place.
+    private func waitShown(_ line: String, _ shown: Collected<String>, _ prompts: LinePrompts, waiting: Int,
+                           file: StaticString = #filePath, line number: UInt = #line) async {
+        await shown.wait("\"\(line)\" shown", file: file, line: number) { $0.contains(line) }
+        XCTAssertEqual(prompts.waiting, waiting, file: file, line: number)
+    }
+
+    /// Waits until `peer` is told it waits behind the current question, then checks that
+    /// `waiting` questions wait.
+    private func waitQueued(_ peer: DeviceAddress, _ shown: Collected<String>, _ prompts: LinePrompts, waiting: Int,
+                            file: StaticString = #filePath, line: UInt = #line) async {
+        await shown.wait("\(peer)'s question queued", file: file, line: line) { $0.contains { $0.hasPrefix("ble: \(peer) waits to ask") } }
+        XCTAssertEqual(prompts.waiting, waiting, file: file, line: line)
+    }
+
     /// A blocking line source like stdin: each `read` waits for a line the test gives.
     final class LineFeed: Sendable {
         private let lines = Mutex<[String?]>([])
@@ -48,11 +64,9 @@ final class PairingPromptQueueTests: XCTestCase {
         let shown = Collected<String>()
         let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
-        await shown.wait("A's question") { $0.contains("does \(linkA) show 111111? [y/N] ") }
-        XCTAssertEqual(prompts.waiting, 1)
+        await waitShown("does \(linkA) show 111111? [y/N] ", shown, prompts, waiting: 1)
         let b = Task { await agent.confirmNumericComparison(222_222, for: linkB) }
-        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
-        XCTAssertEqual(prompts.waiting, 2)
+        await waitQueued(linkB, shown, prompts, waiting: 2)
         XCTAssertEqual(prompts.current, "\(linkA)")
         XCTAssertEqual(shown.all, [
             "compare: 111111 (the number \(linkA) shows must be the same)",
@@ -84,8 +98,7 @@ final class PairingPromptQueueTests: XCTestCase {
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
         await feed.waitForReads(1, "the read for A")
         let b = Task { await agent.confirmNumericComparison(222_222, for: linkB) }
-        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
-        XCTAssertEqual(prompts.waiting, 2)
+        await waitQueued(linkB, shown, prompts, waiting: 2)
         XCTAssertEqual(feed.reads, 1, "one read in flight, not one per question")
         feed.give("y")
         let confirmedA = await a.value
@@ -114,8 +127,7 @@ final class PairingPromptQueueTests: XCTestCase {
         XCTAssertEqual(shown.all.last, "ble: the question about \(linkA) was withdrawn")
 
         let b = Task { await agent.confirmNumericComparison(333_333, for: linkB) }
-        await shown.wait("B's question") { $0.contains("does \(linkB) show 333333? [y/N] ") }
-        XCTAssertEqual(prompts.waiting, 1)
+        await waitShown("does \(linkB) show 333333? [y/N] ", shown, prompts, waiting: 1)
         feed.give("y")
         let confirmedB = await b.value
         XCTAssertTrue(confirmedB, "the line typed after B's question is B's")
@@ -129,11 +141,9 @@ final class PairingPromptQueueTests: XCTestCase {
         let shown = Collected<String>()
         let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(111_111, for: linkA) }
-        await shown.wait("A's question") { $0.contains("does \(linkA) show 111111? [y/N] ") }
-        XCTAssertEqual(prompts.waiting, 1)
+        await waitShown("does \(linkA) show 111111? [y/N] ", shown, prompts, waiting: 1)
         let b = Task { await agent.enterPasskey(for: linkB) }
-        await shown.wait("B's question queued") { $0.contains { $0.hasPrefix("ble: \(linkB) waits to ask") } }
-        XCTAssertEqual(prompts.waiting, 2)
+        await waitQueued(linkB, shown, prompts, waiting: 2)
         a.cancel()
         let confirmedA = await a.value
         XCTAssertFalse(confirmedA)
@@ -196,8 +206,7 @@ final class PairingPromptQueueTests: XCTestCase {
         let shown = Collected<String>()
         let agent = agent(prompts, shown)
         let a = Task { await agent.confirmNumericComparison(1, for: linkA) }
-        await shown.wait("A's question") { $0.contains("does \(linkA) show 000001? [y/N] ") }
-        XCTAssertEqual(prompts.waiting, 1)
+        await waitShown("does \(linkA) show 000001? [y/N] ", shown, prompts, waiting: 1)
         prompts.deliver("n")
         let confirmed = await a.value
         XCTAssertFalse(confirmed, "the stale y was not kept for A")
