@@ -33,6 +33,20 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         func problems() -> [String] { [] }
     }
 
+    /// An authenticated bond evicts the victim's (the cap is one bond), and its own file cannot
+    /// be written: not stored, and the evicted bond gone from memory and disk.
+    func evictWithAFailedSave(_ m: PeripheralManager, _ store: SaveFailingStore,
+                              file: StaticString = #filePath, line: UInt = #line) async {
+        let newcomer = Bond(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C2), type: .public),
+                            peerLongTermKey: [UInt8](repeating: 0xC2, count: 16), localLongTermKey: [UInt8](repeating: 0xC2, count: 16),
+                            secureConnections: true, authenticated: true, keySize: 16)
+        store.failNextSave.withLock { $0 = true }
+        let stored = await m.host.run { $0.security.store(newcomer, replacing: false, $0) }
+        XCTAssertFalse(stored, file: file, line: line)
+        let bonds = await m.bondedDevices
+        XCTAssertEqual(bonds.map(\.peer), [], "the evicted bond is gone from memory and disk", file: file, line: line)
+    }
+
     func testAnEvictionWhoseNewBondFailedToSaveWithdrawsTheEvictedKeyFromItsLink() async throws {
         let store = SaveFailingStore()
         try store.save(fixture.bond())
@@ -52,15 +66,7 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let flagged = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
         XCTAssertEqual(flagged, true)
 
-        // An authenticated bond evicts it, and its own file cannot be written.
-        let newcomer = Bond(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C2), type: .public),
-                            peerLongTermKey: [UInt8](repeating: 0xC2, count: 16), localLongTermKey: [UInt8](repeating: 0xC2, count: 16),
-                            secureConnections: true, authenticated: true, keySize: 16)
-        store.failNextSave.withLock { $0 = true }
-        let stored = await m.host.run { $0.security.store(newcomer, replacing: false, $0) }
-        XCTAssertFalse(stored)
-        let bonds = await m.bondedDevices
-        XCTAssertEqual(bonds.map(\.peer), [], "the evicted bond is gone from memory and disk")
+        await evictWithAFailedSave(m, store)
 
         let still = await m.host.run { $0.connections.links[0x0041]?.encryptedWithBondKey }
         XCTAssertEqual(still, false, "the evicted bond is gone, yet its link still speaks for a bond (bondKeyWithdrawn skipped)")
@@ -99,15 +105,7 @@ final class EvictionSaveFailureLinkStateHostTests: XCTestCase {
         let kept = await m.host.run { $0.server.bondedClientFeatures[v] }
         XCTAssertEqual(kept, [0x01])
 
-        // An authenticated bond evicts it, and its own file cannot be written.
-        let newcomer = Bond(peer: DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_C2), type: .public),
-                            peerLongTermKey: [UInt8](repeating: 0xC2, count: 16), localLongTermKey: [UInt8](repeating: 0xC2, count: 16),
-                            secureConnections: true, authenticated: true, keySize: 16)
-        store.failNextSave.withLock { $0 = true }
-        let stored = await m.host.run { $0.security.store(newcomer, replacing: false, $0) }
-        XCTAssertFalse(stored)
-        let bonds = await m.bondedDevices
-        XCTAssertEqual(bonds.map(\.peer), [], "the evicted bond is gone from memory and disk")
+        await evictWithAFailedSave(m, store)
         let left = await m.host.run { $0.server.bondedClientFeatures.keys.map { $0 } }
         XCTAssertEqual(left, [], "the evicted bond's client features stay for whoever bonds under its identity next (forgetBondedClient skipped)")
         await m.close()
