@@ -106,14 +106,14 @@ public struct FIFOBuffer<Element> {
     /// appending need not grow it from nothing.
     @inlinable
     public mutating func removeAll(swappingWith spare: inout [Element]) {
-        if head == 0 {
-            swap(&storage, &spare)
-            if storage.capacity == 0 { storage.reserveCapacity(spare.count) }
-        } else {
-            spare.append(contentsOf: storage[head...])
-            storage.removeAll(keepingCapacity: true)
+        if head > 0 {
+            // The live values move to the front (moved, not copied: no value is retained, and
+            // only the ones already taken are released), so the storage itself can be handed over.
+            storage.removeFirst(head)
             head = 0
         }
+        swap(&storage, &spare)
+        if storage.capacity == 0 { storage.reserveCapacity(spare.count) }
     }
 
     /// Drops every value.

@@ -12,4 +12,21 @@ extension SingleConsumerQueue where Element == H4Frame {
     public convenience init() {
         self.init(limit: .max, overflow: .dropNewest, cancellation: .endsRead)
     }
+
+    /// `push` for frames, compiled here rather than specialised where it is called: a closure
+    /// in a generic function specialised in another module is not inlined into it, and a frame
+    /// would cost a call more (every HCI packet in and out passes here; `ble-bench raw`).
+    @discardableResult
+    public func push(_ frame: H4Frame) -> Bool {
+        // What `pushing` says when the common case does not apply (one lock either way).
+        var other: Waiter?? = .none
+        let woken = state.withLock { s -> UnsafeContinuation<Bool, Never>?? in
+            if let woken = s.queue(frame, limit: limit) { return woken }
+            other = s.pushing(frame, limit: limit, overflow: overflow)
+            return .none
+        }
+        guard let woken else { return woke(other, handing: frame) }
+        woken?.resume(returning: true)
+        return true
+    }
 }

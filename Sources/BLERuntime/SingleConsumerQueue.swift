@@ -44,7 +44,7 @@ public enum ReaderCancellation: Sendable {
 public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     /// A reader that waits: for the value itself (`park`) or to be woken to take a batch.
     @usableFromInline
-    enum Waiter {
+    enum Waiter: Sendable {
         case value(UnsafeContinuation<Element?, Never>)
         case wake(UnsafeContinuation<Bool, Never>)
 
@@ -61,22 +61,101 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @usableFromInline
     struct State {
         @usableFromInline var buffer = FIFOBuffer<Element>()
-        @usableFromInline var waiter: Waiter?
+        /// A single-value reader that waits for the next value itself (`park`).
+        @usableFromInline var valueWaiter: UnsafeContinuation<Element?, Never>? {
+            didSet { refreshQueuesDirectly() }
+        }
+        /// A batch reader that waits to be woken.
+        @usableFromInline var wakeWaiter: UnsafeContinuation<Bool, Never>?
         /// `close` was called: nothing more is queued.
-        @usableFromInline var closed = false
+        @usableFromInline var closed = false {
+            didSet { refreshQueuesDirectly() }
+        }
         /// The error `close` was given, until a batch reader has been told.
         @usableFromInline var failure: (any Error)?
         /// The consumer has gone.
-        @usableFromInline var abandoned = false
+        @usableFromInline var abandoned = false {
+            didSet { refreshQueuesDirectly() }
+        }
         /// A reader's task was cancelled (`.endsRead`): its read ends at the next look.
         @usableFromInline var readCancelled = false
         /// Called once each, when the queue is closed or abandoned.
         @usableFromInline var onTermination: [@Sendable () -> Void] = []
+        /// Whether a pushed value is simply queued (when there is room), waking a batch reader
+        /// that waits: the queue is open and no single-value reader waits for the value itself.
+        /// Kept with the three it sums up, so `push` tests one flag (every HCI frame in and out
+        /// is pushed, about twenty per 27-octet notification; `ble-bench raw`).
+        @usableFromInline var queuesDirectly = true
 
         init() {}
 
-        /// Whether the consumer will get nothing more than what waits.
-        @inlinable var ended: Bool { closed || abandoned }
+        /// Whether the consumer will get nothing more than what waits: closed or abandoned (kept
+        /// with those two, so the readers' and pushers' looks test one flag).
+        @usableFromInline var ended = false
+
+        /// The reader that waits, if one does (at most one of the two kinds).
+        @inlinable var waiter: Waiter? {
+            get {
+                if let c = valueWaiter { return .value(c) }
+                return wakeWaiter.map(Waiter.wake)
+            }
+            set {
+                switch newValue {
+                case let .value(c)?: (valueWaiter, wakeWaiter) = (c, nil)
+                case let .wake(c)?: (valueWaiter, wakeWaiter) = (nil, c)
+                case nil: (valueWaiter, wakeWaiter) = (nil, nil)
+                }
+            }
+        }
+
+        @inlinable
+        mutating func refreshQueuesDirectly() {
+            ended = closed || abandoned
+            queuesDirectly = !ended && valueWaiter == nil
+        }
+
+        /// The queue has just ended (closed or abandoned): takes the reader that waits and the
+        /// termination handlers, for `finish` outside the lock.
+        @inlinable
+        mutating func takeEnding() -> Ending {
+            defer {
+                waiter = nil
+                onTermination = []
+            }
+            return Ending(waiter: waiter, handlers: onTermination)
+        }
+
+        /// `push`'s common case under the lock: when the value is simply queued, the batch
+        /// reader to wake (`.some(nil)` when none waits); nil when `push` must look closer
+        /// (`pushing`): the queue ended, a single-value reader waits, or it may be full.
+        @inlinable
+        @inline(__always)
+        mutating func queue(_ value: Element, limit: Int) -> UnsafeContinuation<Bool, Never>?? {
+            // `storage.count` bounds the count from above: below `limit`, there is room.
+            guard queuesDirectly && buffer.storage.count < limit else { return .none }
+            buffer.append(value)
+            defer { wakeWaiter = nil }
+            return .some(wakeWaiter)
+        }
+
+        /// `push` when a single-value reader waits, the queue has ended or may be full.
+        @inlinable
+        @inline(never)
+        mutating func pushing(_ value: Element, limit: Int, overflow: QueueOverflow) -> Waiter?? {
+            if ended { return .none }
+            if case let .value(c)? = waiter {
+                // A reader parks only when nothing is queued: the value goes straight to it.
+                waiter = nil
+                return .some(.value(c))
+            }
+            if buffer.count < limit {
+                buffer.append(value)
+            } else {
+                overflowing(value, overflow: overflow)
+            }
+            defer { waiter = nil }
+            return .some(waiter)
+        }
 
         /// `value` comes while the queue is full: it replaces the oldest, or is dropped.
         @inlinable
@@ -111,30 +190,15 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @inlinable
     @discardableResult
     public func push(_ value: Element) -> Bool {
-        // nil: refused; .some(nil): queued with no reader waiting.
-        let waiter = state.withLock { s -> Waiter?? in
-            guard !s.ended else { return .none }
-            if case let .value(c)? = s.waiter {
-                // A reader parks only when nothing is queued: the value goes straight to it.
-                s.waiter = nil
-                return .some(.value(c))
-            }
-            // Written out rather than `enqueue`: the closure stays small enough to be inlined
-            // into `push`, so a frame costs no call (measured with `ble-bench raw`).
-            if s.buffer.count < limit {
-                s.buffer.append(value)
-            } else {
-                s.overflowing(value, overflow: overflow)
-            }
-            defer { s.waiter = nil }
-            return .some(s.waiter)
+        // What `pushing` says when the common case does not apply (one lock either way).
+        var other: Waiter?? = .none
+        let woken = state.withLock { s -> UnsafeContinuation<Bool, Never>?? in
+            if let woken = s.queue(value, limit: limit) { return woken }
+            other = s.pushing(value, limit: limit, overflow: overflow)
+            return .none
         }
-        guard let waiter else { return false }
-        switch waiter {
-        case let .value(c)?: c.resume(returning: value)
-        case let .wake(c)?: c.resume(returning: true)
-        case nil: break
-        }
+        guard let woken else { return woke(other, handing: value) }
+        woken?.resume(returning: true)
         return true
     }
 
@@ -160,16 +224,15 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @discardableResult
     public func push(contentsOf values: some Collection<Element>) -> Bool {
         guard !values.isEmpty else { return !isEnded }
-        let values = Array(values)
-        let first = values.first
-        let (waiter, handed) = state.withLock { s -> (Waiter??, Bool) in
-            guard !s.ended else { return (.none, false) }
+        // Read where they are (an `Array` of them first would copy each value once more).
+        let (waiter, handed) = state.withLock { s -> (Waiter??, Element?) in
+            guard !s.ended else { return (.none, nil) }
             // A parked single-value reader (the queue is then empty) is handed the first value,
             // as `push` would; only the rest count against `limit`.
             if case .value? = s.waiter {
-                for value in values[1...] { enqueue(value, in: &s) }
+                for value in values.dropFirst() { enqueue(value, in: &s) }
                 defer { s.waiter = nil }
-                return (.some(s.waiter), true)
+                return (.some(s.waiter), values.first)
             }
             if values.count <= limit - s.buffer.count {
                 s.buffer.append(contentsOf: values)
@@ -177,9 +240,9 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 for value in values { enqueue(value, in: &s) }
             }
             defer { s.waiter = nil }
-            return (.some(s.waiter), false)
+            return (.some(s.waiter), nil)
         }
-        return woke(waiter, handing: handed ? first : nil)
+        return woke(waiter, handing: handed)
     }
 
     /// `push(contentsOf:)` for values the caller gives up: when nothing waits and they fit, the
@@ -230,18 +293,33 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     /// has gone, change nothing.
     @inlinable
     public func close(error: (any Error)? = nil) {
-        let (waiter, termination) = state.withLock { s -> (Waiter?, [@Sendable () -> Void]) in
-            guard !s.ended else { return (nil, []) }
+        finish(state.withLock { s -> Ending in
+            guard !s.ended else { return Ending() }
             s.closed = true
             s.failure = error
-            defer {
-                s.waiter = nil
-                s.onTermination = []
-            }
-            return (s.waiter, s.onTermination)
+            return s.takeEnding()
+        })
+    }
+
+    /// What ending the queue leaves to do outside the lock: wake the reader that waited, run
+    /// the termination handlers.
+    @usableFromInline
+    struct Ending: Sendable {
+        @usableFromInline var waiter: Waiter?
+        @usableFromInline var handlers: [@Sendable () -> Void] = []
+
+        @inlinable
+        init(waiter: Waiter? = nil, handlers: [@Sendable () -> Void] = []) {
+            self.waiter = waiter
+            self.handlers = handlers
         }
-        waiter?.resumeEmpty()
-        for body in termination { body() }
+    }
+
+    /// Wakes the reader that waited with the end, then runs the termination handlers in order.
+    @inlinable
+    func finish(_ ending: Ending) {
+        ending.waiter?.resumeEmpty()
+        for body in ending.handlers { body() }
     }
 
     /// Calls `body` once, when the queue is closed or abandoned (at once if it already is),
@@ -275,19 +353,13 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     /// from now on; the termination handler runs unless the queue was closed already.
     @inlinable
     public func abandon() {
-        let (waiter, termination) = state.withLock { s -> (Waiter?, [@Sendable () -> Void]) in
+        finish(state.withLock { s -> Ending in
             s.buffer.removeAll()
             s.failure = nil
-            guard !s.abandoned else { return (nil, []) }
+            guard !s.abandoned else { return Ending() }
             s.abandoned = true
-            defer {
-                s.waiter = nil
-                s.onTermination = []
-            }
-            return (s.waiter, s.onTermination)
-        }
-        waiter?.resumeEmpty()
-        for body in termination { body() }
+            return s.takeEnding()
+        })
     }
 
     /// The reading task was cancelled: what `cancellation` says.
@@ -297,16 +369,17 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         case .abandonsQueue:
             abandon()
         case .endsRead:
-            // A waiting reader is woken (a single-value one with the end; a batch reader looks
-            // again and sees its task cancelled); one that is running sees the flag at its next
-            // look, which clears it, so it never outlives the read it was meant for.
+            // A single-value reader that waits is woken with the end. Otherwise the flag is set
+            // for the reader's next look, which clears it so it never outlives the read it was
+            // meant for; a batch reader that waits is woken to look.
             let waiter = state.withLock { s -> Waiter? in
-                guard let waiter = s.waiter else {
-                    s.readCancelled = true
-                    return nil
+                if case .value? = s.waiter {
+                    defer { s.waiter = nil }
+                    return s.waiter
                 }
-                s.waiter = nil
-                return waiter
+                s.readCancelled = true
+                defer { s.waiter = nil }
+                return s.waiter
             }
             waiter?.resumeEmpty()
         }
@@ -374,14 +447,16 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         case empty
     }
 
-    /// Takes every queued value into `spare` (emptied by the caller), or says why not.
+    /// Takes every queued value into `spare` (emptied by the caller), or says why not. With
+    /// values, a reader's cancellation flag is cleared (`clearingCancellation`: the caller
+    /// returns them and checks its task before it waits again, so a flag left now would end the
+    /// next reader's read) or kept for the caller's next look (`read`, which always looks again
+    /// and so ends there, without asking its task at every wait).
     @inlinable
-    func take(swappingWith spare: inout [Element]) -> Batch {
+    func take(swappingWith spare: inout [Element], clearingCancellation: Bool) -> Batch {
         state.withLock { s -> Batch in
             if !s.buffer.isEmpty {
-                // The read takes these and ends or, cancelled, checks its task before it waits
-                // again: a flag left now would end the next reader's read.
-                s.readCancelled = false
+                if clearingCancellation { s.readCancelled = false }
                 s.buffer.removeAll(swappingWith: &spare)
                 return .values
             }
@@ -404,9 +479,10 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     func waitForValues(isolation: isolated (any Actor)?) async -> Bool {
         await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Bool, Never>) in
             let now = state.withLock { s -> Bool? in
-                if s.waiter != nil { return false }
+                if s.valueWaiter != nil || s.wakeWaiter != nil { return false }
                 if !s.buffer.isEmpty || s.ended || s.readCancelled { return true }
-                s.waiter = .wake(c)
+                // The fields themselves: `queuesDirectly` stays as it is (`read` waits here).
+                s.wakeWaiter = c
                 return nil
             }
             if let now { c.resume(returning: now) }
@@ -421,7 +497,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     public func next(into batch: inout [Element], isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
         batch.removeAll(keepingCapacity: true)
         while true {
-            switch take(swappingWith: &batch) {
+            switch take(swappingWith: &batch, clearingCancellation: true) {
             case .values: return true
             case .end: return false
             case let .failed(error): throw error
@@ -473,7 +549,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 } else {
                     batch.removeAll(keepingCapacity: true)
                 }
-                switch take(swappingWith: &batch) {
+                switch take(swappingWith: &batch, clearingCancellation: false) {
                 case .values:
                     body(&batch)
                     continue
@@ -481,7 +557,8 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 case let .failed(error): throw error
                 case .empty: break
                 }
-                if Task.isCancelled { return }
+                // A cancellation while it ran, or while it waited, is a flag the next take
+                // sees (`cancelRead`).
                 guard await waitForValues(isolation: isolation) else { return }
             }
         }, onCancel: { cancelRead() }, isolation: isolation)

@@ -227,6 +227,32 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(secondBatch, [frame(2)])
     }
 
+    /// `read` does not ask its task before each wait: a cancellation is a flag its next take
+    /// sees. Cancelled while it waits, with a frame arriving before it looks again, it hands
+    /// the frame over and ends (rather than wait again for ever), and it uses up the flag, so
+    /// the next reader of the open queue waits.
+    func testAReadLoopCancelledAsFramesArriveHandsThemOverEndsAndLeavesNoEnd() async throws {
+        let queue = HCIFrameQueue()
+        let owner = ReadingActor()
+        let first = Task { try await owner.readAll(queue) }
+        await waitUntil("the read loop waits", within: .seconds(10)) { queue.hasWaiter }
+        await owner.cancel(first, thenPush: frame(1), to: queue)
+        let seen = try await first.value
+        XCTAssertEqual(seen, [frame(1)], "the frame that came with the cancellation is handed over")
+        XCTAssertFalse(queue.isEnded)
+
+        let second = Task { () throws -> [H4Frame] in
+            var seen: [H4Frame] = []
+            try await queue.read { seen += $0 }
+            return seen
+        }
+        await waitUntil("the next read loop waits", within: .seconds(10)) { queue.hasWaiter }
+        queue.push(frame(2))
+        queue.close()
+        let next = try await second.value
+        XCTAssertEqual(next, [frame(2)])
+    }
+
     func testInMemoryEndsSendImmediatelyInOrderAndRefuseAfterClose() async throws {
         let (host, controller) = InMemoryTransport.pair()
         XCTAssertTrue(host.acceptsImmediateSends)
@@ -244,6 +270,12 @@ final class HCIFrameQueueTests: XCTestCase {
 private actor ReadingActor {
     func readOnce(_ queue: HCIFrameQueue) async throws -> [H4Frame]? {
         try await queue.next()
+    }
+
+    func readAll(_ queue: HCIFrameQueue) async throws -> [H4Frame]? {
+        var seen: [H4Frame] = []
+        try await queue.read { seen += $0 }
+        return seen
     }
 
     /// In one turn of this actor: cancels `task` (its handler wakes it, but it resumes here only
