@@ -274,15 +274,9 @@ extension HCICommand {
         handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
         supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
     ) -> HCICommand {
-        build(.leConnectionUpdate) { w in
-            w.u16(handleBits(handle))
-            w.u16(intervalMin)
-            w.u16(intervalMax)
-            w.u16(maxLatency)
-            w.u16(supervisionTimeout)
-            w.u16(minCELength)
-            w.u16(maxCELength)
-        }
+        connectionParameters(.leConnectionUpdate, handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
+                             maxLatency: maxLatency, supervisionTimeout: supervisionTimeout,
+                             minCELength: minCELength, maxCELength: maxCELength)
     }
 
     /// LE Read Remote Features. §7.8.21. Answered with Command Status, then LE Read Remote
@@ -328,13 +322,14 @@ extension HCICommand {
         build(.leLongTermKeyRequestNegativeReply) { $0.u16(handleBits(handle)) }
     }
 
-    /// LE Remote Connection Parameter Request Reply: accept (possibly adjusted) parameters the
-    /// peer asked for. §7.8.31.
-    public static func leRemoteConnectionParameterRequestReply(
-        handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
-        supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    /// A command whose parameters are a connection handle and a connection's parameters, in the
+    /// order LE Connection Update (§7.8.18) and LE Remote Connection Parameter Request Reply
+    /// (§7.8.31) both lay them out.
+    private static func connectionParameters(
+        _ opcode: HCIOpcode, handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
+        supervisionTimeout: UInt16, minCELength: UInt16, maxCELength: UInt16
     ) -> HCICommand {
-        build(.leRemoteConnectionParameterRequestReply) { w in
+        build(opcode) { w in
             w.u16(handleBits(handle))
             w.u16(intervalMin)
             w.u16(intervalMax)
@@ -343,6 +338,17 @@ extension HCICommand {
             w.u16(minCELength)
             w.u16(maxCELength)
         }
+    }
+
+    /// LE Remote Connection Parameter Request Reply: accept (possibly adjusted) parameters the
+    /// peer asked for. §7.8.31.
+    public static func leRemoteConnectionParameterRequestReply(
+        handle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16,
+        supervisionTimeout: UInt16, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    ) -> HCICommand {
+        connectionParameters(.leRemoteConnectionParameterRequestReply, handle: handle, intervalMin: intervalMin,
+                             intervalMax: intervalMax, maxLatency: maxLatency, supervisionTimeout: supervisionTimeout,
+                             minCELength: minCELength, maxCELength: maxCELength)
     }
 
     /// LE Remote Connection Parameter Request Negative Reply. §7.8.32. The usual reason is
