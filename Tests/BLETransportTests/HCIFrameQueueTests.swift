@@ -253,6 +253,89 @@ final class HCIFrameQueueTests: XCTestCase {
         XCTAssertEqual(next, [frame(2)])
     }
 
+    // MARK: - Found in review of 0772e98
+
+    /// Found in review of 0772e98. `cancelRead` now sets `readCancelled` even when the cancelled
+    /// read waits (it used to wake it only, and the read asked its task), and `read` no longer
+    /// asks its task before it waits. The flag belongs to whichever reader looks first: when the
+    /// next reader of the queue (a new host on the same transport) looks before the cancelled
+    /// read loop has resumed (its actor busy), the next reader gets the end (for a host: "the
+    /// controller closed the connection") and the cancelled read finds no flag and waits again,
+    /// for ever. The order is fixed, not raced: the next reader's first job is queued on the
+    /// reading actor before the cancelled read's wake-up.
+    func testAReadLoopCancelledWhileItWaitsEndsEvenWhenTheNextReaderLooksFirst() async throws {
+        let queue = HCIFrameQueue()
+        let owner = HandoffActor()
+        let first = Task { try await owner.readAll(queue) }
+        await waitUntil("the read loop waits", within: .seconds(10)) { queue.hasWaiter }
+        let second = await owner.startNextReader(of: queue, thenCancel: first)
+
+        let firstEnded = Task { () -> Bool in
+            _ = try? await first.value
+            return true
+        }
+        let ended = await end(of: firstEnded, "the cancelled read loop's end", within: .seconds(10))
+        XCTAssertEqual(ended, true, "the cancelled read loop should end, not wait again for ever")
+
+        // The next reader should still wait, and get what comes next; the close also lets a
+        // read loop that hung end.
+        queue.push(frame(2))
+        queue.close()
+        let next = try await second.value
+        XCTAssertEqual(next, [frame(2)], "the next reader of the open queue got the end meant for the cancelled read")
+        _ = try? await first.value
+    }
+
+    /// Found in review of 0772e98: the same flag with two readers at once. While a read loop
+    /// handles a batch (not waiting), a second reader comes and waits. The read loop's task is
+    /// cancelled: `cancelRead` sets the flag and wakes the *waiting* reader, which takes the
+    /// flag and ends; the cancelled read loop then finds nothing, no flag, no other reader
+    /// waiting, and waits for ever. Before the change the waiting reader was woken without a
+    /// flag (it asked its own task and waited again) and the cancelled loop asked its task and
+    /// returned. The body blocks its thread only until the explicit events it waits for.
+    func testCancellingAReadLoopWhileAnotherReaderWaitsEndsTheCancelledLoopNotTheWaitingReader() async throws {
+        let queue = HCIFrameQueue()
+        let secondReturned = SharedBox(false)
+        let secondTask = SharedBox<Task<[H4Frame]?, any Error>?>(nil)
+        let sawBothEvents = SharedBox(true)
+        queue.push(frame(1))
+        // Detached, both readers: neither may share an actor with the body that blocks.
+        let first = Task.detached { () throws -> [H4Frame] in
+            var seen: [H4Frame] = []
+            try await queue.read { batch in
+                seen += batch
+                guard seen.count == 1 else { return }
+                // This read runs (does not wait): a second reader comes and waits.
+                secondTask.withLock {
+                    $0 = Task.detached {
+                        defer { secondReturned.withLock { $0 = true } }
+                        return try await queue.next()
+                    }
+                }
+                let waits = blockUntil(within: .seconds(10)) { queue.hasWaiter }
+                withUnsafeCurrentTask { $0?.cancel() }
+                // The waiting reader is woken either way: it waits again, or returns.
+                let looked = blockUntil(within: .seconds(10)) { queue.hasWaiter || secondReturned.withLock { $0 } }
+                sawBothEvents.withLock { $0 = waits && looked }
+            }
+            return seen
+        }
+        let firstEnded = Task { () -> Bool in
+            _ = try? await first.value
+            return true
+        }
+        let ended = await end(of: firstEnded, "the cancelled read loop's end", within: .seconds(10))
+        XCTAssertTrue(sawBothEvents.withLock { $0 }, "the second reader waited, then looked again after the cancellation")
+        XCTAssertEqual(ended, true, "the cancelled read loop should end, not wait again for ever")
+        XCTAssertFalse(secondReturned.withLock { $0 }, "the reader that waited was not cancelled: it should still wait")
+
+        queue.push(frame(2))
+        queue.close()
+        let next = try await secondTask.withLock { $0 }?.value
+        XCTAssertEqual(next, [frame(2)])
+        _ = try? await first.value
+    }
+
     func testInMemoryEndsSendImmediatelyInOrderAndRefuseAfterClose() async throws {
         let (host, controller) = InMemoryTransport.pair()
         XCTAssertTrue(host.acceptsImmediateSends)
@@ -284,4 +367,44 @@ private actor ReadingActor {
         task.cancel()
         queue.push(frame)
     }
+}
+
+/// A second frame reader on one actor, for the handoff from a cancelled read loop to the next.
+private actor HandoffActor {
+    func readAll(_ queue: HCIFrameQueue) async throws -> [H4Frame] {
+        var seen: [H4Frame] = []
+        try await queue.read { seen += $0 }
+        return seen
+    }
+
+    func readOnce(_ queue: HCIFrameQueue) async throws -> [H4Frame]? {
+        try await queue.next()
+    }
+
+    /// In one turn of this actor: starts the next reader (its first job is queued on this actor
+    /// now), then cancels `task`, whose read loop waits here (its wake-up is queued after).
+    func startNextReader(of queue: HCIFrameQueue, thenCancel task: Task<[H4Frame], any Error>) -> Task<[H4Frame]?, any Error> {
+        let next = Task { try await self.readOnce(queue) }
+        task.cancel()
+        return next
+    }
+}
+
+/// A value shared between tasks.
+private final class SharedBox<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+}
+
+/// Blocks the calling thread until `condition` holds (true) or `bound` of real time has passed
+/// (false): for a synchronous `body` that must wait for another task's explicit event.
+private func blockUntil(within bound: Duration, _ condition: () -> Bool) -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + bound
+    while !condition() {
+        if clock.now >= deadline { return false }
+        usleep(200)
+    }
+    return true
 }
