@@ -67,6 +67,9 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         }
         /// A batch reader that waits to be woken.
         @usableFromInline var wakeWaiter: UnsafeContinuation<Bool, Never>?
+        /// The `read` whose wait `wakeWaiter` is (its cancellation mark), so that cancelling
+        /// it wakes that reader only; nil for a `next` reader's.
+        @usableFromInline var wakeOwner: ObjectIdentifier?
         /// `close` was called: nothing more is queued.
         @usableFromInline var closed = false {
             didSet { refreshQueuesDirectly() }
@@ -369,20 +372,47 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         case .abandonsQueue:
             abandon()
         case .endsRead:
-            // A single-value reader that waits is woken with the end. Otherwise the flag is set
-            // for the reader's next look, which clears it so it never outlives the read it was
-            // meant for; a batch reader that waits is woken to look.
+            // A waiting reader is woken (a single-value one with the end; a batch reader looks
+            // again and sees its task cancelled); one that is running sees the flag at its next
+            // look, which clears it, so it never outlives the read it was meant for.
             let waiter = state.withLock { s -> Waiter? in
-                if case .value? = s.waiter {
-                    defer { s.waiter = nil }
-                    return s.waiter
+                guard let waiter = s.waiter else {
+                    s.readCancelled = true
+                    return nil
                 }
-                s.readCancelled = true
-                defer { s.waiter = nil }
-                return s.waiter
+                s.waiter = nil
+                return waiter
             }
             waiter?.resumeEmpty()
         }
+    }
+
+    /// What cancels one `read`: set by its task's cancellation handler, looked at by the read
+    /// before each wait (an atomic load, where asking the task costs a call into the runtime)
+    /// and, under the lock, as it starts to wait. It belongs to that read alone, so with two
+    /// readers the one whose task was cancelled ends and the other reads on.
+    @usableFromInline
+    final class ReadCancellation: Sendable {
+        @usableFromInline let flag = Atomic<Bool>(false)
+
+        @inlinable init() {}
+
+        @inlinable var isCancelled: Bool { flag.load(ordering: .acquiring) }
+    }
+
+    /// `read`'s task was cancelled: per `.abandonsQueue` the queue is abandoned; per `.endsRead`
+    /// that read is marked and, if it is the reader that waits, woken to end.
+    @inlinable
+    func cancelRead(_ read: ReadCancellation) {
+        guard cancellation == .endsRead else { return abandon() }
+        // Marked before the lock is taken: a read that starts to wait after this sees it there.
+        read.flag.store(true, ordering: .releasing)
+        let waiter = state.withLock { s -> UnsafeContinuation<Bool, Never>? in
+            guard s.wakeWaiter != nil, s.wakeOwner == ObjectIdentifier(read) else { return nil }
+            defer { s.wakeWaiter = nil }
+            return s.wakeWaiter
+        }
+        waiter?.resume(returning: true)
     }
 
     /// The oldest value, the end, or "wait" (then `park`), without suspending: what a reader of
@@ -447,16 +477,14 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         case empty
     }
 
-    /// Takes every queued value into `spare` (emptied by the caller), or says why not. With
-    /// values, a reader's cancellation flag is cleared (`clearingCancellation`: the caller
-    /// returns them and checks its task before it waits again, so a flag left now would end the
-    /// next reader's read) or kept for the caller's next look (`read`, which always looks again
-    /// and so ends there, without asking its task at every wait).
+    /// Takes every queued value into `spare` (emptied by the caller), or says why not.
     @inlinable
-    func take(swappingWith spare: inout [Element], clearingCancellation: Bool) -> Batch {
+    func take(swappingWith spare: inout [Element]) -> Batch {
         state.withLock { s -> Batch in
             if !s.buffer.isEmpty {
-                if clearingCancellation { s.readCancelled = false }
+                // The reader takes these and ends or, cancelled, checks for it before it waits
+                // again: a flag left now would end the next reader's read.
+                s.readCancelled = false
                 s.buffer.removeAll(swappingWith: &spare)
                 return .values
             }
@@ -473,16 +501,19 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
         }
     }
 
-    /// Suspends until values are queued, the queue ends, or the read was cancelled; false at
-    /// once when another reader already waits (this one then gets the end).
+    /// Suspends until values are queued, the queue ends, or the read was cancelled (`read`,
+    /// the read's own mark; otherwise the queue's flag); false at once when another reader
+    /// already waits (this one then gets the end).
     @inlinable
-    func waitForValues(isolation: isolated (any Actor)?) async -> Bool {
+    func waitForValues(isolation: isolated (any Actor)?, read: ReadCancellation? = nil) async -> Bool {
         await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Bool, Never>) in
             let now = state.withLock { s -> Bool? in
                 if s.valueWaiter != nil || s.wakeWaiter != nil { return false }
                 if !s.buffer.isEmpty || s.ended || s.readCancelled { return true }
+                if let read, read.isCancelled { return true }
                 // The fields themselves: `queuesDirectly` stays as it is (`read` waits here).
                 s.wakeWaiter = c
+                s.wakeOwner = read.map(ObjectIdentifier.init)
                 return nil
             }
             if let now { c.resume(returning: now) }
@@ -497,7 +528,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     public func next(into batch: inout [Element], isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
         batch.removeAll(keepingCapacity: true)
         while true {
-            switch take(swappingWith: &batch, clearingCancellation: true) {
+            switch take(swappingWith: &batch) {
             case .values: return true
             case .end: return false
             case let .failed(error): throw error
@@ -539,6 +570,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     /// place rather than copy it (the virtual radio rewriting an ACL header).
     @inlinable
     public func read(isolation: isolated (any Actor)? = #isolation, _ body: (inout [Element]) -> Void) async throws {
+        let cancelled = ReadCancellation()
         try await withTaskCancellationHandler(operation: {
             var batch: [Element] = []
             while true {
@@ -549,7 +581,7 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 } else {
                     batch.removeAll(keepingCapacity: true)
                 }
-                switch take(swappingWith: &batch, clearingCancellation: false) {
+                switch take(swappingWith: &batch) {
                 case .values:
                     body(&batch)
                     continue
@@ -557,11 +589,10 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
                 case let .failed(error): throw error
                 case .empty: break
                 }
-                // A cancellation while it ran, or while it waited, is a flag the next take
-                // sees (`cancelRead`).
-                guard await waitForValues(isolation: isolation) else { return }
+                if cancelled.isCancelled { return }
+                guard await waitForValues(isolation: isolation, read: cancelled) else { return }
             }
-        }, onCancel: { cancelRead() }, isolation: isolation)
+        }, onCancel: { cancelRead(cancelled) }, isolation: isolation)
     }
 
     /// The most capacity a recycled batch array keeps whatever it held last; beyond it, an
