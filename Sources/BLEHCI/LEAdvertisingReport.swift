@@ -41,6 +41,11 @@ public struct AdvertisingEventProperties: OptionSet, Hashable, Sendable {
     /// A legacy advertising PDU (as opposed to an extended one).
     public static let legacy = AdvertisingEventProperties(rawValue: 1 << 4)
 
+    /// Whether `legacy` is set: a test the scanner makes on every report, written out so it
+    /// costs no access to the static constant.
+    @inlinable
+    public var isLegacy: Bool { rawValue & 1 << 4 != 0 }
+
     /// Whether this report holds all of the advertiser's data. Bits 5-6.
     public var dataStatus: AdvertisingDataStatus {
         get { AdvertisingDataStatus(rawValue: UInt8((rawValue >> 5) & 0x3)) ?? .reserved }

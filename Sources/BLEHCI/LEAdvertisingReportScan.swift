@@ -15,6 +15,37 @@ public struct LEAdvertisingReportRef {
     public var rssi: Int8
     /// The advertising or scan response data, inside the event.
     public var data: UnsafeBufferPointer<UInt8>
+    /// Address_Type 0xFF: an anonymous extended advertisement (no address sent).
+    public var isAnonymous: Bool
+    /// Primary_PHY (LE 1M for a legacy report).
+    public var primaryPHY: LEPHY
+    /// Secondary_PHY; nil for a legacy report and for an extended one without auxiliary packets
+    /// (0x00).
+    public var secondaryPHY: LEPHY?
+    /// Advertising_SID; nil for a legacy report and when no ADI field was sent (0xFF).
+    public var advertisingSID: UInt8?
+    /// TX_Power in dBm, or 127 (`LEAdvertisingReport.unavailable`; always for a legacy report).
+    public var txPower: Int8
+    /// Periodic_Advertising_Interval in 1.25 ms units; 0 when there is no periodic advertising
+    /// (always for a legacy report).
+    public var periodicAdvertisingInterval: UInt16
+
+    /// A report's fields around `data` (which must stay valid while the report is used).
+    public init(properties: AdvertisingEventProperties, address: DeviceAddress, rssi: Int8,
+                data: UnsafeBufferPointer<UInt8>, isAnonymous: Bool = false, primaryPHY: LEPHY = .le1M,
+                secondaryPHY: LEPHY? = nil, advertisingSID: UInt8? = nil,
+                txPower: Int8 = LEAdvertisingReport.unavailable, periodicAdvertisingInterval: UInt16 = 0) {
+        self.properties = properties
+        self.address = address
+        self.rssi = rssi
+        self.data = data
+        self.isAnonymous = isAnonymous
+        self.primaryPHY = primaryPHY
+        self.secondaryPHY = secondaryPHY
+        self.advertisingSID = advertisingSID
+        self.txPower = txPower
+        self.periodicAdvertisingInterval = periodicAdvertisingInterval
+    }
 }
 
 extension HCIEvent {
@@ -108,7 +139,13 @@ extension HCIEvent {
                 properties: AdvertisingEventProperties(rawValue: UInt16(p[i]) | UInt16(p[i + 1]) << 8),
                 address: DeviceAddress(address(p, at: i + 3), type: anonymous ? .public : AddressType(rawValue: rawType) ?? .public),
                 rssi: Int8(bitPattern: p[i + 13]),
-                data: UnsafeBufferPointer(rebasing: p[(i + 24)..<(i + 24 + length)])))
+                data: UnsafeBufferPointer(rebasing: p[(i + 24)..<(i + 24 + length)]),
+                isAnonymous: anonymous,
+                primaryPHY: LEPHY(rawValue: p[i + 9]),
+                secondaryPHY: p[i + 10] == 0 ? nil : LEPHY(rawValue: p[i + 10]),
+                advertisingSID: p[i + 11] == 0xFF ? nil : p[i + 11],
+                txPower: Int8(bitPattern: p[i + 12]),
+                periodicAdvertisingInterval: UInt16(p[i + 14]) | UInt16(p[i + 15]) << 8))
             i += 24 + length
         }
     }

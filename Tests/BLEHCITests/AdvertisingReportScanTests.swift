@@ -13,12 +13,21 @@ final class AdvertisingReportScanTests: XCTestCase {
         var address: DeviceAddress
         var rssi: Int8
         var data: [UInt8]
+        var isAnonymous = false
+        var primaryPHY: UInt8 = 1
+        var secondaryPHY: UInt8?
+        var advertisingSID: UInt8?
+        var txPower: Int8 = 127
+        var periodicAdvertisingInterval: UInt16 = 0
     }
 
     func scanned(_ payload: [UInt8]) -> [Seen]? {
         var seen: [Seen] = []
         let taken = HCIEvent.scanAdvertisingReports(payload) { r in
-            seen.append(Seen(properties: r.properties.rawValue, address: r.address, rssi: r.rssi, data: Array(r.data)))
+            seen.append(Seen(properties: r.properties.rawValue, address: r.address, rssi: r.rssi, data: Array(r.data),
+                             isAnonymous: r.isAnonymous, primaryPHY: r.primaryPHY.rawValue,
+                             secondaryPHY: r.secondaryPHY?.rawValue, advertisingSID: r.advertisingSID,
+                             txPower: r.txPower, periodicAdvertisingInterval: r.periodicAdvertisingInterval))
         }
         if !taken { XCTAssertEqual(seen, [], "nothing handed out for an event not taken") }
         return taken ? seen : nil
@@ -28,7 +37,12 @@ final class AdvertisingReportScanTests: XCTestCase {
         guard let event = try? HCIEvent.decode(payload) else { return nil }
         switch event {
         case let .le(.advertisingReport(reports)), let .le(.extendedAdvertisingReport(reports)):
-            return reports.map { Seen(properties: $0.properties.rawValue, address: $0.address, rssi: $0.rssi, data: $0.data) }
+            return reports.map {
+                Seen(properties: $0.properties.rawValue, address: $0.address, rssi: $0.rssi, data: $0.data,
+                     isAnonymous: $0.isAnonymous, primaryPHY: $0.primaryPHY.rawValue, secondaryPHY: $0.secondaryPHY?.rawValue,
+                     advertisingSID: $0.advertisingSID, txPower: $0.txPower,
+                     periodicAdvertisingInterval: $0.periodicAdvertisingInterval)
+            }
         default:
             return nil
         }
@@ -47,8 +61,9 @@ final class AdvertisingReportScanTests: XCTestCase {
 
     var extended: [UInt8] {
         HCIEvent.le(.extendedAdvertisingReport([
-            LEAdvertisingReport(properties: [.connectable], address: a, primaryPHY: .le1M, secondaryPHY: .le2M,
-                                advertisingSID: 3, txPower: 4, rssi: -70, data: [0x02, 0x01, 0x06]),
+            LEAdvertisingReport(properties: [.connectable], address: a, primaryPHY: .leCoded, secondaryPHY: .le2M,
+                                advertisingSID: 3, txPower: 4, rssi: -70, periodicAdvertisingInterval: 0x0050,
+                                data: [0x02, 0x01, 0x06]),
             LEAdvertisingReport(properties: [.connectable, .directed], address: b, rssi: -71,
                                 directAddress: DeviceAddress(BDAddress(rawValue: 0x4A_00_00_00_00_01), type: .random), data: [0xAA]),
             LEAdvertisingReport(properties: [.scannable, .scanResponse], address: a, isAnonymous: true, rssi: -72,
@@ -66,6 +81,15 @@ final class AdvertisingReportScanTests: XCTestCase {
         XCTAssertEqual(scanned(legacy)?.map(\.rssi), [-60, -61, 127])
         XCTAssertEqual(scanned(extended)?.map(\.rssi), [-70, -71, -72])
         XCTAssertEqual(scanned(extended)?.last?.data.count, 40)
+        // The extended fields, read where they lie (the first report sets every one of them).
+        let first = try XCTUnwrap(scanned(extended)?.first)
+        XCTAssertEqual([first.primaryPHY, first.secondaryPHY ?? 0, first.advertisingSID ?? 0xFF], [3, 2, 3])
+        XCTAssertEqual(first.txPower, 4)
+        XCTAssertEqual(first.periodicAdvertisingInterval, 0x0050)
+        XCTAssertEqual(scanned(extended)?.last?.isAnonymous, true)
+        XCTAssertEqual(scanned(legacy)?.first, Seen(properties: scanned(legacy)?.first?.properties ?? 0, address: a, rssi: -60,
+                                                     data: [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18]),
+                       "a legacy report: 1M, no secondary PHY, SID, TX power or periodic interval")
     }
 
     /// Other events, and advertising report events the reader must leave to `decode`: a reserved

@@ -55,6 +55,23 @@ final class ScanAndGATTRendererTests: XCTestCase {
                        #"{"address":"C1:00:00:00:00:01","addressType":"random","name":null,"rssi":null,"connectable":false,"serviceUUIDs":[],"manufacturerData":"4c000215","manufacturer":"Apple, Inc.","txPower":-8,"serviceData":{"FEAA":"1000"},"appearance":833}"#)
     }
 
+    /// An extended advertisement's set, PHYs and periodic interval follow the summary (and are
+    /// fields of its JSON), and a truncated one says so; a legacy one's line is as before.
+    func testScanLineAndJSONShowAnExtendedAdvertisementsSetAndPHYs() {
+        var longRange = Self.hrm
+        longRange.extended = ExtendedAdvertisingInfo(advertisingSID: 5, primaryPHY: .leCoded, secondaryPHY: .le2M,
+                                                     txPower: -4, periodicAdvertisingInterval: 0x0321)
+        XCTAssertEqual(ScanLines.text(longRange, now: .seconds(1)), ScanLines.text(Self.hrm, now: .seconds(1)) + " [SID 5 Coded/2M, periodic 1001.25 ms]")
+        XCTAssertTrue(ScanLines.json(longRange).text.hasSuffix(#","manufacturerData":null,"sid":5,"primaryPhy":"Coded","secondaryPhy":"2M","advertiserTxPower":-4,"periodicIntervalMs":1001.25}"#),
+                      ScanLines.json(longRange).text)
+        var cut = Self.hrm
+        cut.extended = ExtendedAdvertisingInfo(advertisingSID: nil, primaryPHY: .le1M)
+        cut.isTruncated = true
+        XCTAssertTrue(ScanLines.text(cut, now: .seconds(1)).hasSuffix(#"name="HRM" [1M, truncated]"#), ScanLines.text(cut, now: .seconds(1)))
+        XCTAssertTrue(ScanLines.json(cut).text.hasSuffix(#""sid":null,"primaryPhy":"1M","secondaryPhy":null,"advertiserTxPower":null,"periodicIntervalMs":null,"truncated":true}"#),
+                      ScanLines.json(cut).text)
+    }
+
     func testScanTableIsStrongestFirstAndDropsTheQuiet() {
         var table = ScanTable()
         var tied = Self.hrm // as strong as HRM, at a lower address

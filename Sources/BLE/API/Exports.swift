@@ -31,6 +31,7 @@
 // Scanning.
 @_exported import struct BLEHost.ScanFilter
 @_exported import struct BLEHost.ScannedDevice
+@_exported import struct BLEHost.ExtendedAdvertisingInfo
 @_exported import enum BLEHost.AdvertisingEventKind
 
 // The GATT client's view of a peer's database, and its errors.

@@ -98,11 +98,33 @@ public struct ScannedDevice: Sendable, Hashable {
     /// resolvable private address one of its IRKs resolves (Core spec Vol 3 Part C §10.8.2), or
     /// the controller resolved it; nil otherwise. Connecting to it reaches the device.
     public var identity: DeviceAddress?
+    /// What the last advertisement's extended report said (its set, PHYs, transmit power,
+    /// periodic advertising); nil when it was a legacy advertisement.
+    public var extended: ExtendedAdvertisingInfo? {
+        get { ExtendedAdvertisingInfo(packed: extendedPacked & ~Self.truncatedBit) }
+        set { extendedPacked = (newValue?.packed ?? 0) | extendedPacked & Self.truncatedBit }
+    }
+    /// The controller cut the advertising data or the scan response short (an extended
+    /// advertisement whose chain it lost, Vol 4 Part E §7.7.65.13): `advertisement` holds only
+    /// what arrived.
+    public var isTruncated: Bool {
+        get { extendedPacked & Self.truncatedBit != 0 }
+        set { extendedPacked = newValue ? extendedPacked | Self.truncatedBit : extendedPacked & ~Self.truncatedBit }
+    }
+
+    /// `extended` packed in one word (`ExtendedAdvertisingInfo.packed`), with `isTruncated` in
+    /// `truncatedBit`: the device is copied on every delivery, and one word more is what it
+    /// costs (a copy of a larger device is a call to `memcpy`; `ble-bench scan`).
+    var extendedPacked: UInt64 = 0
+    /// The bit of `extendedPacked` that is `isTruncated` (above the extended fields').
+    static var truncatedBit: UInt64 { 1 << 63 }
 
     /// A device as a scan reports it. Scans make these; the initializer is for code that shows
     /// devices to be tried on fixed input.
     public init(address: DeviceAddress, advertisement: AdvertisingData, rssi: Int8?, isConnectable: Bool,
-                lastSeen: Duration, firstSeen: Duration, hasScanResponse: Bool) {
+                lastSeen: Duration, firstSeen: Duration, hasScanResponse: Bool,
+                extended: ExtendedAdvertisingInfo? = nil, isTruncated: Bool = false) {
+        self.extendedPacked = (extended?.packed ?? 0) | (isTruncated ? Self.truncatedBit : 0)
         self.address = address
         self.advertisement = advertisement
         self.rssi = rssi
@@ -208,6 +230,9 @@ public struct ScanAggregator: Sendable {
         var hasAdvertising = false
         var scanResponse: [UInt8] = []
         var hasScanResponse = false
+        /// The data last heard, or the scan response, was cut short by the controller.
+        var advertisingTruncated = false
+        var scanResponseTruncated = false
         /// `scanResponse` parsed, once it is merged (valid when `scanResponseParsed`).
         var parsedScanResponse = AdvertisingData()
         var scanResponseParsed = false
@@ -262,12 +287,15 @@ public struct ScanAggregator: Sendable {
     /// Like `receive(_:now:into:)` for a report read in place: `data` points into the HCI event
     /// and is copied only when it differs from what the device sent before. Inlined into the
     /// scanner's loop over an event's reports: the hot path.
+    /// `extended` is what an extended report adds (`ExtendedAdvertisingInfo.packed`, 0 for a
+    /// legacy one); `truncated`, that the controller cut `data` short.
     @inline(__always)
     public mutating func receive(kind: AdvertisingEventKind, address: DeviceAddress, data: UnsafeBufferPointer<UInt8>,
-                                 rssi: Int8?, now: Duration, into out: inout [ScannedDevice]) {
+                                 rssi: Int8?, extended: UInt64 = 0, truncated: Bool = false,
+                                 now: Duration, into out: inout [ScannedDevice]) {
         let key = AddressTable<Entry>.key(address)
         let index = table.index(of: key) ?? table.append(Entry(address: address), for: key)
-        let report = Heard(kind: kind, address: address, data: data, rssi: rssi)
+        let report = Heard(kind: kind, address: address, data: data, rssi: rssi, extended: extended, truncated: truncated)
         // In place: the entry is not copied out of the table and back.
         if let deadline = Self.receive(report, into: &table.values[index], active: active, filter: filter, now: now,
                                        deadlines: &deadlines, out: &out) {
@@ -374,6 +402,8 @@ public struct ScanAggregator: Sendable {
         let address: DeviceAddress
         let data: UnsafeBufferPointer<UInt8>
         let rssi: Int8?
+        let extended: UInt64
+        let truncated: Bool
     }
 
     /// Takes one report into its device's entry, appending what to deliver to `out`; the
@@ -386,6 +416,7 @@ public struct ScanAggregator: Sendable {
                 entry.hasScanResponse = true
                 entry.scanResponseParsed = false
             }
+            entry.scanResponseTruncated = report.truncated
             entry.hold = .none
             // A scan response without its advertisement: kept for when the advertisement comes,
             // and aged out like a device if it does not (the placeholder's `lastSeen`).
@@ -481,6 +512,10 @@ public struct ScanAggregator: Sendable {
             entry.hasAdvertising = true
             changed = true
         }
+        if !scanResponse {
+            entry.advertisingTruncated = report.truncated
+            entry.device.extendedPacked = report.extended | entry.device.extendedPacked & ScannedDevice.truncatedBit
+        }
         if scanResponse, !entry.scanResponseParsed { changed = true }
         if changed {
             var advertisement = AdvertisingData(bytes: entry.advertising)
@@ -507,6 +542,7 @@ public struct ScanAggregator: Sendable {
         }
         entry.device.lastSeen = now
         entry.device.hasScanResponse = entry.hasScanResponse
+        entry.device.isTruncated = entry.advertisingTruncated || (entry.hasScanResponse && entry.scanResponseTruncated)
     }
 
     private static func emitIfWanted(_ entry: inout Entry, filter: borrowing ScanFilter, into out: inout [ScannedDevice]) {

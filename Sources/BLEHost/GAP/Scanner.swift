@@ -31,6 +31,9 @@ public struct Scanner: Sendable {
     /// `maximumScans`, so a linear look-up is the cheap one.
     private var sessions: [Session] = []
     private var nextID: UInt64 = 1
+    /// Extended advertisements the controller cut into several reports, being put back
+    /// together (once for every scan).
+    private var assembler = ExtendedReportAssembler<ExtendedAdvertisementKey>()
 
     public init() {}
 
@@ -61,6 +64,8 @@ public struct Scanner: Sendable {
     public mutating func end(_ id: UInt64) -> Bool {
         guard let i = sessions.firstIndex(where: { $0.id == id }) else { return false }
         sessions.remove(at: i)
+        // The controller's scan stops with the last: a chain under way will not be finished.
+        if sessions.isEmpty { assembler.removeAll() }
         return true
     }
 
@@ -103,8 +108,9 @@ public struct Scanner: Sendable {
 
     /// Takes one advertising report; returns, per running scan (oldest first), the devices it
     /// adds or changes there, as that scan's aggregator merges them. Legacy and extended
-    /// reports both carry Event_Type properties (§7.7.65.13); an incomplete extended chain
-    /// (more data to come) waits until it completes.
+    /// reports both carry Event_Type properties (§7.7.65.13); an extended advertisement cut
+    /// into several reports is delivered once its last report is in, marked truncated when the
+    /// controller lost the rest of it.
     public mutating func receive(_ report: LEAdvertisingReport, now: Duration) -> [(id: UInt64, devices: [ScannedDevice])] {
         var deliveries = Deliveries()
         receive(report, now: now, into: &deliveries)
@@ -166,8 +172,11 @@ public struct Scanner: Sendable {
     /// Like `receive(_:now:)`, appending each scan's devices to `deliveries`.
     public mutating func receive(_ report: LEAdvertisingReport, now: Duration, into deliveries: inout Deliveries) {
         report.data.withUnsafeBufferPointer { data in
-            receive(properties: report.properties, address: report.address, rssi: report.rssi, data: data,
-                    now: now, into: &deliveries)
+            receive(LEAdvertisingReportRef(
+                properties: report.properties, address: report.address, rssi: report.rssi, data: data,
+                isAnonymous: report.isAnonymous, primaryPHY: report.primaryPHY, secondaryPHY: report.secondaryPHY,
+                advertisingSID: report.advertisingSID, txPower: report.txPower,
+                periodicAdvertisingInterval: report.periodicAdvertisingInterval), now: now, into: &deliveries)
         }
     }
 
@@ -177,14 +186,42 @@ public struct Scanner: Sendable {
     /// (the owner then decodes it as any other event).
     public mutating func receive(event: [UInt8], now: Duration, into deliveries: inout Deliveries) -> Bool {
         HCIEvent.scanAdvertisingReports(event) { report in
-            receive(properties: report.properties, address: report.address, rssi: report.rssi, data: report.data,
-                    now: now, into: &deliveries)
+            receive(report, now: now, into: &deliveries)
         }
     }
 
-    private mutating func receive(properties: AdvertisingEventProperties, address: DeviceAddress, rssi: Int8,
-                                  data: UnsafeBufferPointer<UInt8>, now: Duration, into deliveries: inout Deliveries) {
-        guard !sessions.isEmpty, properties.dataStatus == .complete else { return }
+    /// One report, whole or (an extended advertisement cut into several reports) once its
+    /// last part is in: `ExtendedReportAssembler` puts the data together, and a chain the
+    /// controller cut short reaches the scans marked truncated, never as complete. Inlined
+    /// into the loop over an event's reports, as what it calls: the report is not copied.
+    @inline(__always)
+    private mutating func receive(_ report: LEAdvertisingReportRef, now: Duration, into deliveries: inout Deliveries) {
+        guard !sessions.isEmpty else { return }
+        let status = report.properties.dataStatus
+        // The common case, checked first: a whole report while nothing is being put together.
+        if status == .complete && assembler.isEmpty {
+            receive(report, data: report.data, truncated: false, now: now, into: &deliveries)
+            return
+        }
+        guard !report.properties.isLegacy else {
+            // A legacy PDU is always whole (§7.7.65.13).
+            receive(report, data: report.data, truncated: false, now: now, into: &deliveries)
+            return
+        }
+        let key = ExtendedAdvertisementKey(address: report.address, isAnonymous: report.isAnonymous,
+                                           sid: report.advertisingSID,
+                                           scanResponse: report.properties.contains(.scanResponse))
+        guard let whole = assembler.receive(key, status: status, data: report.data) else { return }
+        whole.data.withUnsafeBufferPointer { data in
+            receive(report, data: data, truncated: whole.truncated, now: now, into: &deliveries)
+        }
+    }
+
+    @inline(__always)
+    private mutating func receive(_ report: LEAdvertisingReportRef, data: UnsafeBufferPointer<UInt8>, truncated: Bool,
+                                  now: Duration, into deliveries: inout Deliveries) {
+        let properties = report.properties
+        let address = report.address
         let kind: AdvertisingEventKind
         if properties.contains(.scanResponse) {
             kind = .scanResponse
@@ -195,12 +232,13 @@ public struct Scanner: Sendable {
         } else {
             kind = properties.contains(.scannable) ? .scannableUndirected : .nonConnectable
         }
-        let rssi = rssi == LEAdvertisingReport.unavailable ? nil : rssi
+        let rssi = report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi
+        let extended = ExtendedAdvertisingInfo.packed(report)
         for i in sessions.indices {
             let start = deliveries.devices.count
             // In place: the aggregator's tables are not copied.
-            sessions[i].aggregator.receive(kind: kind, address: address, data: data, rssi: rssi, now: now,
-                                           into: &deliveries.devices)
+            sessions[i].aggregator.receive(kind: kind, address: address, data: data, rssi: rssi, extended: extended,
+                                           truncated: truncated, now: now, into: &deliveries.devices)
             if now - sessions[i].lastPrune > Self.pruneInterval {
                 _ = sessions[i].aggregator.removeStale(olderThan: Self.forgetAfter, now: now)
                 sessions[i].lastPrune = now

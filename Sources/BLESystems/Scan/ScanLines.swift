@@ -16,7 +16,29 @@ public enum ScanLines {
         let address = NumberText.left(shown, max(24, shown.count))
         let rssi = NumberText.left(d.rssi.map { "\($0)" } ?? "?", 5)
         let age = NumberText.left(NumberText.seconds(now - d.lastSeen), 5)
-        return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)"
+        return "\(name) \(address) \(rssi) \(age) \(d.advertisement.summary)\(extendedText(d))"
+    }
+
+    /// After the summary of an extended advertisement: its set and PHYs, and whether the
+    /// controller cut it short (nothing for a legacy one, whose line stays as it was).
+    private static func extendedText(_ d: ScannedDevice) -> String {
+        var parts: [String] = []
+        if let e = d.extended {
+            var phys = phyName(e.primaryPHY)
+            if let secondary = e.secondaryPHY { phys += "/" + phyName(secondary) }
+            parts.append(e.advertisingSID.map { "SID \($0) \(phys)" } ?? phys)
+            if let raw = e.periodicAdvertisingInterval {
+                let ms = Double(raw) * 1.25
+                parts.append("periodic \(NumberText.fixed(ms, ms == ms.rounded() ? 0 : 2)) ms")
+            }
+        }
+        if d.isTruncated { parts.append("truncated") }
+        return parts.isEmpty ? "" : " [" + parts.joined(separator: ", ") + "]"
+    }
+
+    /// "1M", "2M", "Coded".
+    private static func phyName(_ phy: LEPHY) -> String {
+        phy.description.hasPrefix("LE ") ? String(phy.description.dropFirst(3)) : phy.description
     }
 
     private static func typeText(_ type: AddressType) -> String {
@@ -26,7 +48,9 @@ public enum ScanLines {
     /// The device as one JSON object: address and type, the bonded identity behind an RPA
     /// (when there is one), name, RSSI, connectability, service
     /// UUIDs and the first manufacturer data (company ID little-endian, then the data, as on the
-    /// air: Core Supplement Part A §1.4); TX power, service data and appearance when advertised.
+    /// air: Core Supplement Part A §1.4); TX power, service data and appearance when advertised;
+    /// for an extended advertisement its SID, PHYs, the advertiser's TX power and periodic
+    /// interval; `"truncated": true` when the controller cut the data short.
     public static func json(_ d: ScannedDevice) -> JSON {
         let ad = d.advertisement
         var fields: [(String, JSON)] = [
@@ -50,6 +74,15 @@ public enum ScanLines {
             fields.append(("serviceData", .object(ad.serviceData.map { ($0.uuid.description, .string($0.data.hexString)) })))
         }
         if let a = ad.appearance { fields.append(("appearance", .int(Int(a)))) }
+        if let e = d.extended {
+            // Bluetooth 5's extended advertising (Core spec Vol 4 Part E §7.7.65.13).
+            fields.append(("sid", e.advertisingSID.map { .int(Int($0)) } ?? .null))
+            fields.append(("primaryPhy", .string(phyName(e.primaryPHY))))
+            fields.append(("secondaryPhy", e.secondaryPHY.map { .string(phyName($0)) } ?? .null))
+            fields.append(("advertiserTxPower", e.txPower.map { .int(Int($0)) } ?? .null))
+            fields.append(("periodicIntervalMs", e.periodicAdvertisingInterval.map { .number(Double($0) * 1.25) } ?? .null))
+        }
+        if d.isTruncated { fields.append(("truncated", .bool(true))) }
         return .object(fields)
     }
 }

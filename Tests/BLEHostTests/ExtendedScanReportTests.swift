@@ -1,0 +1,116 @@
+import BLEHCI
+@testable import BLEHost
+import BLEWire
+import XCTest
+
+/// What a scan makes of LE Extended Advertising Reports (Core spec Vol 4 Part E §7.7.65.13): an
+/// advertisement the controller cuts into several reports reaches the scan whole, once; one whose
+/// chain was cut short reaches it marked truncated, never as complete; and the set, PHYs,
+/// transmit power and periodic interval of each reach the device. Both ways in: the decoded
+/// report and the event read in place (the host's path).
+final class ExtendedScanReportTests: XCTestCase {
+    let address = DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_0E), type: .random)
+    /// A name long enough that cutting the data in two splits an AD structure.
+    let data = AdvertisingData.Builder().flags([.leGeneralDiscoverable, .brEdrNotSupported]).localName("Long Range Sensor 0042").build().encode()
+
+    func report(_ status: AdvertisingDataStatus, _ data: [UInt8], sid: UInt8? = 5,
+                scanResponse: Bool = false) -> LEAdvertisingReport {
+        var properties: AdvertisingEventProperties = scanResponse ? [.scannable, .scanResponse] : []
+        properties.dataStatus = status
+        return LEAdvertisingReport(properties: properties, address: address, primaryPHY: .leCoded, secondaryPHY: .le2M,
+                                   advertisingSID: sid, txPower: -4, rssi: -80, periodicAdvertisingInterval: 0x0320,
+                                   data: data)
+    }
+
+    /// The devices scan `id` gets from `reports`, each report fed as the host feeds it: the event
+    /// bytes read in place (`inPlace`), or the decoded report.
+    func delivered(_ reports: [LEAdvertisingReport], inPlace: Bool, scanner: inout BLEHost.Scanner) -> [ScannedDevice] {
+        var devices: [ScannedDevice] = []
+        for (n, report) in reports.enumerated() {
+            var deliveries = BLEHost.Scanner.Deliveries()
+            if inPlace {
+                let event = HCIEvent.le(.extendedAdvertisingReport([report])).h4Frame.payload
+                XCTAssertTrue(scanner.receive(event: event, now: .seconds(Int64(n)), into: &deliveries))
+            } else {
+                scanner.receive(report, now: .seconds(Int64(n)), into: &deliveries)
+            }
+            devices += deliveries.devices
+        }
+        return devices
+    }
+
+    func testAnAdvertisementCutIntoReportsReachesTheScanWholeOnceWithItsSetAndPHYs() throws {
+        for inPlace in [false, true] {
+            var scanner = BLEHost.Scanner()
+            _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+            let cut = data.count / 2
+            let parts = [report(.incompleteMoreToCome, Array(data[..<cut])), report(.complete, Array(data[cut...]))]
+            let devices = delivered(parts, inPlace: inPlace, scanner: &scanner)
+            XCTAssertEqual(devices.count, 1, "nothing for the first part, the whole at the last")
+            let device = try XCTUnwrap(devices.first)
+            XCTAssertEqual(device.advertisement.localName, "Long Range Sensor 0042")
+            XCTAssertFalse(device.isTruncated)
+            XCTAssertEqual(device.extended, ExtendedAdvertisingInfo(advertisingSID: 5, primaryPHY: .leCoded, secondaryPHY: .le2M,
+                                                                    txPower: -4, periodicAdvertisingInterval: 0x0320))
+            XCTAssertEqual(device.extended?.periodicInterval, .seconds(1))
+        }
+    }
+
+    func testAChainTheControllerCutShortReachesTheScanMarkedTruncated() throws {
+        for inPlace in [false, true] {
+            var scanner = BLEHost.Scanner()
+            _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+            let first = Array(data[..<3])
+            let devices = delivered([report(.incompleteMoreToCome, first), report(.incompleteTruncated, [])],
+                                    inPlace: inPlace, scanner: &scanner)
+            let device = try XCTUnwrap(devices.first)
+            XCTAssertTrue(device.isTruncated, "what arrived, and said to be cut short")
+            XCTAssertNil(device.advertisement.localName)
+
+            // The next advertisement of the set comes whole: the device is no longer truncated.
+            let whole = delivered([report(.complete, data)], inPlace: inPlace, scanner: &scanner)
+            XCTAssertEqual(whole.first?.isTruncated, false)
+            XCTAssertEqual(whole.first?.advertisement.localName, "Long Range Sensor 0042")
+        }
+    }
+
+    /// Two sets of one advertiser (two SIDs) cut into reports that interleave: each is put
+    /// together from its own parts.
+    func testInterleavedChainsOfTwoSetsArePutTogetherApart() throws {
+        var scanner = BLEHost.Scanner()
+        _ = scanner.begin(active: false, filter: ScanFilter(allowDuplicates: true), timeout: nil)
+        let other = AdvertisingData.Builder().localName("Second Set Of The Same Device").build().encode()
+        let devices = delivered([
+            report(.incompleteMoreToCome, Array(data[..<4]), sid: 1),
+            report(.incompleteMoreToCome, Array(other[..<6]), sid: 2),
+            report(.complete, Array(data[4...]), sid: 1),
+            report(.complete, Array(other[6...]), sid: 2),
+        ], inPlace: true, scanner: &scanner)
+        XCTAssertEqual(devices.map(\.advertisement.localName), ["Long Range Sensor 0042", "Second Set Of The Same Device"])
+        XCTAssertEqual(devices.map { $0.extended?.advertisingSID }, [1, 2])
+    }
+
+    /// A scan that ends drops a chain under way: a tail after a new scan starts is not taken
+    /// for a whole advertisement, nor glued to the old head.
+    func testAChainUnderWayWhenTheLastScanEndsIsDropped() {
+        var scanner = BLEHost.Scanner()
+        let id = scanner.begin(active: false, filter: ScanFilter(), timeout: nil) ?? 0
+        XCTAssertTrue(delivered([report(.incompleteMoreToCome, Array(data[..<5]))], inPlace: true, scanner: &scanner).isEmpty)
+        XCTAssertTrue(scanner.end(id))
+        _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+        let devices = delivered([report(.complete, data)], inPlace: true, scanner: &scanner)
+        XCTAssertEqual(devices.first?.advertisement.localName, "Long Range Sensor 0042", "the new advertisement alone")
+    }
+
+    func testALegacyAdvertisementHasNoExtendedFields() throws {
+        var scanner = BLEHost.Scanner()
+        _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+        let legacy = LEAdvertisingReport(legacy: .advNonconnInd, address: address, data: Array(data[..<3]), rssi: -40)
+        var deliveries = BLEHost.Scanner.Deliveries()
+        XCTAssertTrue(scanner.receive(event: HCIEvent.le(.extendedAdvertisingReport([legacy])).h4Frame.payload, now: .zero,
+                                      into: &deliveries))
+        let device = try XCTUnwrap(deliveries.devices.first)
+        XCTAssertNil(device.extended)
+        XCTAssertFalse(device.isTruncated)
+    }
+}
