@@ -21,6 +21,7 @@ public struct ExtendedAdvertisingInfo: Sendable, Hashable {
     /// The advertiser sent no address (an anonymous advertisement, Vol 6 Part B §2.3.4.9).
     public var isAnonymous: Bool
 
+    /// The fields as a report gives them (tests and code that show devices build these).
     public init(advertisingSID: UInt8?, primaryPHY: LEPHY, secondaryPHY: LEPHY? = nil, txPower: Int8? = nil,
                 periodicAdvertisingInterval: UInt16? = nil, isAnonymous: Bool = false) {
         self.advertisingSID = advertisingSID
