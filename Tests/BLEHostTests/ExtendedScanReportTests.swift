@@ -90,15 +90,30 @@ final class ExtendedScanReportTests: XCTestCase {
         XCTAssertEqual(devices.map { $0.extended?.advertisingSID }, [1, 2])
     }
 
-    /// A scan that ends drops a chain under way: a tail after a new scan starts is not taken
-    /// for a whole advertisement, nor glued to the old head.
-    func testAChainUnderWayWhenTheLastScanEndsIsDropped() {
+    /// Found in review: a scan that ends while the controller scans on for the next one (it
+    /// began before the radio was turned off) must not drop the head of a chain, or its tail
+    /// reaches the next scan passed off as a whole advertisement.
+    func testAChainUnderWayAsOneScanEndsAndTheNextJoinsTheRunningScannerIsPutTogether() {
         var scanner = BLEHost.Scanner()
-        let id = scanner.begin(active: false, filter: ScanFilter(), timeout: nil) ?? 0
+        let first = scanner.begin(active: false, filter: ScanFilter(), timeout: nil) ?? 0
         XCTAssertTrue(delivered([report(.incompleteMoreToCome, Array(data[..<5]))], inPlace: true, scanner: &scanner).isEmpty)
-        XCTAssertTrue(scanner.end(id))
+        XCTAssertTrue(scanner.end(first))
         _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
-        let devices = delivered([report(.complete, data)], inPlace: true, scanner: &scanner)
+        let devices = delivered([report(.complete, Array(data[5...]))], inPlace: true, scanner: &scanner)
+        XCTAssertEqual(devices.first?.advertisement.localName, "Long Range Sensor 0042", "the head and the tail, whole")
+        XCTAssertEqual(devices.first?.isTruncated, false)
+    }
+
+    /// When the controller stops scanning the rest of a chain will not come: its head is
+    /// forgotten, and the next advertisement of the set is not glued to it.
+    func testAChainUnderWayWhenTheControllerStopsScanningIsForgotten() {
+        var scanner = BLEHost.Scanner()
+        _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+        let stale = AdvertisingData.Builder().localName("Stale").build().encode()
+        XCTAssertTrue(delivered([report(.incompleteMoreToCome, Array(stale[..<3]))], inPlace: true, scanner: &scanner).isEmpty)
+        scanner.controllerStoppedScanning()
+        let devices = delivered([report(.incompleteMoreToCome, Array(data[..<5])), report(.complete, Array(data[5...]))],
+                                inPlace: true, scanner: &scanner)
         XCTAssertEqual(devices.first?.advertisement.localName, "Long Range Sensor 0042", "the new advertisement alone")
     }
 

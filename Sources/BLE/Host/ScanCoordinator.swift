@@ -84,7 +84,7 @@ final class ScanCoordinator {
             // which needs the scanner off (§7.8.10).
             radioBusy += 1
             defer { releaseRadio() }
-            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            try await turnControllerScanOff(host)
             radioEnabled = false
         }
         // With the scanner off and idle: a due RPA is renewed, the resolving list loaded.
@@ -104,7 +104,7 @@ final class ScanCoordinator {
         radioActive = wantsActive
         // Every scan ended while it was turned on: off again (a scan starting meanwhile waits).
         if scanner.runningIDs.isEmpty {
-            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            try await turnControllerScanOff(host)
             radioEnabled = false
         }
     }
@@ -157,6 +157,13 @@ final class ScanCoordinator {
     /// Turns scanning off on the controller if it is on and no scan wants it (one may have
     /// started since this was asked for, and joined); it waits for radio commands in flight
     /// first (a start, a pause), so their end is what it decides on. Later scans wait for it.
+    /// LE Set Scan Enable (off), Vol 4 Part E §7.8.11; then the scanner forgets the parts of
+    /// extended advertisements under way (`Scanner.controllerStoppedScanning`).
+    private func turnControllerScanOff(_ host: isolated some ScanDriver) async throws {
+        try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+        scanner.controllerStoppedScanning()
+    }
+
     func disableRadio(_ host: isolated some ScanDriver) async {
         while (radioBusy > 0 || starting) && host.failure == nil { await waitForIdleRadio(host) }
         guard radioEnabled, scanner.runningIDs.isEmpty, host.failure == nil else { return }
@@ -164,7 +171,7 @@ final class ScanCoordinator {
         radioBusy += 1
         defer { releaseRadio() }
         do {
-            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            try await turnControllerScanOff(host)
         } catch {
             host.log("LE Set Scan Enable (off): \(error)")
         }
@@ -184,7 +191,7 @@ final class ScanCoordinator {
         radioBusy += 1
         defer { releaseRadio() }
         do {
-            try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+            try await turnControllerScanOff(host)
             radioEnabled = false
         } catch {
             host.log("pausing the scan for a new RPA: \(error)")

@@ -64,9 +64,16 @@ public struct Scanner: Sendable {
     public mutating func end(_ id: UInt64) -> Bool {
         guard let i = sessions.firstIndex(where: { $0.id == id }) else { return false }
         sessions.remove(at: i)
-        // The controller's scan stops with the last: a chain under way will not be finished.
-        if sessions.isEmpty { assembler.removeAll() }
         return true
+    }
+
+    /// The controller's scanner was turned off (LE Set Scan Enable, off, completed): the
+    /// parts of an extended advertisement under way are forgotten, as the rest of it will not
+    /// come (a scanner turned on again follows new chains from their first packet). Not when a
+    /// scan ends: the controller may go on scanning for the next one, and the tail of a chain
+    /// must then find its head.
+    public mutating func controllerStoppedScanning() {
+        assembler.removeAll()
     }
 
     /// The earliest deadline of the running scans: a timeout, or a held advertisement's wait for
@@ -196,13 +203,14 @@ public struct Scanner: Sendable {
     /// into the loop over an event's reports, as what it calls: the report is not copied.
     @inline(__always)
     private mutating func receive(_ report: LEAdvertisingReportRef, now: Duration, into deliveries: inout Deliveries) {
-        guard !sessions.isEmpty else { return }
         let status = report.properties.dataStatus
         // The common case, checked first: a whole report while nothing is being put together.
         if status == .complete && assembler.isEmpty {
-            receive(report, data: report.data, truncated: false, now: now, into: &deliveries)
+            if !sessions.isEmpty { receive(report, data: report.data, truncated: false, now: now, into: &deliveries) }
             return
         }
+        // Put together even while no scan runs (one ended, the next has not begun, and the
+        // controller scans on): the tail of a chain must find its head.
         guard !report.properties.isLegacy else {
             // A legacy PDU is always whole (§7.7.65.13).
             receive(report, data: report.data, truncated: false, now: now, into: &deliveries)
