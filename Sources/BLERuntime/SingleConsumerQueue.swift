@@ -105,7 +105,8 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
             set {
                 switch newValue {
                 case let .value(c)?: (valueWaiter, wakeWaiter) = (c, nil)
-                case let .wake(c)?: (valueWaiter, wakeWaiter) = (nil, c)
+                // A wait set here belongs to no `read` (that one sets the fields itself).
+                case let .wake(c)?: (valueWaiter, wakeWaiter, wakeOwner) = (nil, c, nil)
                 case nil: (valueWaiter, wakeWaiter) = (nil, nil)
                 }
             }

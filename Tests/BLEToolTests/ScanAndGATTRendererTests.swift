@@ -68,6 +68,10 @@ final class ScanAndGATTRendererTests: XCTestCase {
         cut.extended = ExtendedAdvertisingInfo(advertisingSID: nil, primaryPHY: .le1M)
         cut.isTruncated = true
         XCTAssertTrue(ScanLines.text(cut, now: .seconds(1)).hasSuffix(#"name="HRM" [1M, truncated]"#), ScanLines.text(cut, now: .seconds(1)))
+        var anonymous = Self.hrm
+        anonymous.extended = ExtendedAdvertisingInfo(advertisingSID: 2, primaryPHY: .le1M, isAnonymous: true)
+        XCTAssertTrue(ScanLines.text(anonymous, now: .seconds(1)).hasSuffix(" [SID 2 1M, anonymous]"), ScanLines.text(anonymous, now: .seconds(1)))
+        XCTAssertTrue(ScanLines.json(anonymous).text.hasSuffix(#""periodicIntervalMs":null,"anonymous":true}"#), ScanLines.json(anonymous).text)
         XCTAssertTrue(ScanLines.json(cut).text.hasSuffix(#""sid":null,"primaryPhy":"1M","secondaryPhy":null,"advertiserTxPower":null,"periodicIntervalMs":null,"truncated":true}"#),
                       ScanLines.json(cut).text)
     }

@@ -27,6 +27,7 @@ public enum ScanLines {
             var phys = phyName(e.primaryPHY)
             if let secondary = e.secondaryPHY { phys += "/" + phyName(secondary) }
             parts.append(e.advertisingSID.map { "SID \($0) \(phys)" } ?? phys)
+            if e.isAnonymous { parts.append("anonymous") }
             if let raw = e.periodicAdvertisingInterval {
                 let ms = Double(raw) * 1.25
                 parts.append("periodic \(NumberText.fixed(ms, ms == ms.rounded() ? 0 : 2)) ms")
@@ -81,6 +82,8 @@ public enum ScanLines {
             fields.append(("secondaryPhy", e.secondaryPHY.map { .string(phyName($0)) } ?? .null))
             fields.append(("advertiserTxPower", e.txPower.map { .int(Int($0)) } ?? .null))
             fields.append(("periodicIntervalMs", e.periodicAdvertisingInterval.map { .number(Double($0) * 1.25) } ?? .null))
+            // No address was sent: the one shown is a placeholder, not a device to connect to.
+            if e.isAnonymous { fields.append(("anonymous", .bool(true))) }
         }
         if d.isTruncated { fields.append(("truncated", .bool(true))) }
         return .object(fields)
