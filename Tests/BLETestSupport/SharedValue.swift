@@ -58,11 +58,8 @@ public final class SharedValue<Value>: @unchecked Sendable {
                      file: StaticString = #filePath, line: UInt = #line,
                      until condition: @escaping @Sendable (Value) -> Bool) async -> Bool {
         let id = newID()
-        let expiry = Task { [weak self] in
-            try? await Task.sleep(for: bound)
-            if !Task.isCancelled { self?.giveUp(id) }
-        }
-        defer { expiry.cancel() }
+        let timer = expiry(after: bound) { [weak self] in self?.giveUp(id) }
+        defer { timer.cancel() }
         let met = await becomes(id, condition)
         if !met { XCTFail("\(what) still did not hold after \(bound)", file: file, line: line) }
         return met

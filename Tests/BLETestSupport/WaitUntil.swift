@@ -30,6 +30,16 @@ public func waitUntil(_ what: String = "the condition", within bound: Duration,
     }
 }
 
+/// The bound of an event wait: runs `fire` after `bound` of real time unless cancelled first.
+/// The one real-time sleep of these helpers; it never decides what a test sees, it only turns a
+/// wait that would hang into a failure.
+public func expiry(after bound: Duration, _ fire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+    Task {
+        try? await Task.sleep(for: bound)
+        if !Task.isCancelled { fire() }
+    }
+}
+
 /// What `body` returns, or nil if it has not returned after `bound` of real time (it is then
 /// cancelled). For tests against outside processes (Bumble, rootcanal), which run in real time:
 /// the test waits for the event itself, and the bound only turns a hang into a failure.
@@ -56,10 +66,7 @@ public func end<T: Sendable>(of task: Task<T, Never>, _ what: String = "the task
     // would wait for a task that never ends.
     let (ends, end) = AsyncStream<T?>.makeStream()
     Task { end.yield(await task.value) }
-    let timer = Task {
-        try? await Task.sleep(for: bound)
-        if !Task.isCancelled { end.yield(nil) }
-    }
+    let timer = expiry(after: bound) { end.yield(nil) }
     var first = ends.makeAsyncIterator()
     let value = await first.next() ?? nil
     timer.cancel()
@@ -78,10 +85,7 @@ public func firstOf(_ what: String, within bound: Duration, file: StaticString =
                     _ events: (@Sendable () async -> Bool)...) async -> Int? {
     let (arrivals, arrival) = AsyncStream<(index: Int, came: Bool)?>.makeStream()
     let waits = events.enumerated().map { index, event in Task { arrival.yield((index, await event())) } }
-    let timer = Task {
-        try? await Task.sleep(for: bound)
-        if !Task.isCancelled { arrival.yield(nil) }
-    }
+    let timer = expiry(after: bound) { arrival.yield(nil) }
     var winner: Int?
     var gaveUp = 0
     for await a in arrivals {
