@@ -33,7 +33,19 @@ final class ScanCoordinator {
     /// other starts and disables wait for it.
     private var starting = false
 
-    var nextDeadline: Duration? { scanner.nextDeadline }
+    /// The earliest deadline of the running scans (their timeouts, the devices held for scan
+    /// responses); nil when none runs. Asked after every batch of frames (`rescheduleTimer`).
+    var nextDeadline: Duration? {
+        guard !consumers.isEmpty else { return nil }
+        return Self.nextDeadline(of: &scanner)
+    }
+
+    /// `scanner.nextDeadline`, read where the scanner is: a getter of another module called on
+    /// a stored property of this class would be handed a copy of the scanner (each of its
+    /// arrays retained, then released), which the profile showed after every frame.
+    private static func nextDeadline(of scanner: inout Scanner) -> Duration? {
+        scanner.nextDeadline
+    }
 
     /// Starts a scan; devices go to `consumer` until the deadline, `stop`, or the consumer
     /// going away (`finish`). Other scans running meanwhile go on.
