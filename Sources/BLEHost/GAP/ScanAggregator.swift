@@ -80,24 +80,23 @@ public struct ScanFilter: Sendable, Hashable {
 /// A device as a scan knows it: the advertisement merged with its scan response, the last RSSI,
 /// and when it was last heard, so a list can age out devices that went quiet.
 public struct ScannedDevice: Sendable, Hashable {
+    // The stored properties are in this order to leave no padding between them: a device is
+    // copied on every delivery, and one larger than 128 bytes is copied by a call to `memcpy`
+    // (`ble-bench scan`).
     /// The advertiser's address and type (identifies the device in `connect`).
     public var address: DeviceAddress
-    /// Advertising data merged with the latest scan response.
-    public var advertisement: AdvertisingData
     /// The signal strength of the last report in dBm; nil when the controller could not measure it.
     public var rssi: Int8?
     /// Whether the last advertisement accepted connections.
     public var isConnectable: Bool
+    /// True once a scan response has been merged in.
+    public var hasScanResponse: Bool
+    /// Advertising data merged with the latest scan response.
+    public var advertisement: AdvertisingData
     /// Time of the last report (the host clock's `now`, from its origin).
     public var lastSeen: Duration
     /// Time of the first report in this scan (the host clock's `now`).
     public var firstSeen: Duration
-    /// True once a scan response has been merged in.
-    public var hasScanResponse: Bool
-    /// The identity address of the bonded device behind `address`, when `address` is a
-    /// resolvable private address one of its IRKs resolves (Core spec Vol 3 Part C §10.8.2), or
-    /// the controller resolved it; nil otherwise. Connecting to it reaches the device.
-    public var identity: DeviceAddress?
     /// What the last advertisement's extended report said (its set, PHYs, transmit power,
     /// periodic advertising); nil when it was a legacy advertisement.
     public var extended: ExtendedAdvertisingInfo? {
@@ -114,8 +113,12 @@ public struct ScannedDevice: Sendable, Hashable {
 
     /// `extended` packed in one word (`ExtendedAdvertisingInfo.packed`), with `isTruncated` in
     /// `truncatedBit`: the device is copied on every delivery, and one word more is what it
-    /// costs (a copy of a larger device is a call to `memcpy`; `ble-bench scan`).
+    /// costs.
     var extendedPacked: UInt64 = 0
+    /// The identity address of the bonded device behind `address`, when `address` is a
+    /// resolvable private address one of its IRKs resolves (Core spec Vol 3 Part C §10.8.2), or
+    /// the controller resolved it; nil otherwise. Connecting to it reaches the device.
+    public var identity: DeviceAddress?
     /// The bit of `extendedPacked` that is `isTruncated` (above the extended fields').
     static var truncatedBit: UInt64 { 1 << 63 }
 
