@@ -18,15 +18,13 @@ extension SingleConsumerQueue where Element == H4Frame {
     /// would cost a call more (every HCI packet in and out passes here; `ble-bench raw`).
     @discardableResult
     public func push(_ frame: H4Frame) -> Bool {
-        // What `pushing` says when the common case does not apply (one lock either way).
-        var other: Waiter?? = .none
-        let woken = state.withLock { s -> UnsafeContinuation<Bool, Never>?? in
-            if let woken = s.queue(frame, limit: limit) { return woken }
-            other = s.pushing(frame, limit: limit, overflow: overflow)
-            return .none
+        // The common case under one lock; the rest (`pushing`) looks again under a second one,
+        // so the first keeps nothing but the frame live (each value it must keep for later is a
+        // spill, twenty times per 27-octet notification).
+        if let woken = state.withLock({ $0.queue(frame, limit: limit) }) {
+            woken?.resume(returning: true)
+            return true
         }
-        guard let woken else { return woke(other, handing: frame) }
-        woken?.resume(returning: true)
-        return true
+        return woke(state.withLock { $0.pushing(frame, limit: limit, overflow: overflow) }, handing: frame)
     }
 }

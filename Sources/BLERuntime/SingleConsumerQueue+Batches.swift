@@ -45,8 +45,10 @@ extension SingleConsumerQueue {
     func waitForValues(isolation: isolated (any Actor)?, read: ReadCancellation? = nil) async -> Bool {
         await withUnsafeContinuation(isolation: isolation) { (c: UnsafeContinuation<Bool, Never>) in
             let now = state.withLock { s -> Bool? in
-                if s.valueWaiter != nil || s.wakeWaiter != nil { return false }
-                if !s.buffer.isEmpty || s.ended || s.readCancelled { return true }
+                // Not `queuesDirectly`: ended (then no reader waits), or a single-value reader waits.
+                if !s.queuesDirectly { return s.ended }
+                if s.wakeWaiter != nil { return false }
+                if !s.buffer.isEmpty || s.readCancelled { return true }
                 if let read, read.isCancelled { return true }
                 // The fields themselves: `queuesDirectly` stays as it is (`read` waits here).
                 s.wakeWaiter = c
