@@ -194,7 +194,9 @@ public final class SingleConsumerQueue<Element: Sendable>: Sendable {
     @inlinable
     @discardableResult
     public func push(_ value: Element) -> Bool {
-        // What `pushing` says when the common case does not apply (one lock either way).
+        // What `pushing` says when the common case does not apply (one lock either way: a
+        // single-value reader parks here, and each of its values would cost a second lock; the
+        // frame queue's `push`, read in batches, takes a second one for the rare case instead).
         var other: Waiter?? = .none
         let woken = state.withLock { s -> UnsafeContinuation<Bool, Never>?? in
             if let woken = s.queue(value, limit: limit) { return woken }
