@@ -39,6 +39,9 @@ public actor FakeController {
     public var pendingConnectPeer: DeviceAddress?
     /// Return an ACL credit for every packet at once (a fast controller); off to build a backlog.
     public var returnCredits = true
+    /// Whether Supported Commands lists Bluetooth 5's extended advertising, scanning and
+    /// connecting commands (octets 36–37); every other command is listed either way.
+    public var listsExtendedAdvertisingCommands = true
     private var heldCredits: [UInt16: UInt16] = [:]
 
     public init(end: InMemoryTransport) {
@@ -303,6 +306,7 @@ public actor FakeController {
         case .readLocalSupportedCommands:
             var octets = [UInt8](repeating: 0xFF, count: 64)
             if leBufferV2 == nil { octets[41] &= ~(1 << 5) }
+            if !listsExtendedAdvertisingCommands { (octets[36], octets[37]) = (0, 0) }
             return [complete(c.opcode, octets)]
         case .readLocalSupportedFeatures:
             return [complete(c.opcode, [0, 0, 0, 0, 0x60, 0, 0, 0])]
@@ -320,9 +324,12 @@ public actor FakeController {
             return [complete(c.opcode, [UInt8(s.length & 0xFF), UInt8(s.length >> 8), 0, UInt8(s.count & 0xFF), UInt8(s.count >> 8), 0, 0])]
         case .leReadLocalSupportedFeatures:
             return [complete(c.opcode, [0x01, 0, 0, 0, 0, 0, 0, 0])]
-        case .leCreateConnection:
+        case .leCreateConnection, .leExtendedCreateConnection:
+            // The peer's type and address follow the scan timing and filter policy (§7.8.12),
+            // or the filter policy and own address type (§7.8.66).
+            let extended = c.opcode == .leExtendedCreateConnection
             var r = ByteReader(c.parameters)
-            _ = try? r.skip(5)
+            _ = try? r.skip(extended ? 2 : 5)
             let type = (try? r.readU8()) ?? 0
             let address = BDAddress(littleEndian: (try? r.readBytes(6)) ?? [])
             let peer = DeviceAddress(address, type: type == 0 ? .public : .random)
@@ -333,7 +340,7 @@ public actor FakeController {
             pendingConnectPeer = nil
             return [status(c.opcode), .le(.connectionComplete(LEConnectionComplete(
                 status: .success, handle: handle, role: .central, peer: peer, interval: 24, latency: 0,
-                supervisionTimeout: 420, centralClockAccuracy: 0, format: .legacy)))]
+                supervisionTimeout: 420, centralClockAccuracy: 0, format: extended ? .enhanced : .legacy)))]
         case .leCreateConnectionCancel:
             guard let peer = pendingConnectPeer else {
                 return [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]

@@ -11,6 +11,8 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         let advertising = AdvertisingCoordinator()
         var record = DriverRecord()
         var ownAddressType: OwnAddressType = .public
+        var ownRandomAddress: BDAddress? = BDAddress(rawValue: 0x4A_00_00_00_00_01)
+        var usesExtendedCommands = false
         var reports: [PeripheralManagerEvent] = []
         var radioPreparations = 0
 
@@ -31,6 +33,12 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         func resume() async { await advertising.resume(self) }
         var enabled: Bool { advertising.isEnabled }
         func clearCommands() { record.commands = [] }
+        func useExtendedCommands() { usesExtendedCommands = true }
+        func start(_ kind: AdvertisingParameters.Kind) async throws {
+            var parameters = AdvertisingParameters()
+            parameters.kind = kind
+            try await advertising.start(parameters, data: AdvertisingData.Builder().localName("Tag").build(), scanResponse: nil, self)
+        }
         func fail(_ opcode: HCIOpcode) { record.failing.insert(opcode) }
     }
 
@@ -112,5 +120,57 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         await d.resume()
         let reports = await d.reports
         guard case .advertisingFailed? = reports.last else { return XCTFail("\(reports)") }
+    }
+
+    /// With the extended commands the same advertising goes out as set 0 with legacy PDUs (Vol
+    /// 4 Part E §7.8.53–56), never through the legacy commands (§3.1.1): its parameters (the
+    /// legacy PDU's properties, the own address type), data, scan response when the PDU is
+    /// scannable, the host's random address for the set (§7.8.52), then enable; stop, pause and
+    /// resume use the extended enable, and a resume gives the set the address again.
+    func testWithTheExtendedCommandsAdvertisingIsSetZeroWithLegacyPDUs() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        try await d.start(.connectable)
+        var opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leSetExtendedScanResponseData,
+                                 .leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingEnable])
+        let commands = await d.record.commands
+        // Handle 0, properties ADV_IND (legacy, connectable, scannable), intervals, channel map, then
+        // the own address type.
+        XCTAssertEqual(commands[0].parameters[0], 0)
+        XCTAssertEqual(UInt16(commands[0].parameters[1]) | UInt16(commands[0].parameters[2]) << 8, 0x13)
+        XCTAssertEqual(commands[0].parameters[10], OwnAddressType.random.rawValue)
+        XCTAssertEqual(Array(commands[3].parameters), [0] + BDAddress(rawValue: 0x4A_00_00_00_00_01).littleEndianBytes)
+        // Enable: on, one set, handle 0, no duration, no event limit.
+        XCTAssertEqual(commands[4].parameters, [1, 1, 0, 0, 0, 0])
+        await d.clearCommands()
+        try await d.pause()
+        await d.resume()
+        try await d.stop()
+        opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leSetExtendedAdvertisingEnable, .leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingEnable,
+                                 .leSetExtendedAdvertisingEnable])
+        let enables = await d.record.commands.filter { $0.opcode == .leSetExtendedAdvertisingEnable }.map { $0.parameters[0] }
+        XCTAssertEqual(enables, [0, 1, 0])
+    }
+
+    /// A non-connectable set with legacy PDUs (ADV_NONCONN_IND) is not scannable, so it gets no
+    /// scan response command (the controller refuses one, §7.8.55); a scannable one
+    /// (ADV_SCAN_IND) does.
+    func testWithTheExtendedCommandsOnlyAScannableSetGetsAScanResponse() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        try await d.start(.nonConnectable)
+        var opcodes = await d.opcodes
+        XCTAssertFalse(opcodes.contains(.leSetExtendedScanResponseData))
+        var properties = await d.record.commands.first?.parameters[1]
+        XCTAssertEqual(properties, 0x10)
+        try await d.stop()
+        await d.clearCommands()
+        try await d.start(.scannable)
+        opcodes = await d.opcodes
+        XCTAssertTrue(opcodes.contains(.leSetExtendedScanResponseData))
+        properties = await d.record.commands.first?.parameters[1]
+        XCTAssertEqual(properties, 0x12)
     }
 }

@@ -14,6 +14,7 @@ final class ConnectionManagerTests: XCTestCase {
         var now: Duration = .zero
         var record = DriverRecord()
         var ownAddressType: OwnAddressType = .public
+        var usesExtendedCommands = false
         let ownDeviceAddress: DeviceAddress? = DeviceAddress(BDAddress(rawValue: 0xC0_FF_EE_00_00_01), type: .public)
         /// What the manager asked the driver to route, in order.
         var routed: [String] = []
@@ -43,9 +44,11 @@ final class ConnectionManagerTests: XCTestCase {
         }
         func deliver(_ meta: LEMetaEvent) { connections.handle(meta, self) }
         func deliver(_ event: HCIEvent) { connections.handle(event, self) }
-        func connect(_ peer: DeviceAddress) async throws -> LinkHandle {
-            try await connections.connect(to: peer, timeout: .seconds(5), ownAddressType: .public, self)
+        func connect(_ peer: DeviceAddress, phys: LEPHYSet = .le1M) async throws -> LinkHandle {
+            try await connections.connect(to: peer, timeout: .seconds(5), phys: phys, ownAddressType: .public, self)
         }
+        func useExtendedCommands() { usesExtendedCommands = true }
+        func clearCommands() { record.commands = [] }
         var handles: [UInt16] { connections.links.handles }
         var lastCreateConnection: HCICommand? { record.commands.last { $0.opcode == .leCreateConnection } }
     }
@@ -88,6 +91,51 @@ final class ConnectionManagerTests: XCTestCase {
         let link = try await attempt.value
         XCTAssertEqual(link.handle, 0x40)
         XCTAssertEqual(link.peer, peer)
+    }
+
+    /// With the extended commands a connect is LE Extended Create Connection (Vol 4 Part E
+    /// §7.8.66), never the legacy command (§3.1.1): on LE 1M it gives parameters for LE 1M and
+    /// LE 2M (a link may start on the advertiser's secondary PHY); on LE Coded for that alone.
+    func testWithTheExtendedCommandsAConnectIsAnExtendedCreateConnection() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        let p = peer
+        for (phys, bits, entries) in [(LEPHYSet.le1M, UInt8(0x03), 2), (LEPHYSet.leCoded, 0x04, 1), ([.le1M, .leCoded], 0x07, 3)] {
+            await d.clearCommands()
+            let attempt = Task { try await d.connect(p, phys: phys) }
+            await d.waitForCommand(.leExtendedCreateConnection)
+            let opcodes = await d.opcodes
+            XCTAssertEqual(opcodes, [.leExtendedCreateConnection], "no legacy LE Create Connection")
+            let create = try await XCTUnwrapAsync(await d.record.commands.last)
+            // Filter policy, own address type, peer address type and address, then Initiating_PHYs.
+            XCTAssertEqual(create.parameters[1], OwnAddressType.random.rawValue)
+            XCTAssertEqual(Array(create.parameters[3..<9]), peer.address.littleEndianBytes)
+            XCTAssertEqual(create.parameters[9], bits)
+            XCTAssertEqual(create.parameters.count, 10 + 16 * entries, "one 16-octet entry per initiating PHY")
+            // The first entry's connection interval minimum is the configuration's (30 ms).
+            XCTAssertEqual(UInt16(create.parameters[14]) | UInt16(create.parameters[15]) << 8, HostConfiguration().connectionIntervalMin)
+            await d.deliver(complete(handle: 0x40, role: .central))
+            _ = try await attempt.value
+            await d.deliver(.disconnectionComplete(status: .success, handle: 0x40, reason: .remoteUserTerminatedConnection))
+        }
+    }
+
+    /// On the legacy commands the coded PHY cannot be initiated on: the connect fails with
+    /// `unsupported` before any command; LE 2M is never a PHY to initiate on.
+    func testTheCodedPHYNeedsTheExtendedCommandsAndLE2MIsNoInitiatingPHY() async throws {
+        let d = Driver()
+        let p = peer
+        do {
+            _ = try await d.connect(p, phys: .leCoded)
+            XCTFail("connected on LE Coded with the legacy commands")
+        } catch BLEError.unsupported {}
+        await d.useExtendedCommands()
+        do {
+            _ = try await d.connect(p, phys: .le2M)
+            XCTFail("initiated on LE 2M")
+        } catch BLEError.invalidArgument {}
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [])
     }
 
     /// A peer's connection parameter request within the spec's ranges is accepted; one outside

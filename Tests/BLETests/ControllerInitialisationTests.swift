@@ -73,4 +73,18 @@ final class ControllerInitialisationTests: XCTestCase {
             XCTFail("started with no ACL buffers")
         } catch BLEError.unsupported {}
     }
+
+    /// The extended command set counts as supported only when all three of its kinds are
+    /// listed: advertising (octet 36 bit 2), scanning (37 bit 5), connecting (37 bit 7), §6.27.
+    func testTheExtendedCommandsCountOnlyWhenAdvertisingScanningAndConnectingAreAllListed() async throws {
+        for (bits, expected) in [([(36, 2), (37, 5), (37, 7)], true), ([(36, 2), (37, 5)], false), ([(37, 5), (37, 7)], false)] {
+            var answers = Self.essentials
+            var commands = [UInt8](repeating: 0, count: 65)
+            for (octet, bit) in bits { commands[1 + octet] |= 1 << UInt8(bit) }
+            answers[.readLocalSupportedCommands] = commands
+            answers[.leReadBufferSizeV1] = [0, 27, 0, 4]
+            let info = try await Controller(answers).initialise()
+            XCTAssertEqual(info.supportsExtendedAdvertisingCommands, expected, "\(bits)")
+        }
+    }
 }

@@ -15,6 +15,7 @@ final class ScanCoordinatorTests: XCTestCase {
         var record = DriverRecord()
         var radioPreparations = 0
         var identities: [DeviceAddress: DeviceAddress] = [:]
+        var usesExtendedCommands = false
 
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             await Task.yield()
@@ -32,9 +33,20 @@ final class ScanCoordinatorTests: XCTestCase {
         var scanTypes: [LEScanType] {
             commands.filter { $0.opcode == .leSetScanParameters }.compactMap { $0.parameters.first.flatMap(LEScanType.init(rawValue:)) }
         }
-        func start(active: Bool, _ buffer: ScanBuffer, timeout: Duration? = nil) async throws -> UInt64 {
-            try await scanning.start(active: active, filter: ScanFilter(allowDuplicates: true), timeout: timeout,
+        func start(active: Bool, _ buffer: ScanBuffer, timeout: Duration? = nil, phys: LEPHYSet = .le1M) async throws -> UInt64 {
+            try await scanning.start(active: active, phys: phys, filter: ScanFilter(allowDuplicates: true), timeout: timeout,
                                      ownAddressType: .public, consumer: buffer, self)
+        }
+        func useExtendedCommands() { usesExtendedCommands = true }
+        /// The extended scan-enable commands sent so far, as on (true) / off (false).
+        var extendedEnables: [Bool] {
+            commands.filter { $0.opcode == .leSetExtendedScanEnable }.map { $0.parameters.first == 1 }
+        }
+        /// Scanning_PHYs and each PHY's scan type of every LE Set Extended Scan Parameters sent.
+        var extendedParameters: [(phys: UInt8, types: [UInt8])] {
+            commands.filter { $0.opcode == .leSetExtendedScanParameters }.map { c in
+                (c.parameters[2], stride(from: 3, to: c.parameters.count, by: 5).map { c.parameters[$0] })
+            }
         }
         func finish(_ id: UInt64) { scanning.finish(id, self) }
         func stop() async { await scanning.stop(self) }
@@ -111,5 +123,45 @@ final class ScanCoordinatorTests: XCTestCase {
         batch = []
         let after = try await buffer.next(into: &batch)
         XCTAssertFalse(after, "the scan ended at its timeout")
+    }
+
+    /// With the extended commands the scanner is driven by LE Set Extended Scan Parameters and
+    /// Enable (Vol 4 Part E §7.8.64–65), never the legacy ones (§3.1.1): one entry per PHY; a
+    /// scan on LE Coded joining one on LE 1M turns the scanner off and on again on both; the
+    /// last scan's end turns it off with the extended command.
+    func testWithTheExtendedCommandsScansAreDrivenByTheExtendedScanCommands() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        let first = try await d.start(active: false, ScanBuffer())
+        let second = try await d.start(active: true, ScanBuffer(), phys: .leCoded)
+        // A third on LE 1M alone, passive, is already covered: nothing is sent for it.
+        let third = try await d.start(active: false, ScanBuffer())
+        let parameters = await d.extendedParameters
+        XCTAssertEqual(parameters.map(\.phys), [0x01, 0x05])
+        XCTAssertEqual(parameters.map(\.types), [[LEScanType.passive.rawValue],
+                                                 [LEScanType.active.rawValue, LEScanType.active.rawValue]])
+        for id in [first, second, third] { await d.finish(id) }
+        await d.runSpawned()
+        let enables = await d.extendedEnables
+        XCTAssertEqual(enables, [true, false, true, false])
+        let legacy = await d.opcodes.filter { [.leSetScanParameters, .leSetScanEnable].contains($0) }
+        XCTAssertEqual(legacy, [], "legacy scan commands mixed in")
+    }
+
+    /// On the legacy commands a scan on LE Coded ends with `unsupported`, and one on LE 2M (a
+    /// PHY that carries only auxiliary packets) with `invalidArgument`, before any command.
+    func testTheCodedPHYNeedsTheExtendedCommandsAndLE2MIsNotScanned() async throws {
+        let d = Driver()
+        do {
+            _ = try await d.start(active: true, ScanBuffer(), phys: [.le1M, .leCoded])
+            XCTFail("scanned on LE Coded with the legacy commands")
+        } catch BLEError.unsupported {}
+        await d.useExtendedCommands()
+        do {
+            _ = try await d.start(active: true, ScanBuffer(), phys: .le2M)
+            XCTFail("scanned on LE 2M")
+        } catch BLEError.invalidArgument {}
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [])
     }
 }

@@ -49,10 +49,10 @@ final class ScanAndGATTRendererTests: XCTestCase {
 
     func testScanJSONHasEveryAdvertisedField() {
         XCTAssertEqual(ScanLines.json(Self.hrm).text,
-                       #"{"address":"00:5A:B1:00:00:03","addressType":"public","name":"HRM","rssi":-40,"connectable":true,"serviceUUIDs":["180D"],"manufacturerData":null}"#)
+                       #"{"address":"00:5A:B1:00:00:03","addressType":"public","name":"HRM","rssi":-40,"connectable":true,"serviceUUIDs":["180D"],"manufacturerData":null,"data":"02010603030d18040948524d","extended":false}"#)
         // Manufacturer data is the company ID little-endian then the data, as on the air.
         XCTAssertEqual(ScanLines.json(Self.beacon).text,
-                       #"{"address":"C1:00:00:00:00:01","addressType":"random","name":null,"rssi":null,"connectable":false,"serviceUUIDs":[],"manufacturerData":"4c000215","manufacturer":"Apple, Inc.","txPower":-8,"serviceData":{"FEAA":"1000"},"appearance":833}"#)
+                       #"{"address":"C1:00:00:00:00:01","addressType":"random","name":null,"rssi":null,"connectable":false,"serviceUUIDs":[],"manufacturerData":"4c000215","manufacturer":"Apple, Inc.","txPower":-8,"serviceData":{"FEAA":"1000"},"appearance":833,"data":"05ff4c000215020af80516aafe100003194103","extended":false}"#)
     }
 
     /// An extended advertisement's set, PHYs and periodic interval follow the summary (and are
@@ -62,7 +62,7 @@ final class ScanAndGATTRendererTests: XCTestCase {
         longRange.extended = ExtendedAdvertisingInfo(advertisingSID: 5, primaryPHY: .leCoded, secondaryPHY: .le2M,
                                                      txPower: -4, periodicAdvertisingInterval: 0x0321)
         XCTAssertEqual(ScanLines.text(longRange, now: .seconds(1)), ScanLines.text(Self.hrm, now: .seconds(1)) + " [SID 5 Coded/2M, periodic 1001.25 ms]")
-        XCTAssertTrue(ScanLines.json(longRange).text.hasSuffix(#","manufacturerData":null,"sid":5,"primaryPhy":"Coded","secondaryPhy":"2M","advertiserTxPower":-4,"periodicIntervalMs":1001.25}"#),
+        XCTAssertTrue(ScanLines.json(longRange).text.hasSuffix(#","manufacturerData":null,"data":"02010603030d18040948524d","extended":true,"sid":5,"primaryPHY":"coded","secondaryPHY":"2M","advertiserTxPower":-4,"periodicInterval":1001.25}"#),
                       ScanLines.json(longRange).text)
         var cut = Self.hrm
         cut.extended = ExtendedAdvertisingInfo(advertisingSID: nil, primaryPHY: .le1M)
@@ -71,8 +71,8 @@ final class ScanAndGATTRendererTests: XCTestCase {
         var anonymous = Self.hrm
         anonymous.extended = ExtendedAdvertisingInfo(advertisingSID: 2, primaryPHY: .le1M, isAnonymous: true)
         XCTAssertTrue(ScanLines.text(anonymous, now: .seconds(1)).hasSuffix(" [SID 2 1M, anonymous]"), ScanLines.text(anonymous, now: .seconds(1)))
-        XCTAssertTrue(ScanLines.json(anonymous).text.hasSuffix(#""periodicIntervalMs":null,"anonymous":true}"#), ScanLines.json(anonymous).text)
-        XCTAssertTrue(ScanLines.json(cut).text.hasSuffix(#""sid":null,"primaryPhy":"1M","secondaryPhy":null,"advertiserTxPower":null,"periodicIntervalMs":null,"truncated":true}"#),
+        XCTAssertTrue(ScanLines.json(anonymous).text.hasSuffix(#""advertiserTxPower":null,"anonymous":true}"#), ScanLines.json(anonymous).text)
+        XCTAssertTrue(ScanLines.json(cut).text.hasSuffix(#""extended":true,"sid":null,"primaryPHY":"1M","secondaryPHY":null,"advertiserTxPower":null,"truncated":true}"#),
                       ScanLines.json(cut).text)
     }
 

@@ -83,12 +83,18 @@ public final class Central: Sendable {
     /// scan. Several scans may run at once, each with its own filter and timeout: they share
     /// the controller's scanner, which stops when the last ends (`stopScan` and `connect` end
     /// them all).
-    public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil) -> ScanResults {
+    ///
+    /// `phys` are the PHYs it listens on: LE 1M, or with the extended commands
+    /// (`HostConfiguration.advertisingCommands`) LE Coded as well or alone, for long-range
+    /// advertisers (Core spec Vol 4 Part E §7.8.64); a scan that asks for LE Coded from a host on
+    /// the legacy commands ends at once with `BLEError.unsupported`.
+    public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil,
+                     phys: LEPHYSet = .le1M) -> ScanResults {
         let buffer = ScanBuffer()
         let host = self.host
         let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
-                let id = try await host.run { try await $0.scanning.start(active: active, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, consumer: buffer, $0) }
+                let id = try await host.run { try await $0.scanning.start(active: active, phys: phys, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, consumer: buffer, $0) }
                 buffer.onTermination { Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
                 if Task.isCancelled { await host.run { $0.scanning.finish(id, $0) } }
             } catch {
@@ -121,7 +127,12 @@ public final class Central: Sendable {
     /// resolvable private addresses (Core spec Vol 3 Part C §10.7): the controller's resolving
     /// list finds it, or the RPA last heard from it, or, when neither can, a scan for an
     /// advertisement its IRK resolves within the same `timeout`.
-    public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> Peripheral {
+    ///
+    /// `phys` are the PHYs the initiator listens on for the peripheral's advertising: LE 1M, or
+    /// with the extended commands LE Coded as well or alone (LE Extended Create Connection, Vol 4
+    /// Part E §7.8.66, which also gives parameters for a connection that starts on LE 2M).
+    public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10), phys: LEPHYSet = .le1M) async throws -> Peripheral {
+        try await host.run { try ConnectionManager.validate(phys: phys, extended: $0.usesExtendedCommands) }
         await host.run { await $0.scanning.stop($0) }
         let started = clock.now()
         let target: DeviceAddress
@@ -131,7 +142,7 @@ public final class Central: Sendable {
             target = await host.run { $0.privacy.connectionTarget(for: address, within: Self.rpaFreshness, $0) }
         }
         let remaining = max(timeout - (clock.now() - started), .milliseconds(100))
-        let link = try await host.run { try await $0.connections.connect(to: target, timeout: remaining, ownAddressType: $0.ownAddress.type, $0) }
+        let link = try await host.run { try await $0.connections.connect(to: target, timeout: remaining, phys: phys, ownAddressType: $0.ownAddress.type, $0) }
         return Peripheral(host: host, link: link)
     }
 

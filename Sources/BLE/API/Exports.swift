@@ -23,6 +23,7 @@
 @_exported import enum BLEHCI.HCIError
 @_exported import struct BLEHCI.HCIOpcode
 @_exported import struct BLEHCI.LEPHY
+@_exported import struct BLEHCI.LEPHYSet
 @_exported import struct BLEHCI.LocalVersionInformation
 @_exported import struct BLEHCI.LocalSupportedCommands
 @_exported import struct BLEHCI.LocalSupportedFeatures

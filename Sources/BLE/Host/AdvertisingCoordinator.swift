@@ -32,8 +32,11 @@ struct AdvertisingState {
 }
 
 /// Advertising (Vol 4 Part E §7.8.5–9): sets parameters and data, turns advertising on and off,
-/// and turns it back on around connections when the application asked for that. Isolated to the
-/// host actor that owns it, which it knows only as an `AdvertisingDriver`.
+/// and turns it back on around connections when the application asked for that. With the
+/// extended commands (`AdvertisingCommandSet`) the same legacy advertising goes out as
+/// advertising set 0 with legacy PDUs (§7.8.53–§7.8.56), since a controller takes one command
+/// set or the other (§3.1.1). Isolated to the host actor that owns it, which it knows only as an
+/// `AdvertisingDriver`.
 final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
@@ -61,17 +64,30 @@ final class AdvertisingCoordinator {
         if state?.enabled == true {
             state?.enabled = false
             do {
-                try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+                try await host.commandReturning(Self.enable(false, host))
             } catch {
                 // The parameters below fail too if it is still on; say why then.
                 host.log("LE Set Advertising Enable (off) before new parameters: \(error)")
             }
         }
         await host.prepareRadioForAdvertising()
-        try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddressType))
-        try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
-        try await host.commandReturning(.leSetScanResponseData(responseBytes))
-        try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+        if host.usesExtendedCommands {
+            try await host.commandReturning(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(
+                handle: Self.setHandle, properties: Self.legacyProperties(parameters.kind), intervalMin: UInt32(lo), intervalMax: UInt32(hi),
+                ownAddressType: host.ownAddressType)))
+            try await host.commandReturning(.leSetExtendedAdvertisingData(
+                handle: Self.setHandle, AdvertisingDataFragment(operation: .complete, bytes: advertisingBytes)))
+            // A set that is not scannable takes no scan response (§7.8.55).
+            if parameters.kind != .nonConnectable {
+                try await host.commandReturning(.leSetExtendedScanResponseData(
+                    handle: Self.setHandle, AdvertisingDataFragment(operation: .complete, bytes: responseBytes)))
+            }
+        } else {
+            try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddressType))
+            try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
+            try await host.commandReturning(.leSetScanResponseData(responseBytes))
+        }
+        try await turnOn(host)
         state = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: true, wanted: true,
                                  generation: (state?.generation ?? 0) &+ 1)
     }
@@ -82,7 +98,39 @@ final class AdvertisingCoordinator {
         s.wanted = false
         s.generation &+= 1
         state = s
-        try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+        try await host.commandReturning(Self.enable(false, host))
+    }
+
+    /// The advertising set the extended commands use for this advertising.
+    static let setHandle: UInt8 = 0
+
+    /// Advertising_Event_Properties of the legacy PDU for `kind` (Vol 4 Part E §7.8.53, table
+    /// of legacy PDUs): ADV_IND, ADV_SCAN_IND or ADV_NONCONN_IND.
+    static func legacyProperties(_ kind: AdvertisingParameters.Kind) -> AdvertisingEventProperties {
+        switch kind {
+        case .connectable: return [.legacy, .connectable, .scannable]
+        case .scannable: return [.legacy, .scannable]
+        case .nonConnectable: return [.legacy]
+        }
+    }
+
+    /// LE Set Advertising Enable (§7.8.9), or LE Set Extended Advertising Enable (§7.8.56) for
+    /// set `setHandle`.
+    static func enable(_ on: Bool, _ host: isolated some AdvertisingDriver) -> HCICommand {
+        guard host.usesExtendedCommands else { return .leSetAdvertisingEnable(enable: on) }
+        return .leSetExtendedAdvertisingEnable(enable: on, sets: [AdvertisingSetEnable(handle: setHandle)])
+    }
+
+    /// Turns advertising on. With the extended commands a set advertising from a random address
+    /// is given the host's random address first (LE Set Advertising Set Random Address, §7.8.52:
+    /// a set's random address is its own, not the one LE Set Random Address gives), again at
+    /// every start, since privacy may have renewed it while the set was off.
+    private func turnOn(_ host: isolated some AdvertisingDriver) async throws {
+        if host.usesExtendedCommands, host.ownAddressType == .random || host.ownAddressType == .resolvableOrRandom,
+           let address = host.ownRandomAddress {
+            try await host.commandReturning(.leSetAdvertisingSetRandomAddress(handle: Self.setHandle, address: address))
+        }
+        try await host.commandReturning(Self.enable(true, host))
     }
 
     /// Turns advertising off for a moment (a new RPA, Vol 4 Part E §7.8.4); `resume` turns it
@@ -92,7 +140,7 @@ final class AdvertisingCoordinator {
         state?.enabled = false
         paused += 1
         do {
-            try await host.commandReturning(.leSetAdvertisingEnable(enable: false))
+            try await host.commandReturning(Self.enable(false, host))
         } catch {
             paused -= 1
             throw error
@@ -104,7 +152,7 @@ final class AdvertisingCoordinator {
         paused = max(0, paused - 1)
         guard paused == 0, let s = state, s.wanted, !s.enabled else { return }
         do {
-            try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+            try await turnOn(host)
             if state?.generation == s.generation { state?.enabled = true }
         } catch {
             host.log("advertising after a new RPA: \(error)")
@@ -130,7 +178,7 @@ final class AdvertisingCoordinator {
         guard let current = state, current.wanted, !current.enabled, current.generation == generation, paused == 0 else { return }
         await host.prepareRadioForAdvertising()
         do {
-            try await host.commandReturning(.leSetAdvertisingEnable(enable: true))
+            try await turnOn(host)
             if state?.generation == generation {
                 state?.enabled = true
                 host.report(.advertisingStarted)
@@ -152,6 +200,10 @@ protocol AdvertisingDriver: HostServices {
     func prepareRadioForAdvertising() async
     /// The own address type advertising goes out with (random once privacy set an RPA).
     var ownAddressType: OwnAddressType { get }
+    /// The random address the host set (static, or privacy's RPA), if it set one.
+    var ownRandomAddress: BDAddress? { get }
+    /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
+    var usesExtendedCommands: Bool { get }
     /// Tells the application.
     func report(_ event: PeripheralManagerEvent)
 }

@@ -38,12 +38,14 @@ final class ConnectionManager {
 
     // MARK: - Connecting
 
-    /// Connects as central (LE Create Connection, Vol 4 Part E §7.8.12). At the deadline, or when
-    /// the calling task is cancelled, LE Create Connection Cancel (§7.8.13) stops the initiator;
-    /// the controller then reports the connection as failed with Unknown Connection Identifier.
-    func connect(to peer: DeviceAddress, timeout: Duration, ownAddressType: OwnAddressType,
+    /// Connects as central (LE Create Connection, Vol 4 Part E §7.8.12, or LE Extended Create
+    /// Connection, §7.8.66, initiating on `phys`). At the deadline, or when the calling task is
+    /// cancelled, LE Create Connection Cancel (§7.8.13, for both) stops the initiator; the
+    /// controller then reports the connection as failed with Unknown Connection Identifier.
+    func connect(to peer: DeviceAddress, timeout: Duration, phys: LEPHYSet = .le1M, ownAddressType: OwnAddressType,
                  _ host: isolated some ConnectionDriver) async throws -> LinkHandle {
         if let failure = host.failure { throw failure }
+        try Self.validate(phys: phys, extended: host.usesExtendedCommands)
         guard attemptResult == nil else { throw BLEError.busy("another connection attempt is in progress") }
         await host.prepareRadioForConnecting()
         guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
@@ -55,11 +57,8 @@ final class ConnectionManager {
             initiator.end(id)
             if attemptResult?.id == id { attemptResult = nil }
         }
-        let c = configuration
-        try await host.command(.leCreateConnection(
-            scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: peer,
-            ownAddressType: host.ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
-            maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0))
+        try await host.command(Self.createConnection(peer: peer, phys: phys, ownAddressType: host.ownAddressType, configuration,
+                                                     extended: host.usesExtendedCommands))
         host.rescheduleTimer()
         let handle: UInt16 = try await withTaskCancellationHandler {
             try await result.wait()
@@ -68,6 +67,36 @@ final class ConnectionManager {
         }
         guard let link = links[handle] else { throw BLEError.notConnected }
         return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
+    }
+
+    /// The initiating PHYs a connect may ask for: LE 1M and LE Coded (LE 2M is never scanned),
+    /// the coded one only with the extended commands (§7.8.66).
+    static func validate(phys: LEPHYSet, extended: Bool) throws {
+        guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
+            throw BLEError.invalidArgument("a connection is initiated on LE 1M, LE Coded or both")
+        }
+        guard extended || phys == .le1M else {
+            throw BLEError.unsupported("connecting on the LE Coded PHY needs LE Extended Create Connection "
+                                       + "(HostConfiguration.advertisingCommands = .extendedWhenSupported, on a controller that has it)")
+        }
+    }
+
+    /// LE Create Connection (§7.8.12), or LE Extended Create Connection (§7.8.66) with the same
+    /// parameters for each PHY in `phys`, and for LE 2M alongside LE 1M (an extended advertiser
+    /// whose auxiliary packets go on LE 2M is answered there, and the link starts on it).
+    static func createConnection(peer: DeviceAddress, phys: LEPHYSet, ownAddressType: OwnAddressType, _ c: HostConfiguration,
+                                 extended: Bool) -> HCICommand {
+        guard extended else {
+            return .leCreateConnection(
+                scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: peer,
+                ownAddressType: ownAddressType, connectionIntervalMin: c.connectionIntervalMin, connectionIntervalMax: c.connectionIntervalMax,
+                maxLatency: c.maxLatency, supervisionTimeout: c.supervisionTimeout, minCELength: 0, maxCELength: 0)
+        }
+        let entry = ExtendedConnectionPHYParameters(
+            scanInterval: c.scanInterval, scanWindow: c.scanWindow, intervalMin: c.connectionIntervalMin,
+            intervalMax: c.connectionIntervalMax, latency: c.maxLatency, supervisionTimeout: c.supervisionTimeout)
+        return .leExtendedCreateConnection(ownAddressType: ownAddressType, peer: peer, le1M: phys.contains(.le1M) ? entry : nil,
+                                           le2M: phys.contains(.le1M) ? entry : nil, leCoded: phys.contains(.leCoded) ? entry : nil)
     }
 
     func cancelByCaller(_ id: UInt64, _ host: isolated some ConnectionDriver) {
@@ -369,6 +398,8 @@ protocol ConnectionDriver: HostServices {
     /// Makes the radio ready to initiate; called with the initiator idle.
     func prepareRadioForConnecting() async
     var ownAddressType: OwnAddressType { get }
+    /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
+    var usesExtendedCommands: Bool { get }
     var ownDeviceAddress: DeviceAddress? { get }
     /// A link is up (in the table): the parts learn of it.
     func linkOpened(_ link: Link)

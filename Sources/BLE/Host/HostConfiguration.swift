@@ -24,6 +24,30 @@ public struct ControllerInfo: Sendable {
     public var aclBufferLength: Int
     /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
     public var aclBufferCount: Int
+
+    /// Whether the controller lists Bluetooth 5's advertising, scanning and connecting commands
+    /// (LE Set Extended Advertising Parameters, LE Set Extended Scan Parameters, LE Extended
+    /// Create Connection: Vol 4 Part E §7.8.53, §7.8.64, §7.8.66), which
+    /// `AdvertisingCommandSet.extendedWhenSupported` then uses.
+    public var supportsExtendedAdvertisingCommands: Bool {
+        guard let c = supportedCommands else { return false }
+        return c.leSetExtendedAdvertisingParameters && c.leSetExtendedScanParameters && c.leExtendedCreateConnection
+    }
+}
+
+/// Which of a controller's two sets of advertising, scanning and connecting commands the host
+/// drives it with. A controller takes one set or the other, not both, until it is reset (Core
+/// spec Vol 4 Part E §3.1.1), so the choice is made once, when the host opens the controller.
+public enum AdvertisingCommandSet: Sendable, Hashable {
+    /// Bluetooth 4's commands (LE Set Advertising Parameters, LE Set Scan Parameters, LE Create
+    /// Connection, §7.8.5–§7.8.12), which every LE controller has: legacy advertising PDUs on the
+    /// LE 1M PHY only.
+    case legacy
+    /// Bluetooth 5's commands (LE Set Extended Advertising Parameters ... LE Extended Create
+    /// Connection, §7.8.53–§7.8.66) when the controller lists them
+    /// (`ControllerInfo.supportsExtendedAdvertisingCommands`), the legacy ones otherwise: scans
+    /// then hear extended advertisements (long data, the LE Coded PHY) as well as legacy ones.
+    case extendedWhenSupported
 }
 
 /// Tunables of the host stack; defaults follow the spec's recommendations.
@@ -67,6 +91,8 @@ public struct HostConfiguration: Sendable {
     public var enhancedATTBearers: Int = 2
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
+    /// The advertising, scanning and connecting commands the host uses (`AdvertisingCommandSet`).
+    public var advertisingCommands: AdvertisingCommandSet = .legacy
 
     /// Whether our GATT server offers Enhanced ATT (Core spec Vol 3 Part G §5.3): Server Supported
     /// Features (§7.4) says "EATT Supported" and the host accepts Enhanced ATT bearers, enhanced

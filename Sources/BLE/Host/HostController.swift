@@ -42,6 +42,10 @@ actor HostController {
 
     /// What the controller reported during initialisation.
     var info: ControllerInfo?
+    /// Whether advertising, scanning and connecting use Bluetooth 5's extended commands (the
+    /// configuration asks for them and the controller has them), for the controller's lifetime:
+    /// the two sets are never mixed on one controller (Vol 4 Part E §3.1.1).
+    private(set) var usesExtendedCommands = false
     /// Set when the controller or transport failed for good; every later call fails with it.
     private(set) var failure: BLEError?
 
@@ -100,6 +104,7 @@ actor HostController {
         }
         let info = try await ControllerInitialisation.run(self)
         aclFlow = ACLFlowController(bufferCount: info.aclBufferCount, bufferLength: info.aclBufferLength)
+        usesExtendedCommands = configuration.advertisingCommands == .extendedWhenSupported && info.supportsExtendedAdvertisingCommands
         self.info = info
         return info
     }

@@ -2,10 +2,12 @@ import BLEHCI
 import BLEHost
 import BLEWire
 
-/// Scanning (Vol 4 Part E §7.8.10–11): turns the controller's scanner on and off around the
-/// sans-IO `Scanner`, and feeds each scan's consumer. Scans share the one scanner: the first
+/// Scanning (Vol 4 Part E §7.8.10–11, or §7.8.64–65 when the host uses the extended commands):
+/// turns the controller's scanner on and off around the sans-IO `Scanner`, and feeds each scan's
+/// consumer. Scans share the one scanner: the first
 /// turns it on, a later one joins it (turning it to active scanning when it wants scan
-/// responses and the radio scans passively), the last to end turns it off. Radio commands go
+/// responses and the radio scans passively, or on a PHY the radio does not scan yet), the last
+/// to end turns it off. Radio commands go
 /// strictly in order: a start waits for a disable or pause in flight (Set Scan Parameters while
 /// scanning is disallowed). Isolated to the host actor that owns it, which it knows only as a
 /// `ScanDriver`.
@@ -19,10 +21,16 @@ final class ScanCoordinator {
     /// Devices held back at most: far below the consumer's buffer (`ScanResults.bufferLimit`),
     /// so a consumer that keeps up loses nothing to a long burst of events.
     private static let deliveryBatch = 256
+    /// Each running scan's consumer: exactly the scanner's running scans (added right after
+    /// `Scanner.begin`, removed right after `Scanner.end`), so an empty table means no scan and
+    /// no deadline (`nextDeadline`).
     private var consumers: [UInt64: ScanBuffer] = [:]
+    /// The PHYs each running scan listens on.
+    private var scanPHYs: [UInt64: LEPHYSet] = [:]
     /// Whether the controller is scanning, as far as the host has told it, and how.
     private var radioEnabled = false
     private var radioActive = false
+    private var radioPHYs: LEPHYSet = []
     /// Whether the controller's scanner is on (or a command turning it is still on its way).
     var isRadioEnabled: Bool { radioEnabled || radioBusy > 0 }
     /// Radio commands in flight (a start, a disable, a pause), and the scans waiting for them.
@@ -47,22 +55,25 @@ final class ScanCoordinator {
         scanner.nextDeadline
     }
 
-    /// Starts a scan; devices go to `consumer` until the deadline, `stop`, or the consumer
-    /// going away (`finish`). Other scans running meanwhile go on.
-    func start(active: Bool, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
+    /// Starts a scan on `phys` (LE 1M, LE Coded: the coded PHY needs the extended commands);
+    /// devices go to `consumer` until the deadline, `stop`, or the consumer going away
+    /// (`finish`). Other scans running meanwhile go on.
+    func start(active: Bool, phys: LEPHYSet = .le1M, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
                consumer: ScanBuffer,
                _ host: isolated some ScanDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
+        try Self.validate(phys: phys, extended: host.usesExtendedCommands)
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
         consumers[id] = consumer
+        scanPHYs[id] = phys
         do {
-            try await turnRadioOn(active: active, ownAddressType: ownAddressType, host)
+            try await turnRadioOn(active: active, phys: phys, ownAddressType: ownAddressType, host)
             // Stopped while starting (a connect, the consumer going away).
             guard scanner.isRunning(id) else { throw CancellationError() }
         } catch {
-            if scanner.end(id) { consumers[id] = nil }
+            if scanner.end(id) { forget(id) }
             if scanner.runningIDs.isEmpty { await disableRadio(host) }
             throw error
         }
@@ -71,11 +82,31 @@ final class ScanCoordinator {
         return id
     }
 
-    /// Makes the controller scan (actively when `active`), unless it does already, or no scan
-    /// is left to want it.
-    private func turnRadioOn(active: Bool, ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
+    /// The PHYs a scan may ask for: LE 1M and LE Coded (there is no scanning on LE 2M, which
+    /// carries only auxiliary packets, Vol 6 Part B §4.4.3), the coded one only with the extended
+    /// commands (§7.8.64).
+    static func validate(phys: LEPHYSet, extended: Bool) throws {
+        guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
+            throw BLEError.invalidArgument("a scan listens on LE 1M, LE Coded or both")
+        }
+        guard extended || phys == .le1M else {
+            throw BLEError.unsupported("scanning on the LE Coded PHY needs the extended scanning commands "
+                                       + "(HostConfiguration.advertisingCommands = .extendedWhenSupported, on a controller that has them)")
+        }
+    }
+
+    /// A scan ended: its consumer and PHYs are forgotten; returns the consumer.
+    @discardableResult
+    private func forget(_ id: UInt64) -> ScanBuffer? {
+        scanPHYs[id] = nil
+        return consumers.removeValue(forKey: id)
+    }
+
+    /// Makes the controller scan (actively when `active`, on `phys` among others), unless it
+    /// does already, or no scan is left to want it.
+    private func turnRadioOn(active: Bool, phys: LEPHYSet, ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         while radioBusy > 0 || starting { await waitForIdleRadio(host) }
-        if radioEnabled && (radioActive || !active) { return }
+        if radioEnabled && (radioActive || !active) && radioPHYs.isSuperset(of: phys) { return }
         starting = true
         defer {
             starting = false
@@ -92,8 +123,8 @@ final class ScanCoordinator {
 
     private func switchRadioOn(ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         if radioEnabled {
-            // Passive until now, and this scan wants scan responses: the parameters change,
-            // which needs the scanner off (§7.8.10).
+            // Passive until now, and this scan wants scan responses, or a PHY not scanned yet:
+            // the parameters change, which needs the scanner off (§7.8.10, §7.8.64).
             radioBusy += 1
             defer { releaseRadio() }
             try await turnControllerScanOff(host)
@@ -104,21 +135,40 @@ final class ScanCoordinator {
         radioBusy += 1
         defer { releaseRadio() }
         let wantsActive = scanner.wantsActiveScanning
-        let c = host.configuration
-        try await host.commandReturning(.leSetScanParameters(
-            type: wantsActive ? .active : .passive, interval: c.scanInterval, window: c.scanWindow,
-            ownAddressType: ownAddressType, filterPolicy: 0))
+        let wantsPHYs = scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) }
+        try await host.commandReturning(Self.parameters(active: wantsActive, phys: wantsPHYs, ownAddressType: ownAddressType,
+                                                        host.configuration, extended: host.usesExtendedCommands))
         guard !scanner.runningIDs.isEmpty else { return }
-        // The controller's duplicate filter stays off: the host filters, and needs every
-        // report to keep RSSI and last-seen times current (for ageing out quiet devices).
-        try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
+        try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands))
         radioEnabled = true
         radioActive = wantsActive
+        radioPHYs = wantsPHYs
         // Every scan ended while it was turned on: off again (a scan starting meanwhile waits).
         if scanner.runningIDs.isEmpty {
             try await turnControllerScanOff(host)
             radioEnabled = false
         }
+    }
+
+    /// LE Set Scan Parameters (§7.8.10), or LE Set Extended Scan Parameters (§7.8.64) with one
+    /// entry per PHY, each with the configured interval and window.
+    static func parameters(active: Bool, phys: LEPHYSet, ownAddressType: OwnAddressType, _ c: HostConfiguration,
+                           extended: Bool) -> HCICommand {
+        let type: LEScanType = active ? .active : .passive
+        guard extended else {
+            return .leSetScanParameters(type: type, interval: c.scanInterval, window: c.scanWindow,
+                                        ownAddressType: ownAddressType, filterPolicy: 0)
+        }
+        let entry = ExtendedScanPHYParameters(type: type, interval: c.scanInterval, window: c.scanWindow)
+        return .leSetExtendedScanParameters(ownAddressType: ownAddressType, le1M: phys.contains(.le1M) ? entry : nil,
+                                            leCoded: phys.contains(.leCoded) ? entry : nil)
+    }
+
+    /// LE Set Scan Enable (§7.8.11) or LE Set Extended Scan Enable (§7.8.65, until disabled).
+    /// The controller's duplicate filter stays off: the host filters, and needs every report to
+    /// keep RSSI and last-seen times current (for ageing out quiet devices).
+    static func enable(_ on: Bool, extended: Bool) -> HCICommand {
+        extended ? .leSetExtendedScanEnable(enable: on) : .leSetScanEnable(enable: on, filterDuplicates: false)
     }
 
     private func releaseRadio() {
@@ -145,7 +195,7 @@ final class ScanCoordinator {
         scanner.releaseAllHolds(of: id, into: &deliveries)
         deliver(host)
         guard scanner.end(id) else { return }
-        consumers.removeValue(forKey: id)?.close(error: error)
+        forget(id)?.close(error: error)
         host.rescheduleTimer()
         guard host.failure == nil, scanner.runningIDs.isEmpty else { return }
         host.spawn("turning the scanner off") { await host.run { await $0.scanning.disableRadio($0) } }
@@ -162,17 +212,17 @@ final class ScanCoordinator {
         for id in scanner.runningIDs { scanner.releaseAllHolds(of: id, into: &deliveries) }
         deliver(host)
         for id in scanner.runningIDs where scanner.end(id) {
-            consumers.removeValue(forKey: id)?.close(error: error)
+            forget(id)?.close(error: error)
         }
     }
 
     /// Turns scanning off on the controller if it is on and no scan wants it (one may have
     /// started since this was asked for, and joined); it waits for radio commands in flight
     /// first (a start, a pause), so their end is what it decides on. Later scans wait for it.
-    /// LE Set Scan Enable (off), Vol 4 Part E §7.8.11; then the scanner forgets the parts of
-    /// extended advertisements under way (`Scanner.controllerStoppedScanning`).
+    /// LE Set Scan Enable (off), Vol 4 Part E §7.8.11 (or §7.8.65); then the scanner forgets the
+    /// parts of extended advertisements under way (`Scanner.controllerStoppedScanning`).
     private func turnControllerScanOff(_ host: isolated some ScanDriver) async throws {
-        try await host.commandReturning(.leSetScanEnable(enable: false, filterDuplicates: false))
+        try await host.commandReturning(Self.enable(false, extended: host.usesExtendedCommands))
         scanner.controllerStoppedScanning()
     }
 
@@ -212,7 +262,7 @@ final class ScanCoordinator {
         await body(host)
         guard !scanner.runningIDs.isEmpty else { return }
         do {
-            try await host.commandReturning(.leSetScanEnable(enable: true, filterDuplicates: false))
+            try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands))
             radioEnabled = true
         } catch {
             // The scanner stays off: the scans end with the error rather than wait in silence.
@@ -290,4 +340,6 @@ protocol ScanDriver: HostServices {
     func prepareRadioForScanning() async
     /// The identity `address` (a resolvable private address) resolves to, if known.
     func identity(of address: DeviceAddress) -> DeviceAddress?
+    /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
+    var usesExtendedCommands: Bool { get }
 }

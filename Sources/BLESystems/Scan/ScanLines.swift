@@ -42,6 +42,11 @@ public enum ScanLines {
         phy.description.hasPrefix("LE ") ? String(phy.description.dropFirst(3)) : phy.description
     }
 
+    /// "1M", "2M", "coded": the JSON's PHY names.
+    private static func jsonPHYName(_ phy: LEPHY) -> String {
+        phy == .leCoded ? "coded" : phyName(phy)
+    }
+
     private static func typeText(_ type: AddressType) -> String {
         type == .public || type == .publicIdentity ? "pub" : "rnd"
     }
@@ -50,8 +55,10 @@ public enum ScanLines {
     /// (when there is one), name, RSSI, connectability, service
     /// UUIDs and the first manufacturer data (company ID little-endian, then the data, as on the
     /// air: Core Supplement Part A §1.4); TX power, service data and appearance when advertised;
-    /// for an extended advertisement its SID, PHYs, the advertiser's TX power and periodic
-    /// interval; `"truncated": true` when the controller cut the data short.
+    /// the whole advertising data (with the scan response merged in) as hex; whether it came as
+    /// an extended advertisement and, for one, its SID, PHYs, the advertiser's TX power and
+    /// periodic interval in ms (when it has periodic advertising); `"truncated": true` when the
+    /// controller cut the data short.
     public static func json(_ d: ScannedDevice) -> JSON {
         let ad = d.advertisement
         var fields: [(String, JSON)] = [
@@ -75,13 +82,15 @@ public enum ScanLines {
             fields.append(("serviceData", .object(ad.serviceData.map { ($0.uuid.description, .string($0.data.hexString)) })))
         }
         if let a = ad.appearance { fields.append(("appearance", .int(Int(a)))) }
+        fields.append(("data", .string(ad.encode().hexString)))
+        fields.append(("extended", .bool(d.extended != nil)))
         if let e = d.extended {
             // Bluetooth 5's extended advertising (Core spec Vol 4 Part E §7.7.65.13).
             fields.append(("sid", e.advertisingSID.map { .int(Int($0)) } ?? .null))
-            fields.append(("primaryPhy", .string(phyName(e.primaryPHY))))
-            fields.append(("secondaryPhy", e.secondaryPHY.map { .string(phyName($0)) } ?? .null))
+            fields.append(("primaryPHY", .string(jsonPHYName(e.primaryPHY))))
+            fields.append(("secondaryPHY", e.secondaryPHY.map { .string(jsonPHYName($0)) } ?? .null))
             fields.append(("advertiserTxPower", e.txPower.map { .int(Int($0)) } ?? .null))
-            fields.append(("periodicIntervalMs", e.periodicAdvertisingInterval.map { .number(Double($0) * 1.25) } ?? .null))
+            if let raw = e.periodicAdvertisingInterval { fields.append(("periodicInterval", .number(Double(raw) * 1.25))) }
             // No address was sent: the one shown is a placeholder, not a device to connect to.
             if e.isAnonymous { fields.append(("anonymous", .bool(true))) }
         }
