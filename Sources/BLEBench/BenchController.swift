@@ -36,7 +36,8 @@ final class BenchController: HCITransport {
         guard frame.type == .command, let command = try? HCICommand.decode(frame.payload) else { return }
         queue.push(HCIEvent.commandComplete(numHCICommandPackets: 1, opcode: command.opcode,
                                             returnParameters: [0x00] + Self.returnParameters(command.opcode)).h4Frame)
-        if command.opcode == .leSetScanEnable, command.parameters.first == 1 {
+        // Scanning on, by the legacy or (it lists every command) the extended command.
+        if command.opcode == .leSetScanEnable || command.opcode == .leSetExtendedScanEnable, command.parameters.first == 1 {
             onScanEnabled.withLock { callback -> (@Sendable () -> Void)? in
                 defer { callback = nil }
                 return callback

@@ -355,8 +355,13 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
             .filter { p in wanted.isEmpty || (p.services ?? []).contains { s in s.gatt.map { wanted.contains($0.uuid) } ?? false } }
     }
 
-    /// Whether the controller supports a feature (`CBCentralManager.Feature`); none is reported on Linux.
-    open class func supports(_ features: Feature) -> Bool { false }
+    /// Whether the controller supports these features (`CBCentralManager.Feature`), as iOS
+    /// answers for its own: `.extendedScanAndConnect` once a manager has opened a controller
+    /// that has Bluetooth 5's extended scanning and connecting commands (which the stack then
+    /// uses); false before any has.
+    open class func supports(_ features: Feature) -> Bool {
+        features.isSubset(of: CBHost.supportedFeatures.withLock { $0 })
+    }
 
     /// Features a central may support (iOS 13+).
     public struct Feature: OptionSet, Sendable {

@@ -14,6 +14,8 @@ final class CBHost: Sendable {
     private let nextObserver = Mutex<UInt64>(1)
     private let failed = Mutex(false)
     let peripheralRole = Mutex<PeripheralManager?>(nil)
+    /// What `CBCentralManager.supports` answers: the features of the controllers opened so far.
+    static let supportedFeatures = Mutex<CBCentralManager.Feature>([])
 
     init(spec: String, central: Central) {
         self.spec = spec
@@ -80,6 +82,9 @@ actor CBHostRegistry {
         let task = Task<CBHost, any Error> {
             let transport = try await Controllers.open(spec: key.isEmpty ? nil : key)
             let central = try await Central.open(transport: transport, configuration: Self.configuration(spec: key))
+            if central.controllerInfo.supportsExtendedAdvertisingCommands {
+                CBHost.supportedFeatures.withLock { _ = $0.insert(.extendedScanAndConnect) }
+            }
             let host = CBHost(spec: key, central: central)
             host.startMonitor()
             return host

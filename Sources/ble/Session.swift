@@ -41,13 +41,10 @@ struct ControllerOptions {
 
     /// Opens a central with the bond store and pairing settings. It uses the stored identity
     /// address when `pairing`, when `target` is a bonded device, or, without a target, when any
-    /// device is bonded (so the peer knows us), unless `--public`. `commands`: the advertising,
-    /// scanning and connecting commands it drives the controller with.
-    func openCentral(target: AddressArgument? = nil, pairing: Bool = false,
-                     commands: AdvertisingCommandSet = .legacy) async throws -> Central {
+    /// device is bonded (so the peer knows us), unless `--public`.
+    func openCentral(target: AddressArgument? = nil, pairing: Bool = false) async throws -> Central {
         let store = try security.bondStore()
         var configuration = HostConfiguration()
-        configuration.advertisingCommands = commands
         configuration.security = security.settings(store: store)
         configuration.gattCache = try gattCacheStore()
         let bonds = (try? store.bonds()) ?? []

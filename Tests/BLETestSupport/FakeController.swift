@@ -40,8 +40,11 @@ public actor FakeController {
     /// Return an ACL credit for every packet at once (a fast controller); off to build a backlog.
     public var returnCredits = true
     /// Whether Supported Commands lists Bluetooth 5's extended advertising, scanning and
-    /// connecting commands (octets 36–37); every other command is listed either way.
-    public var listsExtendedAdvertisingCommands = true
+    /// connecting commands (octets 36–37; off by default, so a host drives it with the legacy
+    /// ones, which the tests script); every other command is listed either way.
+    public var listsExtendedAdvertisingCommands = false
+    /// LE Read Local Supported Features' answer (Vol 6 Part B §4.6): encryption only by default.
+    public var leFeatures: [UInt8] = [0x01, 0, 0, 0, 0, 0, 0, 0]
     private var heldCredits: [UInt16: UInt16] = [:]
 
     public init(end: InMemoryTransport) {
@@ -323,7 +326,7 @@ public actor FakeController {
             let s = sharedBuffer
             return [complete(c.opcode, [UInt8(s.length & 0xFF), UInt8(s.length >> 8), 0, UInt8(s.count & 0xFF), UInt8(s.count >> 8), 0, 0])]
         case .leReadLocalSupportedFeatures:
-            return [complete(c.opcode, [0x01, 0, 0, 0, 0, 0, 0, 0])]
+            return [complete(c.opcode, leFeatures)]
         case .leCreateConnection, .leExtendedCreateConnection:
             // The peer's type and address follow the scan timing and filter policy (§7.8.12),
             // or the filter policy and own address type (§7.8.66).

@@ -16,11 +16,14 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         var reports: [PeripheralManagerEvent] = []
         var radioPreparations = 0
 
+        /// Whether the radio's preparation leaves the public address (no privacy).
+        var staysPublic = false
         func prepareRadioForAdvertising() async {
             radioPreparations += 1
             // What privacy does with a resolvable private address: the type turns random.
-            ownAddressType = .random
+            if !staysPublic { ownAddressType = .random }
         }
+        func keepPublic() { staysPublic = true }
         func report(_ event: PeripheralManagerEvent) { reports.append(event) }
 
         func start(_ parameters: AdvertisingParameters = AdvertisingParameters(), data: AdvertisingData) async throws {
@@ -34,10 +37,10 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         var enabled: Bool { advertising.isEnabled }
         func clearCommands() { record.commands = [] }
         func useExtendedCommands() { usesExtendedCommands = true }
-        func start(_ kind: AdvertisingParameters.Kind) async throws {
+        func start(_ kind: AdvertisingParameters.Kind, scanResponse: AdvertisingData? = nil) async throws {
             var parameters = AdvertisingParameters()
             parameters.kind = kind
-            try await advertising.start(parameters, data: AdvertisingData.Builder().localName("Tag").build(), scanResponse: nil, self)
+            try await advertising.start(parameters, data: AdvertisingData.Builder().localName("Tag").build(), scanResponse: scanResponse, self)
         }
         func fail(_ opcode: HCIOpcode) { record.failing.insert(opcode) }
     }
@@ -172,5 +175,39 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         XCTAssertTrue(opcodes.contains(.leSetExtendedScanResponseData))
         properties = await d.record.commands.first?.parameters[1]
         XCTAssertEqual(properties, 0x12)
+    }
+
+    /// Set 0 keeps a scan response until it is replaced: before it is given non-scannable
+    /// parameters its scan response is emptied, while it is still scannable (a set that is not
+    /// scannable yet holds one is refused, §7.8.55; rootcanal does).
+    func testAScanResponseIsEmptiedBeforeTheSetBecomesNonScannable() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        try await d.start(.connectable, scanResponse: AdvertisingData.Builder().txPowerLevel(4).build())
+        try await d.stop()
+        await d.clearCommands()
+        try await d.start(.nonConnectable)
+        let commands = await d.record.commands
+        XCTAssertEqual(commands.first?.opcode, .leSetExtendedScanResponseData)
+        XCTAssertEqual(commands.first?.parameters[3], 0, "an empty scan response, before the new parameters")
+        XCTAssertEqual(commands.dropFirst().first?.opcode, .leSetExtendedAdvertisingParameters)
+        // Emptied once: the next non-scannable start needs no more.
+        try await d.stop()
+        await d.clearCommands()
+        try await d.start(.nonConnectable)
+        let again = await d.opcodes
+        XCTAssertFalse(again.contains(.leSetExtendedScanResponseData))
+    }
+
+    /// From the public address a set gets no random address (only a random own address type
+    /// uses the set's, §7.8.52).
+    func testAPublicSetGetsNoRandomAddress() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        await d.keepPublic()
+        try await d.start(.connectable)
+        let opcodes = await d.opcodes
+        XCTAssertFalse(opcodes.contains(.leSetAdvertisingSetRandomAddress))
+        XCTAssertEqual(opcodes.last, .leSetExtendedAdvertisingEnable)
     }
 }

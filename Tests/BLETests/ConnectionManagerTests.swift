@@ -15,6 +15,7 @@ final class ConnectionManagerTests: XCTestCase {
         var record = DriverRecord()
         var ownAddressType: OwnAddressType = .public
         var usesExtendedCommands = false
+        var supportedPHYs: LEPHYSet = [.le1M, .le2M, .leCoded]
         let ownDeviceAddress: DeviceAddress? = DeviceAddress(BDAddress(rawValue: 0xC0_FF_EE_00_00_01), type: .public)
         /// What the manager asked the driver to route, in order.
         var routed: [String] = []
@@ -48,6 +49,7 @@ final class ConnectionManagerTests: XCTestCase {
             try await connections.connect(to: peer, timeout: .seconds(5), phys: phys, ownAddressType: .public, self)
         }
         func useExtendedCommands() { usesExtendedCommands = true }
+        func support(_ phys: LEPHYSet) { supportedPHYs = phys }
         func clearCommands() { record.commands = [] }
         var handles: [UInt16] { connections.links.handles }
         var lastCreateConnection: HCICommand? { record.commands.last { $0.opcode == .leCreateConnection } }
@@ -147,5 +149,30 @@ final class ConnectionManagerTests: XCTestCase {
         await d.deliver(.remoteConnectionParameterRequest(handle: 0x42, intervalMin: 2, intervalMax: 1, maxLatency: 0, timeout: 1))
         let answers = await d.background
         XCTAssertEqual(answers, [.leRemoteConnectionParameterRequestReply, .leRemoteConnectionParameterRequestNegativeReply])
+    }
+
+    /// On a controller whose LE features list neither LE 2M nor LE Coded: a connect on LE 1M
+    /// gives the one entry it may (an LE 2M entry would be refused, §7.8.66), and one on LE
+    /// Coded is refused with `unsupported` before any command.
+    func testAConnectGivesOnlyThePHYsTheControllerHas() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        await d.support(.le1M)
+        let p = peer
+        do {
+            _ = try await d.connect(p, phys: .leCoded)
+            XCTFail("initiated on LE Coded without it")
+        } catch BLEError.unsupported {}
+        var opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [])
+        let attempt = Task { try await d.connect(p) }
+        await d.waitForCommand(.leExtendedCreateConnection)
+        let create = try await XCTUnwrapAsync(await d.record.commands.last)
+        XCTAssertEqual(create.parameters[9], LEPHYSet.le1M.rawValue)
+        XCTAssertEqual(create.parameters.count, 10 + 16)
+        await d.deliver(complete(handle: 0x40, role: .central))
+        _ = try await attempt.value
+        opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leExtendedCreateConnection])
     }
 }

@@ -74,10 +74,15 @@ final class ControllerInitialisationTests: XCTestCase {
         } catch BLEError.unsupported {}
     }
 
-    /// The extended command set counts as supported only when all three of its kinds are
-    /// listed: advertising (octet 36 bit 2), scanning (37 bit 5), connecting (37 bit 7), §6.27.
-    func testTheExtendedCommandsCountOnlyWhenAdvertisingScanningAndConnectingAreAllListed() async throws {
-        for (bits, expected) in [([(36, 2), (37, 5), (37, 7)], true), ([(36, 2), (37, 5)], false), ([(37, 5), (37, 7)], false)] {
+    /// The extended command set counts as supported only when every command the host uses is
+    /// listed (§6.27): Set Advertising Set Random Address, the advertising parameters, data, scan
+    /// response, enable and number of sets (octet 36 bits 1–5, 7), scan parameters and enable,
+    /// extended create connection (octet 37 bits 5–7); one missing is legacy.
+    func testTheExtendedCommandsCountOnlyWhenEveryOneTheHostUsesIsListed() async throws {
+        let all = [(36, 1), (36, 2), (36, 3), (36, 4), (36, 5), (36, 7), (37, 5), (37, 6), (37, 7)]
+        var cases: [([(Int, Int)], Bool)] = [(all, true), ([], false)]
+        for missing in all.indices { cases.append((all.enumerated().filter { $0.offset != missing }.map(\.element), false)) }
+        for (bits, expected) in cases {
             var answers = Self.essentials
             var commands = [UInt8](repeating: 0, count: 65)
             for (octet, bit) in bits { commands[1 + octet] |= 1 << UInt8(bit) }
@@ -86,5 +91,22 @@ final class ControllerInitialisationTests: XCTestCase {
             let info = try await Controller(answers).initialise()
             XCTAssertEqual(info.supportsExtendedAdvertisingCommands, expected, "\(bits)")
         }
+    }
+
+    /// The PHYs a controller has come from its LE features: LE 1M always, LE 2M (bit 8) and LE
+    /// Coded (bit 11) when listed; none listed, or no answer, is LE 1M alone.
+    func testTheSupportedPHYsComeFromTheLEFeatures() async throws {
+        for (features, phys) in [([UInt8](repeating: 0, count: 8), LEPHYSet.le1M), ([0x01, 0x01, 0, 0, 0, 0, 0, 0], [.le1M, .le2M]),
+                                 ([0, 0x09, 0, 0, 0, 0, 0, 0], [.le1M, .le2M, .leCoded]), ([0, 0x08, 0, 0, 0, 0, 0, 0], [.le1M, .leCoded])] {
+            var answers = Self.essentials
+            answers[.leReadBufferSizeV1] = [0, 27, 0, 4]
+            answers[.leReadLocalSupportedFeatures] = [0] + features
+            let info = try await Controller(answers).initialise()
+            XCTAssertEqual(info.supportedPHYs, phys, "\(features)")
+        }
+        var answers = Self.essentials
+        answers[.leReadBufferSizeV1] = [0, 27, 0, 4]
+        let info = try await Controller(answers).initialise()
+        XCTAssertEqual(info.supportedPHYs, .le1M, "a controller that did not answer")
     }
 }

@@ -32,14 +32,19 @@ final class HostExtendedCommandSetTests: XCTestCase {
         await t.controller.commands.map(\.opcode).filter(set.contains)
     }
 
-    /// Asked for, on a controller that lists them: a scan on LE 1M and LE Coded is driven by the
+    /// By default, on a controller that lists them: a scan on LE 1M and LE Coded is driven by the
     /// extended scan commands, an extended advertisement cut into two reports (data beyond the
     /// legacy 31 octets) reaches it whole with its set and PHYs, and the connect that follows is
     /// LE Extended Create Connection; no legacy command is ever sent.
     func testExtendedWhenSupportedScansAndConnectsWithTheExtendedCommandsOnly() async throws {
         let t = HostUnderTest()
+        await t.controller.configure {
+            $0.listsExtendedAdvertisingCommands = true
+            $0.leFeatures = [0x01, 0x09, 0, 0, 0, 0, 0, 0] // and the LE 2M and LE Coded PHYs
+        }
         await t.controller.start()
-        let central = try await Central.open(transport: t.hostEnd, configuration: configuration(.extendedWhenSupported))
+        // The default configuration: the extended commands where the controller has them.
+        let central = try await Central.open(transport: t.hostEnd)
         let name = String(repeating: "Long range sensor ", count: 4)
         let data = AdvertisingData.Builder().flags([.leGeneralDiscoverable, .brEdrNotSupported]).localName(name).build().encode()
         XCTAssertGreaterThan(data.count, 31)
@@ -73,11 +78,10 @@ final class HostExtendedCommandSetTests: XCTestCase {
         await central.close()
     }
 
-    /// Asked for, on a controller that does not list them: the legacy commands, as before, and
-    /// a scan on LE Coded ends with `unsupported`.
+    /// On a controller that does not list them: the legacy commands, as before, and a scan on
+    /// LE Coded ends with `unsupported`.
     func testExtendedWhenSupportedOnAControllerWithoutThemUsesTheLegacyCommands() async throws {
         let t = HostUnderTest()
-        await t.controller.configure { $0.listsExtendedAdvertisingCommands = false }
         await t.controller.start()
         let central = try await Central.open(transport: t.hostEnd, configuration: configuration(.extendedWhenSupported))
         XCTAssertFalse(central.controllerInfo.supportsExtendedAdvertisingCommands)
@@ -93,12 +97,12 @@ final class HostExtendedCommandSetTests: XCTestCase {
         await central.close()
     }
 
-    /// Not asked for (the default): the legacy commands, even on a controller that lists the
-    /// extended ones, for scanning, connecting and advertising alike.
-    func testTheDefaultIsTheLegacyCommandsEvenWhereTheExtendedOnesExist() async throws {
+    /// `.legacy`: the legacy commands, even on a controller that lists the extended ones.
+    func testLegacyUsesTheLegacyCommandsEvenWhereTheExtendedOnesExist() async throws {
         let t = HostUnderTest()
+        await t.controller.configure { $0.listsExtendedAdvertisingCommands = true }
         await t.controller.start()
-        let central = try await Central.open(transport: t.hostEnd)
+        let central = try await Central.open(transport: t.hostEnd, configuration: configuration(.legacy))
         XCTAssertTrue(central.controllerInfo.supportsExtendedAdvertisingCommands)
         let scan = Task { for try await _ in central.scan(active: false) { break } }
         _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 1 }

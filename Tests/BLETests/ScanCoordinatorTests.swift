@@ -16,12 +16,28 @@ final class ScanCoordinatorTests: XCTestCase {
         var radioPreparations = 0
         var identities: [DeviceAddress: DeviceAddress] = [:]
         var usesExtendedCommands = false
+        var supportedPHYs: LEPHYSet = [.le1M, .le2M, .leCoded]
+        /// While set, the radio's preparation waits until `releasePreparation`.
+        var holdsPreparation = false
+        private var preparationGate: CheckedContinuation<Void, Never>?
 
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             await Task.yield()
             return try record.answer(cmd)
         }
-        func prepareRadioForScanning() async { radioPreparations += 1 }
+        func prepareRadioForScanning() async {
+            radioPreparations += 1
+            if holdsPreparation { await withCheckedContinuation { preparationGate = $0 } }
+        }
+        func holdPreparation() { holdsPreparation = true }
+        func releasePreparation() {
+            holdsPreparation = false
+            preparationGate?.resume()
+            preparationGate = nil
+        }
+        var isPreparationHeld: Bool { preparationGate != nil }
+        func lacksCoded() { supportedPHYs = [.le1M, .le2M] }
+        func pause() async { await scanning.withRadioPaused(self) { _ in } }
         func identity(of address: DeviceAddress) -> DeviceAddress? { identities[address] }
 
         func set(failing opcodes: Set<HCIOpcode>) { record.failing = opcodes }
@@ -56,6 +72,7 @@ final class ScanCoordinatorTests: XCTestCase {
         }
         func expire(at t: Duration) { now = t; scanning.expire(now: t, self) }
         func radioIsEnabled() -> Bool { scanning.isRadioEnabled }
+        func radioIsRunningScans() -> Bool { scanning.hasRunningScans }
     }
 
     let device = DeviceAddress(BDAddress(rawValue: 0x11_22_33_44_55_66), type: .random)
@@ -163,5 +180,63 @@ final class ScanCoordinatorTests: XCTestCase {
         } catch BLEError.invalidArgument {}
         let opcodes = await d.opcodes
         XCTAssertEqual(opcodes, [])
+    }
+
+    /// A scan on LE Coded on a controller whose LE features lack it is refused with
+    /// `unsupported` before any command, and the scan already running on LE 1M goes on (a
+    /// refused LE Set Extended Scan Parameters would have ended it).
+    func testACodedScanOnAControllerWithoutCodedIsRefusedAndTheRunningScanGoesOn() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        await d.lacksCoded()
+        let running = ScanBuffer()
+        _ = try await d.start(active: false, running)
+        let sent = await d.opcodes.count
+        do {
+            _ = try await d.start(active: false, ScanBuffer(), phys: [.le1M, .leCoded])
+            XCTFail("a coded scan on a controller without LE Coded")
+        } catch BLEError.unsupported {}
+        let after = await d.opcodes.count
+        XCTAssertEqual(after, sent, "no command for the refused scan")
+        await d.hear(device)
+        var batch: [ScannedDevice] = []
+        let more = try await running.next(into: &batch)
+        XCTAssertTrue(more, "the running scan ended")
+        XCTAssertEqual(batch.map(\.address), [device])
+    }
+
+    /// With the extended commands a pause for a new RPA turns the scanner off and on with the
+    /// extended enable, never the legacy one.
+    func testWithTheExtendedCommandsAPauseUsesTheExtendedEnable() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        _ = try await d.start(active: false, ScanBuffer())
+        await d.pause()
+        let enables = await d.extendedEnables
+        XCTAssertEqual(enables, [true, false, true])
+        let legacy = await d.opcodes.filter { [.leSetScanParameters, .leSetScanEnable].contains($0) }
+        XCTAssertEqual(legacy, [])
+    }
+
+    /// A scan that ends while the radio is being made ready for it (a connect's `stop`) sends
+    /// no scan parameters: with no scan left there is no PHY to give (Scanning_PHYs 0 is
+    /// invalid, §7.8.64), and its start ends with `CancellationError`.
+    func testAScanStoppedWhileTheRadioIsMadeReadySendsNoParameters() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        await d.holdPreparation()
+        let start = Task { try await d.start(active: false, ScanBuffer(), phys: .leCoded) }
+        while await !d.isPreparationHeld { await Task.yield() }
+        // `stop` ends the scan at once, then waits for the start under way to settle.
+        let stop = Task { await d.stop() }
+        while await d.radioIsRunningScans() { await Task.yield() }
+        await d.releasePreparation()
+        await stop.value
+        do {
+            _ = try await start.value
+            XCTFail("a scan stopped while starting started")
+        } catch is CancellationError {}
+        let opcodes = await d.opcodes
+        XCTAssertFalse(opcodes.contains(.leSetExtendedScanParameters), "\(opcodes)")
     }
 }

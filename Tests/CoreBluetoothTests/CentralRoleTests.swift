@@ -70,6 +70,9 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(central.state, .poweredOn)
         XCTAssertEqual(CBCentralManager.authorization, .allowedAlways)
         XCTAssertEqual(recorder.callbacksOffQueue, [])
+        // The virtual radio's controller has no extended scanning and connecting commands.
+        XCTAssertFalse(CBCentralManager.supports(.extendedScanAndConnect))
+        XCTAssertTrue(CBCentralManager.supports([]))
     }
 
     /// A controller that cannot be opened leaves the manager `.poweredOff` (the reason on stderr),

@@ -132,12 +132,12 @@ public final class Central: Sendable {
     /// with the extended commands LE Coded as well or alone (LE Extended Create Connection, Vol 4
     /// Part E §7.8.66, which also gives parameters for a connection that starts on LE 2M).
     public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10), phys: LEPHYSet = .le1M) async throws -> Peripheral {
-        try await host.run { try ConnectionManager.validate(phys: phys, extended: $0.usesExtendedCommands) }
+        try await host.run { try ConnectionManager.validate(phys: phys, extended: $0.usesExtendedCommands, supported: $0.supportedPHYs) }
         await host.run { await $0.scanning.stop($0) }
         let started = clock.now()
         let target: DeviceAddress
         if await host.run({ $0.privacy.needsScan(toReach: address, within: Self.rpaFreshness, $0) }) {
-            target = try await findBonded(address, timeout: timeout)
+            target = try await findBonded(address, timeout: timeout, phys: phys)
         } else {
             target = await host.run { $0.privacy.connectionTarget(for: address, within: Self.rpaFreshness, $0) }
         }
@@ -149,9 +149,10 @@ public final class Central: Sendable {
     /// How long an RPA heard from a bonded device is taken as still its address.
     static let rpaFreshness: Duration = .seconds(60)
 
-    /// The address a bonded `identity` advertises with now: its identity, or an RPA its IRK resolves.
-    private func findBonded(_ identity: DeviceAddress, timeout: Duration) async throws -> DeviceAddress {
-        for try await device in scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout) {
+    /// The address a bonded `identity` advertises with now (heard on `phys`, where the connect
+    /// will look for it): its identity, or an RPA its IRK resolves.
+    private func findBonded(_ identity: DeviceAddress, timeout: Duration, phys: LEPHYSet) async throws -> DeviceAddress {
+        for try await device in scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: timeout, phys: phys) {
             if device.address.sameDevice(as: identity) || device.identity?.sameDevice(as: identity) == true {
                 await host.run { await $0.scanning.stop($0) }
                 return device.address

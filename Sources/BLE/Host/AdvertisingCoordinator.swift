@@ -41,6 +41,10 @@ final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
     private var paused = 0
+    /// With the extended commands: set 0 holds a scan response, which it keeps until replaced,
+    /// even when it is given parameters that make it not scannable (which a controller then
+    /// refuses, as rootcanal does, §7.8.55).
+    private var setHoldsScanResponse = false
 
     /// Whether the controller is advertising now.
     var isEnabled: Bool { state?.enabled ?? false }
@@ -72,6 +76,12 @@ final class AdvertisingCoordinator {
         }
         await host.prepareRadioForAdvertising()
         if host.usesExtendedCommands {
+            if setHoldsScanResponse && parameters.kind == .nonConnectable {
+                // Emptied while the set is still scannable, before it becomes one that is not.
+                try await host.commandReturning(.leSetExtendedScanResponseData(
+                    handle: Self.setHandle, AdvertisingDataFragment(operation: .complete, bytes: [])))
+                setHoldsScanResponse = false
+            }
             try await host.commandReturning(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(
                 handle: Self.setHandle, properties: Self.legacyProperties(parameters.kind), intervalMin: UInt32(lo), intervalMax: UInt32(hi),
                 ownAddressType: host.ownAddressType)))
@@ -81,6 +91,7 @@ final class AdvertisingCoordinator {
             if parameters.kind != .nonConnectable {
                 try await host.commandReturning(.leSetExtendedScanResponseData(
                     handle: Self.setHandle, AdvertisingDataFragment(operation: .complete, bytes: responseBytes)))
+                setHoldsScanResponse = !responseBytes.isEmpty
             }
         } else {
             try await host.commandReturning(.leSetAdvertisingParameters(intervalMin: lo, intervalMax: hi, type: parameters.kind.hciType, ownAddressType: host.ownAddressType))

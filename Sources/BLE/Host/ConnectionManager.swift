@@ -45,7 +45,7 @@ final class ConnectionManager {
     func connect(to peer: DeviceAddress, timeout: Duration, phys: LEPHYSet = .le1M, ownAddressType: OwnAddressType,
                  _ host: isolated some ConnectionDriver) async throws -> LinkHandle {
         if let failure = host.failure { throw failure }
-        try Self.validate(phys: phys, extended: host.usesExtendedCommands)
+        try Self.validate(phys: phys, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
         guard attemptResult == nil else { throw BLEError.busy("another connection attempt is in progress") }
         await host.prepareRadioForConnecting()
         guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
@@ -58,7 +58,7 @@ final class ConnectionManager {
             if attemptResult?.id == id { attemptResult = nil }
         }
         try await host.command(Self.createConnection(peer: peer, phys: phys, ownAddressType: host.ownAddressType, configuration,
-                                                     extended: host.usesExtendedCommands))
+                                                     extended: host.usesExtendedCommands, supported: host.supportedPHYs))
         host.rescheduleTimer()
         let handle: UInt16 = try await withTaskCancellationHandler {
             try await result.wait()
@@ -70,22 +70,27 @@ final class ConnectionManager {
     }
 
     /// The initiating PHYs a connect may ask for: LE 1M and LE Coded (LE 2M is never scanned),
-    /// the coded one only with the extended commands (§7.8.66).
-    static func validate(phys: LEPHYSet, extended: Bool) throws {
+    /// the coded one only with the extended commands (§7.8.66) on a controller that has it.
+    static func validate(phys: LEPHYSet, extended: Bool, supported: LEPHYSet) throws {
         guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
             throw BLEError.invalidArgument("a connection is initiated on LE 1M, LE Coded or both")
         }
-        guard extended || phys == .le1M else {
-            throw BLEError.unsupported("connecting on the LE Coded PHY needs LE Extended Create Connection "
-                                       + "(HostConfiguration.advertisingCommands = .extendedWhenSupported, on a controller that has it)")
+        guard phys.contains(.leCoded) else { return }
+        guard extended else {
+            throw BLEError.unsupported("connecting on the LE Coded PHY needs LE Extended Create Connection, which this "
+                                       + "controller does not list (or HostConfiguration.advertisingCommands is .legacy)")
+        }
+        guard supported.contains(.leCoded) else {
+            throw BLEError.unsupported("this controller's LE features do not list the LE Coded PHY")
         }
     }
 
     /// LE Create Connection (§7.8.12), or LE Extended Create Connection (§7.8.66) with the same
-    /// parameters for each PHY in `phys`, and for LE 2M alongside LE 1M (an extended advertiser
-    /// whose auxiliary packets go on LE 2M is answered there, and the link starts on it).
+    /// parameters for each PHY in `phys`, and for LE 2M alongside LE 1M when the controller has
+    /// LE 2M (`supported`; an extended advertiser whose auxiliary packets go on LE 2M is answered
+    /// there, and the link starts on it; a controller without it refuses the entry).
     static func createConnection(peer: DeviceAddress, phys: LEPHYSet, ownAddressType: OwnAddressType, _ c: HostConfiguration,
-                                 extended: Bool) -> HCICommand {
+                                 extended: Bool, supported: LEPHYSet) -> HCICommand {
         guard extended else {
             return .leCreateConnection(
                 scanInterval: c.scanInterval, scanWindow: c.scanWindow, filterPolicy: 0, peer: peer,
@@ -96,7 +101,7 @@ final class ConnectionManager {
             scanInterval: c.scanInterval, scanWindow: c.scanWindow, intervalMin: c.connectionIntervalMin,
             intervalMax: c.connectionIntervalMax, latency: c.maxLatency, supervisionTimeout: c.supervisionTimeout)
         return .leExtendedCreateConnection(ownAddressType: ownAddressType, peer: peer, le1M: phys.contains(.le1M) ? entry : nil,
-                                           le2M: phys.contains(.le1M) ? entry : nil, leCoded: phys.contains(.leCoded) ? entry : nil)
+                                           le2M: phys.contains(.le1M) && supported.contains(.le2M) ? entry : nil, leCoded: phys.contains(.leCoded) ? entry : nil)
     }
 
     func cancelByCaller(_ id: UInt64, _ host: isolated some ConnectionDriver) {
@@ -400,6 +405,8 @@ protocol ConnectionDriver: HostServices {
     var ownAddressType: OwnAddressType { get }
     /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
     var usesExtendedCommands: Bool { get }
+    /// The PHYs the controller has (`ControllerInfo.supportedPHYs`).
+    var supportedPHYs: LEPHYSet { get }
     var ownDeviceAddress: DeviceAddress? { get }
     /// A link is up (in the table): the parts learn of it.
     func linkOpened(_ link: Link)

@@ -25,13 +25,23 @@ public struct ControllerInfo: Sendable {
     /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
     public var aclBufferCount: Int
 
-    /// Whether the controller lists Bluetooth 5's advertising, scanning and connecting commands
-    /// (LE Set Extended Advertising Parameters, LE Set Extended Scan Parameters, LE Extended
-    /// Create Connection: Vol 4 Part E §7.8.53, §7.8.64, §7.8.66), which
-    /// `AdvertisingCommandSet.extendedWhenSupported` then uses.
+    /// Whether the controller lists every one of Bluetooth 5's advertising, scanning and
+    /// connecting commands the host uses (LE Set Advertising Set Random Address, the extended
+    /// advertising parameters, data, scan response and enable commands, LE Set Extended Scan
+    /// Parameters and Enable, LE Extended Create Connection: Vol 4 Part E §7.8.52–§7.8.58,
+    /// §7.8.64–§7.8.66), which `AdvertisingCommandSet.extendedWhenSupported` then uses.
     public var supportsExtendedAdvertisingCommands: Bool {
         guard let c = supportedCommands else { return false }
-        return c.leSetExtendedAdvertisingParameters && c.leSetExtendedScanParameters && c.leExtendedCreateConnection
+        return c.leSetAdvertisingSetRandomAddress && c.extendedAdvertising && c.extendedScanning
+    }
+
+    /// The PHYs the controller's LE features list: LE 1M always, LE 2M (bit 8) and LE Coded (bit
+    /// 11) when it has them (Vol 6 Part B §4.6).
+    public var supportedPHYs: LEPHYSet {
+        var phys: LEPHYSet = .le1M
+        if leFeatures?.contains(.le2MPHY) == true { phys.insert(.le2M) }
+        if leFeatures?.contains(.leCodedPHY) == true { phys.insert(.leCoded) }
+        return phys
     }
 }
 
@@ -91,8 +101,9 @@ public struct HostConfiguration: Sendable {
     public var enhancedATTBearers: Int = 2
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
-    /// The advertising, scanning and connecting commands the host uses (`AdvertisingCommandSet`).
-    public var advertisingCommands: AdvertisingCommandSet = .legacy
+    /// The advertising, scanning and connecting commands the host uses (`AdvertisingCommandSet`):
+    /// by default Bluetooth 5's where the controller has them.
+    public var advertisingCommands: AdvertisingCommandSet = .extendedWhenSupported
 
     /// Whether our GATT server offers Enhanced ATT (Core spec Vol 3 Part G §5.3): Server Supported
     /// Features (§7.4) says "EATT Supported" and the host accepts Enhanced ATT bearers, enhanced

@@ -46,6 +46,8 @@ actor HostController {
     /// configuration asks for them and the controller has them), for the controller's lifetime:
     /// the two sets are never mixed on one controller (Vol 4 Part E §3.1.1).
     private(set) var usesExtendedCommands = false
+    /// The PHYs the controller has (LE 1M until it is initialised).
+    var supportedPHYs: LEPHYSet { info?.supportedPHYs ?? .le1M }
     /// Set when the controller or transport failed for good; every later call fails with it.
     private(set) var failure: BLEError?
 

@@ -41,6 +41,9 @@ final class ScanCoordinator {
     /// other starts and disables wait for it.
     private var starting = false
 
+    /// Whether any scan runs.
+    var hasRunningScans: Bool { !consumers.isEmpty }
+
     /// The earliest deadline of the running scans (their timeouts, the devices held for scan
     /// responses); nil when none runs. Asked after every batch of frames (`rescheduleTimer`).
     var nextDeadline: Duration? {
@@ -62,7 +65,7 @@ final class ScanCoordinator {
                consumer: ScanBuffer,
                _ host: isolated some ScanDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
-        try Self.validate(phys: phys, extended: host.usesExtendedCommands)
+        try Self.validate(phys: phys, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
@@ -84,14 +87,19 @@ final class ScanCoordinator {
 
     /// The PHYs a scan may ask for: LE 1M and LE Coded (there is no scanning on LE 2M, which
     /// carries only auxiliary packets, Vol 6 Part B §4.4.3), the coded one only with the extended
-    /// commands (§7.8.64).
-    static func validate(phys: LEPHYSet, extended: Bool) throws {
+    /// commands (§7.8.64) on a controller that has the coded PHY (`supported`). Refused here,
+    /// before any command, so a refusal never stops the scans already running.
+    static func validate(phys: LEPHYSet, extended: Bool, supported: LEPHYSet) throws {
         guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
             throw BLEError.invalidArgument("a scan listens on LE 1M, LE Coded or both")
         }
-        guard extended || phys == .le1M else {
-            throw BLEError.unsupported("scanning on the LE Coded PHY needs the extended scanning commands "
-                                       + "(HostConfiguration.advertisingCommands = .extendedWhenSupported, on a controller that has them)")
+        guard phys.contains(.leCoded) else { return }
+        guard extended else {
+            throw BLEError.unsupported("scanning on the LE Coded PHY needs Bluetooth 5's extended scanning commands, which this "
+                                       + "controller does not list (or HostConfiguration.advertisingCommands is .legacy)")
+        }
+        guard supported.contains(.leCoded) else {
+            throw BLEError.unsupported("this controller's LE features do not list the LE Coded PHY")
         }
     }
 
@@ -134,6 +142,8 @@ final class ScanCoordinator {
         await host.prepareRadioForScanning()
         radioBusy += 1
         defer { releaseRadio() }
+        // Every scan ended while the radio was made ready (a connect, `stopScan`): nothing to scan.
+        guard !scanner.runningIDs.isEmpty else { return }
         let wantsActive = scanner.wantsActiveScanning
         let wantsPHYs = scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) }
         try await host.commandReturning(Self.parameters(active: wantsActive, phys: wantsPHYs, ownAddressType: ownAddressType,
@@ -342,4 +352,6 @@ protocol ScanDriver: HostServices {
     func identity(of address: DeviceAddress) -> DeviceAddress?
     /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
     var usesExtendedCommands: Bool { get }
+    /// The PHYs the controller has (`ControllerInfo.supportedPHYs`).
+    var supportedPHYs: LEPHYSet { get }
 }

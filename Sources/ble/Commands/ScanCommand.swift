@@ -64,9 +64,7 @@ struct ScanCommand: BLECommand {
     }
 
     func run() async throws {
-        // Only scanning: the extended commands, when the controller has them, are never mixed
-        // with legacy advertising or connecting in this process (Vol 4 Part E §3.1.1).
-        let central = try await controller.openCentral(commands: .extendedWhenSupported)
+        let central = try await controller.openCentral()
         defer { Task { await central.close() } }
         let mode: OutputMode = json ? .json : (TerminalScreen.isStandardOutput ? .live : .plain)
         try await ScanListing.run(central.scan(filter: filter, active: !passive, timeout: timeout, phys: phys), mode: mode, clock: central.clock)
