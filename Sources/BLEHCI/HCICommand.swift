@@ -138,13 +138,18 @@ public struct AdvertisingChannelMap: OptionSet, Sendable, Hashable {
     public static let all: AdvertisingChannelMap = [.channel37, .channel38, .channel39]
 }
 
-/// A set of LE PHYs as the PHY-preference commands encode them (TX_PHYs/RX_PHYs bit fields).
-/// §7.8.48, §7.8.49.
+/// A set of LE PHYs as the PHY-preference, scanning and initiating commands encode them
+/// (TX_PHYs/RX_PHYs, Scanning_PHYs, Initiating_PHYs bit fields). §7.8.48, §7.8.49, §7.8.64, §7.8.66.
 public struct LEPHYSet: OptionSet, Sendable, Hashable {
+    /// The bit field: bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded.
     public var rawValue: UInt8
+    /// The PHYs of a bit field.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// LE 1M, the PHY every LE controller has.
     public static let le1M = LEPHYSet(rawValue: 0x01)
+    /// LE 2M (Bluetooth 5): twice the rate, for connections and auxiliary advertising packets.
     public static let le2M = LEPHYSet(rawValue: 0x02)
+    /// LE Coded (Bluetooth 5): long range at 125 or 500 kb/s.
     public static let leCoded = LEPHYSet(rawValue: 0x04)
 }
 

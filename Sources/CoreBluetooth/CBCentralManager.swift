@@ -356,9 +356,9 @@ open class CBCentralManager: CBManager, @unchecked Sendable {
     }
 
     /// Whether the controller supports these features (`CBCentralManager.Feature`), as iOS
-    /// answers for its own: `.extendedScanAndConnect` once a manager has opened a controller
-    /// that has Bluetooth 5's extended scanning and connecting commands (which the stack then
-    /// uses); false before any has.
+    /// answers for its own: `.extendedScanAndConnect` when the controller a manager of this
+    /// process opened last has Bluetooth 5's extended scanning and connecting commands (which the
+    /// stack then uses); false before any manager has opened one.
     open class func supports(_ features: Feature) -> Bool {
         features.isSubset(of: CBHost.supportedFeatures.withLock { $0 })
     }

@@ -14,7 +14,8 @@ final class CBHost: Sendable {
     private let nextObserver = Mutex<UInt64>(1)
     private let failed = Mutex(false)
     let peripheralRole = Mutex<PeripheralManager?>(nil)
-    /// What `CBCentralManager.supports` answers: the features of the controllers opened so far.
+    /// What `CBCentralManager.supports` answers: the features of the controller this process
+    /// opened last (one, in the usual process; none before any opened).
     static let supportedFeatures = Mutex<CBCentralManager.Feature>([])
 
     init(spec: String, central: Central) {
@@ -82,9 +83,8 @@ actor CBHostRegistry {
         let task = Task<CBHost, any Error> {
             let transport = try await Controllers.open(spec: key.isEmpty ? nil : key)
             let central = try await Central.open(transport: transport, configuration: Self.configuration(spec: key))
-            if central.controllerInfo.supportsExtendedAdvertisingCommands {
-                CBHost.supportedFeatures.withLock { _ = $0.insert(.extendedScanAndConnect) }
-            }
+            let features: CBCentralManager.Feature = central.controllerInfo.supportsExtendedAdvertisingCommands ? .extendedScanAndConnect : []
+            CBHost.supportedFeatures.withLock { $0 = features }
             let host = CBHost(spec: key, central: central)
             host.startMonitor()
             return host

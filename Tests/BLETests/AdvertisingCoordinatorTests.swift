@@ -37,6 +37,7 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         var enabled: Bool { advertising.isEnabled }
         func clearCommands() { record.commands = [] }
         func useExtendedCommands() { usesExtendedCommands = true }
+        func failOnce(_ opcode: HCIOpcode) { record.failingOnce.insert(opcode) }
         func start(_ kind: AdvertisingParameters.Kind, scanResponse: AdvertisingData? = nil) async throws {
             var parameters = AdvertisingParameters()
             parameters.kind = kind
@@ -209,5 +210,19 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         let opcodes = await d.opcodes
         XCTAssertFalse(opcodes.contains(.leSetAdvertisingSetRandomAddress))
         XCTAssertEqual(opcodes.last, .leSetExtendedAdvertisingEnable)
+    }
+
+    /// A restart whose disable failed leaves the set possibly advertising: its scan response is
+    /// not emptied then (it would go on advertising without it when the new parameters are
+    /// refused, as a controller refuses them for a set that is on).
+    func testAScanResponseIsKeptWhenTheSetMayStillBeAdvertising() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        try await d.start(.connectable, scanResponse: AdvertisingData.Builder().txPowerLevel(4).build())
+        await d.clearCommands()
+        await d.failOnce(.leSetExtendedAdvertisingEnable)
+        try? await d.start(.nonConnectable)
+        let responses = await d.record.commands.filter { $0.opcode == .leSetExtendedScanResponseData }
+        XCTAssertEqual(responses, [], "the scan response emptied while the set may be on")
     }
 }

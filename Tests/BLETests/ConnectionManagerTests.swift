@@ -105,7 +105,7 @@ final class ConnectionManagerTests: XCTestCase {
         for (phys, bits, entries) in [(LEPHYSet.le1M, UInt8(0x03), 2), (LEPHYSet.leCoded, 0x04, 1), ([.le1M, .leCoded], 0x07, 3)] {
             await d.clearCommands()
             let attempt = Task { try await d.connect(p, phys: phys) }
-            await d.waitForCommand(.leExtendedCreateConnection)
+            try await waitUntilSent(.leExtendedCreateConnection, d)
             let opcodes = await d.opcodes
             XCTAssertEqual(opcodes, [.leExtendedCreateConnection], "no legacy LE Create Connection")
             let create = try await XCTUnwrapAsync(await d.record.commands.last)
@@ -166,7 +166,7 @@ final class ConnectionManagerTests: XCTestCase {
         var opcodes = await d.opcodes
         XCTAssertEqual(opcodes, [])
         let attempt = Task { try await d.connect(p) }
-        await d.waitForCommand(.leExtendedCreateConnection)
+        try await waitUntilSent(.leExtendedCreateConnection, d)
         let create = try await XCTUnwrapAsync(await d.record.commands.last)
         XCTAssertEqual(create.parameters[9], LEPHYSet.le1M.rawValue)
         XCTAssertEqual(create.parameters.count, 10 + 16)
@@ -174,5 +174,14 @@ final class ConnectionManagerTests: XCTestCase {
         _ = try await attempt.value
         opcodes = await d.opcodes
         XCTAssertEqual(opcodes, [.leExtendedCreateConnection])
+    }
+
+    struct NeverSent: Error { let opcode: HCIOpcode }
+
+    /// Yields until `d` has been sent `opcode`, at most `turns` times: a connect that fails
+    /// before it sends fails the test rather than hang it.
+    func waitUntilSent(_ opcode: HCIOpcode, _ d: Driver, turns: Int = 100_000) async throws {
+        for _ in 0..<turns where await !d.opcodes.contains(opcode) { await Task.yield() }
+        guard await d.opcodes.contains(opcode) else { throw NeverSent(opcode: opcode) }
     }
 }

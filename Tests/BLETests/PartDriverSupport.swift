@@ -8,12 +8,16 @@ import BLEHCI
 struct DriverRecord {
     var commands: [HCICommand] = []
     var failing: Set<HCIOpcode> = []
+    /// Opcodes failed once each, the next time they are sent.
+    var failingOnce: Set<HCIOpcode> = []
     var tasks: [@Sendable () async throws -> Void] = []
 
     /// Records `cmd` and answers it as a controller would (status only).
     mutating func answer(_ cmd: HCICommand) throws -> [UInt8] {
         commands.append(cmd)
-        if failing.contains(cmd.opcode) { throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .commandDisallowed)) }
+        if failing.contains(cmd.opcode) || failingOnce.remove(cmd.opcode) != nil {
+            throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .commandDisallowed))
+        }
         return [0]
     }
 

@@ -37,6 +37,7 @@ final class ScanCoordinatorTests: XCTestCase {
         }
         var isPreparationHeld: Bool { preparationGate != nil }
         func lacksCoded() { supportedPHYs = [.le1M, .le2M] }
+        func failOnce(_ opcode: HCIOpcode) { record.failingOnce.insert(opcode) }
         func pause() async { await scanning.withRadioPaused(self) { _ in } }
         func identity(of address: DeviceAddress) -> DeviceAddress? { identities[address] }
 
@@ -226,10 +227,12 @@ final class ScanCoordinatorTests: XCTestCase {
         await d.useExtendedCommands()
         await d.holdPreparation()
         let start = Task { try await d.start(active: false, ScanBuffer(), phys: .leCoded) }
-        while await !d.isPreparationHeld { await Task.yield() }
+        // Each wait for the other task is bounded in turns, so a change that never reaches the
+        // point fails the test rather than hang it.
+        try await until("the start prepares the radio") { await d.isPreparationHeld }
         // `stop` ends the scan at once, then waits for the start under way to settle.
         let stop = Task { await d.stop() }
-        while await d.radioIsRunningScans() { await Task.yield() }
+        try await until("the stop ends the scan") { await !d.radioIsRunningScans() }
         await d.releasePreparation()
         await stop.value
         do {
@@ -238,5 +241,37 @@ final class ScanCoordinatorTests: XCTestCase {
         } catch is CancellationError {}
         let opcodes = await d.opcodes
         XCTAssertFalse(opcodes.contains(.leSetExtendedScanParameters), "\(opcodes)")
+    }
+
+    struct NeverHappened: Error { let what: String }
+
+    /// Yields until `condition` holds, at most `turns` times; fails the test when it never does.
+    func until(_ what: String, turns: Int = 100_000, _ condition: () async -> Bool) async throws {
+        for _ in 0..<turns where await !condition() { await Task.yield() }
+        guard await condition() else { throw NeverHappened(what: what) }
+    }
+
+    /// A scan whose parameters the controller refuses after the scanner went off for it ends
+    /// with the error, and the scan already running gets the scanner back as it had it (its
+    /// own parameters, then enable) and goes on.
+    func testARefusedJoinGivesTheRunningScanTheScannerBack() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        let running = ScanBuffer()
+        _ = try await d.start(active: false, running)
+        await d.failOnce(.leSetExtendedScanParameters)
+        do {
+            _ = try await d.start(active: false, ScanBuffer(), phys: [.le1M, .leCoded])
+            XCTFail("a refused scan started")
+        } catch BLEError.hci {}
+        let parameters = await d.extendedParameters
+        XCTAssertEqual(parameters.map(\.phys), [0x01, 0x05, 0x01], "the refused coded one, then the running scan's again")
+        let enables = await d.extendedEnables
+        XCTAssertEqual(enables, [true, false, true])
+        await d.hear(device)
+        var batch: [ScannedDevice] = []
+        let more = try await running.next(into: &batch)
+        XCTAssertTrue(more, "the running scan ended with the other's error")
+        XCTAssertEqual(batch.map(\.address), [device])
     }
 }

@@ -87,7 +87,8 @@ public final class Central: Sendable {
     /// `phys` are the PHYs it listens on: LE 1M, or with the extended commands
     /// (`HostConfiguration.advertisingCommands`) LE Coded as well or alone, for long-range
     /// advertisers (Core spec Vol 4 Part E §7.8.64); a scan that asks for LE Coded from a host on
-    /// the legacy commands ends at once with `BLEError.unsupported`.
+    /// the legacy commands, or of a controller whose LE features lack it, ends at once with
+    /// `BLEError.unsupported`.
     public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil,
                      phys: LEPHYSet = .le1M) -> ScanResults {
         let buffer = ScanBuffer()
@@ -132,7 +133,7 @@ public final class Central: Sendable {
     /// with the extended commands LE Coded as well or alone (LE Extended Create Connection, Vol 4
     /// Part E §7.8.66, which also gives parameters for a connection that starts on LE 2M).
     public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10), phys: LEPHYSet = .le1M) async throws -> Peripheral {
-        try await host.run { try ConnectionManager.validate(phys: phys, extended: $0.usesExtendedCommands, supported: $0.supportedPHYs) }
+        try await host.run { try ListeningPHYs.validate(phys, for: .initiating, extended: $0.usesExtendedCommands, supported: $0.supportedPHYs) }
         await host.run { await $0.scanning.stop($0) }
         let started = clock.now()
         let target: DeviceAddress

@@ -42,8 +42,8 @@ final class AdvertisingCoordinator {
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
     private var paused = 0
     /// With the extended commands: set 0 holds a scan response, which it keeps until replaced,
-    /// even when it is given parameters that make it not scannable (which a controller then
-    /// refuses, as rootcanal does, §7.8.55).
+    /// even when it is given parameters that make it not scannable (which rootcanal refuses;
+    /// the spec leaves that case unsaid, §7.8.53, §7.8.55).
     private var setHoldsScanResponse = false
 
     /// Whether the controller is advertising now.
@@ -65,6 +65,7 @@ final class AdvertisingCoordinator {
         let (lo, hi) = try parameters.units()
         state?.generation &+= 1
         state?.wanted = false
+        var mayStillAdvertise = false
         if state?.enabled == true {
             state?.enabled = false
             do {
@@ -72,12 +73,15 @@ final class AdvertisingCoordinator {
             } catch {
                 // The parameters below fail too if it is still on; say why then.
                 host.log("LE Set Advertising Enable (off) before new parameters: \(error)")
+                mayStillAdvertise = true
             }
         }
         await host.prepareRadioForAdvertising()
         if host.usesExtendedCommands {
-            if setHoldsScanResponse && parameters.kind == .nonConnectable {
-                // Emptied while the set is still scannable, before it becomes one that is not.
+            if setHoldsScanResponse && parameters.kind == .nonConnectable && !mayStillAdvertise {
+                // Emptied while the set is still scannable, before it becomes one that is not
+                // (never while it may still be advertising: the parameters then fail, and it would
+                // go on without its scan response).
                 try await host.commandReturning(.leSetExtendedScanResponseData(
                     handle: Self.setHandle, AdvertisingDataFragment(operation: .complete, bytes: [])))
                 setHoldsScanResponse = false

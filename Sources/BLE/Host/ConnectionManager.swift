@@ -45,7 +45,7 @@ final class ConnectionManager {
     func connect(to peer: DeviceAddress, timeout: Duration, phys: LEPHYSet = .le1M, ownAddressType: OwnAddressType,
                  _ host: isolated some ConnectionDriver) async throws -> LinkHandle {
         if let failure = host.failure { throw failure }
-        try Self.validate(phys: phys, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
+        try ListeningPHYs.validate(phys, for: .initiating, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
         guard attemptResult == nil else { throw BLEError.busy("another connection attempt is in progress") }
         await host.prepareRadioForConnecting()
         guard let id = initiator.begin(peer: peer, deadline: host.now + timeout) else {
@@ -69,21 +69,6 @@ final class ConnectionManager {
         return LinkHandle(id: link.id, handle: handle, peer: link.peer, observation: link.observation)
     }
 
-    /// The initiating PHYs a connect may ask for: LE 1M and LE Coded (LE 2M is never scanned),
-    /// the coded one only with the extended commands (§7.8.66) on a controller that has it.
-    static func validate(phys: LEPHYSet, extended: Bool, supported: LEPHYSet) throws {
-        guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
-            throw BLEError.invalidArgument("a connection is initiated on LE 1M, LE Coded or both")
-        }
-        guard phys.contains(.leCoded) else { return }
-        guard extended else {
-            throw BLEError.unsupported("connecting on the LE Coded PHY needs LE Extended Create Connection, which this "
-                                       + "controller does not list (or HostConfiguration.advertisingCommands is .legacy)")
-        }
-        guard supported.contains(.leCoded) else {
-            throw BLEError.unsupported("this controller's LE features do not list the LE Coded PHY")
-        }
-    }
 
     /// LE Create Connection (§7.8.12), or LE Extended Create Connection (§7.8.66) with the same
     /// parameters for each PHY in `phys`, and for LE 2M alongside LE 1M when the controller has

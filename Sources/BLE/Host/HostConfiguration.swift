@@ -25,11 +25,12 @@ public struct ControllerInfo: Sendable {
     /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
     public var aclBufferCount: Int
 
-    /// Whether the controller lists every one of Bluetooth 5's advertising, scanning and
-    /// connecting commands the host uses (LE Set Advertising Set Random Address, the extended
-    /// advertising parameters, data, scan response and enable commands, LE Set Extended Scan
-    /// Parameters and Enable, LE Extended Create Connection: Vol 4 Part E §7.8.52–§7.8.58,
-    /// §7.8.64–§7.8.66), which `AdvertisingCommandSet.extendedWhenSupported` then uses.
+    /// Whether the controller lists Bluetooth 5's advertising, scanning and connecting commands:
+    /// every one the host uses (LE Set Advertising Set Random Address, the extended advertising
+    /// parameters, data, scan response and enable commands, LE Set Extended Scan Parameters and
+    /// Enable, LE Extended Create Connection) and LE Read Number of Supported Advertising Sets
+    /// (Vol 4 Part E §7.8.52–§7.8.58, §7.8.64–§7.8.66), which
+    /// `AdvertisingCommandSet.extendedWhenSupported` then uses.
     public var supportsExtendedAdvertisingCommands: Bool {
         guard let c = supportedCommands else { return false }
         return c.leSetAdvertisingSetRandomAddress && c.extendedAdvertising && c.extendedScanning

@@ -65,7 +65,7 @@ final class ScanCoordinator {
                consumer: ScanBuffer,
                _ host: isolated some ScanDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
-        try Self.validate(phys: phys, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
+        try ListeningPHYs.validate(phys, for: .scanning, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
@@ -77,7 +77,13 @@ final class ScanCoordinator {
             guard scanner.isRunning(id) else { throw CancellationError() }
         } catch {
             if scanner.end(id) { forget(id) }
-            if scanner.runningIDs.isEmpty { await disableRadio(host) }
+            if scanner.runningIDs.isEmpty {
+                await disableRadio(host)
+            } else if !isRadioEnabled {
+                // The controller refused this scan's parameters or enable after the scanner went
+                // off for them: the scans left get it back as they had it.
+                await restoreRadio(ownAddressType: ownAddressType, host)
+            }
             throw error
         }
         scanner.enabled(id, now: host.now)
@@ -85,23 +91,6 @@ final class ScanCoordinator {
         return id
     }
 
-    /// The PHYs a scan may ask for: LE 1M and LE Coded (there is no scanning on LE 2M, which
-    /// carries only auxiliary packets, Vol 6 Part B §4.4.3), the coded one only with the extended
-    /// commands (§7.8.64) on a controller that has the coded PHY (`supported`). Refused here,
-    /// before any command, so a refusal never stops the scans already running.
-    static func validate(phys: LEPHYSet, extended: Bool, supported: LEPHYSet) throws {
-        guard !phys.isEmpty, phys.isSubset(of: [.le1M, .leCoded]) else {
-            throw BLEError.invalidArgument("a scan listens on LE 1M, LE Coded or both")
-        }
-        guard phys.contains(.leCoded) else { return }
-        guard extended else {
-            throw BLEError.unsupported("scanning on the LE Coded PHY needs Bluetooth 5's extended scanning commands, which this "
-                                       + "controller does not list (or HostConfiguration.advertisingCommands is .legacy)")
-        }
-        guard supported.contains(.leCoded) else {
-            throw BLEError.unsupported("this controller's LE features do not list the LE Coded PHY")
-        }
-    }
 
     /// A scan ended: its consumer and PHYs are forgotten; returns the consumer.
     @discardableResult
@@ -120,12 +109,18 @@ final class ScanCoordinator {
             starting = false
             wakeIfIdle()
         }
+        try await switchRadioOn(ownAddressType: ownAddressType, host)
+    }
+
+    /// Turns the scanner back on for the running scans after one joining them was refused (its
+    /// scan type or PHYs); if the controller refuses theirs too, they end with its error rather
+    /// than wait in silence.
+    private func restoreRadio(ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async {
+        let phys = scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) }
         do {
-            try await switchRadioOn(ownAddressType: ownAddressType, host)
+            try await turnRadioOn(active: scanner.wantsActiveScanning, phys: phys, ownAddressType: ownAddressType, host)
         } catch {
-            // The scanner is off, and the other scans would wait in silence: they end too.
-            if !radioEnabled { endAll(error: error, host) }
-            throw error
+            endAll(error: error, host)
         }
     }
 
