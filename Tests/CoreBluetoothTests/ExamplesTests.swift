@@ -41,8 +41,14 @@ final class ExamplesTests: XCTestCase {
         var exitStatus: Int32? { lock.withLock { _ in status } }
 
         func attach(_ app: ExampleApp) {
-            app.output = { [self] line in lock.withLock { _ in lines.append(line) } }
-            app.finish = { [self] code in lock.withLock { _ in status = code } }
+            app.output = { [self] line in
+                lock.withLock { _ in lines.append(line) }
+                TestEvents.happened()
+            }
+            app.finish = { [self] code in
+                lock.withLock { _ in status = code }
+                TestEvents.happened()
+            }
         }
     }
 

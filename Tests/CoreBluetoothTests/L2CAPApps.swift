@@ -46,6 +46,7 @@ class ChannelEnd: NSObject, StreamDelegate, @unchecked Sendable {
         lock.lock()
         lines.append(line)
         lock.unlock()
+        TestEvents.happened()
     }
 
     /// Where the streams are scheduled: the current run loop when nil.

@@ -24,7 +24,10 @@ final class Thermometer: NSObject, CBPeripheralManagerDelegate, @unchecked Senda
         manager = CBPeripheralManager(delegate: self, queue: queue, options: [SwiftBLEManagerOptionHCIKey: "virtual"])
     }
 
-    private func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
+    private func record(_ line: String) {
+        lock.withLock { _ in lines.append(line) }
+        TestEvents.happened()
+    }
     var events: [String] { lock.withLock { _ in lines } }
     var writes: [Data] { lock.withLock { _ in written } }
 

@@ -10,7 +10,10 @@ final class ServiceRemovalTests: XCTestCase {
         private let lock = Mutex(())
         private var lines: [String] = []
         var events: [String] { lock.withLock { _ in lines } }
-        private func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
+        private func record(_ line: String) {
+            lock.withLock { _ in lines.append(line) }
+            TestEvents.happened()
+        }
 
         func peripheralManagerDidUpdateState(_ peripheral: CBPeripheralManager) { record("state \(peripheral.state)") }
         func peripheralManager(_ peripheral: CBPeripheralManager, didAdd service: CBService, error: (any Error)?) {

@@ -70,6 +70,7 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
             if !onQueue { offQueue.append(line) }
             if let error { errors[line] = error }
         }
+        TestEvents.happened()
     }
 
     var events: [String] { lock.withLock { _ in lines } }
@@ -130,9 +131,27 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     var rssi: NSNumber? { lock.withLock { _ in lastRSSI } }
 }
 
+/// What a `wait` on the main thread sleeps until: a delegate callback (on the main queue it runs
+/// there; on another queue its recorder says `happened()`, which puts an empty block on the main
+/// queue), or another source of the main run loop.
+enum TestEvents {
+    /// Something a test may be waiting for happened off the main thread: wakes a waiting `wait`.
+    static func happened() {
+        DispatchQueue.main.async {}
+    }
+
+    /// The longest a `wait` sleeps without an event before it looks at its condition again: for
+    /// conditions on state that changes with no callback (a property the stack sets on its own
+    /// queue), so they are seen within this much, not at the deadline.
+    static let recheck: TimeInterval = 0.2
+}
+
 extension XCTestCase {
     /// Waits (in real time, at most `seconds`) until `condition` holds; the virtual radio here runs
-    /// in real time, so each step waits for its explicit event rather than for a fixed time.
+    /// in real time, so each step waits for its explicit event rather than for a fixed time. The
+    /// main run loop runs until it has handled something (a delegate callback, `TestEvents`'
+    /// wake-up) and then the condition is looked at again; never more than `TestEvents.recheck`
+    /// without a look.
     func wait(_ what: String, seconds: Double = 15, file: StaticString = #filePath, line: UInt = #line, until condition: () -> Bool) {
         let deadline = Date().addingTimeInterval(seconds)
         while !condition() {
@@ -140,7 +159,7 @@ extension XCTestCase {
                 XCTFail("timed out waiting for \(what)", file: file, line: line)
                 return
             }
-            RunLoop.current.run(until: Date().addingTimeInterval(0.01))
+            _ = RunLoop.current.run(mode: .default, before: min(deadline, Date().addingTimeInterval(TestEvents.recheck)))
         }
     }
 }

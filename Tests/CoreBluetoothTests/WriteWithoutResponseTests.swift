@@ -12,7 +12,10 @@ final class WriteWithoutResponseTests: XCTestCase {
         private let lock = Mutex(())
         private var lines: [String] = []
         var events: [String] { lock.withLock { _ in lines } }
-        func record(_ line: String) { lock.withLock { _ in lines.append(line) } }
+        func record(_ line: String) {
+            lock.withLock { _ in lines.append(line) }
+            TestEvents.happened()
+        }
         func peripheralIsReady(toSendWriteWithoutResponse peripheral: CBPeripheral) {
             record("ready, canSend \(peripheral.canSendWriteWithoutResponse)")
         }

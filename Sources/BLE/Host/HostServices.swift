@@ -1,6 +1,6 @@
 import BLEHCI
 
-/// What every part of the host may use from the driver that owns it (`HostController`): the
+/// What every part of the host may use from the driver that owns it (the host actor): the
 /// time, the one timer, HCI commands, tasks the host owns, the log, and a way back onto the
 /// owner's isolation. None of these is another part: what a part needs of a sibling it declares
 /// in its own protocol (`ScanDriver`...), which the driver alone implements (ARCHITECTURE.md,
