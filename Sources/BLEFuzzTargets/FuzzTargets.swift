@@ -28,6 +28,7 @@ public enum FuzzTargets {
         "advertising-data": GAPFuzzTargets.advertisingData,
         "http-request": HTTPFuzzTargets.httpRequest,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
+        "extended-report-assembly": ExtendedReportFuzzTarget.run,
         "smp-pdu": SMPFuzzTargets.smpPDU,
         "smp-pairing": SMPStateFuzzTargets.smpPairing,
     ]
@@ -185,6 +186,8 @@ public enum FuzzTargets {
                 [3, 0, 1, 1, 1, UInt8(request.count)] + request + [1, 1, UInt8(key.count)] + key,
                 [0, 0, 0, 0, 0, 0, 1, UInt8(response.count)] + response + [0, 1, 17, 3] + Array(repeating: 7, count: 16) + [0, 8, 40],
             ]
+        case "extended-report-assembly":
+            return ExtendedReportFuzzTarget.seeds
         case "scan-aggregator":
             let ad = AdvertisingData.Builder().flags([.leGeneralDiscoverable]).serviceUUIDs([BluetoothUUID(0x180D)]).build().encode()
             let name = AdvertisingData.Builder().localName("abc").build().encode()

@@ -39,6 +39,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testATTSignedWrite() { smoke("att-signed-write") }
     func testAdvertisingData() { smoke("advertising-data") }
     func testScanAggregator() { smoke("scan-aggregator") }
+    func testExtendedReportAssembly() { smoke("extended-report-assembly") }
     func testSMPPDU() { smoke("smp-pdu") }
     func testSMPPairing() { smoke("smp-pairing") }
     func testHTTPRequest() { smoke("http-request") }
@@ -49,7 +50,7 @@ final class FuzzSmokeTests: XCTestCase {
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
             "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler",
             "enhanced-credit-based-signaling", "att-pdu", "att-client-bearer", "att-client-bearer-set", "att-signed-write",
-            "advertising-data", "scan-aggregator", "http-request",
+            "advertising-data", "scan-aggregator", "extended-report-assembly", "http-request",
             "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)
