@@ -39,7 +39,7 @@ final class PeripheralNameTests: XCTestCase {
             try await manager.stopAdvertising()
             try await Self.advertise(manager, name: second)
         }
-        wait("the new name") { recorder.events.contains("name \(second)") }
+        wait("the new name and its discovery") { recorder.events.contains("name \(second)") && recorder.events.contains("discover \(second)") }
         central.stopScan()
         let renamed = recorder.events.drop { $0 != "name \(second)" }
         XCTAssertEqual(renamed.dropFirst().first, "discover \(second)", "the name callback comes before the discovery: \(recorder.events)")
