@@ -24,6 +24,8 @@ struct CommandNeeds: OptionSet, Sendable {
     static let handlesInterrupts = CommandNeeds(rawValue: 1 << 2)
     /// Pairs, or raises security when a peer asks for it: takes the PAIRING OPTIONS.
     static let pairing = CommandNeeds(rawValue: 1 << 3)
+    /// Scans or connects as a central: takes `--phy`, the PHYs it listens on for advertisements.
+    static let listening = CommandNeeds(rawValue: 1 << 4)
 }
 
 /// How to reach a controller, for every command that `needs: .controller`.
@@ -33,6 +35,11 @@ let controllerOptions = CommandOptionGroup(title: "CONTROLLER OPTIONS", options:
     .single("gatt-cache", value: "DIR", help: "keep what GATT discovery learns of each peer in DIR (default: $BLE_GATT_CACHE, else $XDG_CACHE_HOME/ble/gatt; in memory with --hci virtual)"),
     .flag("verbose", help: "log what the stack drops or ignores to stderr"),
 ] + bondOptions)
+
+/// For commands that scan or connect (`needs: .listening`): the PHYs they listen on for
+/// advertisements, `HostConfiguration.listeningPHYs`.
+let listeningPHYOption = CommandOption.single(
+    "phy", value: "LIST", help: "PHYs to listen on for advertisements when scanning and connecting: 1m (default), coded, or 1m,coded (coded needs a Bluetooth 5 controller)")
 
 /// For commands that connect: the ATT MTU to ask for.
 let mtuOption = CommandOption.single("mtu", value: "N", help: "ATT MTU to ask for after connecting, 23...517 (default 517)")
@@ -59,7 +66,8 @@ extension BLECommand {
 
     /// Everything the command accepts, for the parser and for help.
     static var signature: CommandSignature {
-        CommandSignature(name: name, abstract: abstract, discussion: discussion, positionals: positionals, options: options,
+        CommandSignature(name: name, abstract: abstract, discussion: discussion, positionals: positionals,
+                         options: options + (needs.contains(.listening) ? [listeningPHYOption] : []),
                          optionGroups: (needs.contains(.controller) ? [controllerOptions] : []) + (needs.contains(.pairing) ? [pairingOptions] : []))
     }
 

@@ -12,9 +12,12 @@ struct ControllerOptions {
     var gattCacheDirectory: String?
     var mtu: Int
     var security: SecurityOptions
+    /// `--phy`: the PHYs scans and connections listen on for advertisements.
+    var listeningPHYs: LEPHYSet = .le1M
 
     /// `attMTU` false: the command's `--mtu` is not the ATT MTU (`ble l2cap`'s is the channel's).
-    init(_ args: ParsedArguments, attMTU: Bool = true, environment: [String: String] = currentEnvironment()) throws {
+    /// `listening`: the command takes `--phy` (`CommandNeeds.listening`).
+    init(_ args: ParsedArguments, attMTU: Bool = true, listening: Bool = false, environment: [String: String] = currentEnvironment()) throws {
         hci = args.option("hci")
         capture = args.option("capture")
         security = try SecurityOptions(args, environment: environment)
@@ -37,6 +40,20 @@ struct ControllerOptions {
         mtu = try attMTU ? (args.int("mtu") ?? 517) : 517
         guard (23...517).contains(mtu) else { throw UsageError("--mtu must be between 23 and 517") }
         if args.flag("verbose") { HostDiagnostics.verbose = true }
+        if listening, let text = args.option("phy") { listeningPHYs = try Self.phys(text) }
+    }
+
+    /// `--phy`: a comma list of `1m` and `coded`.
+    static func phys(_ text: String) throws -> LEPHYSet {
+        var phys = LEPHYSet()
+        for part in text.lowercased().split(separator: ",", omittingEmptySubsequences: false) {
+            switch part {
+            case "1m": phys.insert(.le1M)
+            case "coded": phys.insert(.leCoded)
+            default: throw UsageError("--phy takes 1m, coded or 1m,coded, not '\(text)'")
+            }
+        }
+        return phys
     }
 
     /// Opens a central with the bond store and pairing settings. It uses the stored identity
@@ -45,6 +62,7 @@ struct ControllerOptions {
     func openCentral(target: AddressArgument? = nil, pairing: Bool = false) async throws -> Central {
         let store = try security.bondStore()
         var configuration = HostConfiguration()
+        configuration.listeningPHYs = listeningPHYs
         configuration.security = security.settings(store: store)
         configuration.gattCache = try gattCacheStore()
         let bonds = (try? store.bonds()) ?? []

@@ -81,4 +81,21 @@ final class ExtendedScanInteropTests: XCTestCase {
         XCTAssertTrue(result.succeeded, "\(result)")
         XCTAssertTrue(result.stdout.contains("[SID 3 Coded/2M]"), result.stdout)
     }
+
+    /// `ble gatt` connects to a connectable extended set (LE Extended Create Connection) on the
+    /// LE Coded primary PHY with `--phy coded`, and on LE 1M by default (its auxiliary packets on
+    /// LE 2M), and reads Bumble's database: the Device Name is the set's name.
+    func testGattConnectsToAConnectableExtendedSetOnTheCodedAndThe1MPHY() throws {
+        let env = try InteropEnvironment.current()
+        for phy in ["coded", "1m"] {
+            let name = uniqueName()
+            let peer = try startPeer("extended_advertiser.py", arguments: ["--name", name, "--phy", phy, "--connectable", "--length", "60"],
+                                     environment: env)
+            let result = try BLETool.run(["gatt", "\(peer.address)/random", "--json", "--phy", phy, "--hci", env.rootcanal], timeout: 60)
+            XCTAssertTrue(result.succeeded, "\(phy): \(result)")
+            XCTAssertTrue(result.stdout.contains("\"utf8\":\"\(name)\""), "\(phy): the Device Name read back: \(result.stdout.prefix(600))")
+            try peer.waitForEvent("connected", timeout: 10)
+        }
+    }
 }
+

@@ -43,6 +43,8 @@ public actor FakeController {
     /// connecting commands (octets 36–37; off by default, so a host drives it with the legacy
     /// ones, which the tests script); every other command is listed either way.
     public var listsExtendedAdvertisingCommands = false
+    /// The PHY LE Read PHY reports for a link (both directions).
+    public var linkPHY: LEPHY = .le1M
     /// LE Read Local Supported Features' answer (Vol 6 Part B §4.6): encryption only by default.
     public var leFeatures: [UInt8] = [0x01, 0, 0, 0, 0, 0, 0, 0]
     private var heldCredits: [UInt16: UInt16] = [:]
@@ -341,9 +343,13 @@ public actor FakeController {
             let handle = nextHandle
             nextHandle += 1
             pendingConnectPeer = nil
-            return [status(c.opcode), .le(.connectionComplete(LEConnectionComplete(
+            let complete: HCIEvent = .le(.connectionComplete(LEConnectionComplete(
                 status: .success, handle: handle, role: .central, peer: peer, interval: 24, latency: 0,
-                supervisionTimeout: 420, centralClockAccuracy: 0, format: extended ? .enhanced : .legacy)))]
+                supervisionTimeout: 420, centralClockAccuracy: 0, format: extended ? .enhanced : .legacy)))
+            // A Bluetooth 5 controller says which channel selection algorithm the link uses (#2).
+            return [status(c.opcode), complete] + (extended ? [.le(.channelSelectionAlgorithm(handle: handle, algorithm: 1))] : [])
+        case .leReadPHY:
+            return [complete(c.opcode, Array(c.parameters.prefix(2)) + [linkPHY.rawValue, linkPHY.rawValue])]
         case .leCreateConnectionCancel:
             guard let peer = pendingConnectPeer else {
                 return [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]

@@ -52,6 +52,7 @@ final class ConnectionManagerTests: XCTestCase {
         func support(_ phys: LEPHYSet) { supportedPHYs = phys }
         func clearCommands() { record.commands = [] }
         var handles: [UInt16] { connections.links.handles }
+        func channelSelectionAlgorithm(_ handle: UInt16) -> Int? { connections.links[handle]?.observation.snapshot.channelSelectionAlgorithm }
         var lastCreateConnection: HCICommand? { record.commands.last { $0.opcode == .leCreateConnection } }
     }
 
@@ -174,6 +175,26 @@ final class ConnectionManagerTests: XCTestCase {
         _ = try await attempt.value
         opcodes = await d.opcodes
         XCTAssertEqual(opcodes, [.leExtendedCreateConnection])
+    }
+
+    /// LE Channel Selection Algorithm (Vol 4 Part E §7.7.65.20): 0x00 is algorithm #1, 0x01
+    /// #2, shown to the application; a reserved value, or one for a handle with no link, is
+    /// ignored.
+    func testTheChannelSelectionAlgorithmEventReachesTheLink() async throws {
+        let d = Driver()
+        await d.deliver(complete(handle: 0x41, role: .peripheral))
+        var csa = await d.channelSelectionAlgorithm(0x41)
+        XCTAssertNil(csa)
+        await d.deliver(.channelSelectionAlgorithm(handle: 0x41, algorithm: 0x05))
+        csa = await d.channelSelectionAlgorithm(0x41)
+        XCTAssertNil(csa, "a reserved value")
+        await d.deliver(.channelSelectionAlgorithm(handle: 0x42, algorithm: 0x01))
+        await d.deliver(.channelSelectionAlgorithm(handle: 0x41, algorithm: 0x01))
+        csa = await d.channelSelectionAlgorithm(0x41)
+        XCTAssertEqual(csa, 2)
+        await d.deliver(.channelSelectionAlgorithm(handle: 0x41, algorithm: 0x00))
+        csa = await d.channelSelectionAlgorithm(0x41)
+        XCTAssertEqual(csa, 1)
     }
 
     struct NeverSent: Error { let opcode: HCIOpcode }

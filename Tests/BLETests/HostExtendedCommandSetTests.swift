@@ -41,6 +41,7 @@ final class HostExtendedCommandSetTests: XCTestCase {
         await t.controller.configure {
             $0.listsExtendedAdvertisingCommands = true
             $0.leFeatures = [0x01, 0x09, 0, 0, 0, 0, 0, 0] // and the LE 2M and LE Coded PHYs
+            $0.linkPHY = .leCoded
         }
         await t.controller.start()
         // The default configuration: the extended commands where the controller has them.
@@ -73,6 +74,11 @@ final class HostExtendedCommandSetTests: XCTestCase {
         let create = try await XCTUnwrapAsync(await t.controller.commands.last { $0.opcode == .leExtendedCreateConnection })
         XCTAssertEqual(create.parameters[9], LEPHYSet([.le1M, .le2M, .leCoded]).rawValue)
         XCTAssertEqual(peripheral.address, device)
+        // The link's PHY read once it was made (it started on LE Coded), and its channel
+        // selection algorithm as the controller's event said; each within a bounded number of turns.
+        for _ in 0..<100_000 where peripheral.phy != .leCoded || peripheral.channelSelectionAlgorithm == nil { await Task.yield() }
+        XCTAssertEqual(peripheral.phy, .leCoded)
+        XCTAssertEqual(peripheral.channelSelectionAlgorithm, 2)
         let legacy = await sent(t, of: Self.legacyOpcodes)
         XCTAssertEqual(legacy, [], "legacy commands mixed in")
         await central.close()
@@ -107,8 +113,11 @@ final class HostExtendedCommandSetTests: XCTestCase {
         let scan = Task { for try await _ in central.scan(active: false) { break } }
         _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 1 }
         scan.cancel()
-        _ = try await central.connect(device, timeout: .seconds(5))
+        let peripheral = try await central.connect(device, timeout: .seconds(5))
+        XCTAssertNil(peripheral.channelSelectionAlgorithm, "a legacy connection gets no channel selection event here")
         let extended = await sent(t, of: Self.extendedOpcodes)
+        let opcodes = await t.controller.commands.map(\.opcode)
+        XCTAssertFalse(opcodes.contains(.leReadPHY), "a legacy connection starts on LE 1M: nothing to read")
         XCTAssertEqual(extended, [])
         let legacy = await sent(t, of: Self.legacyOpcodes)
         XCTAssertTrue(legacy.contains(.leCreateConnection))

@@ -84,15 +84,16 @@ public final class Central: Sendable {
     /// the controller's scanner, which stops when the last ends (`stopScan` and `connect` end
     /// them all).
     ///
-    /// `phys` are the PHYs it listens on: LE 1M, or with the extended commands
+    /// `phys` are the PHYs it listens on (nil: `HostConfiguration.listeningPHYs`): LE 1M, or with the extended commands
     /// (`HostConfiguration.advertisingCommands`) LE Coded as well or alone, for long-range
     /// advertisers (Core spec Vol 4 Part E §7.8.64); a scan that asks for LE Coded from a host on
     /// the legacy commands, or of a controller whose LE features lack it, ends at once with
     /// `BLEError.unsupported`.
     public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil,
-                     phys: LEPHYSet = .le1M) -> ScanResults {
+                     phys: LEPHYSet? = nil) -> ScanResults {
         let buffer = ScanBuffer()
         let host = self.host
+        let phys = phys ?? host.configuration.listeningPHYs
         let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
                 let id = try await host.run { try await $0.scanning.start(active: active, phys: phys, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, consumer: buffer, $0) }
@@ -129,10 +130,12 @@ public final class Central: Sendable {
     /// list finds it, or the RPA last heard from it, or, when neither can, a scan for an
     /// advertisement its IRK resolves within the same `timeout`.
     ///
-    /// `phys` are the PHYs the initiator listens on for the peripheral's advertising: LE 1M, or
+    /// `phys` are the PHYs the initiator listens on for the peripheral's advertising (nil:
+    /// `HostConfiguration.listeningPHYs`): LE 1M, or
     /// with the extended commands LE Coded as well or alone (LE Extended Create Connection, Vol 4
     /// Part E §7.8.66, which also gives parameters for a connection that starts on LE 2M).
-    public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10), phys: LEPHYSet = .le1M) async throws -> Peripheral {
+    public func connect(_ address: DeviceAddress, timeout: Duration = .seconds(10), phys: LEPHYSet? = nil) async throws -> Peripheral {
+        let phys = phys ?? host.configuration.listeningPHYs
         try await host.run { try ListeningPHYs.validate(phys, for: .initiating, extended: $0.usesExtendedCommands, supported: $0.supportedPHYs) }
         await host.run { await $0.scanning.stop($0) }
         let started = clock.now()

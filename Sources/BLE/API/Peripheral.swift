@@ -56,8 +56,15 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     /// The current ATT_MTU of this link.
     public var mtu: Int { observation.snapshot.mtu }
 
-    /// The link's PHY (LE 1M until a PHY update).
+    /// The link's PHY: LE 1M until a PHY update, or, on a host driving the extended commands,
+    /// what LE Read PHY said once the link was made (a link made on the LE Coded PHY starts on
+    /// it; Core spec Vol 4 Part E §7.8.47).
     public var phy: LEPHY { observation.snapshot.phy }
+
+    /// The channel selection algorithm the link hops with, 1 or 2 (Vol 6 Part B §4.5.8), as the
+    /// controller's LE Channel Selection Algorithm event said (Vol 4 Part E §7.7.65.20); nil
+    /// when it sent none (a controller before Bluetooth 5).
+    public var channelSelectionAlgorithm: Int? { observation.snapshot.channelSelectionAlgorithm }
 
     /// Why the last pairing on this link ended without keys, nil while none has. Covers the
     /// pairings the peripheral starts with a Security Request, which no call here waits for:

@@ -157,6 +157,7 @@ final class ConnectionManager {
                 }
             }
             applyLinkPreferences(handle: event.handle, host)
+            if host.usesExtendedCommands { readPHY(handle: event.handle, host) }
             if let link = links[event.handle] { host.linkOpened(link) }
             // A central connected to our advertising (Vol 6 Part B §4.5): the driver has it served.
             if role == .peripheral { return }
@@ -292,6 +293,13 @@ final class ConnectionManager {
                 $0.rxPHY = rxPHY
                 $0.publish()
             }
+        case let .channelSelectionAlgorithm(handle, algorithm):
+            // 0x00 is algorithm #1, 0x01 algorithm #2 (§7.7.65.20); other values are reserved.
+            guard algorithm <= 1 else { return host.log("LE Channel Selection Algorithm 0x\(String(algorithm, radix: 16)) ignored") }
+            links.withLink(handle) {
+                $0.channelSelectionAlgorithm = Int(algorithm) + 1
+                $0.publish()
+            }
         case let .remoteConnectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
             // Accept what the peer asks if it is within the spec's ranges (Vol 4 Part E §7.7.65.6);
             // otherwise refuse with Unacceptable Connection Parameters.
@@ -350,6 +358,29 @@ final class ConnectionManager {
 
     /// Applies `HostConfiguration.preferredDataLength` / `preferredPHY` to a new link, in the
     /// background: a controller that refuses (or lacks the feature) leaves the link as it is.
+    /// LE Read PHY (§7.8.47) for a link just made with the extended commands: one made from an
+    /// extended advertisement starts on the advertiser's PHY (LE Coded, or LE 2M from its
+    /// auxiliary packets), which LE Enhanced Connection Complete does not say.
+    private func readPHY(handle: UInt16, _ host: isolated some ConnectionDriver) {
+        guard let id = links[handle]?.id else { return }
+        host.spawn("LE Read PHY") {
+            do {
+                let result = try LEReadPHYResult(returnParameters: try await host.commandReturning(.leReadPHY(handle: handle)))
+                await host.run { h in
+                    // The same link still (a handle is reused once a link is gone).
+                    guard h.connections.links[handle]?.id == id else { return }
+                    h.connections.links.withLink(handle) {
+                        $0.txPHY = result.txPHY
+                        $0.rxPHY = result.rxPHY
+                        $0.publish()
+                    }
+                }
+            } catch {
+                host.log("LE Read PHY: \(error)")
+            }
+        }
+    }
+
     private func applyLinkPreferences(handle: UInt16, _ host: isolated some ConnectionDriver) {
         let dataLength = configuration.preferredDataLength
         let phy = configuration.preferredPHY

@@ -45,7 +45,11 @@ enum ControllerInitialisation {
         }
 
         _ = try await host.commandReturning(.setEventMask(EventMask.default))
-        _ = try await host.commandReturning(.leSetEventMask(LEEventMask.default))
+        // LE Channel Selection Algorithm (§7.7.65.20) from a controller with Bluetooth 5's
+        // connecting command: one before it knows no such event.
+        var leEvents = LEEventMask.default
+        if commands?.leExtendedCreateConnection == true { leEvents.insert(.channelSelectionAlgorithm) }
+        _ = try await host.commandReturning(.leSetEventMask(leEvents))
         let leFeatures = await capability("LE Read Local Supported Features", host) {
             try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
         }

@@ -102,6 +102,10 @@ public struct HostConfiguration: Sendable {
     public var enhancedATTBearers: Int = 2
     /// When set, every new link asks for this PHY with LE Set PHY (Vol 4 Part E §7.8.49).
     public var preferredPHY: LEPHY?
+    /// The PHYs a scan or a connection attempt listens on for advertisements when it names none
+    /// (`Central.scan(phys:)`, `Central.connect(phys:)`): LE 1M, or with the extended commands LE
+    /// Coded as well or alone.
+    public var listeningPHYs: LEPHYSet = .le1M
     /// The advertising, scanning and connecting commands the host uses (`AdvertisingCommandSet`):
     /// by default Bluetooth 5's where the controller has them.
     public var advertisingCommands: AdvertisingCommandSet = .extendedWhenSupported

@@ -62,6 +62,9 @@ struct Link {
     var maxRxOctets = 27
     var txPHY: LEPHY = .le1M
     var rxPHY: LEPHY = .le1M
+    /// The channel selection algorithm the link uses, 1 or 2 (LE Channel Selection Algorithm,
+    /// Vol 4 Part E §7.7.65.20); nil when the controller did not say.
+    var channelSelectionAlgorithm: Int?
     let observation: LinkObservation
     /// The addresses both ends used on the air when the link was made (an RPA the controller
     /// resolved for `peer`; our address then, before any renewal): what pairing's c1, f5 and f6
@@ -104,11 +107,12 @@ struct Link {
         let p = parameters
         // One ATT_MTU per bearer: whichever side exchanged last set it for both (Vol 3 Part F §3.4.2).
         let mtu = max(bearer.mtu, server.mtu)
-        let (phy, tx, rx) = (txPHY, maxTxOctets, maxRxOctets)
+        let (phy, tx, rx, csa) = (txPHY, maxTxOctets, maxRxOctets, channelSelectionAlgorithm)
         observation.update { s in
             s.parameters = p
             s.mtu = mtu
             s.phy = phy
+            s.channelSelectionAlgorithm = csa
             s.maxTxOctets = tx
             s.maxRxOctets = rx
         }

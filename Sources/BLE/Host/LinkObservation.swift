@@ -11,6 +11,8 @@ final class LinkObservation: Sendable {
         var parameters: LinkParameters
         /// Current PHY and LL payload sizes (LE PHY Update Complete, LE Data Length Change).
         var phy: LEPHY = .le1M
+        /// The channel selection algorithm, 1 or 2 (§7.7.65.20), when the controller said.
+        var channelSelectionAlgorithm: Int?
         var maxTxOctets = 27
         var maxRxOctets = 27
         /// Services found by discovery, until a Service Changed indication covers them.

@@ -17,7 +17,7 @@ struct AccelCommand: BLECommand {
         .flag("json", help: "one {\"x\",\"y\",\"z\"} object per sample, nothing else on stdout"),
         .single("plot", value: "FILE.svg", help: "write an SVG chart of the whole session to FILE.svg when it ends"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Without ADDRESS it scans 5 s (no service filter) and lists the devices whose name contains
     "ble" in any case. On a terminal you pick one by number; otherwise the first listed device
@@ -33,7 +33,7 @@ struct AccelCommand: BLECommand {
     var plot: String?
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         central = AccelerometerCentralOptions()
         central.mtu = controller.mtu
         central.target = try args.positionals.first.map(AddressArgument.init)

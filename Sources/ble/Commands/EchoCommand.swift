@@ -15,7 +15,7 @@ struct EchoCommand: BLECommand {
         .single("timeout", value: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
         .flag("json", help: "print only {\"reply\": TEXT} (or {\"image\": BYTES})"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Scans for service \(EchoProfile.service) (10 s; with ADDRESS only that device), connects
     (10 s), exchanges the ATT MTU, subscribes, writes the frame in pieces of at most ATT_MTU - 3
@@ -29,7 +29,7 @@ struct EchoCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         text = args.positionals[0]
         options = try echoOptions(args, controller: controller)
         json = args.flag("json")

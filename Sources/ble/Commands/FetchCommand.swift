@@ -16,7 +16,7 @@ struct FetchCommand: BLECommand {
         .single("timeout", value: "S", help: "how long the server may stay silent while the reply is due (default 30)"),
         .flag("json", help: "print only {\"file\": FILE, \"bytes\": N}"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     The server fetches http and https URLs and reads file:// URLs on its own machine. On a
     terminal a progress bar shows the reply arriving, with bytes/s; otherwise a line per tenth.
@@ -30,7 +30,7 @@ struct FetchCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         url = args.positionals[0]
         let output = try args.requiredOption("output")
         guard !output.isEmpty else { throw UsageError("missing -o FILE") }

@@ -13,7 +13,7 @@ struct GattCommand: BLECommand {
         .flag("no-values", help: "do not read values"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -22,7 +22,7 @@ struct GattCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         target = try AddressArgument(args.positionals[0])
         json = args.flag("json")
         readValues = !args.flag("no-values")

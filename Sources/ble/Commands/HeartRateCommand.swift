@@ -14,7 +14,7 @@ struct HeartRateCommand: BLECommand {
         .single("count", value: "N", help: "stop after N measurements and exit 0"),
         .flag("json", help: "one {\"bpm\",\"contact\",\"energyKJ\",\"rrIntervals\"} object per measurement (RR in seconds), nothing else on stdout"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Scans continuously for the Heart Rate service (180D) and lists the monitors heard (name or
     "unnamed device", RSSI, age, advertisement); one not heard for 10 s drops off. It connects to
@@ -39,7 +39,7 @@ struct HeartRateCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         monitor = HeartRateMonitorOptions()
         monitor.mtu = controller.mtu
         if let text = args.positionals.first {

@@ -46,7 +46,7 @@ struct L2capCommand: BLECommand {
         .single("linger", value: "S", help: "connect: after stdin ends, wait until the peer is silent for S seconds (default 1)"),
         .single("timeout", value: "S", help: "connect: connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .handlesInterrupts, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .handlesInterrupts, .pairing]
 
     enum Action {
         case listen(psm: UInt16)
@@ -65,7 +65,7 @@ struct L2capCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args, attMTU: false)
+        controller = try ControllerOptions(args, attMTU: false, listening: true)
         let p = args.positionals
         switch p[0] {
         case "listen":

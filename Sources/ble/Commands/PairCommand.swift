@@ -20,7 +20,7 @@ struct PairCommand: BLECommand {
         .flag("json", help: "print one object: {\"paired\",\"secureConnections\",\"method\",\"keySize\",\"bonded\",...}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -28,7 +28,7 @@ struct PairCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         target = try AddressArgument(args.positionals[0])
         json = args.flag("json")
         timeout = try args.seconds("timeout") ?? .seconds(10)

@@ -12,7 +12,7 @@ struct ReadCommand: BLECommand {
         .flag("json", help: "print {\"handle\",\"uuid\",\"hex\",\"utf8\"}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -21,7 +21,7 @@ struct ReadCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         json = args.flag("json")

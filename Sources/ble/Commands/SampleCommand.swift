@@ -15,7 +15,7 @@ struct SampleCommand: BLECommand {
         mtuOption,
         .single("timeout", value: "S", help: "how long the peripheral may go without notifying (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
     static let discussion = """
     Steps: 1 manager state, 2 device found (scanning for \(SampleProfile.service), no
     duplicates; with ADDRESS only that device), 3 connected, 4 service, 5 characteristics, 6 each
@@ -27,7 +27,7 @@ struct SampleCommand: BLECommand {
     var options = SampleCentral.Options()
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         if let text = args.positionals.first { options.target = try AddressArgument(text).address }
         options.mtu = controller.mtu
         if let count = try args.int("count") {

@@ -11,10 +11,9 @@ struct ScanCommand: BLECommand {
         .single("name", value: "TEXT", help: "only devices whose name contains TEXT (case-insensitive)"),
         .single("min-rssi", value: "DBM", help: "only devices heard at DBM or stronger, e.g. -70"),
         .flag("passive", help: "passive scan: send no scan requests (no scan responses)"),
-        .single("phy", value: "LIST", help: "PHYs to listen on: 1m (default), coded, or 1m,coded (coded needs a Bluetooth 5 controller)"),
         .flag("json", help: "one JSON object per line, printed when a device is first heard or its data changes"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio]
     static let discussion = """
     On a terminal the table is redrawn in place; devices not heard for 10 s are dropped.
     Otherwise each newly heard device (or changed advertisement) is printed as one line.
@@ -27,10 +26,9 @@ struct ScanCommand: BLECommand {
     var filter: ScanFilter
     var passive: Bool
     var json: Bool
-    var phys: LEPHYSet
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         timeout = try args.seconds("timeout")
         var services: [BluetoothUUID] = []
         for list in args.values("service") {
@@ -47,27 +45,13 @@ struct ScanCommand: BLECommand {
         filter = ScanFilter(serviceUUIDs: services, nameContains: args.option("name"), minimumRSSI: minRSSI, allowDuplicates: true)
         passive = args.flag("passive")
         json = args.flag("json")
-        phys = try Self.phys(args.option("phy") ?? "1m")
-    }
-
-    /// `--phy`: a comma list of `1m` and `coded`.
-    static func phys(_ text: String) throws -> LEPHYSet {
-        var phys = LEPHYSet()
-        for part in text.lowercased().split(separator: ",", omittingEmptySubsequences: false) {
-            switch part {
-            case "1m": phys.insert(.le1M)
-            case "coded": phys.insert(.leCoded)
-            default: throw UsageError("--phy takes 1m, coded or 1m,coded, not '\(text)'")
-            }
-        }
-        return phys
     }
 
     func run() async throws {
         let central = try await controller.openCentral()
         defer { Task { await central.close() } }
         let mode: OutputMode = json ? .json : (TerminalScreen.isStandardOutput ? .live : .plain)
-        try await ScanListing.run(central.scan(filter: filter, active: !passive, timeout: timeout, phys: phys), mode: mode, clock: central.clock)
+        try await ScanListing.run(central.scan(filter: filter, active: !passive, timeout: timeout), mode: mode, clock: central.clock)
         await central.close()
     }
 }

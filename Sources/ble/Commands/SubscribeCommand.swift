@@ -17,7 +17,7 @@ struct SubscribeCommand: BLECommand {
         .single("timeout", value: "S", help: "stop after S seconds (default: until interrupted or disconnected)"),
         .flag("json", help: "one {\"handle\",\"hex\",\"utf8\"} object per value"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -27,7 +27,7 @@ struct SubscribeCommand: BLECommand {
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         count = try args.int("count")

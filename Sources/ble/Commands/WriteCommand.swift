@@ -18,7 +18,7 @@ struct WriteCommand: BLECommand {
         .flag("json", help: "print {\"handle\",\"written\",\"hex\",\"utf8\"}"),
         .single("timeout", value: "S", help: "connection timeout (default 10)"),
     ]
-    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .pairing]
+    static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing]
 
     var controller: ControllerOptions
     var target: AddressArgument
@@ -30,7 +30,7 @@ struct WriteCommand: BLECommand {
     var timeout: Duration
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         target = try AddressArgument(args.positionals[0])
         characteristic = try CharacteristicArgument(args.positionals[1])
         let text = args.positionals[2]

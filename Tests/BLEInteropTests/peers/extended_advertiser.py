@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Bumble extended advertiser: one advertising set with data beyond the legacy 31 octets.
 
-Non-connectable, non-scannable, extended (not legacy) PDUs, on --phy (1m or coded) with the
+Non-connectable (connectable with --connectable), non-scannable, extended (not legacy) PDUs, on
+--phy (1m or coded) with the
 secondary PHY --secondary-phy (1m, 2m or coded) and SID --sid. Its data: Complete Local Name
 --name, then Manufacturer Specific Data (company 0x0059) filled with bytes 0, 1, 2, ... to
 --length octets in all. Prints READY once the set advertises, then
-{"event":"advertising","data":"hex","sid":n,"phy":"1m"|"coded"}.
+{"event":"advertising","data":"hex","sid":n,"phy":"1m"|"coded"}, and a connection's events
+(peer_common.watch_connections); a connected central finds Bumble's own GATT database (the
+Device Name is --name).
 """
 from __future__ import annotations
 
@@ -38,11 +41,12 @@ def advertising_data(name: str, length: int) -> bytes:
 async def main(args: Any, stop: asyncio.Event) -> int:
     async with await common.open_hci(args.transport) as transport:
         device = common.make_device(transport, args.name, args.address)
+        common.watch_connections(device)
         await device.power_on()
         data = advertising_data(args.name, args.length)
         parameters = AdvertisingParameters(
             advertising_event_properties=AdvertisingEventProperties(
-                is_connectable=False, is_scannable=False, is_legacy=False),
+                is_connectable=args.connectable, is_scannable=False, is_legacy=False),
             primary_advertising_phy=PHYS[args.phy],
             secondary_advertising_phy=PHYS[args.secondary_phy],
             advertising_sid=args.sid,
@@ -63,4 +67,5 @@ if __name__ == "__main__":
     parser.add_argument("--phy", choices=["1m", "coded"], default="1m", help="primary PHY")
     parser.add_argument("--secondary-phy", choices=["1m", "2m", "coded"], default="2m")
     parser.add_argument("--sid", type=int, default=5)
+    parser.add_argument("--connectable", action="store_true", help="a connectable set (extended connectable PDUs)")
     common.run(main, parser.parse_args())
