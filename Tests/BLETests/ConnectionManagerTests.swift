@@ -50,6 +50,19 @@ final class ConnectionManagerTests: XCTestCase {
         }
         func useExtendedCommands() { usesExtendedCommands = true }
         func support(_ phys: LEPHYSet) { supportedPHYs = phys }
+        /// When set, LE Read PHY's answer (LE 1M) comes after a PHY Update Complete to this PHY.
+        var phyUpdateBeforeReadPHYAnswer: LEPHY?
+        func updatePHYBeforeReadPHYAnswer(_ phy: LEPHY) { phyUpdateBeforeReadPHYAnswer = phy }
+        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
+            let answer = try record.answer(cmd)
+            guard cmd.opcode == .leReadPHY else { return answer }
+            let handle = UInt16(cmd.parameters[0]) | UInt16(cmd.parameters[1]) << 8
+            if let phy = phyUpdateBeforeReadPHYAnswer {
+                connections.handle(.phyUpdateComplete(status: .success, handle: handle, txPHY: phy, rxPHY: phy), self)
+            }
+            return [0, cmd.parameters[0], cmd.parameters[1], LEPHY.le1M.rawValue, LEPHY.le1M.rawValue]
+        }
+        func linkPHY(_ handle: UInt16) -> LEPHY? { connections.links[handle]?.txPHY }
         func clearCommands() { record.commands = [] }
         var handles: [UInt16] { connections.links.handles }
         func channelSelectionAlgorithm(_ handle: UInt16) -> Int? { connections.links[handle]?.observation.snapshot.channelSelectionAlgorithm }
@@ -195,6 +208,30 @@ final class ConnectionManagerTests: XCTestCase {
         await d.deliver(.channelSelectionAlgorithm(handle: 0x41, algorithm: 0x00))
         csa = await d.channelSelectionAlgorithm(0x41)
         XCTAssertEqual(csa, 1)
+    }
+
+    /// A link made with the extended commands has its PHY read (LE Read PHY), unless the
+    /// controller has LE 1M alone; a PHY Update Complete that comes before the read's answer
+    /// wins over it (the answer is the older).
+    func testThePHYReadOfANewLinkNeverOverwritesANewerUpdate() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        await d.updatePHYBeforeReadPHYAnswer(.le2M)
+        // A central connected to us (a central-role link nobody asked for would be disconnected).
+        await d.deliver(complete(handle: 0x40, role: .peripheral))
+        await d.runSpawned()
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leReadPHY])
+        let phy = await d.linkPHY(0x40)
+        XCTAssertEqual(phy, .le2M, "the read's older answer overwrote the update")
+
+        let onlyOneM = Driver()
+        await onlyOneM.useExtendedCommands()
+        await onlyOneM.support(.le1M)
+        await onlyOneM.deliver(complete(handle: 0x40, role: .peripheral))
+        await onlyOneM.runSpawned()
+        let none = await onlyOneM.opcodes
+        XCTAssertEqual(none, [], "LE Read PHY asked of a controller with LE 1M alone")
     }
 
     struct NeverSent: Error { let opcode: HCIOpcode }

@@ -114,7 +114,7 @@ final class HostExtendedCommandSetTests: XCTestCase {
         _ = try await t.controller.waitForCommand { $0.opcode == .leSetScanEnable && $0.parameters.first == 1 }
         scan.cancel()
         let peripheral = try await central.connect(device, timeout: .seconds(5))
-        XCTAssertNil(peripheral.channelSelectionAlgorithm, "a legacy connection gets no channel selection event here")
+        XCTAssertNil(peripheral.channelSelectionAlgorithm, "the fake controller sends no channel selection event for a legacy connection")
         let extended = await sent(t, of: Self.extendedOpcodes)
         let opcodes = await t.controller.commands.map(\.opcode)
         XCTAssertFalse(opcodes.contains(.leReadPHY), "a legacy connection starts on LE 1M: nothing to read")

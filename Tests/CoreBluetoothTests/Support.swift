@@ -84,8 +84,15 @@ final class Recorder: NSObject, CBCentralManagerDelegate, CBPeripheralDelegate, 
     func centralManagerDidUpdateState(_ central: CBCentralManager) { record("state \(central.state)") }
 
     func centralManager(_ central: CBCentralManager, didDiscover peripheral: CBPeripheral, advertisementData: [String: Any], rssi RSSI: NSNumber) {
-        lock.withLock { _ in discovered.append((peripheral, advertisementData, RSSI)) }
-        record("discover \(peripheral.name ?? "?")")
+        // The device and its line under one lock: a wait on either sees both.
+        let line = "discover \(peripheral.name ?? "?")"
+        let onQueue = queue == nil ? Thread.isMainThread : DispatchQueue.getSpecific(key: queueKey) == label
+        lock.withLock { _ in
+            discovered.append((peripheral, advertisementData, RSSI))
+            lines.append(line)
+            if !onQueue { offQueue.append(line) }
+        }
+        TestEvents.happened()
         onDiscover?(central, peripheral)
     }
 

@@ -291,6 +291,7 @@ final class ConnectionManager {
             links.withLink(handle) {
                 $0.txPHY = txPHY
                 $0.rxPHY = rxPHY
+                $0.phyUpdates += 1
                 $0.publish()
             }
         case let .channelSelectionAlgorithm(handle, algorithm):
@@ -356,19 +357,20 @@ final class ConnectionManager {
         try await host.command(.leSetPHY(handle: handle, tx: set, rx: set))
     }
 
-    /// Applies `HostConfiguration.preferredDataLength` / `preferredPHY` to a new link, in the
-    /// background: a controller that refuses (or lacks the feature) leaves the link as it is.
     /// LE Read PHY (§7.8.47) for a link just made with the extended commands: one made from an
     /// extended advertisement starts on the advertiser's PHY (LE Coded, or LE 2M from its
-    /// auxiliary packets), which LE Enhanced Connection Complete does not say.
+    /// auxiliary packets), which LE Enhanced Connection Complete does not say. Not on a
+    /// controller with LE 1M alone (the link is on it, and the command need not be there).
     private func readPHY(handle: UInt16, _ host: isolated some ConnectionDriver) {
-        guard let id = links[handle]?.id else { return }
+        guard host.supportedPHYs != .le1M, let link = links[handle] else { return }
+        let (id, updates) = (link.id, link.phyUpdates)
         host.spawn("LE Read PHY") {
             do {
                 let result = try LEReadPHYResult(returnParameters: try await host.commandReturning(.leReadPHY(handle: handle)))
                 await host.run { h in
-                    // The same link still (a handle is reused once a link is gone).
-                    guard h.connections.links[handle]?.id == id else { return }
+                    // The same link still (a handle is reused once a link is gone), and no PHY
+                    // Update Complete since the read was asked for (its PHYs are the newer).
+                    guard let now = h.connections.links[handle], now.id == id, now.phyUpdates == updates else { return }
                     h.connections.links.withLink(handle) {
                         $0.txPHY = result.txPHY
                         $0.rxPHY = result.rxPHY
@@ -381,6 +383,8 @@ final class ConnectionManager {
         }
     }
 
+    /// Applies `HostConfiguration.preferredDataLength` / `preferredPHY` to a new link, in the
+    /// background: a controller that refuses (or lacks the feature) leaves the link as it is.
     private func applyLinkPreferences(handle: UInt16, _ host: isolated some ConnectionDriver) {
         let dataLength = configuration.preferredDataLength
         let phy = configuration.preferredPHY

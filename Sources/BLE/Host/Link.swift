@@ -62,6 +62,9 @@ struct Link {
     var maxRxOctets = 27
     var txPHY: LEPHY = .le1M
     var rxPHY: LEPHY = .le1M
+    /// LE PHY Update Complete events for the link so far: an LE Read PHY asked for before one
+    /// came answers with older PHYs.
+    var phyUpdates = 0
     /// The channel selection algorithm the link uses, 1 or 2 (LE Channel Selection Algorithm,
     /// Vol 4 Part E §7.7.65.20); nil when the controller did not say.
     var channelSelectionAlgorithm: Int?
