@@ -31,6 +31,8 @@ final class ScanCoordinator {
     private var radioEnabled = false
     private var radioActive = false
     private var radioPHYs: LEPHYSet = []
+    /// Every PHY a running scan listens on.
+    private var wantedPHYs: LEPHYSet { scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) } }
     /// Whether the controller's scanner is on (or a command turning it is still on its way).
     var isRadioEnabled: Bool { radioEnabled || radioBusy > 0 }
     /// Radio commands in flight (a start, a disable, a pause), and the scans waiting for them.
@@ -116,7 +118,7 @@ final class ScanCoordinator {
     /// scan type or PHYs); if the controller refuses theirs too, they end with its error rather
     /// than wait in silence.
     private func restoreRadio(ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async {
-        let phys = scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) }
+        let phys = wantedPHYs
         do {
             try await turnRadioOn(active: scanner.wantsActiveScanning, phys: phys, ownAddressType: ownAddressType, host)
         } catch {
@@ -140,7 +142,7 @@ final class ScanCoordinator {
         // Every scan ended while the radio was made ready (a connect, `stopScan`): nothing to scan.
         guard !scanner.runningIDs.isEmpty else { return }
         let wantsActive = scanner.wantsActiveScanning
-        let wantsPHYs = scanPHYs.values.reduce(into: LEPHYSet()) { $0.formUnion($1) }
+        let wantsPHYs = wantedPHYs
         try await host.commandReturning(Self.parameters(active: wantsActive, phys: wantsPHYs, ownAddressType: ownAddressType,
                                                         host.configuration, extended: host.usesExtendedCommands))
         guard !scanner.runningIDs.isEmpty else { return }
