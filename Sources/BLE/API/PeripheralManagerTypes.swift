@@ -94,6 +94,9 @@ public enum PeripheralManagerEvent: Sendable {
     case advertisingStopped
     /// Turning advertising back on (after a connection or disconnection) failed.
     case advertisingFailed(String)
+    /// An advertising set (`startAdvertisingSet`) ended by itself: a central connected to it
+    /// (that connection is the set's), or its duration or event limit ran out.
+    case advertisingSetTerminated(AdvertisingSetTermination)
 }
 
 /// How `updateValue` fared.

@@ -49,11 +49,17 @@ final class AdvertisingCoordinator {
     /// Whether the controller is advertising now.
     var isEnabled: Bool { state?.enabled ?? false }
 
+    /// Whether this advertising holds set 0 (on, or to be turned back on).
+    var holdsSetZero: Bool { state.map { $0.enabled || $0.wanted } ?? false }
+
     /// Starts legacy advertising. The data and scan response must each fit 31 bytes (Vol 6 Part
     /// B §2.3.1.1); longer data is refused with a clear error.
     func start(_ parameters: AdvertisingParameters, data: AdvertisingData, scanResponse: AdvertisingData?,
                _ host: isolated some AdvertisingDriver) async throws {
         if let failure = host.failure { throw failure }
+        if host.usesExtendedCommands, host.advertisingSetZeroInUse {
+            throw BLEError.unsupported("the controller's one advertising set runs an advertising set started with startAdvertisingSet")
+        }
         let advertisingBytes: [UInt8]
         let responseBytes: [UInt8]
         do {
@@ -175,6 +181,19 @@ final class AdvertisingCoordinator {
         }
     }
 
+    /// LE Advertising Set Terminated for set 0 (Vol 4 Part E §7.7.65.18): a connection made from
+    /// it (which may turn it back on), or its end for another reason.
+    func setTerminated(_ event: LEAdvertisingSetTerminated, _ host: isolated some AdvertisingDriver) {
+        guard state?.enabled == true else { return }
+        if event.status.isSuccess {
+            endedByConnection(host)
+        } else {
+            state?.enabled = false
+            state?.generation &+= 1
+            host.report(.advertisingFailed("advertising ended: \(event.status)"))
+        }
+    }
+
     /// A central connected to our advertising; advertising may be turned back on.
     func endedByConnection(_ host: isolated some AdvertisingDriver) {
         state?.endedByConnection()
@@ -219,6 +238,8 @@ protocol AdvertisingDriver: HostServices {
     var ownRandomAddress: BDAddress? { get }
     /// Whether the controller is driven with the extended commands (`AdvertisingCommandSet`).
     var usesExtendedCommands: Bool { get }
+    /// Whether an application's advertising set (`AdvertisingSetCoordinator`) holds set 0.
+    var advertisingSetZeroInUse: Bool { get }
     /// Tells the application.
     func report(_ event: PeripheralManagerEvent)
 }

@@ -45,18 +45,43 @@ enum ControllerInitialisation {
         }
 
         _ = try await host.commandReturning(.setEventMask(EventMask.default))
-        // LE Channel Selection Algorithm (§7.7.65.20) from a controller with Bluetooth 5's
-        // connecting command: one before it knows no such event.
-        var leEvents = LEEventMask.default
-        if commands?.leExtendedCreateConnection == true { leEvents.insert(.channelSelectionAlgorithm) }
-        _ = try await host.commandReturning(.leSetEventMask(leEvents))
-        let leFeatures = await capability("LE Read Local Supported Features", host) {
+        var info = ControllerInfo(address: address, version: version, supportedCommands: commands, features: features,
+                                  leFeatures: nil, aclBufferLength: length, aclBufferCount: count)
+        let extended = info.usesExtendedCommands(host.configuration.advertisingCommands)
+        _ = try await host.commandReturning(.leSetEventMask(leEventMask(extended: extended, commands)))
+        info.leFeatures = await capability("LE Read Local Supported Features", host) {
             try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
         }
+        // What advertising sets can hold, asked only of a controller the host drives with the
+        // extended commands (these two are among them, §3.1.1).
+        if extended {
+            info.advertisingSets = await capability("LE Read Number of Supported Advertising Sets", host) {
+                Int(try LESupportedAdvertisingSets(returnParameters: try await $0.commandReturning(.leReadNumberOfSupportedAdvertisingSets)).count)
+            } ?? 1
+            info.maximumAdvertisingDataLength = commands?.leReadMaximumAdvertisingDataLength == true
+                ? await capability("LE Read Maximum Advertising Data Length", host) {
+                    Int(try LEMaximumAdvertisingDataLength(returnParameters: try await $0.commandReturning(.leReadMaximumAdvertisingDataLength)).length)
+                } ?? AdvertisingDataFragment.extendedLimit
+                : AdvertisingDataFragment.extendedLimit
+        }
+        return info
+    }
 
-        return ControllerInfo(
-            address: address, version: version, supportedCommands: commands, features: features,
-            leFeatures: leFeatures, aclBufferLength: length, aclBufferCount: count)
+    /// The LE events asked for: the default ones, and with the extended commands the ones only
+    /// they bring: LE Channel Selection Algorithm (§7.7.65.20), LE Advertising Set Terminated
+    /// (§7.7.65.18), and the periodic sync events (§7.7.65.14–16, §7.7.65.24) when the
+    /// controller lists the commands that start a sync.
+    static func leEventMask(extended: Bool, _ commands: LocalSupportedCommands?) -> LEEventMask {
+        var mask = LEEventMask.default
+        guard extended else { return mask }
+        mask.formUnion([.channelSelectionAlgorithm, .advertisingSetTerminated])
+        if commands?.lePeriodicAdvertisingCreateSync == true {
+            mask.formUnion([.periodicAdvertisingSyncEstablished, .periodicAdvertisingReport, .periodicAdvertisingSyncLost])
+        }
+        if commands?.leSetPeriodicAdvertisingSyncTransferParameters == true || commands?.leSetDefaultPeriodicAdvertisingSyncTransferParameters == true {
+            mask.insert(.periodicAdvertisingSyncTransferReceived)
+        }
+        return mask
     }
 
     /// A read whose failure means "this controller does not say" (an unknown command, a

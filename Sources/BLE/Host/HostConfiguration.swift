@@ -24,6 +24,13 @@ public struct ControllerInfo: Sendable {
     public var aclBufferLength: Int
     /// LE ACL data buffers the host may fill before Number Of Completed Packets returns credits.
     public var aclBufferCount: Int
+    /// How many advertising sets the controller can run at once (LE Read Number of Supported
+    /// Advertising Sets, Vol 4 Part E §7.8.58); nil when the host does not drive it with the
+    /// extended commands (then it has one, legacy advertising).
+    public var advertisingSets: Int?
+    /// The most advertising, scan response or periodic data one set may hold, in octets (LE
+    /// Read Maximum Advertising Data Length, §7.8.57); nil as `advertisingSets`.
+    public var maximumAdvertisingDataLength: Int?
 
     /// Whether the controller lists Bluetooth 5's advertising, scanning and connecting commands:
     /// every one the host uses (LE Set Advertising Set Random Address, the extended advertising
@@ -34,6 +41,18 @@ public struct ControllerInfo: Sendable {
     public var supportsExtendedAdvertisingCommands: Bool {
         guard let c = supportedCommands else { return false }
         return c.leSetAdvertisingSetRandomAddress && c.extendedAdvertising && c.extendedScanning
+    }
+
+    /// Whether a host configured with `commandSet` drives this controller with the extended
+    /// commands.
+    public func usesExtendedCommands(_ commandSet: AdvertisingCommandSet) -> Bool {
+        commandSet == .extendedWhenSupported && supportsExtendedAdvertisingCommands
+    }
+
+    /// Whether periodic advertising can run on an advertising set (§7.8.61–§7.8.63 listed).
+    public var supportsPeriodicAdvertising: Bool {
+        guard let c = supportedCommands else { return false }
+        return c.leSetPeriodicAdvertisingParameters && c.leSetPeriodicAdvertisingData && c.leSetPeriodicAdvertisingEnable
     }
 
     /// The PHYs the controller's LE features list: LE 1M always, LE 2M (bit 8) and LE Coded (bit

@@ -15,6 +15,22 @@ extension HostController: AdvertisingDriver {
     func prepareRadioForAdvertising() async { await privacy.prepareRadio(self) }
     var ownAddressType: OwnAddressType { ownAddress.type }
     func report(_ event: PeripheralManagerEvent) { server.emit(event) }
+    var advertisingSetZeroInUse: Bool { advertisingSets.holdsSetZero }
+}
+
+extension HostController: AdvertisingSetDriver {
+    var ownAdvertisingAddress: DeviceAddress {
+        if ownAddress.type != .public, let random = ownAddress.random { return DeviceAddress(random, type: .random) }
+        return DeviceAddress(info?.address ?? .zero, type: .public)
+    }
+
+    /// LE Advertising Set Terminated (Vol 4 Part E §7.7.65.18): for one of the application's sets,
+    /// or else for set 0 of `startAdvertising` (with the extended commands, the connection that
+    /// ended it is known only from this event, which follows the connection's).
+    func advertisingSetTerminated(_ event: LEAdvertisingSetTerminated) {
+        guard !advertisingSets.terminated(event, self), event.advertisingHandle == AdvertisingCoordinator.setHandle else { return }
+        advertising.setTerminated(event, self)
+    }
 }
 
 extension HostController: PrivacyDriver {
@@ -25,11 +41,22 @@ extension HostController: PrivacyDriver {
         ownAddress.random = address
     }
     var ownRandomAddress: BDAddress? { ownAddress.random }
-    var isAdvertising: Bool { advertising.isEnabled }
+    var isAdvertising: Bool { advertising.isEnabled || advertisingSets.isEnabled }
     var isScanning: Bool { scanning.isRadioEnabled }
     var isInitiating: Bool { connections.isInitiating }
-    func pauseAdvertising() async throws { try await advertising.pause(self) }
-    func resumeAdvertising() async { await advertising.resume(self) }
+    /// Every set off: the one of `startAdvertising`, then the application's (if those fail, the
+    /// first comes back on and the pause fails as a whole).
+    func pauseAdvertising() async throws {
+        try await advertising.pause(self)
+        do { try await advertisingSets.pause(self) } catch {
+            await advertising.resume(self)
+            throw error
+        }
+    }
+    func resumeAdvertising() async {
+        await advertising.resume(self)
+        await advertisingSets.resume(self)
+    }
     func withScanPaused(_ body: (isolated HostController) async -> Void) async { await scanning.withRadioPaused(self, body) }
 }
 
@@ -70,7 +97,9 @@ extension HostController: ConnectionDriver {
         security.linkOpened(handle: link.handle, self)
         server.bondedClientConnected(handle: link.handle, self)
         if link.role == .peripheral {
-            advertising.endedByConnection(self)
+            // With the extended commands the set a connection came from is told by LE
+            // Advertising Set Terminated, which follows (`advertisingSetTerminated`).
+            if !usesExtendedCommands { advertising.endedByConnection(self) }
             server.emit(.connected(link.central))
         }
     }

@@ -25,6 +25,7 @@ actor HostController {
     let connections: ConnectionManager
     let scanning = ScanCoordinator()
     let advertising = AdvertisingCoordinator()
+    let advertisingSets = AdvertisingSetCoordinator()
     let client = GATTClientSessions()
     /// Each link's attribute cache (Vol 3 Part G §2.5.2).
     let caches = GATTCacheSessions()
@@ -106,7 +107,7 @@ actor HostController {
         }
         let info = try await ControllerInitialisation.run(self)
         aclFlow = ACLFlowController(bufferCount: info.aclBufferCount, bufferLength: info.aclBufferLength)
-        usesExtendedCommands = configuration.advertisingCommands == .extendedWhenSupported && info.supportsExtendedAdvertisingCommands
+        usesExtendedCommands = info.usesExtendedCommands(configuration.advertisingCommands)
         self.info = info
         return info
     }
@@ -358,6 +359,8 @@ actor HostController {
             fail(.hci(.hardwareError(code: code)))
         case let .le(.advertisingReport(reports)), let .le(.extendedAdvertisingReport(reports)):
             scanning.receive(reports, self)
+        case let .le(.advertisingSetTerminated(event)):
+            advertisingSetTerminated(event)
         case let .le(meta):
             connections.handle(meta, self)
         default:
@@ -419,6 +422,7 @@ actor HostController {
         resolveCommands(commandFlow.failAll(hciError))
         connections.closeAll(error: error, self)
         scanning.fail(error, self)
+        advertisingSets.reset()
         l2cap.fail(error)
         // After the links' `.disconnected` events: the manager's event streams end.
         server.finishEvents()
@@ -436,6 +440,7 @@ actor HostController {
         server.linkClosed(link, reason: reason, self)
         if link.role == .peripheral, failure == nil {
             advertising.restartIfWanted(afterConnection: false, self)
+            advertisingSets.linkEnded(handle: link.handle, self)
         }
     }
 

@@ -90,7 +90,24 @@ public struct ServeLog: Sendable {
             line("advertising", [("enabled", .bool(false))], text: "advertising stopped")
         case let .advertisingFailed(reason):
             line("advertising", [("enabled", .bool(false)), ("error", .string(reason))], text: "advertising could not restart: \(reason)")
+        case let .advertisingSetTerminated(t):
+            logTermination(t)
         }
+    }
+
+    /// An advertising set's end: the connection made from it, or its timeout or event limit.
+    func logTermination(_ t: AdvertisingSetTermination) {
+        var fields: [(String, JSON)] = [("set", .int(Int(t.set))), ("events", .int(t.completedEvents)), ("restarting", .bool(t.restarting))]
+        let why: String
+        switch t.reason {
+        case let .connected(c):
+            fields += central(c)
+            why = "connected: \(c.address)"
+        case .timeout: why = "duration ended"
+        case .limitReached: why = "event limit reached"
+        case let .failed(status): why = "\(status)"
+        }
+        line("setTerminated", fields + [("reason", .string(why))], text: "set \(t.set) ended: \(why)\(t.restarting ? " (advertising again)" : "")")
     }
 
     /// The fields that name a central in every line about it.
