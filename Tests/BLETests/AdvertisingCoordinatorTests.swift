@@ -13,6 +13,7 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         var ownAddressType: OwnAddressType = .public
         var ownRandomAddress: BDAddress? = BDAddress(rawValue: 0x4A_00_00_00_00_01)
         var usesExtendedCommands = false
+        var advertisingSetZeroInUse = false
         var reports: [PeripheralManagerEvent] = []
         var radioPreparations = 0
 
@@ -44,6 +45,7 @@ final class AdvertisingCoordinatorTests: XCTestCase {
             try await advertising.start(parameters, data: AdvertisingData.Builder().localName("Tag").build(), scanResponse: scanResponse, self)
         }
         func fail(_ opcode: HCIOpcode) { record.failing.insert(opcode) }
+        func setTerminated(_ status: HCIStatus) { advertising.setTerminated(LEAdvertisingSetTerminated(status: status, advertisingHandle: 0, connectionHandle: 0x40, completedEvents: 1), self) }
     }
 
     let data = AdvertisingData.Builder().localName("Tag").build()
@@ -91,6 +93,27 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         let opcodes = await d.opcodes, reports = await d.reports
         XCTAssertEqual(opcodes, [.leSetAdvertisingEnable])
         guard case .advertisingStarted? = reports.last else { return XCTFail("\(reports)") }
+    }
+
+    /// With the extended commands set 0's end comes as LE Advertising Set Terminated (Vol 4 Part
+    /// E §7.7.65.18): a connection made from it restarts it as the parameters ask; an end for
+    /// another reason leaves it off and says so.
+    func testSetZeroEndsWithLEAdvertisingSetTerminated() async throws {
+        let d = Driver()
+        await d.useExtendedCommands()
+        try await d.start(AdvertisingParameters(continueWhileConnected: true), data: data)
+        await d.clearCommands()
+        await d.setTerminated(.success)
+        await d.runSpawned()
+        var enabled = await d.enabled
+        XCTAssertTrue(enabled, "advertising again after the connection")
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.last, .leSetExtendedAdvertisingEnable)
+        await d.setTerminated(.advertisingTimeout)
+        enabled = await d.enabled
+        XCTAssertFalse(enabled)
+        let reports = await d.reports
+        guard case .advertisingFailed? = reports.last else { return XCTFail("\(reports)") }
     }
 
     /// A restart scheduled before `stop` does nothing after it.

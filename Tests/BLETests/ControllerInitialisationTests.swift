@@ -11,10 +11,19 @@ final class ControllerInitialisationTests: XCTestCase {
     actor Controller: PartDriver {
         var answers: [HCIOpcode: [UInt8]]
         var sent: [HCIOpcode] = []
-        init(_ answers: [HCIOpcode: [UInt8]]) { self.answers = answers }
+        /// The LE event mask asked for.
+        var leEventMask: LEEventMask?
+        nonisolated let configuration: HostConfiguration
+        init(_ answers: [HCIOpcode: [UInt8]], configuration: HostConfiguration = HostConfiguration()) {
+            self.answers = answers
+            self.configuration = configuration
+        }
 
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             sent.append(cmd.opcode)
+            if cmd.opcode == .leSetEventMask {
+                leEventMask = LEEventMask(rawValue: cmd.parameters.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * $1.offset) })
+            }
             guard let a = answers[cmd.opcode] else {
                 throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .unknownCommand))
             }
@@ -108,5 +117,38 @@ final class ControllerInitialisationTests: XCTestCase {
         answers[.leReadBufferSizeV1] = [0, 27, 0, 4]
         let info = try await Controller(answers).initialise()
         XCTAssertEqual(info.supportedPHYs, .le1M, "a controller that did not answer")
+    }
+
+    /// A controller with every extended command: a host driving it with them asks how many sets
+    /// it runs and how much data each holds, and for the events only those commands bring (LE
+    /// Advertising Set Terminated, LE Channel Selection Algorithm, the periodic sync events); a
+    /// host configured for the legacy commands asks none of it (Vol 4 Part E §3.1.1).
+    func testTheExtendedCapacityAndEventsAreAskedOnlyByAHostUsingTheExtendedCommands() async throws {
+        var answers = Self.essentials
+        answers[.readLocalSupportedCommands] = [0] + [UInt8](repeating: 0xFF, count: 64)
+        answers[.leReadBufferSizeV2] = [0, 251, 0, 6, 0, 0, 0]
+        answers[.leReadNumberOfSupportedAdvertisingSets] = [0, 6]
+        answers[.leReadMaximumAdvertisingDataLength] = [0, 0x72, 0x06]
+        let extended = Controller(answers)
+        let info = try await extended.initialise()
+        XCTAssertEqual(info.advertisingSets, 6)
+        XCTAssertEqual(info.maximumAdvertisingDataLength, 1650)
+        let asked = await extended.leEventMask
+        let mask = try XCTUnwrap(asked)
+        XCTAssertTrue(mask.isSuperset(of: [.advertisingSetTerminated, .channelSelectionAlgorithm, .periodicAdvertisingSyncEstablished,
+                                           .periodicAdvertisingReport, .periodicAdvertisingSyncLost, .periodicAdvertisingSyncTransferReceived]))
+
+        var configuration = HostConfiguration()
+        configuration.advertisingCommands = .legacy
+        let legacy = Controller(answers, configuration: configuration)
+        let legacyInfo = try await legacy.initialise()
+        XCTAssertNil(legacyInfo.advertisingSets)
+        XCTAssertNil(legacyInfo.maximumAdvertisingDataLength)
+        let sent = await legacy.sent
+        XCTAssertFalse(sent.contains(.leReadNumberOfSupportedAdvertisingSets))
+        XCTAssertFalse(sent.contains(.leReadMaximumAdvertisingDataLength))
+        let legacyAsked = await legacy.leEventMask
+        let legacyMask = try XCTUnwrap(legacyAsked)
+        XCTAssertEqual(legacyMask, .default, "no event of the extended commands for a host that does not use them")
     }
 }

@@ -11,14 +11,16 @@ struct DriverRecord {
     /// Opcodes failed once each, the next time they are sent.
     var failingOnce: Set<HCIOpcode> = []
     var tasks: [@Sendable () async throws -> Void] = []
+    /// Return parameters (after the status) for opcodes that have some.
+    var answers: [HCIOpcode: [UInt8]] = [:]
 
-    /// Records `cmd` and answers it as a controller would (status only).
+    /// Records `cmd` and answers it as a controller would (status, then `answers`' parameters).
     mutating func answer(_ cmd: HCICommand) throws -> [UInt8] {
         commands.append(cmd)
         if failing.contains(cmd.opcode) || failingOnce.remove(cmd.opcode) != nil {
             throw BLEError.hci(.commandFailed(opcode: cmd.opcode, status: .commandDisallowed))
         }
-        return [0]
+        return [0] + (answers[cmd.opcode] ?? [])
     }
 
     mutating func spawn(_ body: @escaping @Sendable () async throws -> Void) -> UInt64 {

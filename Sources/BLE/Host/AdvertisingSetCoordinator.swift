@@ -22,9 +22,9 @@ struct AdvertisingSetRecord {
 /// Bluetooth 5's advertising sets (Core spec Vol 4 Part E §7.8.52–§7.8.63): several at once, each
 /// with its own parameters, address, data (fragmented over commands up to the controller's
 /// maximum), scan response, optional periodic advertising, duration and event limit; and the LE
-/// Advertising Set Terminated event (§7.7.65.18) that ends one by itself. Set 0 stays with
-/// `AdvertisingCoordinator` (the `startAdvertising` advertising) unless the controller has one
-/// set and that is not in use. Isolated to the host actor, known to it as an
+/// Advertising Set Terminated event (§7.7.65.18) that ends one by itself. Set 0 is left to
+/// `AdvertisingCoordinator` (the `startAdvertising` advertising) and taken last, only while that
+/// does not use it. Isolated to the host actor, known to it as an
 /// `AdvertisingSetDriver`.
 final class AdvertisingSetCoordinator {
     private(set) var records: [UInt8: AdvertisingSetRecord] = [:]
@@ -267,8 +267,8 @@ final class AdvertisingSetCoordinator {
         }
     }
 
-    /// The lowest handle free: 1 ... sets - 1 (set 0 is `startAdvertising`'s), or 0 when the
-    /// controller has that one set and `startAdvertising` does not use it.
+    /// The lowest handle free in 1 ... sets - 1, else 0 (`startAdvertising`'s) while that does not
+    /// use it.
     private func freeHandle(sets: Int, _ host: isolated some AdvertisingSetDriver) -> UInt8? {
         let top = min(sets, 0xF0)
         if top > 1, let free = (1..<top).first(where: { records[UInt8($0)] == nil }) { return UInt8(free) }

@@ -170,7 +170,7 @@ struct AdvertiseCommand: BLECommand {
                 ("set", .int(Int(set.handle))), ("sid", .int(Int(set.sid))),
                 ("address", .optional(set.address.map { $0.address.description })),
                 ("addressType", .optional(set.address.map { $0.type == .public ? "public" : "random" })),
-                ("extended", .bool(set.extended)), ("txPower", .int(Int(set.txPower))), ("dataLength", .int(octets)),
+                ("extended", .bool(set.extended)), ("txPower", set.txPower == 127 ? .null : .int(Int(set.txPower))), ("dataLength", .int(octets)),
             ]
             var text = "\(set) \(set.extended ? "extended" : "legacy"), \(octets) octets"
             if set.extended {
@@ -181,7 +181,8 @@ struct AdvertiseCommand: BLECommand {
                 fields.append(("periodicInterval", .string("\(periodic.parameters.intervalMin)")))
                 text += ", periodic every \(periodic.parameters.intervalMin)"
             }
-            text += ", TX power \(set.txPower) dBm (of \(capacity.sets) sets, \(capacity.maximumDataLength) octets each)"
+            text += set.txPower == 127 ? "" : ", TX power \(set.txPower) dBm"
+            text += " (the controller runs \(capacity.sets) sets of up to \(capacity.maximumDataLength) octets)"
             log.line("advertising", fields, text: text)
         }
         return started

@@ -1,0 +1,338 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLEWire
+import XCTest
+
+/// `AdvertisingSetCoordinator` on its own, driven by a double of the host: the commands a set's
+/// start, change, pause and stop send, the checks made before any is sent, the handles and SIDs
+/// it picks, and what LE Advertising Set Terminated does.
+final class AdvertisingSetCoordinatorTests: XCTestCase {
+    actor Driver: AdvertisingSetDriver, LinkTableDouble, RecordingDriver {
+        let advertising = AdvertisingCoordinator()
+        let advertisingSets = AdvertisingSetCoordinator()
+        var record = DriverRecord()
+        var links = LinkTable()
+        var ownAddressType: OwnAddressType = .public
+        var ownRandomAddress: BDAddress?
+        var usesExtendedCommands = true
+        var info: ControllerInfo? = Driver.extendedInfo()
+        var reports: [PeripheralManagerEvent] = []
+        var advertisingSetZeroInUse: Bool { advertisingSets.holdsSetZero }
+        var ownAdvertisingAddress: DeviceAddress { DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_01), type: .public) }
+
+        init() { record.answers[.leSetExtendedAdvertisingParameters] = [0x05] }
+
+        static func extendedInfo(sets: Int = 4, maximum: Int = 1650, features: LESupportedFeatures = [.le2MPHY, .leCodedPHY]) -> ControllerInfo {
+            var info = ControllerInfo(address: BDAddress(rawValue: 0x00_1B_DC_00_00_01), version: nil,
+                                      supportedCommands: LocalSupportedCommands(octets: [UInt8](repeating: 0xFF, count: 64)),
+                                      features: nil, leFeatures: features, aclBufferLength: 27, aclBufferCount: 4)
+            info.advertisingSets = sets
+            info.maximumAdvertisingDataLength = maximum
+            return info
+        }
+
+        func prepareRadioForAdvertising() async {}
+        func report(_ event: PeripheralManagerEvent) { reports.append(event) }
+        func setInfo(_ info: ControllerInfo?) { self.info = info }
+        func legacyHost() { usesExtendedCommands = false }
+        func usePrivacy(_ address: BDAddress) {
+            ownAddressType = .random
+            ownRandomAddress = address
+        }
+        func fail(_ opcode: HCIOpcode) { record.failing.insert(opcode) }
+        func clearCommands() { record.commands = [] }
+
+        func start(_ parameters: AdvertisingSetParameters = AdvertisingSetParameters(), data: [UInt8] = [2, 1, 6], scanResponse: [UInt8]? = nil,
+                   periodic: (parameters: PeriodicAdvertisingParameters, data: [UInt8])? = nil) async throws -> AdvertisingSet {
+            try await advertisingSets.start(parameters, data: data, scanResponse: scanResponse, periodic: periodic, self)
+        }
+        func update(_ handle: UInt8, _ kind: AdvertisingDataKind, _ bytes: [UInt8]) async throws {
+            try await advertisingSets.update(handle, kind, bytes, self)
+        }
+        func stop(_ handle: UInt8) async throws { try await advertisingSets.stop(handle, self) }
+        func connect(handle: UInt16) {
+            let parameters = LinkParameters(interval: 24, latency: 0, supervisionTimeout: 400)
+            links[handle] = Link(id: UInt64(handle), handle: handle, peer: DeviceAddress(BDAddress(rawValue: 0xA0), type: .public),
+                                 role: .peripheral, parameters: parameters,
+                                 clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
+                                 server: ATTServer(), observation: LinkObservation(parameters: parameters))
+        }
+        func terminated(_ event: LEAdvertisingSetTerminated) -> Bool { advertisingSets.terminated(event, self) }
+        func linkEnded(_ handle: UInt16) { advertisingSets.linkEnded(handle: handle, self) }
+        func pause() async throws { try await advertisingSets.pause(self) }
+        func resume() async { await advertisingSets.resume(self) }
+        func isEnabled(_ handle: UInt8) -> Bool? { advertisingSets.records[handle]?.enabled }
+        var runningSets: Int { advertisingSets.records.count }
+        func startLegacy() async throws {
+            try await advertising.start(AdvertisingParameters(), data: AdvertisingData.Builder().localName("L").build(), scanResponse: nil, self)
+        }
+    }
+
+    /// The (operation, length) of every data command of `opcode` sent.
+    func fragments(_ commands: [HCICommand], _ opcode: HCIOpcode) -> [(UInt8, Int)] {
+        commands.filter { $0.opcode == opcode }.map { ($0.parameters[1], $0.parameters.count - (opcode == .leSetPeriodicAdvertisingData ? 3 : 4)) }
+    }
+
+    func testAStartSendsParametersDataInFragmentsThenEnableWithTheDurationAndEventLimit() async throws {
+        let d = Driver()
+        var p = AdvertisingSetParameters(primaryPHY: .leCoded, secondaryPHY: .le2M, txPower: -4, includeTxPower: true,
+                                         duration: .milliseconds(1500), maxEvents: 9)
+        p.kind = .nonConnectable
+        let set = try await d.start(p, data: [UInt8](repeating: 0x42, count: 600))
+        XCTAssertEqual(set.handle, 1, "set 0 is startAdvertising's")
+        XCTAssertEqual(set.sid, 0)
+        XCTAssertEqual(set.txPower, 5, "the TX power the controller chose")
+        XCTAssertEqual(set.extended, true)
+        let commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingData,
+                                                .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable])
+        let parameters = commands[0].parameters
+        XCTAssertEqual(parameters[0], 1, "the handle")
+        XCTAssertEqual(UInt16(parameters[1]) | UInt16(parameters[2]) << 8, AdvertisingEventProperties.includeTxPower.rawValue, "extended, neither connectable nor scannable")
+        XCTAssertEqual(Int8(bitPattern: parameters[19]), -4)
+        XCTAssertEqual(parameters[20], LEPHY.leCoded.rawValue)
+        XCTAssertEqual(parameters[22], LEPHY.le2M.rawValue)
+        XCTAssertEqual(fragments(commands, .leSetExtendedAdvertisingData).map(\.0), [1, 0, 2], "first, intermediate, last")
+        XCTAssertEqual(fragments(commands, .leSetExtendedAdvertisingData).map(\.1), [251, 251, 98])
+        // Enable: on, one set, handle 1, duration 150 (10 ms units), 9 events.
+        XCTAssertEqual(commands[4].parameters, [1, 1, 1, 150, 0, 9])
+    }
+
+    func testASetFromItsOwnRandomAddressGivesItToTheControllerBeforeEnabling() async throws {
+        let d = Driver()
+        let own = BDAddress(rawValue: 0xC1_22_33_44_55_66)
+        let set = try await d.start(AdvertisingSetParameters(address: .random(own)))
+        XCTAssertEqual(set.address, DeviceAddress(own, type: .random))
+        let commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingParameters, .leSetAdvertisingSetRandomAddress,
+                                                .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands[0].parameters[10], OwnAddressType.random.rawValue)
+        XCTAssertEqual(commands[1].parameters, [1] + own.littleEndianBytes)
+    }
+
+    func testSetsTakeTheNextHandleAndSIDUntilTheControllerHasNoMore() async throws {
+        let d = Driver()
+        await d.setInfo(Driver.extendedInfo(sets: 3))
+        let first = try await d.start()
+        let second = try await d.start()
+        let last = try await d.start()
+        XCTAssertEqual([first.handle, second.handle, last.handle], [1, 2, 0], "set 0 last, while startAdvertising does not use it")
+        XCTAssertEqual([first.sid, second.sid, last.sid], [0, 1, 2])
+        do {
+            _ = try await d.start()
+            XCTFail("a fourth set on a controller with three")
+        } catch BLEError.unsupported {}
+        try await d.stop(1)
+        let third = try await d.start()
+        XCTAssertEqual(third.handle, 1, "a stopped set's handle is free again")
+    }
+
+    /// A controller with one set: it goes to the application's set while `startAdvertising` does
+    /// not use it, and each refuses while the other holds it.
+    func testOneSetIsSharedWithStartAdvertisingOneAtATime() async throws {
+        let d = Driver()
+        await d.setInfo(Driver.extendedInfo(sets: 1))
+        let set = try await d.start()
+        XCTAssertEqual(set.handle, 0)
+        do {
+            try await d.startLegacy()
+            XCTFail("startAdvertising while an advertising set holds set 0")
+        } catch BLEError.unsupported {}
+        try await d.stop(0)
+        try await d.startLegacy()
+        do {
+            _ = try await d.start()
+            XCTFail("a set while startAdvertising holds set 0")
+        } catch BLEError.unsupported {}
+    }
+
+    func testWhatTheSpecForbidsIsRefusedBeforeAnyCommand() async throws {
+        let d = Driver()
+        func refused(_ what: String, _ body: () async throws -> Void) async {
+            do {
+                try await body()
+                XCTFail("\(what) was accepted")
+            } catch let error as BLEError {
+                switch error {
+                case .invalidArgument, .unsupported: break
+                default: XCTFail("\(what): \(error)")
+                }
+            } catch { XCTFail("\(what): \(error)") }
+        }
+        await refused("data over the controller's maximum") { _ = try await d.start(data: [UInt8](repeating: 1, count: 1651)) }
+        await refused("legacy PDUs with 32 octets") { _ = try await d.start(AdvertisingSetParameters(legacyPDUs: true), data: [UInt8](repeating: 1, count: 32)) }
+        await refused("a scannable extended set without a scan response") { _ = try await d.start(AdvertisingSetParameters(kind: .scannable)) }
+        await refused("a scan response on a set that is not scannable") { _ = try await d.start(scanResponse: [2, 1, 6]) }
+        await refused("a connectable anonymous set") { _ = try await d.start(AdvertisingSetParameters(kind: .connectable, anonymous: true)) }
+        await refused("legacy PDUs on LE Coded") { _ = try await d.start(AdvertisingSetParameters(legacyPDUs: true, primaryPHY: .leCoded)) }
+        await refused("a primary PHY of LE 2M") { _ = try await d.start(AdvertisingSetParameters(primaryPHY: .le2M)) }
+        await refused("a 10 ms interval") { _ = try await d.start(AdvertisingSetParameters(interval: .milliseconds(10))) }
+        await refused("SID 16") { _ = try await d.start(AdvertisingSetParameters(sid: 16)) }
+        await refused("0 events") { _ = try await d.start(AdvertisingSetParameters(maxEvents: 0)) }
+        await refused("a duration of 700 s") { _ = try await d.start(AdvertisingSetParameters(duration: .seconds(700))) }
+        await refused("a random address with 10 on top (resolvable)") {
+            _ = try await d.start(AdvertisingSetParameters(address: .random(BDAddress(rawValue: 0x40_00_00_00_00_01))))
+        }
+        await refused("periodic advertising on a connectable set") {
+            _ = try await d.start(AdvertisingSetParameters(kind: .connectable), periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)), [2, 1, 6]))
+        }
+        await refused("a periodic interval of 5 ms") {
+            _ = try await d.start(periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(5)), [2, 1, 6]))
+        }
+        await d.setInfo(Driver.extendedInfo(features: []))
+        await refused("LE Coded on a controller without it") { _ = try await d.start(AdvertisingSetParameters(primaryPHY: .leCoded)) }
+        await refused("LE 2M on a controller without it") { _ = try await d.start(AdvertisingSetParameters(secondaryPHY: .le2M)) }
+        await d.legacyHost()
+        await refused("a set on a host driving the legacy commands") { _ = try await d.start() }
+        let commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [], "nothing was sent")
+    }
+
+    /// A command refused part-way: the half-made set is removed, and its handle is free again.
+    func testAFailedStartRemovesTheSet() async throws {
+        let d = Driver()
+        await d.fail(.leSetExtendedAdvertisingEnable)
+        do {
+            _ = try await d.start()
+            XCTFail("the enable was refused")
+        } catch BLEError.hci {}
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.last, .leRemoveAdvertisingSet)
+        let running = await d.runningSets
+        XCTAssertEqual(running, 0)
+    }
+
+    func testPeriodicAdvertisingIsSetUpAndEnabledBeforeTheSet() async throws {
+        let d = Driver()
+        _ = try await d.start(periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)), [UInt8](repeating: 7, count: 300)))
+        let commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingParameters, .leSetPeriodicAdvertisingParameters,
+                                                .leSetPeriodicAdvertisingData, .leSetPeriodicAdvertisingData, .leSetPeriodicAdvertisingEnable,
+                                                .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands[1].parameters, [1, 80, 0, 80, 0, 0, 0], "100 ms is 80 units of 1.25 ms")
+        XCTAssertEqual(fragments(commands, .leSetPeriodicAdvertisingData).map(\.0), [1, 2])
+        XCTAssertEqual(fragments(commands, .leSetPeriodicAdvertisingData).map(\.1), [252, 48])
+        XCTAssertEqual(commands[4].parameters, [1, 1])
+        await d.clearCommands()
+        try await d.stop(1)
+        let stopped = await d.commands
+        XCTAssertEqual(stopped.map(\.opcode), [.leSetExtendedAdvertisingEnable, .leSetPeriodicAdvertisingEnable, .leRemoveAdvertisingSet],
+                       "both off before the set is removed (Vol 4 Part E §7.8.59)")
+        XCTAssertEqual(stopped[1].parameters, [0, 1])
+    }
+
+    /// Data in one command changes while the set runs; data in several needs the set off
+    /// (Vol 4 Part E §7.8.54), and on again after.
+    func testLongDataChangesWithTheSetOffForAMoment() async throws {
+        let d = Driver()
+        _ = try await d.start()
+        await d.clearCommands()
+        try await d.update(1, .advertising, [2, 1, 4])
+        var commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingData])
+        XCTAssertEqual(commands[0].parameters[1], AdvertisingDataOperation.complete.rawValue)
+        await d.clearCommands()
+        try await d.update(1, .advertising, [UInt8](repeating: 3, count: 400))
+        commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingEnable, .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingData,
+                                                .leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands[0].parameters.first, 0)
+        XCTAssertEqual(commands[3].parameters.first, 1)
+        let enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, true)
+        do {
+            try await d.update(1, .scanResponse, [2, 1, 6])
+            XCTFail("a scan response for a set that is not scannable")
+        } catch BLEError.invalidArgument {}
+        do {
+            try await d.update(1, .advertising, [UInt8](repeating: 3, count: 1651))
+            XCTFail("data over the maximum")
+        } catch BLEError.invalidArgument {}
+        do {
+            try await d.update(9, .advertising, [])
+            XCTFail("no set 9")
+        } catch BLEError.invalidArgument {}
+    }
+
+    /// A connection made from a connectable set is the set's: the event says so, and the set
+    /// advertises again at once (`continueWhileConnected`) or when that link ends.
+    func testAConnectionEndsTheSetWhichAdvertisesAgainAsAsked() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, continueWhileConnected: true))
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, continueWhileConnected: false))
+        await d.connect(handle: 0x40)
+        await d.clearCommands()
+        let ours = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 1, connectionHandle: 0x40, completedEvents: 12))
+        XCTAssertTrue(ours)
+        let reports = await d.reports
+        guard case let .advertisingSetTerminated(t)? = reports.last, case let .connected(central) = t.reason else {
+            return XCTFail("\(reports)")
+        }
+        XCTAssertEqual(central.id, 0x40)
+        XCTAssertEqual(t.set, 1)
+        XCTAssertEqual(t.completedEvents, 12)
+        XCTAssertTrue(t.restarting)
+        await d.runSpawned()
+        var commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands.first?.parameters, [1, 1, 1, 0, 0, 0])
+
+        await d.connect(handle: 0x41)
+        await d.clearCommands()
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 2, connectionHandle: 0x41, completedEvents: 3))
+        await d.runSpawned()
+        commands = await d.commands
+        XCTAssertEqual(commands, [], "set 2 waits for its link to end")
+        await d.linkEnded(0x41)
+        await d.runSpawned()
+        commands = await d.commands
+        XCTAssertEqual(commands.first?.parameters, [1, 1, 2, 0, 0, 0])
+        let enabled = await d.isEnabled(2)
+        XCTAssertEqual(enabled, true)
+        let zero = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x42, completedEvents: 1))
+        XCTAssertFalse(zero, "set 0 is not one of the application's sets")
+    }
+
+    /// A duration or event limit ends a set for good: no restart after a link ends.
+    func testATimedOutSetStaysOff() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, duration: .seconds(1)))
+        await d.clearCommands()
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .advertisingTimeout, advertisingHandle: 1, connectionHandle: 0, completedEvents: 10))
+        let reports = await d.reports
+        guard case let .advertisingSetTerminated(t)? = reports.last else { return XCTFail("\(reports)") }
+        XCTAssertEqual(t.reason, .timeout)
+        XCTAssertFalse(t.restarting)
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .limitReached, advertisingHandle: 1, connectionHandle: 0, completedEvents: 10))
+        guard case let .advertisingSetTerminated(limit)? = await d.reports.last else { return XCTFail() }
+        XCTAssertEqual(limit.reason, .limitReached)
+        await d.linkEnded(0x40)
+        await d.runSpawned()
+        let commands = await d.commands
+        XCTAssertEqual(commands, [])
+        try await d.stop(1)
+        let afterStop = await d.opcodes
+        XCTAssertEqual(afterStop, [.leRemoveAdvertisingSet], "an ended set is not disabled again, only removed")
+    }
+
+    /// Privacy's pause turns every running set off in one command; its resume gives a set from
+    /// the host's address the renewed address, then turns it on.
+    func testPauseAndResumeFollowTheHostsNewAddress() async throws {
+        let d = Driver()
+        await d.usePrivacy(BDAddress(rawValue: 0x5A_00_00_00_00_01))
+        _ = try await d.start()
+        _ = try await d.start(AdvertisingSetParameters(address: .random(BDAddress(rawValue: 0xC0_00_00_00_00_02))))
+        await d.clearCommands()
+        try await d.pause()
+        var commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands.first?.parameters, [0, 2, 1, 0, 0, 0, 2, 0, 0, 0])
+        await d.usePrivacy(BDAddress(rawValue: 0x5A_00_00_00_00_09))
+        await d.clearCommands()
+        await d.resume()
+        commands = await d.commands
+        XCTAssertEqual(commands.map(\.opcode), [.leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingEnable, .leSetExtendedAdvertisingEnable])
+        XCTAssertEqual(commands.first?.parameters, [1] + BDAddress(rawValue: 0x5A_00_00_00_00_09).littleEndianBytes)
+    }
+}
