@@ -15,14 +15,22 @@ public final class AdvertisingSwitch: Sendable {
     public let data: AdvertisingData
     /// The scan response sent with it, if any.
     public let scanResponse: AdvertisingData?
+    /// With `ble serve --extended`: the connectable extended set's parameters (the data and scan
+    /// response then go out together as the set's data, which has room for both); nil: legacy
+    /// advertising (`startAdvertising`).
+    public let extended: AdvertisingSetParameters?
     /// Whether the user wants advertising: on at start unless --no-advertise, flipped by `a`.
     private let wanted: Mutex<Bool>
+    /// The extended set running now.
+    private let running = Mutex<AdvertisingSet?>(nil)
 
     /// A switch in the state `wanted`; nothing is sent to the radio until `start` or `toggle`.
-    public init(manager: PeripheralManager, data: AdvertisingData, scanResponse: AdvertisingData?, wanted: Bool) {
+    public init(manager: PeripheralManager, data: AdvertisingData, scanResponse: AdvertisingData?, extended: AdvertisingSetParameters? = nil,
+                wanted: Bool) {
         self.manager = manager
         self.data = data
         self.scanResponse = scanResponse
+        self.extended = extended
         self.wanted = Mutex(wanted)
     }
 
@@ -31,8 +39,20 @@ public final class AdvertisingSwitch: Sendable {
 
     /// Starts advertising `data` (at start, and when the switch goes on).
     public func start() async throws {
-        try await manager.startAdvertising(data, scanResponse: scanResponse)
+        guard let extended else { return try await manager.startAdvertising(data, scanResponse: scanResponse) }
+        let set = try await manager.startAdvertisingSet(scanResponse.map { data.merging($0) } ?? data, parameters: extended)
+        running.withLock { $0 = set }
     }
+
+    /// Stops advertising (the switch going off, or the end of `ble serve`).
+    public func stop() async throws {
+        guard extended != nil else { return try await manager.stopAdvertising() }
+        guard let set = running.withLock({ s -> AdvertisingSet? in defer { s = nil }; return s }) else { return }
+        try await manager.stopAdvertisingSet(set)
+    }
+
+    /// The extended set running now, if any.
+    public var runningSet: AdvertisingSet? { running.withLock { $0 } }
 
     /// One `a`: flips the wanted state and makes the host follow it (stopping also keeps it
     /// from restarting after the current connection). Returns the state now wanted.
@@ -42,7 +62,7 @@ public final class AdvertisingSwitch: Sendable {
             w.toggle()
             return w
         }
-        if want { try await start() } else { try await manager.stopAdvertising() }
+        if want { try await start() } else { try await stop() }
         return want
     }
 }

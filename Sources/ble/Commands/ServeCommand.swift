@@ -23,6 +23,8 @@ struct ServeCommand: BLECommand {
         .single("files", value: "DIR", help: "echo: answer file:// URLs with the regular files under DIR (default: file:// refused)"),
         .single("l2cap", value: "PSM", help: "also accept LE credit-based L2CAP channels on PSM (1...255) and echo every SDU back"),
         .flag("eatt", help: "offer Enhanced ATT: Server Supported Features says EATT, and ATT bearers on SPSM 0x0027 are accepted on encrypted links"),
+        .flag("extended", help: "advertise as a connectable extended set (Bluetooth 5): data and scan response in one, no 31-octet limit"),
+        .single("phy", value: "1m|coded", help: "with --extended: the advertising PHY, primary and secondary (default 1m; coded for long range)"),
     ]
     /// Serves until interrupted or --duration, then stops advertising and disconnects in order.
     static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts, .pairing]
@@ -52,6 +54,8 @@ struct ServeCommand: BLECommand {
     var advertise: Bool
     var l2capPSM: UInt16?
     var eatt: Bool
+    /// `--extended`: the connectable extended set's parameters.
+    var extended: AdvertisingSetParameters?
     var arguments: ParsedArguments
 
     init(_ args: ParsedArguments) throws {
@@ -78,6 +82,12 @@ struct ServeCommand: BLECommand {
         advertise = !args.flag("no-advertise")
         l2capPSM = try args.option("l2cap").map(L2capCommand.psm)
         eatt = args.flag("eatt")
+        if args.flag("extended") {
+            let phy = try args.option("phy").map { try AdvertiseCommand.phy($0, "--phy", allowed: ["1m", "coded"]) } ?? .le1M
+            extended = AdvertisingSetParameters(kind: .connectable, primaryPHY: phy, secondaryPHY: phy, continueWhileConnected: true, restartAfterDisconnect: true)
+        } else if args.option("phy") != nil {
+            throw UsageError("--phy goes with --extended (legacy advertising is on LE 1M)")
+        }
         guard !(eatt && l2capPSM == 0x27) else { throw UsageError("--l2cap 0x27 and --eatt exclude each other: SPSM 0x0027 is Enhanced ATT's") }
         arguments = args
     }
@@ -119,8 +129,8 @@ struct ServeCommand: BLECommand {
                                                        address: own, configuration: configuration)
         let events = await manager.events
         let (data, response) = instance.advertisement(name: deviceName)
-        let advertising = AdvertisingSwitch(manager: manager, data: data.shorteningLocalName(toFit: AdvertisingData.legacyLimit), scanResponse: response,
-                                            wanted: advertise)
+        let advertising = AdvertisingSwitch(manager: manager, data: extended == nil ? data.shorteningLocalName(toFit: AdvertisingData.legacyLimit) : data,
+                                            scanResponse: response, extended: extended, wanted: advertise)
         var l2cap: L2CAPListener?
         do {
             try await instance.install(on: manager)
@@ -138,6 +148,11 @@ struct ServeCommand: BLECommand {
                            ("addressType", .optional(serving.map { $0.type == .public ? "public" : "random" }))],
                  text: "serving \(P.name) as \"\(deviceName)\" at \(serving.map { "\($0)" } ?? "?")")
         if !advertise { log.line("advertising", [("enabled", .bool(false))], text: "not advertising (--no-advertise)") }
+        if let set = advertising.runningSet {
+            log.line("advertisingSet", [("set", .int(Int(set.handle))), ("sid", .int(Int(set.sid))), ("extended", .bool(true)),
+                                        ("primaryPHY", .string(AdvertiseCommand.phyName(extended?.primaryPHY ?? .le1M)))],
+                     text: "advertising as extended \(set) on \(extended?.primaryPHY ?? .le1M)")
+        }
         let profile = instance
         let limit = duration
         await withTaskGroup(of: Void.self) { group in
@@ -180,7 +195,7 @@ struct ServeCommand: BLECommand {
             await group.next()
             group.cancelAll()
         }
-        try? await manager.stopAdvertising()
+        try? await advertising.stop()
         for central in await manager.connectedCentrals {
             try? await manager.disconnect(central)
         }

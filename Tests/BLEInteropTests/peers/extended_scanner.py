@@ -20,7 +20,7 @@ import asyncio
 from typing import Any
 
 from bumble import hci
-from bumble.device import Advertisement
+from bumble.device import Advertisement, ConnectionParametersPreferences
 
 import peer_common as common
 
@@ -56,7 +56,10 @@ async def main(args: Any, stop: asyncio.Event) -> int:
 
         async def connect_to(address: hci.Address) -> None:
             await device.stop_scanning()
-            await device.connect(address, own_address_type=hci.OwnAddressType.RANDOM, timeout=10)
+            # Initiate on every PHY scanned, so a set advertising on LE Coded is reached too.
+            preferences = {PHYS[p]: ConnectionParametersPreferences.default for p in args.phy.split(",")}
+            await device.connect(address, own_address_type=hci.OwnAddressType.RANDOM, timeout=10,
+                                 connection_parameters_preferences=preferences)
             common.emit("connected", address=str(address).split("/")[0])
             finished.set()
 
