@@ -8,7 +8,7 @@ import BLESystems
 /// The `ble` tool: one command-line entry to the stack. Commands are structs in Commands/.
 let commands: [any BLECommand.Type] = [
     ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, PairCommand.self, BondsCommand.self,
-    ServeCommand.self, AdvertiseCommand.self, L2capCommand.self, RadioCommand.self, DemoCommand.self,
+    ServeCommand.self, AdvertiseCommand.self, SyncCommand.self, L2capCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
     HeartRateCommand.self, AccelCommand.self, UICommand.self, BenchCommand.self,
 ]

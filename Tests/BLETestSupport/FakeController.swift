@@ -37,6 +37,9 @@ public actor FakeController {
     public var nextHandle: UInt16 = 0x0040
     /// The peer of an LE Create Connection not yet completed (`acceptConnections` off).
     public var pendingConnectPeer: DeviceAddress?
+    /// The SID and advertiser of the periodic sync being created (LE Periodic Advertising Create
+    /// Sync, until its Sync Established or cancel).
+    public var pendingSync: (sid: UInt8, advertiser: DeviceAddress)?
     /// Return an ACL credit for every packet at once (a fast controller); off to build a backlog.
     public var returnCredits = true
     /// Whether Supported Commands lists Bluetooth 5's extended advertising, scanning and
@@ -363,6 +366,22 @@ public actor FakeController {
             return [status(c.opcode), .disconnectionComplete(status: .success, handle: handle, reason: .connectionTerminatedByLocalHost)]
         case .leConnectionUpdate, .leReadRemoteFeatures, .leSetPHY, .readRemoteVersionInformation, .leEnableEncryption:
             return [status(c.opcode)]
+        case .lePeriodicAdvertisingCreateSync:
+            // Options, SID, address type, address (§7.8.67): kept for a cancel's answer.
+            var r = ByteReader(c.parameters)
+            _ = try? r.skip(1)
+            let sid = (try? r.readU8()) ?? 0
+            let type = (try? r.readU8()) ?? 0
+            pendingSync = (sid, DeviceAddress(BDAddress(littleEndian: (try? r.readBytes(6)) ?? []), type: type == 0 ? .public : .random))
+            return [status(c.opcode)]
+        case .lePeriodicAdvertisingCreateSyncCancel:
+            guard let (sid, advertiser) = pendingSync else {
+                return [.commandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]
+            }
+            pendingSync = nil
+            // The pending sync ends with Operation Cancelled by Host (§7.8.68).
+            return [complete(c.opcode), .le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
+                status: HCIStatus(0x44), syncHandle: 0, sid: sid, advertiser: advertiser, phy: .le1M, interval: 0, clockAccuracy: 0)))]
         default:
             return [complete(c.opcode)]
         }

@@ -32,6 +32,9 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
     /// An LE credit-based L2CAP channel could not be opened, was closed, or the peer broke its
     /// rules and we disconnected it (Core spec Vol 3 Part A §4.22–§4.24, §10.2).
     case l2cap(L2CAPChannelError)
+    /// A periodic advertising sync was lost: the train was not heard within its sync timeout
+    /// (LE Periodic Advertising Sync Lost, Core spec Vol 4 Part E §7.7.65.16).
+    case periodicSyncLost(String)
     /// The stack was closed.
     case closed
 
@@ -64,6 +67,7 @@ public enum BLEError: Error, Sendable, CustomStringConvertible {
         case let .busy(m): return "busy: \(m)"
         case let .security(e): return "security: \(e)"
         case let .l2cap(e): return "L2CAP: \(e)"
+        case let .periodicSyncLost(m): return "periodic advertising sync lost: \(m)"
         case .closed: return "the host stack is closed"
         }
     }

@@ -150,3 +150,5 @@ extension HostController: L2CAPDriver {
         LECreditBasedChannel(host: self, id: id, info: info, peer: peer)
     }
 }
+
+extension HostController: PeriodicSyncDriver {}

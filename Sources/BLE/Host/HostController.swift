@@ -26,6 +26,7 @@ actor HostController {
     let scanning = ScanCoordinator()
     let advertising = AdvertisingCoordinator()
     let advertisingSets = AdvertisingSetCoordinator()
+    let periodicSyncs = PeriodicSyncCoordinator()
     let client = GATTClientSessions()
     /// Each link's attribute cache (Vol 3 Part G §2.5.2).
     let caches = GATTCacheSessions()
@@ -361,6 +362,12 @@ actor HostController {
             scanning.receive(reports, self)
         case let .le(.advertisingSetTerminated(event)):
             advertisingSetTerminated(event)
+        case let .le(.periodicAdvertisingSyncEstablished(event)):
+            periodicSyncs.established(event, self)
+        case let .le(.periodicAdvertisingReport(report)):
+            periodicSyncs.report(report)
+        case let .le(.periodicAdvertisingSyncLost(syncHandle)):
+            periodicSyncs.lost(syncHandle)
         case let .le(meta):
             connections.handle(meta, self)
         default:
@@ -423,6 +430,7 @@ actor HostController {
         connections.closeAll(error: error, self)
         scanning.fail(error, self)
         advertisingSets.reset()
+        periodicSyncs.fail(error)
         l2cap.fail(error)
         // After the links' `.disconnected` events: the manager's event streams end.
         server.finishEvents()

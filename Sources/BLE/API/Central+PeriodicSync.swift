@@ -1,0 +1,95 @@
+import BLEHCI
+import BLERuntime
+import BLEWire
+
+/// A sync to one advertiser's periodic advertising (Core spec Vol 6 Part B §4.4.2.12, HCI Vol 4
+/// Part E §7.8.67–§7.8.69): the reports of its train as an async sequence, which ends when
+/// `terminate` is called (normally) or with `BLEError.periodicSyncLost` when the train is no
+/// longer heard.
+public final class PeriodicSync: AsyncSequence, Sendable {
+    public typealias Element = PeriodicAdvertisement
+
+    /// The advertiser, as the controller reported it (its identity when it resolved an RPA).
+    public let advertiser: DeviceAddress
+    /// The advertising set's SID.
+    public let sid: UInt8
+    /// The PHY the train is on.
+    public let phy: LEPHY
+    /// The periodic advertising interval.
+    public let interval: Duration
+    let syncHandle: UInt16
+    let host: HostController
+    private let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>
+
+    init(_ established: LEPeriodicSyncEstablished, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>, host: HostController) {
+        advertiser = established.advertiser
+        sid = established.sid
+        phy = established.phy
+        interval = .microseconds(Int64(established.interval) * 1250)
+        syncHandle = established.syncHandle
+        self.host = host
+        self.stream = stream
+    }
+
+    public func makeAsyncIterator() -> AsyncThrowingStream<PeriodicAdvertisement, Error>.AsyncIterator { stream.makeAsyncIterator() }
+
+    /// Ends the sync on the controller (LE Periodic Advertising Terminate Sync) and the sequence.
+    public func terminate() async {
+        await host.run { await $0.periodicSyncs.terminate(syncHandle, $0) }
+    }
+}
+
+extension Central {
+    /// Syncs to the periodic advertising of `advertiser`'s set `sid`: scans (passively, on
+    /// `phys`) until the controller hears the set's AUX_ADV_IND with its SyncInfo and reports
+    /// the sync established (LE Periodic Advertising Create Sync, Sync Established), or fails
+    /// with `.timeout` after `timeout` (the attempt is cancelled on the controller). The sync is
+    /// lost when no periodic advertisement is heard for `supervisionTimeout` (100 ms ... 163.84 s).
+    /// Needs a controller driven with the extended commands that lists periodic sync, else
+    /// `.unsupported`.
+    ///
+    /// The scan ends once the sync is made (a sync needs no scanning, Vol 6 Part B §4.3.5)
+    /// unless `keepScanning`: some controllers (rootcanal 1.10) report a train only while they
+    /// scan; the scan then ends with the sync.
+    public func syncToPeriodicAdvertising(of advertiser: DeviceAddress, sid: UInt8, timeout: Duration = .seconds(10),
+                                          supervisionTimeout: Duration = .seconds(5), skip: UInt16 = 0,
+                                          phys: LEPHYSet? = nil, keepScanning: Bool = false) async throws -> PeriodicSync {
+        guard sid <= 15 else { throw BLEError.invalidArgument("advertising SID \(sid) is outside 0 ... 15") }
+        guard skip <= 0x01F3 else { throw BLEError.invalidArgument("skip \(skip) is over 499 periodic events") }
+        let units = AdvertisingSetParameters.units(supervisionTimeout, 10_000)
+        guard (0x000A...0x4000).contains(units) else { throw BLEError.invalidArgument("sync supervision timeout must be 100 ms ... 163.84 s") }
+        let phys = phys ?? host.configuration.listeningPHYs
+        try await host.run { host in
+            guard host.usesExtendedCommands, host.info?.supportedCommands.map({ $0.lePeriodicAdvertisingCreateSync && $0.lePeriodicAdvertisingCreateSyncCancel
+                    && $0.lePeriodicAdvertisingTerminateSync }) == true else {
+                throw BLEError.unsupported("periodic advertising sync needs a controller with Bluetooth 5's periodic sync commands (Vol 4 Part E §7.8.67)")
+            }
+            try ListeningPHYs.validate(phys, for: .scanning, extended: true, supported: host.supportedPHYs)
+        }
+        // The controller finds the train only while it scans (§7.8.67): a passive scan runs,
+        // its devices unread, until the sync is made or given up.
+        let scan = self.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: keepScanning ? nil : timeout + .seconds(1), phys: phys)
+        let scanning = Task { for try await _ in scan {} }
+        let (stream, continuation) = AsyncThrowingStream<PeriodicAdvertisement, Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let host = self.host
+        let established: LEPeriodicSyncEstablished
+        do {
+            established = try await host.run { host in
+                try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
+                                                    stream: continuation, host)
+            }
+        } catch {
+            scanning.cancel()
+            throw error
+        }
+        if !keepScanning { scanning.cancel() }
+        let sync = PeriodicSync(established, stream: stream, host: host)
+        continuation.onTermination = { [weak sync] termination in
+            scanning.cancel()
+            // The reader stopped reading (not the sync ending): the controller stops too.
+            guard case .cancelled = termination, let sync else { return }
+            Task { await sync.terminate() }
+        }
+        return sync
+    }
+}

@@ -1,0 +1,165 @@
+import BLEHCI
+import BLERuntime
+import BLEWire
+
+/// One periodic advertising report put back together: the whole data of one periodic
+/// advertising event (its AUX_SYNC_IND and AUX_CHAIN_INDs, Vol 6 Part B §4.4.2.12).
+public struct PeriodicAdvertisement: Sendable, Hashable {
+    /// The data as received.
+    public let bytes: [UInt8]
+    /// The data's AD structures.
+    public var data: AdvertisingData { AdvertisingData(bytes: bytes) }
+    /// Signal strength in dBm, nil when the controller did not give it.
+    public let rssi: Int8?
+    /// The advertiser's TX power in dBm, nil when not given.
+    public let txPower: Int8?
+    /// The controller could not receive the rest of the data (Data_Status 2, §7.7.65.15):
+    /// `bytes` is only its start.
+    public let truncated: Bool
+}
+
+/// Periodic advertising sync (Core spec Vol 4 Part E §7.8.67–§7.8.69, events §7.7.65.14–16):
+/// one sync being created at a time (the controller takes one pending Create Sync), each sync's
+/// reports reassembled and handed to its stream, which ends with `.periodicSyncLost` when the
+/// train is lost. Isolated to the host actor, known to it as a `PeriodicSyncDriver`.
+final class PeriodicSyncCoordinator {
+    /// What a sync's stream is fed from.
+    struct Sync {
+        let advertiser: DeviceAddress
+        let sid: UInt8
+        var pending: [UInt8] = []
+        let continuation: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
+    }
+
+    private var syncs: [UInt16: Sync] = [:]
+    /// The Create Sync waiting for its Sync Established, and the id of its attempt.
+    private var creating: (id: UInt64, advertiser: DeviceAddress, sid: UInt8,
+                           continuation: CheckedContinuation<LEPeriodicSyncEstablished, Error>)?
+    private var nextID: UInt64 = 1
+
+    /// Whether a Create Sync is waiting for its answer.
+    var isCreating: Bool { creating != nil }
+
+    /// Sends LE Periodic Advertising Create Sync and waits for Sync Established (the controller
+    /// must be scanning to hear the set's AUX_ADV_IND and its SyncInfo). After `timeout` the
+    /// attempt is cancelled (Create Sync Cancel) and fails with `.timeout`.
+    func create(advertiser: DeviceAddress, sid: UInt8, skip: UInt16, syncTimeout: UInt16, timeout: Duration,
+                stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation,
+                _ host: isolated some PeriodicSyncDriver) async throws -> LEPeriodicSyncEstablished {
+        guard creating == nil else { throw BLEError.busy("another periodic sync is being created") }
+        let id = nextID
+        nextID += 1
+        let established: LEPeriodicSyncEstablished = try await withCheckedThrowingContinuation(isolation: host) { continuation in
+            creating = (id, advertiser, sid, continuation)
+            host.spawn("periodic sync \(id)") {
+                await host.run { host in
+                    do {
+                        try await host.command(.lePeriodicAdvertisingCreateSync(sid: sid, advertiser: advertiser, skip: skip, syncTimeout: syncTimeout))
+                    } catch {
+                        host.periodicSyncs.resumeCreating(id, .failure(error))
+                    }
+                }
+                try await host.clock.sleep(for: timeout)
+                await host.run { host in
+                    guard host.periodicSyncs.creating?.id == id else { return }
+                    host.periodicSyncs.timedOut = id
+                    do { try await host.command(.lePeriodicAdvertisingCreateSyncCancel) } catch {
+                        host.log("LE Periodic Advertising Create Sync Cancel: \(error)")
+                        host.periodicSyncs.resumeCreating(id, .failure(BLEError.timeout("no periodic advertising from \(advertiser) SID \(sid)")))
+                    }
+                }
+            }
+        }
+        syncs[established.syncHandle] = Sync(advertiser: established.advertiser, sid: established.sid, continuation: stream)
+        return established
+    }
+
+    /// The attempt whose cancel was for its timeout: its Sync Established (Operation Cancelled by
+    /// Host) is reported as a timeout.
+    private var timedOut: UInt64?
+
+    private func resumeCreating(_ id: UInt64, _ result: Result<LEPeriodicSyncEstablished, Error>) {
+        guard let pending = creating, pending.id == id else { return }
+        creating = nil
+        pending.continuation.resume(with: result)
+    }
+
+    /// LE Periodic Advertising Sync Established (§7.7.65.14).
+    func established(_ event: LEPeriodicSyncEstablished, _ host: isolated some PeriodicSyncDriver) {
+        guard let pending = creating else {
+            // Not ours (a sync transfer's, or one already given up): let the controller drop it.
+            if event.status.isSuccess {
+                host.spawn("stray periodic sync") { await host.run { _ = try? await $0.command(.lePeriodicAdvertisingTerminateSync(syncHandle: event.syncHandle)) } }
+            }
+            return
+        }
+        if event.status.isSuccess {
+            resumeCreating(pending.id, .success(event))
+        } else if timedOut == pending.id {
+            resumeCreating(pending.id, .failure(BLEError.timeout("no periodic advertising from \(pending.advertiser) SID \(pending.sid)")))
+        } else {
+            resumeCreating(pending.id, .failure(BLEError.hci(.commandFailed(opcode: .lePeriodicAdvertisingCreateSync, status: event.status))))
+        }
+    }
+
+    /// LE Periodic Advertising Report (§7.7.65.15): fragments are joined until the last; a
+    /// truncated one is delivered as truncated; reserved Data_Status values drop what was joined.
+    func report(_ report: LEPeriodicAdvertisingReport) {
+        guard var sync = syncs[report.syncHandle] else { return }
+        let rssi = report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi
+        let tx = report.txPower == LEAdvertisingReport.unavailable ? nil : report.txPower
+        switch report.dataStatus {
+        case .incompleteMoreToCome:
+            // A bound like the controller's own maximum (1,650 octets, §7.8.57): a train that
+            // never ends its chain cannot grow this without limit.
+            sync.pending += report.data
+            if sync.pending.count > Self.dataLimit {
+                sync.continuation.yield(PeriodicAdvertisement(bytes: Array(sync.pending.prefix(Self.dataLimit)), rssi: rssi, txPower: tx, truncated: true))
+                sync.pending = []
+            }
+        case .complete, .incompleteTruncated:
+            sync.continuation.yield(PeriodicAdvertisement(bytes: sync.pending + report.data, rssi: rssi, txPower: tx,
+                                                          truncated: report.dataStatus == .incompleteTruncated))
+            sync.pending = []
+        default:
+            sync.pending = []
+        }
+        syncs[report.syncHandle] = sync
+    }
+
+    /// The most data one periodic advertisement is put together from.
+    static let dataLimit = 1650
+
+    /// LE Periodic Advertising Sync Lost (§7.7.65.16): the stream ends with `.periodicSyncLost`.
+    func lost(_ syncHandle: UInt16) {
+        guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
+        sync.continuation.finish(throwing: BLEError.periodicSyncLost("\(sync.advertiser) SID \(sync.sid)"))
+    }
+
+    /// Ends a sync on the controller (LE Periodic Advertising Terminate Sync, §7.8.69) and its
+    /// stream, normally.
+    func terminate(_ syncHandle: UInt16, _ host: isolated some PeriodicSyncDriver) async {
+        guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
+        sync.continuation.finish()
+        do { try await host.command(.lePeriodicAdvertisingTerminateSync(syncHandle: syncHandle)) } catch {
+            host.log("LE Periodic Advertising Terminate Sync: \(error)")
+        }
+    }
+
+    /// The controller failed: every stream and the pending creation end with `error`.
+    func fail(_ error: BLEError) {
+        if let pending = creating {
+            creating = nil
+            pending.continuation.resume(throwing: error)
+        }
+        for sync in syncs.values { sync.continuation.finish(throwing: error) }
+        syncs = [:]
+    }
+}
+
+/// What periodic sync needs of the host: itself (its tasks reach it again) and the clock its
+/// creation's timeout runs on.
+protocol PeriodicSyncDriver: HostServices {
+    var periodicSyncs: PeriodicSyncCoordinator { get }
+    nonisolated var clock: any BLEClock { get }
+}

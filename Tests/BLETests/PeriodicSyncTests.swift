@@ -1,0 +1,145 @@
+@testable import BLE
+import BLEHCI
+import BLEHost
+import BLEWire
+import XCTest
+import BLETestSupport
+
+/// `Central.syncToPeriodicAdvertising` against a scripted controller: the scan that lets the
+/// controller find the train, Create Sync's parameters, reports put back together (Vol 4 Part E
+/// §7.7.65.15), a truncated one marked, the sequence's end when the sync is lost (§7.7.65.16) or
+/// terminated (§7.8.69), a creation that times out (Create Sync Cancel, §7.8.68), and the
+/// refusals.
+/// The periodic advertiser of these tests.
+private let advertiser = DeviceAddress(BDAddress(rawValue: 0xC0_11_22_33_44_55), type: .random)
+
+final class PeriodicSyncTests: XCTestCase {
+
+    func open(extended: Bool = true) async throws -> (HostUnderTest, Central) {
+        let t = HostUnderTest()
+        await t.controller.configure { $0.listsExtendedAdvertisingCommands = extended }
+        await t.controller.start()
+        return (t, try await Central.open(transport: t.hostEnd))
+    }
+
+    func established(_ handle: UInt16 = 0x0007) -> HCIEvent {
+        .le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(status: .success, syncHandle: handle, sid: 4, advertiser: advertiser,
+                                                                            phy: .le2M, interval: 40, clockAccuracy: 5)))
+    }
+
+    func report(_ status: AdvertisingDataStatus, _ data: [UInt8], handle: UInt16 = 0x0007) -> HCIEvent {
+        .le(.periodicAdvertisingReport(LEPeriodicAdvertisingReport(syncHandle: handle, txPower: 4, rssi: -60, dataStatus: status, data: data)))
+    }
+
+    func testASyncIsMadeWhileScanningAndItsReportsArriveWholeUntilItIsLost() async throws {
+        let (t, central) = try await open()
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4, supervisionTimeout: .seconds(2)) }
+        // Scanning first, so the controller can hear the set's SyncInfo; then Create Sync.
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetExtendedScanEnable && $0.parameters.first == 1 }
+        let create = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        XCTAssertEqual(create.parameters, [0, 4, 1] + advertiser.address.littleEndianBytes + [0, 0, 200, 0, 0],
+                       "options, SID, random, address, skip 0, 2 s in 10 ms units, any CTE")
+        await t.controller.sendNow(established())
+        let sync = try await syncing.value
+        XCTAssertEqual(sync.advertiser, advertiser)
+        XCTAssertEqual(sync.sid, 4)
+        XCTAssertEqual(sync.phy, .le2M)
+        XCTAssertEqual(sync.interval, .milliseconds(50))
+        // The scan ends once synced.
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetExtendedScanEnable && $0.parameters.first == 0 }
+
+        let reading = Task { () -> ([PeriodicAdvertisement], Error?) in
+            var got: [PeriodicAdvertisement] = []
+            do {
+                for try await a in sync { got.append(a) }
+            } catch { return (got, error) }
+            return (got, nil)
+        }
+        await t.controller.sendNow(report(.incompleteMoreToCome, [3, 0xFF, 0x59]))
+        await t.controller.sendNow(report(.complete, [0x00]))
+        await t.controller.sendNow(report(.incompleteMoreToCome, [5, 0x09]))
+        await t.controller.sendNow(report(.incompleteTruncated, [0x41]))
+        await t.controller.sendNow(report(.complete, [2, 1, 6], handle: 0x0009)) // another sync's: not this one's
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncLost(syncHandle: 0x0007)))
+        let (got, error) = await reading.value
+        XCTAssertEqual(got.map(\.bytes), [[3, 0xFF, 0x59, 0x00], [5, 0x09, 0x41]])
+        XCTAssertEqual(got.map(\.truncated), [false, true])
+        XCTAssertEqual(got.first?.rssi, -60)
+        XCTAssertEqual(got.first?.txPower, 4)
+        guard case .periodicSyncLost? = error as? BLEError else { return XCTFail("\(String(describing: error))") }
+        await central.close()
+    }
+
+    /// `keepScanning`: the scan goes on while synced, and ends with the sync.
+    func testKeepScanningScansUntilTheSyncEnds() async throws {
+        let (t, central) = try await open()
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4, keepScanning: true) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        await t.controller.sendNow(established())
+        let sync = try await syncing.value
+        let scanning = await central.host.run { $0.scanning.isRadioEnabled }
+        XCTAssertTrue(scanning)
+        await sync.terminate()
+        let terminate = try await t.controller.waitForCommand(.lePeriodicAdvertisingTerminateSync)
+        XCTAssertEqual(terminate.parameters, [7, 0])
+        _ = try await t.controller.waitForCommand { $0.opcode == .leSetExtendedScanEnable && $0.parameters.first == 0 }
+        var ended = true
+        for try await _ in sync { ended = false }
+        XCTAssertTrue(ended, "a terminated sync's sequence ends, without an error")
+        await central.close()
+    }
+
+    /// No train heard: after the timeout the attempt is cancelled on the controller and the call
+    /// fails with `.timeout`; a second creation meanwhile is refused as busy.
+    func testACreationThatHearsNothingIsCancelledAndTimesOut() async throws {
+        let (t, central) = try await open()
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4, timeout: .milliseconds(300)) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        do {
+            _ = try await central.syncToPeriodicAdvertising(of: advertiser, sid: 5)
+            XCTFail("a second creation while one is pending")
+        } catch BLEError.busy {}
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSyncCancel)
+        do {
+            _ = try await syncing.value
+            XCTFail("synced to nothing")
+        } catch BLEError.timeout {}
+        let pending = await central.host.run { $0.periodicSyncs.isCreating }
+        XCTAssertFalse(pending)
+        await central.close()
+    }
+
+    /// A controller without the extended commands, or arguments out of range: refused before
+    /// anything is sent.
+    func testSyncIsRefusedWhereItCannotRun() async throws {
+        let (t, central) = try await open(extended: false)
+        do {
+            _ = try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4)
+            XCTFail("a sync on a host driving the legacy commands")
+        } catch BLEError.unsupported {}
+        for (sid, supervision) in [(UInt8(16), Duration.seconds(5)), (1, .milliseconds(50)), (1, .seconds(200))] {
+            do {
+                _ = try await central.syncToPeriodicAdvertising(of: advertiser, sid: sid, supervisionTimeout: supervision)
+                XCTFail("SID \(sid), supervision \(supervision)")
+            } catch BLEError.invalidArgument {}
+        }
+        let sent = await t.controller.commands.map(\.opcode)
+        XCTAssertFalse(sent.contains(.lePeriodicAdvertisingCreateSync))
+        await central.close()
+    }
+
+    /// A failed controller ends a sync's sequence with its error.
+    func testAFailedControllerEndsTheSync() async throws {
+        let (t, central) = try await open()
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        await t.controller.sendNow(established())
+        let sync = try await syncing.value
+        await t.controller.sendNow(.hardwareError(code: 1))
+        do {
+            for try await _ in sync {}
+            XCTFail("the sequence ended normally")
+        } catch BLEError.hci {}
+        await central.close()
+    }
+}
