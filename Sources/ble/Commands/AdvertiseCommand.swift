@@ -21,6 +21,7 @@ struct AdvertiseCommand: BLECommand {
         .single("periodic-interval", value: "MS", help: "periodic advertising interval in ms, 7.5...81918 (default 100)"),
         .single("interval", value: "MS", help: "advertising interval in ms, 20...10485759 (default 100)"),
         .single("tx-power", value: "DBM", help: "TX power to ask the controller for, -127...20 (it answers with what it chose)"),
+        .single("address", value: "ADDR", help: "the host's address: a static random XX:XX:XX:XX:XX:XX (top two bits set) or 'public' (default: as ble serve)"),
         .single("sets", value: "N", help: "N sets with the same options, each from its own static random address (default 1)"),
         .single("duration", value: "S", help: "each set stops after S seconds (the controller ends it); the command ends when all have"),
         .single("max-events", value: "N", help: "each set stops after N advertising events, 1...255"),
@@ -30,8 +31,9 @@ struct AdvertiseCommand: BLECommand {
     static let discussion = """
     Sets run through Bluetooth 5's extended advertising commands (also for legacy PDUs) when the
     controller has them; on a controller without them only one legacy set can run. With one set
-    it advertises from the host's address (public unless --address is given); with --sets N each
-    set gets a static random address of its own. A connectable set advertises again after each
+    it advertises from the host's address (--address, else as ble serve: the stored identity
+    address with a bond store, else public); with --sets N each set gets a static random address
+    of its own. A connectable set advertises again after each
     connection. Runs until interrupted, or until every set has ended (--duration, --max-events).
     """
 
@@ -41,7 +43,7 @@ struct AdvertiseCommand: BLECommand {
     var scanResponse: AdvertisingData?
     var periodic: (parameters: PeriodicAdvertisingParameters, data: AdvertisingData)?
     var sets: Int
-    var address: BDAddress?
+    var address: OwnAddress?
     var json: Bool
 
     init(_ args: ParsedArguments) throws {
@@ -104,13 +106,22 @@ struct AdvertiseCommand: BLECommand {
         } else {
             sets = 1
         }
+        switch args.option("address") {
+        case nil: address = nil
+        case "public"?: address = .public
+        case let text?:
+            guard let a = BDAddress(string: text), a.randomKind == .staticRandom else {
+                throw UsageError("--address expects a static random address (top two bits set, e.g. C0:...) or public")
+            }
+            address = .staticRandom(a)
+        }
         json = args.flag("json")
     }
 
     func run() async throws {
         let log = ServeLog(json: json)
-        let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture),
-                                                       address: try controller.security.ownAddress(store: controller.security.bondStore(), identity: controller.security.bondsNamed))
+        let own = try address ?? controller.security.ownAddress(store: controller.security.bondStore(), identity: controller.security.bondsNamed)
+        let manager = try await PeripheralManager.open(transport: Controllers.open(spec: controller.hci, capture: controller.capture), address: own)
         let events = await manager.events
         let started: [AdvertisingSet]
         do {
