@@ -64,7 +64,7 @@ final class AdvertiseInteropTests: XCTestCase {
         let periodic = adStructures(300, seed: 7)
         let (tool, lines) = try advertise(["--extended", "--name", "PER", "--periodic-data", periodic, "--periodic-interval", "50"], env)
         let set = try XCTUnwrap(lines.first)
-        XCTAssertNotNil(set["periodicInterval"])
+        XCTAssertEqual(set["periodicIntervalMs"] as? Double, 50)
         let address = try XCTUnwrap(set["address"] as? String)
         let sid = try XCTUnwrap(set["sid"] as? Int)
         let (scanner, _) = try heard(address, arguments: ["--sync", "--sid", "\(sid)", "--count", "3"], env)

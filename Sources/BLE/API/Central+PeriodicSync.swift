@@ -7,6 +7,7 @@ import BLEWire
 /// `terminate` is called (normally) or with `BLEError.periodicSyncLost` when the train is no
 /// longer heard.
 public final class PeriodicSync: AsyncSequence, Sendable {
+    /// Each periodic advertisement of the train, whole.
     public typealias Element = PeriodicAdvertisement
 
     /// The advertiser, as the controller reported it (its identity when it resolved an RPA).
@@ -31,6 +32,7 @@ public final class PeriodicSync: AsyncSequence, Sendable {
         self.stream = stream
     }
 
+    /// The train's advertisements from now on (one reader: the sequence is a single stream).
     public func makeAsyncIterator() -> AsyncThrowingStream<PeriodicAdvertisement, Error>.AsyncIterator { stream.makeAsyncIterator() }
 
     /// Ends the sync on the controller (LE Periodic Advertising Terminate Sync) and the sequence.

@@ -189,14 +189,19 @@ struct AdvertiseCommand: BLECommand {
                 text += ", \(p.primaryPHY)/\(p.secondaryPHY)"
             }
             if let periodic {
-                fields.append(("periodicInterval", .string("\(periodic.parameters.intervalMin)")))
-                text += ", periodic every \(periodic.parameters.intervalMin)"
+                fields.append(("periodicIntervalMs", .number(Self.milliseconds(periodic.parameters.intervalMin))))
+                text += ", periodic every \(Self.milliseconds(periodic.parameters.intervalMin)) ms"
             }
             text += set.txPower == 127 ? "" : ", TX power \(set.txPower) dBm"
             text += " (the controller runs \(capacity.sets) sets of up to \(capacity.maximumDataLength) octets)"
             log.line("advertising", fields, text: text)
         }
         return started
+    }
+
+    /// `d` in milliseconds (to the microsecond), as output shows intervals.
+    static func milliseconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds / 1_000_000_000_000) / 1000
     }
 
     static func phyName(_ phy: LEPHY) -> String {

@@ -60,7 +60,7 @@ struct SyncCommand: BLECommand {
             log.line("synced", [("address", .string(sync.advertiser.address.description)), ("sid", .int(Int(sync.sid))),
                                 ("phy", .string(AdvertiseCommand.phyName(sync.phy))),
                                 ("intervalMicroseconds", .int(intervalMicroseconds(sync.interval)))],
-                     text: "synced to \(sync.advertiser) SID \(sync.sid) on \(sync.phy), every \(sync.interval)")
+                     text: "synced to \(sync.advertiser) SID \(sync.sid) on \(sync.phy), every \(AdvertiseCommand.milliseconds(sync.interval)) ms")
             var received = 0
             do {
                 for try await advertisement in sync {
