@@ -70,6 +70,32 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// A chain past 1,650 octets (the most a set holds, Vol 4 Part E §7.8.57) is handed on once,
+    /// truncated, its tail skipped; the next chain is whole.
+    func testAChainPastTheMaximumIsHandedOnTruncatedOnceAndItsTailSkipped() async throws {
+        let (t, central) = try await open()
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        await t.controller.sendNow(established())
+        let sync = try await syncing.value
+        let reading = Task { () -> [PeriodicAdvertisement] in
+            var got: [PeriodicAdvertisement] = []
+            for try await a in sync {
+                got.append(a)
+                if got.count == 2 { break }
+            }
+            return got
+        }
+        for _ in 0..<7 { await t.controller.sendNow(report(.incompleteMoreToCome, [UInt8](repeating: 0xAB, count: 247))) }
+        await t.controller.sendNow(report(.complete, [0xCD]))
+        await t.controller.sendNow(report(.complete, [2, 1, 6]))
+        let got = try await reading.value
+        XCTAssertEqual(got.map(\.bytes.count), [1650, 3])
+        XCTAssertEqual(got.map(\.truncated), [true, false])
+        XCTAssertEqual(got.last?.bytes, [2, 1, 6])
+        await central.close()
+    }
+
     /// `keepScanning`: the scan goes on while synced, and ends with the sync.
     func testKeepScanningScansUntilTheSyncEnds() async throws {
         let (t, central) = try await open()

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLEHost
 import BLERuntime
 import BLEWire
 
@@ -27,11 +28,13 @@ final class PeriodicSyncCoordinator {
     struct Sync {
         let advertiser: DeviceAddress
         let sid: UInt8
-        var pending: [UInt8] = []
         let continuation: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
     }
 
     private var syncs: [UInt16: Sync] = [:]
+    /// Each sync's chain of reports under way, by sync handle (the extended reports' assembler,
+    /// §7.7.65.15 chains as §7.7.65.13's do).
+    private var assembler = ExtendedReportAssembler<UInt16>()
     /// The Create Sync waiting for its Sync Established, and the id of its attempt.
     private var creating: (id: UInt64, advertiser: DeviceAddress, sid: UInt8,
                            continuation: CheckedContinuation<LEPeriodicSyncEstablished, Error>)?
@@ -103,36 +106,19 @@ final class PeriodicSyncCoordinator {
     }
 
     /// LE Periodic Advertising Report (§7.7.65.15): fragments are joined until the last; a
-    /// truncated one is delivered as truncated; reserved Data_Status values drop what was joined.
+    /// truncated chain (by the controller, or past 1,650 octets) is delivered as truncated.
     func report(_ report: LEPeriodicAdvertisingReport) {
-        guard var sync = syncs[report.syncHandle] else { return }
-        let rssi = report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi
-        let tx = report.txPower == LEAdvertisingReport.unavailable ? nil : report.txPower
-        switch report.dataStatus {
-        case .incompleteMoreToCome:
-            // A bound like the controller's own maximum (1,650 octets, §7.8.57): a train that
-            // never ends its chain cannot grow this without limit.
-            sync.pending += report.data
-            if sync.pending.count > Self.dataLimit {
-                sync.continuation.yield(PeriodicAdvertisement(bytes: Array(sync.pending.prefix(Self.dataLimit)), rssi: rssi, txPower: tx, truncated: true))
-                sync.pending = []
-            }
-        case .complete, .incompleteTruncated:
-            sync.continuation.yield(PeriodicAdvertisement(bytes: sync.pending + report.data, rssi: rssi, txPower: tx,
-                                                          truncated: report.dataStatus == .incompleteTruncated))
-            sync.pending = []
-        default:
-            sync.pending = []
-        }
-        syncs[report.syncHandle] = sync
+        guard let sync = syncs[report.syncHandle],
+              let whole = assembler.receive(report.syncHandle, status: report.dataStatus, data: report.data) else { return }
+        sync.continuation.yield(PeriodicAdvertisement(
+            bytes: whole.data, rssi: report.rssi == LEAdvertisingReport.unavailable ? nil : report.rssi,
+            txPower: report.txPower == LEAdvertisingReport.unavailable ? nil : report.txPower, truncated: whole.truncated))
     }
-
-    /// The most data one periodic advertisement is put together from.
-    static let dataLimit = 1650
 
     /// LE Periodic Advertising Sync Lost (§7.7.65.16): the stream ends with `.periodicSyncLost`.
     func lost(_ syncHandle: UInt16) {
         guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
+        assembler.forget(syncHandle)
         sync.continuation.finish(throwing: BLEError.periodicSyncLost("\(sync.advertiser) SID \(sync.sid)"))
     }
 
@@ -140,6 +126,7 @@ final class PeriodicSyncCoordinator {
     /// stream, normally.
     func terminate(_ syncHandle: UInt16, _ host: isolated some PeriodicSyncDriver) async {
         guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
+        assembler.forget(syncHandle)
         sync.continuation.finish()
         do { try await host.command(.lePeriodicAdvertisingTerminateSync(syncHandle: syncHandle)) } catch {
             host.log("LE Periodic Advertising Terminate Sync: \(error)")
@@ -154,6 +141,7 @@ final class PeriodicSyncCoordinator {
         }
         for sync in syncs.values { sync.continuation.finish(throwing: error) }
         syncs = [:]
+        assembler.removeAll()
     }
 }
 
