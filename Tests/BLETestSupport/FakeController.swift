@@ -332,6 +332,10 @@ public actor FakeController {
             return [complete(c.opcode, [UInt8(s.length & 0xFF), UInt8(s.length >> 8), 0, UInt8(s.count & 0xFF), UInt8(s.count >> 8), 0, 0])]
         case .leReadLocalSupportedFeatures:
             return [complete(c.opcode, leFeatures)]
+        case .leReadNumberOfSupportedAdvertisingSets:
+            return [complete(c.opcode, [4])]
+        case .leReadMaximumAdvertisingDataLength:
+            return [complete(c.opcode, [0x72, 0x06])]
         case .leCreateConnection, .leExtendedCreateConnection:
             // The peer's type and address follow the scan timing and filter policy (§7.8.12),
             // or the filter policy and own address type (§7.8.66).

@@ -169,3 +169,80 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 }
+
+/// Periodic Advertising Sync Transfer (Vol 4 Part E §7.8.89–§7.8.92, §7.7.65.24) against a
+/// scripted controller: rootcanal 1.10 lists none of its commands, so no peer of ours carries it.
+final class PeriodicSyncTransferTests: XCTestCase {
+    let peer = DeviceAddress(BDAddress(rawValue: 0xC0_AA_BB_CC_DD_EE), type: .random)
+
+    func testASyncAndASetsPeriodicAdvertisingAreHandedToAPeer() async throws {
+        let t = HostUnderTest()
+        await t.controller.configure { $0.listsExtendedAdvertisingCommands = true }
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        let peripheral = try await central.connect(peer, timeout: .seconds(5))
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
+            status: .success, syncHandle: 0x0007, sid: 4, advertiser: advertiser, phy: .le1M, interval: 40, clockAccuracy: 5))))
+        let sync = try await syncing.value
+        try await peripheral.transferPeriodicSync(sync, serviceData: 0x1234)
+        let transfer = try await t.controller.waitForCommand(.lePeriodicAdvertisingSyncTransfer)
+        XCTAssertEqual(transfer.parameters, [0x40, 0x00, 0x34, 0x12, 0x07, 0x00], "link 0x0040, service data, sync 7")
+
+        let manager = PeripheralManager(sharingControllerWith: central)
+        let plain = try await manager.startAdvertisingSet(AdvertisingData.Builder().localName("x").build())
+        do {
+            try await peripheral.transferAdvertisingSet(plain)
+            XCTFail("a set without periodic advertising")
+        } catch BLEError.invalidArgument {}
+        let periodic = try await manager.startAdvertisingSet(AdvertisingData(), periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)),
+                                                                                            AdvertisingData.Builder().localName("p").build()))
+        try await peripheral.transferAdvertisingSet(periodic, serviceData: 9)
+        let info = try await t.controller.waitForCommand(.lePeriodicAdvertisingSetInfoTransfer)
+        XCTAssertEqual(info.parameters, [0x40, 0x00, 9, 0, periodic.handle])
+
+        await sync.terminate()
+        do {
+            try await peripheral.transferPeriodicSync(sync)
+            XCTFail("a terminated sync")
+        } catch BLEError.invalidArgument {}
+        try await peripheral.disconnect()
+        do {
+            try await peripheral.transferAdvertisingSet(periodic)
+            XCTFail("after the link ended")
+        } catch BLEError.notConnected {}
+        await central.close()
+    }
+
+    func testASyncAPeerTransfersArrivesWithItsReports() async throws {
+        let t = HostUnderTest()
+        await t.controller.configure { $0.listsExtendedAdvertisingCommands = true }
+        await t.controller.start()
+        let central = try await Central.open(transport: t.hostEnd)
+        _ = try await central.connect(peer, timeout: .seconds(5))
+        let transfers = try await central.periodicSyncTransfers(supervisionTimeout: .seconds(2))
+        let defaults = try await t.controller.waitForCommand(.leSetDefaultPeriodicAdvertisingSyncTransferParameters)
+        XCTAssertEqual(defaults.parameters, [2, 0, 0, 200, 0, 0], "synced with reports, skip 0, 2 s, any CTE")
+        let perLink = try await t.controller.waitForCommand(.leSetPeriodicAdvertisingSyncTransferParameters)
+        XCTAssertEqual(perLink.parameters, [0x40, 0x00, 2, 0, 0, 200, 0, 0], "and the link already up")
+
+        let received = LEPeriodicSyncTransferReceived(connectionHandle: 0x0040, serviceData: 0x0102, sync: LEPeriodicSyncEstablished(
+            status: .success, syncHandle: 0x0011, sid: 2, advertiser: advertiser, phy: .leCoded, interval: 80, clockAccuracy: 5))
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncTransferReceived(received)))
+        var iterator = transfers.makeAsyncIterator()
+        let transfer = try await XCTUnwrapAsync(await iterator.next())
+        XCTAssertEqual(transfer.from, peer)
+        XCTAssertEqual(transfer.serviceData, 0x0102)
+        XCTAssertEqual(transfer.sync.sid, 2)
+        XCTAssertEqual(transfer.sync.phy, .leCoded)
+        XCTAssertEqual(transfer.sync.interval, .milliseconds(100))
+        await t.controller.sendNow(.le(.periodicAdvertisingReport(LEPeriodicAdvertisingReport(syncHandle: 0x0011, rssi: -50, data: [2, 1, 6]))))
+        var reports = transfer.sync.makeAsyncIterator()
+        let first = try await reports.next()
+        XCTAssertEqual(first?.bytes, [2, 1, 6])
+        await central.close()
+        let after = await iterator.next()
+        XCTAssertNil(after, "the transfers end with the host")
+    }
+}

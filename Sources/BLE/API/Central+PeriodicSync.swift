@@ -95,3 +95,85 @@ extension Central {
         return sync
     }
 }
+
+/// A periodic sync a connected peer handed us (Periodic Advertising Sync Transfer, Core spec Vol
+/// 6 Part B §5.1.13, HCI Vol 4 Part E §7.7.65.24).
+public struct TransferredPeriodicSync: Sendable {
+    /// The sync, made already: read its advertisements as from `syncToPeriodicAdvertising`.
+    public let sync: PeriodicSync
+    /// The peer that sent it, if its link was still known.
+    public let from: DeviceAddress?
+    /// The value the peer's host sent with it (Service_Data).
+    public let serviceData: UInt16
+}
+
+/// Periodic Advertising Sync Transfer (PAST, Vol 4 Part E §7.8.89–§7.8.92), shared by both
+/// roles: a sync handed over a link costs the receiver no scanning (a phone helping a peripheral
+/// find a broadcast, say).
+extension HostController {
+    func transferPeriodicSync(_ source: PeriodicSyncCoordinator.TransferSource, linkID: UInt64, serviceData: UInt16) async throws {
+        try await run { try await $0.periodicSyncs.transfer(source, linkID: linkID, serviceData: serviceData, $0) }
+    }
+
+    /// Accepts transfers from now on; each sync arrives on the stream, which ends when the host
+    /// fails or closes, or another call takes over.
+    func periodicSyncTransfers(supervisionTimeout: Duration) async throws -> AsyncStream<TransferredPeriodicSync> {
+        let units = AdvertisingSetParameters.units(supervisionTimeout, 10_000)
+        guard (0x000A...0x4000).contains(units) else { throw BLEError.invalidArgument("sync supervision timeout must be 100 ms ... 163.84 s") }
+        let (transfers, sink) = AsyncStream<TransferredPeriodicSync>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let host = self
+        try await run { h in
+            try await h.periodicSyncs.acceptTransfers(syncTimeout: UInt16(units), listener: { news in
+                switch news {
+                case let .received(event, peer, stream):
+                    sink.yield(TransferredPeriodicSync(sync: PeriodicSync(event.sync, stream: stream, host: host), from: peer, serviceData: event.serviceData))
+                case .ended:
+                    sink.finish()
+                }
+            }, h)
+        }
+        return transfers
+    }
+}
+
+extension Central {
+    /// Accepts periodic syncs that connected peers transfer (LE Set Default Periodic Advertising
+    /// Sync Transfer Parameters, and the same for each link up now), with reports on; each
+    /// arrives on the returned sequence. `.unsupported` where the controller cannot receive them.
+    public func periodicSyncTransfers(supervisionTimeout: Duration = .seconds(5)) async throws -> AsyncStream<TransferredPeriodicSync> {
+        try await host.periodicSyncTransfers(supervisionTimeout: supervisionTimeout)
+    }
+}
+
+extension Peripheral {
+    /// Hands this peer our sync (LE Periodic Advertising Sync Transfer, Vol 4 Part E §7.8.89):
+    /// it syncs to the same train without scanning. `serviceData` is for the peer's host.
+    public func transferPeriodicSync(_ sync: PeriodicSync, serviceData: UInt16 = 0) async throws {
+        try await host.transferPeriodicSync(.sync(sync.syncHandle), linkID: linkID, serviceData: serviceData)
+    }
+
+    /// Hands this peer the sync information of our own set's periodic advertising (LE Periodic
+    /// Advertising Set Info Transfer, §7.8.90), from a `PeripheralManager` sharing the controller.
+    public func transferAdvertisingSet(_ set: AdvertisingSet, serviceData: UInt16 = 0) async throws {
+        try await host.transferPeriodicSync(.advertisingSet(set.handle), linkID: linkID, serviceData: serviceData)
+    }
+}
+
+extension PeripheralManager {
+    /// Hands a connected central the sync information of our set's periodic advertising (LE
+    /// Periodic Advertising Set Info Transfer, Vol 4 Part E §7.8.90).
+    public func transferAdvertisingSet(_ set: AdvertisingSet, to central: ConnectedCentral, serviceData: UInt16 = 0) async throws {
+        try await host.transferPeriodicSync(.advertisingSet(set.handle), linkID: central.id, serviceData: serviceData)
+    }
+
+    /// Hands a connected central a sync of ours (LE Periodic Advertising Sync Transfer, §7.8.89),
+    /// from a `Central` sharing the controller.
+    public func transferPeriodicSync(_ sync: PeriodicSync, to central: ConnectedCentral, serviceData: UInt16 = 0) async throws {
+        try await host.transferPeriodicSync(.sync(sync.syncHandle), linkID: central.id, serviceData: serviceData)
+    }
+
+    /// Accepts periodic syncs connected centrals transfer, as `Central.periodicSyncTransfers`.
+    public func periodicSyncTransfers(supervisionTimeout: Duration = .seconds(5)) async throws -> AsyncStream<TransferredPeriodicSync> {
+        try await host.periodicSyncTransfers(supervisionTimeout: supervisionTimeout)
+    }
+}

@@ -368,6 +368,8 @@ actor HostController {
             periodicSyncs.report(report)
         case let .le(.periodicAdvertisingSyncLost(syncHandle)):
             periodicSyncs.lost(syncHandle)
+        case let .le(.periodicAdvertisingSyncTransferReceived(event)):
+            periodicSyncs.transferReceived(event, self)
         case let .le(meta):
             connections.handle(meta, self)
         default:

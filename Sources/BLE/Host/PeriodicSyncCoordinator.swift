@@ -133,6 +133,84 @@ final class PeriodicSyncCoordinator {
         }
     }
 
+    // MARK: Periodic Advertising Sync Transfer (Vol 4 Part E §7.8.89–§7.8.92, §7.7.65.24)
+
+    /// What a transfer hands the peer: a sync of ours, or our own set's periodic advertising.
+    enum TransferSource: Sendable {
+        case sync(UInt16)
+        case advertisingSet(UInt8)
+    }
+
+    /// What the transfer listener is told: a sync a peer transferred (its stream already fed),
+    /// or that no more will come (the controller failed, or another listener took over).
+    enum TransferNews: Sendable {
+        case received(LEPeriodicSyncTransferReceived, peer: DeviceAddress?, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>)
+        case ended(BLEError?)
+    }
+    typealias TransferListener = @Sendable (TransferNews) -> Void
+    private var transferListener: TransferListener?
+
+    /// Hands the peer of link `linkID` a sync of ours (LE Periodic Advertising Sync Transfer,
+    /// §7.8.89) or our set's periodic advertising (Set Info Transfer, §7.8.90). A peer without
+    /// the recipient feature is the controller's error (Unsupported Remote Feature).
+    func transfer(_ source: TransferSource, linkID: UInt64, serviceData: UInt16, _ host: isolated some PeriodicSyncDriver) async throws {
+        if let failure = host.failure { throw failure }
+        guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
+        let commands = host.info?.supportedCommands
+        switch source {
+        case let .sync(syncHandle):
+            guard commands?.lePeriodicAdvertisingSyncTransfer == true else {
+                throw BLEError.unsupported("the controller lists no LE Periodic Advertising Sync Transfer (Vol 4 Part E §7.8.89)")
+            }
+            guard syncs[syncHandle] != nil else { throw BLEError.invalidArgument("the periodic sync has ended") }
+            try await host.commandReturning(.lePeriodicAdvertisingSyncTransfer(handle: handle, serviceData: serviceData, syncHandle: syncHandle))
+        case let .advertisingSet(set):
+            guard commands?.lePeriodicAdvertisingSetInfoTransfer == true else {
+                throw BLEError.unsupported("the controller lists no LE Periodic Advertising Set Info Transfer (Vol 4 Part E §7.8.90)")
+            }
+            guard host.advertisingSets.records[set]?.periodic == true else {
+                throw BLEError.invalidArgument("advertising set \(set) runs no periodic advertising")
+            }
+            try await host.commandReturning(.lePeriodicAdvertisingSetInfoTransfer(handle: handle, serviceData: serviceData, advertisingHandle: set))
+        }
+    }
+
+    /// Accepts syncs peers transfer, from now on, on every link (LE Set Default Periodic
+    /// Advertising Sync Transfer Parameters, §7.8.92, for links to come; §7.8.91 for each link
+    /// up now), reports on; each reaches `listener`. One listener: a second call replaces it.
+    func acceptTransfers(syncTimeout: UInt16, listener: @escaping TransferListener, _ host: isolated some PeriodicSyncDriver) async throws {
+        if let failure = host.failure { throw failure }
+        guard let commands = host.info?.supportedCommands, commands.leSetDefaultPeriodicAdvertisingSyncTransferParameters,
+              commands.leSetPeriodicAdvertisingSyncTransferParameters else {
+            throw BLEError.unsupported("the controller cannot receive periodic sync transfers (Vol 4 Part E §7.8.91, §7.8.92)")
+        }
+        try await host.commandReturning(.leSetDefaultPeriodicAdvertisingSyncTransferParameters(mode: .syncWithReports, syncTimeout: syncTimeout))
+        for handle in host.linkHandles {
+            try await host.commandReturning(.leSetPeriodicAdvertisingSyncTransferParameters(handle: handle, mode: .syncWithReports, syncTimeout: syncTimeout))
+        }
+        transferListener?(.ended(nil))
+        transferListener = listener
+    }
+
+    /// LE Periodic Advertising Sync Transfer Received (§7.7.65.24): a sync the peer handed us,
+    /// made already; its stream goes to the listener. With no listener (or after a failed
+    /// transfer) nothing is kept, and a made sync is ended on the controller.
+    func transferReceived(_ event: LEPeriodicSyncTransferReceived, _ host: isolated some PeriodicSyncDriver) {
+        guard event.sync.status.isSuccess else {
+            host.log("periodic sync transfer from link 0x\(String(event.connectionHandle, radix: 16)) failed: \(event.sync.status)")
+            return
+        }
+        guard let listener = transferListener, syncs[event.sync.syncHandle] == nil else {
+            host.spawn("unwanted periodic sync") {
+                await host.run { _ = try? await $0.command(.lePeriodicAdvertisingTerminateSync(syncHandle: event.sync.syncHandle)) }
+            }
+            return
+        }
+        let (stream, continuation) = AsyncThrowingStream<PeriodicAdvertisement, Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        syncs[event.sync.syncHandle] = Sync(advertiser: event.sync.advertiser, sid: event.sync.sid, continuation: continuation)
+        listener(.received(event, peer: host.link(event.connectionHandle)?.peer, stream: stream))
+    }
+
     /// The controller failed: every stream and the pending creation end with `error`.
     func fail(_ error: BLEError) {
         if let pending = creating {
@@ -142,12 +220,16 @@ final class PeriodicSyncCoordinator {
         for sync in syncs.values { sync.continuation.finish(throwing: error) }
         syncs = [:]
         assembler.removeAll()
+        transferListener?(.ended(error))
+        transferListener = nil
     }
 }
 
-/// What periodic sync needs of the host: itself (its tasks reach it again) and the clock its
-/// creation's timeout runs on.
-protocol PeriodicSyncDriver: HostServices {
+/// What periodic sync needs of the host: itself (its tasks reach it again), the clock its
+/// creation's timeout runs on, the links (a transfer names one) and what the controller lists.
+protocol PeriodicSyncDriver: LinkTableAccess {
     var periodicSyncs: PeriodicSyncCoordinator { get }
     nonisolated var clock: any BLEClock { get }
+    var info: ControllerInfo? { get }
+    var advertisingSets: AdvertisingSetCoordinator { get }
 }
