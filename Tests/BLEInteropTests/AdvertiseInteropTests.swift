@@ -173,4 +173,28 @@ final class AdvertiseInteropTests: XCTestCase {
         try scanner.waitForEvent("connected", timeout: 20)
         try server.waitFor("connected", timeout: 20)
     }
+
+    /// What cannot be meant is a usage error (status 64) naming the option, before any controller.
+    func testContradictoryOptionsAreUsageErrors() throws {
+        let cases: [([String], String)] = [
+            (["advertise", "--extended", "--connectable", "--scannable"], "connectable or scannable, not both"),
+            (["advertise", "--phy", "coded"], "--phy needs --extended"),
+            (["advertise", "--extended", "--phy", "2m"], "--phy takes 1m, coded"),
+            (["advertise", "--scan-response", "020106"], "--scan-response needs --scannable"),
+            (["advertise", "--extended", "--connectable", "--periodic-data", "020106"], "--periodic-data needs --extended"),
+            (["advertise", "--periodic-interval", "50"], "--periodic-interval goes with --periodic-data"),
+            (["advertise", "--data", "05ff59"], "--data: "),
+            (["advertise", "--sets", "17"], "--sets expects 1...16"),
+            (["advertise", "--max-events", "0"], "--max-events expects 1...255"),
+            (["advertise", "--address", "40:00:00:00:00:01"], "--address expects a static random address"),
+            (["sync", "C0:00:00:00:00:01/random", "16"], "SID must be 0...15"),
+            (["serve", "battery", "--phy", "coded"], "--phy goes with --extended"),
+            (["l2cap", "listen", "128", "--phy", "coded"], "--phy is for connect"),
+        ]
+        for (arguments, message) in cases {
+            let result = try BLETool.run(arguments + ["--hci", "virtual"], timeout: 30)
+            XCTAssertEqual(result.status, 64, "\(arguments): \(result)")
+            XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
 }

@@ -70,6 +70,7 @@ struct L2capCommand: BLECommand {
         switch p[0] {
         case "listen":
             guard p.count == 2 else { throw UsageError("listen takes one PSM") }
+            guard args.option("phy") == nil else { throw UsageError("--phy is for connect: listen advertises, on LE 1M") }
             action = .listen(psm: try Self.psm(p[1]))
         case "connect":
             guard p.count == 3 else { throw UsageError("connect takes an ADDRESS and a PSM") }

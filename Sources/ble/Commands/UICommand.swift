@@ -19,7 +19,7 @@ struct UICommand: BLECommand {
         .repeatable("allow-host", value: "NAME", help: "also answer requests whose Host is NAME (a name others reach this machine by, e.g. pi.local)"),
     ]
     // The demo peripherals are installed by `run`, with the picture the echo server serves.
-    static let needs: CommandNeeds = [.controller, .handlesInterrupts]
+    static let needs: CommandNeeds = [.controller, .listening, .handlesInterrupts]
     static let discussion = """
     The first line of stdout is the page's address with its per-run token: ui: http://HOST:PORT/?token=TOKEN
     Every request needs that token (in the address, or a script's X-BLE-Token header; no cookie) and a Host naming this server;
@@ -39,7 +39,7 @@ struct UICommand: BLECommand {
     var heartRate = HeartRateMonitorOptions()
 
     init(_ args: ParsedArguments) throws {
-        controller = try ControllerOptions(args)
+        controller = try ControllerOptions(args, listening: true)
         let listen = args.option("listen") ?? "127.0.0.1:8765"
         guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
             throw UsageError("--listen expects HOST:PORT, e.g. 127.0.0.1:8765, not '\(listen)'")
