@@ -116,6 +116,34 @@ final class AdvertisingCoordinatorTests: XCTestCase {
         guard case .advertisingFailed? = reports.last else { return XCTFail("\(reports)") }
     }
 
+    /// A resume without a pause of its own (privacy paused only the advertising sets) leaves
+    /// advertising off that a connection ended and `continueWhileConnected: false` keeps off.
+    func testAResumeWithoutAPauseTurnsNothingOn() async throws {
+        let d = Driver()
+        try await d.start(AdvertisingParameters(restartAfterDisconnect: true, continueWhileConnected: false), data: data)
+        await d.connected()
+        try await d.pause()
+        await d.clearCommands()
+        await d.resume()
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [], "connected, and not to advertise while connected")
+    }
+
+    /// A restart that falls in a pause waits for the resume.
+    func testARestartDuringAPauseWaitsForTheResume() async throws {
+        let d = Driver()
+        try await d.start(AdvertisingParameters(restartAfterDisconnect: true, continueWhileConnected: false), data: data)
+        await d.connected()
+        try await d.pause()
+        await d.disconnected()
+        await d.runSpawned()
+        var enabled = await d.enabled
+        XCTAssertFalse(enabled, "not while paused")
+        await d.resume()
+        enabled = await d.enabled
+        XCTAssertTrue(enabled, "on at the resume")
+    }
+
     /// A restart scheduled before `stop` does nothing after it.
     func testARestartScheduledBeforeAStopDoesNothing() async throws {
         let d = Driver()

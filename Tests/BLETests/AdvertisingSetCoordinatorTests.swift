@@ -23,6 +23,30 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
 
         init() { record.answers[.leSetExtendedAdvertisingParameters] = [0x05] }
 
+        /// Each command gives the actor up once before its answer, as a real controller's round
+        /// trip does, so other calls on the host can run in between.
+        var yields = false
+        /// Delivered as if it arrived while LE Set Extended Advertising Enable (on) was in flight.
+        var terminateOnEnable: LEAdvertisingSetTerminated?
+        func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
+            if yields { await Task.yield() }
+            if cmd.opcode == .leSetExtendedAdvertisingEnable, cmd.parameters.first == 1, let t = terminateOnEnable {
+                terminateOnEnable = nil
+                let answer = try record.answer(cmd)
+                _ = advertisingSets.terminated(t, self)
+                return answer
+            }
+            return try record.answer(cmd)
+        }
+        func yieldOnCommands() { yields = true }
+        func terminate(onEnable t: LEAdvertisingSetTerminated) { terminateOnEnable = t }
+        func failOnce(_ opcode: HCIOpcode) { record.failingOnce.insert(opcode) }
+        func succeed(_ opcode: HCIOpcode) { record.failing.remove(opcode) }
+        func startLegacy(_ kind: AdvertisingParameters.Kind, scanResponse: AdvertisingData?) async throws {
+            try await advertising.start(AdvertisingParameters(kind: kind), data: AdvertisingData.Builder().localName("L").build(), scanResponse: scanResponse, self)
+        }
+        func stopLegacy() async throws { try await advertising.stop(self) }
+
         static func extendedInfo(sets: Int = 4, maximum: Int = 1650, features: LESupportedFeatures = [.le2MPHY, .leCodedPHY]) -> ControllerInfo {
             var info = ControllerInfo(address: BDAddress(rawValue: 0x00_1B_DC_00_00_01), version: nil,
                                       supportedCommands: LocalSupportedCommands(octets: [UInt8](repeating: 0xFF, count: 64)),
@@ -313,7 +337,8 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         XCTAssertEqual(commands, [])
         try await d.stop(1)
         let afterStop = await d.opcodes
-        XCTAssertEqual(afterStop, [.leRemoveAdvertisingSet], "an ended set is not disabled again, only removed")
+        XCTAssertEqual(afterStop, [.leSetExtendedAdvertisingEnable, .leRemoveAdvertisingSet],
+                       "disabled all the same (it does nothing to a set that is off, and a restart may be in flight), then removed")
     }
 
     /// Privacy's pause turns every running set off in one command; its resume gives a set from
@@ -334,5 +359,161 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         commands = await d.commands
         XCTAssertEqual(commands.map(\.opcode), [.leSetAdvertisingSetRandomAddress, .leSetExtendedAdvertisingEnable, .leSetExtendedAdvertisingEnable])
         XCTAssertEqual(commands.first?.parameters, [1] + BDAddress(rawValue: 0x5A_00_00_00_00_09).littleEndianBytes)
+    }
+
+    // MARK: Review findings
+
+    /// A refused LE Set Extended Advertising Parameters fails the start (and removes the set),
+    /// instead of going on with the set as the controller had it.
+    func testRefusedParametersFailTheStart() async throws {
+        let d = Driver()
+        await d.fail(.leSetExtendedAdvertisingParameters)
+        do {
+            _ = try await d.start()
+            XCTFail("the parameters were refused")
+        } catch BLEError.hci {}
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leSetExtendedAdvertisingParameters, .leRemoveAdvertisingSet])
+        let running = await d.runningSets
+        XCTAssertEqual(running, 0)
+    }
+
+    /// A scannable extended set carries no advertising data (AUX_ADV_IND of a scannable set
+    /// has none, Vol 4 Part E §7.8.54): none is sent, and data for it is refused.
+    func testAScannableExtendedSetIsSentNoAdvertisingData() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .scannable), data: [], scanResponse: [2, 1, 6])
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leSetExtendedAdvertisingParameters, .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable])
+        do {
+            _ = try await d.start(AdvertisingSetParameters(kind: .scannable), data: [2, 1, 6], scanResponse: [2, 1, 6])
+            XCTFail("advertising data on a scannable extended set")
+        } catch BLEError.invalidArgument {}
+        do {
+            try await d.update(1, .advertising, [2, 1, 6])
+            XCTFail("advertising data on a scannable extended set")
+        } catch BLEError.invalidArgument {}
+    }
+
+    /// Two starts at once (the host is reentrant at each command) get two handles and two SIDs.
+    func testConcurrentStartsTakeDifferentHandlesAndSIDs() async throws {
+        let d = Driver()
+        await d.yieldOnCommands()
+        async let a = d.start()
+        async let b = d.start()
+        let (first, second) = try await (a, b)
+        XCTAssertNotEqual(first.handle, second.handle)
+        XCTAssertNotEqual(first.sid, second.sid)
+        let running = await d.runningSets
+        XCTAssertEqual(running, 2)
+    }
+
+    /// While privacy has the sets paused, a restart (after a connection) and a new set wait for
+    /// the resume instead of turning a set on under it (§7.8.38 needs advertising off).
+    func testNothingTurnsOnWhilePaused() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, continueWhileConnected: true))
+        await d.connect(handle: 0x40)
+        try await d.pause()
+        await d.clearCommands()
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 1, connectionHandle: 0x40, completedEvents: 1))
+        await d.runSpawned()
+        _ = try await d.start()
+        var opcodes = await d.opcodes
+        XCTAssertFalse(opcodes.contains(.leSetExtendedAdvertisingEnable), "\(opcodes)")
+        await d.clearCommands()
+        await d.resume()
+        opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.filter { $0 == .leSetExtendedAdvertisingEnable }.count, 2, "both on after the resume: \(opcodes)")
+        let enabled = [await d.isEnabled(1), await d.isEnabled(2)]
+        XCTAssertEqual(enabled, [true, true])
+    }
+
+    /// A stop always disables (harmless for a set already off, §7.8.56), and keeps the set when
+    /// the controller refuses to remove it, so a retry can.
+    func testAStopThatFailsKeepsTheSet() async throws {
+        let d = Driver()
+        _ = try await d.start()
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .advertisingTimeout, advertisingHandle: 1, connectionHandle: 0, completedEvents: 1))
+        await d.clearCommands()
+        await d.failOnce(.leRemoveAdvertisingSet)
+        do {
+            try await d.stop(1)
+            XCTFail("the remove was refused")
+        } catch BLEError.hci {}
+        var running = await d.runningSets
+        XCTAssertEqual(running, 1)
+        try await d.stop(1)
+        running = await d.runningSets
+        XCTAssertEqual(running, 0)
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes, [.leSetExtendedAdvertisingEnable, .leRemoveAdvertisingSet, .leSetExtendedAdvertisingEnable, .leRemoveAdvertisingSet])
+    }
+
+    /// A long data change whose disable is refused leaves the set on (as the controller has
+    /// it); one whose data is refused after the disable turns the set on again.
+    func testAFailedLongChangeLeavesTheSetAsTheControllerHasIt() async throws {
+        let d = Driver()
+        _ = try await d.start()
+        await d.failOnce(.leSetExtendedAdvertisingEnable)
+        do {
+            try await d.update(1, .advertising, [UInt8](repeating: 3, count: 400))
+            XCTFail("the disable was refused")
+        } catch BLEError.hci {}
+        var enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, true)
+        await d.failOnce(.leSetExtendedAdvertisingData)
+        await d.clearCommands()
+        do {
+            try await d.update(1, .advertising, [UInt8](repeating: 3, count: 400))
+            XCTFail("the data was refused")
+        } catch BLEError.hci {}
+        enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, true)
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.last, .leSetExtendedAdvertisingEnable)
+    }
+
+    /// LE Advertising Set Terminated that comes before the enable's answer is resumed on: the set
+    /// is off, not believed on.
+    func testATerminationDuringTheEnableIsKept() async throws {
+        let d = Driver()
+        await d.terminate(onEnable: LEAdvertisingSetTerminated(status: .advertisingTimeout, advertisingHandle: 1, connectionHandle: 0, completedEvents: 1))
+        _ = try await d.start(AdvertisingSetParameters(duration: .milliseconds(10)))
+        let enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, false)
+        let reports = await d.reports
+        guard case let .advertisingSetTerminated(t)? = reports.last else { return XCTFail("\(reports)") }
+        XCTAssertEqual(t.reason, .timeout)
+    }
+
+    /// A one-set controller: set 0 used by an application set and removed is not believed to
+    /// hold `startAdvertising`'s old scan response.
+    func testSetZeroTakenByASetForgetsTheLegacyScanResponse() async throws {
+        let d = Driver()
+        await d.setInfo(Driver.extendedInfo(sets: 1))
+        try await d.startLegacy(.scannable, scanResponse: AdvertisingData.Builder().localName("R").build())
+        try await d.stopLegacy()
+        let set = try await d.start()
+        try await d.stop(set.handle)
+        await d.clearCommands()
+        try await d.startLegacy(.nonConnectable, scanResponse: nil)
+        let opcodes = await d.opcodes
+        XCTAssertFalse(opcodes.contains(.leSetExtendedScanResponseData), "\(opcodes)")
+    }
+
+    /// Durations too long for any field are refused, not trapped on.
+    func testHugeDurationsAreRefused() async throws {
+        let d = Driver()
+        for p in [AdvertisingSetParameters(interval: .seconds(Int64.max)), AdvertisingSetParameters(duration: .seconds(Int64.max / 2))] {
+            do {
+                _ = try await d.start(p)
+                XCTFail("\(p)")
+            } catch BLEError.invalidArgument {}
+        }
+        do {
+            _ = try await d.start(periodic: (PeriodicAdvertisingParameters(interval: .seconds(Int64.max)), [2, 1, 6]))
+            XCTFail("periodic interval")
+        } catch BLEError.invalidArgument {}
     }
 }

@@ -132,9 +132,11 @@ public struct AdvertisingSetParameters: Sendable, Hashable {
     }
 
     /// `d` in units of `microseconds`, rounded to the nearest.
+    /// -1 (outside every field's range) for a negative duration or one past a day.
     static func units(_ d: Duration, _ microseconds: Int) -> Int {
-        let us = d.components.seconds * 1_000_000 + d.components.attoseconds / 1_000_000_000_000
-        guard us >= 0, us < Int64(Int32.max) * 1_000 else { return -1 }
+        let parts = d.components
+        guard parts.seconds >= 0, parts.seconds < 86_400 else { return -1 }
+        let us = parts.seconds * 1_000_000 + parts.attoseconds / 1_000_000_000_000
         return Int((Double(us) / Double(microseconds)).rounded())
     }
 }

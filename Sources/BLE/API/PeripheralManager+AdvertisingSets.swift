@@ -62,7 +62,7 @@ extension PeripheralManager {
     /// The sets running now (started and not stopped; a set that ended by itself stays until
     /// `stopAdvertisingSet`), in handle order.
     public var advertisingSets: [AdvertisingSet] {
-        get async { await host.run { $0.advertisingSets.records.values.map(\.set).sorted { $0.handle < $1.handle } } }
+        get async { await host.run { $0.advertisingSets.records.values.filter { !$0.starting }.map(\.set).sorted { $0.handle < $1.handle } } }
     }
 
     /// AD structures as octets, any length (the set checks it against its limit).

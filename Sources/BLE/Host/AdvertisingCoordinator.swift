@@ -41,6 +41,11 @@ final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
     private var paused = 0
+    /// Advertising a pause turned off, or whose restart fell in one: the last `resume` turns it
+    /// on. Nothing else is turned on by a resume.
+    private var offForPause = false
+    /// `start`s under way: set 0 is theirs even before `state` says so.
+    private var starting = 0
     /// With the extended commands: set 0 holds a scan response, which it keeps until replaced,
     /// even when it is given parameters that make it not scannable (which rootcanal refuses;
     /// the spec leaves that case unsaid, §7.8.53, §7.8.55).
@@ -50,7 +55,13 @@ final class AdvertisingCoordinator {
     var isEnabled: Bool { state?.enabled ?? false }
 
     /// Whether this advertising holds set 0 (on, or to be turned back on).
-    var holdsSetZero: Bool { state.map { $0.enabled || $0.wanted } ?? false }
+    var holdsSetZero: Bool { starting > 0 || (state.map { $0.enabled || $0.wanted } ?? false) }
+
+    /// An application's advertising set took set 0 (a one-set controller): whatever it held for
+    /// this advertising is gone (its scan response included; the set is removed after).
+    func setZeroTakenBySets() {
+        setHoldsScanResponse = false
+    }
 
     /// Starts legacy advertising. The data and scan response must each fit 31 bytes (Vol 6 Part
     /// B §2.3.1.1); longer data is refused with a clear error.
@@ -60,6 +71,8 @@ final class AdvertisingCoordinator {
         if host.usesExtendedCommands, host.advertisingSetZeroInUse {
             throw BLEError.unsupported("the controller's one advertising set runs an advertising set started with startAdvertisingSet")
         }
+        starting += 1
+        defer { starting -= 1 }
         let advertisingBytes: [UInt8]
         let responseBytes: [UInt8]
         do {
@@ -155,23 +168,29 @@ final class AdvertisingCoordinator {
     }
 
     /// Turns advertising off for a moment (a new RPA, Vol 4 Part E §7.8.4); `resume` turns it
-    /// back on unless the application stopped or restarted it meanwhile.
+    /// back on unless the application stopped or restarted it meanwhile. Nested pauses count;
+    /// nothing turns advertising on until the last ends.
     func pause(_ host: isolated some AdvertisingDriver) async throws {
+        paused += 1
         guard state?.enabled == true else { return }
         state?.enabled = false
-        paused += 1
         do {
             try await host.commandReturning(Self.enable(false, host))
         } catch {
             paused -= 1
+            state?.enabled = true
             throw error
         }
+        offForPause = true
     }
 
-    /// Ends a `pause`.
+    /// Ends a `pause`: advertising it turned off (or whose restart it held back) goes on again.
     func resume(_ host: isolated some AdvertisingDriver) async {
-        paused = max(0, paused - 1)
-        guard paused == 0, let s = state, s.wanted, !s.enabled else { return }
+        guard paused > 0 else { return }
+        paused -= 1
+        guard paused == 0, offForPause else { return }
+        offForPause = false
+        guard let s = state, s.wanted, !s.enabled else { return }
         do {
             try await turnOn(host)
             if state?.generation == s.generation { state?.enabled = true }
@@ -184,13 +203,13 @@ final class AdvertisingCoordinator {
     /// LE Advertising Set Terminated for set 0 (Vol 4 Part E §7.7.65.18): a connection made from
     /// it (which may turn it back on), or its end for another reason.
     func setTerminated(_ event: LEAdvertisingSetTerminated, _ host: isolated some AdvertisingDriver) {
-        guard state?.enabled == true else { return }
+        guard state != nil else { return }
         if event.status.isSuccess {
             endedByConnection(host)
         } else {
             state?.enabled = false
             state?.generation &+= 1
-            host.report(.advertisingFailed("advertising ended: \(event.status)"))
+            if state?.wanted == true { host.report(.advertisingFailed("advertising ended: \(event.status)")) }
         }
     }
 
@@ -209,7 +228,12 @@ final class AdvertisingCoordinator {
 
     private func restart(generation: UInt64, _ host: isolated some AdvertisingDriver) async {
         // Stopped, restarted or connected meanwhile: this restart is stale.
-        guard let current = state, current.wanted, !current.enabled, current.generation == generation, paused == 0 else { return }
+        guard let current = state, current.wanted, !current.enabled, current.generation == generation else { return }
+        // Paused (privacy): the resume turns it on.
+        guard paused == 0 else {
+            offForPause = true
+            return
+        }
         await host.prepareRadioForAdvertising()
         do {
             try await turnOn(host)

@@ -10,6 +10,8 @@ struct AdvertisingSetRecord {
     /// The random address given to the controller for the set, if it uses one.
     var randomAddress: BDAddress?
     var periodic: Bool
+    /// Still being configured by `start` (its handle and SID are taken; it is not listed).
+    var starting = false
     /// Whether the controller is advertising the set now.
     var enabled = true
     /// Whether the application wants it advertising (false once it timed out, hit its event
@@ -30,8 +32,10 @@ final class AdvertisingSetCoordinator {
     private(set) var records: [UInt8: AdvertisingSetRecord] = [:]
     /// The set each peripheral-role link was made from, to restart it when the link ends.
     private var linkSets: [UInt16: UInt8] = [:]
-    /// Sets turned off by `pause`, turned on again by `resume`.
+    /// Sets turned off by `pause` (or kept off during one), turned on again by `resume`.
     private var paused: [UInt8] = []
+    /// Pauses under way: while any is, nothing turns a set on (it joins `paused` instead).
+    private var pauseDepth = 0
 
     /// Whether any set is advertising now.
     var isEnabled: Bool { records.values.contains { $0.enabled } }
@@ -56,14 +60,21 @@ final class AdvertisingSetCoordinator {
             throw BLEError.unsupported("the controller runs \(info.advertisingSets ?? 1) advertising set(s), all in use")
         }
         let sid = try parameters.sid ?? freeSID()
-        await host.prepareRadioForAdvertising()
-        let (ownType, random) = try Self.ownAddress(parameters.address, host)
-        let (hciParameters, enable) = try parameters.validated(handle: handle, sid: sid, ownAddressType: ownType)
-
-        let txPower: Int8
+        // Checked before the handle is taken: nothing to undo when the parameters are wrong.
+        _ = try parameters.validated(handle: handle, sid: sid, ownAddressType: .public)
+        if case let .random(a) = parameters.address { try Self.checkRandom(a) }
+        // The handle and SID are this start's from here on (the host runs other calls at each
+        // command): a placeholder holds them, not listed, until the set is on.
+        let placeholder = AdvertisingSet(handle: handle, sid: sid, address: nil, txPower: LEAdvertisingReport.unavailable, extended: !parameters.legacyPDUs)
+        records[handle] = AdvertisingSetRecord(set: placeholder, parameters: parameters, enable: AdvertisingSetEnable(handle: handle),
+                                               randomAddress: nil, periodic: periodic != nil, starting: true, enabled: false)
+        if handle == 0 { host.advertising.setZeroTakenBySets() }
         do {
-            txPower = (try? LESelectedTxPower(returnParameters: try await host.commandReturning(.leSetExtendedAdvertisingParameters(hciParameters))))?.txPower
-                ?? LEAdvertisingReport.unavailable
+            await host.prepareRadioForAdvertising()
+            let (ownType, random) = try Self.ownAddress(parameters.address, host)
+            let (hciParameters, enable) = try parameters.validated(handle: handle, sid: sid, ownAddressType: ownType)
+            let answer = try await host.commandReturning(.leSetExtendedAdvertisingParameters(hciParameters))
+            let txPower = (try? LESelectedTxPower(returnParameters: answer))?.txPower ?? LEAdvertisingReport.unavailable
             if let random { try await host.commandReturning(.leSetAdvertisingSetRandomAddress(handle: handle, address: random)) }
             if let periodic, let periodicUnits {
                 try await host.commandReturning(.leSetPeriodicAdvertisingParameters(
@@ -71,18 +82,22 @@ final class AdvertisingSetCoordinator {
                 try await setData(periodic.data, kind: .periodic, handle: handle, host)
                 try await host.commandReturning(.leSetPeriodicAdvertisingEnable(enable: true, handle: handle))
             }
-            try await setData(data, kind: .advertising, handle: handle, host)
+            // A scannable extended set has no advertising data (§7.8.54): only its scan response.
+            if !(parameters.kind == .scannable && !parameters.legacyPDUs) { try await setData(data, kind: .advertising, handle: handle, host) }
             if parameters.isScannable { try await setData(scanResponse ?? [], kind: .scanResponse, handle: handle, host) }
-            try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: true, sets: [enable]))
+            let address = parameters.anonymous ? nil : random.map { DeviceAddress($0, type: .random) } ?? host.ownAdvertisingAddress
+            let set = AdvertisingSet(handle: handle, sid: sid, address: address, txPower: txPower, extended: !parameters.legacyPDUs)
+            records[handle]?.set = set
+            records[handle]?.enable = enable
+            records[handle]?.randomAddress = random
+            records[handle]?.starting = false
+            try await turnOn(handle, host)
+            return set
         } catch {
+            records[handle] = nil
             await remove(handle, periodic: periodic != nil, host)
             throw error
         }
-        let address = parameters.anonymous ? nil
-            : random.map { DeviceAddress($0, type: .random) } ?? host.ownAdvertisingAddress
-        let set = AdvertisingSet(handle: handle, sid: sid, address: address, txPower: txPower, extended: !parameters.legacyPDUs)
-        records[handle] = AdvertisingSetRecord(set: set, parameters: parameters, enable: enable, randomAddress: random, periodic: periodic != nil)
-        return set
     }
 
     /// Replaces a running set's advertising data, scan response or periodic data. Data that
@@ -92,9 +107,12 @@ final class AdvertisingSetCoordinator {
         guard var record = records[handle] else { throw BLEError.invalidArgument("no advertising set \(handle) is running") }
         let info = host.info
         let limit = record.parameters.legacyPDUs ? AdvertisingData.legacyLimit : (info?.maximumAdvertisingDataLength ?? AdvertisingDataFragment.extendedLimit)
+        guard !record.starting else { throw BLEError.invalidArgument("advertising set \(handle) is still starting") }
         switch kind {
         case .advertising:
-            break
+            guard !(record.parameters.kind == .scannable && !record.parameters.legacyPDUs) || bytes.isEmpty else {
+                throw BLEError.invalidArgument("a scannable extended set has no advertising data, only a scan response (Vol 4 Part E §7.8.54)")
+            }
         case .scanResponse:
             guard record.parameters.isScannable else { throw BLEError.invalidArgument("set \(handle) is not scannable: it has no scan response") }
             guard !bytes.isEmpty || record.parameters.legacyPDUs else {
@@ -114,29 +132,47 @@ final class AdvertisingSetCoordinator {
         }
         if kind == .periodic {
             try await host.commandReturning(.leSetPeriodicAdvertisingEnable(enable: false, handle: handle))
-            try await setData(bytes, kind: kind, handle: handle, host)
+            do {
+                try await setData(bytes, kind: kind, handle: handle, host)
+            } catch {
+                // The old data stays: periodic advertising goes on with it.
+                _ = try? await host.commandReturning(.leSetPeriodicAdvertisingEnable(enable: true, handle: handle))
+                throw error
+            }
             try await host.commandReturning(.leSetPeriodicAdvertisingEnable(enable: true, handle: handle))
             return
         }
+        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: [AdvertisingSetEnable(handle: handle)]))
         record.generation &+= 1
         record.enabled = false
         records[handle] = record
-        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: [AdvertisingSetEnable(handle: handle)]))
-        try await setData(bytes, kind: kind, handle: handle, host)
+        do {
+            try await setData(bytes, kind: kind, handle: handle, host)
+        } catch {
+            // The old data stays (a refused fragment leaves the set's data as it was, §7.8.54):
+            // the set goes on with it.
+            do { try await turnOn(handle, host) } catch { host.report(.advertisingFailed("set \(handle): \(error)")) }
+            throw error
+        }
         try await turnOn(handle, host)
     }
 
     /// Stops a set and removes it from the controller (periodic advertising first: a set is
     /// removed only with both off, §7.8.59).
+    /// Disabling is sent whatever the host believes (a restart may be in flight; disabling a set
+    /// that is off does nothing, §7.8.56), and the set is forgotten only once it is removed, so a
+    /// failed stop can be tried again.
     func stop(_ handle: UInt8, _ host: isolated some AdvertisingSetDriver) async throws {
-        guard let record = records.removeValue(forKey: handle) else { throw BLEError.invalidArgument("no advertising set \(handle) is running") }
+        guard let record = records[handle], !record.starting else { throw BLEError.invalidArgument("no advertising set \(handle) is running") }
+        records[handle]?.wanted = false
+        records[handle]?.generation &+= 1
         paused.removeAll { $0 == handle }
-        linkSets = linkSets.filter { $0.value != handle }
-        if record.enabled {
-            try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: [AdvertisingSetEnable(handle: handle)]))
-        }
+        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: [AdvertisingSetEnable(handle: handle)]))
+        records[handle]?.enabled = false
         if record.periodic { try await host.commandReturning(.leSetPeriodicAdvertisingEnable(enable: false, handle: handle)) }
         try await host.commandReturning(.leRemoveAdvertisingSet(handle: handle))
+        records[handle] = nil
+        linkSets = linkSets.filter { $0.value != handle }
     }
 
     /// LE Advertising Set Terminated (§7.7.65.18) for one of the application's sets: it is off.
@@ -178,9 +214,15 @@ final class AdvertisingSetCoordinator {
     /// Turns every enabled set off for a moment (privacy renews the address or loads the
     /// resolving list, which no enabled set may see, §7.8.38).
     func pause(_ host: isolated some AdvertisingSetDriver) async throws {
+        pauseDepth += 1
         let on = records.values.filter(\.enabled).map(\.set.handle).sorted()
         guard !on.isEmpty else { return }
-        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: on.map { AdvertisingSetEnable(handle: $0) }))
+        do {
+            try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: on.map { AdvertisingSetEnable(handle: $0) }))
+        } catch {
+            pauseDepth -= 1
+            throw error
+        }
         for handle in on {
             records[handle]?.enabled = false
             records[handle]?.generation &+= 1
@@ -191,6 +233,9 @@ final class AdvertisingSetCoordinator {
     /// Ends a `pause`: each paused set still wanted goes on again, a set from the host's
     /// address with the host's (maybe renewed) random address. Its duration starts again.
     func resume(_ host: isolated some AdvertisingSetDriver) async {
+        guard pauseDepth > 0 else { return }
+        pauseDepth -= 1
+        guard pauseDepth == 0 else { return }
         let handles = paused
         paused = []
         for handle in handles where records[handle]?.wanted == true && records[handle]?.enabled == false {
@@ -208,6 +253,7 @@ final class AdvertisingSetCoordinator {
         records = [:]
         linkSets = [:]
         paused = []
+        pauseDepth = 0
     }
 
     // MARK: - Steps
@@ -229,16 +275,24 @@ final class AdvertisingSetCoordinator {
 
     /// Enables a configured set, giving it the host's current random address first when it
     /// advertises from the host's address (privacy may have renewed it).
+    /// During a pause the set only joins those `resume` turns on. An LE Advertising Set
+    /// Terminated that comes while the enable is in flight (it bumps the generation) wins: the
+    /// set is then off.
     private func turnOn(_ handle: UInt8, _ host: isolated some AdvertisingSetDriver) async throws {
         guard let record = records[handle] else { return }
+        guard pauseDepth == 0 else {
+            if !paused.contains(handle) { paused.append(handle) }
+            return
+        }
         if case .host = record.parameters.address, let random = record.randomAddress {
             let current = host.ownRandomAddress ?? random
             try await host.commandReturning(.leSetAdvertisingSetRandomAddress(handle: handle, address: current))
             records[handle]?.randomAddress = current
         }
-        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: true, sets: [record.enable]))
-        records[handle]?.enabled = true
         records[handle]?.generation &+= 1
+        let generation = records[handle]?.generation
+        try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: true, sets: [record.enable]))
+        if records[handle]?.generation == generation { records[handle]?.enabled = true }
     }
 
     /// Sends `bytes` as the set's data of `kind`, cut into commands with their operations.
@@ -287,18 +341,22 @@ final class AdvertisingSetCoordinator {
     private static func ownAddress(_ address: AdvertisingSetAddress, _ host: isolated some AdvertisingSetDriver) throws(BLEError) -> (OwnAddressType, BDAddress?) {
         switch address {
         case let .random(a):
-            // Static (11) or non-resolvable private (00), not all zeros or ones in the rest
-            // (Vol 6 Part B §1.3.2.1, §1.3.2.2).
-            let top = a.rawValue >> 46
-            let rest = a.rawValue & 0x3FFF_FFFF_FFFF
-            guard top == 0b11 || top == 0b00, rest != 0, rest != 0x3FFF_FFFF_FFFF else {
-                throw .invalidArgument("\(a) is neither a static nor a non-resolvable random address")
-            }
+            try checkRandom(a)
             return (.random, a)
         case .host:
             let type = host.ownAddressType
             let random = type == .random || type == .resolvableOrRandom ? host.ownRandomAddress : nil
             return (type, random)
+        }
+    }
+
+    /// A set's own random address: static (11) or non-resolvable private (00), not all zeros or
+    /// ones in the rest (Vol 6 Part B §1.3.2.1, §1.3.2.2).
+    static func checkRandom(_ a: BDAddress) throws(BLEError) {
+        let top = a.rawValue >> 46
+        let rest = a.rawValue & 0x3FFF_FFFF_FFFF
+        guard top == 0b11 || top == 0b00, rest != 0, rest != 0x3FFF_FFFF_FFFF else {
+            throw .invalidArgument("\(a) is neither a static nor a non-resolvable random address")
         }
     }
 
@@ -316,6 +374,9 @@ final class AdvertisingSetCoordinator {
         }
         if p.isScannable, !p.legacyPDUs, scanResponse?.isEmpty ?? true {
             throw .invalidArgument("a scannable extended set needs a scan response (Vol 4 Part E §7.8.56)")
+        }
+        if p.kind == .scannable, !p.legacyPDUs, !data.isEmpty {
+            throw .invalidArgument("a scannable extended set has no advertising data, only a scan response (Vol 4 Part E §7.8.54)")
         }
         let phys = info.supportedPHYs
         for phy in [p.primaryPHY, p.secondaryPHY] {
