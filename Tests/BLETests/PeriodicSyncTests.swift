@@ -96,6 +96,103 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// Starts a sync to `advertiser` SID 4 and waits for its Create Sync.
+    func creating(_ t: HostUnderTest, _ central: Central, timeout: Duration = .seconds(10)) async throws -> Task<PeriodicSync, Error> {
+        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4, timeout: timeout) }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        return syncing
+    }
+
+    /// A Create Sync Cancel the controller refuses, or one answered with no Sync Established
+    /// after it: the attempt fails with `.timeout` all the same (not a wait for ever), and the
+    /// next creation is not refused as busy.
+    func testACancelThatIsRefusedOrNeverAnsweredStillEndsTheAttempt() async throws {
+        let (t, central) = try await open()
+        await t.controller.configure { c in
+            c.set(.lePeriodicAdvertisingCreateSyncCancel) { cmd in
+                [.commandComplete(numHCICommandPackets: 1, opcode: cmd.opcode, returnParameters: [HCIStatus.commandDisallowed.rawValue])]
+            }
+        }
+        let refused = try await creating(t, central, timeout: .milliseconds(200))
+        do {
+            _ = try await refused.value
+            XCTFail("synced to nothing")
+        } catch BLEError.timeout {}
+        await t.controller.configure { c in
+            c.set(.lePeriodicAdvertisingCreateSyncCancel) { cmd in [.commandComplete(numHCICommandPackets: 1, opcode: cmd.opcode, returnParameters: [0])] }
+        }
+        let unanswered = try await creating(t, central, timeout: .milliseconds(200))
+        do {
+            _ = try await unanswered.value
+            XCTFail("synced to nothing")
+        } catch BLEError.timeout {}
+        let pending = await central.host.run { $0.periodicSyncs.isCreating }
+        XCTAssertFalse(pending)
+        await central.close()
+    }
+
+    /// The caller's task cancelled: the attempt is cancelled on the controller too.
+    func testCancellingTheCallerCancelsTheAttempt() async throws {
+        let (t, central) = try await open()
+        let syncing = try await creating(t, central)
+        syncing.cancel()
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSyncCancel)
+        do {
+            _ = try await syncing.value
+            XCTFail("a cancelled attempt synced")
+        } catch is CancellationError {}
+        await central.close()
+    }
+
+    /// A reader that breaks out of the loop ends the sync on the controller, even with the
+    /// `PeriodicSync` gone.
+    func testBreakingOutOfTheLoopEndsTheSync() async throws {
+        let (t, central) = try await open()
+        let reading = Task { () -> [UInt8]? in
+            for try await a in try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) { return a.bytes }
+            return nil
+        }
+        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        await t.controller.sendNow(established())
+        await t.controller.sendNow(report(.complete, [2, 1, 6]))
+        let first = try await reading.value
+        XCTAssertEqual(first, [2, 1, 6])
+        let terminate = try await t.controller.waitForCommand(.lePeriodicAdvertisingTerminateSync)
+        XCTAssertEqual(terminate.parameters, [7, 0])
+        await central.close()
+    }
+
+    /// Reports and a loss that come right behind Sync Established reach the stream.
+    func testReportsRightBehindTheEstablishedEventAreKept() async throws {
+        let (t, central) = try await open()
+        let syncing = try await creating(t, central)
+        await t.controller.sendNow(established())
+        await t.controller.sendNow(report(.complete, [2, 1, 6]))
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncLost(syncHandle: 0x0007)))
+        var got: [[UInt8]] = []
+        do {
+            for try await a in try await syncing.value { got.append(a.bytes) }
+            XCTFail("the loss ends the sequence with an error")
+        } catch BLEError.periodicSyncLost {}
+        XCTAssertEqual(got, [[2, 1, 6]])
+        await central.close()
+    }
+
+    /// A Sync Established for another SID (a late answer to an attempt given up) is not taken
+    /// for the pending one, and is ended on the controller.
+    func testASyncForAnotherSetIsNotTakenForThePendingOne() async throws {
+        let (t, central) = try await open()
+        let syncing = try await creating(t, central)
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
+            status: .success, syncHandle: 0x0003, sid: 9, advertiser: advertiser, phy: .le1M, interval: 40, clockAccuracy: 5))))
+        let stray = try await t.controller.waitForCommand(.lePeriodicAdvertisingTerminateSync)
+        XCTAssertEqual(stray.parameters, [3, 0])
+        await t.controller.sendNow(established())
+        let sync = try await syncing.value
+        XCTAssertEqual(sync.sid, 4)
+        await central.close()
+    }
+
     /// `keepScanning`: the scan goes on while synced, and ends with the sync.
     func testKeepScanningScansUntilTheSyncEnds() async throws {
         let (t, central) = try await open()

@@ -1,11 +1,12 @@
 import BLEHCI
 import BLERuntime
 import BLEWire
+import Synchronization
 
 /// A sync to one advertiser's periodic advertising (Core spec Vol 6 Part B §4.4.2.12, HCI Vol 4
-/// Part E §7.8.67–§7.8.69): the reports of its train as an async sequence, which ends when
-/// `terminate` is called (normally) or with `BLEError.periodicSyncLost` when the train is no
-/// longer heard.
+/// Part E §7.8.67–§7.8.69): the reports of its train as an async sequence (one reader), which
+/// ends when `terminate` is called or this object is released (normally), or with
+/// `BLEError.periodicSyncLost` when the train is no longer heard.
 public final class PeriodicSync: AsyncSequence, Sendable {
     /// Each periodic advertisement of the train, whole.
     public typealias Element = PeriodicAdvertisement
@@ -35,7 +36,15 @@ public final class PeriodicSync: AsyncSequence, Sendable {
     /// The train's advertisements from now on (one reader: the sequence is a single stream).
     public func makeAsyncIterator() -> AsyncThrowingStream<PeriodicAdvertisement, Error>.AsyncIterator { stream.makeAsyncIterator() }
 
+    /// A sync nobody holds any more (a loop that broke out of it, say) ends on the controller.
+    deinit {
+        let host = self.host, handle = syncHandle
+        Task { await host.run { await $0.periodicSyncs.terminate(handle, $0) } }
+    }
+
     /// Ends the sync on the controller (LE Periodic Advertising Terminate Sync) and the sequence.
+    /// It also ends when this object is released, when the task reading it is cancelled, and
+    /// with `.periodicSyncLost`.
     public func terminate() async {
         await host.run { await $0.periodicSyncs.terminate(syncHandle, $0) }
     }
@@ -74,24 +83,32 @@ extension Central {
         let scanning = Task { for try await _ in scan {} }
         let (stream, continuation) = AsyncThrowingStream<PeriodicAdvertisement, Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let host = self.host
+        // Set before the sync can end, so its end always stops the scan; a reader that stops
+        // reading (the sequence cancelled, not ended) ends the sync on the controller too. The
+        // handle, not the `PeriodicSync`, is kept: the object may be gone by then.
+        let made = Mutex<UInt16?>(nil)
+        continuation.onTermination = { termination in
+            scanning.cancel()
+            guard case .cancelled = termination, let handle = made.withLock({ $0 }) else { return }
+            Task { await host.run { await $0.periodicSyncs.terminate(handle, $0) } }
+        }
         let established: LEPeriodicSyncEstablished
         do {
-            established = try await host.run { host in
-                try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
-                                                    stream: continuation, host)
+            established = try await withTaskCancellationHandler {
+                try await host.run { host in
+                    try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
+                                                        stream: continuation, host)
+                }
+            } onCancel: {
+                Task { await host.run { await $0.periodicSyncs.cancelPending($0) } }
             }
         } catch {
             scanning.cancel()
             throw error
         }
+        made.withLock { $0 = established.syncHandle }
         if !keepScanning { scanning.cancel() }
         let sync = PeriodicSync(established, stream: stream, host: host)
-        continuation.onTermination = { [weak sync] termination in
-            scanning.cancel()
-            // The reader stopped reading (not the sync ending): the controller stops too.
-            guard case .cancelled = termination, let sync else { return }
-            Task { await sync.terminate() }
-        }
         return sync
     }
 }

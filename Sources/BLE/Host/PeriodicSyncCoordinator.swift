@@ -35,25 +35,38 @@ final class PeriodicSyncCoordinator {
     /// Each sync's chain of reports under way, by sync handle (the extended reports' assembler,
     /// §7.7.65.15 chains as §7.7.65.13's do).
     private var assembler = ExtendedReportAssembler<UInt16>()
-    /// The Create Sync waiting for its Sync Established, and the id of its attempt.
-    private var creating: (id: UInt64, advertiser: DeviceAddress, sid: UInt8,
-                           continuation: CheckedContinuation<LEPeriodicSyncEstablished, Error>)?
+    /// The Create Sync waiting for its Sync Established: the id of its attempt, what it asked
+    /// for, the stream a made sync feeds, and why it was cancelled (nil: not cancelled).
+    private struct Creation {
+        let id: UInt64
+        let advertiser: DeviceAddress
+        let sid: UInt8
+        let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
+        let continuation: CheckedContinuation<LEPeriodicSyncEstablished, Error>
+        var cancelledFor: Error?
+    }
+    private var creating: Creation?
     private var nextID: UInt64 = 1
+
+    /// How long after a successful Create Sync Cancel its Sync Established (Operation Cancelled
+    /// by Host) may take before the attempt is given up anyway.
+    static let cancelBackstop: Duration = .seconds(2)
 
     /// Whether a Create Sync is waiting for its answer.
     var isCreating: Bool { creating != nil }
 
     /// Sends LE Periodic Advertising Create Sync and waits for Sync Established (the controller
     /// must be scanning to hear the set's AUX_ADV_IND and its SyncInfo). After `timeout` the
-    /// attempt is cancelled (Create Sync Cancel) and fails with `.timeout`.
+    /// attempt is cancelled (Create Sync Cancel) and fails with `.timeout`; `cancel` does the same
+    /// for the caller's cancellation. The sync feeds `stream` from its Sync Established on.
     func create(advertiser: DeviceAddress, sid: UInt8, skip: UInt16, syncTimeout: UInt16, timeout: Duration,
                 stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation,
                 _ host: isolated some PeriodicSyncDriver) async throws -> LEPeriodicSyncEstablished {
         guard creating == nil else { throw BLEError.busy("another periodic sync is being created") }
         let id = nextID
         nextID += 1
-        let established: LEPeriodicSyncEstablished = try await withCheckedThrowingContinuation(isolation: host) { continuation in
-            creating = (id, advertiser, sid, continuation)
+        return try await withCheckedThrowingContinuation(isolation: host) { continuation in
+            creating = Creation(id: id, advertiser: advertiser, sid: sid, stream: stream, continuation: continuation)
             host.spawn("periodic sync \(id)") {
                 await host.run { host in
                     do {
@@ -63,23 +76,38 @@ final class PeriodicSyncCoordinator {
                     }
                 }
                 try await host.clock.sleep(for: timeout)
-                await host.run { host in
-                    guard host.periodicSyncs.creating?.id == id else { return }
-                    host.periodicSyncs.timedOut = id
-                    do { try await host.command(.lePeriodicAdvertisingCreateSyncCancel) } catch {
-                        host.log("LE Periodic Advertising Create Sync Cancel: \(error)")
-                        host.periodicSyncs.resumeCreating(id, .failure(BLEError.timeout("no periodic advertising from \(advertiser) SID \(sid)")))
-                    }
-                }
+                await host.run { await $0.periodicSyncs.cancel(id, for: BLEError.timeout("no periodic advertising from \(advertiser) SID \(sid)"), $0) }
             }
         }
-        syncs[established.syncHandle] = Sync(advertiser: established.advertiser, sid: established.sid, continuation: stream)
-        return established
     }
 
-    /// The attempt whose cancel was for its timeout: its Sync Established (Operation Cancelled by
-    /// Host) is reported as a timeout.
-    private var timedOut: UInt64?
+    /// Cancels the pending creation (the caller's task was cancelled).
+    func cancelPending(_ host: isolated some PeriodicSyncDriver) async {
+        guard let id = creating?.id else { return }
+        await cancel(id, for: CancellationError(), host)
+    }
+
+    /// LE Periodic Advertising Create Sync Cancel for attempt `id`, which then fails with
+    /// `error`: at its Sync Established (Operation Cancelled by Host), at once when the cancel is
+    /// refused, or after `cancelBackstop` when that event never comes.
+    private func cancel(_ id: UInt64, for error: Error, _ host: isolated some PeriodicSyncDriver) async {
+        guard creating?.id == id, creating?.cancelledFor == nil else { return }
+        creating?.cancelledFor = error
+        do {
+            try await host.commandReturning(.lePeriodicAdvertisingCreateSyncCancel)
+        } catch {
+            host.log("LE Periodic Advertising Create Sync Cancel: \(error)")
+            resumeCreating(id, .failure(creating?.cancelledFor ?? error))
+            return
+        }
+        host.spawn("periodic sync \(id) cancel") {
+            try await host.clock.sleep(for: Self.cancelBackstop)
+            await host.run { host in
+                guard let pending = host.periodicSyncs.creating, pending.id == id else { return }
+                host.periodicSyncs.resumeCreating(id, .failure(pending.cancelledFor ?? BLEError.timeout("periodic sync")))
+            }
+        }
+    }
 
     private func resumeCreating(_ id: UInt64, _ result: Result<LEPeriodicSyncEstablished, Error>) {
         guard let pending = creating, pending.id == id else { return }
@@ -87,19 +115,33 @@ final class PeriodicSyncCoordinator {
         pending.continuation.resume(with: result)
     }
 
-    /// LE Periodic Advertising Sync Established (§7.7.65.14).
+    /// LE Periodic Advertising Sync Established (§7.7.65.14). A made sync is entered before the
+    /// creator resumes, so reports and a loss in the same burst of events reach its stream; one
+    /// for another set (a late answer to an attempt given up) is ended on the controller.
     func established(_ event: LEPeriodicSyncEstablished, _ host: isolated some PeriodicSyncDriver) {
-        guard let pending = creating else {
-            // Not ours (a sync transfer's, or one already given up): let the controller drop it.
+        guard let pending = creating, !event.status.isSuccess || event.sid == pending.sid else {
             if event.status.isSuccess {
-                host.spawn("stray periodic sync") { await host.run { _ = try? await $0.command(.lePeriodicAdvertisingTerminateSync(syncHandle: event.syncHandle)) } }
+                host.spawn("stray periodic sync") {
+                    await host.run { host in
+                        do { try await host.commandReturning(.lePeriodicAdvertisingTerminateSync(syncHandle: event.syncHandle)) } catch {
+                            host.log("LE Periodic Advertising Terminate Sync of a sync nobody waits for: \(error)")
+                        }
+                    }
+                }
             }
             return
         }
-        if event.status.isSuccess {
+        if event.status.isSuccess, let error = pending.cancelledFor {
+            // Made as the cancel crossed it: the caller has given up, so the sync ends.
+            resumeCreating(pending.id, .failure(error))
+            host.spawn("periodic sync made too late") {
+                await host.run { _ = try? await $0.commandReturning(.lePeriodicAdvertisingTerminateSync(syncHandle: event.syncHandle)) }
+            }
+        } else if event.status.isSuccess {
+            syncs[event.syncHandle] = Sync(advertiser: event.advertiser, sid: event.sid, continuation: pending.stream)
             resumeCreating(pending.id, .success(event))
-        } else if timedOut == pending.id {
-            resumeCreating(pending.id, .failure(BLEError.timeout("no periodic advertising from \(pending.advertiser) SID \(pending.sid)")))
+        } else if let error = pending.cancelledFor {
+            resumeCreating(pending.id, .failure(error))
         } else {
             resumeCreating(pending.id, .failure(BLEError.hci(.commandFailed(opcode: .lePeriodicAdvertisingCreateSync, status: event.status))))
         }
@@ -128,7 +170,7 @@ final class PeriodicSyncCoordinator {
         guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
         assembler.forget(syncHandle)
         sync.continuation.finish()
-        do { try await host.command(.lePeriodicAdvertisingTerminateSync(syncHandle: syncHandle)) } catch {
+        do { try await host.commandReturning(.lePeriodicAdvertisingTerminateSync(syncHandle: syncHandle)) } catch {
             host.log("LE Periodic Advertising Terminate Sync: \(error)")
         }
     }
