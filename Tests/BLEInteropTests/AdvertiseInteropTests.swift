@@ -181,6 +181,7 @@ final class AdvertiseInteropTests: XCTestCase {
             (["advertise", "--phy", "coded"], "--phy needs --extended"),
             (["advertise", "--extended", "--phy", "2m"], "--phy takes 1m, coded"),
             (["advertise", "--scan-response", "020106"], "--scan-response needs --scannable"),
+            (["advertise", "--extended", "--scannable", "--name", "X", "--scan-response", "020106"], "a scannable extended set has no advertising data"),
             (["advertise", "--extended", "--connectable", "--periodic-data", "020106"], "--periodic-data needs --extended"),
             (["advertise", "--periodic-interval", "50"], "--periodic-interval goes with --periodic-data"),
             (["advertise", "--data", "05ff59"], "--data: "),

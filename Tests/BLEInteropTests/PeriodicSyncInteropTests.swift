@@ -27,7 +27,7 @@ final class PeriodicSyncInteropTests: XCTestCase {
             XCTAssertEqual(heard["length"] as? Int, 200)
             XCTAssertEqual(heard["truncated"] as? Bool, false)
         }
-        sync.stop()
+        XCTAssertEqual(sync.interrupt(), 0, "Ctrl-C ends the sync, then the command")
         sent += peer.events.filter { $0.name == "periodic" }.compactMap { $0.string("data") }
         let heard = sync.events.filter { $0["event"] as? String == "periodic" }.compactMap { $0["data"] as? String }
         XCTAssertTrue(heard.allSatisfy(Set(sent).contains), "a report the advertiser never sent: \(heard.filter { !sent.contains($0) })")

@@ -149,6 +149,7 @@ final class ControllerInitialisationTests: XCTestCase {
         XCTAssertFalse(sent.contains(.leReadMaximumAdvertisingDataLength))
         let legacyAsked = await legacy.leEventMask
         let legacyMask = try XCTUnwrap(legacyAsked)
-        XCTAssertEqual(legacyMask, .default, "no event of the extended commands for a host that does not use them")
+        XCTAssertEqual(legacyMask, LEEventMask.default.union(.channelSelectionAlgorithm),
+                       "no event of the extended commands for a host that does not use them; the channel selection algorithm of any link")
     }
 }

@@ -24,7 +24,9 @@ extension PeripheralManager {
     /// non-connectable, non-scannable extended set). Data longer than one command is sent in
     /// fragments (§7.8.54). Parameters the spec forbids, data over the set's limit, or a
     /// PHY the controller lacks are refused with `.invalidArgument` or `.unsupported` before
-    /// anything is sent.
+    /// anything is sent; a scannable extended set carries only its scan response (`data` must be
+    /// empty). What only the controller knows is its error at the enable: connectable extended
+    /// data longer than one AUX_ADV_IND holds, say (§7.8.56).
     public func startAdvertisingSet(_ data: AdvertisingData, scanResponse: AdvertisingData? = nil,
                                     parameters: AdvertisingSetParameters = AdvertisingSetParameters(),
                                     periodic: (parameters: PeriodicAdvertisingParameters, data: AdvertisingData)? = nil) async throws -> AdvertisingSet {

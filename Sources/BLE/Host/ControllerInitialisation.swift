@@ -67,14 +67,18 @@ enum ControllerInitialisation {
         return info
     }
 
-    /// The LE events asked for: the default ones, and with the extended commands the ones only
-    /// they bring: LE Channel Selection Algorithm (§7.7.65.20), LE Advertising Set Terminated
+    /// The LE events asked for: the default ones, LE Channel Selection Algorithm (§7.7.65.20) from
+    /// a Bluetooth 5 controller, and with the extended commands the ones only they bring: LE
+    /// Advertising Set Terminated
     /// (§7.7.65.18), and the periodic sync events (§7.7.65.14–16, §7.7.65.24) when the
     /// controller lists the commands that start a sync.
     static func leEventMask(extended: Bool, _ commands: LocalSupportedCommands?) -> LEEventMask {
         var mask = LEEventMask.default
+        // A controller with Bluetooth 5's connecting command reports the algorithm of every
+        // link, whichever command set made it.
+        if commands?.leExtendedCreateConnection == true { mask.insert(.channelSelectionAlgorithm) }
         guard extended else { return mask }
-        mask.formUnion([.channelSelectionAlgorithm, .advertisingSetTerminated])
+        mask.insert(.advertisingSetTerminated)
         if commands?.lePeriodicAdvertisingCreateSync == true {
             mask.formUnion([.periodicAdvertisingSyncEstablished, .periodicAdvertisingReport, .periodicAdvertisingSyncLost])
         }

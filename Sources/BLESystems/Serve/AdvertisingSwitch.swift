@@ -40,15 +40,19 @@ public final class AdvertisingSwitch: Sendable {
     /// Starts advertising `data` (at start, and when the switch goes on).
     public func start() async throws {
         guard let extended else { return try await manager.startAdvertising(data, scanResponse: scanResponse) }
+        // One set at a time: a set still running (a stop that failed) goes first.
+        try await stop()
         let set = try await manager.startAdvertisingSet(scanResponse.map { data.merging($0) } ?? data, parameters: extended)
         running.withLock { $0 = set }
     }
 
-    /// Stops advertising (the switch going off, or the end of `ble serve`).
+    /// Stops advertising (the switch going off, or the end of `ble serve`). The set is
+    /// forgotten only once stopped, so a failed stop is tried again by the next.
     public func stop() async throws {
         guard extended != nil else { return try await manager.stopAdvertising() }
-        guard let set = running.withLock({ s -> AdvertisingSet? in defer { s = nil }; return s }) else { return }
+        guard let set = running.withLock({ $0 }) else { return }
         try await manager.stopAdvertisingSet(set)
+        running.withLock { if $0 == set { $0 = nil } }
     }
 
     /// The extended set running now, if any.

@@ -10,7 +10,7 @@ struct AdvertiseCommand: BLECommand {
     static let options: [CommandOption] = [
         .flag("extended", help: "extended advertising PDUs (data up to the controller's maximum, coded PHY); default legacy PDUs (31 octets)"),
         .flag("connectable", help: "centrals may connect (extended: not together with --scannable)"),
-        .flag("scannable", help: "scanners may ask for the scan response"),
+        .flag("scannable", help: "scanners may ask for the scan response (extended: the scan response is all it carries)"),
         .single("phy", value: "1m|coded", help: "primary advertising PHY (extended only; default 1m)"),
         .single("secondary-phy", value: "1m|2m|coded", help: "PHY of the auxiliary packets that carry the data (extended only; default: the primary PHY)"),
         .single("name", value: "NAME", help: "add a Complete Local Name structure"),
@@ -89,6 +89,9 @@ struct AdvertiseCommand: BLECommand {
             structures.append(.init(type: .manufacturerSpecificData, data: bytes))
         }
         data = AdvertisingData(structures: structures)
+        if extended, p.kind == .scannable, !structures.isEmpty {
+            throw UsageError("a scannable extended set has no advertising data: put --data, --name and --manufacturer-data in --scan-response")
+        }
         scanResponse = try args.option("scan-response").map { AdvertisingData(structures: try Self.structures($0, "--scan-response")) }
         if scanResponse != nil, !p.isScannable {
             throw UsageError("--scan-response needs --scannable (or legacy --connectable)")
@@ -166,6 +169,9 @@ struct AdvertiseCommand: BLECommand {
                      text: "advertising (legacy commands) from \(address.map { "\($0)" } ?? "?")")
             return []
         }
+        guard sets <= capacity.sets else {
+            throw BLEError.unsupported("--sets \(sets): the controller runs \(capacity.sets) advertising set(s)")
+        }
         var started: [AdvertisingSet] = []
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<sets {
@@ -174,7 +180,14 @@ struct AdvertiseCommand: BLECommand {
                 // Static random: the two top bits set (Core spec Vol 6 Part B §1.3.2.1).
                 p.address = .random(BDAddress(rawValue: UInt64.random(in: 1..<0x3FFF_FFFF_FFFF, using: &generator) | 0xC000_0000_0000))
             }
-            let set = try await manager.startAdvertisingSet(data, scanResponse: scanResponse, parameters: p, periodic: periodic)
+            let set: AdvertisingSet
+            do {
+                set = try await manager.startAdvertisingSet(data, scanResponse: scanResponse, parameters: p, periodic: periodic)
+            } catch {
+                // None left running on a controller that may outlive this process.
+                for running in started { try? await manager.stopAdvertisingSet(running) }
+                throw error
+            }
             started.append(set)
             let octets = (try? data.encode(limit: Int.max).count) ?? 0
             var fields: [(String, JSON)] = [
