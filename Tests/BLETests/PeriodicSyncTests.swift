@@ -193,6 +193,28 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// Controllers give a new sync the handle of one that ended: the old `PeriodicSync`'s
+    /// terminate (or release) leaves the new one alone.
+    func testAnEndedSyncsTerminateLeavesANewSyncWithItsHandleAlone() async throws {
+        let (t, central) = try await open()
+        var syncing = try await creating(t, central)
+        await t.controller.sendNow(established())
+        let old = try await syncing.value
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncLost(syncHandle: 0x0007)))
+        do { for try await _ in old {} } catch BLEError.periodicSyncLost {}
+        syncing = try await creating(t, central)
+        await t.controller.sendNow(established())
+        let new = try await syncing.value
+        await old.terminate()
+        await t.controller.sendNow(report(.complete, [2, 1, 6]))
+        var reports = new.makeAsyncIterator()
+        let first = try await reports.next()
+        XCTAssertEqual(first?.bytes, [2, 1, 6], "the new sync still runs")
+        let sent = await t.controller.commands.map(\.opcode)
+        XCTAssertFalse(sent.contains(.lePeriodicAdvertisingTerminateSync), "the new sync was not ended")
+        await central.close()
+    }
+
     /// `keepScanning`: the scan goes on while synced, and ends with the sync.
     func testKeepScanningScansUntilTheSyncEnds() async throws {
         let (t, central) = try await open()

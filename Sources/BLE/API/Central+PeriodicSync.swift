@@ -20,10 +20,13 @@ public final class PeriodicSync: AsyncSequence, Sendable {
     /// The periodic advertising interval.
     public let interval: Duration
     let syncHandle: UInt16
+    /// The host's id of this sync: a later sync may get the same handle.
+    let syncID: UInt64
     let host: HostController
     private let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>
 
-    init(_ established: LEPeriodicSyncEstablished, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>, host: HostController) {
+    init(_ established: LEPeriodicSyncEstablished, id: UInt64, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>, host: HostController) {
+        syncID = id
         advertiser = established.advertiser
         sid = established.sid
         phy = established.phy
@@ -38,15 +41,15 @@ public final class PeriodicSync: AsyncSequence, Sendable {
 
     /// A sync nobody holds any more (a loop that broke out of it, say) ends on the controller.
     deinit {
-        let host = self.host, handle = syncHandle
-        Task { await host.run { await $0.periodicSyncs.terminate(handle, $0) } }
+        let host = self.host, handle = syncHandle, id = syncID
+        Task { await host.run { await $0.periodicSyncs.terminate(handle, id: id, $0) } }
     }
 
     /// Ends the sync on the controller (LE Periodic Advertising Terminate Sync) and the sequence.
     /// It also ends when this object is released, when the task reading it is cancelled, and
     /// with `.periodicSyncLost`.
     public func terminate() async {
-        await host.run { await $0.periodicSyncs.terminate(syncHandle, $0) }
+        await host.run { await $0.periodicSyncs.terminate(syncHandle, id: syncID, $0) }
     }
 }
 
@@ -86,15 +89,16 @@ extension Central {
         // Set before the sync can end, so its end always stops the scan; a reader that stops
         // reading (the sequence cancelled, not ended) ends the sync on the controller too. The
         // handle, not the `PeriodicSync`, is kept: the object may be gone by then.
-        let made = Mutex<UInt16?>(nil)
+        let made = Mutex<(handle: UInt16, id: UInt64)?>(nil)
         continuation.onTermination = { termination in
             scanning.cancel()
-            guard case .cancelled = termination, let handle = made.withLock({ $0 }) else { return }
-            Task { await host.run { await $0.periodicSyncs.terminate(handle, $0) } }
+            guard case .cancelled = termination, let sync = made.withLock({ $0 }) else { return }
+            Task { await host.run { await $0.periodicSyncs.terminate(sync.handle, id: sync.id, $0) } }
         }
         let established: LEPeriodicSyncEstablished
+        let syncID: UInt64
         do {
-            established = try await withTaskCancellationHandler {
+            (established, syncID) = try await withTaskCancellationHandler {
                 try await host.run { host in
                     try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
                                                         stream: continuation, host)
@@ -106,10 +110,9 @@ extension Central {
             scanning.cancel()
             throw error
         }
-        made.withLock { $0 = established.syncHandle }
+        made.withLock { $0 = (established.syncHandle, syncID) }
         if !keepScanning { scanning.cancel() }
-        let sync = PeriodicSync(established, stream: stream, host: host)
-        return sync
+        return PeriodicSync(established, id: syncID, stream: stream, host: host)
     }
 }
 
@@ -142,8 +145,9 @@ extension HostController {
         try await run { h in
             try await h.periodicSyncs.acceptTransfers(syncTimeout: UInt16(units), listener: { news in
                 switch news {
-                case let .received(event, peer, stream):
-                    sink.yield(TransferredPeriodicSync(sync: PeriodicSync(event.sync, stream: stream, host: host), from: peer, serviceData: event.serviceData))
+                case let .received(event, syncID, peer, stream):
+                    sink.yield(TransferredPeriodicSync(sync: PeriodicSync(event.sync, id: syncID, stream: stream, host: host), from: peer,
+                                                       serviceData: event.serviceData))
                 case .ended:
                     sink.finish()
                 }
@@ -166,7 +170,7 @@ extension Peripheral {
     /// Hands this peer our sync (LE Periodic Advertising Sync Transfer, Vol 4 Part E §7.8.89):
     /// it syncs to the same train without scanning. `serviceData` is for the peer's host.
     public func transferPeriodicSync(_ sync: PeriodicSync, serviceData: UInt16 = 0) async throws {
-        try await host.transferPeriodicSync(.sync(sync.syncHandle), linkID: linkID, serviceData: serviceData)
+        try await host.transferPeriodicSync(.sync(sync.syncHandle, id: sync.syncID), linkID: linkID, serviceData: serviceData)
     }
 
     /// Hands this peer the sync information of our own set's periodic advertising (LE Periodic
@@ -186,7 +190,7 @@ extension PeripheralManager {
     /// Hands a connected central a sync of ours (LE Periodic Advertising Sync Transfer, §7.8.89),
     /// from a `Central` sharing the controller.
     public func transferPeriodicSync(_ sync: PeriodicSync, to central: ConnectedCentral, serviceData: UInt16 = 0) async throws {
-        try await host.transferPeriodicSync(.sync(sync.syncHandle), linkID: central.id, serviceData: serviceData)
+        try await host.transferPeriodicSync(.sync(sync.syncHandle, id: sync.syncID), linkID: central.id, serviceData: serviceData)
     }
 
     /// Accepts periodic syncs connected centrals transfer, as `Central.periodicSyncTransfers`.

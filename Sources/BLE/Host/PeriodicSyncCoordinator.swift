@@ -26,6 +26,8 @@ public struct PeriodicAdvertisement: Sendable, Hashable {
 final class PeriodicSyncCoordinator {
     /// What a sync's stream is fed from.
     struct Sync {
+        /// Tells this sync from a later one the controller gives the same handle.
+        let id: UInt64
         let advertiser: DeviceAddress
         let sid: UInt8
         let continuation: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
@@ -42,11 +44,21 @@ final class PeriodicSyncCoordinator {
         let advertiser: DeviceAddress
         let sid: UInt8
         let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
-        let continuation: CheckedContinuation<LEPeriodicSyncEstablished, Error>
+        let continuation: CheckedContinuation<(LEPeriodicSyncEstablished, UInt64), Error>
         var cancelledFor: Error?
     }
     private var creating: Creation?
     private var nextID: UInt64 = 1
+    private var nextSyncID: UInt64 = 1
+
+    /// A new sync's record, with an id of its own.
+    private func register(_ handle: UInt16, advertiser: DeviceAddress, sid: UInt8,
+                          _ continuation: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation) -> UInt64 {
+        let id = nextSyncID
+        nextSyncID += 1
+        syncs[handle] = Sync(id: id, advertiser: advertiser, sid: sid, continuation: continuation)
+        return id
+    }
 
     /// How long after a successful Create Sync Cancel its Sync Established (Operation Cancelled
     /// by Host) may take before the attempt is given up anyway.
@@ -61,7 +73,7 @@ final class PeriodicSyncCoordinator {
     /// for the caller's cancellation. The sync feeds `stream` from its Sync Established on.
     func create(advertiser: DeviceAddress, sid: UInt8, skip: UInt16, syncTimeout: UInt16, timeout: Duration,
                 stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation,
-                _ host: isolated some PeriodicSyncDriver) async throws -> LEPeriodicSyncEstablished {
+                _ host: isolated some PeriodicSyncDriver) async throws -> (LEPeriodicSyncEstablished, UInt64) {
         guard creating == nil else { throw BLEError.busy("another periodic sync is being created") }
         let id = nextID
         nextID += 1
@@ -109,7 +121,7 @@ final class PeriodicSyncCoordinator {
         }
     }
 
-    private func resumeCreating(_ id: UInt64, _ result: Result<LEPeriodicSyncEstablished, Error>) {
+    private func resumeCreating(_ id: UInt64, _ result: Result<(LEPeriodicSyncEstablished, UInt64), Error>) {
         guard let pending = creating, pending.id == id else { return }
         creating = nil
         pending.continuation.resume(with: result)
@@ -138,8 +150,8 @@ final class PeriodicSyncCoordinator {
                 await host.run { _ = try? await $0.commandReturning(.lePeriodicAdvertisingTerminateSync(syncHandle: event.syncHandle)) }
             }
         } else if event.status.isSuccess {
-            syncs[event.syncHandle] = Sync(advertiser: event.advertiser, sid: event.sid, continuation: pending.stream)
-            resumeCreating(pending.id, .success(event))
+            let syncID = register(event.syncHandle, advertiser: event.advertiser, sid: event.sid, pending.stream)
+            resumeCreating(pending.id, .success((event, syncID)))
         } else if let error = pending.cancelledFor {
             resumeCreating(pending.id, .failure(error))
         } else {
@@ -166,8 +178,9 @@ final class PeriodicSyncCoordinator {
 
     /// Ends a sync on the controller (LE Periodic Advertising Terminate Sync, §7.8.69) and its
     /// stream, normally.
-    func terminate(_ syncHandle: UInt16, _ host: isolated some PeriodicSyncDriver) async {
-        guard let sync = syncs.removeValue(forKey: syncHandle) else { return }
+    func terminate(_ syncHandle: UInt16, id: UInt64, _ host: isolated some PeriodicSyncDriver) async {
+        guard let sync = syncs[syncHandle], sync.id == id else { return }
+        syncs[syncHandle] = nil
         assembler.forget(syncHandle)
         sync.continuation.finish()
         do { try await host.commandReturning(.lePeriodicAdvertisingTerminateSync(syncHandle: syncHandle)) } catch {
@@ -179,14 +192,14 @@ final class PeriodicSyncCoordinator {
 
     /// What a transfer hands the peer: a sync of ours, or our own set's periodic advertising.
     enum TransferSource: Sendable {
-        case sync(UInt16)
+        case sync(UInt16, id: UInt64)
         case advertisingSet(UInt8)
     }
 
     /// What the transfer listener is told: a sync a peer transferred (its stream already fed),
     /// or that no more will come (the controller failed, or another listener took over).
     enum TransferNews: Sendable {
-        case received(LEPeriodicSyncTransferReceived, peer: DeviceAddress?, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>)
+        case received(LEPeriodicSyncTransferReceived, syncID: UInt64, peer: DeviceAddress?, stream: AsyncThrowingStream<PeriodicAdvertisement, Error>)
         case ended(BLEError?)
     }
     typealias TransferListener = @Sendable (TransferNews) -> Void
@@ -200,11 +213,11 @@ final class PeriodicSyncCoordinator {
         guard let handle = host.linkHandle(forID: linkID) else { throw BLEError.notConnected }
         let commands = host.info?.supportedCommands
         switch source {
-        case let .sync(syncHandle):
+        case let .sync(syncHandle, id):
             guard commands?.lePeriodicAdvertisingSyncTransfer == true else {
                 throw BLEError.unsupported("the controller lists no LE Periodic Advertising Sync Transfer (Vol 4 Part E §7.8.89)")
             }
-            guard syncs[syncHandle] != nil else { throw BLEError.invalidArgument("the periodic sync has ended") }
+            guard syncs[syncHandle]?.id == id else { throw BLEError.invalidArgument("the periodic sync has ended") }
             try await host.commandReturning(.lePeriodicAdvertisingSyncTransfer(handle: handle, serviceData: serviceData, syncHandle: syncHandle))
         case let .advertisingSet(set):
             guard commands?.lePeriodicAdvertisingSetInfoTransfer == true else {
@@ -249,8 +262,8 @@ final class PeriodicSyncCoordinator {
             return
         }
         let (stream, continuation) = AsyncThrowingStream<PeriodicAdvertisement, Error>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        syncs[event.sync.syncHandle] = Sync(advertiser: event.sync.advertiser, sid: event.sync.sid, continuation: continuation)
-        listener(.received(event, peer: host.link(event.connectionHandle)?.peer, stream: stream))
+        let syncID = register(event.sync.syncHandle, advertiser: event.sync.advertiser, sid: event.sync.sid, continuation)
+        listener(.received(event, syncID: syncID, peer: host.link(event.connectionHandle)?.peer, stream: stream))
     }
 
     /// The controller failed: every stream and the pending creation end with `error`.
