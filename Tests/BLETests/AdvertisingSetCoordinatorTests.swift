@@ -75,13 +75,7 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             try await advertisingSets.update(handle, kind, bytes, self)
         }
         func stop(_ handle: UInt8) async throws { try await advertisingSets.stop(handle, self) }
-        func connect(handle: UInt16) {
-            let parameters = LinkParameters(interval: 24, latency: 0, supervisionTimeout: 400)
-            links[handle] = Link(id: UInt64(handle), handle: handle, peer: DeviceAddress(BDAddress(rawValue: 0xA0), type: .public),
-                                 role: .peripheral, parameters: parameters,
-                                 clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
-                                 server: ATTServer(), observation: LinkObservation(parameters: parameters))
-        }
+        func connect(handle: UInt16) { links[handle] = .testPeripheralLink(handle: handle) }
         func terminated(_ event: LEAdvertisingSetTerminated) -> Bool { advertisingSets.terminated(event, self) }
         func linkEnded(_ handle: UInt16) { advertisingSets.linkEnded(handle: handle, self) }
         func pause() async throws { try await advertisingSets.pause(self) }

@@ -41,13 +41,7 @@ final class GATTServerSessionsTests: XCTestCase {
         func peerSigningKey(from peer: DeviceAddress) -> ATTPeerSigningKey? { nil }
         func acceptPeerSignCounter(_ counter: UInt32, from peer: DeviceAddress) -> Bool { false }
 
-        func connect(handle: UInt16) {
-            let parameters = LinkParameters(interval: 24, latency: 0, supervisionTimeout: 400)
-            links[handle] = Link(id: UInt64(handle), handle: handle, peer: DeviceAddress(BDAddress(rawValue: 0xA0), type: .public),
-                                 role: .peripheral, parameters: parameters,
-                                 clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
-                                 server: ATTServer(), observation: LinkObservation(parameters: parameters))
-        }
+        func connect(handle: UInt16) { links[handle] = .testPeripheralLink(handle: handle) }
         func add(_ service: GATTServiceDefinition) throws -> GATTServiceHandles { try server.addService(service, self) }
         func receive(_ pdu: [UInt8], handle: UInt16) { server.receive(pdu, handle: handle, self) }
         func notify(_ value: [UInt8], valueHandle: UInt16) -> UpdateValueResult {

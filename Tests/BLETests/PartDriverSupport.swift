@@ -1,5 +1,6 @@
 @testable import BLE
 import BLEHCI
+import BLEHost
 
 /// What every test double of a part's driver shares (the `HostServices` side): commands
 /// answered at once with success (or failed, for the opcodes `failing` names) and recorded,
@@ -92,5 +93,16 @@ extension RecordingDriver {
         while !record.tasks.isEmpty {
             for task in record.takeTasks() { try? await task() }
         }
+    }
+}
+
+extension Link {
+    /// A peripheral-role link to a public peer, for part doubles' link tables.
+    static func testPeripheralLink(handle: UInt16) -> Link {
+        let parameters = LinkParameters(interval: 24, latency: 0, supervisionTimeout: 400)
+        return Link(id: UInt64(handle), handle: handle, peer: DeviceAddress(BDAddress(rawValue: 0xA0), type: .public),
+                    role: .peripheral, parameters: parameters,
+                    clients: ATTClientBearerSet(unenhanced: ATTClientBearer(transactionTimeout: .seconds(30))),
+                    server: ATTServer(), observation: LinkObservation(parameters: parameters))
     }
 }

@@ -74,10 +74,7 @@ final class PeriodicSyncTests: XCTestCase {
     /// truncated, its tail skipped; the next chain is whole.
     func testAChainPastTheMaximumIsHandedOnTruncatedOnceAndItsTailSkipped() async throws {
         let (t, central) = try await open()
-        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) }
-        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
-        await t.controller.sendNow(established())
-        let sync = try await syncing.value
+        let sync = try await synced(t, central)
         let reading = Task { () -> [PeriodicAdvertisement] in
             var got: [PeriodicAdvertisement] = []
             for try await a in sync {
@@ -96,10 +93,18 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// A sync to `advertiser` SID 4, established as handle 7.
+    func synced(_ t: HostUnderTest, _ central: Central) async throws -> PeriodicSync {
+        let syncing = try await creating(t, central)
+        await t.controller.sendNow(established())
+        return try await syncing.value
+    }
+
     /// Starts a sync to `advertiser` SID 4 and waits for its Create Sync.
     func creating(_ t: HostUnderTest, _ central: Central, timeout: Duration = .seconds(10)) async throws -> Task<PeriodicSync, Error> {
+        let before = await t.controller.commands.filter { $0.opcode == .lePeriodicAdvertisingCreateSync }.count
         let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4, timeout: timeout) }
-        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync, count: before + 1)
         return syncing
     }
 
@@ -276,10 +281,7 @@ final class PeriodicSyncTests: XCTestCase {
     /// A failed controller ends a sync's sequence with its error.
     func testAFailedControllerEndsTheSync() async throws {
         let (t, central) = try await open()
-        let syncing = Task { try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4) }
-        _ = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
-        await t.controller.sendNow(established())
-        let sync = try await syncing.value
+        let sync = try await synced(t, central)
         await t.controller.sendNow(.hardwareError(code: 1))
         do {
             for try await _ in sync {}

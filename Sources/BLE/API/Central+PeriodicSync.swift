@@ -37,7 +37,18 @@ public final class PeriodicSync: AsyncSequence, Sendable {
     }
 
     /// The train's advertisements from now on (one reader: the sequence is a single stream).
-    public func makeAsyncIterator() -> AsyncThrowingStream<PeriodicAdvertisement, Error>.AsyncIterator { stream.makeAsyncIterator() }
+    /// The iterator holds the sync: `for try await a in try await central.syncTo…(…)` keeps it
+    /// while the loop runs, and ends it when the loop is left.
+    public func makeAsyncIterator() -> Iterator { Iterator(sync: self, base: stream.makeAsyncIterator()) }
+
+    /// Reads a sync's advertisements, keeping the sync while it reads.
+    public struct Iterator: AsyncIteratorProtocol {
+        let sync: PeriodicSync
+        var base: AsyncThrowingStream<PeriodicAdvertisement, Error>.AsyncIterator
+
+        /// The next advertisement; nil when the sync was ended, `.periodicSyncLost` when lost.
+        public mutating func next() async throws -> PeriodicAdvertisement? { try await base.next() }
+    }
 
     /// A sync nobody holds any more (a loop that broke out of it, say) ends on the controller.
     deinit {
