@@ -28,8 +28,20 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         var yields = false
         /// Delivered as if it arrived while LE Set Extended Advertising Enable (on) was in flight.
         var terminateOnEnable: LEAdvertisingSetTerminated?
+        /// Run once when the command of this opcode (and first parameter octet, if given) is sent,
+        /// before its answer: what arrives or runs while it is in flight.
+        var onCommand: [(opcode: HCIOpcode, first: UInt8?, body: @Sendable (isolated Driver) async -> Void)] = []
+        func during(_ opcode: HCIOpcode, first: UInt8? = nil, _ body: @escaping @Sendable (isolated Driver) async -> Void) {
+            onCommand.append((opcode, first, body))
+        }
         func commandReturning(_ cmd: HCICommand) async throws -> [UInt8] {
             if yields { await Task.yield() }
+            if let i = onCommand.firstIndex(where: { $0.opcode == cmd.opcode && ($0.first == nil || $0.first == cmd.parameters.first) }) {
+                let hook = onCommand.remove(at: i)
+                let answer = try record.answer(cmd)
+                await hook.body(self)
+                return answer
+            }
             if cmd.opcode == .leSetExtendedAdvertisingEnable, cmd.parameters.first == 1, let t = terminateOnEnable {
                 terminateOnEnable = nil
                 let answer = try record.answer(cmd)
@@ -509,5 +521,53 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             _ = try await d.start(periodic: (PeriodicAdvertisingParameters(interval: .seconds(Int64.max)), [2, 1, 6]))
             XCTFail("periodic interval")
         } catch BLEError.invalidArgument {}
+    }
+
+    // MARK: Second review's findings
+
+    /// A termination during a long change's disable is kept: the set stays off.
+    func testATerminationDuringALongChangeIsKept() async throws {
+        let d = Driver()
+        _ = try await d.start()
+        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in
+            _ = d.advertisingSets.terminated(LEAdvertisingSetTerminated(status: .advertisingTimeout, advertisingHandle: 1, connectionHandle: 0,
+                                                                        completedEvents: 1), d)
+        }
+        await d.clearCommands()
+        try await d.update(1, .advertising, [UInt8](repeating: 3, count: 400))
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.filter { $0 == .leSetExtendedAdvertisingEnable }.count, 1, "the disable only: \(opcodes)")
+        let enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, false)
+    }
+
+    /// LE Advertising Set Terminated for the handle of a set still starting belongs to an earlier
+    /// set: it is not reported, and the new set comes up.
+    func testATerminationForASetStillStartingIsAnEarlierSets() async throws {
+        let d = Driver()
+        await d.during(.leSetExtendedAdvertisingParameters) { d in
+            let ours = d.advertisingSets.terminated(LEAdvertisingSetTerminated(status: .advertisingTimeout, advertisingHandle: 1, connectionHandle: 0,
+                                                                               completedEvents: 1), d)
+            XCTAssertTrue(ours)
+        }
+        _ = try await d.start()
+        let enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, true)
+        let reports = await d.reports
+        XCTAssertTrue(reports.isEmpty, "\(reports)")
+    }
+
+    /// A pause while an enable is in flight turns that set off too, and the resume on again.
+    func testAPauseDuringAnEnableTurnsThatSetOffToo() async throws {
+        let d = Driver()
+        await d.during(.leSetExtendedAdvertisingEnable, first: 1) { d in try? await d.advertisingSets.pause(d) }
+        _ = try await d.start()
+        var enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, false, "paused")
+        let opcodes = await d.opcodes
+        XCTAssertEqual(opcodes.suffix(2), [.leSetExtendedAdvertisingEnable, .leSetExtendedAdvertisingEnable], "on, then off by the pause")
+        await d.resume()
+        enabled = await d.isEnabled(1)
+        XCTAssertEqual(enabled, true)
     }
 }

@@ -149,6 +149,25 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// A caller cancelled before its Create Sync went out: none goes out, and the next
+    /// attempt is not refused as busy.
+    func testACallerCancelledAtOnceSendsNoCreateSync() async throws {
+        let (t, central) = try await open()
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await central.syncToPeriodicAdvertising(of: advertiser, sid: 4)
+        }
+        do {
+            _ = try await cancelled.value
+            XCTFail("a cancelled caller synced")
+        } catch is CancellationError {}
+        let sent = await t.controller.commands.map(\.opcode)
+        XCTAssertFalse(sent.contains(.lePeriodicAdvertisingCreateSync))
+        let sync = try await synced(t, central)
+        XCTAssertEqual(sync.sid, 4)
+        await central.close()
+    }
+
     /// A reader that breaks out of the loop ends the sync on the controller, even with the
     /// `PeriodicSync` gone.
     func testBreakingOutOfTheLoopEndsTheSync() async throws {

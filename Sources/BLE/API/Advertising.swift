@@ -51,11 +51,7 @@ public struct AdvertisingParameters: Sendable, Hashable {
 
     /// The interval in 0.625 ms units, validated against Vol 4 Part E §7.8.5.
     func units() throws -> (min: UInt16, max: UInt16) {
-        func convert(_ d: Duration) -> Int {
-            let microseconds = d.components.seconds * 1_000_000 + d.components.attoseconds / 1_000_000_000_000
-            return Int((Double(microseconds) / 625).rounded())
-        }
-        let lo = convert(intervalMin), hi = convert(intervalMax)
+        let lo = AdvertisingSetParameters.units(intervalMin, 625), hi = AdvertisingSetParameters.units(intervalMax, 625)
         guard (0x0020...0x4000).contains(lo), (0x0020...0x4000).contains(hi), lo <= hi else {
             throw BLEError.invalidArgument("advertising interval must be 20 ms ... 10.24 s with min ≤ max")
         }

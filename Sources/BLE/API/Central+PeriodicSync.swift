@@ -109,13 +109,9 @@ extension Central {
         let established: LEPeriodicSyncEstablished
         let syncID: UInt64
         do {
-            (established, syncID) = try await withTaskCancellationHandler {
-                try await host.run { host in
-                    try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
-                                                        stream: continuation, host)
-                }
-            } onCancel: {
-                Task { await host.run { await $0.periodicSyncs.cancelPending($0) } }
+            (established, syncID) = try await host.run { host in
+                try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
+                                                    stream: continuation, host)
             }
         } catch {
             scanning.cancel()

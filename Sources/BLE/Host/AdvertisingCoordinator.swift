@@ -57,10 +57,11 @@ final class AdvertisingCoordinator {
     /// Whether this advertising holds set 0 (on, or to be turned back on).
     var holdsSetZero: Bool { starting > 0 || (state.map { $0.enabled || $0.wanted } ?? false) }
 
-    /// An application's advertising set took set 0 (a one-set controller): whatever it held for
-    /// this advertising is gone (its scan response included; the set is removed after).
-    func setZeroTakenBySets() {
+    /// An application's advertising set takes set 0: whatever it held for this advertising is
+    /// to go (the caller removes the set). Returns whether this advertising ever configured it.
+    func setZeroTakenBySets() -> Bool {
         setHoldsScanResponse = false
+        return state != nil
     }
 
     /// Starts legacy advertising. The data and scan response must each fit 31 bytes (Vol 6 Part
@@ -174,14 +175,17 @@ final class AdvertisingCoordinator {
         paused += 1
         guard state?.enabled == true else { return }
         state?.enabled = false
+        state?.generation &+= 1
+        let generation = state?.generation
         do {
             try await host.commandReturning(Self.enable(false, host))
         } catch {
             paused -= 1
-            state?.enabled = true
+            if state?.generation == generation { state?.enabled = true }
             throw error
         }
-        offForPause = true
+        // Ended meanwhile (a connection): its own rules say whether it comes back.
+        if state?.generation == generation { offForPause = true }
     }
 
     /// Ends a `pause`: advertising it turned off (or whose restart it held back) goes on again.
@@ -191,10 +195,11 @@ final class AdvertisingCoordinator {
         guard paused == 0, offForPause else { return }
         offForPause = false
         guard let s = state, s.wanted, !s.enabled else { return }
+        state?.enabled = true
         do {
             try await turnOn(host)
-            if state?.generation == s.generation { state?.enabled = true }
         } catch {
+            if state?.generation == s.generation { state?.enabled = false }
             host.log("advertising after a new RPA: \(error)")
             host.report(.advertisingFailed("\(error)"))
         }
@@ -235,13 +240,18 @@ final class AdvertisingCoordinator {
             return
         }
         await host.prepareRadioForAdvertising()
+        guard let again = state, again.wanted, !again.enabled, again.generation == generation else { return }
+        guard paused == 0 else {
+            offForPause = true
+            return
+        }
+        // On from here: a pause meanwhile turns it off again (its disable goes after the enable).
+        state?.enabled = true
         do {
             try await turnOn(host)
-            if state?.generation == generation {
-                state?.enabled = true
-                host.report(.advertisingStarted)
-            }
+            if state?.generation == generation { host.report(.advertisingStarted) }
         } catch {
+            if state?.generation == generation { state?.enabled = false }
             host.log("advertising restart failed: \(error)")
             host.report(.advertisingFailed("\(error)"))
         }

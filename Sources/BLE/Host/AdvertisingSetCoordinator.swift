@@ -14,6 +14,8 @@ struct AdvertisingSetRecord {
     var starting = false
     /// Whether the controller is advertising the set now.
     var enabled = true
+    /// An enable is in flight: a pause must turn the set off too.
+    var enabling = false
     /// Whether the application wants it advertising (false once it timed out, hit its event
     /// limit, or was stopped).
     var wanted = true
@@ -68,8 +70,12 @@ final class AdvertisingSetCoordinator {
         let placeholder = AdvertisingSet(handle: handle, sid: sid, address: nil, txPower: LEAdvertisingReport.unavailable, extended: !parameters.legacyPDUs)
         records[handle] = AdvertisingSetRecord(set: placeholder, parameters: parameters, enable: AdvertisingSetEnable(handle: handle),
                                                randomAddress: nil, periodic: periodic != nil, starting: true, enabled: false)
-        if handle == 0 { host.advertising.setZeroTakenBySets() }
         do {
+            // Set 0 may still hold `startAdvertising`'s data and scan response, which parameters
+            // of another kind are refused over: it goes first (an unknown set is no matter).
+            if handle == 0, host.advertising.setZeroTakenBySets() {
+                _ = try? await host.commandReturning(.leRemoveAdvertisingSet(handle: 0))
+            }
             await host.prepareRadioForAdvertising()
             let (ownType, random) = try Self.ownAddress(parameters.address, host)
             let (hciParameters, enable) = try parameters.validated(handle: handle, sid: sid, ownAddressType: ownType)
@@ -94,8 +100,9 @@ final class AdvertisingSetCoordinator {
             try await turnOn(handle, host)
             return set
         } catch {
-            records[handle] = nil
+            // The handle stays taken until the controller has forgotten the set.
             await remove(handle, periodic: periodic != nil, host)
+            records[handle] = nil
             throw error
         }
     }
@@ -104,14 +111,17 @@ final class AdvertisingSetCoordinator {
     /// needs more than one command cannot change while the set advertises (§7.8.54, §7.8.62):
     /// the set goes off for the change and on again.
     func update(_ handle: UInt8, _ kind: AdvertisingDataKind, _ bytes: [UInt8], _ host: isolated some AdvertisingSetDriver) async throws {
-        guard var record = records[handle] else { throw BLEError.invalidArgument("no advertising set \(handle) is running") }
+        guard let record = records[handle] else { throw BLEError.invalidArgument("no advertising set \(handle) is running") }
         let info = host.info
         let limit = record.parameters.legacyPDUs ? AdvertisingData.legacyLimit : (info?.maximumAdvertisingDataLength ?? AdvertisingDataFragment.extendedLimit)
         guard !record.starting else { throw BLEError.invalidArgument("advertising set \(handle) is still starting") }
         switch kind {
         case .advertising:
-            guard !(record.parameters.kind == .scannable && !record.parameters.legacyPDUs) || bytes.isEmpty else {
-                throw BLEError.invalidArgument("a scannable extended set has no advertising data, only a scan response (Vol 4 Part E §7.8.54)")
+            if record.parameters.kind == .scannable && !record.parameters.legacyPDUs {
+                guard bytes.isEmpty else {
+                    throw BLEError.invalidArgument("a scannable extended set has no advertising data, only a scan response (Vol 4 Part E §7.8.54)")
+                }
+                return
             }
         case .scanResponse:
             guard record.parameters.isScannable else { throw BLEError.invalidArgument("set \(handle) is not scannable: it has no scan response") }
@@ -143,9 +153,9 @@ final class AdvertisingSetCoordinator {
             return
         }
         try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: [AdvertisingSetEnable(handle: handle)]))
-        record.generation &+= 1
-        record.enabled = false
-        records[handle] = record
+        // In place: a termination may have come during the disable, and is kept.
+        records[handle]?.generation &+= 1
+        records[handle]?.enabled = false
         do {
             try await setData(bytes, kind: kind, handle: handle, host)
         } catch {
@@ -181,7 +191,10 @@ final class AdvertisingSetCoordinator {
     /// `startAdvertising`).
     func terminated(_ event: LEAdvertisingSetTerminated, _ host: isolated some AdvertisingSetDriver) -> Bool {
         guard var record = records[event.advertisingHandle] else { return false }
+        // For an earlier set with this handle: the one starting has not been enabled yet.
+        guard !record.starting else { return true }
         record.enabled = false
+        record.enabling = false
         record.generation &+= 1
         let reason: AdvertisingSetTermination.Reason
         var restart = false
@@ -215,19 +228,24 @@ final class AdvertisingSetCoordinator {
     /// resolving list, which no enabled set may see, §7.8.38).
     func pause(_ host: isolated some AdvertisingSetDriver) async throws {
         pauseDepth += 1
-        let on = records.values.filter(\.enabled).map(\.set.handle).sorted()
+        // An enable in flight is turned off too: the disable goes out after it.
+        let on = records.values.filter { $0.enabled || $0.enabling }.map(\.set.handle).sorted()
         guard !on.isEmpty else { return }
+        let generations = on.map { records[$0]?.generation }
+        for handle in on { records[handle]?.generation &+= 1 }
         do {
             try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: on.map { AdvertisingSetEnable(handle: $0) }))
         } catch {
             pauseDepth -= 1
             throw error
         }
-        for handle in on {
+        for (handle, before) in zip(on, generations) {
             records[handle]?.enabled = false
-            records[handle]?.generation &+= 1
+            // Ended meanwhile (a connection, a timeout): its own rules say whether it comes back.
+            if let now = records[handle]?.generation, let before, now == before &+ 1, records[handle]?.wanted == true {
+                paused.append(handle)
+            }
         }
-        paused.append(contentsOf: on)
     }
 
     /// Ends a `pause`: each paused set still wanted goes on again, a set from the host's
@@ -238,7 +256,7 @@ final class AdvertisingSetCoordinator {
         guard pauseDepth == 0 else { return }
         let handles = paused
         paused = []
-        for handle in handles where records[handle]?.wanted == true && records[handle]?.enabled == false {
+        for handle in handles where records[handle]?.wanted == true && records[handle]?.enabled == false && records[handle]?.starting == false {
             do {
                 try await turnOn(handle, host)
             } catch {
@@ -262,7 +280,7 @@ final class AdvertisingSetCoordinator {
         guard let generation = records[handle]?.generation else { return }
         host.spawn("advertising set \(handle) restart") {
             await host.run { host in
-                guard let r = host.advertisingSets.records[handle], r.wanted, !r.enabled, r.generation == generation else { return }
+                guard let r = host.advertisingSets.records[handle], r.wanted, !r.enabled, !r.starting, r.generation == generation else { return }
                 do {
                     try await host.advertisingSets.turnOn(handle, host)
                 } catch {
@@ -279,18 +297,27 @@ final class AdvertisingSetCoordinator {
     /// Terminated that comes while the enable is in flight (it bumps the generation) wins: the
     /// set is then off.
     private func turnOn(_ handle: UInt8, _ host: isolated some AdvertisingSetDriver) async throws {
-        guard let record = records[handle] else { return }
+        guard let record = records[handle], record.wanted, !record.starting else { return }
         guard pauseDepth == 0 else {
             if !paused.contains(handle) { paused.append(handle) }
             return
         }
+        let entry = record.generation
         if case .host = record.parameters.address, let random = record.randomAddress {
             let current = host.ownRandomAddress ?? random
             try await host.commandReturning(.leSetAdvertisingSetRandomAddress(handle: handle, address: current))
             records[handle]?.randomAddress = current
+            // Stopped, ended or paused during that command: not turned on now.
+            guard let now = records[handle], now.wanted, now.generation == entry else { return }
+            guard pauseDepth == 0 else {
+                if !paused.contains(handle) { paused.append(handle) }
+                return
+            }
         }
         records[handle]?.generation &+= 1
+        records[handle]?.enabling = true
         let generation = records[handle]?.generation
+        defer { records[handle]?.enabling = false }
         try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: true, sets: [record.enable]))
         if records[handle]?.generation == generation { records[handle]?.enabled = true }
     }

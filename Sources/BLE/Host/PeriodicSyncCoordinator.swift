@@ -46,7 +46,12 @@ final class PeriodicSyncCoordinator {
         let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
         let continuation: CheckedContinuation<(LEPeriodicSyncEstablished, UInt64), Error>
         var cancelledFor: Error?
+        /// Create Sync went to the controller (a cancel before then fails the attempt here).
+        var sent = false
     }
+    /// Cancels given up on by the backstop: their Sync Established (Operation Cancelled by
+    /// Host) may still come, and is not the next attempt's.
+    private var lateCancelEvents = 0
     private var creating: Creation?
     private var nextID: UInt64 = 1
     private var nextSyncID: UInt64 = 1
@@ -75,28 +80,31 @@ final class PeriodicSyncCoordinator {
                 stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation,
                 _ host: isolated some PeriodicSyncDriver) async throws -> (LEPeriodicSyncEstablished, UInt64) {
         guard creating == nil else { throw BLEError.busy("another periodic sync is being created") }
+        try Task.checkCancellation()
         let id = nextID
         nextID += 1
-        return try await withCheckedThrowingContinuation(isolation: host) { continuation in
-            creating = Creation(id: id, advertiser: advertiser, sid: sid, stream: stream, continuation: continuation)
-            host.spawn("periodic sync \(id)") {
-                await host.run { host in
-                    do {
-                        try await host.command(.lePeriodicAdvertisingCreateSync(sid: sid, advertiser: advertiser, skip: skip, syncTimeout: syncTimeout))
-                    } catch {
-                        host.periodicSyncs.resumeCreating(id, .failure(error))
+        // The caller's cancellation cancels this attempt, and no other.
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(isolation: host) { continuation in
+                creating = Creation(id: id, advertiser: advertiser, sid: sid, stream: stream, continuation: continuation)
+                host.spawn("periodic sync \(id)") {
+                    await host.run { host in
+                        // Cancelled before it went out: it never does.
+                        guard let pending = host.periodicSyncs.creating, pending.id == id, pending.cancelledFor == nil else { return }
+                        host.periodicSyncs.creating?.sent = true
+                        do {
+                            try await host.command(.lePeriodicAdvertisingCreateSync(sid: sid, advertiser: advertiser, skip: skip, syncTimeout: syncTimeout))
+                        } catch {
+                            host.periodicSyncs.resumeCreating(id, .failure(error))
+                        }
                     }
+                    try await host.clock.sleep(for: timeout)
+                    await host.run { await $0.periodicSyncs.cancel(id, for: BLEError.timeout("no periodic advertising from \(advertiser) SID \(sid)"), $0) }
                 }
-                try await host.clock.sleep(for: timeout)
-                await host.run { await $0.periodicSyncs.cancel(id, for: BLEError.timeout("no periodic advertising from \(advertiser) SID \(sid)"), $0) }
             }
+        } onCancel: {
+            Task { await host.run { await $0.periodicSyncs.cancel(id, for: CancellationError(), $0) } }
         }
-    }
-
-    /// Cancels the pending creation (the caller's task was cancelled).
-    func cancelPending(_ host: isolated some PeriodicSyncDriver) async {
-        guard let id = creating?.id else { return }
-        await cancel(id, for: CancellationError(), host)
     }
 
     /// LE Periodic Advertising Create Sync Cancel for attempt `id`, which then fails with
@@ -105,6 +113,10 @@ final class PeriodicSyncCoordinator {
     private func cancel(_ id: UInt64, for error: Error, _ host: isolated some PeriodicSyncDriver) async {
         guard creating?.id == id, creating?.cancelledFor == nil else { return }
         creating?.cancelledFor = error
+        guard creating?.sent == true else {
+            resumeCreating(id, .failure(error))
+            return
+        }
         do {
             try await host.commandReturning(.lePeriodicAdvertisingCreateSyncCancel)
         } catch {
@@ -116,6 +128,7 @@ final class PeriodicSyncCoordinator {
             try await host.clock.sleep(for: Self.cancelBackstop)
             await host.run { host in
                 guard let pending = host.periodicSyncs.creating, pending.id == id else { return }
+                host.periodicSyncs.lateCancelEvents += 1
                 host.periodicSyncs.resumeCreating(id, .failure(pending.cancelledFor ?? BLEError.timeout("periodic sync")))
             }
         }
@@ -131,6 +144,11 @@ final class PeriodicSyncCoordinator {
     /// creator resumes, so reports and a loss in the same burst of events reach its stream; one
     /// for another set (a late answer to an attempt given up) is ended on the controller.
     func established(_ event: LEPeriodicSyncEstablished, _ host: isolated some PeriodicSyncDriver) {
+        // A cancel the backstop gave up on, answered at last: not the pending attempt's end.
+        if event.status == HCIStatus(0x44), lateCancelEvents > 0, creating?.cancelledFor == nil {
+            lateCancelEvents -= 1
+            return
+        }
         guard let pending = creating, !event.status.isSuccess || event.sid == pending.sid else {
             if event.status.isSuccess {
                 host.spawn("stray periodic sync") {

@@ -95,15 +95,14 @@ final class PrivacyCoordinator {
     /// which must not be cut short: then nothing runs, and the caller tries again later).
     private func whileRadioPaused<Host: PrivacyDriver>(_ host: isolated Host, _ body: (isolated Host) async -> Void) async {
         guard !host.isInitiating else { return }
-        let advertising = host.isAdvertising
-        if advertising {
-            do { try await host.pauseAdvertising() } catch {
-                host.log("pausing advertising for privacy: \(error)")
-                return
-            }
+        // Always, advertising or not: nothing may turn advertising on during `body` (a restart,
+        // a new set), and pauses nest.
+        do { try await host.pauseAdvertising() } catch {
+            host.log("pausing advertising for privacy: \(error)")
+            return
         }
         await host.withScanPaused(body)
-        if advertising { await host.resumeAdvertising() }
+        await host.resumeAdvertising()
     }
 
     /// Before the radio starts scanning, initiating or advertising: a due RPA is renewed first.

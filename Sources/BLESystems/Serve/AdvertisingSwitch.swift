@@ -51,7 +51,11 @@ public final class AdvertisingSwitch: Sendable {
     public func stop() async throws {
         guard extended != nil else { return try await manager.stopAdvertising() }
         guard let set = running.withLock({ $0 }) else { return }
-        try await manager.stopAdvertisingSet(set)
+        do {
+            try await manager.stopAdvertisingSet(set)
+        } catch BLEError.invalidArgument {
+            // Not running any more (removed already): as good as stopped.
+        }
         running.withLock { if $0 == set { $0 = nil } }
     }
 
