@@ -42,6 +42,15 @@ enum DocExamples {
         }
     }
 
+    /// docs/LIBRARY.md, Peripheral: an advertising set with periodic advertising.
+    static func advertisingSet(_ manager: PeripheralManager) async throws {
+        let beacon = try await manager.startAdvertisingSet(
+            AdvertisingData.Builder().localName("Long range beacon").manufacturerData(companyID: 0x0059, data: Array(repeating: 7, count: 200)).build(),
+            parameters: AdvertisingSetParameters(primaryPHY: .leCoded, secondaryPHY: .leCoded, duration: .seconds(60)),
+            periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)), AdvertisingData.Builder().localName("tick").build()))
+        try await manager.updatePeriodicData(AdvertisingData.Builder().localName("tock").build(), of: beacon)
+    }
+
     /// LIBRARY.md "L2CAP channels".
     static func l2cap(peripheral: Peripheral, manager: PeripheralManager) async throws {
         let channel = try await peripheral.openL2CAPChannel(psm: 0x80)
