@@ -1,3 +1,4 @@
+import BLE
 import Foundation
 import XCTest
 
@@ -52,5 +53,31 @@ final class PeriodicSyncInteropTests: XCTestCase {
         let result = try BLETool.run(["sync", "C9:00:00:00:00:01/random", "1", "--timeout", "1.5", "--hci", env.rootcanal], timeout: 60)
         XCTAssertFalse(result.succeeded)
         XCTAssertTrue(result.stderr.contains("timed out"), result.stderr)
+    }
+
+    /// `Central.syncToPeriodicAdvertising(ofAnyOf:)` through rootcanal's Periodic Advertiser List:
+    /// two Bumble trains listed, a sync to one of them, its advertisements its own.
+    func testASyncToAnyOfTwoTrainsThroughThePeriodicAdvertiserList() async throws {
+        let env = try InteropEnvironment.current()
+        let first = try startPeer("extended_advertiser.py", arguments: ["--name", "PLA", "--sid", "2", "--length", "40", "--periodic-length", "20"],
+                                  environment: env)
+        let second = try startPeer("extended_advertiser.py", arguments: ["--name", "PLB", "--sid", "3", "--length", "40", "--periodic-length", "30"],
+                                   environment: env)
+        let trains = [first.address.description: try XCTUnwrap(try first.waitForEvent("advertising").string("periodic")),
+                      second.address.description: try XCTUnwrap(try second.waitForEvent("advertising").string("periodic"))]
+        let central = try await Central.open(spec: env.rootcanal)
+        func random(_ text: String) throws -> DeviceAddress {
+            DeviceAddress(try XCTUnwrap(BDAddress(string: text)), type: .random)
+        }
+        let sync = try await central.syncToPeriodicAdvertising(ofAnyOf: [(try random(first.address.description), 2), (try random(second.address.description), 3)],
+                                                               keepScanning: true)
+        let found = sync.advertiser.address.description
+        XCTAssertNotNil(trains[found], "synced to \(found), not a listed one")
+        XCTAssertEqual(sync.sid, found == first.address.description ? 2 : 3)
+        var reports = sync.makeAsyncIterator()
+        let advertisement = try await reports.next()
+        XCTAssertEqual(advertisement?.bytes.map { String(format: "%02x", $0) }.joined(), trains[found])
+        await sync.terminate()
+        await central.close()
     }
 }

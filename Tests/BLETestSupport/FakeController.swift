@@ -336,6 +336,8 @@ public actor FakeController {
             return [complete(c.opcode, [4])]
         case .leReadMaximumAdvertisingDataLength:
             return [complete(c.opcode, [0x72, 0x06])]
+        case .leReadPeriodicAdvertiserListSize:
+            return [complete(c.opcode, [4])]
         case .leCreateConnection, .leExtendedCreateConnection:
             // The peer's type and address follow the scan timing and filter policy (§7.8.12),
             // or the filter policy and own address type (§7.8.66).

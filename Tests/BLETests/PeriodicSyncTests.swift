@@ -239,6 +239,33 @@ final class PeriodicSyncTests: XCTestCase {
         await central.close()
     }
 
+    /// Any of several advertisers: the Periodic Advertiser List is cleared and filled, Create
+    /// Sync uses it, and the sync says which advertiser was found; more than the list holds is
+    /// refused before anything is sent.
+    func testASyncToAnyOfSeveralUsesThePeriodicAdvertiserList() async throws {
+        let (t, central) = try await open()
+        let other = DeviceAddress(BDAddress(rawValue: 0x00_1B_DC_00_00_77), type: .public)
+        let syncing = Task { try await central.syncToPeriodicAdvertising(ofAnyOf: [(advertiser, 4), (other, 9)]) }
+        let create = try await t.controller.waitForCommand(.lePeriodicAdvertisingCreateSync)
+        XCTAssertEqual(create.parameters.first, PeriodicSyncOptions.useAdvertiserList.rawValue)
+        let commands = await t.controller.commands
+        XCTAssertEqual(commands.map(\.opcode).filter { [.leClearPeriodicAdvertiserList, .leAddDeviceToPeriodicAdvertiserList].contains($0) },
+                       [.leClearPeriodicAdvertiserList, .leAddDeviceToPeriodicAdvertiserList, .leAddDeviceToPeriodicAdvertiserList])
+        let added = commands.filter { $0.opcode == .leAddDeviceToPeriodicAdvertiserList }.map(\.parameters)
+        XCTAssertEqual(added, [[1] + advertiser.address.littleEndianBytes + [4], [0] + other.address.littleEndianBytes + [9]])
+        await t.controller.sendNow(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
+            status: .success, syncHandle: 0x0005, sid: 9, advertiser: other, phy: .le1M, interval: 40, clockAccuracy: 5))))
+        let sync = try await syncing.value
+        XCTAssertEqual(sync.advertiser, other)
+        XCTAssertEqual(sync.sid, 9)
+        let five = (0..<5).map { (DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_00_10 + UInt64($0)), type: .random), UInt8($0)) }
+        do {
+            _ = try await central.syncToPeriodicAdvertising(ofAnyOf: five)
+            XCTFail("five on a list of four")
+        } catch BLEError.invalidArgument {}
+        await central.close()
+    }
+
     /// `keepScanning`: the scan goes on while synced, and ends with the sync.
     func testKeepScanningScansUntilTheSyncEnds() async throws {
         let (t, central) = try await open()

@@ -79,7 +79,35 @@ extension Central {
     public func syncToPeriodicAdvertising(of advertiser: DeviceAddress, sid: UInt8, timeout: Duration = .seconds(10),
                                           supervisionTimeout: Duration = .seconds(5), skip: UInt16 = 0,
                                           phys: LEPHYSet? = nil, keepScanning: Bool = false) async throws -> PeriodicSync {
-        guard sid <= 15 else { throw BLEError.invalidArgument("advertising SID \(sid) is outside 0 ... 15") }
+        try await sync(to: [(advertiser, sid)], timeout: timeout, supervisionTimeout: supervisionTimeout, skip: skip, phys: phys, keepScanning: keepScanning)
+    }
+
+    /// Syncs to the first heard of several advertisers' sets, through the controller's Periodic
+    /// Advertiser List (Vol 4 Part E §7.8.70–§7.8.72, Create Sync with its option bit 0): the
+    /// list is cleared and filled with them first (a controller's list holds a few; more are
+    /// refused with `.invalidArgument`). `PeriodicSync.advertiser` and `sid` say which was
+    /// found. Otherwise as `syncToPeriodicAdvertising(of:sid:…)`.
+    public func syncToPeriodicAdvertising(ofAnyOf advertisers: [(address: DeviceAddress, sid: UInt8)], timeout: Duration = .seconds(10),
+                                          supervisionTimeout: Duration = .seconds(5), skip: UInt16 = 0,
+                                          phys: LEPHYSet? = nil, keepScanning: Bool = false) async throws -> PeriodicSync {
+        guard !advertisers.isEmpty else { throw BLEError.invalidArgument("no advertiser to sync to") }
+        let size = try await host.run { host -> Int? in
+            guard host.usesExtendedCommands, let c = host.info?.supportedCommands, c.leAddDeviceToPeriodicAdvertiserList,
+                  c.leClearPeriodicAdvertiserList else {
+                throw BLEError.unsupported("the controller has no Periodic Advertiser List (Vol 4 Part E §7.8.70)")
+            }
+            guard c.leReadPeriodicAdvertiserListSize else { return nil }
+            return Int(try LEPeriodicAdvertiserListSize(returnParameters: try await host.commandReturning(.leReadPeriodicAdvertiserListSize)).size)
+        }
+        if let size, advertisers.count > size {
+            throw BLEError.invalidArgument("\(advertisers.count) advertisers; the controller's Periodic Advertiser List holds \(size)")
+        }
+        return try await sync(to: advertisers, timeout: timeout, supervisionTimeout: supervisionTimeout, skip: skip, phys: phys, keepScanning: keepScanning)
+    }
+
+    private func sync(to advertisers: [(address: DeviceAddress, sid: UInt8)], timeout: Duration, supervisionTimeout: Duration, skip: UInt16,
+                      phys: LEPHYSet?, keepScanning: Bool) async throws -> PeriodicSync {
+        for (_, sid) in advertisers where sid > 15 { throw BLEError.invalidArgument("advertising SID \(sid) is outside 0 ... 15") }
         guard skip <= 0x01F3 else { throw BLEError.invalidArgument("skip \(skip) is over 499 periodic events") }
         let units = AdvertisingSetParameters.units(supervisionTimeout, 10_000)
         guard (0x000A...0x4000).contains(units) else { throw BLEError.invalidArgument("sync supervision timeout must be 100 ms ... 163.84 s") }
@@ -110,7 +138,7 @@ extension Central {
         let syncID: UInt64
         do {
             (established, syncID) = try await host.run { host in
-                try await host.periodicSyncs.create(advertiser: advertiser, sid: sid, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
+                try await host.periodicSyncs.create(advertisers, skip: skip, syncTimeout: UInt16(units), timeout: timeout,
                                                     stream: continuation, host)
             }
         } catch {

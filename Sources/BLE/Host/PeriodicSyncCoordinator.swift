@@ -41,8 +41,11 @@ final class PeriodicSyncCoordinator {
     /// for, the stream a made sync feeds, and why it was cancelled (nil: not cancelled).
     private struct Creation {
         let id: UInt64
+        /// The advertiser asked for (the first, from a list), for messages.
         let advertiser: DeviceAddress
         let sid: UInt8
+        /// The SIDs a Sync Established of this attempt can carry.
+        let sids: Set<UInt8>
         let stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation
         let continuation: CheckedContinuation<(LEPeriodicSyncEstablished, UInt64), Error>
         var cancelledFor: Error?
@@ -53,6 +56,8 @@ final class PeriodicSyncCoordinator {
     /// Host) may still come, and is not the next attempt's.
     private var lateCancelEvents = 0
     private var creating: Creation?
+    /// A creation's Periodic Advertiser List is being written: others are busy meanwhile.
+    private var preparingList = false
     private var nextID: UInt64 = 1
     private var nextSyncID: UInt64 = 1
 
@@ -76,24 +81,37 @@ final class PeriodicSyncCoordinator {
     /// must be scanning to hear the set's AUX_ADV_IND and its SyncInfo). After `timeout` the
     /// attempt is cancelled (Create Sync Cancel) and fails with `.timeout`; `cancel` does the same
     /// for the caller's cancellation. The sync feeds `stream` from its Sync Established on.
-    func create(advertiser: DeviceAddress, sid: UInt8, skip: UInt16, syncTimeout: UInt16, timeout: Duration,
+    func create(_ advertisers: [(address: DeviceAddress, sid: UInt8)], skip: UInt16, syncTimeout: UInt16, timeout: Duration,
                 stream: AsyncThrowingStream<PeriodicAdvertisement, Error>.Continuation,
                 _ host: isolated some PeriodicSyncDriver) async throws -> (LEPeriodicSyncEstablished, UInt64) {
-        guard creating == nil else { throw BLEError.busy("another periodic sync is being created") }
+        guard creating == nil, !preparingList else { throw BLEError.busy("another periodic sync is being created") }
+        guard let first = advertisers.first else { throw BLEError.invalidArgument("no advertiser to sync to") }
+        let (advertiser, sid) = first
+        let options: PeriodicSyncOptions = advertisers.count > 1 ? .useAdvertiserList : []
+        if advertisers.count > 1 {
+            // Any of several: the Periodic Advertiser List (§7.8.70–§7.8.72) holds them, and
+            // Create Sync takes the first of them heard.
+            preparingList = true
+            defer { preparingList = false }
+            try await host.commandReturning(.leClearPeriodicAdvertiserList)
+            for entry in advertisers { try await host.commandReturning(.leAddDeviceToPeriodicAdvertiserList(entry.address, sid: entry.sid)) }
+        }
+        let sids = Set(advertisers.map(\.sid))
         try Task.checkCancellation()
         let id = nextID
         nextID += 1
         // The caller's cancellation cancels this attempt, and no other.
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: host) { continuation in
-                creating = Creation(id: id, advertiser: advertiser, sid: sid, stream: stream, continuation: continuation)
+                creating = Creation(id: id, advertiser: advertiser, sid: sid, sids: sids, stream: stream, continuation: continuation)
                 host.spawn("periodic sync \(id)") {
                     await host.run { host in
                         // Cancelled before it went out: it never does.
                         guard let pending = host.periodicSyncs.creating, pending.id == id, pending.cancelledFor == nil else { return }
                         host.periodicSyncs.creating?.sent = true
                         do {
-                            try await host.command(.lePeriodicAdvertisingCreateSync(sid: sid, advertiser: advertiser, skip: skip, syncTimeout: syncTimeout))
+                            try await host.command(.lePeriodicAdvertisingCreateSync(options: options, sid: sid, advertiser: advertiser,
+                                                                                    skip: skip, syncTimeout: syncTimeout))
                         } catch {
                             host.periodicSyncs.resumeCreating(id, .failure(error))
                         }
@@ -149,7 +167,7 @@ final class PeriodicSyncCoordinator {
             lateCancelEvents -= 1
             return
         }
-        guard let pending = creating, !event.status.isSuccess || event.sid == pending.sid else {
+        guard let pending = creating, !event.status.isSuccess || pending.sids.contains(event.sid) else {
             if event.status.isSuccess {
                 host.spawn("stray periodic sync") {
                     await host.run { host in
