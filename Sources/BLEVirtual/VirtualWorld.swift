@@ -45,7 +45,7 @@ public final class VirtualWorld: Sendable {
 
     /// A central-role host on a new controller.
     public func addCentral(address: BDAddress? = nil, configuration: HostConfiguration = HostConfiguration(),
-                           controller: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+                           controller: VirtualControllerConfiguration? = nil,
                            at position: VirtualMedium.Position = .origin) async throws -> (Central, VirtualDevice) {
         let device = await radio.addDevice(address: address, configuration: controller, at: position)
         return (try await Central.open(transport: device.transport, clock: clock, configuration: configuration), device)
@@ -54,7 +54,7 @@ public final class VirtualWorld: Sendable {
     /// A peripheral-role host on a new controller.
     public func addPeripheralManager(name: String = "SwiftBLE", address: BDAddress? = nil,
                                      configuration: HostConfiguration = HostConfiguration(),
-                                     controller: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+                                     controller: VirtualControllerConfiguration? = nil,
                                      at position: VirtualMedium.Position = .origin) async throws -> (PeripheralManager, VirtualDevice) {
         let device = await radio.addDevice(address: address, configuration: controller, at: position)
         let manager = try await PeripheralManager.open(transport: device.transport, name: name, clock: clock, configuration: configuration)

@@ -52,6 +52,65 @@ public enum AirTime {
     }
 }
 
+/// Air time of Bluetooth 5's advertising PDUs (Vol 6 Part B §2.3.1, §2.3.4, §4.4.2.2): an
+/// extended advertising event is an ADV_EXT_IND on the primary PHY pointing at an AUX_ADV_IND
+/// on the secondary PHY, whose data continues in AUX_CHAIN_INDs; each auxiliary PDU follows the
+/// one before after at least T_MAFS. Their payloads are at most 255 octets, the extended header
+/// included, and take `AirTime.packet`'s time on their PHY (LE Coded S=8: 64 µs an octet,
+/// 8 µs a bit).
+extension AirTime {
+    /// T_MAFS, the least space between two auxiliary PDUs of one chain (Vol 6 Part B §4.2.5).
+    public static let minimumAuxFrameSpace: Duration = .microseconds(300)
+    /// An advertising PDU's payload limit (Vol 6 Part B §2.3).
+    public static let advertisingPayloadLimit = 255
+    /// ADV_EXT_IND's payload: extended header length and mode, flags, ADI, AuxPtr.
+    public static let advExtIndPayload = 1 + 1 + 2 + 3
+    /// An AUX_CHAIN_IND's extended header: length and mode, flags, ADI, AuxPtr.
+    public static let chainHeader = 1 + 1 + 2 + 3
+
+    /// The payload sizes of the auxiliary PDUs that carry `dataCount` octets: the first with an
+    /// extended header of `firstHeader` octets (plus an AuxPtr when more follow), then
+    /// AUX_CHAIN_INDs. Always at least one PDU.
+    public static func auxPayloads(dataCount: Int, firstHeader: Int) -> [Int] {
+        let firstRoom = advertisingPayloadLimit - firstHeader
+        if dataCount <= firstRoom { return [firstHeader + dataCount] }
+        var sizes = [advertisingPayloadLimit]
+        var left = dataCount - (firstRoom - 3)
+        while left > 0 {
+            let last = left <= advertisingPayloadLimit - (chainHeader - 3)
+            let room = advertisingPayloadLimit - (last ? chainHeader - 3 : chainHeader)
+            let n = min(left, room)
+            sizes.append((last ? chainHeader - 3 : chainHeader) + n)
+            left -= n
+        }
+        return sizes
+    }
+
+    /// How many data octets arrive when the auxiliary PDU at `lost` (0: AUX_ADV_IND or
+    /// AUX_SYNC_IND, 1: the first AUX_CHAIN_IND ...) is lost: those of the PDUs before it. Nil
+    /// when the chain is shorter, so nothing is lost.
+    public static func receivedBefore(lost: Int, dataCount: Int, firstHeader: Int) -> Int? {
+        let sizes = auxPayloads(dataCount: dataCount, firstHeader: firstHeader)
+        guard lost >= 0, lost < sizes.count else { return nil }
+        var received = 0
+        for (i, size) in sizes.prefix(lost).enumerated() {
+            let header = i == 0 ? firstHeader + (sizes.count > 1 ? 3 : 0) : (i == sizes.count - 1 ? chainHeader - 3 : chainHeader)
+            received += size - header
+        }
+        return received
+    }
+
+    /// Air time of the auxiliary PDUs of `payloads` on `phy`, each after T_MAFS.
+    public static func auxChain(_ payloads: [Int], phy: LEPHY) -> Duration {
+        payloads.reduce(Duration.zero) { $0 + minimumAuxFrameSpace + packet(payload: $1, phy: phy) }
+    }
+
+    /// An extended advertising event: ADV_EXT_IND on `primary`, then the auxiliary chain.
+    public static func extendedAdvertisingEvent(primary: LEPHY, secondary: LEPHY, auxPayloads: [Int]) -> Duration {
+        packet(payload: advExtIndPayload, phy: primary) + auxChain(auxPayloads, phy: secondary)
+    }
+}
+
 extension Duration {
     /// The duration in seconds, as a Double.
     public var seconds: Double {

@@ -22,8 +22,11 @@ extension VirtualController {
     /// had been answered at once. Reports go out only when LE Advertising Report is unmasked.
     /// Directed advertising reaches only its target; scan filter policy 1 (§7.8.10) admits only
     /// advertisers on the Filter Accept List.
-    public mutating func hear(_ adv: VirtualAdvertisement, rssi: Int8) -> [HostBoundPacket] {
-        guard isScanning, leEventEnabled(bit: 1) else { return [] }
+    /// An extended scan reports with `hearExtended` instead; a legacy one does not hear extended
+    /// PDUs. `received` is for extended PDUs only (`hearExtended`).
+    public mutating func hear(_ adv: VirtualAdvertisement, rssi: Int8, received: Int? = nil) -> [HostBoundPacket] {
+        if extendedScanning { return hearExtended(adv, rssi: rssi, received: received) }
+        guard isScanning, adv.extended == nil, leEventEnabled(bit: 1) else { return [] }
         if let target = adv.directTarget, target != scannerAddress { return [] }
         if scanFilterPolicy & 0x01 != 0, !filterAcceptList.contains(adv.address.withPeerType) { return [] }
         // With address resolution on, a resolved RPA is reported as the identity (§7.7.65.2).
@@ -50,6 +53,10 @@ extension VirtualController {
     /// device on the Filter Accept List; the advertiser's own filter and direction must admit us.
     public func isInitiating(to adv: VirtualAdvertisement) -> Bool {
         guard let i = initiation, adv.isConnectable else { return false }
+        // An extended advertiser is found only by LE Extended Create Connection, each on a
+        // primary PHY the initiator scans (§7.8.66).
+        if adv.extended != nil && !i.extended { return false }
+        guard i.phys.contains(adv.extended?.primaryPHY == .leCoded ? .leCoded : .le1M) else { return false }
         if let peer = i.peer {
             guard matches(adv.address, target: peer) else { return false }
         } else {
@@ -66,17 +73,26 @@ extension VirtualController {
     /// (Vol 6 Part B §4.5, §7.8.9: advertising ends when a connection is created). Returns the
     /// new handle and the Connection Complete for the host.
     public mutating func connected(role: LERole, peer: DeviceAddress, interval: UInt16, latency: UInt16,
-                                   supervisionTimeout: UInt16) -> (handle: UInt16, toHost: [HostBoundPacket]) {
+                                   supervisionTimeout: UInt16, phy: LEPHY = .le1M, setHandle: UInt8? = nil,
+                                   channelSelection2: Bool = false) -> (handle: UInt16, toHost: [HostBoundPacket]) {
         // Handles count up from 0x0040 and wrap at 0x0EFF, skipping those still in use.
         var handle = nextHandle
         while connections[handle] != nil { handle = handle >= 0x0EFF ? 0x0040 : handle + 1 }
         nextHandle = handle >= 0x0EFF ? 0x0040 : handle + 1
+        var completedEvents = 0
         switch role {
         case .central: initiation = nil
-        case .peripheral: isAdvertising = false
+        case .peripheral:
+            if let setHandle {
+                completedEvents = advertisingSets[setHandle]?.completedEvents ?? 0
+                advertisingSets[setHandle]?.enabled = false
+            } else {
+                isAdvertising = false
+            }
         }
         var connection = Connection(role: role, peer: peer, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
         connection.maxTxOctets = suggestedTxOctets
+        connection.phy = phy
         connections[handle] = connection
         // A peer's RPA that the resolving list resolves is reported as its identity, with the
         // RPA alongside in the enhanced event (§7.7.65.10).
@@ -84,7 +100,18 @@ extension VirtualController {
         let event = connectionCompleteEvent(LEConnectionComplete(
             status: .success, handle: handle, role: role, peer: seen.address, peerResolvablePrivateAddress: seen.rpa,
             interval: interval, latency: latency, supervisionTimeout: supervisionTimeout, centralClockAccuracy: 0))
-        return (handle, event.map { [.event($0)] } ?? [])
+        var toHost: [HostBoundPacket] = event.map { [.event($0)] } ?? []
+        // LE Channel Selection Algorithm (§7.7.65.20), after the connection's event.
+        if leEventEnabled(bit: 19) {
+            toHost.append(.event(.le(.channelSelectionAlgorithm(handle: handle, algorithm: channelSelection2 ? 1 : 0))))
+        }
+        // A connection made from an advertising set ends it (§7.7.65.18).
+        if role == .peripheral, let setHandle, leEventEnabled(bit: 17) {
+            toHost.append(.event(.le(.advertisingSetTerminated(LEAdvertisingSetTerminated(
+                status: .success, advertisingHandle: setHandle, connectionHandle: handle,
+                completedEvents: UInt8(clamping: completedEvents))))))
+        }
+        return (handle, toHost)
     }
 
     /// An ACL packet from the host (Vol 4 Part E §5.4.2). Without the air-time model the buffer

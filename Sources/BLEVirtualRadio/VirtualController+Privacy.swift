@@ -46,7 +46,7 @@ extension VirtualController {
                 identity = DeviceAddress(address, type: type == 0 ? .public : .random)
             }
             // §7.8.38–§7.8.40, §7.8.77: not while resolution is on and the list may be in use.
-            guard !(addressResolutionEnabled && (isAdvertising || isScanning || initiation != nil)) else {
+            guard !(addressResolutionEnabled && (isAdvertising || anySetEnabled || isScanning || initiation != nil)) else {
                 out.event(complete(op, status: .commandDisallowed))
                 return out
             }
@@ -93,7 +93,7 @@ extension VirtualController {
                 return out
             }
             // §7.8.44: not while advertising, scanning or initiating.
-            if isAdvertising || isScanning || initiation != nil {
+            if isAdvertising || anySetEnabled || isScanning || initiation != nil {
                 out.event(complete(op, status: .commandDisallowed))
             } else {
                 addressResolutionEnabled = enable == 1

@@ -51,6 +51,22 @@ public struct VirtualController: Sendable {
     public internal(set) var txPower: Int8 = 0
     var random: SplitMix64
 
+    // Bluetooth 5 advertising, scanning and sync (VirtualController+AdvertisingSets.swift,
+    // +ExtendedScanning.swift): which of the two command sets the host chose (§3.1.1), the
+    // sets, the extended scan, syncs and the Periodic Advertiser List.
+    var commandSet: AdvertisingCommandKind?
+    public internal(set) var advertisingSets: [UInt8: AdvertisingSetState] = [:]
+    /// Extended scanning: each PHY scanned and whether actively (§7.8.64).
+    var extendedScanPHYs: [LEPHY: Bool] = [:]
+    var extendedScanning = false
+    /// Scan_Duration of the enabled extended scan (§7.8.65); nil scans until disabled.
+    public internal(set) var scanDuration: Duration?
+    var reportedExtended: Set<ExtendedReportKey> = []
+    public internal(set) var pendingSync: PeriodicSyncRequest?
+    public internal(set) var syncs: [UInt16: PeriodicSyncState] = [:]
+    var nextSyncHandle: UInt16 = 0
+    public internal(set) var periodicAdvertiserList: Set<PeriodicAdvertiserListEntry> = []
+
     // Initiating and connections (§7.8.12, §7.8.13).
     public internal(set) var initiation: Initiation?
     public internal(set) var connections: [UInt16: Connection] = [:]
@@ -66,6 +82,18 @@ public struct VirtualController: Sendable {
         /// The advertiser to connect to; nil with the Filter Accept List policy (any listed device).
         public var peer: DeviceAddress?
         public var ownAddress: DeviceAddress
+        public var interval: UInt16
+        public var latency: UInt16
+        public var supervisionTimeout: UInt16
+        /// LE Extended Create Connection (§7.8.66): the primary PHYs scanned (LE 1M, LE Coded)
+        /// and each initiating PHY's parameters; legacy LE Create Connection scans LE 1M.
+        public var phys: LEPHYSet = .le1M
+        public var extended = false
+        public var parametersByPHY: [LEPHY: ConnectionParameters] = [:]
+    }
+
+    /// Connection parameters of one initiating PHY (§7.8.66).
+    public struct ConnectionParameters: Hashable, Sendable {
         public var interval: UInt16
         public var latency: UInt16
         public var supervisionTimeout: UInt16
@@ -144,6 +172,10 @@ public struct VirtualController: Sendable {
         var out = ControllerOutput()
         let op = command.opcode
         var r = ByteReader(command.parameters)
+        if let refused = refusedForMixing(op) {
+            out.event(refused)
+            return out
+        }
         do {
             switch op {
             case .reset:
@@ -159,7 +191,7 @@ public struct VirtualController: Sendable {
                 w.u16(0)
                 out.event(complete(op, w.bytes))
             case .readLocalSupportedCommands:
-                out.event(complete(op, Self.supportedCommands))
+                out.event(complete(op, supportedCommandBits))
             case .readLocalSupportedFeatures:
                 // Byte 4: bit 5 "LE Supported (Controller)", bit 6 "BR/EDR Not Supported". Vol 2 Part C §3.3.
                 out.event(complete(op, [0, 0, 0, 0, 0x60, 0, 0, 0]))
@@ -187,7 +219,7 @@ public struct VirtualController: Sendable {
                 leEventMask = try r.readU64()
                 out.event(complete(op))
             case .leReadLocalSupportedFeatures:
-                out.event(complete(op, Self.leFeatures))
+                out.event(complete(op, leFeatureBits))
             case .leSetRandomAddress:
                 let a = BDAddress(littleEndian: try r.readBytes(6))
                 // §7.8.4: disallowed while advertising, scanning or initiating.
@@ -227,6 +259,7 @@ public struct VirtualController: Sendable {
                 }
                 if enable == 1 && !isScanning { reported = [] }
                 isScanning = enable == 1
+                extendedScanning = false
                 filterDuplicates = duplicates == 1
                 out.event(complete(op))
             case .leCreateConnection:
@@ -291,13 +324,18 @@ public struct VirtualController: Sendable {
                     out = handled
                 } else if let handled = try handlePrivacyCommand(command, &r) {
                     out = handled
+                } else if let handled = try handleAdvertisingSetCommand(command, &r) {
+                    out = handled
+                } else if let handled = try handleExtendedScanCommand(command, &r) {
+                    out = handled
                 } else {
                     out.event(complete(op, status: .unknownCommand))
                 }
             }
         } catch {
             // Short or malformed parameters: Invalid HCI Command Parameters (Vol 1 Part F §1.3).
-            let asStatus: Set<HCIOpcode> = [.disconnect, .leCreateConnection, .leConnectionUpdate, .leEnableEncryption, .leSetPHY]
+            let asStatus: Set<HCIOpcode> = [.disconnect, .leCreateConnection, .leConnectionUpdate, .leEnableEncryption, .leSetPHY,
+                                            .leExtendedCreateConnection, .lePeriodicAdvertisingCreateSync]
             out.event(asStatus.contains(op) ? status(op, .invalidHCICommandParameters)
                                             : complete(op, status: .invalidHCICommandParameters))
         }

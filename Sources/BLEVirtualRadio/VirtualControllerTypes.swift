@@ -22,6 +22,8 @@ public enum HostBoundPacket: Hashable, Sendable {
 public enum AirAction: Hashable, Sendable {
     /// Advertising was enabled, disabled or changed: the medium re-reads `advertisement`.
     case advertisingChanged
+    /// Scanning was enabled or disabled (the medium times an extended scan's duration).
+    case scanningChanged
     /// The initiator started (LE Create Connection): the medium connects at the target's next
     /// connectable advertising event.
     case initiate
@@ -82,6 +84,12 @@ public struct VirtualAdvertisement: Hashable, Sendable {
     /// from devices on `filterAcceptList`.
     public var filterPolicy: UInt8 = 0
     public var filterAcceptList: Set<DeviceAddress> = []
+    /// The advertising set this comes from (LE Set Extended Advertising Enable, §7.8.56); nil
+    /// for advertising enabled with the legacy commands.
+    public var setHandle: UInt8?
+    /// What an extended advertising event adds (ADV_EXT_IND, AUX_ADV_IND ...); nil when the
+    /// set sends legacy PDUs.
+    public var extended: ExtendedAdvertisingPDUs?
 
     public init(address: DeviceAddress, type: AdvertisingType, data: [UInt8], scanResponse: [UInt8] = [], interval: Duration) {
         self.address = address
@@ -101,8 +109,71 @@ public struct VirtualAdvertisement: Hashable, Sendable {
         }
     }
 
-    public var isConnectable: Bool { reportType == .advInd || reportType == .advDirectInd }
-    public var isScannable: Bool { reportType == .advInd || reportType == .advScanInd }
+    public var isConnectable: Bool {
+        if let extended { return extended.properties.contains(.connectable) }
+        return reportType == .advInd || reportType == .advDirectInd
+    }
+    public var isScannable: Bool {
+        if let extended { return extended.properties.contains(.scannable) }
+        return reportType == .advInd || reportType == .advScanInd
+    }
+
+    /// The PHY a receiver must hear for the whole event: the primary channel's, and with
+    /// extended PDUs the secondary channel's too (the weaker of the two decides the reach).
+    var weakestPHY: LEPHY {
+        guard let extended else { return .le1M }
+        return extended.primaryPHY == .leCoded && extended.secondaryPHY == .leCoded ? .leCoded : .le1M
+    }
+}
+
+/// The extended advertising PDUs of one set's events (Core spec Vol 6 Part B §2.3.1.4–§2.3.1.6,
+/// §4.4.2.2): ADV_EXT_IND on the primary PHY points to an AUX_ADV_IND on the secondary PHY,
+/// which carries the data, or its first part with AUX_CHAIN_INDs for the rest; a scannable set
+/// answers AUX_SCAN_REQ with AUX_SCAN_RSP (chained the same way); a connectable one answers
+/// AUX_CONNECT_REQ with AUX_CONNECT_RSP; a set with periodic advertising carries SyncInfo.
+public struct ExtendedAdvertisingPDUs: Hashable, Sendable {
+    /// Advertising_Event_Properties without the legacy bit (§7.8.53).
+    public var properties: AdvertisingEventProperties
+    public var sid: UInt8
+    public var primaryPHY: LEPHY
+    public var secondaryPHY: LEPHY
+    /// The set's TX power when its PDUs carry it (property bit 6), else nil.
+    public var txPower: Int8?
+    /// The periodic train's interval (1.25 ms units) when AUX_ADV_IND carries SyncInfo, else 0.
+    public var periodicInterval: UInt16
+}
+
+/// A periodic advertising train (Vol 6 Part B §4.4.2.12): AUX_SYNC_IND at a fixed interval on
+/// the set's secondary PHY, its data chained in AUX_CHAIN_INDs.
+public struct VirtualPeriodicTrain: Hashable, Sendable {
+    public var address: DeviceAddress
+    public var sid: UInt8
+    public var phy: LEPHY
+    /// 1.25 ms units.
+    public var interval: UInt16
+    public var data: [UInt8]
+    public var txPower: Int8?
+}
+
+/// Bluetooth 5 advertising in a virtual controller: advertising sets, extended scanning and
+/// initiating, periodic advertising and sync (Core spec Vol 4 Part E §7.8.52–§7.8.73). The
+/// numbers are what LE Read Number of Supported Advertising Sets (§7.8.58), LE Read Maximum
+/// Advertising Data Length (§7.8.57) and LE Read Periodic Advertiser List Size (§7.8.73) answer,
+/// so a test can give a host one set or a 251-octet maximum.
+public struct ExtendedAdvertisingSupport: Hashable, Sendable {
+    public var sets: UInt8
+    /// 31...1650 octets.
+    public var maximumDataLength: UInt16
+    public var periodicAdvertiserListSize: UInt8
+    /// Whether the controller has the LE Coded PHY (LE feature bit 11).
+    public var codedPHY: Bool
+
+    public init(sets: UInt8 = 4, maximumDataLength: UInt16 = 1650, periodicAdvertiserListSize: UInt8 = 4, codedPHY: Bool = true) {
+        self.sets = sets
+        self.maximumDataLength = max(31, min(maximumDataLength, 1650))
+        self.periodicAdvertiserListSize = periodicAdvertiserListSize
+        self.codedPHY = codedPHY
+    }
 }
 
 /// Fixed answers a virtual controller gives to the informational commands. Defaults describe an
@@ -124,6 +195,10 @@ public struct VirtualControllerConfiguration: Hashable, Sendable {
     /// Connection Update Complete with this status and the link keeps its parameters. For
     /// example Unsupported Remote Feature (0x1A) or Unacceptable Connection Parameters (0x3B).
     public var refusesConnectionParameterRequests: HCIStatus?
+    /// Bluetooth 5 advertising (extended advertising and scanning, the LE Coded PHY, periodic
+    /// advertising); nil for a controller with only the legacy advertising commands, which
+    /// hosts then drive as a Bluetooth 4 controller.
+    public var extendedAdvertising: ExtendedAdvertisingSupport?
 
     public init() {}
 }

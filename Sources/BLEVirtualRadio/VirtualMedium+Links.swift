@@ -374,7 +374,7 @@ extension VirtualMedium {
     /// before it expires carries on.
     mutating func recheckLinks(of id: ControllerID, now: Duration) {
         for (linkID, link) in links where link.central.id == id || link.peripheral.id == id {
-            let connected = inRange(link.central.id, link.peripheral.id)
+            let connected = inRange(link.central.id, link.peripheral.id, phy: link.phy)
             if !connected && link.lossDeadline == nil {
                 let deadline = now + supervisionTimeout(of: link)
                 links[linkID]?.lossDeadline = deadline

@@ -13,11 +13,17 @@ extension VirtualMedium {
     /// Log-distance path loss: RSSI = TX power − (loss at 1 m + 10 · n · log10(d / 1 m)), with
     /// distances under 1 m counted as 1 m. Defaults: 40 dB at 1 m (free space at 2.4 GHz),
     /// exponent 2 (free space), sensitivity −95 dBm (typical LE 1M receivers; the spec's
-    /// minimum is −70 dBm, Vol 6 Part A §4.1).
+    /// minimum is −70 dBm, Vol 6 Part A §4.1). The LE Coded PHY's S=8 coding reaches further:
+    /// `codedSensitivity` −103 dBm, 8 dB below LE 1M, as typical receivers list (the spec's
+    /// minimum for S=8 is −82 dBm, Vol 6 Part A §4.1).
     public struct Propagation: Hashable, Sendable {
         public var lossAtOneMetre: Double = 40
         public var exponent: Double = 2
         public var sensitivity: Int = -95
+        public var codedSensitivity: Int = -103
+
+        /// The weakest signal a receiver on `phy` hears.
+        public func sensitivity(on phy: LEPHY) -> Int { phy == .leCoded ? codedSensitivity : sensitivity }
 
         public init() {}
 
@@ -34,16 +40,17 @@ extension VirtualMedium {
     }
 
     /// What `listener` measures of `sender`, or nil when it cannot hear it at all.
-    public func rssi(from sender: ControllerID, to listener: ControllerID) -> Int8? {
+    /// On LE Coded (`phy`) the reach is longer (`Propagation.codedSensitivity`).
+    public func rssi(from sender: ControllerID, to listener: ControllerID, phy: LEPHY = .le1M) -> Int8? {
         guard exists(sender), exists(listener), nodes[sender.rawValue].onAir, nodes[listener.rawValue].onAir else { return nil }
         let value = propagation.rssi(txPower: nodes[sender.rawValue].controller.txPower, distance: distance(sender, listener))
-        guard value >= propagation.sensitivity else { return nil }
+        guard value >= propagation.sensitivity(on: phy) else { return nil }
         return Int8(clamping: value)
     }
 
-    /// Whether two controllers hear each other both ways (what a link needs).
-    func inRange(_ a: ControllerID, _ b: ControllerID) -> Bool {
-        rssi(from: a, to: b) != nil && rssi(from: b, to: a) != nil
+    /// Whether two controllers hear each other both ways on `phy` (what a link needs).
+    func inRange(_ a: ControllerID, _ b: ControllerID, phy: LEPHY = .le1M) -> Bool {
+        rssi(from: a, to: b, phy: phy) != nil && rssi(from: b, to: a, phy: phy) != nil
     }
 
     // MARK: Faults and placement

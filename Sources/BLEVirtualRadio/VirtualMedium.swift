@@ -128,6 +128,17 @@ public struct VirtualMedium: Sendable {
     var advertisingSince: [ControllerID: Duration] = [:]
     var links: [Int: Link] = [:]
     var nextLinkID = 0
+    /// Bluetooth 5 advertising (VirtualMedium+ExtendedAdvertising.swift): when each set's and
+    /// each periodic train's next event is due, since when each set advertises, when each sync
+    /// is lost without its train, when each extended scan ends, reports in flight, and the
+    /// auxiliary PDU each advertiser's chains lose (a fault).
+    var nextSetEvent: [SetKey: Duration] = [:]
+    var setSince: [SetKey: Duration] = [:]
+    var nextPeriodicEvent: [SetKey: Duration] = [:]
+    var syncLossDeadlines: [SyncKey: Duration] = [:]
+    var scanEnds: [ControllerID: Duration] = [:]
+    var pendingReceptions: [PendingReception] = []
+    var chainLoss: [ControllerID: Int] = [:]
     /// Advertisers whose scan responses go wrong (fault injection, VirtualMedium+ScanResponseFaults),
     /// and where each scanner is with each of them.
     var scanResponseFaults: [ControllerID: ScanResponseFault] = [:]
@@ -172,6 +183,7 @@ public struct VirtualMedium: Sendable {
             if let t = links.values[i].lossDeadline { next = next.map { min($0, t) } ?? t }
             links.values.formIndex(after: &i)
         }
+        if let t = extendedDeadline { next = next.map { min($0, t) } ?? t }
         return next
     }
 
@@ -264,6 +276,9 @@ public struct VirtualMedium: Sendable {
                     nextAdvertisingEvent[id] = now
                     advertisingSince[id] = now
                 }
+                refreshSets(of: id, now: now)
+            case .scanningChanged:
+                refreshScan(of: id, now: now)
             case .initiate, .cancelInitiation:
                 // The initiator's state lives in the controller; connections are made at the
                 // target's advertising events.
@@ -307,7 +322,9 @@ public struct VirtualMedium: Sendable {
         while let due = next, due <= now {
             // After each step, whichever way it ends.
             defer { next = nextDeadline }
-            if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+            if let extended = runExtended(due: due, now: now) {
+                deliveries += extended
+            } else if let (id, time) = nextAdvertisingEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
                 guard let adv = nodes[id.rawValue].controller.advertisement, nodes[id.rawValue].onAir else {
                     nextAdvertisingEvent[id] = nil
                     continue
@@ -339,33 +356,59 @@ public struct VirtualMedium: Sendable {
     /// advertiser connects (a CONNECT_IND ends the event), otherwise every scanner in range
     /// hears it, with an RSSI from distance and transmit power.
     mutating func advertisingEvent(from id: ControllerID, _ adv: VirtualAdvertisement, now: Duration) -> [Delivery] {
+        let reach = adv.weakestPHY
         if let initiator = nodes.indices.first(where: {
-                $0 != id.rawValue && nodes[$0].onAir && inRange(ControllerID(rawValue: $0), id) && nodes[$0].controller.isInitiating(to: adv)
+                $0 != id.rawValue && nodes[$0].onAir && inRange(ControllerID(rawValue: $0), id, phy: reach) && nodes[$0].controller.isInitiating(to: adv)
            }),
            let request = nodes[initiator].controller.initiation {
-            let central = ControllerID(rawValue: initiator)
-            let c = nodes[initiator].controller.connected(role: .central, peer: adv.address, interval: request.interval,
-                                                          latency: request.latency, supervisionTimeout: request.supervisionTimeout)
-            let p = nodes[id.rawValue].controller.connected(role: .peripheral, peer: request.ownAddress, interval: request.interval,
-                                                            latency: request.latency, supervisionTimeout: request.supervisionTimeout)
-            nextAdvertisingEvent[id] = nil
-            let cEnd = LinkEnd(id: central, handle: c.handle)
-            let pEnd = LinkEnd(id: id, handle: p.handle)
-            var link = Link(central: cEnd, peripheral: pEnd, anchor: now, interval: Self.interval(request.interval))
-            link.txOctets = [cEnd: effectiveTx(from: cEnd), pEnd: effectiveTx(from: pEnd)]
-            links[nextLinkID] = link
-            nextLinkID += 1
-            return c.toHost.map { Delivery(to: central, packet: $0) } + p.toHost.map { Delivery(to: id, packet: $0) }
+            return connect(ControllerID(rawValue: initiator), request, to: id, adv, now: now)
         }
         var deliveries: [Delivery] = []
         for index in nodes.indices where index != id.rawValue && nodes[index].onAir {
             let listener = ControllerID(rawValue: index)
-            guard let rssi = rssi(from: id, to: listener) else { continue }
+            guard let rssi = rssi(from: id, to: listener, phy: reach) else { continue }
+            if adv.extended != nil {
+                extendedHearing(of: adv, from: id, by: listener, rssi: rssi, at: now)
+                deliveries += establishSyncs(to: adv, from: id, listener: listener, at: now)
+                continue
+            }
             var heard = nodes[index].controller.hear(adv, rssi: rssi)
             if let fault = scanResponseFaults[id] { heard = applyScanResponseFault(fault, from: id, to: listener, heard) }
             deliveries += heard.map { Delivery(to: listener, packet: $0) }
         }
         return deliveries
+    }
+
+    /// A CONNECT_IND (or, to an extended advertiser, AUX_CONNECT_REQ on its secondary PHY,
+    /// answered by AUX_CONNECT_RSP; Vol 6 Part B §4.4.2.2) ends the advertising event: the
+    /// link starts on that PHY with the initiator's parameters for it (§7.8.66), using Channel
+    /// Selection Algorithm #2 when both ends have it (always after AUX_CONNECT_REQ).
+    private mutating func connect(_ central: ControllerID, _ request: VirtualController.Initiation, to id: ControllerID,
+                                  _ adv: VirtualAdvertisement, now: Duration) -> [Delivery] {
+        let phy = adv.extended?.secondaryPHY ?? .le1M
+        let p = request.parametersByPHY[phy] ?? VirtualController.ConnectionParameters(
+            interval: request.interval, latency: request.latency, supervisionTimeout: request.supervisionTimeout)
+        let csa2 = adv.extended != nil || (request.extended && nodes[id.rawValue].controller.configuration.extendedAdvertising != nil)
+        let c = nodes[central.rawValue].controller.connected(role: .central, peer: adv.address, interval: p.interval,
+                                                             latency: p.latency, supervisionTimeout: p.supervisionTimeout,
+                                                             phy: phy, channelSelection2: csa2)
+        let pe = nodes[id.rawValue].controller.connected(role: .peripheral, peer: request.ownAddress, interval: p.interval,
+                                                         latency: p.latency, supervisionTimeout: p.supervisionTimeout,
+                                                         phy: phy, setHandle: adv.setHandle, channelSelection2: csa2)
+        if let handle = adv.setHandle {
+            nextSetEvent[SetKey(id: id, handle: handle)] = nil
+            setSince[SetKey(id: id, handle: handle)] = nil
+        } else {
+            nextAdvertisingEvent[id] = nil
+        }
+        let cEnd = LinkEnd(id: central, handle: c.handle)
+        let pEnd = LinkEnd(id: id, handle: pe.handle)
+        var link = Link(central: cEnd, peripheral: pEnd, anchor: now, interval: Self.interval(p.interval))
+        link.phy = phy
+        link.txOctets = [cEnd: effectiveTx(from: cEnd), pEnd: effectiveTx(from: pEnd)]
+        links[nextLinkID] = link
+        nextLinkID += 1
+        return c.toHost.map { Delivery(to: central, packet: $0) } + pe.toHost.map { Delivery(to: id, packet: $0) }
     }
 
     /// A connection interval in 1.25 ms units as a duration.

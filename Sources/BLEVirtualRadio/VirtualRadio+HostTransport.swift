@@ -25,7 +25,7 @@ extension VirtualRadio {
     /// or link behind (its peers see their links time out, as with a device switched off), and
     /// after `hostTransport` is closed.
     public nonisolated func serve(hostTransport: any HCITransport, address: BDAddress,
-                                  configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) async -> HostSessionEnd {
+                                  configuration: VirtualControllerConfiguration? = nil) async -> HostSessionEnd {
         let device = await addDevice(address: address, configuration: configuration)
         let controller = device.transport
         let end = await withTaskGroup(of: HostSessionEnd?.self) { group -> HostSessionEnd in

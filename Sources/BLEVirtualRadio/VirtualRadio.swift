@@ -69,8 +69,12 @@ public actor VirtualRadio {
     }
 
     /// A new controller with public address `address` at `position`.
-    public func addDevice(address: BDAddress? = nil, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration(),
+    /// (nil `configuration`: the default one. The defaults of these methods are nil rather than
+    /// `VirtualControllerConfiguration()`: Swift 6.3.1 evaluated that default of an async call
+    /// into a corrupt value once the configuration held a nested optional struct.)
+    public func addDevice(address: BDAddress? = nil, configuration: VirtualControllerConfiguration? = nil,
                           at position: VirtualMedium.Position = .origin) -> VirtualDevice {
+        let configuration = configuration ?? VirtualControllerConfiguration()
         let address = address ?? nextAddress()
         let (hostEnd, controllerEnd) = InMemoryTransport.pair()
         let id = medium.add(VirtualController(address: address, configuration: configuration))
@@ -106,7 +110,7 @@ public actor VirtualRadio {
     }
 
     /// A new controller with public address `address`, and the host end of its transport.
-    public func makeController(address: BDAddress, configuration: VirtualControllerConfiguration = VirtualControllerConfiguration()) -> any HCITransport {
+    public func makeController(address: BDAddress, configuration: VirtualControllerConfiguration? = nil) -> any HCITransport {
         addDevice(address: address, configuration: configuration).transport
     }
 
@@ -174,6 +178,13 @@ public actor VirtualRadio {
     /// responses reported late), for every scanner; nil puts them right.
     public func setScanResponseFault(_ id: VirtualMedium.ControllerID, _ fault: VirtualMedium.ScanResponseFault?) {
         medium.setScanResponseFault(id, fault)
+    }
+
+    /// Makes every auxiliary chain the device sends (extended advertising data, scan responses,
+    /// periodic trains) lose its PDU at `index` (1: the first AUX_CHAIN_IND), for every
+    /// scanner; nil puts them right (`VirtualMedium.loseAuxiliaryPDU`).
+    public func loseAuxiliaryPDU(_ id: VirtualMedium.ControllerID, index: Int?) {
+        medium.loseAuxiliaryPDU(of: id, index: index)
     }
 
     /// Delays every HCI frame between the device and its host by `delay`, both ways.

@@ -1,0 +1,204 @@
+import BLEHCI
+import BLEWire
+
+/// Bluetooth 5 advertising on the medium: each advertising set's events at its own interval
+/// (Vol 6 Part B §4.4.2.2), what extended scanners hear of them when the auxiliary chain has
+/// gone over the air, connections from connectable sets (AUX_CONNECT_REQ, on the secondary
+/// PHY), periodic trains (§4.4.2.12) and the syncs that follow them, lost after their
+/// Sync_Timeout without a train in range, and an extended scan's duration.
+extension VirtualMedium {
+    /// One advertising set of one controller.
+    struct SetKey: Hashable, Comparable {
+        var id: ControllerID
+        var handle: UInt8
+        static func < (a: SetKey, b: SetKey) -> Bool { (a.id, a.handle) < (b.id, b.handle) }
+        var train: PeriodicTrainKey { PeriodicTrainKey(controller: id.rawValue, handle: handle) }
+    }
+
+    /// One periodic sync of one scanner.
+    struct SyncKey: Hashable, Comparable {
+        var listener: ControllerID
+        var handle: UInt16
+        static func < (a: SyncKey, b: SyncKey) -> Bool { (a.listener, a.handle) < (b.listener, b.handle) }
+    }
+
+    /// Reports that reach their hosts when the PDUs they came in have gone over the air.
+    struct PendingReception: Sendable {
+        var due: Duration
+        var deliveries: [Delivery]
+    }
+
+    /// Every auxiliary chain `id` sends (extended advertising, scan responses and periodic
+    /// trains) loses its PDU at `index` (1: the first AUX_CHAIN_IND), as a scanner losing a
+    /// fragment to interference: scanners report what came before it as truncated (Vol 4 Part E
+    /// §7.7.65.13). Nil ends the fault.
+    public mutating func loseAuxiliaryPDU(of id: ControllerID, index: Int?) {
+        guard exists(id) else { return }
+        chainLoss[id] = index
+    }
+
+    /// The earliest Bluetooth 5 deadline: a set's or train's event, a sync's loss, a scan's end,
+    /// reports in flight.
+    var extendedDeadline: Duration? {
+        var next: Duration?
+        func take(_ t: Duration) { next = next.map { min($0, t) } ?? t }
+        for t in nextSetEvent.values { take(t) }
+        for t in nextPeriodicEvent.values { take(t) }
+        for t in syncLossDeadlines.values { take(t) }
+        for t in scanEnds.values { take(t) }
+        if let first = pendingReceptions.first { take(first.due) }
+        return next
+    }
+
+    /// Re-reads `id`'s sets and trains after its host changed them: new ones start at once
+    /// (the first advertising event follows the enable, §4.4.2.2), stopped ones leave the air.
+    mutating func refreshSets(of id: ControllerID, now: Duration) {
+        let controller = nodes[id.rawValue].controller
+        let enabled = Set(controller.enabledSetHandles)
+        for key in nextSetEvent.keys where key.id == id && !enabled.contains(key.handle) {
+            nextSetEvent[key] = nil
+            setSince[key] = nil
+        }
+        for handle in enabled where nextSetEvent[SetKey(id: id, handle: handle)] == nil {
+            nextSetEvent[SetKey(id: id, handle: handle)] = now
+            setSince[SetKey(id: id, handle: handle)] = now
+        }
+        let trains = Set(controller.runningTrainHandles)
+        for key in nextPeriodicEvent.keys where key.id == id && !trains.contains(key.handle) { nextPeriodicEvent[key] = nil }
+        for handle in trains where nextPeriodicEvent[SetKey(id: id, handle: handle)] == nil {
+            nextPeriodicEvent[SetKey(id: id, handle: handle)] = now
+        }
+    }
+
+    /// An extended scan with a Scan_Duration ends then (§7.8.65).
+    mutating func refreshScan(of id: ControllerID, now: Duration) {
+        let controller = nodes[id.rawValue].controller
+        if controller.isScanning, let duration = controller.scanDuration {
+            scanEnds[id] = now + duration
+        } else {
+            scanEnds[id] = nil
+        }
+    }
+
+    /// Runs the Bluetooth 5 work due at `due`, if any is; nil when none is (the caller runs
+    /// the legacy work instead).
+    mutating func runExtended(due: Duration, now: Duration) -> [Delivery]? {
+        if let first = pendingReceptions.first, first.due == due {
+            pendingReceptions.removeFirst()
+            return first.deliveries
+        }
+        if let (key, time) = nextSetEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+            return setEvent(key, at: time, now: now)
+        }
+        if let (key, time) = nextPeriodicEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+            return periodicEvent(key, at: time, now: now)
+        }
+        if let (key, time) = syncLossDeadlines.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+            syncLossDeadlines[key] = nil
+            return deliver(to: key.listener) { $0.syncLost(key.handle) }
+        }
+        if let (id, time) = scanEnds.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
+            scanEnds[id] = nil
+            return deliver(to: id) { $0.scanTimedOut() }
+        }
+        return nil
+    }
+
+    /// Deliveries that arrive `after` from now, in order with the others in flight.
+    mutating func deliverLater(_ deliveries: [Delivery], at due: Duration) {
+        guard !deliveries.isEmpty else { return }
+        let index = pendingReceptions.firstIndex { $0.due > due } ?? pendingReceptions.endIndex
+        pendingReceptions.insert(PendingReception(due: due, deliveries: deliveries), at: index)
+    }
+
+    /// One advertising event of a set (§7.8.56): ended instead when its duration or event limit
+    /// ran out.
+    private mutating func setEvent(_ key: SetKey, at time: Duration, now: Duration) -> [Delivery] {
+        guard nodes[key.id.rawValue].onAir else {
+            nextSetEvent[key] = nil
+            return []
+        }
+        let elapsed = time - (setSince[key] ?? time)
+        if let ended = nodes[key.id.rawValue].controller.setEventDue(key.handle, elapsed: elapsed) {
+            nextSetEvent[key] = nil
+            setSince[key] = nil
+            return ended.map { Delivery(to: key.id, packet: $0) }
+        }
+        guard let adv = nodes[key.id.rawValue].controller.advertisement(ofSet: key.handle) else {
+            nextSetEvent[key] = nil
+            return []
+        }
+        // A late driver skips missed events rather than bursting.
+        let next = time + adv.interval
+        nextSetEvent[key] = next > now ? next : now + adv.interval
+        return advertisingEvent(from: key.id, adv, now: time)
+    }
+
+    /// What an extended scanner hears of `adv` from `id`: its reports, delivered when the
+    /// event's PDUs (and the scan response's, when it scans actively) have gone over the air.
+    mutating func extendedHearing(of adv: VirtualAdvertisement, from id: ControllerID, by listener: ControllerID,
+                                  rssi: Int8, at time: Duration) {
+        guard let ext = adv.extended else { return }
+        let header = Self.auxAdvertisingHeader(adv)
+        let chained = adv.isScannable ? adv.scanResponse : adv.data
+        let received = chainLoss[id].flatMap { AirTime.receivedBefore(lost: $0, dataCount: chained.count, firstHeader: header) }
+        let heard = nodes[listener.rawValue].controller.hear(adv, rssi: rssi, received: received)
+        var air = AirTime.extendedAdvertisingEvent(primary: ext.primaryPHY, secondary: ext.secondaryPHY,
+                                                   auxPayloads: AirTime.auxPayloads(dataCount: adv.isScannable ? 0 : adv.data.count, firstHeader: header))
+        if adv.isScannable {
+            // AUX_SCAN_REQ (12 octets: ScanA, AdvA), then AUX_SCAN_RSP and its chain.
+            air += AirTime.interFrameSpace + AirTime.packet(payload: 12, phy: ext.secondaryPHY) + AirTime.interFrameSpace
+                + AirTime.auxChain(AirTime.auxPayloads(dataCount: adv.scanResponse.count, firstHeader: 1 + 1 + 6), phy: ext.secondaryPHY)
+        }
+        deliverLater(heard.map { Delivery(to: listener, packet: $0) }, at: time + air)
+    }
+
+    /// The extended header of `adv`'s AUX_ADV_IND: length and mode, flags, AdvA, TargetA when
+    /// directed, ADI, TX power when included, SyncInfo with a periodic train (Vol 6 Part B §2.3.4).
+    static func auxAdvertisingHeader(_ adv: VirtualAdvertisement) -> Int {
+        var header = 1 + 1 + 6 + 2
+        if adv.directTarget != nil { header += 6 }
+        if adv.extended?.txPower != nil { header += 1 }
+        if (adv.extended?.periodicInterval ?? 0) > 0 { header += 18 }
+        return header
+    }
+
+    /// Scanners of `id`'s set with a pending Create Sync for its train establish their syncs
+    /// when they hear its SyncInfo.
+    mutating func establishSyncs(to adv: VirtualAdvertisement, from id: ControllerID, listener: ControllerID, at time: Duration) -> [Delivery] {
+        guard let handle = adv.setHandle, (adv.extended?.periodicInterval ?? 0) > 0 else { return [] }
+        guard let (sync, toHost) = nodes[listener.rawValue].controller.establishSync(to: SetKey(id: id, handle: handle).train, adv),
+              let state = nodes[listener.rawValue].controller.syncs[sync] else { return [] }
+        syncLossDeadlines[SyncKey(listener: listener, handle: sync)] = time + state.timeout
+        return toHost.map { Delivery(to: listener, packet: $0) }
+    }
+
+    /// One event of a periodic train: every sync following it in range gets its reports when
+    /// the AUX_SYNC_IND chain has gone over the air, and its Sync_Timeout starts again.
+    private mutating func periodicEvent(_ key: SetKey, at time: Duration, now: Duration) -> [Delivery] {
+        guard nodes[key.id.rawValue].onAir, let train = nodes[key.id.rawValue].controller.periodicTrain(ofSet: key.handle) else {
+            nextPeriodicEvent[key] = nil
+            return []
+        }
+        let interval = Self.interval(train.interval)
+        let next = time + interval
+        nextPeriodicEvent[key] = next > now ? next : now + interval
+        // AUX_SYNC_IND's extended header: length and mode, flags, TX power when included.
+        let header = 1 + 1 + (train.txPower == nil ? 0 : 1)
+        let received = chainLoss[key.id].flatMap { AirTime.receivedBefore(lost: $0, dataCount: train.data.count, firstHeader: header) }
+        let air = AirTime.auxChain(AirTime.auxPayloads(dataCount: train.data.count, firstHeader: header), phy: train.phy)
+        for index in nodes.indices where index != key.id.rawValue && nodes[index].onAir {
+            let listener = ControllerID(rawValue: index)
+            let syncs = nodes[index].controller.syncHandles(following: key.train)
+            guard !syncs.isEmpty, let rssi = rssi(from: key.id, to: listener, phy: train.phy) else { continue }
+            for sync in syncs {
+                if let state = nodes[index].controller.syncs[sync] {
+                    syncLossDeadlines[SyncKey(listener: listener, handle: sync)] = time + state.timeout
+                }
+            }
+            let reports = nodes[index].controller.hearPeriodic(key.train, train, rssi: rssi, received: received)
+            deliverLater(reports.map { Delivery(to: listener, packet: $0) }, at: time + air)
+        }
+        return []
+    }
+}
