@@ -196,9 +196,9 @@ public struct VirtualControllerConfiguration: Hashable, Sendable {
     /// example Unsupported Remote Feature (0x1A) or Unacceptable Connection Parameters (0x3B).
     public var refusesConnectionParameterRequests: HCIStatus?
     /// Bluetooth 5 advertising (extended advertising and scanning, the LE Coded PHY, periodic
-    /// advertising); nil for a controller with only the legacy advertising commands, which
-    /// hosts then drive as a Bluetooth 4 controller.
-    public var extendedAdvertising: ExtendedAdvertisingSupport?
+    /// advertising): 4 sets of up to 1,650 octets by default; nil for a controller with only
+    /// the legacy advertising commands, which hosts then drive as a Bluetooth 4 controller.
+    public var extendedAdvertising: ExtendedAdvertisingSupport? = ExtendedAdvertisingSupport()
 
     public init() {}
 }

@@ -57,6 +57,9 @@ extension VirtualMedium {
         for packet in packets {
             if case let .event(.le(.advertisingReport(reports))) = packet, reports.contains(where: \.isScanResponse) {
                 response = packet
+            } else if case let .event(.le(.extendedAdvertisingReport(reports))) = packet, reports.contains(where: \.isScanResponse) {
+                // An extended scan's report of a legacy SCAN_RSP.
+                response = packet
             } else {
                 out.append(packet)
             }

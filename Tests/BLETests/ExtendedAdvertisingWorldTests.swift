@@ -11,6 +11,13 @@ import XCTest
 /// AUX_CHAIN_IND, periodic trains and their syncs, set durations, and the fallbacks a host takes
 /// on a controller without extended advertising, with one set or with a 251-octet maximum.
 final class ExtendedAdvertisingWorldTests: XCTestCase {
+    /// A Bluetooth 4 controller: the legacy advertising commands only.
+    static var bluetooth4: VirtualControllerConfiguration {
+        var c = VirtualControllerConfiguration()
+        c.extendedAdvertising = nil
+        return c
+    }
+
     /// A controller with Bluetooth 5 advertising.
     static func extended(sets: UInt8 = 4, maximumDataLength: UInt16 = 1650) -> VirtualControllerConfiguration {
         var c = VirtualControllerConfiguration()
@@ -92,7 +99,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             XCTAssertNil(seen[DeviceAddress(b, type: .random)]?.extended, "legacy PDUs come in legacy-flagged reports")
             XCTAssertEqual(seen[DeviceAddress(b, type: .random)]?.advertisement.localName, "legacy")
             // A Bluetooth 4 controller hears the legacy PDUs only.
-            let (old, _) = try await world.addCentral()
+            let (old, _) = try await world.addCentral(controller: Self.bluetooth4)
             let heardByOld = try await Self.devices(old, phys: .le1M, timeout: .seconds(1))
             XCTAssertNil(heardByOld[DeviceAddress(a, type: .random)])
             XCTAssertEqual(heardByOld[DeviceAddress(b, type: .random)]?.advertisement.localName, "legacy")
@@ -211,18 +218,18 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
         }
     }
 
-    /// A device the radio adds without a configuration is a Bluetooth 4 one (this default was
-    /// once evaluated into a corrupt configuration with extended advertising on: the radio's
-    /// and the world's defaults are nil now).
-    func testADeviceAddedWithTheDefaultConfigurationHasNoExtendedAdvertising() async throws {
+    /// A device the radio adds without a configuration has the default one, Bluetooth 5
+    /// advertising included (this default was once evaluated into a corrupt configuration: the
+    /// radio's and the world's defaults are nil now, made inside).
+    func testADeviceAddedWithTheDefaultConfigurationHasIt() async throws {
         try await VirtualWorld.run { world in
             let device = await world.radio.addDevice()
             let configuration = await world.radio.controller(device.id)?.configuration
-            XCTAssertNotNil(configuration)
-            XCTAssertNil(configuration?.extendedAdvertising)
+            XCTAssertEqual(configuration, VirtualControllerConfiguration())
+            XCTAssertEqual(configuration?.extendedAdvertising, ExtendedAdvertisingSupport())
             let (central, centralDevice) = try await world.addCentral()
             let centralConfiguration = await world.radio.controller(centralDevice.id)?.configuration
-            XCTAssertNil(centralConfiguration?.extendedAdvertising)
+            XCTAssertEqual(centralConfiguration, VirtualControllerConfiguration())
             await central.close()
         }
     }
@@ -230,14 +237,14 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     func testFallbacksWithoutExtendedAdvertisingWithOneSetAndWithA251OctetMaximum() async throws {
         try await VirtualWorld.run { world in
             // No Bluetooth 5 advertising: no sets, no coded scan.
-            let (legacy, _) = try await world.addPeripheralManager()
+            let (legacy, _) = try await world.addPeripheralManager(controller: Self.bluetooth4)
             let legacyCapacity = await legacy.advertisingSetCapacity
             XCTAssertNil(legacyCapacity)
             do {
                 _ = try await legacy.startAdvertisingSet(Self.longData(1))
                 XCTFail("a set on a Bluetooth 4 controller")
             } catch BLEError.unsupported {}
-            let (old, _) = try await world.addCentral()
+            let (old, _) = try await world.addCentral(controller: Self.bluetooth4)
             do {
                 for try await _ in old.scan(timeout: .seconds(1), phys: .leCoded) {}
                 XCTFail("a coded scan on a Bluetooth 4 controller")

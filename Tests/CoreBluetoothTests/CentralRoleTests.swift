@@ -70,8 +70,8 @@ final class CentralRoleTests: XCTestCase {
         XCTAssertEqual(central.state, .poweredOn)
         XCTAssertEqual(CBCentralManager.authorization, .allowedAlways)
         XCTAssertEqual(recorder.callbacksOffQueue, [])
-        // The virtual radio's controller has no extended scanning and connecting commands.
-        XCTAssertFalse(CBCentralManager.supports(.extendedScanAndConnect))
+        // The virtual radio's controller has Bluetooth 5's extended scanning and connecting.
+        XCTAssertTrue(CBCentralManager.supports(.extendedScanAndConnect))
         XCTAssertTrue(CBCentralManager.supports([]))
     }
 
