@@ -69,9 +69,10 @@ public actor VirtualRadio {
     }
 
     /// A new controller with public address `address` at `position`.
-    /// (nil `configuration`: the default one. The defaults of these methods are nil rather than
-    /// `VirtualControllerConfiguration()`: Swift 6.3.1 evaluated that default of an async call
-    /// into a corrupt value once the configuration held a nested optional struct.)
+    /// (nil `configuration`: the default one, made here. A default of
+    /// `VirtualControllerConfiguration()` is compiled into every calling module; after the
+    /// configuration grew, an incremental build ran such a copy made for the old layout and
+    /// handed the controller a corrupt configuration.)
     public func addDevice(address: BDAddress? = nil, configuration: VirtualControllerConfiguration? = nil,
                           at position: VirtualMedium.Position = .origin) -> VirtualDevice {
         let configuration = configuration ?? VirtualControllerConfiguration()

@@ -219,8 +219,9 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     /// A device the radio adds without a configuration has the default one, Bluetooth 5
-    /// advertising included (this default was once evaluated into a corrupt configuration: the
-    /// radio's and the world's defaults are nil now, made inside).
+    /// advertising included (an incremental build once ran a stale copy of the default-argument
+    /// code and handed the controller a corrupt configuration: the radio's and the world's
+    /// defaults are nil now, the configuration made inside).
     func testADeviceAddedWithTheDefaultConfigurationHasIt() async throws {
         try await VirtualWorld.run { world in
             let device = await world.radio.addDevice()
