@@ -478,6 +478,7 @@ extension VirtualController {
             (37, 0), (37, 1), (37, 2), (37, 3), (37, 4), // Remove, Clear, Periodic Parameters/Data/Enable
             (37, 5), (37, 6), (37, 7), // Extended Scan Parameters/Enable, Extended Create Connection
             (38, 0), (38, 1), (38, 2), (38, 3), (38, 4), (38, 5), (38, 6), // Create Sync ... Periodic Advertiser List Size
+            (40, 6), (40, 7), (41, 0), (41, 1), // Sync Transfer, Set Info Transfer, (Default) Sync Transfer Parameters
         ]
         for (octet, bit) in bits { octets[octet] |= 1 << UInt8(bit) }
         return octets
@@ -485,11 +486,12 @@ extension VirtualController {
 
     /// The LE features (Vol 6 Part B §4.6), with Bluetooth 5 advertising: LE Coded PHY (bit 11),
     /// LE Extended Advertising (12), LE Periodic Advertising (13), Channel Selection Algorithm
-    /// #2 (14).
+    /// #2 (14), Periodic Advertising Sync Transfer sender and recipient (24, 25).
     var leFeatureBits: [UInt8] {
         guard let support = configuration.extendedAdvertising else { return Self.leFeatures }
         var bits = Self.leFeatures
         bits[1] |= 0x70 | (support.codedPHY ? 0x08 : 0)
+        bits[3] |= 0x03
         return bits
     }
 }

@@ -93,6 +93,8 @@ extension VirtualController {
         var connection = Connection(role: role, peer: peer, interval: interval, latency: latency, supervisionTimeout: supervisionTimeout)
         connection.maxTxOctets = suggestedTxOctets
         connection.phy = phy
+        connection.syncTransferMode = defaultSyncTransfer.mode
+        connection.syncTransferTimeout = defaultSyncTransfer.timeout
         connections[handle] = connection
         // A peer's RPA that the resolving list resolves is reported as its identity, with the
         // RPA alongside in the enhanced event (§7.7.65.10).

@@ -66,6 +66,9 @@ public struct VirtualController: Sendable {
     public internal(set) var syncs: [UInt16: PeriodicSyncState] = [:]
     var nextSyncHandle: UInt16 = 0
     public internal(set) var periodicAdvertiserList: Set<PeriodicAdvertiserListEntry> = []
+    /// LE Set Default Periodic Advertising Sync Transfer Parameters (§7.8.92): Mode and
+    /// Sync_Timeout each new connection starts with.
+    var defaultSyncTransfer: (mode: UInt8, timeout: UInt16) = (0, 0)
 
     // Initiating and connections (§7.8.12, §7.8.13).
     public internal(set) var initiation: Initiation?
@@ -114,6 +117,10 @@ public struct VirtualController: Sendable {
         public var awaitingLongTermKey = false
         /// A Remote Connection Parameter Request is waiting for this (central) host's reply.
         public var awaitingParameterReply = false
+        /// What to do with a periodic sync the peer transfers (PAST, §7.8.91): Mode 0 ignores it,
+        /// 1 syncs with reports off, 2 and 3 with reports on; Sync_Timeout in 10 ms units.
+        public var syncTransferMode: UInt8 = 0
+        public var syncTransferTimeout: UInt16 = 0
     }
 
     /// Which PHYs a host accepts for sending and receiving (§7.8.48).
@@ -327,6 +334,8 @@ public struct VirtualController: Sendable {
                 } else if let handled = try handleAdvertisingSetCommand(command, &r) {
                     out = handled
                 } else if let handled = try handleExtendedScanCommand(command, &r) {
+                    out = handled
+                } else if let handled = try handleSyncTransferCommand(command, &r) {
                     out = handled
                 } else {
                     out.event(complete(op, status: .unknownCommand))

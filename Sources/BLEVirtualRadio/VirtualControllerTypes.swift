@@ -48,6 +48,9 @@ public enum AirAction: Hashable, Sendable {
     case startEncryption(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16, longTermKey: [UInt8])
     /// The peripheral's host answered the Long Term Key Request (nil: Negative Reply).
     case longTermKeyReply(handle: UInt16, longTermKey: [UInt8]?)
+    /// The host handed the peer of `handle` a periodic sync (PAST, Vol 6 Part B §5.1.13,
+    /// LL_PERIODIC_SYNC_IND): one of its syncs, or its own set's train.
+    case syncTransfer(handle: UInt16, serviceData: UInt16, source: SyncTransferSource)
     /// HCI Reset: every link of this controller is gone, without a word to the peer (who will
     /// see a supervision timeout).
     case reset
@@ -153,6 +156,14 @@ public struct VirtualPeriodicTrain: Hashable, Sendable {
     public var interval: UInt16
     public var data: [UInt8]
     public var txPower: Int8?
+}
+
+/// What a Periodic Advertising Sync Transfer hands over (Vol 4 Part E §7.8.89, §7.8.90).
+public enum SyncTransferSource: Hashable, Sendable {
+    /// A train this controller is synced to.
+    case sync(PeriodicTrainKey)
+    /// This controller's own set's train.
+    case ownSet(UInt8)
 }
 
 /// Bluetooth 5 advertising in a virtual controller: advertising sets, extended scanning and

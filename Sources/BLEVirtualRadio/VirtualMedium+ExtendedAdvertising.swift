@@ -201,4 +201,22 @@ extension VirtualMedium {
         }
         return []
     }
+
+    /// LL_PERIODIC_SYNC_IND over the link of `end` (Vol 6 Part B §5.1.13): the peer's controller
+    /// syncs to the train named, while it runs, and its sync is lost after its timeout without
+    /// it like any other. Nothing crosses a link whose peer is out of range.
+    mutating func transferSync(from end: LinkEnd, serviceData: UInt16, _ source: SyncTransferSource, now: Duration) -> [Delivery] {
+        guard let (linkID, _) = link(of: end), let l = links[linkID], l.lossDeadline == nil, let peer = l.other(than: end) else { return [] }
+        let train: PeriodicTrainKey
+        switch source {
+        case let .sync(key): train = key
+        case let .ownSet(handle): train = SetKey(id: end.id, handle: handle).train
+        }
+        guard nodes.indices.contains(train.controller), nodes[train.controller].onAir,
+              let t = nodes[train.controller].controller.periodicTrain(ofSet: train.handle),
+              let (sync, timeout, toHost) = nodes[peer.id.rawValue].controller.syncTransferred(
+                connection: peer.handle, serviceData: serviceData, train: train, t) else { return [] }
+        syncLossDeadlines[SyncKey(listener: peer.id, handle: sync)] = now + timeout
+        return toHost.map { Delivery(to: peer.id, packet: $0) }
+    }
 }

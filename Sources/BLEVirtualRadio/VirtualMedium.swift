@@ -279,6 +279,8 @@ public struct VirtualMedium: Sendable {
                 refreshSets(of: id, now: now)
             case .scanningChanged:
                 refreshScan(of: id, now: now)
+            case let .syncTransfer(handle, serviceData, source):
+                deliveries += transferSync(from: LinkEnd(id: id, handle: handle), serviceData: serviceData, source, now: now)
             case .initiate, .cancelInitiation:
                 // The initiator's state lives in the controller; connections are made at the
                 // target's advertising events.

@@ -280,4 +280,69 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// PAST from the central's side: a central synced to a train hands its sync to a peripheral
+    /// it is connected to, which follows the train without scanning.
+    func testACentralTransfersItsSyncToAPeripheral() async throws {
+        try await VirtualWorld.run { world in
+            let (advertiser, advertiserDevice) = try await world.addPeripheralManager()
+            let train = Self.longData(1, seed: 5)
+            let set = try await advertiser.startAdvertisingSet(AdvertisingData.Builder().localName("train").build(),
+                                                                parameters: AdvertisingSetParameters(sid: 2),
+                                                                periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(50)), train))
+            let (receiver, receiverDevice) = try await world.addPeripheralManager()
+            let transfers = try await receiver.periodicSyncTransfers(supervisionTimeout: .seconds(1))
+            try await receiver.startAdvertising(AdvertisingData.Builder().localName("receiver").build())
+            let (central, _) = try await world.addCentral()
+            let sync = try await central.syncToPeriodicAdvertising(of: DeviceAddress(advertiserDevice.address, type: .public), sid: set.sid)
+            let link = try await central.connect(DeviceAddress(receiverDevice.address, type: .public), timeout: .seconds(5))
+            try await link.transferPeriodicSync(sync, serviceData: 0x1234)
+            var iterator = transfers.makeAsyncIterator()
+            let next = await iterator.next()
+            let transfer = try XCTUnwrap(next)
+            XCTAssertEqual(transfer.serviceData, 0x1234)
+            XCTAssertEqual(transfer.sync.sid, 2)
+            var reports = transfer.sync.makeAsyncIterator()
+            let first = try await reports.next()
+            XCTAssertEqual(first?.bytes, train.encode())
+            try await link.disconnect()
+            await advertiser.close()
+            await receiver.close()
+            await central.close()
+        }
+    }
+
+    /// PAST from the advertiser's side: a peripheral hands a connected central the train of its
+    /// own set (Set Info Transfer).
+    func testAPeripheralTransfersItsOwnTrainToACentral() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, peripheral) = try await world.addPeripheralManager()
+            let connected = Task(executorPreference: world.clock.taskExecutor) { () -> ConnectedCentral? in
+                for await event in await manager.events { if case let .connected(c) = event { return c } }
+                return nil
+            }
+            let train = Self.longData(2, seed: 1)
+            let set = try await manager.startAdvertisingSet(AdvertisingData.Builder().localName("train").build(),
+                                                             parameters: AdvertisingSetParameters(sid: 7),
+                                                             periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)), train))
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("connect").build())
+            let (central, _) = try await world.addCentral()
+            let transfers = try await central.periodicSyncTransfers()
+            let link = try await central.connect(DeviceAddress(peripheral.address, type: .public), timeout: .seconds(5))
+            let connectedCentral = await connected.value
+            let peer = try XCTUnwrap(connectedCentral)
+            try await manager.transferAdvertisingSet(set, to: peer, serviceData: 7)
+            var iterator = transfers.makeAsyncIterator()
+            let next = await iterator.next()
+            let transfer = try XCTUnwrap(next)
+            XCTAssertEqual(transfer.serviceData, 7)
+            XCTAssertEqual(transfer.sync.sid, 7)
+            var reports = transfer.sync.makeAsyncIterator()
+            let first = try await reports.next()
+            XCTAssertEqual(first?.bytes, train.encode())
+            try await link.disconnect()
+            await manager.close()
+            await central.close()
+        }
+    }
 }
