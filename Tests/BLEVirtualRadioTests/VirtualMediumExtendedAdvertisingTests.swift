@@ -1,0 +1,196 @@
+import BLEHCI
+@testable import BLEVirtualRadio
+import BLEWire
+import XCTest
+
+/// Bluetooth 5 advertising in the virtual controller and medium, driven with HCI commands and
+/// no hosts: the rule against mixing command sets, report fragments and their timing on the
+/// air, the limits a set's data must keep, set and scan durations, event limits, and syncs.
+final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
+    var medium = VirtualMedium()
+    var advertiser = VirtualMedium.ControllerID(rawValue: 0)
+    var scanner = VirtualMedium.ControllerID(rawValue: 1)
+    let advertiserAddress = BDAddress(rawValue: 0x00_00_00_00_00_AA)
+
+    override func setUp() {
+        medium = VirtualMedium()
+        advertiser = medium.add(VirtualController(address: advertiserAddress))
+        scanner = medium.add(VirtualController(address: BDAddress(rawValue: 0x00_00_00_00_00_BB)))
+        for id in [advertiser, scanner] {
+            _ = medium.receive(.setEventMask(EventMask.default), from: id, now: .zero)
+            _ = medium.receive(.leSetEventMask(LEEventMask(rawValue: 0x000F_FFFF_FFFF)), from: id, now: .zero)
+        }
+    }
+
+    /// The status of the Command Complete or Command Status `command` got.
+    @discardableResult
+    func run(_ command: HCICommand, on id: VirtualMedium.ControllerID, at now: Duration = .zero) -> HCIStatus? {
+        for d in medium.receive(command, from: id, now: now) where d.to == id {
+            switch d.packet {
+            case let .event(.commandComplete(_, _, parameters)): return parameters.first.map { HCIStatus($0) }
+            case let .event(.commandStatus(status, _, _)): return status
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    /// Every LE Meta subevent `id`'s host receives up to `time`, with when it arrived.
+    func events(for id: VirtualMedium.ControllerID, until time: Duration, step: Duration = .microseconds(50)) -> [(Duration, LEMetaEvent)] {
+        var out: [(Duration, LEMetaEvent)] = []
+        var now = Duration.zero
+        while now <= time {
+            for d in medium.advance(to: now) where d.to == id {
+                if case let .event(.le(e)) = d.packet { out.append((now, e)) }
+            }
+            guard let next = medium.nextDeadline, next <= time else { break }
+            now = max(now + step, next)
+        }
+        return out
+    }
+
+    func startSet(handle: UInt8 = 1, properties: AdvertisingEventProperties = [], data: [UInt8], primary: LEPHY = .le1M,
+                  secondary: LEPHY = .le1M, enable: AdvertisingSetEnable? = nil, periodic: [UInt8]? = nil) throws {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(
+            handle: handle, properties: properties, primaryPHY: primary, secondaryPHY: secondary, sid: 3)), on: advertiser), .success)
+        for fragment in AdvertisingDataFragment.fragments(of: data, limit: AdvertisingDataFragment.extendedLimit) {
+            XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: handle, fragment), on: advertiser), .success)
+        }
+        if let periodic {
+            XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: handle, intervalMin: 80, intervalMax: 80), on: advertiser), .success)
+            for fragment in AdvertisingDataFragment.fragments(of: periodic, limit: AdvertisingDataFragment.periodicLimit) {
+                XCTAssertEqual(run(.leSetPeriodicAdvertisingData(handle: handle, fragment), on: advertiser), .success)
+            }
+            XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: handle), on: advertiser), .success)
+        }
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [enable ?? AdvertisingSetEnable(handle: handle)]), on: advertiser), .success)
+    }
+
+    func scan(phys: LEPHYSet = .le1M, duration: UInt16 = 0) {
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: phys.contains(.le1M) ? ExtendedScanPHYParameters(type: .passive) : nil,
+                                                        leCoded: phys.contains(.leCoded) ? ExtendedScanPHYParameters(type: .passive) : nil), on: scanner), .success)
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: true, duration: duration), on: scanner), .success)
+    }
+
+    func testACommandOfTheOtherSetIsDisallowedUntilReset() {
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: ExtendedScanPHYParameters(type: .active)), on: scanner), .success)
+        XCTAssertEqual(run(.leSetScanParameters(type: .active, interval: 0x60, window: 0x30), on: scanner), .commandDisallowed)
+        XCTAssertEqual(run(.reset, on: scanner), .success)
+        XCTAssertEqual(run(.leSetScanParameters(type: .active, interval: 0x60, window: 0x30), on: scanner), .success)
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: ExtendedScanPHYParameters(type: .active)), on: scanner), .commandDisallowed)
+        // A Bluetooth 4 controller has no extended commands at all.
+        var old = VirtualControllerConfiguration()
+        old.extendedAdvertising = nil
+        let legacy = medium.add(VirtualController(address: BDAddress(rawValue: 0xCC), configuration: old))
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: ExtendedScanPHYParameters(type: .active)), on: legacy), .unknownCommand)
+        XCTAssertEqual(run(.leReadNumberOfSupportedAdvertisingSets, on: legacy), .unknownCommand)
+    }
+
+    /// 600 octets: three reports of 229, 229 and 142, "more to come" but the last; all of them
+    /// after the ADV_EXT_IND and the three auxiliary PDUs have gone over the air.
+    func testReportsAreCutAt229OctetsAndArriveWhenTheChainHasGoneOverTheAir() throws {
+        let data = (0..<600).map { UInt8(truncatingIfNeeded: $0) }
+        try startSet(data: data)
+        scan()
+        let reports = events(for: scanner, until: .milliseconds(20)).compactMap { (t, e) -> (Duration, LEAdvertisingReport)? in
+            guard case let .extendedAdvertisingReport(r) = e, let first = r.first else { return nil }
+            return (t, first)
+        }.prefix(3)
+        XCTAssertEqual(reports.map(\.1.data.count), [229, 229, 142])
+        XCTAssertEqual(reports.map(\.1.properties.dataStatus), [.incompleteMoreToCome, .incompleteMoreToCome, .complete])
+        XCTAssertEqual(reports.flatMap(\.1.data), data)
+        XCTAssertEqual(reports.first?.1.advertisingSID, 3)
+        let header = VirtualMedium.auxAdvertisingHeader(try XCTUnwrap(medium.controller(advertiser)?.advertisement(ofSet: 1)))
+        let payloads = AirTime.auxPayloads(dataCount: 600, firstHeader: header)
+        XCTAssertEqual(payloads.count, 3)
+        let air = AirTime.extendedAdvertisingEvent(primary: .le1M, secondary: .le1M, auxPayloads: payloads)
+        XCTAssertEqual(reports.first?.0, air, "the first event went out at 0")
+    }
+
+    /// LE Coded S=8 carries 8 µs a bit: each octet 64 µs, eight times LE 1M's.
+    func testTheCodedPHYTakesEightMicrosecondsABit() {
+        XCTAssertEqual(AirTime.packet(payload: 11, phy: .leCoded) - AirTime.packet(payload: 10, phy: .leCoded), .microseconds(64))
+        XCTAssertEqual(AirTime.packet(payload: 11, phy: .le1M) - AirTime.packet(payload: 10, phy: .le1M), .microseconds(8))
+        // ADV_EXT_IND (7 octets): 80 µs preamble, 376 µs access address, CI and TERM1,
+        // (2 + 7 + 3) × 64 µs, 24 µs TERM2.
+        XCTAssertEqual(AirTime.packet(payload: AirTime.advExtIndPayload, phy: .leCoded), .microseconds(80 + 376 + 12 * 64 + 24))
+    }
+
+    /// A connectable set's data must fit one AUX_ADV_IND: 255 − (1 + 1 + AdvA 6 + ADI 2) = 245.
+    func testConnectableDataLongerThanOneAuxAdvIndIsRefused() {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .connectable)), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [UInt8](repeating: 1, count: 246))), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser), .packetTooLong)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [UInt8](repeating: 1, count: 245))), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser), .success)
+        // Fragments while it advertises are refused; data over the maximum too.
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .first, bytes: [1])), on: advertiser), .commandDisallowed)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: false, sets: []), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 2, properties: [])), on: advertiser), .success)
+        for fragment in AdvertisingDataFragment.fragments(of: [UInt8](repeating: 2, count: 1651), limit: 251).dropLast() {
+            XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 2, fragment), on: advertiser), .success)
+        }
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 2, AdvertisingDataFragment(operation: .last, bytes: [UInt8](repeating: 2, count: 145))), on: advertiser),
+                       .memoryCapacityExceeded)
+    }
+
+    func testAnExtendedScanWithADurationEndsWithScanTimeout() throws {
+        scan(duration: 50) // 500 ms
+        let timeouts = events(for: scanner, until: .seconds(1)).filter { if case .scanTimeout = $0.1 { return true } else { return false } }
+        XCTAssertEqual(timeouts.map(\.0), [.milliseconds(500)])
+        XCTAssertEqual(medium.controller(scanner)?.isScanning, false)
+    }
+
+    func testASetWithAnEventLimitEndsWithLimitReached() throws {
+        try startSet(data: [2, 1, 6], enable: AdvertisingSetEnable(handle: 1, maxEvents: 3))
+        let ended = events(for: advertiser, until: .seconds(1)).compactMap { (_, e) -> LEAdvertisingSetTerminated? in
+            if case let .advertisingSetTerminated(t) = e { return t } else { return nil }
+        }
+        XCTAssertEqual(ended.map(\.status), [.limitReached])
+        XCTAssertEqual(ended.first?.completedEvents, 3)
+    }
+
+    /// A sync needs the scanner to hear the set's SyncInfo; once made it needs no scanning, and
+    /// it is lost Sync_Timeout after the train stops.
+    func testASyncIsMadeFromTheSyncInfoAndLostAfterTheTrainStops() throws {
+        let train = [UInt8](repeating: 7, count: 300)
+        try startSet(data: [2, 1, 6], periodic: train)
+        let request = HCICommand.lePeriodicAdvertisingCreateSync(sid: 3, advertiser: DeviceAddress(advertiserAddress, type: .public), syncTimeout: 100)
+        XCTAssertEqual(run(request, on: scanner), .success)
+        XCTAssertTrue(events(for: scanner, until: .milliseconds(300)).isEmpty, "no sync without scanning")
+        scan()
+        var seen = events(for: scanner, until: .milliseconds(600))
+        let established = seen.compactMap { (_, e) -> LEPeriodicSyncEstablished? in
+            if case let .periodicAdvertisingSyncEstablished(s) = e { return s } else { return nil }
+        }
+        XCTAssertEqual(established.map(\.status), [.success])
+        XCTAssertEqual(established.first?.interval, 80)
+        let reports = seen.compactMap { (_, e) -> LEPeriodicAdvertisingReport? in
+            if case let .periodicAdvertisingReport(r) = e { return r } else { return nil }
+        }
+        XCTAssertEqual(reports.prefix(2).map(\.data.count), [247, 53])
+        XCTAssertEqual(reports.prefix(2).map(\.dataStatus), [.incompleteMoreToCome, .complete])
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: false), on: scanner, at: .milliseconds(600)), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: false, handle: 1), on: advertiser, at: .milliseconds(600)), .success)
+        seen = events(for: scanner, until: .seconds(3))
+        let lost = seen.compactMap { (t, e) -> Duration? in
+            if case .periodicAdvertisingSyncLost = e { return t } else { return nil }
+        }
+        XCTAssertEqual(lost.count, 1)
+        // The last AUX_SYNC_IND went out at 600 ms (the train every 100 ms, stopped after the
+        // event at 600 ms); the sync is lost its 1 s timeout later.
+        XCTAssertEqual(lost.first, .milliseconds(1600))
+    }
+
+    func testCreateSyncCancelEndsTheAttemptWithOperationCancelled() {
+        let request = HCICommand.lePeriodicAdvertisingCreateSync(sid: 3, advertiser: DeviceAddress(advertiserAddress, type: .public), syncTimeout: 100)
+        XCTAssertEqual(run(request, on: scanner), .success)
+        XCTAssertEqual(run(request, on: scanner), .commandDisallowed, "one Create Sync at a time")
+        var established: [LEPeriodicSyncEstablished] = []
+        for d in medium.receive(.lePeriodicAdvertisingCreateSyncCancel, from: scanner, now: .zero) {
+            if case let .event(.le(.periodicAdvertisingSyncEstablished(s))) = d.packet { established.append(s) }
+        }
+        XCTAssertEqual(established.map(\.status), [.operationCancelledByHost])
+        XCTAssertEqual(run(.lePeriodicAdvertisingCreateSyncCancel, on: scanner), .commandDisallowed)
+    }
+}
