@@ -52,6 +52,8 @@ public struct AdvertisingSetState: Hashable, Sendable {
     public var duration: Duration?
     public var maxEvents: UInt8 = 0
     public var completedEvents = 0
+    /// How many enables the set has had (each starts its duration and event count again).
+    public var enables = 0
     public var periodic: PeriodicAdvertisingState?
 
     var isLegacy: Bool { properties.isLegacy }
@@ -174,6 +176,10 @@ extension VirtualController {
             // high duty), ADV_SCAN_IND, ADV_NONCONN_IND.
             let core = properties.rawValue & 0x0F
             guard [0x03, 0x05, 0x0D, 0x02, 0x00].contains(core) else { return (.invalidHCICommandParameters, 0) }
+            // Legacy PDUs carry 31 octets: a set holding more cannot become legacy (§7.8.53).
+            if let set = advertisingSets[handle], set.data.count > 31 || set.scanResponse.count > 31 || set.periodic != nil {
+                return (.invalidHCICommandParameters, 0)
+            }
         } else {
             // Extended PDUs: not both connectable and scannable, no high duty cycle.
             if properties.contains(.connectable) && properties.contains(.scannable) || highDuty { return (.invalidHCICommandParameters, 0) }
@@ -307,6 +313,7 @@ extension VirtualController {
                 advertisingSets[entry.handle]?.duration = entry.duration == 0 ? nil : .milliseconds(10 * Int64(entry.duration))
                 advertisingSets[entry.handle]?.maxEvents = entry.maxEvents
                 advertisingSets[entry.handle]?.completedEvents = 0
+                advertisingSets[entry.handle]?.enables += 1
                 if advertisingSets[entry.handle]?.periodic?.enabled == true { advertisingSets[entry.handle]?.periodic?.running = true }
             } else {
                 advertisingSets[entry.handle]?.enabled = false

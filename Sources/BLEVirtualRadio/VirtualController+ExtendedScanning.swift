@@ -287,7 +287,8 @@ extension VirtualController {
     /// §7.7.65.14). Returns the new sync's handle and what the host hears, or nil when the
     /// request does not match.
     mutating func establishSync(to train: PeriodicTrainKey, _ adv: VirtualAdvertisement) -> (handle: UInt16, toHost: [HostBoundPacket])? {
-        guard isScanning, let request = pendingSync, let ext = adv.extended, ext.periodicInterval > 0 else { return nil }
+        guard isScanning, extendedScanning, extendedScan(hears: adv).hears, let request = pendingSync,
+              let ext = adv.extended, ext.periodicInterval > 0 else { return nil }
         let advertiser = adv.address.withPeerType
         if request.useList {
             guard periodicAdvertiserList.contains(PeriodicAdvertiserListEntry(address: advertiser, sid: ext.sid)) else { return nil }

@@ -50,6 +50,20 @@ extension VirtualMedium {
         return next
     }
 
+    /// A controller reset, went off or left: its sets, trains, syncs and scan are gone, and
+    /// reports on their way to its host are lost with them (a host that resets must not hear
+    /// the old scan).
+    mutating func forgetBluetooth5State(of id: ControllerID) {
+        for key in nextSetEvent.keys where key.id == id { nextSetEvent[key] = nil }
+        for key in setSince.keys where key.id == id { setSince[key] = nil }
+        for key in setEnables.keys where key.id == id { setEnables[key] = nil }
+        for key in nextPeriodicEvent.keys where key.id == id { nextPeriodicEvent[key] = nil }
+        for key in syncLossDeadlines.keys where key.listener == id { syncLossDeadlines[key] = nil }
+        scanEnds[id] = nil
+        for i in pendingReceptions.indices { pendingReceptions[i].deliveries.removeAll { $0.to == id } }
+        pendingReceptions.removeAll { $0.deliveries.isEmpty }
+    }
+
     /// Re-reads `id`'s sets and trains after its host changed them: new ones start at once
     /// (the first advertising event follows the enable, §4.4.2.2), stopped ones leave the air.
     mutating func refreshSets(of id: ControllerID, now: Duration) {
@@ -58,10 +72,15 @@ extension VirtualMedium {
         for key in nextSetEvent.keys where key.id == id && !enabled.contains(key.handle) {
             nextSetEvent[key] = nil
             setSince[key] = nil
+            setEnables[key] = nil
         }
-        for handle in enabled where nextSetEvent[SetKey(id: id, handle: handle)] == nil {
-            nextSetEvent[SetKey(id: id, handle: handle)] = now
-            setSince[SetKey(id: id, handle: handle)] = now
+        for handle in enabled {
+            // A set enabled again while it runs starts its duration again (§7.8.56).
+            let key = SetKey(id: id, handle: handle), enables = controller.advertisingSets[handle]?.enables ?? 0
+            guard nextSetEvent[key] == nil || setEnables[key] != enables else { continue }
+            nextSetEvent[key] = nextSetEvent[key] ?? now
+            setSince[key] = now
+            setEnables[key] = enables
         }
         let trains = Set(controller.runningTrainHandles)
         for key in nextPeriodicEvent.keys where key.id == id && !trains.contains(key.handle) { nextPeriodicEvent[key] = nil }
@@ -85,7 +104,7 @@ extension VirtualMedium {
     mutating func runExtended(due: Duration, now: Duration) -> [Delivery]? {
         if let first = pendingReceptions.first, first.due == due {
             pendingReceptions.removeFirst()
-            return first.deliveries
+            return first.deliveries.filter { nodes[$0.to.rawValue].onAir }
         }
         if let (key, time) = nextSetEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
             return setEvent(key, at: time, now: now)

@@ -394,6 +394,7 @@ extension VirtualMedium {
     /// is gone at once; each peer finds out when its supervision timeout expires.
     mutating func controllerVanished(_ id: ControllerID, now: Duration) -> [Delivery] {
         nextAdvertisingEvent[id] = nil
+        forgetBluetooth5State(of: id)
         for (linkID, link) in links {
             for end in link.ends where end.id == id { detach(end, of: linkID, now: now) }
         }

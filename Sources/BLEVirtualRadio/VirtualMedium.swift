@@ -134,6 +134,8 @@ public struct VirtualMedium: Sendable {
     /// auxiliary PDU each advertiser's chains lose (a fault).
     var nextSetEvent: [SetKey: Duration] = [:]
     var setSince: [SetKey: Duration] = [:]
+    /// The set's enable count (`AdvertisingSetState.enables`) when `setSince` was taken.
+    var setEnables: [SetKey: Int] = [:]
     var nextPeriodicEvent: [SetKey: Duration] = [:]
     var syncLossDeadlines: [SyncKey: Duration] = [:]
     var scanEnds: [ControllerID: Duration] = [:]

@@ -193,4 +193,50 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
         XCTAssertEqual(established.map(\.status), [.operationCancelledByHost])
         XCTAssertEqual(run(.lePeriodicAdvertisingCreateSyncCancel, on: scanner), .commandDisallowed)
     }
+
+    /// Reports still on the air when the scanner's host resets it never reach that host.
+    func testAResetDropsTheReportsOnTheirWayToTheHost() throws {
+        try startSet(data: [UInt8](repeating: 1, count: 600))
+        scan()
+        _ = medium.advance(to: .zero) // the event goes out; its reports are due 6.268 ms later
+        XCTAssertEqual(run(.reset, on: scanner, at: .milliseconds(1)), .success)
+        let reports = events(for: scanner, until: .milliseconds(20)).filter {
+            if case .extendedAdvertisingReport = $0.1 { return true } else { return false }
+        }
+        XCTAssertTrue(reports.isEmpty)
+    }
+
+    /// Enabling a running set again starts its duration again (§7.8.56).
+    func testASetEnabledAgainStartsItsDurationAgain() throws {
+        try startSet(data: [2, 1, 6], enable: AdvertisingSetEnable(handle: 1, duration: 50))
+        _ = events(for: advertiser, until: .milliseconds(300))
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1, duration: 50)]),
+                           on: advertiser, at: .milliseconds(300)), .success)
+        let ended = events(for: advertiser, until: .seconds(2)).compactMap { (t, e) -> Duration? in
+            if case .advertisingSetTerminated = e { return t } else { return nil }
+        }
+        XCTAssertEqual(ended.count, 1)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(ended.first), .milliseconds(800))
+    }
+
+    /// A sync is made only by an extended scan that hears the set's primary PHY.
+    func testASyncNeedsAScanOnTheSetsPrimaryPHY() throws {
+        try startSet(data: [2, 1, 6], periodic: [1, 2, 3])
+        XCTAssertEqual(run(.lePeriodicAdvertisingCreateSync(sid: 3, advertiser: DeviceAddress(advertiserAddress, type: .public), syncTimeout: 100),
+                           on: scanner), .success)
+        scan(phys: .leCoded)
+        let established = events(for: scanner, until: .milliseconds(500)).filter {
+            if case .periodicAdvertisingSyncEstablished = $0.1 { return true } else { return false }
+        }
+        XCTAssertTrue(established.isEmpty)
+    }
+
+    /// A set holding more than 31 octets cannot be switched to legacy PDUs (§7.8.53).
+    func testASetWithLongDataCannotBecomeLegacy() throws {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [UInt8](repeating: 1, count: 40))),
+                           on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [.legacy])), on: advertiser),
+                       .invalidHCICommandParameters)
+    }
 }
