@@ -84,8 +84,13 @@ extension VirtualController {
             let enable = try r.readU8()
             let duplicates = try r.readU8()
             let duration = try r.readU16()
-            _ = try r.readU16() // period: scanning repeats are not modelled
-            guard enable <= 1, duplicates <= 2 else { out.event(complete(op, status: .invalidHCICommandParameters)); break }
+            let period = try r.readU16()
+            // §7.8.65: a period needs a duration shorter than it.
+            guard enable <= 1, duplicates <= 2,
+                  period == 0 || (duration != 0 && Int(duration) * 10 < Int(period) * 1280) else {
+                out.event(complete(op, status: .invalidHCICommandParameters))
+                break
+            }
             if enable == 1 {
                 guard ownAddress(type: scanOwnAddressType) != nil, !extendedScanPHYs.isEmpty else {
                     out.event(complete(op, status: .invalidHCICommandParameters))
@@ -95,10 +100,15 @@ extension VirtualController {
                 isScanning = true
                 extendedScanning = true
                 filterDuplicates = duplicates != 0
+                resetDuplicatesEachPeriod = duplicates == 2
                 scanDuration = duration == 0 ? nil : .milliseconds(10 * Int64(duration))
+                scanPeriod = period == 0 ? nil : .milliseconds(1280 * Int64(period))
+                scanWindowOpen = true
             } else {
                 isScanning = false
                 scanDuration = nil
+                scanPeriod = nil
+                scanWindowOpen = true
             }
             out.event(complete(op))
             out.air.append(.scanningChanged)
@@ -237,7 +247,7 @@ extension VirtualController {
     /// `received`: how much of the chained data arrived when an AUX_CHAIN_IND was lost (the
     /// last report is then marked truncated); nil when all of it did.
     mutating func hearExtended(_ adv: VirtualAdvertisement, rssi: Int8, received: Int?) -> [HostBoundPacket] {
-        guard isScanning, extendedScanning, leEventEnabled(bit: 12) else { return [] }
+        guard isScanning, extendedScanning, scanWindowOpen, leEventEnabled(bit: 12) else { return [] }
         let scan = extendedScan(hears: adv)
         guard scan.hears else { return [] }
         if let target = adv.directTarget, target != scannerAddress { return [] }
@@ -287,7 +297,7 @@ extension VirtualController {
     /// §7.7.65.14). Returns the new sync's handle and what the host hears, or nil when the
     /// request does not match.
     mutating func establishSync(to train: PeriodicTrainKey, _ adv: VirtualAdvertisement) -> (handle: UInt16, toHost: [HostBoundPacket])? {
-        guard isScanning, extendedScanning, extendedScan(hears: adv).hears, let request = pendingSync,
+        guard isScanning, extendedScanning, scanWindowOpen, extendedScan(hears: adv).hears, let request = pendingSync,
               let ext = adv.extended, ext.periodicInterval > 0 else { return nil }
         let advertiser = adv.address.withPeerType
         if request.useList {
@@ -341,12 +351,24 @@ extension VirtualController {
         return [.event(.le(.periodicAdvertisingSyncLost(syncHandle: handle)))]
     }
 
-    /// The extended scan's Scan_Duration ran out: scanning stops with LE Scan Timeout (§7.7.65.17).
-    mutating func scanTimedOut() -> [HostBoundPacket] {
-        guard isScanning, scanDuration != nil else { return [] }
-        isScanning = false
-        scanDuration = nil
-        guard leEventEnabled(bit: 16) else { return [] }
-        return [.event(.le(.scanTimeout))]
+    /// The extended scan's Scan_Duration ran out. Without a period scanning stops with LE Scan
+    /// Timeout (§7.7.65.17); with one the receiver rests until the period ends, then listens
+    /// for the duration again, the duplicate filter reset when Filter_Duplicates was 2
+    /// (§7.8.65). Returns what the host hears and when the next change is due, from now.
+    mutating func scanDurationEnded() -> (toHost: [HostBoundPacket], next: Duration?) {
+        guard isScanning, let duration = scanDuration else { return ([], nil) }
+        guard let period = scanPeriod else {
+            isScanning = false
+            scanDuration = nil
+            guard leEventEnabled(bit: 16) else { return ([], nil) }
+            return ([.event(.le(.scanTimeout))], nil)
+        }
+        if scanWindowOpen {
+            scanWindowOpen = false
+            return ([], period - duration)
+        }
+        scanWindowOpen = true
+        if resetDuplicatesEachPeriod { reportedExtended = [] }
+        return ([], duration)
     }
 }

@@ -61,7 +61,14 @@ public struct VirtualController: Sendable {
     var extendedScanning = false
     /// Scan_Duration of the enabled extended scan (§7.8.65); nil scans until disabled.
     public internal(set) var scanDuration: Duration?
+    /// Scan_Period: with a duration, the scan runs `scanDuration` every `scanPeriod` until
+    /// disabled; nil scans once.
+    public internal(set) var scanPeriod: Duration?
+    /// Within a scan period, whether the scan's duration is running (the receiver listening).
+    public internal(set) var scanWindowOpen = true
     var reportedExtended: Set<ExtendedReportKey> = []
+    /// Filter_Duplicates 2: the duplicate filter starts again each scan period (§7.8.65).
+    var resetDuplicatesEachPeriod = false
     public internal(set) var pendingSync: PeriodicSyncRequest?
     public internal(set) var syncs: [UInt16: PeriodicSyncState] = [:]
     var nextSyncHandle: UInt16 = 0

@@ -89,7 +89,8 @@ extension VirtualMedium {
         }
     }
 
-    /// An extended scan with a Scan_Duration ends then (§7.8.65).
+    /// An extended scan with a Scan_Duration ends then, or with a Scan_Period rests then
+    /// (§7.8.65).
     mutating func refreshScan(of id: ControllerID, now: Duration) {
         let controller = nodes[id.rawValue].controller
         if controller.isScanning, let duration = controller.scanDuration {
@@ -117,8 +118,9 @@ extension VirtualMedium {
             return deliver(to: key.listener) { $0.syncLost(key.handle) }
         }
         if let (id, time) = scanEnds.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
-            scanEnds[id] = nil
-            return deliver(to: id) { $0.scanTimedOut() }
+            let (toHost, next) = nodes[id.rawValue].controller.scanDurationEnded()
+            scanEnds[id] = next.map { time + $0 }
+            return nodes[id.rawValue].onAir ? toHost.map { Delivery(to: id, packet: $0) } : []
         }
         return nil
     }

@@ -345,4 +345,58 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// A duty-cycled scan (§7.8.65): the controller listens 200 ms every 1.28 s, so of an
+    /// advertiser's events every 100 ms only those in the first 200 ms of each period arrive.
+    func testAScanCycleListensOnlyAtTheStartOfEachPeriod() async throws {
+        try await VirtualWorld.run { world in
+            let (manager, peripheral) = try await world.addPeripheralManager()
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("beacon").build())
+            let (central, _) = try await world.addCentral()
+            let period = Duration.milliseconds(1280)
+            var times: [Duration] = []
+            for try await device in central.scan(filter: ScanFilter(allowDuplicates: true), active: false, timeout: .seconds(5),
+                                                 cycle: ScanCycle(duration: .milliseconds(200), period: period))
+            where device.address.address == peripheral.address {
+                times.append(device.lastSeen)
+            }
+            let first = try XCTUnwrap(times.first)
+            for t in times {
+                let into = (t - first).components.attoseconds / 1_000_000_000_000 + (t - first).components.seconds * 1_000_000
+                let r = Duration.microseconds(into % 1_280_000)
+                XCTAssertTrue(r <= .milliseconds(200) || r >= period - .milliseconds(200), "a report \(r) into a period")
+            }
+            // Four periods in 5 s, two advertising events in each 200 ms window.
+            XCTAssertGreaterThanOrEqual(times.count, 6)
+            XCTAssertLessThanOrEqual(times.count, 10)
+            await manager.close()
+            await central.close()
+        }
+    }
+
+    func testAScanCycleNeedsTheExtendedCommandsAndOneCycleAtATime() async throws {
+        try await VirtualWorld.run { world in
+            let (old, _) = try await world.addCentral(controller: Self.bluetooth4)
+            do {
+                for try await _ in old.scan(timeout: .seconds(1), cycle: ScanCycle(duration: .milliseconds(100), period: .milliseconds(1280))) {}
+                XCTFail("a scan cycle on a Bluetooth 4 controller")
+            } catch BLEError.unsupported {}
+            let (central, _) = try await world.addCentral()
+            let long = Task(executorPreference: world.clock.taskExecutor) {
+                for try await _ in central.scan(timeout: .seconds(3), cycle: ScanCycle(duration: .milliseconds(100), period: .milliseconds(1280))) {}
+            }
+            try await world.clock.sleep(for: .milliseconds(100))
+            do {
+                for try await _ in central.scan(timeout: .seconds(1), cycle: ScanCycle(duration: .milliseconds(300), period: .milliseconds(2560))) {}
+                XCTFail("a second cycle")
+            } catch BLEError.busy {}
+            do {
+                for try await _ in central.scan(timeout: .seconds(1), cycle: ScanCycle(duration: .seconds(2), period: .milliseconds(1280))) {}
+                XCTFail("a duration longer than its period")
+            } catch BLEError.invalidArgument {}
+            try await long.value
+            await old.close()
+            await central.close()
+        }
+    }
 }

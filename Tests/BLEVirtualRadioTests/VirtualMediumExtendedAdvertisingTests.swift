@@ -239,4 +239,22 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
         XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [.legacy])), on: advertiser),
                        .invalidHCICommandParameters)
     }
+
+    /// With a Scan_Period the scan listens Scan_Duration at the start of each period and gives
+    /// no LE Scan Timeout; a period not longer than the duration is refused (§7.8.65).
+    func testAScanWithAPeriodListensForItsDurationEachPeriod() throws {
+        try startSet(data: [2, 1, 6])
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: ExtendedScanPHYParameters(type: .passive)), on: scanner), .success)
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: true, duration: 200, period: 1), on: scanner), .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: true, duration: 20, period: 1), on: scanner), .success) // 200 ms every 1.28 s
+        let seen = events(for: scanner, until: .seconds(4))
+        XCTAssertFalse(seen.contains { if case .scanTimeout = $0.1 { return true } else { return false } })
+        let times = seen.compactMap { (t, e) -> Duration? in if case .extendedAdvertisingReport = e { return t } else { return nil } }
+        XCTAssertFalse(times.isEmpty)
+        for t in times {
+            let into = (t.components.seconds * 1_000_000 + t.components.attoseconds / 1_000_000_000_000) % 1_280_000
+            XCTAssertLessThan(into, 201_000, "heard \(t), outside the first 200 ms of its period")
+        }
+        XCTAssertEqual(medium.controller(scanner)?.isScanning, true)
+    }
 }

@@ -89,14 +89,23 @@ public final class Central: Sendable {
     /// advertisers (Core spec Vol 4 Part E §7.8.64); a scan that asks for LE Coded from a host on
     /// the legacy commands, or of a controller whose LE features lack it, ends at once with
     /// `BLEError.unsupported`.
+    ///
+    /// `cycle` makes the controller listen only part of each period (`ScanCycle`, §7.8.65) with
+    /// the extended commands (`.unsupported` on the legacy ones); scans running at once share
+    /// the scanner, which then listens all the time if any of them did not ask for a cycle, and
+    /// a scan asking for a cycle other than a running one's ends at once with `.busy`.
     public func scan(filter: ScanFilter = ScanFilter(), active: Bool = true, timeout: Duration? = nil,
-                     phys: LEPHYSet? = nil) -> ScanResults {
+                     phys: LEPHYSet? = nil, cycle: ScanCycle? = nil) -> ScanResults {
         let buffer = ScanBuffer()
         let host = self.host
         let phys = phys ?? host.configuration.listeningPHYs
         let starter = Task(executorPreference: host.clock.taskExecutor) {
             do {
-                let id = try await host.run { try await $0.scanning.start(active: active, phys: phys, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, consumer: buffer, $0) }
+                let units = try cycle.map { c throws(BLEError) in
+                    let u = try c.units()
+                    return ScanCycleUnits(duration: u.duration, period: u.period)
+                }
+                let id = try await host.run { try await $0.scanning.start(active: active, phys: phys, filter: filter, timeout: timeout, ownAddressType: $0.ownAddress.type, cycle: units, consumer: buffer, $0) }
                 buffer.onTermination { Task(executorPreference: host.clock.taskExecutor) { await host.run { $0.scanning.finish(id, $0) } } }
                 if Task.isCancelled { await host.run { $0.scanning.finish(id, $0) } }
             } catch {

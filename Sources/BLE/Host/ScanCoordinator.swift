@@ -27,6 +27,17 @@ final class ScanCoordinator {
     private var consumers: [UInt64: ScanBuffer] = [:]
     /// The PHYs each running scan listens on.
     private var scanPHYs: [UInt64: LEPHYSet] = [:]
+    /// The duty cycle of each running scan that asked for one (`ScanCycle`), in §7.8.65's units.
+    private var scanCycles: [UInt64: ScanCycleUnits] = [:]
+    /// The cycle the controller's scanner runs with; nil: it listens all the time.
+    private var radioCycle: ScanCycleUnits?
+    /// The cycle the running scans want: theirs when every one asked for the same, none (all
+    /// the time) when any did not.
+    private var wantedCycle: ScanCycleUnits? {
+        guard scanCycles.count == consumers.count, let first = scanCycles.values.first,
+              scanCycles.values.allSatisfy({ $0 == first }) else { return nil }
+        return first
+    }
     /// Whether the controller is scanning, as far as the host has told it, and how.
     private var radioEnabled = false
     private var radioActive = false
@@ -63,16 +74,27 @@ final class ScanCoordinator {
     /// Starts a scan on `phys` (LE 1M, LE Coded: the coded PHY needs the extended commands);
     /// devices go to `consumer` until the deadline, `stop`, or the consumer going away
     /// (`finish`). Other scans running meanwhile go on.
+    /// With `cycle` the controller listens only part of each period (§7.8.65): that needs the
+    /// extended commands, and every other running scan with a cycle to have the same one.
     func start(active: Bool, phys: LEPHYSet = .le1M, filter: ScanFilter, timeout: Duration?, ownAddressType: OwnAddressType,
-               consumer: ScanBuffer,
+               cycle: ScanCycleUnits? = nil, consumer: ScanBuffer,
                _ host: isolated some ScanDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
         try ListeningPHYs.validate(phys, for: .scanning, extended: host.usesExtendedCommands, supported: host.supportedPHYs)
+        if let cycle {
+            guard host.usesExtendedCommands else {
+                throw BLEError.unsupported("a scan cycle needs the extended scanning commands (Vol 4 Part E §7.8.65)")
+            }
+            if scanCycles.values.contains(where: { $0 != cycle }) {
+                throw BLEError.busy("another scan runs with another scan cycle")
+            }
+        }
         guard let id = scanner.begin(active: active, filter: filter, timeout: timeout) else {
             throw BLEError.busy("\(Scanner.maximumScans) scans are running already")
         }
         consumers[id] = consumer
         scanPHYs[id] = phys
+        scanCycles[id] = cycle
         do {
             try await turnRadioOn(active: active, phys: phys, ownAddressType: ownAddressType, host)
             // Stopped while starting (a connect, the consumer going away).
@@ -98,6 +120,7 @@ final class ScanCoordinator {
     @discardableResult
     private func forget(_ id: UInt64) -> ScanBuffer? {
         scanPHYs[id] = nil
+        scanCycles[id] = nil
         return consumers.removeValue(forKey: id)
     }
 
@@ -105,7 +128,7 @@ final class ScanCoordinator {
     /// does already, or no scan is left to want it.
     private func turnRadioOn(active: Bool, phys: LEPHYSet, ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         while radioBusy > 0 || starting { await waitForIdleRadio(host) }
-        if radioEnabled && (radioActive || !active) && radioPHYs.isSuperset(of: phys) { return }
+        if radioEnabled && (radioActive || !active) && radioPHYs.isSuperset(of: phys) && radioCycle == wantedCycle { return }
         starting = true
         defer {
             starting = false
@@ -128,8 +151,9 @@ final class ScanCoordinator {
 
     private func switchRadioOn(ownAddressType: OwnAddressType, _ host: isolated some ScanDriver) async throws {
         if radioEnabled {
-            // Passive until now, and this scan wants scan responses, or a PHY not scanned yet:
-            // the parameters change, which needs the scanner off (§7.8.10, §7.8.64).
+            // Passive until now, and this scan wants scan responses, or a PHY not scanned yet,
+            // or another cycle: the parameters change, which needs the scanner off (§7.8.10,
+            // §7.8.64).
             radioBusy += 1
             defer { releaseRadio() }
             try await turnControllerScanOff(host)
@@ -143,13 +167,15 @@ final class ScanCoordinator {
         guard !scanner.runningIDs.isEmpty else { return }
         let wantsActive = scanner.wantsActiveScanning
         let wantsPHYs = wantedPHYs
+        let wantsCycle = wantedCycle
         try await host.commandReturning(Self.parameters(active: wantsActive, phys: wantsPHYs, ownAddressType: ownAddressType,
                                                         host.configuration, extended: host.usesExtendedCommands))
         guard !scanner.runningIDs.isEmpty else { return }
-        try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands))
+        try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands, cycle: wantsCycle))
         radioEnabled = true
         radioActive = wantsActive
         radioPHYs = wantsPHYs
+        radioCycle = wantsCycle
         // Every scan ended while it was turned on: off again (a scan starting meanwhile waits).
         if scanner.runningIDs.isEmpty {
             try await turnControllerScanOff(host)
@@ -171,11 +197,14 @@ final class ScanCoordinator {
                                             leCoded: phys.contains(.leCoded) ? entry : nil)
     }
 
-    /// LE Set Scan Enable (§7.8.11) or LE Set Extended Scan Enable (§7.8.65, until disabled).
-    /// The controller's duplicate filter stays off: the host filters, and needs every report to
-    /// keep RSSI and last-seen times current (for ageing out quiet devices).
-    static func enable(_ on: Bool, extended: Bool) -> HCICommand {
-        extended ? .leSetExtendedScanEnable(enable: on) : .leSetScanEnable(enable: on, filterDuplicates: false)
+    /// LE Set Scan Enable (§7.8.11) or LE Set Extended Scan Enable (§7.8.65, until disabled,
+    /// listening all the time or as `cycle` says). The controller's duplicate filter stays off:
+    /// the host filters, and needs every report to keep RSSI and last-seen times current (for
+    /// ageing out quiet devices).
+    static func enable(_ on: Bool, extended: Bool, cycle: ScanCycleUnits? = nil) -> HCICommand {
+        guard extended else { return .leSetScanEnable(enable: on, filterDuplicates: false) }
+        guard on, let cycle else { return .leSetExtendedScanEnable(enable: on) }
+        return .leSetExtendedScanEnable(enable: true, duration: cycle.duration, period: cycle.period)
     }
 
     private func releaseRadio() {
@@ -269,7 +298,7 @@ final class ScanCoordinator {
         await body(host)
         guard !scanner.runningIDs.isEmpty else { return }
         do {
-            try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands))
+            try await host.commandReturning(Self.enable(true, extended: host.usesExtendedCommands, cycle: radioCycle))
             radioEnabled = true
         } catch {
             // The scanner stays off: the scans end with the error rather than wait in silence.
@@ -351,4 +380,11 @@ protocol ScanDriver: HostServices {
     var usesExtendedCommands: Bool { get }
     /// The PHYs the controller has (`ControllerInfo.supportedPHYs`).
     var supportedPHYs: LEPHYSet { get }
+}
+
+/// A `ScanCycle` in the units LE Set Extended Scan Enable takes (§7.8.65): Duration in 10 ms,
+/// Period in 1.28 s.
+struct ScanCycleUnits: Hashable, Sendable {
+    var duration: UInt16
+    var period: UInt16
 }
