@@ -15,9 +15,10 @@ public enum AirTime {
         case .le2M:
             return .microseconds(Int64((2 + 4 + 2 + payload + mic + 3) * 4))
         case .leCoded:
-            // S=8 coding: 80 µs preamble, 376 µs access address/CI/TERM1, then 64 µs per
-            // octet of header, payload, MIC and CRC, plus 24 µs TERM2 (Vol 6 Part B §2.2).
-            return .microseconds(Int64(80 + 376 + (2 + payload + mic + 3) * 64 + 24))
+            // S=8 coding: 376 µs of FEC block 1 (80 µs preamble, 256 µs access address, 16 µs
+            // CI, 24 µs TERM1), then 64 µs per octet of header, payload, MIC and CRC, plus 24 µs
+            // TERM2 (Vol 6 Part B §2.2): 17,040 µs for the longest, as §4.5.10 says.
+            return .microseconds(Int64(376 + (2 + payload + mic + 3) * 64 + 24))
         default:
             return .microseconds(Int64((1 + 4 + 2 + payload + mic + 3) * 8))
         }

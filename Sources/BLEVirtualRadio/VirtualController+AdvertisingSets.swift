@@ -21,7 +21,7 @@ enum AdvertisingCommandKind: Hashable, Sendable {
     /// The legacy advertising, scanning and initiating commands (§7.8.5–§7.8.12).
     static let legacyCommands: Set<HCIOpcode> = [
         .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable,
-        .leSetScanParameters, .leSetScanEnable, .leCreateConnection,
+        .leSetScanParameters, .leSetScanEnable, .leCreateConnection, .leReadAdvertisingPhysicalChannelTxPower,
     ]
 }
 
@@ -70,6 +70,8 @@ public struct PeriodicAdvertisingState: Hashable, Sendable {
     /// The train is on air: periodic advertising was enabled while the set was (or the set
     /// was enabled after it), and it keeps going when the set's extended advertising stops.
     public var running = false
+    /// Numbers the train since it last started (`VirtualController.nextTrainSerial`).
+    public var serial: UInt64 = 0
 }
 
 extension VirtualController {
@@ -184,6 +186,14 @@ extension VirtualController {
             // Extended PDUs: not both connectable and scannable, no high duty cycle.
             if properties.contains(.connectable) && properties.contains(.scannable) || highDuty { return (.invalidHCICommandParameters, 0) }
             if properties.contains(.anonymous) && properties.contains(.connectable) { return (.invalidHCICommandParameters, 0) }
+            // A set with periodic advertising stays non-connectable, non-scannable and named; a
+            // set holding advertising data cannot become scannable (§7.8.53, §7.8.61).
+            if let set = advertisingSets[handle] {
+                if set.periodic != nil && (properties.contains(.connectable) || properties.contains(.scannable) || properties.contains(.anonymous)) {
+                    return (.invalidHCICommandParameters, 0)
+                }
+                if properties.contains(.scannable) && !set.data.isEmpty { return (.invalidHCICommandParameters, 0) }
+            }
         }
         guard primary == .le1M || primary == .leCoded, [LEPHY.le1M, .le2M, .leCoded].contains(secondary) else {
             return (.invalidHCICommandParameters, 0)
@@ -306,6 +316,11 @@ extension VirtualController {
             if !set.isLegacy && set.properties.contains(.connectable) && set.data.count > Self.auxAdvertisingCapacity(set) {
                 return .packetTooLong
             }
+            // High duty cycle directed advertising lasts 1.28 s at most, and must say how long
+            // (§7.8.56).
+            if set.properties.contains(.highDutyCycleDirected) && !(1...128).contains(entry.duration) {
+                return .invalidHCICommandParameters
+            }
         }
         for entry in entries {
             if enable == 1 {
@@ -314,7 +329,7 @@ extension VirtualController {
                 advertisingSets[entry.handle]?.maxEvents = entry.maxEvents
                 advertisingSets[entry.handle]?.completedEvents = 0
                 advertisingSets[entry.handle]?.enables += 1
-                if advertisingSets[entry.handle]?.periodic?.enabled == true { advertisingSets[entry.handle]?.periodic?.running = true }
+                if advertisingSets[entry.handle]?.periodic?.enabled == true { startTrain(entry.handle) }
             } else {
                 advertisingSets[entry.handle]?.enabled = false
             }
@@ -389,13 +404,22 @@ extension VirtualController {
         if enable & 1 == 1 {
             if periodic.partialData != nil { return .commandDisallowed }
             advertisingSets[handle]?.periodic?.enabled = true
-            if set.enabled { advertisingSets[handle]?.periodic?.running = true }
+            if set.enabled { startTrain(handle) }
         } else {
             advertisingSets[handle]?.periodic?.enabled = false
             advertisingSets[handle]?.periodic?.running = false
         }
         air.append(.advertisingChanged)
         return .success
+    }
+
+    /// Set `handle`'s periodic train goes on air, if it is not already: a new train, with its
+    /// own serial.
+    private mutating func startTrain(_ handle: UInt8) {
+        guard advertisingSets[handle]?.periodic?.running == false else { return }
+        advertisingSets[handle]?.periodic?.running = true
+        advertisingSets[handle]?.periodic?.serial = nextTrainSerial
+        nextTrainSerial += 1
     }
 
     // MARK: What the medium sees
@@ -434,7 +458,9 @@ extension VirtualController {
                 properties: AdvertisingEventProperties(rawValue: p.rawValue & 0x0F), sid: set.sid,
                 primaryPHY: set.primaryPHY, secondaryPHY: set.secondaryPHY,
                 txPower: p.contains(.includeTxPower) ? set.txPower : nil,
-                periodicInterval: set.periodic?.running == true ? set.periodic?.interval ?? 0 : 0)
+                periodicInterval: set.periodic?.running == true ? set.periodic?.interval ?? 0 : 0,
+                periodicSerial: set.periodic?.running == true ? set.periodic?.serial ?? 0 : 0,
+                anonymous: p.contains(.anonymous))
         }
         return adv
     }
@@ -447,7 +473,7 @@ extension VirtualController {
         guard let set = advertisingSets[handle], let periodic = set.periodic, periodic.running,
               let address = ownAddress(of: set) else { return nil }
         return VirtualPeriodicTrain(address: address, sid: set.sid, phy: set.secondaryPHY, interval: periodic.interval,
-                                    data: periodic.data, txPower: periodic.includeTxPower ? set.txPower : nil)
+                                    data: periodic.data, txPower: periodic.includeTxPower ? set.txPower : nil, serial: periodic.serial)
     }
 
     /// The handles of the sets whose periodic trains run.

@@ -5,6 +5,8 @@ import BLEWire
 public struct PeriodicTrainKey: Hashable, Sendable {
     public var controller: Int
     public var handle: UInt8
+    /// `VirtualPeriodicTrain.serial`: a train started later on the same set is another one.
+    public var serial: UInt64
 }
 
 /// What LE Periodic Advertising Create Sync asked for (§7.8.67).
@@ -16,6 +18,13 @@ public struct PeriodicSyncRequest: Hashable, Sendable {
     public var sid: UInt8
     public var advertiser: DeviceAddress
     public var timeout: Duration
+    /// The train whose SyncInfo was heard: the sync is made at its next AUX_SYNC_IND.
+    public var found: PeriodicTrainKey?
+    /// The advertiser's address as the scan reported it (an identity when resolved).
+    public var advertiserAsSeen: DeviceAddress?
+    /// When the AUX_ADV_IND carrying the SyncInfo had been received: the train's events
+    /// from then on are the ones it points to.
+    public var foundAt: Duration?
 }
 
 /// One periodic sync of a scanner (§7.7.65.14).
@@ -85,9 +94,9 @@ extension VirtualController {
             let duplicates = try r.readU8()
             let duration = try r.readU16()
             let period = try r.readU16()
-            // §7.8.65: a period needs a duration shorter than it.
-            guard enable <= 1, duplicates <= 2,
-                  period == 0 || (duration != 0 && Int(duration) * 10 < Int(period) * 1280) else {
+            // §7.8.65: a period needs a duration shorter than it; a disable ignores the rest.
+            guard enable <= 1, enable == 0 || duplicates <= 2,
+                  enable == 0 || period == 0 || (duration != 0 && Int(duration) * 10 < Int(period) * 1280) else {
                 out.event(complete(op, status: .invalidHCICommandParameters))
                 break
             }
@@ -151,8 +160,8 @@ extension VirtualController {
             let address = BDAddress(littleEndian: try r.readBytes(6))
             let sid = try r.readU8()
             guard type <= 1, sid <= 0x0F else { out.event(complete(op, status: .invalidHCICommandParameters)); break }
-            // §7.8.70–§7.8.72: not while a Create Sync uses the list.
-            if pendingSync?.useList == true { out.event(complete(op, status: .commandDisallowed)); break }
+            // §7.8.70–§7.8.72: not while a Create Sync is pending.
+            if pendingSync != nil { out.event(complete(op, status: .commandDisallowed)); break }
             let entry = PeriodicAdvertiserListEntry(address: DeviceAddress(address, type: type == 0 ? .public : .random), sid: sid)
             if op == .leAddDeviceToPeriodicAdvertiserList {
                 if periodicAdvertiserList.contains(entry) { out.event(complete(op, status: .invalidHCICommandParameters)); break }
@@ -167,7 +176,7 @@ extension VirtualController {
             }
             out.event(complete(op))
         case .leClearPeriodicAdvertiserList:
-            if pendingSync?.useList == true { out.event(complete(op, status: .commandDisallowed)); break }
+            if pendingSync != nil { out.event(complete(op, status: .commandDisallowed)); break }
             periodicAdvertiserList = []
             out.event(complete(op))
         case .leReadPeriodicAdvertiserListSize:
@@ -252,9 +261,11 @@ extension VirtualController {
         guard scan.hears else { return [] }
         if let target = adv.directTarget, target != scannerAddress { return [] }
         if scanFilterPolicy & 0x01 != 0, !filterAcceptList.contains(adv.address.withPeerType) { return [] }
-        guard let heard = reported(adv.address)?.address else { return [] }
-        var packets: [HostBoundPacket] = []
         let ext = adv.extended
+        let anonymous = ext?.anonymous == true
+        // An anonymous advertiser is reported without an address (Address_Type 0xFF, §7.7.65.13).
+        guard let heard = anonymous ? DeviceAddress(.zero, type: .public) : reported(adv.address)?.address else { return [] }
+        var packets: [HostBoundPacket] = []
         func add(_ properties: AdvertisingEventProperties, _ data: [UInt8], scanResponse: Bool, truncatedAt: Int?) {
             if filterDuplicates {
                 let key = ExtendedReportKey(address: heard, sid: ext?.sid, scanResponse: scanResponse, data: data)
@@ -270,7 +281,7 @@ extension VirtualController {
                 var p = properties
                 p.dataStatus = i < pieces.count - 1 ? .incompleteMoreToCome : truncatedAt == nil ? .complete : .incompleteTruncated
                 let report = LEAdvertisingReport(
-                    properties: p, address: heard, primaryPHY: ext?.primaryPHY ?? .le1M, secondaryPHY: ext?.secondaryPHY,
+                    properties: p, address: heard, isAnonymous: anonymous, primaryPHY: ext?.primaryPHY ?? .le1M, secondaryPHY: ext?.secondaryPHY,
                     advertisingSID: ext?.sid, txPower: ext?.txPower ?? LEAdvertisingReport.unavailable, rssi: rssi,
                     periodicAdvertisingInterval: ext?.periodicInterval ?? 0,
                     directAddress: adv.directTarget == nil ? nil : scannerAddress, data: piece)
@@ -292,31 +303,42 @@ extension VirtualController {
         return packets
     }
 
-    /// The advertiser of a pending Create Sync sent SyncInfo for `train` (Vol 6 Part B
-    /// §4.4.2.12): the sync is established (LE Periodic Advertising Sync Established,
-    /// §7.7.65.14). Returns the new sync's handle and what the host hears, or nil when the
-    /// request does not match.
-    mutating func establishSync(to train: PeriodicTrainKey, _ adv: VirtualAdvertisement) -> (handle: UInt16, toHost: [HostBoundPacket])? {
+    /// A pending Create Sync heard the SyncInfo of `train` in `adv`'s AUX_ADV_IND (Vol 6 Part B
+    /// §4.4.2.12, from an extended scan on the set's primary PHY): the controller listens for
+    /// the train's next AUX_SYNC_IND (`establishPendingSync`).
+    mutating func heardSyncInfo(of train: PeriodicTrainKey, in adv: VirtualAdvertisement, receivedAt: Duration) {
         guard isScanning, extendedScanning, scanWindowOpen, extendedScan(hears: adv).hears, let request = pendingSync,
-              let ext = adv.extended, ext.periodicInterval > 0 else { return nil }
+              request.found == nil, let ext = adv.extended, ext.periodicInterval > 0, !ext.anonymous else { return }
         let advertiser = adv.address.withPeerType
         if request.useList {
-            guard periodicAdvertiserList.contains(PeriodicAdvertiserListEntry(address: advertiser, sid: ext.sid)) else { return nil }
+            guard periodicAdvertiserList.contains(PeriodicAdvertiserListEntry(address: advertiser, sid: ext.sid)) else { return }
         } else {
-            guard request.advertiser.withPeerType == advertiser, request.sid == ext.sid else { return nil }
+            guard request.advertiser.withPeerType == advertiser, request.sid == ext.sid else { return }
         }
-        guard !syncs.values.contains(where: { $0.train == train }) else { return nil }
+        guard !syncs.values.contains(where: { $0.train == train }) else { return }
+        let seen = reported(adv.address)?.address ?? adv.address
+        pendingSync?.found = train
+        pendingSync?.advertiserAsSeen = seen
+        pendingSync?.foundAt = receivedAt
+    }
+
+    /// The first AUX_SYNC_IND of the train a pending Create Sync found: the sync is made (LE
+    /// Periodic Advertising Sync Established, §7.7.65.14, before that event's reports).
+    /// Returns its handle and timeout, and what the host hears; nil when no Create Sync waits
+    /// for this train.
+    mutating func establishPendingSync(_ train: PeriodicTrainKey, _ t: VirtualPeriodicTrain,
+                                      at time: Duration) -> (sync: UInt16, timeout: Duration, toHost: [HostBoundPacket])? {
+        guard let request = pendingSync, request.found == train, time >= request.foundAt ?? time else { return nil }
         var handle = nextSyncHandle
         while syncs[handle] != nil { handle = handle >= 0x0EFF ? 0 : handle + 1 }
         nextSyncHandle = handle >= 0x0EFF ? 0 : handle + 1
         pendingSync = nil
-        syncs[handle] = PeriodicSyncState(train: train, advertiser: advertiser, sid: ext.sid, timeout: request.timeout,
+        syncs[handle] = PeriodicSyncState(train: train, advertiser: t.address.withPeerType, sid: t.sid, timeout: request.timeout,
                                           reports: !request.reportsDisabled)
-        guard leEventEnabled(bit: 13) else { return (handle, []) }
-        let seen = reported(adv.address)?.address ?? adv.address
-        return (handle, [.event(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
-            status: .success, syncHandle: handle, sid: ext.sid, advertiser: seen, phy: ext.secondaryPHY,
-            interval: ext.periodicInterval, clockAccuracy: 0))))])
+        guard leEventEnabled(bit: 13) else { return (handle, request.timeout, []) }
+        return (handle, request.timeout, [.event(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
+            status: .success, syncHandle: handle, sid: t.sid, advertiser: request.advertiserAsSeen ?? t.address, phy: t.phy,
+            interval: t.interval, clockAccuracy: 0))))])
     }
 
     /// The syncs following `train`.

@@ -72,6 +72,9 @@ public struct VirtualController: Sendable {
     public internal(set) var pendingSync: PeriodicSyncRequest?
     public internal(set) var syncs: [UInt16: PeriodicSyncState] = [:]
     var nextSyncHandle: UInt16 = 0
+    /// Numbers each periodic train this controller starts, kept over a reset, so a sync
+    /// follows one train and not a later one on the same set.
+    var nextTrainSerial: UInt64 = 1
     public internal(set) var periodicAdvertiserList: Set<PeriodicAdvertiserListEntry> = []
     /// LE Set Default Periodic Advertising Sync Transfer Parameters (§7.8.92): Mode and
     /// Sync_Timeout each new connection starts with.
@@ -452,8 +455,11 @@ public struct VirtualController: Sendable {
     /// HCI Reset (§7.3.2): back to standby with reset defaults; links are dropped silently.
     mutating func resetState() {
         let power = txPower
+        let serial = nextTrainSerial
         self = VirtualController(address: publicAddress, configuration: configuration)
         txPower = power
+        // Trains after the reset are new ones: no old sync may follow them.
+        nextTrainSerial = serial
     }
 
     /// The ranges of Vol 4 Part E §7.8.12 (and §7.8.18, §7.8.31): interval 0x0006–0x0C80

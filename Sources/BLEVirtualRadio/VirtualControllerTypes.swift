@@ -144,6 +144,11 @@ public struct ExtendedAdvertisingPDUs: Hashable, Sendable {
     public var txPower: Int8?
     /// The periodic train's interval (1.25 ms units) when AUX_ADV_IND carries SyncInfo, else 0.
     public var periodicInterval: UInt16
+    /// Which train the SyncInfo points to (`PeriodicAdvertisingState.serial`); 0 without one.
+    public var periodicSerial: UInt64 = 0
+    /// The PDUs carry no AdvA (Advertising_Event_Properties bit 5): scanners report the
+    /// advertiser as anonymous (§7.7.65.13).
+    public var anonymous = false
 }
 
 /// A periodic advertising train (Vol 6 Part B §4.4.2.12): AUX_SYNC_IND at a fixed interval on
@@ -156,6 +161,8 @@ public struct VirtualPeriodicTrain: Hashable, Sendable {
     public var interval: UInt16
     public var data: [UInt8]
     public var txPower: Int8?
+    /// `PeriodicAdvertisingState.serial`: tells this train from a later one on the same set.
+    public var serial: UInt64
 }
 
 /// What a Periodic Advertising Sync Transfer hands over (Vol 4 Part E §7.8.89, §7.8.90).

@@ -12,7 +12,8 @@ extension VirtualMedium {
         var id: ControllerID
         var handle: UInt8
         static func < (a: SetKey, b: SetKey) -> Bool { (a.id, a.handle) < (b.id, b.handle) }
-        var train: PeriodicTrainKey { PeriodicTrainKey(controller: id.rawValue, handle: handle) }
+        /// The key of this set's train numbered `serial`.
+        func train(_ serial: UInt64) -> PeriodicTrainKey { PeriodicTrainKey(controller: id.rawValue, handle: handle, serial: serial) }
     }
 
     /// One periodic sync of one scanner.
@@ -105,7 +106,7 @@ extension VirtualMedium {
     mutating func runExtended(due: Duration, now: Duration) -> [Delivery]? {
         if let first = pendingReceptions.first, first.due == due {
             pendingReceptions.removeFirst()
-            return first.deliveries.filter { nodes[$0.to.rawValue].onAir }
+            return first.deliveries.filter(stillWanted)
         }
         if let (key, time) = nextSetEvent.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }), time == due {
             return setEvent(key, at: time, now: now)
@@ -123,6 +124,19 @@ extension VirtualMedium {
             return nodes[id.rawValue].onAir ? toHost.map { Delivery(to: id, packet: $0) } : []
         }
         return nil
+    }
+
+    /// Whether a report that was on the air still reaches its host: not once the host has
+    /// stopped what it belonged to (its scan disabled, its sync terminated) or the controller
+    /// went off.
+    private func stillWanted(_ delivery: Delivery) -> Bool {
+        let node = nodes[delivery.to.rawValue]
+        guard node.onAir else { return false }
+        switch delivery.packet {
+        case .event(.le(.extendedAdvertisingReport)): return node.controller.isScanning && node.controller.extendedScanning
+        case let .event(.le(.periodicAdvertisingReport(report))): return node.controller.syncs[report.syncHandle] != nil
+        default: return true
+        }
     }
 
     /// Deliveries that arrive `after` from now, in order with the others in flight.
@@ -152,6 +166,14 @@ extension VirtualMedium {
         // A late driver skips missed events rather than bursting.
         let next = time + adv.interval
         nextSetEvent[key] = next > now ? next : now + adv.interval
+        // The set ends when its duration runs out or after its last allowed event, not at the
+        // next event after (§7.8.56).
+        if let set = nodes[key.id.rawValue].controller.advertisingSets[key.handle] {
+            if let duration = set.duration, let since = setSince[key], let scheduled = nextSetEvent[key], since + duration < scheduled {
+                nextSetEvent[key] = max(since + duration, time)
+            }
+            if set.maxEvents > 0, set.completedEvents >= Int(set.maxEvents) { nextSetEvent[key] = time }
+        }
         return advertisingEvent(from: key.id, adv, now: time)
     }
 
@@ -177,21 +199,23 @@ extension VirtualMedium {
     /// The extended header of `adv`'s AUX_ADV_IND: length and mode, flags, AdvA, TargetA when
     /// directed, ADI, TX power when included, SyncInfo with a periodic train (Vol 6 Part B §2.3.4).
     static func auxAdvertisingHeader(_ adv: VirtualAdvertisement) -> Int {
-        var header = 1 + 1 + 6 + 2
+        var header = 1 + 1 + 2
+        if adv.extended?.anonymous != true { header += 6 }
         if adv.directTarget != nil { header += 6 }
         if adv.extended?.txPower != nil { header += 1 }
         if (adv.extended?.periodicInterval ?? 0) > 0 { header += 18 }
         return header
     }
 
-    /// Scanners of `id`'s set with a pending Create Sync for its train establish their syncs
-    /// when they hear its SyncInfo.
-    mutating func establishSyncs(to adv: VirtualAdvertisement, from id: ControllerID, listener: ControllerID, at time: Duration) -> [Delivery] {
-        guard let handle = adv.setHandle, (adv.extended?.periodicInterval ?? 0) > 0 else { return [] }
-        guard let (sync, toHost) = nodes[listener.rawValue].controller.establishSync(to: SetKey(id: id, handle: handle).train, adv),
-              let state = nodes[listener.rawValue].controller.syncs[sync] else { return [] }
-        syncLossDeadlines[SyncKey(listener: listener, handle: sync)] = time + state.timeout
-        return toHost.map { Delivery(to: listener, packet: $0) }
+    /// A scanner with a pending Create Sync that hears the set's SyncInfo listens for the train
+    /// (`VirtualController.heardSyncInfo`); the sync is made at the train's next event.
+    mutating func heardSyncInfo(in adv: VirtualAdvertisement, from id: ControllerID, listener: ControllerID, at time: Duration) {
+        guard let handle = adv.setHandle, let ext = adv.extended, ext.periodicInterval > 0 else { return }
+        // The SyncInfo is in hand once the ADV_EXT_IND and AUX_ADV_IND have gone over the air.
+        let received = time + AirTime.extendedAdvertisingEvent(primary: ext.primaryPHY, secondary: ext.secondaryPHY,
+                                                               auxPayloads: [Self.auxAdvertisingHeader(adv)])
+        nodes[listener.rawValue].controller.heardSyncInfo(of: SetKey(id: id, handle: handle).train(ext.periodicSerial), in: adv,
+                                                          receivedAt: received)
     }
 
     /// One event of a periodic train: every sync following it in range gets its reports when
@@ -204,21 +228,28 @@ extension VirtualMedium {
         let interval = Self.interval(train.interval)
         let next = time + interval
         nextPeriodicEvent[key] = next > now ? next : now + interval
+        let trainKey = key.train(train.serial)
         // AUX_SYNC_IND's extended header: length and mode, flags, TX power when included.
         let header = 1 + 1 + (train.txPower == nil ? 0 : 1)
         let received = chainLoss[key.id].flatMap { AirTime.receivedBefore(lost: $0, dataCount: train.data.count, firstHeader: header) }
         let air = AirTime.auxChain(AirTime.auxPayloads(dataCount: train.data.count, firstHeader: header), phy: train.phy)
         for index in nodes.indices where index != key.id.rawValue && nodes[index].onAir {
             let listener = ControllerID(rawValue: index)
-            let syncs = nodes[index].controller.syncHandles(following: key.train)
-            guard !syncs.isEmpty, let rssi = rssi(from: key.id, to: listener, phy: train.phy) else { continue }
-            for sync in syncs {
+            let waiting = nodes[index].controller.pendingSync?.found == trainKey
+            guard waiting || !nodes[index].controller.syncHandles(following: trainKey).isEmpty,
+                  let rssi = rssi(from: key.id, to: listener, phy: train.phy) else { continue }
+            var heard: [HostBoundPacket] = []
+            if waiting, let (sync, timeout, toHost) = nodes[index].controller.establishPendingSync(trainKey, train, at: time) {
+                syncLossDeadlines[SyncKey(listener: listener, handle: sync)] = time + timeout
+                heard += toHost
+            }
+            for sync in nodes[index].controller.syncHandles(following: trainKey) {
                 if let state = nodes[index].controller.syncs[sync] {
                     syncLossDeadlines[SyncKey(listener: listener, handle: sync)] = time + state.timeout
                 }
             }
-            let reports = nodes[index].controller.hearPeriodic(key.train, train, rssi: rssi, received: received)
-            deliverLater(reports.map { Delivery(to: listener, packet: $0) }, at: time + air)
+            heard += nodes[index].controller.hearPeriodic(trainKey, train, rssi: rssi, received: received)
+            deliverLater(heard.map { Delivery(to: listener, packet: $0) }, at: time + air)
         }
         return []
     }
@@ -228,13 +259,16 @@ extension VirtualMedium {
     /// it like any other. Nothing crosses a link whose peer is out of range.
     mutating func transferSync(from end: LinkEnd, serviceData: UInt16, _ source: SyncTransferSource, now: Duration) -> [Delivery] {
         guard let (linkID, _) = link(of: end), let l = links[linkID], l.lossDeadline == nil, let peer = l.other(than: end) else { return [] }
-        let train: PeriodicTrainKey
+        var train: PeriodicTrainKey
         switch source {
         case let .sync(key): train = key
-        case let .ownSet(handle): train = SetKey(id: end.id, handle: handle).train
+        case let .ownSet(handle): train = SetKey(id: end.id, handle: handle).train(0)
         }
         guard nodes.indices.contains(train.controller), nodes[train.controller].onAir,
-              let t = nodes[train.controller].controller.periodicTrain(ofSet: train.handle),
+              let t = nodes[train.controller].controller.periodicTrain(ofSet: train.handle) else { return [] }
+        // Our own set's train is the one running now; a sync's must still be the one it follows.
+        if case .ownSet = source { train.serial = t.serial }
+        guard t.serial == train.serial,
               let (sync, timeout, toHost) = nodes[peer.id.rawValue].controller.syncTransferred(
                 connection: peer.handle, serviceData: serviceData, train: train, t) else { return [] }
         syncLossDeadlines[SyncKey(listener: peer.id, handle: sync)] = now + timeout

@@ -478,13 +478,20 @@ extension VirtualMedium {
             return deliver(to: end.id) { $0.dataLengthChanged(handle: end.handle, maxTxOctets: tx, maxRxOctets: back) }
                 + deliver(to: peer.id) { $0.dataLengthChanged(handle: peer.handle, maxTxOctets: back, maxRxOctets: tx) }
         case let .setPHY(handle, preference):
-            // PHY Update procedure (§5.1.10): LE 2M when both ends accept it both ways.
+            // PHY Update procedure (§5.1.10): LE 2M when both ends accept it both ways, else
+            // LE 1M, else LE Coded (a peer with no preference takes LE Coded when it has it).
             guard let (linkID, end, peer) = find(handle), let link = links[linkID] else { return [] }
-            let theirs = nodes[peer.id.rawValue].controller.defaultPHYs
+            var theirs = nodes[peer.id.rawValue].controller.defaultPHYs
+            if theirs == .any, nodes[peer.id.rawValue].controller.configuration.extendedAdvertising?.codedPHY == true {
+                theirs.tx.insert(.leCoded)
+                theirs.rx.insert(.leCoded)
+            }
             let both = preference.tx.intersection(theirs.rx).intersection(preference.rx).intersection(theirs.tx)
-            let phy: LEPHY = both.contains(.le2M) ? .le2M : both.contains(.le1M) ? .le1M : link.phy
+            let phy: LEPHY = both.contains(.le2M) ? .le2M : both.contains(.le1M) ? .le1M : both.contains(.leCoded) ? .leCoded : link.phy
             let changed = phy != link.phy
             links[linkID]?.phy = phy
+            // The new PHY's reach decides whether the link holds (LE Coded's is longer).
+            if changed { recheckLinks(of: end.id, now: now) }
             return deliver(to: end.id) { $0.phyUpdated(handle: end.handle, phy: phy) }
                 + (changed ? deliver(to: peer.id) { $0.phyUpdated(handle: peer.handle, phy: phy) } : [])
         case let .startEncryption(handle, rand, ediv, key):

@@ -9,12 +9,12 @@ extension VirtualMedium {
         var r = ByteReader(command.parameters)
         let handle = ((try? r.readU16()) ?? 0x0FFF) & 0x0FFF
         let mine = LinkEnd(id: id, handle: handle)
-        let peer = links.values.first { $0.central == mine || $0.peripheral == mine }
-            .map { $0.central == mine ? $0.peripheral.id : $0.central.id }
+        let link = links.values.first { $0.central == mine || $0.peripheral == mine }
+        let peer = link.map { $0.central == mine ? $0.peripheral.id : $0.central.id }
         let controller = nodes[id.rawValue].controller
         var out = ControllerOutput()
         if let peer {
-            let rssi = rssi(from: peer, to: id) ?? 127
+            let rssi = rssi(from: peer, to: id, phy: link?.phy ?? .le1M) ?? 127
             out.event(controller.complete(.readRSSI, handle: handle, [UInt8(bitPattern: rssi)]))
         } else {
             out.event(controller.complete(.readRSSI, handle: handle, status: .unknownConnectionIdentifier))

@@ -373,7 +373,7 @@ public struct VirtualMedium: Sendable {
             guard let rssi = rssi(from: id, to: listener, phy: reach) else { continue }
             if adv.extended != nil {
                 extendedHearing(of: adv, from: id, by: listener, rssi: rssi, at: now)
-                deliveries += establishSyncs(to: adv, from: id, listener: listener, at: now)
+                heardSyncInfo(in: adv, from: id, listener: listener, at: now)
                 continue
             }
             var heard = nodes[index].controller.hear(adv, rssi: rssi)
@@ -392,7 +392,9 @@ public struct VirtualMedium: Sendable {
         let phy = adv.extended?.secondaryPHY ?? .le1M
         let p = request.parametersByPHY[phy] ?? VirtualController.ConnectionParameters(
             interval: request.interval, latency: request.latency, supervisionTimeout: request.supervisionTimeout)
-        let csa2 = adv.extended != nil || (request.extended && nodes[id.rawValue].controller.configuration.extendedAdvertising != nil)
+        // Two Bluetooth 5 controllers agree on #2 through the ChSel bits (Vol 6 Part B §2.3.3.1).
+        let csa2 = adv.extended != nil || (nodes[central.rawValue].controller.configuration.extendedAdvertising != nil
+                                           && nodes[id.rawValue].controller.configuration.extendedAdvertising != nil)
         let c = nodes[central.rawValue].controller.connected(role: .central, peer: adv.address, interval: p.interval,
                                                              latency: p.latency, supervisionTimeout: p.supervisionTimeout,
                                                              phy: phy, channelSelection2: csa2)

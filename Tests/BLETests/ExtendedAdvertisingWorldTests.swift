@@ -11,6 +11,10 @@ import XCTest
 /// AUX_CHAIN_IND, periodic trains and their syncs, set durations, and the fallbacks a host takes
 /// on a controller without extended advertising, with one set or with a 251-octet maximum.
 final class ExtendedAdvertisingWorldTests: XCTestCase {
+    /// Virtual time each world may run: a wait that never ends fails with `limitReached`
+    /// instead of spinning through a day of advertising events.
+    static let limit = Duration.seconds(120)
+
     /// A Bluetooth 4 controller: the legacy advertising commands only.
     static var bluetooth4: VirtualControllerConfiguration {
         var c = VirtualControllerConfiguration()
@@ -46,7 +50,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     static func staticRandom(_ low: UInt64) -> BDAddress { BDAddress(rawValue: 0xC0_00_00_00_00_00 | low) }
 
     func testLongDataOnTheCodedPHYReachesAnExtendedScanWhole() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager(controller: Self.extended())
             let data = Self.longData(2)
             _ = try await manager.startAdvertisingSet(data, parameters: AdvertisingSetParameters(
@@ -68,7 +72,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// At 1 km with 0 dBm the signal is −100 dBm: under LE 1M's −95 dBm sensitivity, over LE
     /// Coded's −103 dBm.
     func testTheCodedPHYReachesFartherThanLE1M() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, _) = try await world.addPeripheralManager(controller: Self.extended())
             let near = Self.staticRandom(0x01), far = Self.staticRandom(0x02)
             _ = try await manager.startAdvertisingSet(Self.longData(1), parameters: AdvertisingSetParameters(
@@ -86,7 +90,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testTwoSetsWithTheirOwnAddressesAreTwoDevicesAndALegacyScanHearsOnlyLegacyPDUs() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, _) = try await world.addPeripheralManager(controller: Self.extended())
             let a = Self.staticRandom(0x0A), b = Self.staticRandom(0x0B)
             _ = try await manager.startAdvertisingSet(Self.longData(2), parameters: AdvertisingSetParameters(sid: 3, address: .random(a)))
@@ -111,7 +115,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
 
     /// 600 octets: AUX_ADV_IND carries 242, the AUX_CHAIN_IND lost would have carried 248.
     func testAFragmentedReportWhoseMiddleFragmentIsLostIsReportedTruncated() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager(controller: Self.extended())
             await world.radio.loseAuxiliaryPDU(peripheral.id, index: 1)
             let data = Self.longData(3)
@@ -133,7 +137,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testACentralConnectsToAConnectableSetOnTheCodedPHYAtLongRange() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager(controller: Self.extended())
             let ended = Task(executorPreference: world.clock.taskExecutor) { () -> AdvertisingSetTermination? in
                 for await event in await manager.events { if case let .advertisingSetTerminated(t) = event { return t } }
@@ -161,7 +165,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// `startAdvertising`, on a host driving the extended commands, runs legacy PDUs on set 0;
     /// an extended initiator connects to it with LE Extended Create Connection.
     func testTheLegacyAdvertisingAPIOnExtendedControllersConnects() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager(controller: Self.extended())
             try await manager.startAdvertising(AdvertisingData.Builder().localName("set0").build())
             let (central, _) = try await world.addCentral(controller: Self.extended())
@@ -176,7 +180,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testASetWithADurationEndsWithAdvertisingTimeout() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, _) = try await world.addPeripheralManager(controller: Self.extended())
             let ended = Task(executorPreference: world.clock.taskExecutor) { () -> (AdvertisingSetTermination?, Duration) in
                 for await event in await manager.events { if case let .advertisingSetTerminated(t) = event { return (t, world.clock.now()) } }
@@ -193,7 +197,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testAPeriodicTrainIsFollowedWholeAndItsSyncIsLostOutOfRange() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager(controller: Self.extended())
             let train = Self.longData(2, seed: 3)
             let set = try await manager.startAdvertisingSet(AdvertisingData.Builder().localName("train").build(),
@@ -223,7 +227,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// code and handed the controller a corrupt configuration: the radio's and the world's
     /// defaults are nil now, the configuration made inside).
     func testADeviceAddedWithTheDefaultConfigurationHasIt() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let device = await world.radio.addDevice()
             let configuration = await world.radio.controller(device.id)?.configuration
             XCTAssertEqual(configuration, VirtualControllerConfiguration())
@@ -236,7 +240,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testFallbacksWithoutExtendedAdvertisingWithOneSetAndWithA251OctetMaximum() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             // No Bluetooth 5 advertising: no sets, no coded scan.
             let (legacy, _) = try await world.addPeripheralManager(controller: Self.bluetooth4)
             let legacyCapacity = await legacy.advertisingSetCapacity
@@ -284,7 +288,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// PAST from the central's side: a central synced to a train hands its sync to a peripheral
     /// it is connected to, which follows the train without scanning.
     func testACentralTransfersItsSyncToAPeripheral() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (advertiser, advertiserDevice) = try await world.addPeripheralManager()
             let train = Self.longData(1, seed: 5)
             let set = try await advertiser.startAdvertisingSet(AdvertisingData.Builder().localName("train").build(),
@@ -315,7 +319,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// PAST from the advertiser's side: a peripheral hands a connected central the train of its
     /// own set (Set Info Transfer).
     func testAPeripheralTransfersItsOwnTrainToACentral() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager()
             let connected = Task(executorPreference: world.clock.taskExecutor) { () -> ConnectedCentral? in
                 for await event in await manager.events { if case let .connected(c) = event { return c } }
@@ -349,7 +353,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     /// A duty-cycled scan (§7.8.65): the controller listens 200 ms every 1.28 s, so of an
     /// advertiser's events every 100 ms only those in the first 200 ms of each period arrive.
     func testAScanCycleListensOnlyAtTheStartOfEachPeriod() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (manager, peripheral) = try await world.addPeripheralManager()
             try await manager.startAdvertising(AdvertisingData.Builder().localName("beacon").build())
             let (central, _) = try await world.addCentral()
@@ -375,7 +379,7 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
     }
 
     func testAScanCycleNeedsTheExtendedCommandsAndOneCycleAtATime() async throws {
-        try await VirtualWorld.run { world in
+        try await VirtualWorld.run(limit: Self.limit) { world in
             let (old, _) = try await world.addCentral(controller: Self.bluetooth4)
             do {
                 for try await _ in old.scan(timeout: .seconds(1), cycle: ScanCycle(duration: .milliseconds(100), period: .milliseconds(1280))) {}
@@ -396,6 +400,36 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             } catch BLEError.invalidArgument {}
             try await long.value
             await old.close()
+            await central.close()
+        }
+    }
+
+    /// A link made on LE Coded at 1 km holds there, and is lost when a PHY update takes it to
+    /// LE 2M, whose reach is shorter; Read RSSI measures it on its PHY.
+    func testALongRangeLinkIsLostWhenItLeavesTheCodedPHY() async throws {
+        try await VirtualWorld.run(limit: Self.limit) { world in
+            let (manager, peripheral) = try await world.addPeripheralManager()
+            _ = try await manager.startAdvertisingSet(AdvertisingData.Builder().localName("far").build(), parameters: AdvertisingSetParameters(
+                kind: .connectable, primaryPHY: .leCoded, secondaryPHY: .leCoded))
+            let (central, _) = try await world.addCentral(at: VirtualMedium.Position(x: 1000, y: 0))
+            let p = try await central.connect(DeviceAddress(peripheral.address, type: .public), timeout: .seconds(5), phys: .leCoded)
+            let rssi = try await p.readRSSI()
+            XCTAssertEqual(rssi, -100)
+            try await p.setPHY(.le2M)
+            // Bounded: a link that held would keep the states coming; 20 s of virtual time end the wait.
+            let states = Task(executorPreference: world.clock.taskExecutor) { () -> ConnectionState? in
+                var last: ConnectionState?
+                for await state in p.stateUpdates { last = state }
+                return last
+            }
+            let watchdog = Task(executorPreference: world.clock.taskExecutor) {
+                try await world.clock.sleep(for: .seconds(20))
+                states.cancel()
+            }
+            let last = await states.value
+            watchdog.cancel()
+            XCTAssertEqual(last, .disconnected(reason: .connectionTimeout))
+            await manager.close()
             await central.close()
         }
     }

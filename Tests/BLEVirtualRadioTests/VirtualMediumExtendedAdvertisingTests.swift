@@ -111,9 +111,11 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
     func testTheCodedPHYTakesEightMicrosecondsABit() {
         XCTAssertEqual(AirTime.packet(payload: 11, phy: .leCoded) - AirTime.packet(payload: 10, phy: .leCoded), .microseconds(64))
         XCTAssertEqual(AirTime.packet(payload: 11, phy: .le1M) - AirTime.packet(payload: 10, phy: .le1M), .microseconds(8))
-        // ADV_EXT_IND (7 octets): 80 µs preamble, 376 µs access address, CI and TERM1,
+        // ADV_EXT_IND (7 octets): 376 µs of preamble, access address, CI and TERM1,
         // (2 + 7 + 3) × 64 µs, 24 µs TERM2.
-        XCTAssertEqual(AirTime.packet(payload: AirTime.advExtIndPayload, phy: .leCoded), .microseconds(80 + 376 + 12 * 64 + 24))
+        XCTAssertEqual(AirTime.packet(payload: AirTime.advExtIndPayload, phy: .leCoded), .microseconds(376 + 12 * 64 + 24))
+        // The longest encrypted data PDU on LE Coded takes 17,040 µs (Vol 6 Part B §4.5.10).
+        XCTAssertEqual(AirTime.packet(payload: 251, phy: .leCoded, encrypted: true), .microseconds(17_040))
     }
 
     /// A connectable set's data must fit one AUX_ADV_IND: 255 − (1 + 1 + AdvA 6 + ADI 2) = 245.
@@ -256,5 +258,149 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
             XCTAssertLessThan(into, 201_000, "heard \(t), outside the first 200 ms of its period")
         }
         XCTAssertEqual(medium.controller(scanner)?.isScanning, true)
+    }
+
+    // MARK: The second review's findings
+
+    func createSync(sid: UInt8 = 3, timeout: UInt16 = 100) {
+        XCTAssertEqual(run(.lePeriodicAdvertisingCreateSync(sid: sid, advertiser: DeviceAddress(advertiserAddress, type: .public), syncTimeout: timeout),
+                           on: scanner), .success)
+    }
+
+    func lostTimes(_ seen: [(Duration, LEMetaEvent)]) -> [Duration] {
+        seen.compactMap { (t, e) in if case .periodicAdvertisingSyncLost = e { return t } else { return nil } }
+    }
+
+    /// A sync follows one train: after the advertiser resets and starts another train on a set
+    /// with the same handle, the old sync is lost at its timeout and gets none of the new data.
+    func testASyncIsLostWhenItsTrainIsReplacedByAnotherOnTheSameSet() throws {
+        try startSet(data: [2, 1, 6], periodic: [1, 2, 3])
+        createSync()
+        scan()
+        let first = events(for: scanner, until: .milliseconds(300))
+        XCTAssertTrue(first.contains { if case .periodicAdvertisingSyncEstablished = $0.1 { return true } else { return false } })
+        XCTAssertEqual(run(.reset, on: advertiser, at: .milliseconds(300)), .success)
+        _ = medium.receive(.setEventMask(EventMask.default), from: advertiser, now: .milliseconds(300))
+        _ = medium.receive(.leSetEventMask(LEEventMask(rawValue: 0x000F_FFFF_FFFF)), from: advertiser, now: .milliseconds(300))
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [], sid: 7)),
+                           on: advertiser, at: .milliseconds(300)), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: 1, intervalMin: 80, intervalMax: 80), on: advertiser, at: .milliseconds(300)), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [9, 9])),
+                           on: advertiser, at: .milliseconds(300)), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: 1), on: advertiser, at: .milliseconds(300)), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser,
+                           at: .milliseconds(300)), .success)
+        let later = events(for: scanner, until: .seconds(2))
+        XCTAssertEqual(lostTimes(later).count, 1, "the old sync is lost")
+        XCTAssertFalse(later.contains { if case let .periodicAdvertisingReport(r) = $0.1 { return r.data == [9, 9] } else { return false } })
+    }
+
+    /// Sync Established follows the first AUX_SYNC_IND, after the extended report that carried
+    /// the SyncInfo (§7.7.65.14).
+    func testASyncIsEstablishedAtTheTrainsFirstEventAfterItsSyncInfo() throws {
+        try startSet(data: [2, 1, 6], periodic: [1, 2, 3])
+        createSync()
+        scan()
+        let seen = events(for: scanner, until: .milliseconds(300))
+        let report = try XCTUnwrap(seen.firstIndex { if case .extendedAdvertisingReport = $0.1 { return true } else { return false } })
+        let established = try XCTUnwrap(seen.firstIndex { if case .periodicAdvertisingSyncEstablished = $0.1 { return true } else { return false } })
+        XCTAssertLessThan(report, established)
+        XCTAssertGreaterThan(seen[established].0, seen[report].0)
+    }
+
+    /// After LE Periodic Advertising Terminate Sync, no report of that sync still on the air
+    /// reaches the host.
+    func testNoReportOfATerminatedSyncArrivesAfterTheTerminate() throws {
+        try startSet(data: [2, 1, 6], periodic: [UInt8](repeating: 4, count: 600))
+        createSync()
+        scan()
+        var seen = events(for: scanner, until: .milliseconds(300), step: .microseconds(100))
+        let sync = try XCTUnwrap(seen.compactMap { (_, e) -> UInt16? in
+            if case let .periodicAdvertisingSyncEstablished(s) = e { return s.syncHandle } else { return nil }
+        }.first)
+        // Trains every 100 ms: the one at 400 ms is on the air for about 6 ms.
+        _ = events(for: scanner, until: .milliseconds(401))
+        XCTAssertEqual(run(.lePeriodicAdvertisingTerminateSync(syncHandle: sync), on: scanner, at: .milliseconds(401)), .success)
+        seen = events(for: scanner, until: .milliseconds(450))
+        XCTAssertFalse(seen.contains { if case let .periodicAdvertisingReport(r) = $0.1 { return r.syncHandle == sync } else { return false } })
+    }
+
+    func testHighDutyCycleDirectedAdvertisingMustSayHowLongUpTo1280Milliseconds() {
+        let directed = ExtendedAdvertisingParameters(handle: 1, properties: AdvertisingEventProperties(rawValue: 0x1D),
+                                                     peer: DeviceAddress(BDAddress(rawValue: 0xBB), type: .public))
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(directed), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser),
+                       .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1, duration: 129)]), on: advertiser),
+                       .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1, duration: 128)]), on: advertiser),
+                       .success)
+    }
+
+    func testAnAnonymousSetIsReportedWithoutItsAddress() throws {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .anonymous)), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [2, 1, 6])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser), .success)
+        scan()
+        let report = try XCTUnwrap(events(for: scanner, until: .milliseconds(10)).compactMap { (_, e) -> LEAdvertisingReport? in
+            if case let .extendedAdvertisingReport(r) = e { return r.first } else { return nil }
+        }.first)
+        XCTAssertTrue(report.isAnonymous)
+        XCTAssertEqual(report.address.address, .zero)
+    }
+
+    /// A set's duration ends it when it runs out, not at its next event; so does its last
+    /// allowed event (§7.8.56).
+    func testDurationAndEventLimitsEndASetWhenTheyRunOut() throws {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [], intervalMin: 1600, intervalMax: 1600)),
+                           on: advertiser), .success) // 1 s
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1, duration: 10)]), on: advertiser), .success)
+        let ended = events(for: advertiser, until: .seconds(3)).compactMap { (t, e) -> Duration? in
+            if case .advertisingSetTerminated = e { return t } else { return nil }
+        }
+        XCTAssertEqual(ended, [.milliseconds(100)])
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1, maxEvents: 1)]),
+                           on: advertiser, at: .seconds(3)), .success)
+        var now = Duration.seconds(3)
+        var limit: [Duration] = []
+        while now <= .seconds(6), limit.isEmpty {
+            for d in medium.advance(to: now) where d.to == advertiser {
+                if case .event(.le(.advertisingSetTerminated)) = d.packet { limit.append(now) }
+            }
+            now += .milliseconds(1)
+        }
+        XCTAssertEqual(limit, [.seconds(3)], "ended with its one event, not a second later")
+    }
+
+    func testSmallerRulesOfTheAdvertisingAndSyncCommands() {
+        // The Periodic Advertiser List cannot change while any Create Sync is pending (§7.8.70).
+        createSync()
+        XCTAssertEqual(run(.leAddDeviceToPeriodicAdvertiserList(DeviceAddress(advertiserAddress, type: .public), sid: 1), on: scanner), .commandDisallowed)
+        XCTAssertEqual(run(.leClearPeriodicAdvertiserList, on: scanner), .commandDisallowed)
+        // A disable ignores Filter_Duplicates, Duration and Period (§7.8.65).
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: false, filterDuplicates: 9, duration: 500, period: 1), on: scanner), .success)
+        // A periodic set stays non-connectable; a set with data cannot become scannable (§7.8.53).
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: 1, intervalMin: 80, intervalMax: 80), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .connectable)), on: advertiser),
+                       .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 2, properties: [])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingData(handle: 2, AdvertisingDataFragment(operation: .complete, bytes: [2, 1, 6])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 2, properties: .scannable)), on: advertiser),
+                       .invalidHCICommandParameters)
+    }
+
+    /// Two Bluetooth 5 controllers connecting with the legacy commands agree on Channel
+    /// Selection Algorithm #2 through the ChSel bits (Vol 6 Part B §2.3.3.1).
+    func testLegacyCommandsBetweenTwoBluetooth5ControllersUseChannelSelectionAlgorithm2() {
+        XCTAssertEqual(run(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetAdvertisingEnable(enable: true), on: advertiser), .success)
+        XCTAssertEqual(run(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(advertiserAddress, type: .public),
+                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
+                           on: scanner), .success)
+        let algorithms = medium.advance(to: .zero).compactMap { d -> UInt8? in
+            if case let .event(.le(.channelSelectionAlgorithm(_, algorithm))) = d.packet { return algorithm } else { return nil }
+        }
+        XCTAssertEqual(algorithms, [1, 1])
     }
 }
