@@ -80,4 +80,21 @@ final class ExtendedReportAssemblerTests: XCTestCase {
         XCTAssertTrue(assembler.isEmpty)
         XCTAssertEqual(assembler.receive(a, status: .complete, data: [2]), .init(data: [2], truncated: false))
     }
+
+    /// Chains whose beginnings were dropped to make room are skipped to their end, for as many
+    /// as `maximumSkipped` at once: 24 dropped chains' tails are none of them passed off as
+    /// whole advertisements.
+    func testTheTailsOfManyDroppedChainsAreSkipped() {
+        var assembler = Assembler()
+        let keys = (0..<(Assembler.maximumPending + 24)).map {
+            ExtendedAdvertisementKey(address: DeviceAddress(BDAddress(rawValue: 0xC0_00_00_00_10_00 + UInt64($0)), type: .random), sid: 1, scanResponse: false)
+        }
+        for key in keys { XCTAssertNil(assembler.receive(key, status: .incompleteMoreToCome, data: [1])) }
+        XCTAssertEqual(assembler.dropped, 24)
+        for key in keys.prefix(24) { XCTAssertNil(assembler.receive(key, status: .complete, data: [2]), "a tail passed as whole") }
+        for key in keys.suffix(Assembler.maximumPending) {
+            XCTAssertEqual(assembler.receive(key, status: .complete, data: [2]), .init(data: [1, 2], truncated: false))
+        }
+        XCTAssertTrue(assembler.isEmpty)
+    }
 }

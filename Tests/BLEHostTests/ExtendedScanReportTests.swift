@@ -135,4 +135,32 @@ final class ExtendedScanReportTests: XCTestCase {
     func testAScannedDeviceStaysWithin128Bytes() {
         XCTAssertLessThanOrEqual(MemoryLayout<ScannedDevice>.size, 128)
     }
+
+    /// A change of the extended fields alone (the set starting periodic advertising, with the
+    /// same data) is a new advertisement for a scan that filters duplicates.
+    func testAChangeOfTheExtendedFieldsAloneIsDeliveredAgain() throws {
+        for inPlace in [false, true] {
+            var scanner = BLEHost.Scanner()
+            _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+            var without = report(.complete, data)
+            without.periodicAdvertisingInterval = 0
+            let devices = delivered([without, without, report(.complete, data)], inPlace: inPlace, scanner: &scanner)
+            XCTAssertEqual(devices.map { $0.extended?.periodicAdvertisingInterval }, [nil, 0x0320])
+        }
+    }
+
+    /// The values a report uses for "none" (SID 0xFF, TX power 127, secondary PHY 0, interval
+    /// 0) mean none when given to `ExtendedAdvertisingInfo` too, and read back so.
+    func testTheReportsNoneValuesMeanNoneInExtendedAdvertisingInfo() {
+        let info = ExtendedAdvertisingInfo(advertisingSID: 0xFF, primaryPHY: .le1M, secondaryPHY: LEPHY(rawValue: 0),
+                                           txPower: LEAdvertisingReport.unavailable, periodicAdvertisingInterval: 0)
+        XCTAssertNil(info.advertisingSID)
+        XCTAssertNil(info.secondaryPHY)
+        XCTAssertNil(info.txPower)
+        XCTAssertNil(info.periodicAdvertisingInterval)
+        var device = ScannedDevice(address: address, advertisement: AdvertisingData(), rssi: nil, isConnectable: false,
+                                   lastSeen: .zero, firstSeen: .zero, hasScanResponse: false)
+        device.extended = info
+        XCTAssertEqual(device.extended, info)
+    }
 }

@@ -21,14 +21,16 @@ public struct ExtendedAdvertisingInfo: Sendable, Hashable {
     /// The advertiser sent no address (an anonymous advertisement, Vol 6 Part B §2.3.4.9).
     public var isAnonymous: Bool
 
-    /// The fields as a report gives them (tests and code that show devices build these).
+    /// The fields as a report gives them (tests and code that show devices build these). The
+    /// values a report uses for "none" mean none here too: a SID beyond 0x0F (0xFF), TX power
+    /// 127, secondary PHY 0, periodic interval 0 (§7.7.65.13).
     public init(advertisingSID: UInt8?, primaryPHY: LEPHY, secondaryPHY: LEPHY? = nil, txPower: Int8? = nil,
                 periodicAdvertisingInterval: UInt16? = nil, isAnonymous: Bool = false) {
-        self.advertisingSID = advertisingSID
+        self.advertisingSID = advertisingSID.flatMap { $0 <= 0x0F ? $0 : nil }
         self.primaryPHY = primaryPHY
-        self.secondaryPHY = secondaryPHY
-        self.txPower = txPower
-        self.periodicAdvertisingInterval = periodicAdvertisingInterval
+        self.secondaryPHY = secondaryPHY.flatMap { $0.rawValue == 0 ? nil : $0 }
+        self.txPower = txPower.flatMap { $0 == LEAdvertisingReport.unavailable ? nil : $0 }
+        self.periodicAdvertisingInterval = periodicAdvertisingInterval.flatMap { $0 == 0 ? nil : $0 }
         self.isAnonymous = isAnonymous
     }
 

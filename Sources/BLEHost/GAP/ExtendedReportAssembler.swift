@@ -28,14 +28,18 @@ public struct ExtendedReportAssembler<Key: Hashable & Sendable>: Sendable {
     public static var maximumDataLength: Int { 1650 }
     /// Advertisements assembled at once.
     public static var maximumPending: Int { 8 }
+    /// Dropped chains whose tails are skipped at once. Beyond it the oldest is forgotten, and
+    /// its tail, if it still comes, passes as a whole advertisement: HCI gives no way to tell
+    /// a tail from a one-report advertisement (the Advertising DID is not reported).
+    public static var maximumSkipped: Int { 32 }
 
     /// Oldest first; at most `maximumPending`, so a linear search is the cheap one.
     private var pending: [Pending] = []
     /// Partial advertisements dropped to make room for newer ones.
     public private(set) var dropped = 0
     /// Keys whose partial advertisement was dropped: the rest of that chain is skipped (its
-    /// tail handed on as a whole advertisement would be wrong), up to its last report. Bounded
-    /// like `pending`.
+    /// tail handed on as a whole advertisement would be wrong), up to its last report. At most
+    /// `maximumSkipped`.
     private var skipped: [Key] = []
 
     public init() {}
@@ -100,7 +104,7 @@ public struct ExtendedReportAssembler<Key: Hashable & Sendable>: Sendable {
         if pending.count >= Self.maximumPending {
             let oldest = pending.removeFirst()
             dropped += 1
-            if skipped.count >= Self.maximumPending { skipped.removeFirst() }
+            if skipped.count >= Self.maximumSkipped { skipped.removeFirst() }
             skipped.append(oldest.key)
         }
         pending.append(Pending(key: key, data: []))

@@ -245,6 +245,8 @@ public struct ScanAggregator: Sendable {
         var scanResponseOverdue = false
         /// The advertisement last reported (valid when `hasReported`).
         var reported = AdvertisingData()
+        /// The extended fields last reported (`ScannedDevice.extendedPacked`), valid with `reported`.
+        var reportedExtended: UInt64 = 0
         var hasReported = false
         /// Whether `reported` is known to equal `device.advertisement` (set when reporting, or
         /// after a comparison; cleared when the advertisement is merged anew).
@@ -517,7 +519,11 @@ public struct ScanAggregator: Sendable {
         }
         if !scanResponse {
             entry.advertisingTruncated = report.truncated
-            entry.device.extendedPacked = report.extended | entry.device.extendedPacked & ScannedDevice.truncatedBit
+            let packed = report.extended | entry.device.extendedPacked & ScannedDevice.truncatedBit
+            // Extended fields that changed alone (periodic advertising started, say) make the
+            // device new again to a scan that filters duplicates.
+            if packed != entry.device.extendedPacked { entry.reportedIsCurrent = false }
+            entry.device.extendedPacked = packed
         }
         if scanResponse, !entry.scanResponseParsed { changed = true }
         if changed {
@@ -553,11 +559,13 @@ public struct ScanAggregator: Sendable {
         // filter says: looked at first, so a repeat costs no filtering.
         if !filter.allowDuplicates && entry.reportedIsCurrent { return }
         guard entry.hasDevice, filter.matches(entry.device) else { return }
-        if !filter.allowDuplicates, entry.hasReported, entry.reported == entry.device.advertisement {
+        if !filter.allowDuplicates, entry.hasReported, entry.reportedExtended == entry.device.extendedPacked,
+           entry.reported == entry.device.advertisement {
             entry.reportedIsCurrent = true
             return
         }
         entry.reported = entry.device.advertisement
+        entry.reportedExtended = entry.device.extendedPacked
         entry.hasReported = true
         entry.reportedIsCurrent = true
         out.append(entry.device)
