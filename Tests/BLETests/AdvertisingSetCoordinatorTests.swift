@@ -87,7 +87,10 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             try await advertisingSets.update(handle, kind, bytes, self)
         }
         func stop(_ handle: UInt8) async throws { try await advertisingSets.stop(handle, self) }
-        func connect(handle: UInt16) { links[handle] = .testPeripheralLink(handle: handle) }
+        func connect(handle: UInt16) {
+            links[handle] = .testPeripheralLink(handle: handle)
+            advertisingSets.linkOpened(handle: handle, self)
+        }
         func terminated(_ event: LEAdvertisingSetTerminated) -> Bool { advertisingSets.terminated(event, self) }
         func linkEnded(_ handle: UInt16) { advertisingSets.linkEnded(handle: handle, self) }
         func pause() async throws { try await advertisingSets.pause(self) }
@@ -322,6 +325,26 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         XCTAssertEqual(enabled, true)
         let zero = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x42, completedEvents: 1))
         XCTAssertFalse(zero, "set 0 is not one of the application's sets")
+    }
+
+    /// Some controllers send LE Advertising Set Terminated before the connection's LE
+    /// Connection Complete: the termination waits for the link and is then the set's, as when
+    /// it comes after.
+    func testASetTerminatedBeforeItsConnectionCompleteIsTheConnections() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, continueWhileConnected: true))
+        let ours = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 1, connectionHandle: 0x40, completedEvents: 5))
+        XCTAssertTrue(ours)
+        var reports = await d.reports
+        XCTAssertFalse(reports.contains { if case .advertisingSetTerminated = $0 { return true } else { return false } },
+                       "nothing is said before the link is known")
+        await d.connect(handle: 0x40)
+        reports = await d.reports
+        guard case let .advertisingSetTerminated(t)? = reports.last, case let .connected(central) = t.reason else {
+            return XCTFail("\(reports)")
+        }
+        XCTAssertEqual(central.id, 0x40)
+        XCTAssertTrue(t.restarting)
     }
 
     /// A duration or event limit ends a set for good: no restart after a link ends.

@@ -34,6 +34,10 @@ final class AdvertisingSetCoordinator {
     private(set) var records: [UInt8: AdvertisingSetRecord] = [:]
     /// The set each peripheral-role link was made from, to restart it when the link ends.
     private var linkSets: [UInt16: UInt8] = [:]
+    /// Set Terminated events for a connection not reported yet, by its handle (`terminated`).
+    private var earlyTerminations: [UInt16: LEAdvertisingSetTerminated] = [:]
+    /// At most this many wait: a controller that never reports their links leaves no more.
+    static let earlyTerminationLimit = 8
     /// Sets turned off by `pause` (or kept off during one), turned on again by `resume`.
     private var paused: [UInt8] = []
     /// Pauses under way: while any is, nothing turns a set on (it joins `paused` instead).
@@ -193,6 +197,12 @@ final class AdvertisingSetCoordinator {
         guard var record = records[event.advertisingHandle] else { return false }
         // For an earlier set with this handle: the one starting has not been enabled yet.
         guard !record.starting else { return true }
+        // A connection not reported yet (some controllers send this before LE Connection
+        // Complete, though §7.7.65.18 has it after): it waits for the link (`linkOpened`).
+        if event.status.isSuccess, host.link(event.connectionHandle) == nil {
+            if earlyTerminations.count < Self.earlyTerminationLimit { earlyTerminations[event.connectionHandle] = event }
+            return true
+        }
         record.enabled = false
         record.enabling = false
         record.generation &+= 1
@@ -215,6 +225,13 @@ final class AdvertisingSetCoordinator {
             set: event.advertisingHandle, reason: reason, completedEvents: Int(event.completedEvents), restarting: restart)))
         if restart { scheduleRestart(event.advertisingHandle, host) }
         return true
+    }
+
+    /// A peripheral-role link is up: a Set Terminated that named it before it was reported is
+    /// taken now.
+    func linkOpened(handle: UInt16, _ host: isolated some AdvertisingSetDriver) {
+        guard let event = earlyTerminations.removeValue(forKey: handle) else { return }
+        _ = terminated(event, host)
     }
 
     /// A peripheral-role link ended: the set it was made from advertises again if asked to.

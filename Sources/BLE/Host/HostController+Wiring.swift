@@ -101,6 +101,7 @@ extension HostController: ConnectionDriver {
             // Advertising Set Terminated, which follows (`advertisingSetTerminated`).
             if !usesExtendedCommands { advertising.endedByConnection(self) }
             server.emit(.connected(link.central))
+            advertisingSets.linkOpened(handle: link.handle, self)
         }
     }
 
