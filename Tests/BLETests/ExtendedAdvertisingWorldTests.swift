@@ -433,4 +433,35 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// A consumer that stops reading its transfers stops them: the controller is told to refuse
+    /// transfers (Mode off), so a set's train handed over afterwards leaves no sync behind.
+    func testTransfersStopWhenTheirConsumerStopsReading() async throws {
+        try await VirtualWorld.run(limit: Self.limit) { world in
+            let (manager, peripheral) = try await world.addPeripheralManager()
+            let connected = Task(executorPreference: world.clock.taskExecutor) { () -> ConnectedCentral? in
+                for await event in await manager.events { if case let .connected(c) = event { return c } }
+                return nil
+            }
+            let set = try await manager.startAdvertisingSet(AdvertisingData.Builder().localName("train").build(),
+                                                             parameters: AdvertisingSetParameters(sid: 7),
+                                                             periodic: (PeriodicAdvertisingParameters(interval: .milliseconds(100)), Self.longData(1)))
+            try await manager.startAdvertising(AdvertisingData.Builder().localName("connect").build())
+            let (central, centralDevice) = try await world.addCentral()
+            do {
+                let transfers = try await central.periodicSyncTransfers()
+                _ = transfers
+            }
+            let link = try await central.connect(DeviceAddress(peripheral.address, type: .public), timeout: .seconds(5))
+            let connectedCentral = await connected.value
+            let peer = try XCTUnwrap(connectedCentral)
+            try await manager.transferAdvertisingSet(set, to: peer)
+            try await world.clock.sleep(for: .seconds(1))
+            let syncs = await world.radio.controller(centralDevice.id)?.syncs
+            XCTAssertEqual(syncs?.isEmpty, true, "no sync is left on the controller")
+            try await link.disconnect()
+            await manager.close()
+            await central.close()
+        }
+    }
 }

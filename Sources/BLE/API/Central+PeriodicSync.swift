@@ -177,7 +177,7 @@ extension HostController {
         guard (0x000A...0x4000).contains(units) else { throw BLEError.invalidArgument("sync supervision timeout must be 100 ms ... 163.84 s") }
         let (transfers, sink) = AsyncStream<TransferredPeriodicSync>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let host = self
-        try await run { h in
+        let id = try await run { h in
             try await h.periodicSyncs.acceptTransfers(syncTimeout: UInt16(units), listener: { news in
                 switch news {
                 case let .received(event, syncID, peer, stream):
@@ -188,6 +188,8 @@ extension HostController {
                 }
             }, h)
         }
+        // The consumer stopped reading (or another call took over): no more transfers for it.
+        sink.onTermination = { _ in Task { await host.run { await $0.periodicSyncs.stopAcceptingTransfers(id, $0) } } }
         return transfers
     }
 }

@@ -240,6 +240,8 @@ final class PeriodicSyncCoordinator {
     }
     typealias TransferListener = @Sendable (TransferNews) -> Void
     private var transferListener: TransferListener?
+    /// Numbers each `acceptTransfers` call's listener.
+    private var transferListenerID: UInt64 = 0
 
     /// Hands the peer of link `linkID` a sync of ours (LE Periodic Advertising Sync Transfer,
     /// §7.8.89) or our set's periodic advertising (Set Info Transfer, §7.8.90). A peer without
@@ -269,7 +271,9 @@ final class PeriodicSyncCoordinator {
     /// Accepts syncs peers transfer, from now on, on every link (LE Set Default Periodic
     /// Advertising Sync Transfer Parameters, §7.8.92, for links to come; §7.8.91 for each link
     /// up now), reports on; each reaches `listener`. One listener: a second call replaces it.
-    func acceptTransfers(syncTimeout: UInt16, listener: @escaping TransferListener, _ host: isolated some PeriodicSyncDriver) async throws {
+    /// Returns the listener's number, for `stopAcceptingTransfers`.
+    @discardableResult
+    func acceptTransfers(syncTimeout: UInt16, listener: @escaping TransferListener, _ host: isolated some PeriodicSyncDriver) async throws -> UInt64 {
         if let failure = host.failure { throw failure }
         guard let commands = host.info?.supportedCommands, commands.leSetDefaultPeriodicAdvertisingSyncTransferParameters,
               commands.leSetPeriodicAdvertisingSyncTransferParameters else {
@@ -281,6 +285,24 @@ final class PeriodicSyncCoordinator {
         }
         transferListener?(.ended(nil))
         transferListener = listener
+        transferListenerID &+= 1
+        return transferListenerID
+    }
+
+    /// The consumer of listener `id` stopped reading: transfers are refused from now on (Mode
+    /// off, §7.8.91, §7.8.92), and any that still arrive are ended on the controller
+    /// (`transferReceived`). Nothing when another listener took over since.
+    func stopAcceptingTransfers(_ id: UInt64, _ host: isolated some PeriodicSyncDriver) async {
+        guard transferListener != nil, transferListenerID == id, host.failure == nil else { return }
+        transferListener = nil
+        do {
+            try await host.commandReturning(.leSetDefaultPeriodicAdvertisingSyncTransferParameters(mode: .off, syncTimeout: 0x000A))
+            for handle in host.linkHandles {
+                try await host.commandReturning(.leSetPeriodicAdvertisingSyncTransferParameters(handle: handle, mode: .off, syncTimeout: 0x000A))
+            }
+        } catch {
+            host.log("refusing periodic sync transfers: \(error)")
+        }
     }
 
     /// LE Periodic Advertising Sync Transfer Received (§7.7.65.24): a sync the peer handed us,
