@@ -78,6 +78,12 @@ extension VirtualController {
     /// Whether any advertising set is enabled.
     var anySetEnabled: Bool { advertisingSets.values.contains { $0.enabled } }
 
+    /// The PHYs this controller has: LE 1M and LE 2M, and LE Coded with Bluetooth 5
+    /// advertising when it has it (LE features bits 8 and 11).
+    var supportedPHYs: LEPHYSet {
+        configuration.extendedAdvertising?.codedPHY == true ? [.le1M, .le2M, .leCoded] : [.le1M, .le2M]
+    }
+
     /// Command Disallowed for a command of the other advertising command set than the host
     /// used first since reset (§3.1.1), on a controller that has both; nil to go on.
     mutating func refusedForMixing(_ op: HCIOpcode) -> HCIEvent? {
@@ -179,7 +185,7 @@ extension VirtualController {
             let core = properties.rawValue & 0x0F
             guard [0x03, 0x05, 0x0D, 0x02, 0x00].contains(core) else { return (.invalidHCICommandParameters, 0) }
             // Legacy PDUs carry 31 octets: a set holding more cannot become legacy (§7.8.53).
-            if let set = advertisingSets[handle], set.data.count > 31 || set.scanResponse.count > 31 || set.periodic != nil {
+            if let set = advertisingSets[handle], set.data.count > 31 || set.scanResponse.count > 31 || set.periodic?.enabled == true {
                 return (.invalidHCICommandParameters, 0)
             }
         } else {
@@ -189,7 +195,7 @@ extension VirtualController {
             // A set with periodic advertising stays non-connectable, non-scannable and named; a
             // set holding advertising data cannot become scannable (§7.8.53, §7.8.61).
             if let set = advertisingSets[handle] {
-                if set.periodic != nil && (properties.contains(.connectable) || properties.contains(.scannable) || properties.contains(.anonymous)) {
+                if set.periodic?.enabled == true && (properties.contains(.connectable) || properties.contains(.scannable) || properties.contains(.anonymous)) {
                     return (.invalidHCICommandParameters, 0)
                 }
                 if properties.contains(.scannable) && !set.data.isEmpty { return (.invalidHCICommandParameters, 0) }

@@ -93,10 +93,12 @@ extension VirtualController {
             let enable = try r.readU8()
             let duplicates = try r.readU8()
             let duration = try r.readU16()
-            let period = try r.readU16()
-            // §7.8.65: a period needs a duration shorter than it; a disable ignores the rest.
-            guard enable <= 1, enable == 0 || duplicates <= 2,
-                  enable == 0 || period == 0 || (duration != 0 && Int(duration) * 10 < Int(period) * 1280) else {
+            let rawPeriod = try r.readU16()
+            // §7.8.65: the Period is ignored without a Duration, and must be longer than it;
+            // Filter_Duplicates 2 needs both; a disable ignores all of them.
+            let period = duration == 0 ? 0 : rawPeriod
+            guard enable <= 1, enable == 0 || duplicates <= 2, enable == 0 || duplicates != 2 || period != 0,
+                  enable == 0 || period == 0 || Int(duration) * 10 < Int(period) * 1280 else {
                 out.event(complete(op, status: .invalidHCICommandParameters))
                 break
             }
@@ -307,8 +309,9 @@ extension VirtualController {
     /// §4.4.2.12, from an extended scan on the set's primary PHY): the controller listens for
     /// the train's next AUX_SYNC_IND (`establishPendingSync`).
     mutating func heardSyncInfo(of train: PeriodicTrainKey, in adv: VirtualAdvertisement, receivedAt: Duration) {
+        // A later SyncInfo (another train, the first one gone) replaces an earlier one.
         guard isScanning, extendedScanning, scanWindowOpen, extendedScan(hears: adv).hears, let request = pendingSync,
-              request.found == nil, let ext = adv.extended, ext.periodicInterval > 0, !ext.anonymous else { return }
+              request.found != train, let ext = adv.extended, ext.periodicInterval > 0, !ext.anonymous else { return }
         let advertiser = adv.address.withPeerType
         if request.useList {
             guard periodicAdvertiserList.contains(PeriodicAdvertiserListEntry(address: advertiser, sid: ext.sid)) else { return }

@@ -60,9 +60,11 @@ extension VirtualController {
             let all = try r.readU8()
             let tx = LEPHYSet(rawValue: try r.readU8())
             let rx = LEPHYSet(rawValue: try r.readU8())
-            // LE Coded is not supported (LE features bit 11 clear): asking for it alone is
+            // A PHY the controller lacks (LE Coded without LE features bit 11), or none, is
             // Unsupported Feature or Parameter Value (§7.8.48).
-            if (all & 0x01 == 0 && tx.intersection([.le1M, .le2M]).isEmpty) || (all & 0x02 == 0 && rx.intersection([.le1M, .le2M]).isEmpty) {
+            let supported = supportedPHYs
+            if (all & 0x01 == 0 && (tx.isEmpty || !supported.isSuperset(of: tx)))
+                || (all & 0x02 == 0 && (rx.isEmpty || !supported.isSuperset(of: rx))) {
                 out.event(complete(op, status: .unsupportedFeatureOrParameterValue))
                 break
             }
@@ -79,7 +81,10 @@ extension VirtualController {
                 out.event(status(op, .unknownConnectionIdentifier))
                 break
             }
-            if (all & 0x01 == 0 && tx.intersection([.le1M, .le2M]).isEmpty) || (all & 0x02 == 0 && rx.intersection([.le1M, .le2M]).isEmpty) {
+            // §7.8.49: a PHY the controller lacks (LE Coded without it), or none, is refused.
+            let supported = supportedPHYs
+            if (all & 0x01 == 0 && (tx.isEmpty || !supported.isSuperset(of: tx)))
+                || (all & 0x02 == 0 && (rx.isEmpty || !supported.isSuperset(of: rx))) {
                 out.event(status(op, .unsupportedFeatureOrParameterValue))
                 break
             }

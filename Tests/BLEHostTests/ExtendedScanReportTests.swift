@@ -163,4 +163,18 @@ final class ExtendedScanReportTests: XCTestCase {
         device.extended = info
         XCTAssertEqual(device.extended, info)
     }
+
+    /// One address sending the same data in legacy PDUs and in an extended set (or in two
+    /// sets) is not a new device at every report for a scan that filters duplicates.
+    func testLegacyAndExtendedPDUsFromOneAddressAreNotNewAtEachReport() {
+        for inPlace in [false, true] {
+            var scanner = BLEHost.Scanner()
+            _ = scanner.begin(active: false, filter: ScanFilter(), timeout: nil)
+            let legacy = LEAdvertisingReport(legacy: .advNonconnInd, address: address, data: data, rssi: -60)
+            let other = report(.complete, data, sid: 9)
+            let reports = (0..<10).flatMap { _ in [legacy, report(.complete, data), other] }
+            let devices = delivered(reports, inPlace: inPlace, scanner: &scanner)
+            XCTAssertEqual(devices.count, 1)
+        }
+    }
 }

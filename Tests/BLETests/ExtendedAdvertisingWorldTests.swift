@@ -464,4 +464,24 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             await central.close()
         }
     }
+
+    /// A cycled scan gets its cycle back when a scan that wanted the scanner listening all the
+    /// time ends.
+    func testACycledScanGetsItsCycleBackWhenTheContinuousScanBesideItEnds() async throws {
+        try await VirtualWorld.run(limit: Self.limit) { world in
+            let (central, device) = try await world.addCentral()
+            let cycled = Task(executorPreference: world.clock.taskExecutor) {
+                for try await _ in central.scan(timeout: .seconds(6), cycle: ScanCycle(duration: .milliseconds(200), period: .milliseconds(1280))) {}
+            }
+            try await world.clock.sleep(for: .milliseconds(100))
+            for try await _ in central.scan(timeout: .seconds(1)) {}
+            var period = await world.radio.controller(device.id)?.scanPeriod
+            XCTAssertNil(period, "listening all the time while the second scan ran")
+            try await world.clock.sleep(for: .seconds(1))
+            period = await world.radio.controller(device.id)?.scanPeriod
+            XCTAssertEqual(period, .milliseconds(1280))
+            try await cycled.value
+            await central.close()
+        }
+    }
 }

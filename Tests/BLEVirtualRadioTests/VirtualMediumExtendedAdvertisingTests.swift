@@ -382,6 +382,7 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
         // A periodic set stays non-connectable; a set with data cannot become scannable (§7.8.53).
         XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [])), on: advertiser), .success)
         XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: 1, intervalMin: 80, intervalMax: 80), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: 1), on: advertiser), .success)
         XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .connectable)), on: advertiser),
                        .invalidHCICommandParameters)
         XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 2, properties: [])), on: advertiser), .success)
@@ -402,5 +403,86 @@ final class VirtualMediumExtendedAdvertisingTests: XCTestCase {
             if case let .event(.le(.channelSelectionAlgorithm(_, algorithm))) = d.packet { return algorithm } else { return nil }
         }
         XCTAssertEqual(algorithms, [1, 1])
+    }
+
+    // MARK: The third review's findings
+
+    /// A Create Sync that heard a train's SyncInfo, whose train then stopped before its next
+    /// event, takes the SyncInfo of the train that replaces it.
+    func testACreateSyncFollowsTheSyncInfoOfATrainThatReplacedTheOneItHeard() throws {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [], sid: 3)), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: 1, intervalMin: 800, intervalMax: 800), on: advertiser), .success) // 1 s
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingData(handle: 1, AdvertisingDataFragment(operation: .complete, bytes: [1])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: 1), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: 1)]), on: advertiser), .success)
+        createSync()
+        scan()
+        _ = events(for: scanner, until: .milliseconds(10)) // the SyncInfo of train 1 heard; its next event is at 1 s
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: false, handle: 1), on: advertiser, at: .milliseconds(10)), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: 1), on: advertiser, at: .milliseconds(20)), .success)
+        let seen = events(for: scanner, until: .seconds(2))
+        XCTAssertTrue(seen.contains { if case let .periodicAdvertisingSyncEstablished(s) = $0.1 { return s.status == .success } else { return false } })
+    }
+
+    /// §7.8.65: the Period is ignored without a Duration; Filter_Duplicates 2 needs both.
+    func testAScanPeriodWithoutADurationIsIgnoredAndResetEachPeriodNeedsBoth() {
+        XCTAssertEqual(run(.leSetExtendedScanParameters(le1M: ExtendedScanPHYParameters(type: .passive)), on: scanner), .success)
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: true, filterDuplicates: 2, duration: 10, period: 0), on: scanner), .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetExtendedScanEnable(enable: true, duration: 0, period: 4), on: scanner), .success)
+        XCTAssertNil(medium.controller(scanner)?.scanPeriod)
+    }
+
+    /// LE Set PHY asking for LE Coded of a controller without it is refused (§7.8.49); one with
+    /// it takes the link there.
+    func testSetPHYToLECodedNeedsAControllerWithIt() throws {
+        var old = VirtualControllerConfiguration()
+        old.extendedAdvertising = ExtendedAdvertisingSupport(codedPHY: false)
+        let noCoded = medium.add(VirtualController(address: BDAddress(rawValue: 0xCC), configuration: old))
+        for id in [noCoded] {
+            _ = medium.receive(.setEventMask(EventMask.default), from: id, now: .zero)
+            _ = medium.receive(.leSetEventMask(LEEventMask(rawValue: 0x000F_FFFF_FFFF)), from: id, now: .zero)
+        }
+        XCTAssertEqual(run(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetAdvertisingEnable(enable: true), on: advertiser), .success)
+        XCTAssertEqual(run(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(advertiserAddress, type: .public),
+                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
+                           on: noCoded), .success)
+        let handle = try XCTUnwrap(medium.advance(to: .zero).compactMap { d -> UInt16? in
+            guard d.to == noCoded, case let .event(.le(.connectionComplete(c))) = d.packet else { return nil }
+            return c.handle
+        }.first)
+        XCTAssertEqual(run(.leSetPHY(handle: handle, tx: [.le2M, .leCoded], rx: [.le1M, .leCoded]), on: noCoded),
+                       .unsupportedFeatureOrParameterValue)
+        XCTAssertEqual(run(.leSetDefaultPHY(tx: .leCoded, rx: nil), on: noCoded), .unsupportedFeatureOrParameterValue)
+        // Two controllers with LE Coded: the link goes there.
+        let peripheralHandle = try XCTUnwrap(medium.controller(advertiser)?.connections.keys.first)
+        var updated: [LEPHY] = []
+        for d in medium.receive(.leSetPHY(handle: peripheralHandle, tx: .leCoded, rx: .leCoded), from: advertiser, now: .milliseconds(1)) {
+            if case let .event(.le(.phyUpdateComplete(status, _, tx, _))) = d.packet, status.isSuccess { updated.append(tx) }
+        }
+        XCTAssertEqual(updated, [.le1M], "the peer has no LE Coded: the link stays")
+        let second = medium.add(VirtualController(address: BDAddress(rawValue: 0xDD)))
+        _ = medium.receive(.setEventMask(EventMask.default), from: second, now: .zero)
+        _ = medium.receive(.leSetEventMask(LEEventMask(rawValue: 0x000F_FFFF_FFFF)), from: second, now: .zero)
+        XCTAssertEqual(run(.leSetAdvertisingParameters(intervalMin: 160, intervalMax: 160), on: scanner), .success)
+        XCTAssertEqual(run(.leSetAdvertisingEnable(enable: true), on: scanner), .success)
+        XCTAssertEqual(run(.leCreateConnection(scanInterval: 16, scanWindow: 16, peer: DeviceAddress(BDAddress(rawValue: 0xBB), type: .public),
+                                               connectionIntervalMin: 24, connectionIntervalMax: 40, maxLatency: 0, supervisionTimeout: 400),
+                           on: second, at: .milliseconds(2)), .success)
+        _ = medium.advance(to: .milliseconds(2))
+        let codedHandle = try XCTUnwrap(medium.controller(second)?.connections.keys.first)
+        XCTAssertEqual(run(.leSetPHY(handle: codedHandle, tx: .leCoded, rx: .leCoded), on: second, at: .milliseconds(3)), .success)
+        XCTAssertEqual(medium.controller(second)?.connections[codedHandle]?.phy, .leCoded)
+    }
+
+    /// Only enabled periodic advertising keeps a set non-connectable (§7.8.53).
+    func testASetWhosePeriodicAdvertisingIsOffMayBecomeConnectable() {
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: [])), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingParameters(handle: 1, intervalMin: 80, intervalMax: 80), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: true, handle: 1), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .connectable)), on: advertiser),
+                       .invalidHCICommandParameters)
+        XCTAssertEqual(run(.leSetPeriodicAdvertisingEnable(enable: false, handle: 1), on: advertiser), .success)
+        XCTAssertEqual(run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(handle: 1, properties: .connectable)), on: advertiser), .success)
     }
 }

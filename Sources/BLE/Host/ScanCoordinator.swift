@@ -31,6 +31,8 @@ final class ScanCoordinator {
     private var scanCycles: [UInt64: ScanCycleUnits] = [:]
     /// The cycle the controller's scanner runs with; nil: it listens all the time.
     private var radioCycle: ScanCycleUnits?
+    /// The own address type the scanner was last turned on with (a cycle change reuses it).
+    private var radioOwnAddressType: OwnAddressType?
     /// The cycle the running scans want: theirs when every one asked for the same, none (all
     /// the time) when any did not.
     private var wantedCycle: ScanCycleUnits? {
@@ -176,6 +178,9 @@ final class ScanCoordinator {
         radioActive = wantsActive
         radioPHYs = wantsPHYs
         radioCycle = wantsCycle
+        radioOwnAddressType = ownAddressType
+        // A scan without a cycle ended while this went on: the ones left want theirs back.
+        if !scanner.runningIDs.isEmpty && radioCycle != wantedCycle { host.spawn("scan cycle") { await host.run { await $0.scanning.followWantedCycle($0) } } }
         // Every scan ended while it was turned on: off again (a scan starting meanwhile waits).
         if scanner.runningIDs.isEmpty {
             try await turnControllerScanOff(host)
@@ -233,8 +238,32 @@ final class ScanCoordinator {
         guard scanner.end(id) else { return }
         forget(id)?.close(error: error)
         host.rescheduleTimer()
-        guard host.failure == nil, scanner.runningIDs.isEmpty else { return }
+        guard host.failure == nil else { return }
+        if !scanner.runningIDs.isEmpty {
+            // The last scan without a cycle ended: the scans left get theirs.
+            if radioEnabled && radioCycle != wantedCycle { host.spawn("scan cycle") { await host.run { await $0.scanning.followWantedCycle($0) } } }
+            return
+        }
         host.spawn("turning the scanner off") { await host.run { await $0.scanning.disableRadio($0) } }
+    }
+
+    /// Turns the scanner to the cycle the running scans want, when it runs with another (the
+    /// last scan that wanted it listening all the time has ended); after any radio command in
+    /// flight. If the controller refuses, the scans end with its error.
+    func followWantedCycle(_ host: isolated some ScanDriver) async {
+        while (radioBusy > 0 || starting) && host.failure == nil { await waitForIdleRadio(host) }
+        guard radioEnabled, !scanner.runningIDs.isEmpty, radioCycle != wantedCycle, host.failure == nil,
+              let ownAddressType = radioOwnAddressType else { return }
+        starting = true
+        defer {
+            starting = false
+            wakeIfIdle()
+        }
+        do {
+            try await switchRadioOn(ownAddressType: ownAddressType, host)
+        } catch {
+            endAll(error: error, host)
+        }
     }
 
     /// Ends every scan and waits until the controller has confirmed it (so a connect can follow).

@@ -508,6 +508,15 @@ public struct ScanAggregator: Sendable {
         stored.append(contentsOf: data)
     }
 
+    /// Whether two extended words (`ScannedDevice.extendedPacked`) are one set's whose fields
+    /// changed: both extended, the same SID, something else different. A device that sends
+    /// legacy and extended PDUs, or several sets, from one address is not new at each report.
+    @inline(__always)
+    static func sameSetChanged(_ old: UInt64, _ new: UInt64) -> Bool {
+        let extended: UInt64 = 1 << 56, sid: UInt64 = 0xFF << 16
+        return old != new && old & new & extended != 0 && old & sid == new & sid
+    }
+
     /// Brings the entry's device up to date with `report`; the advertisement is merged again
     /// only when the device's data changed (or it is new).
     private static func update(_ entry: inout Entry, report: Heard, now: Duration, scanResponse: Bool) {
@@ -522,7 +531,7 @@ public struct ScanAggregator: Sendable {
             let packed = report.extended | entry.device.extendedPacked & ScannedDevice.truncatedBit
             // Extended fields that changed alone (periodic advertising started, say) make the
             // device new again to a scan that filters duplicates.
-            if packed != entry.device.extendedPacked { entry.reportedIsCurrent = false }
+            if Self.sameSetChanged(entry.device.extendedPacked, packed) { entry.reportedIsCurrent = false }
             entry.device.extendedPacked = packed
         }
         if scanResponse, !entry.scanResponseParsed { changed = true }
@@ -559,7 +568,7 @@ public struct ScanAggregator: Sendable {
         // filter says: looked at first, so a repeat costs no filtering.
         if !filter.allowDuplicates && entry.reportedIsCurrent { return }
         guard entry.hasDevice, filter.matches(entry.device) else { return }
-        if !filter.allowDuplicates, entry.hasReported, entry.reportedExtended == entry.device.extendedPacked,
+        if !filter.allowDuplicates, entry.hasReported, !sameSetChanged(entry.reportedExtended, entry.device.extendedPacked),
            entry.reported == entry.device.advertisement {
             entry.reportedIsCurrent = true
             return
