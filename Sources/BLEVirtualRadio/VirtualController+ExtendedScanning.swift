@@ -332,9 +332,7 @@ extension VirtualController {
     mutating func establishPendingSync(_ train: PeriodicTrainKey, _ t: VirtualPeriodicTrain,
                                       at time: Duration) -> (sync: UInt16, timeout: Duration, toHost: [HostBoundPacket])? {
         guard let request = pendingSync, request.found == train, time >= request.foundAt ?? time else { return nil }
-        var handle = nextSyncHandle
-        while syncs[handle] != nil { handle = handle >= 0x0EFF ? 0 : handle + 1 }
-        nextSyncHandle = handle >= 0x0EFF ? 0 : handle + 1
+        let handle = allocateSyncHandle()
         pendingSync = nil
         syncs[handle] = PeriodicSyncState(train: train, advertiser: t.address.withPeerType, sid: t.sid, timeout: request.timeout,
                                           reports: !request.reportsDisabled)
@@ -342,6 +340,14 @@ extension VirtualController {
         return (handle, request.timeout, [.event(.le(.periodicAdvertisingSyncEstablished(LEPeriodicSyncEstablished(
             status: .success, syncHandle: handle, sid: t.sid, advertiser: request.advertiserAsSeen ?? t.address, phy: t.phy,
             interval: t.interval, clockAccuracy: 0))))])
+    }
+
+    /// A free Sync_Handle (0x0000...0x0EFF), counting up from the last one given.
+    mutating func allocateSyncHandle() -> UInt16 {
+        var handle = nextSyncHandle
+        while syncs[handle] != nil { handle = handle >= 0x0EFF ? 0 : handle + 1 }
+        nextSyncHandle = handle >= 0x0EFF ? 0 : handle + 1
+        return handle
     }
 
     /// The syncs following `train`.

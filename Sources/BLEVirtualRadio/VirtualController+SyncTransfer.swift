@@ -69,9 +69,7 @@ extension VirtualController {
                                   _ t: VirtualPeriodicTrain) -> (sync: UInt16, timeout: Duration, toHost: [HostBoundPacket])? {
         guard let connection = connections[handle], connection.syncTransferMode != 0,
               !syncs.values.contains(where: { $0.train == train }) else { return nil }
-        var sync = nextSyncHandle
-        while syncs[sync] != nil { sync = sync >= 0x0EFF ? 0 : sync + 1 }
-        nextSyncHandle = sync >= 0x0EFF ? 0 : sync + 1
+        let sync = allocateSyncHandle()
         let timeout = Duration.milliseconds(10 * Int64(connection.syncTransferTimeout))
         syncs[sync] = PeriodicSyncState(train: train, advertiser: t.address, sid: t.sid, timeout: timeout,
                                         reports: connection.syncTransferMode >= 2)

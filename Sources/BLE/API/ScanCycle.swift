@@ -11,6 +11,8 @@ public struct ScanCycle: Sendable, Hashable {
     /// How often it starts again: 1.28 s ... 83,884.8 s, in 1.28 s steps, longer than `duration`.
     public var period: Duration
 
+    /// A cycle listening `duration` at the start of every `period` (checked when a scan
+    /// starts with it: `.invalidArgument` outside the ranges above).
     public init(duration: Duration, period: Duration) {
         self.duration = duration
         self.period = period
