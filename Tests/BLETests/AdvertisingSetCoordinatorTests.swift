@@ -38,8 +38,14 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             if yields { await Task.yield() }
             if let i = onCommand.firstIndex(where: { $0.opcode == cmd.opcode && ($0.first == nil || $0.first == cmd.parameters.first) }) {
                 let hook = onCommand.remove(at: i)
-                let answer = try record.answer(cmd)
+                let sent = try? record.answer(cmd)
                 await hook.body(self)
+                // The hook may have made this command fail (`failAnswer`).
+                if failAnswer {
+                    failAnswer = false
+                    throw BLEError.busy("the controller refused \(cmd.opcode)")
+                }
+                guard let answer = sent else { return try record.answer(cmd) }
                 return answer
             }
             if cmd.opcode == .leSetExtendedAdvertisingEnable, cmd.parameters.first == 1, let t = terminateOnEnable {
@@ -51,6 +57,9 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             return try record.answer(cmd)
         }
         func yieldOnCommands() { yields = true }
+        /// Set by a `during` hook: the command in flight fails.
+        var failAnswer = false
+        func failInFlight() { failAnswer = true }
         func terminate(onEnable t: LEAdvertisingSetTerminated) { terminateOnEnable = t }
         func failOnce(_ opcode: HCIOpcode) { record.failingOnce.insert(opcode) }
         func succeed(_ opcode: HCIOpcode) { record.failing.remove(opcode) }
@@ -345,6 +354,31 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         }
         XCTAssertEqual(central.id, 0x40)
         XCTAssertTrue(t.restarting)
+    }
+
+    /// A restart that came while a pause's disable was in flight waits for the resume; when
+    /// the controller refuses the disable there is no resume, and the restart goes out then.
+    func testARestartDeferredByAPauseWhoseDisableFailsStillGoesOut() async throws {
+        let d = Driver()
+        _ = try await d.start(AdvertisingSetParameters(kind: .nonConnectable, sid: 1))
+        _ = try await d.start(AdvertisingSetParameters(kind: .connectable, sid: 2, continueWhileConnected: true))
+        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in
+            d.connect(handle: 0x40)
+            _ = d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 2, connectionHandle: 0x40, completedEvents: 1))
+            await d.runSpawned()
+            d.failInFlight()
+        }
+        await d.clearCommands()
+        do {
+            try await d.pause()
+            XCTFail("the disable was refused")
+        } catch {}
+        await d.runSpawned()
+        let commands = await d.commands
+        XCTAssertTrue(commands.contains { $0.opcode == .leSetExtendedAdvertisingEnable && $0.parameters == [1, 1, 2, 0, 0, 0] },
+                      "set 2's restart went out: \(commands)")
+        let enabled = await d.isEnabled(2)
+        XCTAssertEqual(enabled, true)
     }
 
     /// A duration or event limit ends a set for good: no restart after a link ends.

@@ -253,7 +253,13 @@ final class AdvertisingSetCoordinator {
         do {
             try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: false, sets: on.map { AdvertisingSetEnable(handle: $0) }))
         } catch {
+            // The controller refused: the sets are as they were (an enable in flight counts
+            // again), and there will be no resume, so what waited for one goes out now.
+            for (handle, before) in zip(on, generations) where records[handle]?.generation == before.map({ $0 &+ 1 }) {
+                records[handle]?.generation = before ?? 0
+            }
             pauseDepth -= 1
+            if pauseDepth == 0 { await turnOnPaused(host) }
             throw error
         }
         for (handle, before) in zip(on, generations) {
@@ -271,6 +277,11 @@ final class AdvertisingSetCoordinator {
         guard pauseDepth > 0 else { return }
         pauseDepth -= 1
         guard pauseDepth == 0 else { return }
+        await turnOnPaused(host)
+    }
+
+    /// Turns on the sets a pause held back that are still wanted.
+    private func turnOnPaused(_ host: isolated some AdvertisingSetDriver) async {
         let handles = paused
         paused = []
         for handle in handles where records[handle]?.wanted == true && records[handle]?.enabled == false && records[handle]?.starting == false {
