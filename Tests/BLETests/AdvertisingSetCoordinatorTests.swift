@@ -67,6 +67,8 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             try await advertising.start(AdvertisingParameters(kind: kind), data: AdvertisingData.Builder().localName("L").build(), scanResponse: scanResponse, self)
         }
         func stopLegacy() async throws { try await advertising.stop(self) }
+        func legacyTerminated(_ event: LEAdvertisingSetTerminated) { advertising.setTerminated(event, self) }
+        var legacyEnabled: Bool? { advertising.state?.enabled }
 
         static func extendedInfo(sets: Int = 4, maximum: Int = 1650, features: LESupportedFeatures = [.le2MPHY, .leCodedPHY]) -> ControllerInfo {
             var info = ControllerInfo(address: BDAddress(rawValue: 0x00_1B_DC_00_00_01), version: nil,
@@ -379,6 +381,19 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
                       "set 2's restart went out: \(commands)")
         let enabled = await d.isEnabled(2)
         XCTAssertEqual(enabled, true)
+    }
+
+    /// `startAdvertising` on set 0: a connection whose Set Terminated comes while the enable is
+    /// in flight ends this advertising; the enable's confirmation after it does not turn it on.
+    func testAConnectionDuringStartAdvertisingsEnableEndsIt() async throws {
+        let d = Driver()
+        await d.during(.leSetExtendedAdvertisingEnable, first: 1) { d in
+            d.connect(handle: 0x40)
+            d.legacyTerminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x40, completedEvents: 1))
+        }
+        try await d.startLegacy(.connectable, scanResponse: nil)
+        let enabled = await d.legacyEnabled
+        XCTAssertEqual(enabled, false, "the controller ended it with the connection")
     }
 
     /// A duration or event limit ends a set for good: no restart after a link ends.

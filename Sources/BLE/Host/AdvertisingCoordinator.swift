@@ -122,9 +122,20 @@ final class AdvertisingCoordinator {
             try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
             try await host.commandReturning(.leSetScanResponseData(responseBytes))
         }
-        try await turnOn(host)
-        state = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: true, wanted: true,
-                                 generation: (state?.generation ?? 0) &+ 1)
+        // The new advertising is in place before its enable, off until the controller confirms:
+        // a connection that ends it while the enable is in flight (LE Advertising Set
+        // Terminated, or the link on the legacy commands) is then this advertising's, and the
+        // confirmation that follows does not turn it back on.
+        let generation = (state?.generation ?? 0) &+ 1
+        state = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: false, wanted: true,
+                                 generation: generation)
+        do {
+            try await turnOn(host)
+        } catch {
+            if state?.generation == generation { state?.wanted = false }
+            throw error
+        }
+        if state?.generation == generation { state?.enabled = true }
     }
 
     func stop(_ host: isolated some AdvertisingDriver) async throws {
