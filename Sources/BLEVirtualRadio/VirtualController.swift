@@ -78,7 +78,7 @@ public struct VirtualController: Sendable {
     public internal(set) var periodicAdvertiserList: Set<PeriodicAdvertiserListEntry> = []
     /// LE Set Default Periodic Advertising Sync Transfer Parameters (§7.8.92): Mode and
     /// Sync_Timeout each new connection starts with.
-    var defaultSyncTransfer: (mode: UInt8, timeout: UInt16) = (0, 0)
+    public internal(set) var defaultSyncTransfer: (mode: UInt8, timeout: UInt16) = (0, 0)
 
     // Initiating and connections (§7.8.12, §7.8.13).
     public internal(set) var initiation: Initiation?

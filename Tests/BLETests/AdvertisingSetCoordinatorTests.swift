@@ -38,15 +38,14 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
             if yields { await Task.yield() }
             if let i = onCommand.firstIndex(where: { $0.opcode == cmd.opcode && ($0.first == nil || $0.first == cmd.parameters.first) }) {
                 let hook = onCommand.remove(at: i)
-                let sent = try? record.answer(cmd)
+                let sent = Result { try record.answer(cmd) }
                 await hook.body(self)
                 // The hook may have made this command fail (`failAnswer`).
                 if failAnswer {
                     failAnswer = false
                     throw BLEError.busy("the controller refused \(cmd.opcode)")
                 }
-                guard let answer = sent else { return try record.answer(cmd) }
-                return answer
+                return try sent.get()
             }
             if cmd.opcode == .leSetExtendedAdvertisingEnable, cmd.parameters.first == 1, let t = terminateOnEnable {
                 terminateOnEnable = nil
@@ -59,6 +58,8 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         func yieldOnCommands() { yields = true }
         /// Set by a `during` hook: the command in flight fails.
         var failAnswer = false
+        /// A task a hook started (its outcome read by the test).
+        var pending: Task<Void, any Error>?
         func failInFlight() { failAnswer = true }
         func terminate(onEnable t: LEAdvertisingSetTerminated) { terminateOnEnable = t }
         func failOnce(_ opcode: HCIOpcode) { record.failingOnce.insert(opcode) }
@@ -68,6 +69,11 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         }
         func stopLegacy() async throws { try await advertising.stop(self) }
         func legacyTerminated(_ event: LEAdvertisingSetTerminated) { advertising.setTerminated(event, self) }
+        func startLegacy(_ parameters: AdvertisingParameters) async throws {
+            try await advertising.start(parameters, data: AdvertisingData.Builder().localName("L").build(), scanResponse: nil, self)
+        }
+        func pauseLegacy() async throws { try await advertising.pause(self) }
+        func resumeLegacy() async { await advertising.resume(self) }
         var legacyEnabled: Bool? { advertising.state?.enabled }
 
         static func extendedInfo(sets: Int = 4, maximum: Int = 1650, features: LESupportedFeatures = [.le2MPHY, .leCodedPHY]) -> ControllerInfo {
@@ -394,6 +400,84 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         try await d.startLegacy(.connectable, scanResponse: nil)
         let enabled = await d.legacyEnabled
         XCTAssertEqual(enabled, false, "the controller ended it with the connection")
+    }
+
+    /// A Set Terminated parked for a link that never came is dropped with its set: a new set
+    /// on the same handle, connected on the same link handle, is not ended by it.
+    func testAParkedSetTerminatedDoesNotEndALaterSetOnTheSameHandle() async throws {
+        let d = Driver()
+        let first = try await d.start(AdvertisingSetParameters(kind: .connectable))
+        _ = await d.terminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: first.handle, connectionHandle: 0x40, completedEvents: 1))
+        try await d.stop(first.handle)
+        let second = try await d.start(AdvertisingSetParameters(kind: .connectable))
+        XCTAssertEqual(second.handle, first.handle)
+        await d.connect(handle: 0x40)
+        let reports = await d.reports
+        XCTAssertFalse(reports.contains { if case .advertisingSetTerminated = $0 { return true } else { return false } }, "\(reports)")
+        let enabled = await d.isEnabled(second.handle)
+        XCTAssertEqual(enabled, true)
+    }
+
+    /// A set whose enable is in flight when a pause begins, and goes through: when the
+    /// controller then refuses the pause's disable, the set is on, as the controller has it.
+    /// The pause starts while the enable is out (in its hook) and its disable is answered after
+    /// the enable, as a controller answers commands in order.
+    func testAnEnableInFlightWhenARefusedPauseBeganLeavesTheSetOn() async throws {
+        let d = Driver()
+        await d.yieldOnCommands()
+        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in d.failInFlight() }
+        await d.during(.leSetExtendedAdvertisingEnable, first: 1) { d in
+            let before = d.advertisingSets.records[1]?.generation
+            d.pending = Task { try await d.pause() }
+            // Until the pause has begun (it bumps the set's generation) and waits on its disable.
+            while d.advertisingSets.records[1]?.generation == before { await Task.yield() }
+        }
+        let set = try await d.start(AdvertisingSetParameters(kind: .nonConnectable, sid: 1))
+        XCTAssertEqual(set.handle, 1)
+        do {
+            try await d.pending?.value
+            XCTFail("the disable was refused")
+        } catch {}
+        let enabled = await d.isEnabled(set.handle)
+        XCTAssertEqual(enabled, true)
+    }
+
+    /// Set 0: a restart a pause held back goes out when the controller refuses the pause's
+    /// disable (no resume will come).
+    func testStartAdvertisingsRestartHeldBackByARefusedPauseGoesOut() async throws {
+        let d = Driver()
+        try await d.startLegacy(AdvertisingParameters(kind: .connectable, continueWhileConnected: true))
+        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in
+            d.connect(handle: 0x40)
+            d.legacyTerminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x40, completedEvents: 1))
+            await d.runSpawned()
+            d.failInFlight()
+        }
+        await d.clearCommands()
+        do {
+            try await d.pauseLegacy()
+            XCTFail("the disable was refused")
+        } catch {}
+        await d.runSpawned()
+        let commands = await d.commands
+        XCTAssertTrue(commands.contains { $0.opcode == .leSetExtendedAdvertisingEnable && $0.parameters == [1, 1, 0, 0, 0, 0] }, "\(commands)")
+        let enabled = await d.legacyEnabled
+        XCTAssertEqual(enabled, true)
+    }
+
+    /// Set 0: a pause that begins while a start's enable is in flight turns it off too; its
+    /// resume turns it on.
+    func testAPauseDuringStartAdvertisingsEnableTurnsItOffUntilTheResume() async throws {
+        let d = Driver()
+        await d.during(.leSetExtendedAdvertisingEnable, first: 1) { d in try? await d.pauseLegacy() }
+        try await d.startLegacy(.connectable, scanResponse: nil)
+        var enabled = await d.legacyEnabled
+        XCTAssertEqual(enabled, false, "off for the pause")
+        let opcodes = await d.commands.map { "\($0.opcode):\($0.parameters.first ?? 9)" }
+        XCTAssertTrue(opcodes.contains("\(HCIOpcode.leSetExtendedAdvertisingEnable):0"), "the pause's disable went out: \(opcodes)")
+        await d.resumeLegacy()
+        enabled = await d.legacyEnabled
+        XCTAssertEqual(enabled, true)
     }
 
     /// A duration or event limit ends a set for good: no restart after a link ends.

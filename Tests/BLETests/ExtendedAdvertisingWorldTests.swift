@@ -457,8 +457,10 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             let peer = try XCTUnwrap(connectedCentral)
             try await manager.transferAdvertisingSet(set, to: peer)
             try await world.clock.sleep(for: .seconds(1))
-            let syncs = await world.radio.controller(centralDevice.id)?.syncs
-            XCTAssertEqual(syncs?.isEmpty, true, "no sync is left on the controller")
+            let controller = await world.radio.controller(centralDevice.id)
+            XCTAssertEqual(controller?.defaultSyncTransfer.mode, 0, "transfers refused (Mode off)")
+            XCTAssertEqual(controller?.connections.values.map(\.syncTransferMode), [0])
+            XCTAssertEqual(controller?.syncs.isEmpty, true, "no sync is left on the controller")
             try await link.disconnect()
             await manager.close()
             await central.close()
@@ -481,6 +483,23 @@ final class ExtendedAdvertisingWorldTests: XCTestCase {
             period = await world.radio.controller(device.id)?.scanPeriod
             XCTAssertEqual(period, .milliseconds(1280))
             try await cycled.value
+            await central.close()
+        }
+    }
+
+    /// A consumer that stops while another's acceptance is on its way does not turn
+    /// transfers off under the newer one.
+    func testAnOldTransferConsumerStoppingDoesNotTurnOffTheNewOnes() async throws {
+        try await VirtualWorld.run(limit: Self.limit) { world in
+            let (central, device) = try await world.addCentral()
+            var old: AsyncStream<TransferredPeriodicSync>? = try await central.periodicSyncTransfers()
+            XCTAssertNotNil(old)
+            old = nil
+            let current = try await central.periodicSyncTransfers()
+            try await world.clock.sleep(for: .milliseconds(100))
+            let mode = await world.radio.controller(device.id)?.defaultSyncTransfer.mode
+            XCTAssertEqual(mode, 2, "the newer consumer's Mode stands")
+            _ = current
             await central.close()
         }
     }

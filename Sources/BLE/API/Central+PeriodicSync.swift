@@ -189,7 +189,9 @@ extension HostController {
             }, h)
         }
         // The consumer stopped reading (or another call took over): no more transfers for it.
-        sink.onTermination = { _ in Task { await host.run { await $0.periodicSyncs.stopAcceptingTransfers(id, $0) } } }
+        sink.onTermination = { _ in
+            Task(executorPreference: host.clock.taskExecutor) { await host.run { await $0.periodicSyncs.stopAcceptingTransfers(id, $0) } }
+        }
         return transfers
     }
 }

@@ -41,6 +41,8 @@ final class AdvertisingCoordinator {
     private(set) var state: AdvertisingState?
     /// Pauses under way (`pause`): a restart after a connection waits for their `resume`.
     private var paused = 0
+    /// A start's enable is in flight: a pause turns it off too.
+    private var enabling = false
     /// Advertising a pause turned off, or whose restart fell in one: the last `resume` turns it
     /// on. Nothing else is turned on by a resume.
     private var offForPause = false
@@ -129,8 +131,10 @@ final class AdvertisingCoordinator {
         let generation = (state?.generation ?? 0) &+ 1
         state = AdvertisingState(parameters: parameters, data: advertisingBytes, scanResponse: responseBytes, enabled: false, wanted: true,
                                  generation: generation)
+        enabling = true
+        defer { enabling = false }
         do {
-            try await turnOn(host)
+            try await turnOn(host, generation: generation)
         } catch {
             if state?.generation == generation { state?.wanted = false }
             throw error
@@ -171,10 +175,13 @@ final class AdvertisingCoordinator {
     /// is given the host's random address first (LE Set Advertising Set Random Address, §7.8.52:
     /// a set's random address is its own, not the one LE Set Random Address gives), again at
     /// every start, since privacy may have renewed it while the set was off.
-    private func turnOn(_ host: isolated some AdvertisingDriver) async throws {
+    /// With `generation`: not turned on when the state changed during the address command (a
+    /// pause, a stop), whose own rules then say what happens.
+    private func turnOn(_ host: isolated some AdvertisingDriver, generation: UInt64? = nil) async throws {
         if host.usesExtendedCommands, host.ownAddressType == .random || host.ownAddressType == .resolvableOrRandom,
            let address = host.ownRandomAddress {
             try await host.commandReturning(.leSetAdvertisingSetRandomAddress(handle: Self.setHandle, address: address))
+            if let generation, state?.generation != generation { return }
         }
         try await host.commandReturning(Self.enable(true, host))
     }
@@ -184,7 +191,9 @@ final class AdvertisingCoordinator {
     /// nothing turns advertising on until the last ends.
     func pause(_ host: isolated some AdvertisingDriver) async throws {
         paused += 1
-        guard state?.enabled == true else { return }
+        // An enable in flight (a start's) is turned off too: the disable goes out after it.
+        guard state?.enabled == true || enabling else { return }
+        let wasOn = state?.enabled == true
         state?.enabled = false
         state?.generation &+= 1
         let generation = state?.generation
@@ -192,7 +201,9 @@ final class AdvertisingCoordinator {
             try await host.commandReturning(Self.enable(false, host))
         } catch {
             paused -= 1
-            if state?.generation == generation { state?.enabled = true }
+            if state?.generation == generation && wasOn { state?.enabled = true }
+            // No resume will come for this pause: a restart it held back goes out now.
+            await turnOnIfHeldBack(host)
             throw error
         }
         // Ended meanwhile (a connection): its own rules say whether it comes back.
@@ -203,6 +214,12 @@ final class AdvertisingCoordinator {
     func resume(_ host: isolated some AdvertisingDriver) async {
         guard paused > 0 else { return }
         paused -= 1
+        await turnOnIfHeldBack(host)
+    }
+
+    /// Once no pause is under way: advertising a pause turned off, or whose restart one held
+    /// back, goes on again.
+    private func turnOnIfHeldBack(_ host: isolated some AdvertisingDriver) async {
         guard paused == 0, offForPause else { return }
         offForPause = false
         guard let s = state, s.wanted, !s.enabled else { return }

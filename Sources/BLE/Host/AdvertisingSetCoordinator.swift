@@ -16,6 +16,9 @@ struct AdvertisingSetRecord {
     var enabled = true
     /// An enable is in flight: a pause must turn the set off too.
     var enabling = false
+    /// The controller confirmed the set's last enable and nothing has turned it off since
+    /// (what a refused pause falls back to, whatever the generation says).
+    var confirmedOn = false
     /// Whether the application wants it advertising (false once it timed out, hit its event
     /// limit, or was stopped).
     var wanted = true
@@ -35,7 +38,7 @@ final class AdvertisingSetCoordinator {
     /// The set each peripheral-role link was made from, to restart it when the link ends.
     private var linkSets: [UInt16: UInt8] = [:]
     /// Set Terminated events for a connection not reported yet, by its handle (`terminated`).
-    private var earlyTerminations: [UInt16: LEAdvertisingSetTerminated] = [:]
+    private var earlyTerminations: [UInt16: (event: LEAdvertisingSetTerminated, generation: UInt64)] = [:]
     /// At most this many wait: a controller that never reports their links leaves no more.
     static let earlyTerminationLimit = 8
     /// Sets turned off by `pause` (or kept off during one), turned on again by `resume`.
@@ -187,6 +190,7 @@ final class AdvertisingSetCoordinator {
         try await host.commandReturning(.leRemoveAdvertisingSet(handle: handle))
         records[handle] = nil
         linkSets = linkSets.filter { $0.value != handle }
+        earlyTerminations = earlyTerminations.filter { $0.value.event.advertisingHandle != handle }
     }
 
     /// LE Advertising Set Terminated (§7.7.65.18) for one of the application's sets: it is off.
@@ -199,12 +203,13 @@ final class AdvertisingSetCoordinator {
         guard !record.starting else { return true }
         // A connection not reported yet (some controllers send this before LE Connection
         // Complete, though §7.7.65.18 has it after): it waits for the link (`linkOpened`).
-        if event.status.isSuccess, host.link(event.connectionHandle) == nil {
-            if earlyTerminations.count < Self.earlyTerminationLimit { earlyTerminations[event.connectionHandle] = event }
+        if event.status.isSuccess, host.link(event.connectionHandle) == nil, earlyTerminations.count < Self.earlyTerminationLimit {
+            earlyTerminations[event.connectionHandle] = (event, record.generation)
             return true
         }
         record.enabled = false
         record.enabling = false
+        record.confirmedOn = false
         record.generation &+= 1
         let reason: AdvertisingSetTermination.Reason
         var restart = false
@@ -230,7 +235,9 @@ final class AdvertisingSetCoordinator {
     /// A peripheral-role link is up: a Set Terminated that named it before it was reported is
     /// taken now.
     func linkOpened(handle: UInt16, _ host: isolated some AdvertisingSetDriver) {
-        guard let event = earlyTerminations.removeValue(forKey: handle) else { return }
+        guard let (event, generation) = earlyTerminations.removeValue(forKey: handle) else { return }
+        // Only for the set as it was then (not stopped, restarted or replaced since).
+        guard records[event.advertisingHandle]?.generation == generation else { return }
         _ = terminated(event, host)
     }
 
@@ -255,8 +262,9 @@ final class AdvertisingSetCoordinator {
         } catch {
             // The controller refused: the sets are as they were (an enable in flight counts
             // again), and there will be no resume, so what waited for one goes out now.
+            // An enable that was in flight has gone through: the set is on.
             for (handle, before) in zip(on, generations) where records[handle]?.generation == before.map({ $0 &+ 1 }) {
-                records[handle]?.generation = before ?? 0
+                if records[handle]?.confirmedOn == true { records[handle]?.enabled = true }
             }
             pauseDepth -= 1
             if pauseDepth == 0 { await turnOnPaused(host) }
@@ -264,6 +272,7 @@ final class AdvertisingSetCoordinator {
         }
         for (handle, before) in zip(on, generations) {
             records[handle]?.enabled = false
+            records[handle]?.confirmedOn = false
             // Ended meanwhile (a connection, a timeout): its own rules say whether it comes back.
             if let now = records[handle]?.generation, let before, now == before &+ 1, records[handle]?.wanted == true {
                 paused.append(handle)
@@ -298,6 +307,7 @@ final class AdvertisingSetCoordinator {
     func reset() {
         records = [:]
         linkSets = [:]
+        earlyTerminations = [:]
         paused = []
         pauseDepth = 0
     }
@@ -347,6 +357,7 @@ final class AdvertisingSetCoordinator {
         let generation = records[handle]?.generation
         defer { records[handle]?.enabling = false }
         try await host.commandReturning(.leSetExtendedAdvertisingEnable(enable: true, sets: [record.enable]))
+        records[handle]?.confirmedOn = true
         if records[handle]?.generation == generation { records[handle]?.enabled = true }
     }
 

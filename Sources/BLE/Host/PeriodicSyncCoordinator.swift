@@ -279,14 +279,17 @@ final class PeriodicSyncCoordinator {
               commands.leSetPeriodicAdvertisingSyncTransferParameters else {
             throw BLEError.unsupported("the controller cannot receive periodic sync transfers (Vol 4 Part E §7.8.91, §7.8.92)")
         }
+        // Claimed before the commands: an earlier consumer that stops meanwhile no longer
+        // turns transfers off under this one.
+        transferListenerID &+= 1
+        let id = transferListenerID
         try await host.commandReturning(.leSetDefaultPeriodicAdvertisingSyncTransferParameters(mode: .syncWithReports, syncTimeout: syncTimeout))
         for handle in host.linkHandles {
             try await host.commandReturning(.leSetPeriodicAdvertisingSyncTransferParameters(handle: handle, mode: .syncWithReports, syncTimeout: syncTimeout))
         }
         transferListener?(.ended(nil))
         transferListener = listener
-        transferListenerID &+= 1
-        return transferListenerID
+        return id
     }
 
     /// The consumer of listener `id` stopped reading: transfers are refused from now on (Mode
@@ -294,6 +297,8 @@ final class PeriodicSyncCoordinator {
     /// (`transferReceived`). Nothing when another listener took over since.
     func stopAcceptingTransfers(_ id: UInt64, _ host: isolated some PeriodicSyncDriver) async {
         guard transferListener != nil, transferListenerID == id, host.failure == nil else { return }
+        // Mode off from here on (a stream dropped while its own commands were still out finds
+        // the listener not yet in place and leaves the controller as it is).
         transferListener = nil
         do {
             try await host.commandReturning(.leSetDefaultPeriodicAdvertisingSyncTransferParameters(mode: .off, syncTimeout: 0x000A))
