@@ -480,6 +480,21 @@ final class AdvertisingSetCoordinatorTests: XCTestCase {
         XCTAssertEqual(enabled, true)
     }
 
+    /// Set 0: a stop while a start still sends its parameters wins: the start ends with
+    /// CancellationError and sends no enable.
+    func testAStopWhileStartAdvertisingSendsItsParametersWins() async throws {
+        let d = Driver()
+        await d.during(.leSetExtendedAdvertisingParameters) { d in try? await d.stopLegacy() }
+        do {
+            try await d.startLegacy(.connectable, scanResponse: nil)
+            XCTFail("the start went on after the stop")
+        } catch is CancellationError {}
+        let commands = await d.commands
+        XCTAssertFalse(commands.contains { $0.opcode == .leSetExtendedAdvertisingEnable && $0.parameters.first == 1 }, "\(commands)")
+        let enabled = await d.legacyEnabled
+        XCTAssertNotEqual(enabled, true)
+    }
+
     /// A duration or event limit ends a set for good: no restart after a link ends.
     func testATimedOutSetStaysOff() async throws {
         let d = Driver()

@@ -130,7 +130,9 @@ public final class PeripheralManager: Sendable {
     // MARK: Advertising
 
     /// Starts advertising `data` (and `scanResponse` for active scanners). Data over the
-    /// 31-byte legacy limit is refused with `.invalidArgument` saying by how much.
+    /// 31-byte legacy limit is refused with `.invalidArgument` saying by how much. A
+    /// `stopAdvertising` that comes while this is still setting up wins: this then throws
+    /// `CancellationError` and advertising stays off.
     public func startAdvertising(_ data: AdvertisingData, scanResponse: AdvertisingData? = nil,
                                  parameters: AdvertisingParameters = AdvertisingParameters()) async throws {
         try await host.run { host in

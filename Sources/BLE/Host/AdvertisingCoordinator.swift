@@ -43,6 +43,8 @@ final class AdvertisingCoordinator {
     private var paused = 0
     /// A start's enable is in flight: a pause turns it off too.
     private var enabling = false
+    /// Counts `stop` calls: a start that sees it change while it sends its commands gives up.
+    private var stops: UInt64 = 0
     /// Advertising a pause turned off, or whose restart fell in one: the last `resume` turns it
     /// on. Nothing else is turned on by a resume.
     private var offForPause = false
@@ -76,6 +78,7 @@ final class AdvertisingCoordinator {
         }
         starting += 1
         defer { starting -= 1 }
+        let stopsBefore = stops
         let advertisingBytes: [UInt8]
         let responseBytes: [UInt8]
         do {
@@ -124,6 +127,8 @@ final class AdvertisingCoordinator {
             try await host.commandReturning(.leSetAdvertisingData(advertisingBytes))
             try await host.commandReturning(.leSetScanResponseData(responseBytes))
         }
+        // Stopped while its parameters and data went out: it is not turned on.
+        guard stops == stopsBefore else { throw CancellationError() }
         // The new advertising is in place before its enable, off until the controller confirms:
         // a connection that ends it while the enable is in flight (LE Advertising Set
         // Terminated, or the link on the legacy commands) is then this advertising's, and the
@@ -143,6 +148,7 @@ final class AdvertisingCoordinator {
     }
 
     func stop(_ host: isolated some AdvertisingDriver) async throws {
+        stops &+= 1
         guard var s = state else { return }
         s.enabled = false
         s.wanted = false
