@@ -60,6 +60,12 @@ extension VirtualController {
     /// The same for LE Periodic Advertising Report: 255 less 8 (§7.7.65.15).
     static let periodicReportDataLimit = 247
 
+    /// `data` cut into reports of at most `limit` octets; one empty report for no data.
+    static func pieces(of data: [UInt8], limit: Int) -> [[UInt8]] {
+        guard !data.isEmpty else { return [[]] }
+        return stride(from: 0, to: data.count, by: limit).map { Array(data[$0..<min($0 + limit, data.count)]) }
+    }
+
     /// Extended scanning, initiating and periodic sync (§7.8.64–§7.8.73); nil for any other
     /// command, or on a controller without Bluetooth 5 advertising.
     mutating func handleExtendedScanCommand(_ command: HCICommand, _ r: inout ByteReader) throws(WireError) -> ControllerOutput? {
@@ -275,10 +281,7 @@ extension VirtualController {
                 reportedExtended.insert(key)
             }
             let kept = truncatedAt.map { Array(data.prefix($0)) } ?? data
-            var pieces = stride(from: 0, to: kept.count, by: Self.extendedReportDataLimit).map {
-                Array(kept[$0..<min($0 + Self.extendedReportDataLimit, kept.count)])
-            }
-            if pieces.isEmpty { pieces = [[]] }
+            let pieces = Self.pieces(of: kept, limit: Self.extendedReportDataLimit)
             for (i, piece) in pieces.enumerated() {
                 var p = properties
                 p.dataStatus = i < pieces.count - 1 ? .incompleteMoreToCome : truncatedAt == nil ? .complete : .incompleteTruncated
@@ -361,11 +364,8 @@ extension VirtualController {
         guard leEventEnabled(bit: 14) else { return [] }
         var packets: [HostBoundPacket] = []
         let kept = received.map { Array(t.data.prefix($0)) } ?? t.data
+        let pieces = Self.pieces(of: kept, limit: Self.periodicReportDataLimit)
         for handle in syncHandles(following: train) where syncs[handle]?.reports == true {
-            var pieces = stride(from: 0, to: kept.count, by: Self.periodicReportDataLimit).map {
-                Array(kept[$0..<min($0 + Self.periodicReportDataLimit, kept.count)])
-            }
-            if pieces.isEmpty { pieces = [[]] }
             for (i, piece) in pieces.enumerated() {
                 let status: AdvertisingDataStatus = i < pieces.count - 1 ? .incompleteMoreToCome : received == nil ? .complete : .incompleteTruncated
                 packets.append(.event(.le(.periodicAdvertisingReport(LEPeriodicAdvertisingReport(
