@@ -130,8 +130,12 @@ final class AdvertisingSetTerminationTests: XCTestCase {
     /// the enable, as a controller answers commands in order.
     func testAnEnableInFlightWhenARefusedPauseBeganLeavesTheSetOn() async throws {
         let d = Driver()
-        await d.yieldOnCommands()
-        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in d.failInFlight() }
+        // The disable waits until the enable has completed (as the controller answers in
+        // order), then is refused.
+        await d.during(.leSetExtendedAdvertisingEnable, first: 0) { d in
+            while d.advertisingSets.records[1]?.enabling == true { await Task.yield() }
+            d.failInFlight()
+        }
         await d.during(.leSetExtendedAdvertisingEnable, first: 1) { d in
             let before = d.advertisingSets.records[1]?.generation
             d.pending = Task { try await d.pause() }
