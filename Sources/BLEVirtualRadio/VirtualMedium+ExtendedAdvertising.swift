@@ -181,7 +181,9 @@ extension VirtualMedium {
     /// event's PDUs (and the scan response's, when it scans actively) have gone over the air.
     mutating func extendedHearing(of adv: VirtualAdvertisement, from id: ControllerID, by listener: ControllerID,
                                   rssi: Int8, at time: Duration) {
-        guard let ext = adv.extended else { return }
+        // Only a scanner hears anything: the chain's sizes and air time are not worked out for
+        // the rest.
+        guard let ext = adv.extended, nodes[listener.rawValue].controller.isScanning else { return }
         let header = Self.auxAdvertisingHeader(adv)
         let chained = adv.isScannable ? adv.scanResponse : adv.data
         let received = chainLoss[id].flatMap { AirTime.receivedBefore(lost: $0, dataCount: chained.count, firstHeader: header) }
