@@ -15,6 +15,8 @@ struct SMPPairingHarness {
         var confirms = true
         /// Answer to a pairing approval.
         var approves = true
+        /// Answer when asked to accept Just Works.
+        var acceptsJustWorks = true
         /// Never answers (the pairing must time out).
         var silent = false
     }
@@ -31,6 +33,8 @@ struct SMPPairingHarness {
     private(set) var transcript: [(from: SMPPairing.Role, pdu: [UInt8])] = []
     private(set) var displayed: [SMPPairing.Role: UInt32] = [:]
     private(set) var compared: [SMPPairing.Role: UInt32] = [:]
+    /// The sides whose user was asked to accept Just Works.
+    private(set) var askedJustWorks: Set<SMPPairing.Role> = []
     /// The keys each end gave its controller.
     private(set) var controllerKeys: [SMPPairing.Role: [UInt8]] = [:]
     /// Drops PDUs from this side when set (a peer that stops mid-pairing).
@@ -108,6 +112,10 @@ struct SMPPairingHarness {
                 guard !user(role).silent else { continue }
                 let answer = user(role).confirms
                 queue += deliver(role, .compare(answer)).map { (role, $0) }
+            case .confirmJustWorks:
+                askedJustWorks.insert(role)
+                guard !user(role).silent else { continue }
+                queue += deliver(role, .justWorks(user(role).acceptsJustWorks)).map { (role, $0) }
             case .requestApproval:
                 guard !user(role).silent else { continue }
                 let answer = user(role).approves
@@ -156,7 +164,7 @@ struct SMPPairingHarness {
     private func other(_ role: SMPPairing.Role) -> SMPPairing.Role { role == .initiator ? .responder : .initiator }
     private func user(_ role: SMPPairing.Role) -> User { role == .initiator ? initiatorUser : responderUser }
 
-    private enum Input { case pdu([UInt8]), passkey(UInt32), compare(Bool), approve(Bool) }
+    private enum Input { case pdu([UInt8]), passkey(UInt32), compare(Bool), approve(Bool), justWorks(Bool) }
 
     private mutating func deliver(_ role: SMPPairing.Role, _ input: Input) -> [SMPAction] {
         let t = now
@@ -166,6 +174,7 @@ struct SMPPairingHarness {
             case let .passkey(v): return m.passkeyEntered(v, now: t)
             case let .compare(ok): return m.numericComparisonConfirmed(ok, now: t)
             case let .approve(ok): return m.approve(ok, now: t)
+            case let .justWorks(ok): return m.justWorksConfirmed(ok, now: t)
             }
         }
         return role == .initiator ? apply(&initiator) : apply(&responder)

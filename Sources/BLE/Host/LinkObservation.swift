@@ -47,6 +47,7 @@ final class LinkObservation: Sendable {
 
     private let storage: Mutex<Snapshot>
     private let watchers = Mutex<[UInt64: AsyncStream<ConnectionState>.Continuation]>([:])
+    private let securityWatchers = Mutex<[UInt64: AsyncStream<LinkSecurityEvent>.Continuation]>([:])
     private let nextWatcher = Atomic<UInt64>(1)
 
     init(parameters: LinkParameters) {
@@ -67,7 +68,34 @@ final class LinkObservation: Sendable {
                 w.yield(s.state)
                 if case .disconnected = s.state { w.finish() }
             }
+            if case .disconnected = s.state {
+                for w in securityWatchers.withLock({ Array($0.values) }) { w.finish() }
+            }
         }
+    }
+
+    /// Tells every `securityEvents()` watcher what just happened to the link's security.
+    func reportSecurity(_ event: LinkSecurityEvent) {
+        storage.withLock { _ in
+            for w in securityWatchers.withLock({ Array($0.values) }) { w.yield(event) }
+        }
+    }
+
+    /// Every security event from now on; finishes after the disconnect (at once when the link
+    /// is down already). Registered under the state lock, as `stateUpdates` is.
+    func securityEvents() -> AsyncStream<LinkSecurityEvent> {
+        let (stream, continuation) = AsyncStream<LinkSecurityEvent>.makeStream()
+        let id = nextWatcher.wrappingAdd(1, ordering: .relaxed).oldValue
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.securityWatchers.withLock { $0.removeValue(forKey: id) }
+        }
+        let watching = storage.withLock { s -> Bool in
+            if case .disconnected = s.state { return false }
+            securityWatchers.withLock { $0[id] = continuation }
+            return true
+        }
+        if !watching { continuation.finish() }
+        return stream
     }
 
     /// Drops discovered services that overlap `range` (Vol 3 Part G §7.1: after Service Changed

@@ -235,6 +235,7 @@ extension SecurityCoordinator {
                 let error = BLEError.security(.identityConflict(why))
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
                 let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
+                link.observation.reportSecurity(.pairingFailed(failure))
                 if link.role == .peripheral {
                     host.report(.pairingFailed(link.central, failure))
                 } else {
@@ -257,6 +258,7 @@ extension SecurityCoordinator {
                                    keysReceived: outcome.received.kinds, peerIdentity: outcome.received.identityAddress)
         host.log("paired with \(link.peer): \(result)")
         for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
+        link.observation.reportSecurity(.paired(result))
         if link.role == .peripheral { host.report(.paired(link.central, result)) }
     }
 }

@@ -81,6 +81,15 @@ extension SecurityCoordinator {
             return
         }
         // A re-encryption with a bond's key ended.
+        if let link = host.link(handle) {
+            if status == .success && enabled {
+                link.observation.reportSecurity(.encrypted(.of(authenticated: link.security.authenticated,
+                                                               secureConnections: link.security.secureConnections,
+                                                               keySize: link.security.keySize)))
+            } else if status != .success {
+                link.observation.reportSecurity(.encryptionFailed(status: status.rawValue))
+            }
+        }
         let waiting = waiters.removeValue(forKey: handle) ?? []
         if status == .success && enabled {
             for w in waiting { w.succeed(nil) }

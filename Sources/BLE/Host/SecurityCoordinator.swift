@@ -311,6 +311,11 @@ final class SecurityCoordinator {
                     let byPerson = !agent.confirmsWithoutAPerson
                     await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.numericComparisonConfirmed(ok, byPerson: byPerson, now: now) } }
                 })
+            case .confirmJustWorks:
+                prompts[handle, default: []].append(host.spawn("just works confirmation") {
+                    let ok = await agent.confirmJustWorks(for: peer)
+                    await host.run { $0.security.answer(linkID: linkID, generation: generation, $0) { m, now in m.justWorksConfirmed(ok, now: now) } }
+                })
             case let .requestApproval(features):
                 prompts[handle, default: []].append(host.spawn("pairing approval") {
                     let ok = await agent.approvePairing(with: peer, features: features)
@@ -338,6 +343,7 @@ final class SecurityCoordinator {
                 }
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
+                link.observation.reportSecurity(.pairingFailed(error))
                 if link.role == .peripheral {
                     host.report(.pairingFailed(link.central, error))
                 } else {

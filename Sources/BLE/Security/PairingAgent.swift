@@ -12,6 +12,9 @@ public protocol PairingAgent: Sendable {
     func enterPasskey(for peer: DeviceAddress) async -> UInt32?
     /// Show `value` and ask whether `peer` shows the same six digits (Numeric Comparison).
     func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool
+    /// Whether to accept a Just Works pairing with `peer` (asked when
+    /// `SMPPairingSettings.confirmsJustWorks` is set); false ends it.
+    func confirmJustWorks(for peer: DeviceAddress) async -> Bool
     /// Whether to pair with `peer` at all (asked when `SecuritySettings.asksApproval` is set).
     func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool
     /// True when `confirmNumericComparison` answers without a person comparing the numbers (a
@@ -28,6 +31,8 @@ extension PairingAgent {
     public func enterPasskey(for peer: DeviceAddress) async -> UInt32? { nil }
     /// Default: false, which refuses: pairing fails with Numeric Comparison Failed.
     public func confirmNumericComparison(_ value: UInt32, for peer: DeviceAddress) async -> Bool { false }
+    /// Default: true, so Just Works goes on.
+    public func confirmJustWorks(for peer: DeviceAddress) async -> Bool { true }
     /// Default: true, so every peer may pair.
     public func approvePairing(with peer: DeviceAddress, features: SMPPairingFeatures) async -> Bool { true }
     /// Default: false. The default `confirmNumericComparison` accepts nothing, and one that

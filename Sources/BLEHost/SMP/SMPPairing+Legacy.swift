@@ -9,6 +9,14 @@ extension SMPPairing {
         s.localRandom = try random(16)
         switch s.method.model {
         case .justWorks:
+            if settings.confirmsJustWorks {
+                // The TK (zero) is set when the user accepts (`justWorksConfirmed`); a peer's
+                // confirm that arrives meanwhile waits for it.
+                s.awaitingNumericConfirmation = true
+                session = s
+                phase = .legacyConfirm
+                return [.confirmJustWorks]
+            }
             s.temporaryKey = [UInt8](repeating: 0, count: 16)
         case .outOfBand:
             guard let tk = outOfBand.legacyTemporaryKey, tk.count == 16 else { throw Abort(.oobNotAvailable, "no OOB TK") }

@@ -167,6 +167,8 @@ extension SMPPairing {
             var actions = [send(SMPPDU.pairingRandom(Array(s.localNonce.reversed())).encode(), now: now)]
             if s.method.model == .numericComparison {
                 actions += try askNumericComparison(pkA: pkPeer, pkB: pkLocal)
+            } else if s.method.model == .justWorks && settings.confirmsJustWorks {
+                actions.append(askJustWorks())
             }
             return actions
         case (.justWorks, .initiator), (.numericComparison, .initiator):
@@ -179,6 +181,7 @@ extension SMPPairing {
             session = s
             phase = .dhKeyCheck
             if s.method.model == .numericComparison { return try askNumericComparison(pkA: pkLocal, pkB: pkPeer) }
+            if s.method.model == .justWorks && settings.confirmsJustWorks { return [askJustWorks()] }
             return try sendDHKeyCheck(now: now)
         case (.outOfBand, .initiator):
             s.initiatorNonce = s.localNonce
@@ -221,6 +224,12 @@ extension SMPPairing {
         s.awaitingNumericConfirmation = true
         session = s
         return [.confirmNumericComparison(value % 1_000_000)]
+    }
+
+    /// Waits for the user to accept Just Works where a comparison would wait (§2.3.5.6.2 step 6).
+    private mutating func askJustWorks() -> SMPAction {
+        session?.awaitingNumericConfirmation = true
+        return .confirmJustWorks
     }
 
     mutating func numericComparisonAccepted(now: Duration) throws(Abort) -> [SMPAction] {

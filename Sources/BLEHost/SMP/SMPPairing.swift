@@ -192,6 +192,21 @@ public struct SMPPairing: Sendable {
         do { return try numericComparisonAccepted(now: now) } catch { return abort(error) }
     }
 
+    /// The user's answer to `.confirmJustWorks`: declining ends the pairing with Pairing Failed
+    /// (Unspecified Reason), accepting goes on where it waited.
+    public mutating func justWorksConfirmed(_ accepted: Bool, now: Duration) -> [SMPAction] {
+        guard !isClosed, var s = session, s.awaitingNumericConfirmation, s.method.model == .justWorks else { return [] }
+        guard accepted else { return abort(Abort(.unspecifiedReason, "the user declined the Just Works pairing")) }
+        s.awaitingNumericConfirmation = false
+        if s.secureConnections {
+            session = s
+            do { return try numericComparisonAccepted(now: now) } catch { return abort(error) }
+        }
+        s.temporaryKey = [UInt8](repeating: 0, count: 16)
+        session = s
+        do { return try legacyTemporaryKeyKnown(now: now) } catch { return abort(error) }
+    }
+
     /// The owner ends the pairing for a reason of its own: Pairing Failed with `reason` to the
     /// peer and `.failed(.local(reason, detail:))` (nothing when no pairing is under way but the
     /// Pairing Failed).

@@ -38,6 +38,11 @@ public struct SMPPairingSettings: Sendable, Hashable {
     /// who records that pairing can compute its keys, so it is refused unless this is set (for
     /// sniffer-friendly tests and fuzzing).
     public var acceptsDebugKeys = false
+    /// Ask the user to accept a Just Works pairing before it goes on (`.confirmJustWorks`,
+    /// answered with `justWorksConfirmed`): where a comparison would be shown in Secure
+    /// Connections (Vol 3 Part H §2.3.5.6.2, step 6, where the user may be asked to accept),
+    /// before the confirm value in legacy pairing (§2.3.5.2). Off: Just Works goes on by itself.
+    public var confirmsJustWorks = false
 
     /// Defaults: NoInputNoOutput (Just Works) with bonding, no MITM demand, Secure Connections
     /// offered, key sizes 7...16, and LTK, IRK and CSRK both given and asked for.
@@ -324,6 +329,9 @@ public enum SMPAction: Sendable, Hashable {
     /// Show this six-digit value and ask whether the peer shows the same; answer with
     /// `numericComparisonConfirmed`.
     case confirmNumericComparison(UInt32)
+    /// Ask the user to accept a Just Works pairing (`SMPPairingSettings.confirmsJustWorks`);
+    /// answer with `justWorksConfirmed`.
+    case confirmJustWorks
     /// Ask whether to pair with a peer that sent these features; answer with `approve`.
     case requestApproval(SMPPairingFeatures)
     /// Central: encrypt the link with this key (LE Enable Encryption).
