@@ -42,7 +42,8 @@ let package = Package(
         // `ble serve` profiles, and the demo peripherals of the virtual world.
         .target(name: "BLESystems", dependencies: ["BLE", "BLEHTTP", "BLEProfiles", "BLEVirtual"], swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
-        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"]),
+        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"],
+                          resources: [.copy("Pandora/pandora_bridge.py")]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
         // access policy. No dependencies.

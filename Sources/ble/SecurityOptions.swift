@@ -56,16 +56,7 @@ struct SecurityOptions {
         } else if args.option("rpa-rotation") != nil {
             throw UsageError("--rpa-rotation needs --privacy")
         }
-        if let text = args.option("io") {
-            switch text {
-            case "none": io = .noInputNoOutput
-            case "display": io = .displayOnly
-            case "yesno": io = .displayYesNo
-            case "keyboard": io = .keyboardOnly
-            case "keyboard-display": io = .keyboardDisplay
-            default: throw UsageError("--io must be none, display, yesno, keyboard or keyboard-display, not '\(text)'")
-            }
-        }
+        if let text = args.option("io") { io = try Self.ioCapability(text) }
         if let text = args.option("passkey") {
             guard text.count <= 6, let value = UInt32(text), value <= 999_999 else { throw UsageError("--passkey takes six digits (000000...999999), not '\(text)'") }
             passkey = value
@@ -131,4 +122,18 @@ struct SecurityOptions {
 /// The process environment as a dictionary.
 func currentEnvironment() -> [String: String] {
     ProcessInfo.processInfo.environment
+}
+
+extension SecurityOptions {
+    /// `--io`'s names of the IO capabilities (Core spec Vol 3 Part H §2.3.2).
+    static func ioCapability(_ text: String) throws -> SMPIOCapability {
+        switch text {
+        case "none": return .noInputNoOutput
+        case "display": return .displayOnly
+        case "yesno": return .displayYesNo
+        case "keyboard": return .keyboardOnly
+        case "keyboard-display": return .keyboardDisplay
+        default: throw UsageError("--io must be none, display, yesno, keyboard or keyboard-display, not '\(text)'")
+        }
+    }
 }

@@ -1,7 +1,7 @@
 import BLEWire
 
 /// A JSON value with keys kept in the order written, so each output line reads predictably.
-public enum JSON {
+public enum JSON: Sendable {
     case string(String)
     case number(Double)
     case int(Int)

@@ -1,0 +1,158 @@
+import BLESystems
+import Foundation
+
+/// A JSON value of the control protocol between `ble pandora` and its gRPC bridge
+/// (docs/PANDORA.md): Sendable, unlike JSONSerialization's `Any`.
+indirect enum ControlValue: Sendable, Hashable, Decodable {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+    case array([ControlValue])
+    case object([String: ControlValue])
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let d = try? c.decode(Double.self) { self = .number(d) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([ControlValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: ControlValue].self)) }
+    }
+}
+
+/// The gRPC status a failed request ends with (the bridge passes the name on as the code).
+enum ControlStatus: String, Sendable {
+    case cancelled = "CANCELLED"
+    case invalidArgument = "INVALID_ARGUMENT"
+    case deadlineExceeded = "DEADLINE_EXCEEDED"
+    case notFound = "NOT_FOUND"
+    case alreadyExists = "ALREADY_EXISTS"
+    case failedPrecondition = "FAILED_PRECONDITION"
+    case aborted = "ABORTED"
+    case unimplemented = "UNIMPLEMENTED"
+    case `internal` = "INTERNAL"
+    case unavailable = "UNAVAILABLE"
+}
+
+/// A request that fails with a gRPC status and a message for the client.
+struct ControlError: Error, CustomStringConvertible {
+    let status: ControlStatus
+    let message: String
+    init(_ status: ControlStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+    var description: String { "\(status.rawValue): \(message)" }
+}
+
+/// One request line from the bridge: `{"id": 7, "op": "scan", ...arguments}`.
+struct ControlRequest: Sendable {
+    /// The longest line read: a bigger one is a broken bridge, not a request.
+    static let maximumLineLength = 1 << 20
+
+    let id: Int
+    let op: String
+    let arguments: [String: ControlValue]
+
+    /// Parses one line; anything but an object with an integer `id` and a string `op` is refused.
+    static func parse(_ line: [UInt8]) throws(ControlError) -> ControlRequest {
+        let value: ControlValue
+        do {
+            value = try JSONDecoder().decode(ControlValue.self, from: Data(line))
+        } catch {
+            throw ControlError(.invalidArgument, "the request is not JSON")
+        }
+        guard case let .object(fields) = value else { throw ControlError(.invalidArgument, "the request is not a JSON object") }
+        guard case let .number(n)? = fields["id"], let id = Int(exactly: n) else { throw ControlError(.invalidArgument, "the request has no integer id") }
+        guard case let .string(op)? = fields["op"] else { throw ControlError(.invalidArgument, "request \(id) has no op") }
+        return ControlRequest(id: id, op: op, arguments: fields)
+    }
+
+    // MARK: Typed arguments (each missing or mistyped one is INVALID_ARGUMENT naming it)
+
+    func string(_ key: String) throws(ControlError) -> String {
+        guard let s = optionalString(key) else { throw ControlError(.invalidArgument, "\(op): '\(key)' must be a string") }
+        return s
+    }
+
+    func optionalString(_ key: String) -> String? {
+        if case let .string(s)? = arguments[key] { return s }
+        return nil
+    }
+
+    func bool(_ key: String, default value: Bool = false) throws(ControlError) -> Bool {
+        switch arguments[key] {
+        case nil, .null?: return value
+        case let .bool(b)?: return b
+        default: throw ControlError(.invalidArgument, "\(op): '\(key)' must be true or false")
+        }
+    }
+
+    /// An integer in `range`; `value` when absent.
+    func int(_ key: String, in range: ClosedRange<Int>, default value: Int? = nil) throws(ControlError) -> Int {
+        switch arguments[key] {
+        case nil, .null?:
+            if let value { return value }
+        case let .number(d)?:
+            if let i = Int(exactly: d), range.contains(i) { return i }
+        default: break
+        }
+        throw ControlError(.invalidArgument, "\(op): '\(key)' must be an integer in \(range.lowerBound)...\(range.upperBound)")
+    }
+
+    func double(_ key: String, default value: Double) throws(ControlError) -> Double {
+        switch arguments[key] {
+        case nil, .null?: return value
+        case let .number(d)? where d.isFinite: return d
+        default: throw ControlError(.invalidArgument, "\(op): '\(key)' must be a number")
+        }
+    }
+
+    /// Bytes given as hex; nil when absent or null.
+    func hex(_ key: String) throws(ControlError) -> [UInt8]? {
+        switch arguments[key] {
+        case nil, .null?: return nil
+        case let .string(s)?:
+            if let bytes = Self.bytes(hex: s) { return bytes }
+        default: break
+        }
+        throw ControlError(.invalidArgument, "\(op): '\(key)' must be hex")
+    }
+
+    /// The connection a request names (its cookie, an integer).
+    func connection() throws(ControlError) -> UInt64 {
+        UInt64(try int("connection", in: 0...Int(Int32.max)))
+    }
+
+    static func bytes(hex s: String) -> [UInt8]? {
+        let digits = Array(s.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+extension JSON {
+    /// Bytes as lower-case hex, the control protocol's form for binary fields.
+    static func hex(_ bytes: [UInt8]) -> JSON {
+        .string(bytes.map { String(format: "%02x", $0) }.joined())
+    }
+}

@@ -1,0 +1,611 @@
+#!/usr/bin/env python3
+"""The gRPC side of `ble pandora`: Pandora's Host, Security, SecurityStorage and L2CAP
+services (the bt-test-interfaces stubs) served with grpcio, each call passed on to `ble` over
+the control protocol of docs/PANDORA.md (one JSON object per line on a loopback TCP
+connection). `ble pandora` starts this script; it is not meant to be run by hand.
+
+Everything Bluetooth happens in `ble`; this file only converts: protobuf messages to control
+requests, control results to protobuf messages, AD structures to Pandora's DataTypes and
+back, control errors to gRPC status codes.
+"""
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+
+import grpc
+import grpc.aio
+from google.protobuf import any_pb2, empty_pb2, wrappers_pb2
+from pandora import host_pb2, l2cap_pb2, security_pb2
+from pandora.host_grpc_aio import HostServicer, add_HostServicer_to_server
+from pandora.l2cap_grpc_aio import L2CAPServicer, add_L2CAPServicer_to_server
+from pandora.security_grpc_aio import (
+    SecurityServicer,
+    SecurityStorageServicer,
+    add_SecurityServicer_to_server,
+    add_SecurityStorageServicer_to_server,
+)
+
+log = logging.getLogger('pandora-bridge')
+
+
+class ControlFailure(Exception):
+    """A request `ble` answered with an error: a gRPC status name and a message."""
+
+    def __init__(self, code, message):
+        super().__init__(f'{code}: {message}')
+        self.code = getattr(grpc.StatusCode, code, grpc.StatusCode.INTERNAL)
+        self.message = message
+
+
+class Control:
+    """The control connection: requests out, results, stream items and errors in."""
+
+    def __init__(self, reader, writer):
+        self.reader = reader
+        self.writer = writer
+        self.next_id = 1
+        self.queues = {}
+        self.closed = asyncio.get_running_loop().create_future()
+
+    async def run(self):
+        try:
+            while line := await self.reader.readline():
+                try:
+                    message = json.loads(line)
+                    queue = self.queues.get(message['id'])
+                except (ValueError, KeyError, TypeError):
+                    log.error('a control line that is not a reply: %r', line[:200])
+                    continue
+                if queue is not None:
+                    queue.put_nowait(message)
+        finally:
+            for queue in self.queues.values():
+                queue.put_nowait({'error': {'code': 'UNAVAILABLE', 'message': 'ble closed the control connection'}})
+            if not self.closed.done():
+                self.closed.set_result(None)
+
+    def send(self, message):
+        self.writer.write(json.dumps(message).encode() + b'\n')
+
+    def _open(self, op, arguments):
+        request_id = self.next_id
+        self.next_id += 1
+        self.queues[request_id] = asyncio.Queue()
+        self.send({'id': request_id, 'op': op, **arguments})
+        return request_id
+
+    async def call(self, op, **arguments):
+        """A unary request: its result object, or ControlFailure."""
+        request_id = self._open(op, arguments)
+        try:
+            message = await self.queues[request_id].get()
+        except asyncio.CancelledError:
+            self.send({'id': 0, 'op': 'cancel', 'target': request_id})
+            raise
+        finally:
+            del self.queues[request_id]
+        if 'error' in message:
+            raise ControlFailure(message['error'].get('code', 'INTERNAL'), message['error'].get('message', ''))
+        return message.get('result', {})
+
+    async def stream(self, op, **arguments):
+        """A streaming request: yields its items until it ends; a client that goes away
+        (cancellation) cancels it in ble."""
+        request_id = self._open(op, arguments)
+        finished = False
+        try:
+            while True:
+                message = await self.queues[request_id].get()
+                if 'item' in message:
+                    yield message['item']
+                elif 'error' in message:
+                    finished = True
+                    raise ControlFailure(message['error'].get('code', 'INTERNAL'), message['error'].get('message', ''))
+                else:
+                    finished = True
+                    return
+        finally:
+            if not finished:
+                self.send({'id': 0, 'op': 'cancel', 'target': request_id})
+            del self.queues[request_id]
+
+
+async def failing(context, failure):
+    await context.abort(failure.code, failure.message)
+
+
+def cookie(number):
+    return any_pb2.Any(value=number.to_bytes(8, 'big'))
+
+
+async def number_of(context, message, what):
+    """The integer our cookies carry; a cookie we did not make is INVALID_ARGUMENT."""
+    value = message.cookie.value
+    if len(value) != 8:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'not a {what} of this server')
+    return int.from_bytes(value, 'big')
+
+
+def address_text(raw):
+    return ':'.join(f'{b:02X}' for b in raw)
+
+
+async def address_of(context, raw):
+    if len(raw) != 6:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, 'an address is 6 bytes')
+    return address_text(raw)
+
+
+# ------------------------------------------------------------------------------ DataTypes
+# Assigned numbers: AD types (Core Specification Supplement Part A §1), URI scheme names.
+
+URI_SCHEMES = {0x01: '', 0x16: 'http:', 0x17: 'https:', 0x13: 'ftp:', 0x2D: 'mailto:', 0x31: 'tel:', 0x3B: 'ws:', 0x3C: 'wss:'}
+
+UUID_LISTS = [
+    # (field, AD type, bytes per UUID)
+    ('incomplete_service_class_uuids16', 0x02, 2),
+    ('complete_service_class_uuids16', 0x03, 2),
+    ('incomplete_service_class_uuids32', 0x04, 4),
+    ('complete_service_class_uuids32', 0x05, 4),
+    ('incomplete_service_class_uuids128', 0x06, 16),
+    ('complete_service_class_uuids128', 0x07, 16),
+    ('service_solicitation_uuids16', 0x14, 2),
+    ('service_solicitation_uuids32', 0x1F, 4),
+    ('service_solicitation_uuids128', 0x15, 16),
+]
+SERVICE_DATA = [('service_data_uuid16', 0x16, 2), ('service_data_uuid32', 0x20, 4), ('service_data_uuid128', 0x21, 16)]
+
+
+def uuid_text(raw):
+    """A little-endian UUID as Pandora writes it: 183A, FFFF183A, or the 128-bit form."""
+    h = raw[::-1].hex().upper()
+    if len(raw) == 16:
+        return f'{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}'
+    return h
+
+
+def uuid_bytes(text, size):
+    raw = bytes.fromhex(text.replace('-', ''))
+    if len(raw) != size:
+        raise ValueError(f'{text} is not a {size * 8}-bit UUID')
+    return raw[::-1]
+
+
+def decode_data(ad):
+    """AD structures (Core spec Vol 3 Part C §11) as DataTypes; what it cannot hold is left out."""
+    fields = {}
+    lists = {field: (kind, size) for field, kind, size in UUID_LISTS}
+    by_type = {kind: (field, size) for field, kind, size in UUID_LISTS}
+    data_by_type = {kind: (field, size) for field, kind, size in SERVICE_DATA}
+    service_data = {field: {} for field, _, _ in SERVICE_DATA}
+    offset = 0
+    while offset < len(ad):
+        length = ad[offset]
+        if length == 0 or offset + 1 + length > len(ad):
+            break
+        kind, value = ad[offset + 1], ad[offset + 2: offset + 1 + length]
+        offset += 1 + length
+        if kind in by_type:
+            field, size = by_type[kind]
+            fields.setdefault(field, []).extend(uuid_text(value[i:i + size]) for i in range(0, len(value) - size + 1, size))
+        elif kind in data_by_type:
+            field, size = data_by_type[kind]
+            if len(value) >= size:
+                service_data[field][uuid_text(value[:size])] = bytes(value[size:])
+        elif kind == 0x01 and value:
+            mode = host_pb2.DISCOVERABLE_LIMITED if value[0] & 0x01 else host_pb2.DISCOVERABLE_GENERAL if value[0] & 0x02 else host_pb2.NOT_DISCOVERABLE
+            fields['le_discoverability_mode'] = mode
+        elif kind == 0x08:
+            fields['shortened_local_name'] = value.decode('utf-8', 'replace')
+        elif kind == 0x09:
+            fields['complete_local_name'] = value.decode('utf-8', 'replace')
+        elif kind == 0x0A and len(value) == 1:
+            fields['tx_power_level'] = int.from_bytes(value, 'little', signed=True)
+        elif kind == 0x0D and len(value) == 3:
+            fields['class_of_device'] = int.from_bytes(value, 'little')
+        elif kind == 0x12 and len(value) == 4:
+            fields['peripheral_connection_interval_min'] = int.from_bytes(value[:2], 'little')
+            fields['peripheral_connection_interval_max'] = int.from_bytes(value[2:], 'little')
+        elif kind == 0x17:
+            fields.setdefault('public_target_addresses', []).extend(bytes(value[i:i + 6][::-1]) for i in range(0, len(value) - 5, 6))
+        elif kind == 0x18:
+            fields.setdefault('random_target_addresses', []).extend(bytes(value[i:i + 6][::-1]) for i in range(0, len(value) - 5, 6))
+        elif kind == 0x19 and len(value) == 2:
+            fields['appearance'] = int.from_bytes(value, 'little')
+        elif kind == 0x1A and len(value) in (2, 3):
+            fields['advertising_interval'] = int.from_bytes(value, 'little')
+        elif kind == 0x24 and value:
+            text = value.decode('utf-8', 'replace')
+            scheme = URI_SCHEMES.get(ord(text[0]))
+            fields['uri'] = scheme + text[1:] if scheme is not None else text
+        elif kind == 0x27:
+            fields['le_supported_features'] = bytes(value)
+        elif kind == 0xFF:
+            fields['manufacturer_specific_data'] = bytes(value)
+    for field, entries in service_data.items():
+        if entries:
+            fields[field] = entries
+    del lists
+    return host_pb2.DataTypes(**fields)
+
+
+def encode_data(data):
+    """DataTypes as AD structures; INVALID_ARGUMENT-worthy values raise ValueError."""
+    out = bytearray()
+
+    def add(kind, value):
+        if len(value) > 254:
+            raise ValueError(f'AD type 0x{kind:02X} is too long')
+        out.extend(bytes([len(value) + 1, kind]) + bytes(value))
+
+    if data.le_discoverability_mode:
+        add(0x01, bytes([(0x01 if data.le_discoverability_mode == host_pb2.DISCOVERABLE_LIMITED else 0x02) | 0x04]))
+    for field, kind, size in UUID_LISTS:
+        uuids = getattr(data, field)
+        if uuids:
+            add(kind, b''.join(uuid_bytes(u, size) for u in uuids))
+    if data.HasField('shortened_local_name'):
+        add(0x08, data.shortened_local_name.encode())
+    if data.HasField('complete_local_name'):
+        add(0x09, data.complete_local_name.encode())
+    if data.HasField('tx_power_level'):
+        add(0x0A, data.tx_power_level.to_bytes(1, 'little', signed=True))
+    if data.HasField('class_of_device'):
+        add(0x0D, data.class_of_device.to_bytes(3, 'little'))
+    if data.peripheral_connection_interval_min or data.peripheral_connection_interval_max:
+        add(0x12, data.peripheral_connection_interval_min.to_bytes(2, 'little') + data.peripheral_connection_interval_max.to_bytes(2, 'little'))
+    if data.public_target_addresses:
+        add(0x17, b''.join(bytes(a)[::-1] for a in data.public_target_addresses))
+    if data.random_target_addresses:
+        add(0x18, b''.join(bytes(a)[::-1] for a in data.random_target_addresses))
+    if data.appearance:
+        add(0x19, data.appearance.to_bytes(2, 'little'))
+    if data.HasField('advertising_interval'):
+        add(0x1A, data.advertising_interval.to_bytes(2, 'little'))
+    if data.uri:
+        scheme = next((code for code, name in URI_SCHEMES.items() if name and data.uri.startswith(name)), None)
+        add(0x24, (chr(scheme) + data.uri[len(URI_SCHEMES[scheme]):] if scheme else chr(0x01) + data.uri).encode())
+    if data.le_supported_features:
+        add(0x27, data.le_supported_features)
+    for field, kind, size in SERVICE_DATA:
+        for uuid, value in getattr(data, field).items():
+            add(kind, uuid_bytes(uuid, size) + value)
+    if data.manufacturer_specific_data:
+        add(0xFF, data.manufacturer_specific_data)
+    return bytes(out)
+
+
+PHY_NAMES = {host_pb2.PRIMARY_1M: '1m', host_pb2.PRIMARY_CODED: 'coded'}
+SECONDARY_NAMES = {host_pb2.SECONDARY_1M: '1m', host_pb2.SECONDARY_2M: '2m', host_pb2.SECONDARY_CODED: 'coded'}
+
+
+# ------------------------------------------------------------------------------ services
+
+
+class Host(HostServicer):
+    def __init__(self, control):
+        self.control = control
+
+    async def FactoryReset(self, request, context):
+        try:
+            await self.control.call('factoryReset')
+        except ControlFailure as f:
+            await failing(context, f)
+        return empty_pb2.Empty()
+
+    async def Reset(self, request, context):
+        try:
+            await self.control.call('reset')
+        except ControlFailure as f:
+            await failing(context, f)
+        return empty_pb2.Empty()
+
+    async def ReadLocalAddress(self, request, context):
+        try:
+            result = await self.control.call('readLocalAddress')
+        except ControlFailure as f:
+            await failing(context, f)
+        return host_pb2.ReadLocalAddressResponse(address=bytes.fromhex(result['address'].replace(':', '')))
+
+    async def ConnectLE(self, request, context):
+        kind = request.WhichOneof('address')
+        if kind is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, 'ConnectLE needs an address')
+        address = await address_of(context, getattr(request, kind))
+        address_type = 'public' if kind in ('public', 'public_identity') else 'random'
+        try:
+            result = await self.control.call('connectLE', address=address, addressType=address_type,
+                                             ownAddressType=request.own_address_type)
+        except ControlFailure as f:
+            await failing(context, f)
+        if 'connection' in result:
+            return host_pb2.ConnectLEResponse(connection=host_pb2.Connection(cookie=cookie(result['connection'])))
+        if result.get('connectionAlreadyExists'):
+            return host_pb2.ConnectLEResponse(connection_already_exists=empty_pb2.Empty())
+        return host_pb2.ConnectLEResponse(peer_not_found=empty_pb2.Empty())
+
+    async def Disconnect(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        try:
+            await self.control.call('disconnect', connection=number)
+        except ControlFailure as f:
+            await failing(context, f)
+        return empty_pb2.Empty()
+
+    async def WaitDisconnection(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        try:
+            await self.control.call('waitDisconnection', connection=number)
+        except ControlFailure as f:
+            await failing(context, f)
+        return empty_pb2.Empty()
+
+    async def GetConnectionParameters(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        try:
+            result = await self.control.call('getConnectionParameters', connection=number)
+        except ControlFailure as f:
+            if f.code == grpc.StatusCode.NOT_FOUND:
+                return host_pb2.GetConnectionParametersResponse(connection_not_found=empty_pb2.Empty())
+            await failing(context, f)
+        return host_pb2.GetConnectionParametersResponse(connection_parameters=host_pb2.ConnectionParameters(
+            connection_interval=result['interval'], peripheral_latency=result['latency'],
+            supervision_timeout=result['supervisionTimeout']))
+
+    async def Advertise(self, request, context):
+        arguments = {
+            'legacy': request.legacy,
+            'connectable': request.connectable,
+            'ownAddressType': request.own_address_type,
+            'interval': request.interval,
+            'primaryPhy': PHY_NAMES.get(request.primary_phy, '1m'),
+            'secondaryPhy': SECONDARY_NAMES.get(request.secondary_phy, '1m'),
+        }
+        try:
+            arguments['data'] = encode_data(request.data).hex()
+            if request.HasField('scan_response_data'):
+                arguments['scanResponse'] = encode_data(request.scan_response_data).hex()
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        target = request.WhichOneof('target')
+        if target is not None:
+            arguments['target'] = await address_of(context, getattr(request, target))
+            arguments['targetType'] = target
+        try:
+            async for item in self.control.stream('advertise', **arguments):
+                yield host_pb2.AdvertiseResponse(connection=host_pb2.Connection(cookie=cookie(item['connection'])))
+        except ControlFailure as f:
+            await failing(context, f)
+
+    async def Scan(self, request, context):
+        phys = []
+        for phy in request.phys:
+            if phy not in PHY_NAMES:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'unknown primary PHY {phy}')
+            phys.append(PHY_NAMES[phy])
+        try:
+            async for item in self.control.stream('scan', passive=request.passive, ownAddressType=request.own_address_type, phys=phys):
+                yield self.report(item)
+        except ControlFailure as f:
+            await failing(context, f)
+
+    @staticmethod
+    def report(item):
+        fields = {
+            'legacy': item['legacy'],
+            'connectable': item['connectable'],
+            'truncated': item['truncated'],
+            'rssi': item.get('rssi', 0),
+            'data': decode_data(bytes.fromhex(item['data'])),
+            'primary_phy': host_pb2.PRIMARY_CODED if item.get('primaryPhy') == 'coded' else host_pb2.PRIMARY_1M,
+            'secondary_phy': {'1m': host_pb2.SECONDARY_1M, '2m': host_pb2.SECONDARY_2M, 'coded': host_pb2.SECONDARY_CODED}.get(
+                item.get('secondaryPhy'), host_pb2.SECONDARY_NONE),
+            'sid': item.get('sid', 0),
+            'tx_power': item.get('txPower', 0),
+            'periodic_advertising_interval': item.get('periodicInterval', 0) * 1.25,
+        }
+        raw = bytes.fromhex(item['address'].replace(':', ''))
+        if 'identity' in item:
+            identity = bytes.fromhex(item['identity'].replace(':', ''))
+            fields['public_identity' if item['identityType'] == 'public' else 'random_static_identity'] = identity
+        else:
+            fields['public' if item['addressType'] == 'public' else 'random'] = raw
+        return host_pb2.ScanningResponse(**fields)
+
+
+class Security(SecurityServicer):
+    def __init__(self, control):
+        self.control = control
+
+    async def OnPairing(self, request_iterator, context):
+        events = {}
+
+        async def answers():
+            async for answer in request_iterator:
+                event = events.pop(answer.event.SerializeToString(deterministic=True), None)
+                if event is None:
+                    log.warning('an answer to a pairing event this server did not send')
+                    continue
+                variant = answer.WhichOneof('answer')
+                message = {'id': 0, 'op': 'pairingAnswer', 'event': event}
+                if variant == 'confirm':
+                    message['confirm'] = answer.confirm
+                elif variant == 'passkey':
+                    message['passkey'] = answer.passkey
+                self.control.send(message)
+
+        reading = asyncio.create_task(answers())
+        try:
+            async for item in self.control.stream('onPairing'):
+                fields = {}
+                if 'connection' in item:
+                    fields['connection'] = host_pb2.Connection(cookie=cookie(item['connection']))
+                kind = item['kind']
+                if kind in ('numeric_comparison', 'passkey_entry_notification'):
+                    fields[kind] = item['value']
+                else:
+                    fields[kind] = empty_pb2.Empty()
+                event = security_pb2.PairingEvent(**fields)
+                events[event.SerializeToString(deterministic=True)] = item['event']
+                yield event
+        except ControlFailure as f:
+            await failing(context, f)
+        finally:
+            reading.cancel()
+
+    async def _level(self, request, context):
+        if request.WhichOneof('level') != 'le':
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'BR/EDR security: this is an LE-only host')
+        return request.le + 1
+
+    async def Secure(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        level = await self._level(request, context)
+        try:
+            result = await self.control.call('secure', connection=number, level=level)
+        except ControlFailure as f:
+            await failing(context, f)
+        return security_pb2.SecureResponse(**{result['result']: empty_pb2.Empty()})
+
+    async def WaitSecurity(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        level = await self._level(request, context)
+        try:
+            result = await self.control.call('waitSecurity', connection=number, level=level)
+        except ControlFailure as f:
+            await failing(context, f)
+        outcome = result['result'] if result['result'] != 'not_reached' else 'pairing_failure'
+        return security_pb2.WaitSecurityResponse(**{outcome: empty_pb2.Empty()})
+
+
+class SecurityStorage(SecurityStorageServicer):
+    def __init__(self, control):
+        self.control = control
+
+    async def _address(self, request, context):
+        kind = request.WhichOneof('address')
+        if kind is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, 'an address is needed')
+        return {'address': await address_of(context, getattr(request, kind)), 'addressType': kind}
+
+    async def IsBonded(self, request, context):
+        arguments = await self._address(request, context)
+        try:
+            result = await self.control.call('isBonded', **arguments)
+        except ControlFailure as f:
+            await failing(context, f)
+        return wrappers_pb2.BoolValue(value=result['bonded'])
+
+    async def DeleteBond(self, request, context):
+        arguments = await self._address(request, context)
+        try:
+            await self.control.call('deleteBond', **arguments)
+        except ControlFailure as f:
+            await failing(context, f)
+        return empty_pb2.Empty()
+
+
+class L2CAP(L2CAPServicer):
+    def __init__(self, control):
+        self.control = control
+
+    async def _channel_request(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        mode = request.WhichOneof('type')
+        if mode not in ('le_credit_based', 'enhanced_credit_based'):
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f'{mode} channels: this is an LE-only host')
+        spec = getattr(request, mode)
+        return {'connection': number, 'mode': mode, 'spsm': spec.spsm, 'mtu': spec.mtu, 'mps': spec.mps,
+                'initialCredit': spec.initial_credit}
+
+    async def Connect(self, request, context):
+        arguments = await self._channel_request(request, context)
+        try:
+            result = await self.control.call('l2capConnect', **arguments)
+        except ControlFailure as f:
+            await failing(context, f)
+        if 'channel' in result:
+            return l2cap_pb2.ConnectResponse(channel=l2cap_pb2.Channel(cookie=cookie(result['channel'])))
+        log.info('L2CAP connect refused: %s', result.get('detail'))
+        return l2cap_pb2.ConnectResponse(error=l2cap_pb2.COMMAND_NOT_UNDERSTOOD)
+
+    async def WaitConnection(self, request, context):
+        arguments = await self._channel_request(request, context)
+        try:
+            result = await self.control.call('l2capWaitConnection', **arguments)
+        except ControlFailure as f:
+            await failing(context, f)
+        return l2cap_pb2.WaitConnectionResponse(channel=l2cap_pb2.Channel(cookie=cookie(result['channel'])))
+
+    async def _channel(self, request, context, field):
+        if request.WhichOneof(field) != 'channel':
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'fixed channels are not served')
+        return await number_of(context, request.channel, 'channel')
+
+    async def Send(self, request, context):
+        number = await self._channel(request, context, 'sink')
+        try:
+            await self.control.call('l2capSend', channel=number, data=request.data.hex())
+        except ControlFailure as f:
+            await failing(context, f)
+        return l2cap_pb2.SendResponse(success=empty_pb2.Empty())
+
+    async def Receive(self, request, context):
+        number = await self._channel(request, context, 'source')
+        try:
+            async for item in self.control.stream('l2capReceive', channel=number):
+                yield l2cap_pb2.ReceiveResponse(data=bytes.fromhex(item['data']))
+        except ControlFailure as f:
+            await failing(context, f)
+
+    async def Disconnect(self, request, context):
+        number = await number_of(context, request.channel, 'channel')
+        try:
+            await self.control.call('l2capDisconnect', channel=number)
+        except ControlFailure as f:
+            await failing(context, f)
+        return l2cap_pb2.DisconnectResponse(success=empty_pb2.Empty())
+
+    async def WaitDisconnection(self, request, context):
+        number = await number_of(context, request.channel, 'channel')
+        try:
+            await self.control.call('l2capWaitDisconnection', channel=number)
+        except ControlFailure as f:
+            await failing(context, f)
+        return l2cap_pb2.WaitDisconnectionResponse(success=empty_pb2.Empty())
+
+
+async def main():
+    parser = argparse.ArgumentParser(description='the gRPC bridge of ble pandora')
+    parser.add_argument('--port', type=int, required=True, help='gRPC port on 127.0.0.1')
+    parser.add_argument('--control', type=int, required=True, help="ble's control port on 127.0.0.1")
+    arguments = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format='pandora-bridge: %(message)s')
+    token = os.environ.get('BLE_PANDORA_TOKEN', '')
+
+    reader, writer = await asyncio.open_connection('127.0.0.1', arguments.control, limit=1 << 21)
+    writer.write(token.encode() + b'\n')
+    control = Control(reader, writer)
+    reading = asyncio.create_task(control.run())
+
+    server = grpc.aio.server()
+    add_HostServicer_to_server(Host(control), server)
+    add_SecurityServicer_to_server(Security(control), server)
+    add_SecurityStorageServicer_to_server(SecurityStorage(control), server)
+    add_L2CAPServicer_to_server(L2CAP(control), server)
+    if server.add_insecure_port(f'127.0.0.1:{arguments.port}') == 0:
+        print(f'pandora-bridge: cannot listen on 127.0.0.1:{arguments.port}', file=sys.stderr)
+        return 1
+    await server.start()
+    await control.closed
+    await server.stop(1)
+    reading.cancel()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(asyncio.run(main()))
