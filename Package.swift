@@ -43,6 +43,7 @@ let package = Package(
         .target(name: "BLESystems", dependencies: ["BLE", "BLEHTTP", "BLEProfiles", "BLEVirtual"], swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
         .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"],
+                          // `ble pandora`'s gRPC bridge, found beside the executable (not through Bundle.module).
                           resources: [.copy("Pandora/pandora_bridge.py")]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the

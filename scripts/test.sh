@@ -20,8 +20,12 @@
 #      scripts/check-api-users.sh (BLESystems and ble import nothing below BLE) and scripts/check-ble-product.sh (a
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
-#   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported.
-#      Exit status is swift test's; rootcanal's log tail is printed when it fails.
+#   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported;
+#      rootcanal's log tail is printed when it fails.
+#   7. On a full run, scripts/avatar.sh --slice: Google's Avatar suite (LeHostTest and a fixed
+#      slice of LeSecurityTest) driving `ble pandora`, in .venv-avatar/ (pandora-avatar,
+#      bt-test-interfaces, bumble 0.0.233, rootcanal 1.10.0 from PyPI) on a rootcanal of its own.
+#      Exit status: swift test's, else the slice's.
 #
 # Environment knobs:
 #   BLE_TEST_COMMAND='...'   run this shell command instead of steps 4 and 6 (dry runs of the
@@ -33,6 +37,7 @@
 #   BLE_TEST_PRODUCT_CHECK=0 skip scripts/check-ble-product.sh on a full run.
 #   BLE_TEST_DOC_CHECK=0     skip scripts/check-doc-comments.sh, check-doc-links.sh and check-api-users.sh on a full run.
 #   BLE_TEST_RELEASE=0|1     skip the release build on a full run (0), or do it on a filtered one (1).
+#   BLE_TEST_AVATAR=0|1      skip the Avatar slice on a full run (0), or run it on a filtered one (1).
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
 set -euo pipefail
@@ -321,5 +326,17 @@ if [[ $status != 0 ]]; then
     tail -n 40 "$RC_LOG" >&2 || true
 else
     rm -f "$RC_LOG"
+fi
+
+# 7. Google's Avatar suite driving `ble pandora` (scripts/avatar.sh --slice: LeHostTest and a
+#    fixed slice of LeSecurityTest, against Bumble on a rootcanal of its own).
+if [[ -z "${BLE_TEST_COMMAND:-}" && "${BLE_TEST_AVATAR:-$(( $# == 0 ))}" == 1 ]]; then
+    avatar_status=0
+    avatar_start=$SECONDS
+    BLE_AVATAR_BLE="$ROOT/.build/debug/ble" scripts/avatar.sh --slice & TEST_PID=$!
+    wait "$TEST_PID" || avatar_status=$?
+    TEST_PID=""
+    log "avatar slice: $((SECONDS - avatar_start)) s (status $avatar_status)"
+    if [[ $status == 0 ]]; then status=$avatar_status; fi
 fi
 exit "$status"

@@ -44,6 +44,19 @@ final class SMPJustWorksConfirmationTests: XCTestCase {
         }
     }
 
+    func testAComparisonAnswerDoesNotAnswerAJustWorksQuestion() {
+        for sc in [true, false] {
+            var h = SMPPairingHarness(initiator: settings(sc: sc, confirms: true), responder: settings(sc: sc, confirms: false))
+            h.initiatorUser.silent = true
+            h.run()
+            XCTAssertEqual(h.askedJustWorks, [.initiator], "sc=\(sc)")
+            XCTAssertNil(h.initiatorOutcome, "sc=\(sc): waiting for the user")
+            XCTAssertEqual(h.initiator.numericComparisonConfirmed(true, now: .zero), [], "sc=\(sc)")
+            let sent = h.initiator.justWorksConfirmed(true, now: .zero)
+            XCTAssertTrue(sent.contains { if case .send = $0 { return true }; return false }, "sc=\(sc): the pairing goes on after the real answer: \(sent)")
+        }
+    }
+
     func testWithoutTheSettingNobodyIsAskedAndAComparisonIsNotAJustWorksQuestion() {
         var h = SMPPairingHarness(initiator: settings(sc: true, confirms: false), responder: settings(sc: true, confirms: false))
         h.run()

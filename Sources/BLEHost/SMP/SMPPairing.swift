@@ -181,7 +181,7 @@ public struct SMPPairing: Sendable {
     /// key authenticates nothing and may not replace a protected bond (`protectsExistingBond`),
     /// as a Just Works key may not.
     public mutating func numericComparisonConfirmed(_ matches: Bool, byPerson: Bool = true, now: Duration) -> [SMPAction] {
-        guard !isClosed, var s = session, s.awaitingNumericConfirmation else { return [] }
+        guard !isClosed, var s = session, s.awaitingNumericConfirmation, s.method.model == .numericComparison else { return [] }
         guard matches else { return abort(Abort(.numericComparisonFailed, "the user said the numbers differ")) }
         if protectsExistingBond && !byPerson {
             let why = "the peer is bonded, and a pairing it started whose numbers nobody compared (the agent confirms every comparison) does not replace the bond (remove the bond, or pair from this side, to replace it)"

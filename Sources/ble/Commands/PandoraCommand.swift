@@ -14,6 +14,7 @@ struct PandoraCommand: BLECommand {
     static let options: [CommandOption] = [
         .single("port", value: "N", help: "the gRPC port on 127.0.0.1 (default 8999)"),
         .single("python", value: "PATH", help: "the Python with grpcio and bt-test-interfaces (default: $BLE_PANDORA_PYTHON, else python3)"),
+        .single("bridge", value: "PATH", help: "the bridge script (default: pandora_bridge.py, installed with ble)"),
         .single("io", value: "CAP", help: "the DUT's IO capability: none, display, yesno, keyboard, keyboard-display (default)"),
     ]
     static let needs: CommandNeeds = [.controller, .handlesInterrupts]
@@ -28,6 +29,7 @@ struct PandoraCommand: BLECommand {
     var hci: String?
     var port: UInt16
     var python: String
+    var bridge: String?
     var io: SMPIOCapability
 
     init(_ args: ParsedArguments) throws {
@@ -37,6 +39,7 @@ struct PandoraCommand: BLECommand {
             return port
         } ?? 8999
         python = args.option("python") ?? ProcessInfo.processInfo.environment["BLE_PANDORA_PYTHON"] ?? "python3"
+        bridge = args.option("bridge")
         io = try args.option("io").map(SecurityOptions.ioCapability) ?? .keyboardDisplay
     }
 
@@ -47,7 +50,8 @@ struct PandoraCommand: BLECommand {
         let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let bridge: PandoraBridgeProcess
         do {
-            bridge = try PandoraBridgeProcess.start(python: python, grpcPort: port, controlPort: control.port, token: token)
+            bridge = try PandoraBridgeProcess.start(python: python, script: self.bridge ?? PandoraBridgeProcess.installedScript(),
+                                                    grpcPort: port, controlPort: control.port, token: token)
         } catch {
             await control.close()
             await stack.close()

@@ -13,19 +13,23 @@ final class PandoraBridgeProcess: Sendable {
         self.process = process
     }
 
-    /// Where the bridge script is: `$BLE_PANDORA_BRIDGE`, else the resource next to `ble`.
-    static func scriptPath() throws -> String {
-        if let path = ProcessInfo.processInfo.environment["BLE_PANDORA_BRIDGE"], !path.isEmpty { return path }
-        guard let url = Bundle.module.url(forResource: "pandora_bridge", withExtension: "py") else {
-            throw UsageError("pandora_bridge.py is not installed next to ble (set BLE_PANDORA_BRIDGE to its path)")
+    /// The bridge script installed with `ble`: in its resource bundle, the directory
+    /// `SwiftBLE_ble.resources` beside the executable (where SwiftPM puts it). Looked up by
+    /// hand: SwiftPM's `Bundle.module` stops the process when the bundle is missing.
+    static func installedScript() throws -> String {
+        let name = "SwiftBLE_ble.resources/pandora_bridge.py"
+        let executable = Bundle.main.executableURL?.resolvingSymlinksInPath()
+        for directory in [executable?.deletingLastPathComponent(), Bundle.main.bundleURL].compactMap({ $0 }) {
+            let path = directory.appendingPathComponent(name).path
+            if FileManager.default.fileExists(atPath: path) { return path }
         }
-        return url.path
+        throw UsageError("pandora_bridge.py is not installed beside ble (\(name)); give its path with --bridge")
     }
 
-    static func start(python: String, grpcPort: UInt16, controlPort: UInt16, token: String) throws -> PandoraBridgeProcess {
+    static func start(python: String, script: String, grpcPort: UInt16, controlPort: UInt16, token: String) throws -> PandoraBridgeProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [python, try scriptPath(), "--port", String(grpcPort), "--control", String(controlPort)]
+        process.arguments = [python, script, "--port", String(grpcPort), "--control", String(controlPort)]
         var environment = ProcessInfo.processInfo.environment
         environment["BLE_PANDORA_TOKEN"] = token
         environment["PYTHONUNBUFFERED"] = "1"

@@ -11,30 +11,41 @@ actor PandoraChannels {
         let channel: LECreditBasedChannel
         var queue: [[UInt8]] = []
         var closed = false
-        var readers: [CheckedContinuation<[UInt8]?, Never>] = []
-        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        /// A reader waiting for the next SDU (one at a time: a second Receive waits behind it).
+        var readers: [(token: Int, continuation: CheckedContinuation<[UInt8]?, Never>)] = []
+        var closeWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var room: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private var nextToken = 0
+    private func token() -> Int {
+        nextToken += 1
+        return nextToken
     }
 
     private var records: [UInt64: Record] = [:]
     private var nextCookie: UInt64 = 1
-    private var listeners: [UInt16: L2CAPListener] = [:]
+    /// The listener of each SPSM a WaitConnection asked for, made once (the first request's
+    /// parameters hold for the SPSM).
+    private var listeners: [UInt16: Task<L2CAPListener, any Error>] = [:]
     private var listening: [Task<Void, Never>] = []
-    /// Channels peers opened that no WaitConnection has taken yet.
+    /// Channels peers opened that no WaitConnection has taken yet (the oldest go beyond 16).
     private var accepted: [LECreditBasedChannel] = []
-    private var acceptWaiters: [(psm: UInt16, peer: DeviceAddress, continuation: CheckedContinuation<LECreditBasedChannel?, Never>)] = []
+    private var acceptWaiters: [(token: Int, psm: UInt16, peer: DeviceAddress, continuation: CheckedContinuation<LECreditBasedChannel?, Never>)] = []
 
     /// Forgets every channel and listener (FactoryReset): their host is gone.
     func reset() async {
         for task in listening { task.cancel() }
         listening = []
-        for listener in listeners.values { await listener.stop() }
+        let made = listeners.values
         listeners = [:]
         accepted = []
-        for w in acceptWaiters { w.continuation.resume(returning: nil) }
+        let waiters = acceptWaiters
         acceptWaiters = []
+        for w in waiters { w.continuation.resume(returning: nil) }
         for cookie in Array(records.keys) { markClosed(cookie) }
         records = [:]
+        for listener in made { await (try? listener.value)?.stop() }
     }
 
     /// Hands a channel a cookie and starts reading it.
@@ -59,7 +70,7 @@ actor PandoraChannels {
         }
         guard var r = records[cookie], !r.closed else { return false }
         if !r.readers.isEmpty {
-            r.readers.removeFirst().resume(returning: sdu)
+            r.readers.removeFirst().continuation.resume(returning: sdu)
         } else {
             r.queue.append(sdu)
         }
@@ -72,11 +83,11 @@ actor PandoraChannels {
         r.closed = true
         let (readers, closeWaiters, room) = (r.readers, r.closeWaiters, r.room)
         r.readers = []
-        r.closeWaiters = []
+        r.closeWaiters = [:]
         r.room = []
         records[cookie] = r
-        for c in readers { c.resume(returning: nil) }
-        for c in closeWaiters { c.resume() }
+        for r in readers { r.continuation.resume(returning: nil) }
+        for c in closeWaiters.values { c.resume() }
         for c in room { c.resume() }
     }
 
@@ -97,7 +108,29 @@ actor PandoraChannels {
             return sdu
         }
         if r.closed { return nil }
-        return await withCheckedContinuation { c in records[cookie]?.readers.append(c) }
+        let token = token()
+        let sdu = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<[UInt8]?, Never>) in
+                if Task.isCancelled || records[cookie] == nil {
+                    c.resume(returning: nil)
+                } else {
+                    records[cookie]?.readers.append((token, c))
+                }
+            }
+        } onCancel: {
+            Task { await self.stopReading(cookie, token: token) }
+        }
+        if Task.isCancelled, let sdu {
+            // Woken with an SDU just as the reader went: it goes back for the next Receive.
+            records[cookie]?.queue.insert(sdu, at: 0)
+            return nil
+        }
+        return sdu
+    }
+
+    private func stopReading(_ cookie: UInt64, token: Int) {
+        guard let i = records[cookie]?.readers.firstIndex(where: { $0.token == token }) else { return }
+        records[cookie]?.readers.remove(at: i).continuation.resume(returning: nil)
     }
 
     func close(_ cookie: UInt64) async throws(ControlError) {
@@ -109,23 +142,59 @@ actor PandoraChannels {
     func waitUntilClosed(_ cookie: UInt64) async throws(ControlError) {
         guard let r = records[cookie] else { throw ControlError(.notFound, "no channel \(cookie)") }
         if r.closed { return }
-        await withCheckedContinuation { c in records[cookie]?.closeWaiters.append(c) }
+        let token = token()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                if Task.isCancelled || records[cookie]?.closed != false {
+                    c.resume()
+                } else {
+                    records[cookie]?.closeWaiters[token] = c
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaitingForClose(cookie, token: token) }
+        }
+        if Task.isCancelled { throw ControlError(.cancelled, "cancelled") }
+    }
+
+    private func stopWaitingForClose(_ cookie: UInt64, token: Int) {
+        records[cookie]?.closeWaiters.removeValue(forKey: token)?.resume()
     }
 
     /// Listens on `psm` once (through `listen`) and waits for `peer` to open a channel on it.
+    /// nil when the stack was reset meanwhile or the wait was cancelled.
     func waitForChannel(psm: UInt16, from peer: DeviceAddress,
-                        listen: () async throws -> L2CAPListener) async throws -> LECreditBasedChannel? {
+                        listen: @escaping @Sendable () async throws -> L2CAPListener) async throws -> LECreditBasedChannel? {
         if listeners[psm] == nil {
-            let listener = try await listen()
-            listeners[psm] = listener
+            let made = Task { try await listen() }
+            listeners[psm] = made
             listening.append(Task { [weak self] in
+                guard let listener = try? await made.value else { return }
                 for await channel in listener { await self?.arrived(channel) }
             })
+        }
+        do {
+            _ = try await listeners[psm]?.value
+        } catch {
+            listeners[psm] = nil
+            throw error
         }
         if let i = accepted.firstIndex(where: { $0.psm == psm && $0.peer == peer }) {
             return accepted.remove(at: i)
         }
-        return await withCheckedContinuation { c in acceptWaiters.append((psm, peer, c)) }
+        let token = token()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<LECreditBasedChannel?, Never>) in
+                if Task.isCancelled { c.resume(returning: nil) } else { acceptWaiters.append((token, psm, peer, c)) }
+            }
+        } onCancel: {
+            Task { await self.stopWaitingForChannel(token) }
+        }
+    }
+
+    private func stopWaitingForChannel(_ token: Int) {
+        guard let i = acceptWaiters.firstIndex(where: { $0.token == token }) else { return }
+        acceptWaiters.remove(at: i).continuation.resume(returning: nil)
     }
 
     private func arrived(_ channel: LECreditBasedChannel) {
@@ -133,6 +202,7 @@ actor PandoraChannels {
             acceptWaiters.remove(at: i).continuation.resume(returning: channel)
         } else {
             accepted.append(channel)
+            if accepted.count > 16 { accepted.removeFirst() }
         }
     }
 }

@@ -33,6 +33,8 @@ enum PairingAnswer: Sendable {
 final class PairingRelay: Sendable {
     private struct State {
         var listener: AsyncStream<PairingQuestion>.Continuation?
+        /// Which `listen()` the listener is: only its own `stopListening` ends it.
+        var listenerToken = 0
         var waiting: [Int: CheckedContinuation<PairingAnswer, Never>] = [:]
         var nextEvent = 1
         /// Connection address → cookie, kept by the stack as links come and go.
@@ -40,21 +42,24 @@ final class PairingRelay: Sendable {
     }
     private let state = Mutex(State())
 
-    /// The questions from now on; nil while another stream listens.
-    func listen() -> AsyncStream<PairingQuestion>? {
+    /// The questions from now on, with the token that ends them; nil while another stream listens.
+    func listen() -> (token: Int, questions: AsyncStream<PairingQuestion>)? {
         let (stream, continuation) = AsyncStream<PairingQuestion>.makeStream()
-        let taken = state.withLock { s -> Bool in
-            guard s.listener == nil else { return false }
+        let token = state.withLock { s -> Int? in
+            guard s.listener == nil else { return nil }
             s.listener = continuation
-            return true
+            s.listenerToken += 1
+            return s.listenerToken
         }
-        guard taken else { return nil }
-        return stream
+        guard let token else { return nil }
+        return (token, stream)
     }
 
-    /// The listener went away: questions still waiting get no answer.
-    func stopListening() {
+    /// The listener `token` went away: questions still waiting get no answer. A later
+    /// listener is left alone.
+    func stopListening(_ token: Int) {
         let waiting = state.withLock { s -> [CheckedContinuation<PairingAnswer, Never>] in
+            guard s.listener != nil, s.listenerToken == token else { return [] }
             s.listener?.finish()
             s.listener = nil
             defer { s.waiting = [:] }
@@ -64,7 +69,12 @@ final class PairingRelay: Sendable {
     }
 
     func register(_ peer: DeviceAddress, cookie: UInt64) { state.withLock { $0.cookies[peer] = cookie } }
-    func forget(_ peer: DeviceAddress) { _ = state.withLock { $0.cookies.removeValue(forKey: peer) } }
+    /// Forgets `peer`'s link `cookie`, unless a newer link to it took its place.
+    func forget(_ peer: DeviceAddress, cookie: UInt64) {
+        state.withLock { s in
+            if s.cookies[peer] == cookie { s.cookies[peer] = nil }
+        }
+    }
     func forgetAll() { state.withLock { $0.cookies = [:] } }
 
     /// Shows the user something that needs no answer.

@@ -55,7 +55,7 @@ actor PandoraServer {
                 }
             }
         } catch {
-            standardError("ble pandora: the bridge's connection failed: \(error)")
+            standardError("ble pandora: the bridge's control connection ended: \(error)")
         }
         guard authenticated else {
             await connection.close()
@@ -63,7 +63,6 @@ actor PandoraServer {
         }
         for task in running.values { task.cancel() }
         running = [:]
-        stack.relay.stopListening()
         await connection.close()
         return true
     }
@@ -96,7 +95,11 @@ actor PandoraServer {
     private func run(_ request: ControlRequest) async {
         let id = request.id
         do {
-            if let result = try await dispatch(request) {
+            let result = try await dispatch(request)
+            if Task.isCancelled {
+                // A stream ends quietly when its task is cancelled: the request still ends as cancelled.
+                send(id, [("error", Self.error(ControlError(.cancelled, "cancelled")))])
+            } else if let result {
                 send(id, [("result", result)])
             } else {
                 send(id, [("end", .bool(true))])
@@ -154,7 +157,7 @@ actor PandoraServer {
 
     /// OnPairing: the pairing agent's questions, until the client ends the stream.
     private func streamPairing(emit: @escaping @Sendable (JSON) async -> Void) async throws {
-        guard let questions = stack.relay.listen() else {
+        guard let (token, questions) = stack.relay.listen() else {
             throw ControlError(.failedPrecondition, "OnPairing is already streaming")
         }
         await withTaskCancellationHandler {
@@ -165,27 +168,34 @@ actor PandoraServer {
                 await emit(.object(fields))
             }
         } onCancel: {
-            self.stack.relay.stopListening()
+            self.stack.relay.stopListening(token)
         }
-        stack.relay.stopListening()
+        stack.relay.stopListening(token)
     }
 
+    /// An answer to an `OnPairing` question. One whose value is not an answer (a passkey beyond
+    /// six digits, a confirmation that is not a boolean) is no answer: the pairing fails at once
+    /// rather than wait for the SMP timeout.
     private func answerPairing(_ request: ControlRequest) {
+        let event: Int
         do {
-            let event = try request.int("event", in: 0...Int.max)
-            let answer: PairingAnswer
-            if case .bool? = request.arguments["confirm"] {
-                answer = .confirm(try request.bool("confirm"))
-            } else if request.arguments["passkey"] != nil, request.arguments["passkey"] != .null {
-                answer = .passkey(UInt32(try request.int("passkey", in: 0...999_999)))
-            } else {
-                answer = .none
-            }
-            if !stack.relay.answer(event, answer) {
-                standardError("ble pandora: an answer to pairing event \(event), which nobody waits for")
-            }
+            event = try request.int("event", in: 0...Int.max)
         } catch {
             standardError("ble pandora: ignoring a pairing answer: \(error)")
+            return
+        }
+        var answer = PairingAnswer.none
+        do {
+            if request.arguments["confirm"] != nil {
+                answer = .confirm(try request.bool("confirm"))
+            } else if let passkey = request.arguments["passkey"], passkey != .null {
+                answer = .passkey(UInt32(try request.int("passkey", in: 0...999_999)))
+            }
+        } catch {
+            standardError("ble pandora: pairing event \(event) gets no answer: \(error)")
+        }
+        if !stack.relay.answer(event, answer) {
+            standardError("ble pandora: an answer to pairing event \(event), which nobody waits for")
         }
     }
 

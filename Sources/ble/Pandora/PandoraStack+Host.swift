@@ -129,7 +129,7 @@ extension PandoraStack {
         guard !r.down else { return }
         switch r.link {
         case let .asCentral(p): try await p.disconnect()
-        case let .asPeripheral(c): try await requireManager().disconnect(c)
+        case let .asPeripheral(c, manager): try await manager.disconnect(c)
         }
         try await waitUntilDown(cookie)
     }

@@ -17,8 +17,8 @@ extension PandoraStack {
                 switch (r.link, enhanced) {
                 case let (.asCentral(p), false): channel = try await p.openL2CAPChannel(psm: psm, parameters: parameters)
                 case let (.asCentral(p), true): channel = try await p.openL2CAPChannels(psm: psm, count: 1, parameters: parameters)[0]
-                case let (.asPeripheral(c), false): channel = try await requireManager().openL2CAPChannel(to: c, psm: psm, parameters: parameters)
-                case let (.asPeripheral(c), true): channel = try await requireManager().openL2CAPChannels(to: c, psm: psm, count: 1, parameters: parameters)[0]
+                case let (.asPeripheral(c, manager), false): channel = try await manager.openL2CAPChannel(to: c, psm: psm, parameters: parameters)
+                case let (.asPeripheral(c, manager), true): channel = try await manager.openL2CAPChannels(to: c, psm: psm, count: 1, parameters: parameters)[0]
                 }
             } catch let error as BLEError {
                 if case .l2cap = error { return .object([("error", .string("command_not_understood")), ("detail", .string("\(error)"))]) }
@@ -31,7 +31,7 @@ extension PandoraStack {
             let manager = try requireManager()
             guard let channel = try await channels.waitForChannel(psm: psm, from: r.peer, listen: {
                 try await manager.listenL2CAP(psm: psm, parameters: parameters)
-            }) else { throw ControlError(.aborted, "the stack was reset") }
+            }) else { throw ControlError(Task.isCancelled ? .cancelled : .aborted, Task.isCancelled ? "cancelled" : "the stack was reset") }
             return .object([("channel", .int(Int(await channels.add(channel))))])
         case "l2capSend":
             let channel = try await channels.channel(try channelCookie(request))

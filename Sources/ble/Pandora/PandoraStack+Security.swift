@@ -32,14 +32,14 @@ extension PandoraStack {
     func securityLevel(_ link: Link) async -> SecurityLevel {
         switch link {
         case let .asCentral(p): return await p.securityLevel
-        case let .asPeripheral(c): return await manager?.securityLevel(of: c) ?? .none
+        case let .asPeripheral(c, manager): return await manager.securityLevel(of: c)
         }
     }
 
     func securityEvents(_ link: Link) async -> AsyncStream<LinkSecurityEvent> {
         switch link {
         case let .asCentral(p): return p.securityEvents
-        case let .asPeripheral(c): return await manager?.securityEvents(for: c) ?? AsyncStream { $0.finish() }
+        case let .asPeripheral(c, manager): return await manager.securityEvents(for: c)
         }
     }
 
@@ -54,8 +54,8 @@ extension PandoraStack {
             case let .asCentral(p):
                 let bonded = try await requireCentral().bondedDevices.contains { $0.peer == r.peer || $0.connectionAddress == r.peer }
                 if level == 2 && bonded { try await p.encrypt() } else { try await p.pair() }
-            case let .asPeripheral(c):
-                try await requireManager().requestSecurity(from: c)
+            case let .asPeripheral(c, manager):
+                try await requestSecurity(from: c, of: manager)
             }
         } catch let error as BLEError {
             switch error {
@@ -66,6 +66,29 @@ extension PandoraStack {
             }
         }
         return Self.reached(level, await securityLevel(r.link)) ? .success : .notReached
+    }
+
+    /// How often, and how many times more, a Security Request the central has not acted on is
+    /// sent again.
+    static let securityRequestRepeat = (interval: Duration.seconds(1), times: 3)
+
+    /// Sends a Security Request (Vol 3 Part H §3.6.7) and waits until the central has secured
+    /// the link. A central may ignore one (§2.4.6); Bumble's Pandora server ignores one that
+    /// comes before its WaitSecurity call has begun to listen, which a fast DUT can beat, so
+    /// while the link is still unencrypted the request goes again each second, three times at
+    /// most (the host sends none while a pairing is under way). Every request ends with the
+    /// same pairing.
+    private func requestSecurity(from central: ConnectedCentral, of manager: PeripheralManager) async throws {
+        let repeats = Task {
+            for _ in 0..<Self.securityRequestRepeat.times {
+                try await Task.sleep(for: Self.securityRequestRepeat.interval)
+                guard await manager.securityLevel(of: central) == .none, !Task.isCancelled else { return }
+                // Ends with the same pairing as the first request (or its own SMP timeout).
+                _ = try? await manager.requestSecurity(from: central)
+            }
+        }
+        defer { repeats.cancel() }
+        try await manager.requestSecurity(from: central)
     }
 
     /// WaitSecurity: waits until the link reaches `level` by whatever the peer or the stack

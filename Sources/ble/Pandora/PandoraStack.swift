@@ -13,15 +13,16 @@ actor PandoraStack {
     enum Link: Sendable {
         /// We are the central: the peer is a `Peripheral`.
         case asCentral(Peripheral)
-        /// We are the peripheral: the peer is a `ConnectedCentral` of the manager.
-        case asPeripheral(ConnectedCentral)
+        /// We are the peripheral: the peer is a `ConnectedCentral` of this manager (the host
+        /// it belongs to: after a reset a new host numbers its centrals afresh).
+        case asPeripheral(ConnectedCentral, PeripheralManager)
     }
 
     struct Record {
         let link: Link
         let peer: DeviceAddress
         var down = false
-        var downWaiters: [CheckedContinuation<Void, Never>] = []
+        var downWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
     let spec: String?
@@ -39,6 +40,11 @@ actor PandoraStack {
     /// Our static random address, drawn at each reset (what OwnAddressType RANDOM uses).
     private(set) var randomAddress = PandoraStack.drawStaticRandomAddress()
     private var usingRandomAddress = false
+    /// Counts opens and closes: what was read before an await is stale when it changed.
+    private var generation = 0
+    /// The reset under way; resets run one after another, whatever cancels their callers.
+    private var resetting: Task<Void, any Error>?
+    private var nextWaiter = 0
     /// Advertise requests waiting for centrals to connect, oldest first.
     private var advertiseWaiters: [(id: Int, continuation: AsyncStream<UInt64>.Continuation)] = []
 
@@ -66,6 +72,7 @@ actor PandoraStack {
         let transport = try await Controllers.open(spec: spec)
         let central = try await Central.open(transport: transport, address: .public, configuration: configuration())
         let manager = PeripheralManager(sharingControllerWith: central)
+        generation += 1
         self.central = central
         self.manager = manager
         usingRandomAddress = false
@@ -73,7 +80,7 @@ actor PandoraStack {
         managerEvents = Task { [weak self] in
             for await event in events {
                 guard let self else { return }
-                await self.handle(event)
+                await self.handle(event, from: manager)
             }
         }
     }
@@ -81,27 +88,40 @@ actor PandoraStack {
     /// Pandora's FactoryReset (`factory`: everything goes) and Reset (bonds and the random
     /// address stay): a new host starts on the controller.
     func reset(factory: Bool) async throws {
-        await close()
-        if factory {
-            bonds = InMemoryBondStore()
-            randomAddress = Self.drawStaticRandomAddress()
+        let previous = resetting
+        let task = Task {
+            _ = try? await previous?.value
+            await self.close()
+            if factory { self.forgetIdentity() }
+            try await self.open()
         }
-        try await open()
+        resetting = task
+        // A cancelled caller does not cut the reset short: the stack is never left half open.
+        try await task.value
     }
 
+    private func forgetIdentity() {
+        bonds = InMemoryBondStore()
+        randomAddress = Self.drawStaticRandomAddress()
+    }
+
+    /// Closes the host. Everything of it is let go before the first await, so nothing that
+    /// runs meanwhile (a central connecting) lands in the state of the next one.
     func close() async {
+        generation += 1
         managerEvents?.cancel()
         managerEvents = nil
-        await channels.reset()
+        let central = self.central
+        self.central = nil
+        manager = nil
         for w in advertiseWaiters { w.continuation.finish() }
         advertiseWaiters = []
-        for (cookie, _) in records { markDown(cookie) }
+        for cookie in Array(records.keys) { markDown(cookie) }
         records = [:]
         cookieOfCentral = [:]
         relay.forgetAll()
+        await channels.reset()
         await central?.close()
-        central = nil
-        manager = nil
     }
 
     func requireCentral() throws(ControlError) -> Central {
@@ -121,8 +141,10 @@ actor PandoraStack {
         let random = type == 1 || type == 3
         guard random != usingRandomAddress else { return }
         let central = try requireCentral()
+        let opened = generation
         try await central.useOwnAddress(random ? .staticRandom(randomAddress) : .public)
-        usingRandomAddress = random
+        // A reset meanwhile opened a new host, which starts on the public address.
+        if generation == opened { usingRandomAddress = random }
     }
 
     static func drawStaticRandomAddress() -> BDAddress {
@@ -139,7 +161,7 @@ actor PandoraStack {
         records[cookie] = Record(link: link, peer: peer)
         relay.register(peer, cookie: cookie)
         switch link {
-        case let .asPeripheral(c):
+        case let .asPeripheral(c, _):
             cookieOfCentral[c.id] = cookie
         case let .asCentral(p):
             Task { [weak self] in
@@ -165,26 +187,44 @@ actor PandoraStack {
         guard var r = records[cookie], !r.down else { return }
         r.down = true
         let waiters = r.downWaiters
-        r.downWaiters = []
+        r.downWaiters = [:]
         records[cookie] = r
-        relay.forget(r.peer)
-        for w in waiters { w.resume() }
+        relay.forget(r.peer, cookie: cookie)
+        for w in waiters.values { w.resume() }
     }
 
-    /// Returns once the link is down.
+    /// Returns once the link is down (or the stack was reset); throws CancellationError when
+    /// the wait is cancelled.
     func waitUntilDown(_ cookie: UInt64) async throws {
         guard let r = records[cookie] else { throw ControlError(.notFound, "no connection \(cookie)") }
         if r.down { return }
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            records[cookie]?.downWaiters.append(c)
+        nextWaiter += 1
+        let token = nextWaiter
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                if Task.isCancelled || records[cookie] == nil || records[cookie]?.down == true {
+                    c.resume()
+                } else {
+                    records[cookie]?.downWaiters[token] = c
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaitingUntilDown(cookie, token: token) }
         }
+        try Task.checkCancellation()
+    }
+
+    private func stopWaitingUntilDown(_ cookie: UInt64, token: Int) {
+        records[cookie]?.downWaiters.removeValue(forKey: token)?.resume()
     }
 
     /// The events of the peripheral role: centrals connecting to our advertising, links ending.
-    private func handle(_ event: PeripheralManagerEvent) {
+    /// Events of a manager closed by a reset are dropped.
+    private func handle(_ event: PeripheralManagerEvent, from source: PeripheralManager) {
+        guard source === manager else { return }
         switch event {
         case let .connected(c):
-            let cookie = register(.asPeripheral(c), peer: c.address)
+            let cookie = register(.asPeripheral(c, source), peer: c.address)
             if !advertiseWaiters.isEmpty { advertiseWaiters[0].continuation.yield(cookie) }
         case let .disconnected(c, _):
             if let cookie = cookieOfCentral.removeValue(forKey: c.id) { markDown(cookie) }

@@ -11,6 +11,7 @@ back, control errors to gRPC status codes.
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -61,6 +62,15 @@ class Control:
                     log.error('a control line that is not a reply: %r', line[:200])
                     continue
                 if queue is not None:
+                    if queue.qsize() >= self.STREAM_BACKLOG:
+                        # The client reads too slowly: end the request rather than buffer without end.
+                        self.send({'id': 0, 'op': 'cancel', 'target': message['id']})
+                        while not queue.empty():
+                            queue.get_nowait()
+                        queue.put_nowait({'error': {'code': 'RESOURCE_EXHAUSTED',
+                                                    'message': f'more than {self.STREAM_BACKLOG} replies unread'}})
+                        self.queues.pop(message['id'], None)
+                        continue
                     queue.put_nowait(message)
         finally:
             for queue in self.queues.values():
@@ -68,14 +78,24 @@ class Control:
             if not self.closed.done():
                 self.closed.set_result(None)
 
+    # Items a stream may have waiting for a slow client; beyond it the request is cancelled
+    # and the stream fails with RESOURCE_EXHAUSTED.
+    STREAM_BACKLOG = 4096
+
     def send(self, message):
-        self.writer.write(json.dumps(message).encode() + b'\n')
+        # Not a number (NaN, infinities) is not JSON: ValueError, which callers report as
+        # INVALID_ARGUMENT.
+        self.writer.write(json.dumps(message, allow_nan=False).encode() + b'\n')
 
     def _open(self, op, arguments):
         request_id = self.next_id
         self.next_id += 1
+        try:
+            line = json.dumps({'id': request_id, 'op': op, **arguments}, allow_nan=False)
+        except ValueError as e:
+            raise ControlFailure('INVALID_ARGUMENT', f'{op}: {e}') from None
         self.queues[request_id] = asyncio.Queue()
-        self.send({'id': request_id, 'op': op, **arguments})
+        self.writer.write(line.encode() + b'\n')
         return request_id
 
     async def call(self, op, **arguments):
@@ -87,7 +107,7 @@ class Control:
             self.send({'id': 0, 'op': 'cancel', 'target': request_id})
             raise
         finally:
-            del self.queues[request_id]
+            self.queues.pop(request_id, None)
         if 'error' in message:
             raise ControlFailure(message['error'].get('code', 'INTERNAL'), message['error'].get('message', ''))
         return message.get('result', {})
@@ -111,7 +131,7 @@ class Control:
         finally:
             if not finished:
                 self.send({'id': 0, 'op': 'cancel', 'target': request_id})
-            del self.queues[request_id]
+            self.queues.pop(request_id, None)
 
 
 async def failing(context, failure):
@@ -369,15 +389,16 @@ class Host(HostServicer):
             arguments['data'] = encode_data(request.data).hex()
             if request.HasField('scan_response_data'):
                 arguments['scanResponse'] = encode_data(request.scan_response_data).hex()
-        except ValueError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except (ValueError, OverflowError) as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'data: {e}')
         target = request.WhichOneof('target')
         if target is not None:
             arguments['target'] = await address_of(context, getattr(request, target))
             arguments['targetType'] = target
         try:
-            async for item in self.control.stream('advertise', **arguments):
-                yield host_pb2.AdvertiseResponse(connection=host_pb2.Connection(cookie=cookie(item['connection'])))
+            async with contextlib.aclosing(self.control.stream('advertise', **arguments)) as items:
+                async for item in items:
+                    yield host_pb2.AdvertiseResponse(connection=host_pb2.Connection(cookie=cookie(item['connection'])))
         except ControlFailure as f:
             await failing(context, f)
 
@@ -388,8 +409,9 @@ class Host(HostServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f'unknown primary PHY {phy}')
             phys.append(PHY_NAMES[phy])
         try:
-            async for item in self.control.stream('scan', passive=request.passive, ownAddressType=request.own_address_type, phys=phys):
-                yield self.report(item)
+            async with contextlib.aclosing(self.control.stream('scan', passive=request.passive, ownAddressType=request.own_address_type, phys=phys)) as items:
+                async for item in items:
+                    yield self.report(item)
         except ControlFailure as f:
             await failing(context, f)
 
@@ -422,36 +444,42 @@ class Security(SecurityServicer):
         self.control = control
 
     async def OnPairing(self, request_iterator, context):
+        # Questions sent and not yet answered, by their bytes (an answer carries the event it
+        # answers); two alike are answered oldest first.
         events = {}
 
         async def answers():
             async for answer in request_iterator:
-                event = events.pop(answer.event.SerializeToString(deterministic=True), None)
-                if event is None:
+                waiting = events.get(answer.event.SerializeToString(deterministic=True))
+                if not waiting:
                     log.warning('an answer to a pairing event this server did not send')
                     continue
+                message = {'id': 0, 'op': 'pairingAnswer', 'event': waiting.pop(0)}
                 variant = answer.WhichOneof('answer')
-                message = {'id': 0, 'op': 'pairingAnswer', 'event': event}
                 if variant == 'confirm':
                     message['confirm'] = answer.confirm
                 elif variant == 'passkey':
-                    message['passkey'] = answer.passkey
+                    if answer.passkey <= 999_999:
+                        message['passkey'] = answer.passkey
+                    else:
+                        log.warning('a passkey of more than six digits is no answer')
                 self.control.send(message)
 
         reading = asyncio.create_task(answers())
         try:
-            async for item in self.control.stream('onPairing'):
-                fields = {}
-                if 'connection' in item:
-                    fields['connection'] = host_pb2.Connection(cookie=cookie(item['connection']))
-                kind = item['kind']
-                if kind in ('numeric_comparison', 'passkey_entry_notification'):
-                    fields[kind] = item['value']
-                else:
-                    fields[kind] = empty_pb2.Empty()
-                event = security_pb2.PairingEvent(**fields)
-                events[event.SerializeToString(deterministic=True)] = item['event']
-                yield event
+            async with contextlib.aclosing(self.control.stream('onPairing')) as items:
+                async for item in items:
+                    fields = {}
+                    if 'connection' in item:
+                        fields['connection'] = host_pb2.Connection(cookie=cookie(item['connection']))
+                    kind = item['kind']
+                    if kind in ('numeric_comparison', 'passkey_entry_notification'):
+                        fields[kind] = item['value']
+                    else:
+                        fields[kind] = empty_pb2.Empty()
+                    event = security_pb2.PairingEvent(**fields)
+                    events.setdefault(event.SerializeToString(deterministic=True), []).append(item['event'])
+                    yield event
         except ControlFailure as f:
             await failing(context, f)
         finally:
@@ -557,8 +585,9 @@ class L2CAP(L2CAPServicer):
     async def Receive(self, request, context):
         number = await self._channel(request, context, 'source')
         try:
-            async for item in self.control.stream('l2capReceive', channel=number):
-                yield l2cap_pb2.ReceiveResponse(data=bytes.fromhex(item['data']))
+            async with contextlib.aclosing(self.control.stream('l2capReceive', channel=number)) as items:
+                async for item in items:
+                    yield l2cap_pb2.ReceiveResponse(data=bytes.fromhex(item['data']))
         except ControlFailure as f:
             await failing(context, f)
 
@@ -588,7 +617,6 @@ async def main():
     token = os.environ.get('BLE_PANDORA_TOKEN', '')
 
     reader, writer = await asyncio.open_connection('127.0.0.1', arguments.control, limit=1 << 21)
-    writer.write(token.encode() + b'\n')
     control = Control(reader, writer)
     reading = asyncio.create_task(control.run())
 
@@ -601,6 +629,9 @@ async def main():
         print(f'pandora-bridge: cannot listen on 127.0.0.1:{arguments.port}', file=sys.stderr)
         return 1
     await server.start()
+    # The token goes first on the control connection, once the gRPC port is open: ble then
+    # says it serves.
+    writer.write(token.encode() + b'\n')
     await control.closed
     await server.stop(1)
     reading.cancel()

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Google's Avatar suite against our stack: `ble pandora` as the device under test (DUT), a
+# Bumble device as the reference (REF), both on one rootcanal, no radio.
+#
+#   scripts/avatar.sh            LeHostTest and LeSecurityTest in full, for our DUT, then for
+#                                Bumble as DUT on the same rootcanal; a summary side by side
+#   scripts/avatar.sh --slice    LeHostTest and the fixed LeSecurityTest slice below, our DUT
+#                                only (what scripts/test.sh runs)
+#
+# Steps: .venv-avatar/ with pandora-avatar, bt-test-interfaces, bumble 0.0.233 (the last with
+# bumble.pandora, which Avatar imports) and rootcanal 1.10.0, apart from the interop tests'
+# .venv; `swift build --product ble` unless BLE_AVATAR_BLE names a built ble; rootcanal on
+# free loopback ports; `ble pandora` on a free port; avatar; everything started is stopped by
+# PID on exit. Logs: .build-tools/avatar/. Exit status: 0 when every case the reference
+# passes passed with our DUT, or is listed with its reason in scripts/lib/avatar-exceptions.txt
+# (--slice: every case of the slice passed).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+LIB="$ROOT/scripts/lib"
+VENV="$ROOT/.venv-avatar"
+TOOLS="$ROOT/.build-tools"
+OUT="$TOOLS/avatar"
+AVATAR_PINS=(pandora-avatar==0.0.11 bt-test-interfaces==0.0.6 bumble==0.0.233 rootcanal==1.10.0)
+
+# The LeSecurityTest slice: every variant (accept, reject, rejected, disconnect, disconnected),
+# every IO capability of the REF, both connection and both pairing directions, both REF address
+# types, and the association models they give with our keyboard-display DUT (numeric comparison,
+# passkey entry both ways, Just Works). The lk key distribution needs BR/EDR (see
+# avatar-exceptions.txt), so the slice keeps to ltk_irk_csrk.
+SLICE=(
+    "LeSecurityTest.test_le_pairing('outgoing_connection','outgoing_pairing','against_random','accept','against_display_yes_no','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','incoming_pairing','against_public','accept','against_keyboard_only','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','outgoing_pairing','against_public','accept','against_display_only','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','incoming_pairing','against_random','accept','against_no_output_no_input','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','outgoing_pairing','against_public','accept','against_both_display_and_keyboard','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','incoming_pairing','against_random','reject','against_display_yes_no','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','outgoing_pairing','against_random','reject','against_no_output_no_input','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','incoming_pairing','against_public','rejected','against_keyboard_only','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','outgoing_pairing','against_random','rejected','against_display_only','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','incoming_pairing','against_public','disconnect','against_both_display_and_keyboard','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','outgoing_pairing','against_random','disconnect','against_keyboard_only','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('incoming_connection','incoming_pairing','against_random','disconnected','against_display_yes_no','ltk_irk_csrk')"
+    "LeSecurityTest.test_le_pairing('outgoing_connection','outgoing_pairing','against_public','disconnected','against_no_output_no_input','ltk_irk_csrk')"
+)
+
+slice=0
+case "${1:-}" in
+    --slice) slice=1 ;;
+    "") ;;
+    *) echo "usage: scripts/avatar.sh [--slice]" >&2; exit 64 ;;
+esac
+
+log() { printf '[avatar.sh] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Long steps run as background jobs that the script waits for: bash runs the TERM trap only
+# between commands, and `wait` is the one a signal interrupts, so a stopped avatar.sh stops what
+# it started at once.
+PIDS=()
+run_waiting() { # run_waiting COMMAND...: runs it as a tracked background job; its exit status
+    "$@" &
+    PIDS+=($!)
+    local status=0
+    wait "${PIDS[-1]}" || status=$?
+    return $status
+}
+stop_pid() { # SIGTERM, then SIGKILL after 3 s; only PIDs this script started
+    local pid="$1" i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# 1. Avatar's own environment.
+want="${AVATAR_PINS[*]}"
+if [[ ! -x "$VENV/bin/avatar" || "$(cat "$VENV/.pins" 2>/dev/null)" != "$want" ]]; then
+    log "creating $VENV: ${AVATAR_PINS[*]}"
+    rm -rf "$VENV"
+    "${BLE_TEST_PYTHON_HOST:-/usr/bin/python3}" -m venv "$VENV"
+    run_waiting "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${AVATAR_PINS[@]}"
+    echo "$want" > "$VENV/.pins"
+fi
+
+# 2. ble.
+BLE="${BLE_AVATAR_BLE:-}"
+if [[ -z "$BLE" ]]; then
+    log "swift build --product ble"
+    run_waiting swift build --product ble >&2
+    BLE="$ROOT/.build/debug/ble"
+fi
+[[ -x "$BLE" ]] || die "$BLE is not an executable"
+
+# 3. rootcanal (with the TCP_NODELAY shim of scripts/test.sh when it is built).
+mkdir -p "$OUT"
+rm -rf "$OUT/logs"
+RC_BIN="$("$VENV/bin/python" -c 'import rootcanal.binaries as b; print(b.get_package_binary_resource_path("rootcanal"))')"
+SHIM="$TOOLS/rootcanal-nodelay.so"
+if [[ ! -f "$SHIM" ]] && command -v gcc >/dev/null; then
+    gcc -shared -fPIC -O2 -Wall -o "$SHIM" "$ROOT/scripts/rootcanal-nodelay.c" -ldl
+fi
+mapfile -t ports < <("$VENV/bin/python" "$LIB/netutil.py" free-ports 5)
+env ${SHIM:+LD_PRELOAD="$SHIM"} "$RC_BIN" -test_port "${ports[0]}" -hci_port "${ports[1]}" \
+    -link_port "${ports[2]}" -link_ble_port "${ports[3]}" > "$OUT/rootcanal.log" 2>&1 &
+PIDS+=($!)
+"$VENV/bin/python" "$LIB/netutil.py" wait-listen "${PIDS[-1]}" "${ports[1]}" 10 || die "rootcanal did not start (see $OUT/rootcanal.log)"
+HCI="tcp:127.0.0.1:${ports[1]}"
+GRPC_PORT="${ports[4]}"
+log "rootcanal pid ${PIDS[-1]} on $HCI"
+
+# 4. Our DUT.
+"$BLE" pandora --hci "$HCI" --port "$GRPC_PORT" --python "$VENV/bin/python" > "$OUT/ble-pandora.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 200); do
+    grep -q "serving Pandora" "$OUT/ble-pandora.log" 2>/dev/null && break
+    kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$OUT/ble-pandora.log" >&2; die "ble pandora exited"; }
+    sleep 0.1
+done
+grep -q "serving Pandora" "$OUT/ble-pandora.log" || die "ble pandora did not start (see $OUT/ble-pandora.log)"
+log "ble pandora pid ${PIDS[-1]} on 127.0.0.1:$GRPC_PORT"
+
+cat > "$OUT/config.yml" <<EOF
+TestBeds:
+- Name: ble
+  Controllers:
+    PandoraDevice:
+    - grpc_target: '127.0.0.1:$GRPC_PORT'
+    BumbleDevice:
+    - transport: 'tcp-client:127.0.0.1:${ports[1]}'
+- Name: bumble
+  Controllers:
+    BumbleDevice:
+    - transport: 'tcp-client:127.0.0.1:${ports[1]}'
+    - transport: 'tcp-client:127.0.0.1:${ports[1]}'
+MoblyParams:
+  LogPath: '$OUT/logs'
+EOF
+
+# run_avatar BED TESTS...: runs avatar on a test bed (an hour at most); sets SUMMARY to its
+# mobly summary file.
+run_avatar() {
+    local bed="$1" start=$SECONDS status=0
+    shift
+    log "avatar on test bed '$bed' ($# selection(s))"
+    (cd "$OUT" && exec timeout 3600 "$VENV/bin/avatar" -c "$OUT/config.yml" -b "$bed" -t "$@" -o "$OUT/logs") \
+        > "$OUT/avatar-$bed.log" 2>&1 &
+    PIDS+=($!)
+    wait "${PIDS[-1]}" || status=$?
+    log "avatar on '$bed': $((SECONDS - start)) s (status $status; log: ${OUT#"$ROOT"/}/avatar-$bed.log)"
+    SUMMARY="$(ls -t "$OUT"/logs/"$bed"/*/test_summary.yaml 2>/dev/null | head -n1)"
+    [[ -n "$SUMMARY" ]] || die "avatar wrote no summary for '$bed' (see $OUT/avatar-$bed.log)"
+}
+
+# The LeHostTest cases, for the summary to tell a case that never ran from one that passed.
+EXPECTED="$OUT/expected.txt"
+"$VENV/bin/avatar" -c "$OUT/config.yml" -l -t LeHostTest 2>/dev/null | sed -n 's/^\(LeHostTest\.test_[^ ]*\).*/\1/p' > "$EXPECTED" || true
+
+if ((slice)); then
+    printf '%s\n' "${SLICE[@]}" >> "$EXPECTED"
+    run_avatar ble LeHostTest "${SLICE[@]}"
+    "$VENV/bin/python" "$LIB/avatar_summary.py" --expected "$EXPECTED" "$LIB/avatar-exceptions.txt" "$SUMMARY"
+else
+    run_avatar ble LeHostTest LeSecurityTest
+    ours="$SUMMARY"
+    run_avatar bumble LeHostTest LeSecurityTest
+    "$VENV/bin/python" "$LIB/avatar_summary.py" "$LIB/avatar-exceptions.txt" "$ours" "$SUMMARY"
+fi
