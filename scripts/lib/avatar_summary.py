@@ -6,7 +6,9 @@
 OURS and REFERENCE are mobly test_summary.yaml files: our DUT's run and Bumble-as-DUT's on
 the same rootcanal. Prints, per test class, passed / failed / skipped / errors of each; then
 every case we did not pass, with its first error line, the reference's result for it, and
-the reason from EXCEPTIONS when one of its patterns (fnmatch, on "Class.test_name") covers it.
+the reason from EXCEPTIONS when one of its rules covers it: each line of that file is
+`PATTERN | NEEDLE | REASON`, an fnmatch pattern on "Class.test_name", a text the case's error
+(details or stack trace) must contain (`-` for any), and the reason.
 
 Exit status: 0 when every case the reference passed (or, without a reference, every case
 that ran and was not skipped by the suite itself) passed with our DUT or is covered by an
@@ -48,9 +50,17 @@ def exceptions(path):
             line = line.rstrip('\n')
             if not line or line.startswith('#'):
                 continue
-            pattern, _, reason = line.partition('  ')
-            rules.append((pattern.strip(), reason.strip()))
+            pattern, needle, reason = (part.strip() for part in line.split(' | ', 2))
+            rules.append((pattern, needle, reason))
     return rules
+
+
+def covered(rules, key, record):
+    text = f"{record.get('Details') or ''}\n{record.get('Stacktrace') or ''}"
+    for pattern, needle, reason in rules:
+        if fnmatch.fnmatchcase(key, pattern) and (needle == '-' or needle in text):
+            return reason
+    return None
 
 
 def counts(recs):
@@ -97,7 +107,7 @@ def main():
             continue  # the reference does not pass it either
         if ref_result is None and result == 'SKIP':
             continue  # skipped by the suite itself (and not run by the reference to say otherwise)
-        reason = next((why for pattern, why in rules if fnmatch.fnmatchcase(key, pattern)), None)
+        reason = covered(rules, key, ours[key])
         entry = (key, result, ref_result, first_error(ours[key]), reason)
         (explained if reason else defects).append(entry)
     missing = set(k for k in expected if k not in ours)

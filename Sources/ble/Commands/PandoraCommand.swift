@@ -17,7 +17,7 @@ struct PandoraCommand: BLECommand {
         .single("bridge", value: "PATH", help: "the bridge script (default: pandora_bridge.py, installed with ble)"),
         .single("io", value: "CAP", help: "the DUT's IO capability: none, display, yesno, keyboard, keyboard-display (default)"),
     ]
-    static let needs: CommandNeeds = [.controller, .handlesInterrupts]
+    static let needs: CommandNeeds = [.controller, .demoPeripheralsOnVirtualRadio, .handlesInterrupts]
     static let discussion = """
     Serves until interrupted. The bridge (pandora_bridge.py, installed with ble) needs a Python
     with `pip install grpcio bt-test-interfaces==0.0.6`; scripts/avatar.sh makes one and runs

@@ -1,4 +1,3 @@
-import BLETransport
 import Foundation
 import Synchronization
 

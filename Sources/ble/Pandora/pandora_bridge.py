@@ -17,18 +17,23 @@ import logging
 import os
 import sys
 
-import grpc
-import grpc.aio
-from google.protobuf import any_pb2, empty_pb2, wrappers_pb2
-from pandora import host_pb2, l2cap_pb2, security_pb2
-from pandora.host_grpc_aio import HostServicer, add_HostServicer_to_server
-from pandora.l2cap_grpc_aio import L2CAPServicer, add_L2CAPServicer_to_server
-from pandora.security_grpc_aio import (
-    SecurityServicer,
-    SecurityStorageServicer,
-    add_SecurityServicer_to_server,
-    add_SecurityStorageServicer_to_server,
-)
+try:
+    import grpc
+    import grpc.aio
+    from google.protobuf import any_pb2, empty_pb2, wrappers_pb2
+    from pandora import host_pb2, l2cap_pb2, security_pb2
+    from pandora.host_grpc_aio import HostServicer, add_HostServicer_to_server
+    from pandora.l2cap_grpc_aio import L2CAPServicer, add_L2CAPServicer_to_server
+    from pandora.security_grpc_aio import (
+        SecurityServicer,
+        SecurityStorageServicer,
+        add_SecurityServicer_to_server,
+        add_SecurityStorageServicer_to_server,
+    )
+except ImportError as missing:
+    print(f'pandora-bridge: {sys.executable} lacks {missing.name}: '
+          'pip install grpcio bt-test-interfaces==0.0.6 (or give ble pandora --python)', file=sys.stderr)
+    sys.exit(3)
 
 log = logging.getLogger('pandora-bridge')
 
@@ -330,6 +335,26 @@ class Host(HostServicer):
         except ControlFailure as f:
             await failing(context, f)
         return host_pb2.ReadLocalAddressResponse(address=bytes.fromhex(result['address'].replace(':', '')))
+
+    # BR/EDR calls: an LE-only host has none of them.
+    async def Connect(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'Connect (BR/EDR): this is an LE-only host')
+
+    async def WaitConnection(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'WaitConnection (BR/EDR): this is an LE-only host')
+
+    async def SetDiscoverabilityMode(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'SetDiscoverabilityMode (BR/EDR): this is an LE-only host')
+
+    async def SetConnectabilityMode(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'SetConnectabilityMode (BR/EDR): this is an LE-only host')
+
+    async def Inquiry(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'Inquiry (BR/EDR): this is an LE-only host')
+        yield host_pb2.InquiryResponse()  # never reached: makes this a stream handler
+
+    async def WaitConnectionUpdate(self, request, context):
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "WaitConnectionUpdate: the BLE API has no stream of a link's parameter updates")
 
     async def ConnectLE(self, request, context):
         kind = request.WhichOneof('address')
