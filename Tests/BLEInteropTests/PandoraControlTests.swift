@@ -58,6 +58,8 @@ final class PandoraControlTests: XCTestCase {
             ("cancelled scan", "CANCELLED"),
             ("second onPairing", "FAILED_PRECONDITION"),
             ("cancelled onPairing", "CANCELLED"),
+            ("not json with an id", "INVALID_ARGUMENT"),
+            ("reset after a cancelled one", "ok"),
             ("factory reset", "ok"),
             ("address after reset", "ok"),
         ]

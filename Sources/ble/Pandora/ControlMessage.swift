@@ -70,6 +70,16 @@ struct ControlRequest: Sendable {
         return ControlRequest(id: id, op: op, arguments: fields)
     }
 
+    /// The id of a line that starts `{"id": N,` (as the bridge writes every request), when the
+    /// rest of it is not JSON (e.g. a NaN among its numbers).
+    static func leadingID(_ line: [UInt8]) -> Int? {
+        let text = String(decoding: line.prefix(40), as: UTF8.self)
+        guard text.hasPrefix("{\"id\": ") || text.hasPrefix("{\"id\":") else { return nil }
+        let digits = text.drop { $0 != ":" }.dropFirst().drop { $0 == " " }.prefix { $0.isNumber }
+        guard !digits.isEmpty, digits.count < 10 else { return nil }
+        return Int(digits)
+    }
+
     // MARK: Typed arguments (each missing or mistyped one is INVALID_ARGUMENT naming it)
 
     func string(_ key: String) throws(ControlError) -> String {

@@ -72,7 +72,12 @@ actor PandoraServer {
         do {
             request = try ControlRequest.parse(line)
         } catch {
-            standardError("ble pandora: ignoring a control line: \(error)")
+            // A line that names its request still gets an answer, so its caller does not wait.
+            if let id = ControlRequest.leadingID(line), running[id] == nil {
+                send(id, [("error", Self.error(error))])
+            } else {
+                standardError("ble pandora: ignoring a control line: \(error)")
+            }
             return
         }
         switch request.op {

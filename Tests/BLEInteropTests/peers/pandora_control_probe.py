@@ -73,6 +73,15 @@ def main():
     send({'id': 0, 'op': 'pairingAnswer', 'event': 'x'})
     send({'id': 0, 'op': 'cancel', 'target': 21})
     print(json.dumps({'event': 'probe', 'name': 'cancelled onPairing', 'replies': replies(21)}), flush=True)
+    # A request whose line is not JSON but names its id is answered.
+    send(b'{"id": 25, "op": "advertise", "interval": NaN}\n')
+    print(json.dumps({'event': 'probe', 'name': 'not json with an id', 'replies': replies(25)}), flush=True)
+    # A reset whose caller goes away still finishes, and resets run one after another.
+    send({'id': 26, 'op': 'factoryReset'})
+    send({'id': 0, 'op': 'cancel', 'target': 26})
+    send({'id': 27, 'op': 'reset'})
+    replies(26)
+    print(json.dumps({'event': 'probe', 'name': 'reset after a cancelled one', 'replies': replies(27)}), flush=True)
     probe('factory reset', {'id': 23, 'op': 'factoryReset'})
     probe('address after reset', {'id': 24, 'op': 'readLocalAddress'})
     print(json.dumps({'event': 'probe-done'}), flush=True)
