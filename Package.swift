@@ -44,7 +44,7 @@ let package = Package(
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
         .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"],
                           // `ble pandora`'s gRPC bridge, found beside the executable (not through Bundle.module).
-                          resources: [.copy("Pandora/pandora_bridge.py")]),
+                          resources: [.copy("Pandora/Bridge")]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
         // access policy. No dependencies.

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// The Python gRPC bridge `ble pandora` starts: `pandora_bridge.py`, shipped as a resource of
-/// `ble`. It gets the control port and the token (in its environment, not on its command line,
+/// The Python gRPC bridge `ble pandora` starts: `Bridge/pandora_bridge.py` (with
+/// `pandora_datatypes.py` beside it), shipped as a resource of `ble`. It gets the control port and the token (in its environment, not on its command line,
 /// which `ps` shows) and proves itself with the token as its first line.
 final class PandoraBridgeProcess: Sendable {
     private let process: Process
@@ -16,7 +16,7 @@ final class PandoraBridgeProcess: Sendable {
     /// `SwiftBLE_ble.resources` beside the executable (where SwiftPM puts it). Looked up by
     /// hand: SwiftPM's `Bundle.module` stops the process when the bundle is missing.
     static func installedScript() throws -> String {
-        let name = "SwiftBLE_ble.resources/pandora_bridge.py"
+        let name = "SwiftBLE_ble.resources/Bridge/pandora_bridge.py"
         let executable = Bundle.main.executableURL?.resolvingSymlinksInPath()
         for directory in [executable?.deletingLastPathComponent(), Bundle.main.bundleURL].compactMap({ $0 }) {
             let path = directory.appendingPathComponent(name).path

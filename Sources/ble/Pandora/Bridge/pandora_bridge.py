@@ -35,6 +35,8 @@ except ImportError as missing:
           'pip install grpcio bt-test-interfaces==0.0.6 (or give ble pandora --python)', file=sys.stderr)
     sys.exit(3)
 
+from pandora_datatypes import decode_data, encode_data
+
 log = logging.getLogger('pandora-bridge')
 
 
@@ -143,6 +145,14 @@ async def failing(context, failure):
     await context.abort(failure.code, failure.message)
 
 
+async def call(control, context, op, **arguments):
+    """A unary request; its failure ends the gRPC call with the request's status."""
+    try:
+        return await control.call(op, **arguments)
+    except ControlFailure as f:
+        await failing(context, f)
+
+
 def cookie(number):
     return any_pb2.Any(value=number.to_bytes(8, 'big'))
 
@@ -165,145 +175,6 @@ async def address_of(context, raw):
     return address_text(raw)
 
 
-# ------------------------------------------------------------------------------ DataTypes
-# Assigned numbers: AD types (Core Specification Supplement Part A §1), URI scheme names.
-
-URI_SCHEMES = {0x01: '', 0x16: 'http:', 0x17: 'https:', 0x13: 'ftp:', 0x2D: 'mailto:', 0x31: 'tel:', 0x3B: 'ws:', 0x3C: 'wss:'}
-
-UUID_LISTS = [
-    # (field, AD type, bytes per UUID)
-    ('incomplete_service_class_uuids16', 0x02, 2),
-    ('complete_service_class_uuids16', 0x03, 2),
-    ('incomplete_service_class_uuids32', 0x04, 4),
-    ('complete_service_class_uuids32', 0x05, 4),
-    ('incomplete_service_class_uuids128', 0x06, 16),
-    ('complete_service_class_uuids128', 0x07, 16),
-    ('service_solicitation_uuids16', 0x14, 2),
-    ('service_solicitation_uuids32', 0x1F, 4),
-    ('service_solicitation_uuids128', 0x15, 16),
-]
-SERVICE_DATA = [('service_data_uuid16', 0x16, 2), ('service_data_uuid32', 0x20, 4), ('service_data_uuid128', 0x21, 16)]
-
-
-def uuid_text(raw):
-    """A little-endian UUID as Pandora writes it: 183A, FFFF183A, or the 128-bit form."""
-    h = raw[::-1].hex().upper()
-    if len(raw) == 16:
-        return f'{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}'
-    return h
-
-
-def uuid_bytes(text, size):
-    raw = bytes.fromhex(text.replace('-', ''))
-    if len(raw) != size:
-        raise ValueError(f'{text} is not a {size * 8}-bit UUID')
-    return raw[::-1]
-
-
-def decode_data(ad):
-    """AD structures (Core spec Vol 3 Part C §11) as DataTypes; what it cannot hold is left out."""
-    fields = {}
-    lists = {field: (kind, size) for field, kind, size in UUID_LISTS}
-    by_type = {kind: (field, size) for field, kind, size in UUID_LISTS}
-    data_by_type = {kind: (field, size) for field, kind, size in SERVICE_DATA}
-    service_data = {field: {} for field, _, _ in SERVICE_DATA}
-    offset = 0
-    while offset < len(ad):
-        length = ad[offset]
-        if length == 0 or offset + 1 + length > len(ad):
-            break
-        kind, value = ad[offset + 1], ad[offset + 2: offset + 1 + length]
-        offset += 1 + length
-        if kind in by_type:
-            field, size = by_type[kind]
-            fields.setdefault(field, []).extend(uuid_text(value[i:i + size]) for i in range(0, len(value) - size + 1, size))
-        elif kind in data_by_type:
-            field, size = data_by_type[kind]
-            if len(value) >= size:
-                service_data[field][uuid_text(value[:size])] = bytes(value[size:])
-        elif kind == 0x01 and value:
-            mode = host_pb2.DISCOVERABLE_LIMITED if value[0] & 0x01 else host_pb2.DISCOVERABLE_GENERAL if value[0] & 0x02 else host_pb2.NOT_DISCOVERABLE
-            fields['le_discoverability_mode'] = mode
-        elif kind == 0x08:
-            fields['shortened_local_name'] = value.decode('utf-8', 'replace')
-        elif kind == 0x09:
-            fields['complete_local_name'] = value.decode('utf-8', 'replace')
-        elif kind == 0x0A and len(value) == 1:
-            fields['tx_power_level'] = int.from_bytes(value, 'little', signed=True)
-        elif kind == 0x0D and len(value) == 3:
-            fields['class_of_device'] = int.from_bytes(value, 'little')
-        elif kind == 0x12 and len(value) == 4:
-            fields['peripheral_connection_interval_min'] = int.from_bytes(value[:2], 'little')
-            fields['peripheral_connection_interval_max'] = int.from_bytes(value[2:], 'little')
-        elif kind == 0x17:
-            fields.setdefault('public_target_addresses', []).extend(bytes(value[i:i + 6][::-1]) for i in range(0, len(value) - 5, 6))
-        elif kind == 0x18:
-            fields.setdefault('random_target_addresses', []).extend(bytes(value[i:i + 6][::-1]) for i in range(0, len(value) - 5, 6))
-        elif kind == 0x19 and len(value) == 2:
-            fields['appearance'] = int.from_bytes(value, 'little')
-        elif kind == 0x1A and len(value) in (2, 3):
-            fields['advertising_interval'] = int.from_bytes(value, 'little')
-        elif kind == 0x24 and value:
-            text = value.decode('utf-8', 'replace')
-            scheme = URI_SCHEMES.get(ord(text[0]))
-            fields['uri'] = scheme + text[1:] if scheme is not None else text
-        elif kind == 0x27:
-            fields['le_supported_features'] = bytes(value)
-        elif kind == 0xFF:
-            fields['manufacturer_specific_data'] = bytes(value)
-    for field, entries in service_data.items():
-        if entries:
-            fields[field] = entries
-    del lists
-    return host_pb2.DataTypes(**fields)
-
-
-def encode_data(data):
-    """DataTypes as AD structures; INVALID_ARGUMENT-worthy values raise ValueError."""
-    out = bytearray()
-
-    def add(kind, value):
-        if len(value) > 254:
-            raise ValueError(f'AD type 0x{kind:02X} is too long')
-        out.extend(bytes([len(value) + 1, kind]) + bytes(value))
-
-    if data.le_discoverability_mode:
-        add(0x01, bytes([(0x01 if data.le_discoverability_mode == host_pb2.DISCOVERABLE_LIMITED else 0x02) | 0x04]))
-    for field, kind, size in UUID_LISTS:
-        uuids = getattr(data, field)
-        if uuids:
-            add(kind, b''.join(uuid_bytes(u, size) for u in uuids))
-    if data.HasField('shortened_local_name'):
-        add(0x08, data.shortened_local_name.encode())
-    if data.HasField('complete_local_name'):
-        add(0x09, data.complete_local_name.encode())
-    if data.HasField('tx_power_level'):
-        add(0x0A, data.tx_power_level.to_bytes(1, 'little', signed=True))
-    if data.HasField('class_of_device'):
-        add(0x0D, data.class_of_device.to_bytes(3, 'little'))
-    if data.peripheral_connection_interval_min or data.peripheral_connection_interval_max:
-        add(0x12, data.peripheral_connection_interval_min.to_bytes(2, 'little') + data.peripheral_connection_interval_max.to_bytes(2, 'little'))
-    if data.public_target_addresses:
-        add(0x17, b''.join(bytes(a)[::-1] for a in data.public_target_addresses))
-    if data.random_target_addresses:
-        add(0x18, b''.join(bytes(a)[::-1] for a in data.random_target_addresses))
-    if data.appearance:
-        add(0x19, data.appearance.to_bytes(2, 'little'))
-    if data.HasField('advertising_interval'):
-        add(0x1A, data.advertising_interval.to_bytes(2, 'little'))
-    if data.uri:
-        scheme = next((code for code, name in URI_SCHEMES.items() if name and data.uri.startswith(name)), None)
-        add(0x24, (chr(scheme) + data.uri[len(URI_SCHEMES[scheme]):] if scheme else chr(0x01) + data.uri).encode())
-    if data.le_supported_features:
-        add(0x27, data.le_supported_features)
-    for field, kind, size in SERVICE_DATA:
-        for uuid, value in getattr(data, field).items():
-            add(kind, uuid_bytes(uuid, size) + value)
-    if data.manufacturer_specific_data:
-        add(0xFF, data.manufacturer_specific_data)
-    return bytes(out)
-
-
 PHY_NAMES = {host_pb2.PRIMARY_1M: '1m', host_pb2.PRIMARY_CODED: 'coded'}
 SECONDARY_NAMES = {host_pb2.SECONDARY_1M: '1m', host_pb2.SECONDARY_2M: '2m', host_pb2.SECONDARY_CODED: 'coded'}
 
@@ -316,24 +187,15 @@ class Host(HostServicer):
         self.control = control
 
     async def FactoryReset(self, request, context):
-        try:
-            await self.control.call('factoryReset')
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'factoryReset')
         return empty_pb2.Empty()
 
     async def Reset(self, request, context):
-        try:
-            await self.control.call('reset')
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'reset')
         return empty_pb2.Empty()
 
     async def ReadLocalAddress(self, request, context):
-        try:
-            result = await self.control.call('readLocalAddress')
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'readLocalAddress')
         return host_pb2.ReadLocalAddressResponse(address=bytes.fromhex(result['address'].replace(':', '')))
 
     # BR/EDR calls: an LE-only host has none of them.
@@ -375,18 +237,12 @@ class Host(HostServicer):
 
     async def Disconnect(self, request, context):
         number = await number_of(context, request.connection, 'connection')
-        try:
-            await self.control.call('disconnect', connection=number)
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'disconnect', connection=number)
         return empty_pb2.Empty()
 
     async def WaitDisconnection(self, request, context):
         number = await number_of(context, request.connection, 'connection')
-        try:
-            await self.control.call('waitDisconnection', connection=number)
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'waitDisconnection', connection=number)
         return empty_pb2.Empty()
 
     async def GetConnectionParameters(self, request, context):
@@ -518,19 +374,13 @@ class Security(SecurityServicer):
     async def Secure(self, request, context):
         number = await number_of(context, request.connection, 'connection')
         level = await self._level(request, context)
-        try:
-            result = await self.control.call('secure', connection=number, level=level)
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'secure', connection=number, level=level)
         return security_pb2.SecureResponse(**{result['result']: empty_pb2.Empty()})
 
     async def WaitSecurity(self, request, context):
         number = await number_of(context, request.connection, 'connection')
         level = await self._level(request, context)
-        try:
-            result = await self.control.call('waitSecurity', connection=number, level=level)
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'waitSecurity', connection=number, level=level)
         outcome = result['result'] if result['result'] != 'not_reached' else 'pairing_failure'
         return security_pb2.WaitSecurityResponse(**{outcome: empty_pb2.Empty()})
 
@@ -547,18 +397,12 @@ class SecurityStorage(SecurityStorageServicer):
 
     async def IsBonded(self, request, context):
         arguments = await self._address(request, context)
-        try:
-            result = await self.control.call('isBonded', **arguments)
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'isBonded', **arguments)
         return wrappers_pb2.BoolValue(value=result['bonded'])
 
     async def DeleteBond(self, request, context):
         arguments = await self._address(request, context)
-        try:
-            await self.control.call('deleteBond', **arguments)
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'deleteBond', **arguments)
         return empty_pb2.Empty()
 
 
@@ -577,10 +421,7 @@ class L2CAP(L2CAPServicer):
 
     async def Connect(self, request, context):
         arguments = await self._channel_request(request, context)
-        try:
-            result = await self.control.call('l2capConnect', **arguments)
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'l2capConnect', **arguments)
         if 'channel' in result:
             return l2cap_pb2.ConnectResponse(channel=l2cap_pb2.Channel(cookie=cookie(result['channel'])))
         log.info('L2CAP connect refused: %s', result.get('detail'))
@@ -588,10 +429,7 @@ class L2CAP(L2CAPServicer):
 
     async def WaitConnection(self, request, context):
         arguments = await self._channel_request(request, context)
-        try:
-            result = await self.control.call('l2capWaitConnection', **arguments)
-        except ControlFailure as f:
-            await failing(context, f)
+        result = await call(self.control, context, 'l2capWaitConnection', **arguments)
         return l2cap_pb2.WaitConnectionResponse(channel=l2cap_pb2.Channel(cookie=cookie(result['channel'])))
 
     async def _channel(self, request, context, field):
@@ -601,10 +439,7 @@ class L2CAP(L2CAPServicer):
 
     async def Send(self, request, context):
         number = await self._channel(request, context, 'sink')
-        try:
-            await self.control.call('l2capSend', channel=number, data=request.data.hex())
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'l2capSend', channel=number, data=request.data.hex())
         return l2cap_pb2.SendResponse(success=empty_pb2.Empty())
 
     async def Receive(self, request, context):
@@ -618,18 +453,12 @@ class L2CAP(L2CAPServicer):
 
     async def Disconnect(self, request, context):
         number = await number_of(context, request.channel, 'channel')
-        try:
-            await self.control.call('l2capDisconnect', channel=number)
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'l2capDisconnect', channel=number)
         return l2cap_pb2.DisconnectResponse(success=empty_pb2.Empty())
 
     async def WaitDisconnection(self, request, context):
         number = await number_of(context, request.channel, 'channel')
-        try:
-            await self.control.call('l2capWaitDisconnection', channel=number)
-        except ControlFailure as f:
-            await failing(context, f)
+        await call(self.control, context, 'l2capWaitDisconnection', channel=number)
         return l2cap_pb2.WaitDisconnectionResponse(success=empty_pb2.Empty())
 
 
