@@ -64,6 +64,7 @@ run_waiting() { # run_waiting COMMAND...: runs it as a tracked background job; i
     PIDS+=($!)
     local status=0
     wait "${PIDS[-1]}" || status=$?
+    unset 'PIDS[-1]'  # ended: its PID may be anyone's from now on
     return $status
 }
 stop_pid() { # SIGTERM, then SIGKILL after 3 s; only PIDs this script started
@@ -74,9 +75,10 @@ stop_pid() { # SIGTERM, then SIGKILL after 3 s; only PIDs this script started
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
 }
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+cleanup() { # TERM to everything still running at once, newest first, then wait for each
+    local i
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[i]}" 2>/dev/null || true; done
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -106,11 +108,14 @@ mkdir -p "$OUT"
 rm -rf "$OUT/logs"
 RC_BIN="$("$VENV/bin/python" -c 'import rootcanal.binaries as b; print(b.get_package_binary_resource_path("rootcanal"))')"
 SHIM="$TOOLS/rootcanal-nodelay.so"
-if [[ ! -f "$SHIM" ]] && command -v gcc >/dev/null; then
-    gcc -shared -fPIC -O2 -Wall -o "$SHIM" "$ROOT/scripts/rootcanal-nodelay.c" -ldl
+if [[ ! -f "$SHIM" || "$ROOT/scripts/rootcanal-nodelay.c" -nt "$SHIM" ]] && command -v gcc >/dev/null; then
+    gcc -shared -fPIC -O2 -Wall -o "$SHIM.tmp" "$ROOT/scripts/rootcanal-nodelay.c" -ldl && mv "$SHIM.tmp" "$SHIM" \
+        || log "could not build the TCP_NODELAY shim; rootcanal runs without it"
 fi
+preload=()
+[[ -f "$SHIM" ]] && preload=("LD_PRELOAD=$SHIM")
 mapfile -t ports < <("$VENV/bin/python" "$LIB/netutil.py" free-ports 5)
-env ${SHIM:+LD_PRELOAD="$SHIM"} "$RC_BIN" -test_port "${ports[0]}" -hci_port "${ports[1]}" \
+env "${preload[@]}" "$RC_BIN" -test_port "${ports[0]}" -hci_port "${ports[1]}" \
     -link_port "${ports[2]}" -link_ble_port "${ports[3]}" > "$OUT/rootcanal.log" 2>&1 &
 PIDS+=($!)
 "$VENV/bin/python" "$LIB/netutil.py" wait-listen "${PIDS[-1]}" "${ports[1]}" 10 || die "rootcanal did not start (see $OUT/rootcanal.log)"
@@ -156,14 +161,16 @@ run_avatar() {
         > "$OUT/avatar-$bed.log" 2>&1 &
     PIDS+=($!)
     wait "${PIDS[-1]}" || status=$?
+    unset 'PIDS[-1]'
     log "avatar on '$bed': $((SECONDS - start)) s (status $status; log: ${OUT#"$ROOT"/}/avatar-$bed.log)"
-    SUMMARY="$(ls -t "$OUT"/logs/"$bed"/*/test_summary.yaml 2>/dev/null | head -n1)"
+    SUMMARY="$(ls -t "$OUT"/logs/"$bed"/*/test_summary.yaml 2>/dev/null | head -n1 || true)"
     [[ -n "$SUMMARY" ]] || die "avatar wrote no summary for '$bed' (see $OUT/avatar-$bed.log)"
 }
 
 # The LeHostTest cases, for the summary to tell a case that never ran from one that passed.
 EXPECTED="$OUT/expected.txt"
 "$VENV/bin/avatar" -c "$OUT/config.yml" -l -t LeHostTest 2>/dev/null | sed -n 's/^\(LeHostTest\.test_[^ ]*\).*/\1/p' > "$EXPECTED" || true
+[[ "$(grep -c '^LeHostTest\.' "$EXPECTED" || true)" -gt 0 ]] || die "avatar -l listed no LeHostTest case"
 
 if ((slice)); then
     printf '%s\n' "${SLICE[@]}" >> "$EXPECTED"
@@ -173,5 +180,5 @@ else
     run_avatar ble LeHostTest LeSecurityTest
     ours="$SUMMARY"
     run_avatar bumble LeHostTest LeSecurityTest
-    "$VENV/bin/python" "$LIB/avatar_summary.py" "$LIB/avatar-exceptions.txt" "$ours" "$SUMMARY"
+    "$VENV/bin/python" "$LIB/avatar_summary.py" --expected "$EXPECTED" "$LIB/avatar-exceptions.txt" "$ours" "$SUMMARY"
 fi

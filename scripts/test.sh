@@ -177,12 +177,12 @@ RC_LOG=""
 MEASURE_PID=""
 TEST_PID=""
 
-stop_pid() { # stop_pid PID: SIGTERM, then SIGKILL after 2 s; never touches anything else
-    local pid="$1" i
+stop_pid() { # stop_pid PID [TENTHS]: SIGTERM, then SIGKILL after TENTHS/10 s (2 s); never touches anything else
+    local pid="$1" tenths="${2:-20}" i
     [[ -n "$pid" ]] || return 0
     kill -0 "$pid" 2>/dev/null || return 0
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 20); do
+    for i in $(seq "$tenths"); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
@@ -191,7 +191,8 @@ stop_pid() { # stop_pid PID: SIGTERM, then SIGKILL after 2 s; never touches anyt
 }
 
 cleanup() {
-    stop_pid "$TEST_PID"
+    # scripts/avatar.sh stops what it started (avatar, ble pandora, its rootcanal) on TERM: give it time.
+    stop_pid "$TEST_PID" "$([[ "$TEST_PID" == "${AVATAR_PID:-}" ]] && echo 300 || echo 20)"
     stop_pid "$MEASURE_PID"
     if [[ -n "$RC_PID" ]]; then
         stop_pid "$RC_PID"
@@ -334,6 +335,7 @@ if [[ -z "${BLE_TEST_COMMAND:-}" && "${BLE_TEST_AVATAR:-$(( $# == 0 ))}" == 1 ]]
     avatar_status=0
     avatar_start=$SECONDS
     BLE_AVATAR_BLE="$ROOT/.build/debug/ble" scripts/avatar.sh --slice & TEST_PID=$!
+    AVATAR_PID=$TEST_PID
     wait "$TEST_PID" || avatar_status=$?
     TEST_PID=""
     log "avatar slice: $((SECONDS - avatar_start)) s (status $avatar_status)"

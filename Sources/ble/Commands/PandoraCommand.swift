@@ -82,7 +82,7 @@ struct PandoraCommand: BLECommand {
         }
         bridge.terminate()
         await control.close()
-        await stack.close()
+        await stack.shutdown()
         if case let .failure(error) = outcome { throw error }
     }
 }

@@ -75,8 +75,11 @@ struct ControlRequest: Sendable {
     static func leadingID(_ line: [UInt8]) -> Int? {
         let text = String(decoding: line.prefix(40), as: UTF8.self)
         guard text.hasPrefix("{\"id\": ") || text.hasPrefix("{\"id\":") else { return nil }
-        let digits = text.drop { $0 != ":" }.dropFirst().drop { $0 == " " }.prefix { $0.isNumber }
-        guard !digits.isEmpty, digits.count < 10 else { return nil }
+        let afterColon = text.drop { $0 != ":" }.dropFirst().drop { $0 == " " }
+        let digits = afterColon.prefix { $0.isASCII && $0.isNumber }
+        // An integer, then the end of the value: `5.5`, `5e3` and `-3` are not ids.
+        guard !digits.isEmpty, digits.count < 10,
+              let next = afterColon.dropFirst(digits.count).drop(while: { $0 == " " }).first, next == "," || next == "}" else { return nil }
         return Int(digits)
     }
 

@@ -18,6 +18,8 @@ actor PandoraChannels {
     }
 
     private var nextToken = 0
+    /// Counts resets: a wait that began before one ends with nil.
+    private var epoch = 0
     private func token() -> Int {
         nextToken += 1
         return nextToken
@@ -35,6 +37,7 @@ actor PandoraChannels {
 
     /// Forgets every channel and listener (FactoryReset): their host is gone.
     func reset() async {
+        epoch += 1
         for task in listening { task.cancel() }
         listening = []
         let made = listeners.values
@@ -99,6 +102,8 @@ actor PandoraChannels {
     /// The next SDU received on the channel; nil once it has closed and every SDU was read.
     func next(_ cookie: UInt64) async throws(ControlError) -> [UInt8]? {
         guard var r = records[cookie] else { throw ControlError(.notFound, "no channel \(cookie)") }
+        // A reader already gone takes nothing from the queue.
+        if Task.isCancelled { return nil }
         if !r.queue.isEmpty {
             let sdu = r.queue.removeFirst()
             let room = r.room
@@ -121,11 +126,23 @@ actor PandoraChannels {
             Task { await self.stopReading(cookie, token: token) }
         }
         if Task.isCancelled, let sdu {
-            // Woken with an SDU just as the reader went: it goes back for the next Receive.
-            records[cookie]?.queue.insert(sdu, at: 0)
+            // Woken with an SDU just as the reader went: it goes to the next reader, or back
+            // to the front of the queue.
+            putBack(sdu, cookie)
             return nil
         }
         return sdu
+    }
+
+    /// An SDU a cancelled reader was handed: the next reader gets it first.
+    func putBack(_ sdu: [UInt8], _ cookie: UInt64) {
+        guard var r = records[cookie] else { return }
+        if !r.readers.isEmpty {
+            r.readers.removeFirst().continuation.resume(returning: sdu)
+        } else {
+            r.queue.insert(sdu, at: 0)
+        }
+        records[cookie] = r
     }
 
     private func stopReading(_ cookie: UInt64, token: Int) {
@@ -165,8 +182,12 @@ actor PandoraChannels {
     /// nil when the stack was reset meanwhile or the wait was cancelled.
     func waitForChannel(psm: UInt16, from peer: DeviceAddress,
                         listen: @escaping @Sendable () async throws -> L2CAPListener) async throws -> LECreditBasedChannel? {
-        if listeners[psm] == nil {
-            let made = Task { try await listen() }
+        let began = epoch
+        let made: Task<L2CAPListener, any Error>
+        if let existing = listeners[psm] {
+            made = existing
+        } else {
+            made = Task { try await listen() }
             listeners[psm] = made
             listening.append(Task { [weak self] in
                 guard let listener = try? await made.value else { return }
@@ -174,9 +195,14 @@ actor PandoraChannels {
             })
         }
         do {
-            _ = try await listeners[psm]?.value
+            let listener = try await made.value
+            guard epoch == began else {
+                // The stack was reset meanwhile: this listener belongs to the old host.
+                await listener.stop()
+                return nil
+            }
         } catch {
-            listeners[psm] = nil
+            if listeners[psm] == made { listeners[psm] = nil }
             throw error
         }
         if let i = accepted.firstIndex(where: { $0.psm == psm && $0.peer == peer }) {

@@ -75,6 +75,7 @@ extension PandoraStack {
         let period: Duration = interval == 0 ? .milliseconds(100) : .microseconds(Int64(interval * 1000))
         try await useOwnAddressType(try request.int("ownAddressType", in: 0...3, default: 0))
         let kind: AdvertisingParameters.Kind = connectable ? .connectable : scanResponse != nil ? .scannable : .nonConnectable
+        guard manager === self.manager else { throw ControlError(.aborted, "the stack was reset") }
         let connections = connectionsWhileAdvertising(id: request.id)
         var set: AdvertisingSet?
         do {
@@ -117,6 +118,11 @@ extension PandoraStack {
         try await useOwnAddressType(try request.int("ownAddressType", in: 0...3, default: 0))
         do {
             let peripheral = try await central.connect(peer, timeout: .seconds(15))
+            guard central === self.central else {
+                // A reset meanwhile: the link belongs to a closed host.
+                try? await peripheral.disconnect()
+                throw ControlError(.aborted, "the stack was reset")
+            }
             return .object([("connection", .int(Int(register(.asCentral(peripheral), peer: peer))))])
         } catch BLEError.timeout {
             return .object([("peerNotFound", .bool(true))])

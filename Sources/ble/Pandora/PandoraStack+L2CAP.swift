@@ -44,7 +44,10 @@ extension PandoraStack {
         case "l2capReceive":
             let cookie = try channelCookie(request)
             while let sdu = try await channels.next(cookie) {
-                try Task.checkCancellation()
+                if Task.isCancelled {
+                    await channels.putBack(sdu, cookie)
+                    throw CancellationError()
+                }
                 await emit(.object([("data", .hex(sdu))]))
             }
             return nil

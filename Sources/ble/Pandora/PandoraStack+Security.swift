@@ -88,7 +88,12 @@ extension PandoraStack {
             }
         }
         defer { repeats.cancel() }
-        try await manager.requestSecurity(from: central)
+        // The host's wait ignores cancellation: a Secure whose client went away stops repeating at once.
+        _ = try await withTaskCancellationHandler {
+            try await manager.requestSecurity(from: central)
+        } onCancel: {
+            repeats.cancel()
+        }
     }
 
     /// WaitSecurity: waits until the link reaches `level` by whatever the peer or the stack

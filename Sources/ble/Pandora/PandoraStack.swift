@@ -107,6 +107,12 @@ actor PandoraStack {
 
     /// Closes the host. Everything of it is let go before the first await, so nothing that
     /// runs meanwhile (a central connecting) lands in the state of the next one.
+    /// The end of `ble pandora`: after a reset under way, so nothing opens after it.
+    func shutdown() async {
+        _ = try? await resetting?.value
+        await close()
+    }
+
     func close() async {
         generation += 1
         managerEvents?.cancel()

@@ -108,8 +108,9 @@ class Control:
     async def call(self, op, **arguments):
         """A unary request: its result object, or ControlFailure."""
         request_id = self._open(op, arguments)
+        queue = self.queues[request_id]
         try:
-            message = await self.queues[request_id].get()
+            message = await queue.get()
         except asyncio.CancelledError:
             self.send({'id': 0, 'op': 'cancel', 'target': request_id})
             raise
@@ -123,10 +124,12 @@ class Control:
         """A streaming request: yields its items until it ends; a client that goes away
         (cancellation) cancels it in ble."""
         request_id = self._open(op, arguments)
+        # The queue itself, not its entry: run() drops the entry of a stream it ended (backlog).
+        queue = self.queues[request_id]
         finished = False
         try:
             while True:
-                message = await self.queues[request_id].get()
+                message = await queue.get()
                 if 'item' in message:
                     yield message['item']
                 elif 'error' in message:
