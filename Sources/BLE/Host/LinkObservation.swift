@@ -47,7 +47,8 @@ final class LinkObservation: Sendable {
 
     private let storage: Mutex<Snapshot>
     private let watchers = Mutex<[UInt64: AsyncStream<ConnectionState>.Continuation]>([:])
-    private let securityWatchers = Mutex<[UInt64: AsyncStream<LinkSecurityEvent>.Continuation]>([:])
+    private let securityWatchers = WatcherSet<LinkSecurityEvent>()
+    private let parameterWatchers = WatcherSet<LinkParameters>()
     private let nextWatcher = Atomic<UInt64>(1)
 
     init(parameters: LinkParameters) {
@@ -60,38 +61,42 @@ final class LinkObservation: Sendable {
     /// so a watcher registering at the same moment sees each change exactly once and in order.
     func update(_ body: (inout Snapshot) -> Void) {
         storage.withLock { s in
-            let old = s.state
+            let old = (s.state, s.parameters)
             body(&s)
-            guard old != s.state else { return }
+            if old.1 != s.parameters { parameterWatchers.yield(s.parameters) }
+            guard old.0 != s.state else { return }
             let list = watchers.withLock { Array($0.values) }
             for w in list {
                 w.yield(s.state)
                 if case .disconnected = s.state { w.finish() }
             }
             if case .disconnected = s.state {
-                for w in securityWatchers.withLock({ Array($0.values) }) { w.finish() }
+                securityWatchers.finish()
+                parameterWatchers.finish()
             }
         }
     }
 
     /// Tells every `securityEvents()` watcher what just happened to the link's security.
     func reportSecurity(_ event: LinkSecurityEvent) {
-        storage.withLock { _ in
-            for w in securityWatchers.withLock({ Array($0.values) }) { w.yield(event) }
-        }
+        storage.withLock { _ in securityWatchers.yield(event) }
     }
 
     /// Every security event from now on; finishes after the disconnect (at once when the link
     /// is down already). Registered under the state lock, as `stateUpdates` is.
-    func securityEvents() -> AsyncStream<LinkSecurityEvent> {
-        let (stream, continuation) = AsyncStream<LinkSecurityEvent>.makeStream()
+    func securityEvents() -> AsyncStream<LinkSecurityEvent> { events(securityWatchers) }
+
+    /// The link's connection parameters each time they change from now on (LE Connection
+    /// Update Complete); finishes after the disconnect.
+    func parameterUpdates() -> AsyncStream<LinkParameters> { events(parameterWatchers) }
+
+    private func events<Element: Sendable>(_ set: WatcherSet<Element>) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream<Element>.makeStream()
         let id = nextWatcher.wrappingAdd(1, ordering: .relaxed).oldValue
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.securityWatchers.withLock { $0.removeValue(forKey: id) }
-        }
+        continuation.onTermination = { [weak set] _ in set?.remove(id) }
         let watching = storage.withLock { s -> Bool in
             if case .disconnected = s.state { return false }
-            securityWatchers.withLock { $0[id] = continuation }
+            set.add(id, continuation)
             return true
         }
         if !watching { continuation.finish() }
@@ -131,3 +136,12 @@ final class LinkObservation: Sendable {
     }
 }
 
+/// The continuations of one kind of link event, each watcher's by its id.
+final class WatcherSet<Element: Sendable>: Sendable {
+    private let continuations = Mutex<[UInt64: AsyncStream<Element>.Continuation]>([:])
+
+    func add(_ id: UInt64, _ continuation: AsyncStream<Element>.Continuation) { continuations.withLock { $0[id] = continuation } }
+    func remove(_ id: UInt64) { _ = continuations.withLock { $0.removeValue(forKey: id) } }
+    func yield(_ element: Element) { for c in continuations.withLock({ Array($0.values) }) { c.yield(element) } }
+    func finish() { for c in continuations.withLock({ Array($0.values) }) { c.finish() } }
+}

@@ -142,6 +142,8 @@ actor PandoraServer {
             return empty
         case "getConnectionParameters":
             return try await stack.connectionParameters(try request.connection())
+        case "waitConnectionUpdate":
+            return try await stack.waitConnectionUpdate(try request.connection())
         case "onPairing":
             try await streamPairing(emit: emit)
             return nil

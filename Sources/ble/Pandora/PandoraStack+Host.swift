@@ -140,12 +140,33 @@ extension PandoraStack {
         try await waitUntilDown(cookie)
     }
 
-    /// GetConnectionParameters of a central-role link (the peripheral role's are not in the API).
-    func connectionParameters(_ cookie: UInt64) throws(ControlError) -> JSON {
-        guard case let .asCentral(p) = try record(cookie).link else {
-            throw ControlError(.unimplemented, "connection parameters of a link where we are the peripheral")
+    /// GetConnectionParameters: the link's parameters now, `connectionNotFound` once it is down.
+    func connectionParameters(_ cookie: UInt64) async throws -> JSON {
+        let r = try record(cookie)
+        let parameters: LinkParameters?
+        switch r.link {
+        case let .asCentral(p): parameters = r.down ? nil : p.connectionParameters
+        case let .asPeripheral(c, manager): parameters = await manager.connectionParameters(of: c)
         }
-        let l = p.connectionParameters
+        return Self.json(parameters)
+    }
+
+    /// WaitConnectionUpdate: the parameters of the link's next LE Connection Update Complete;
+    /// `connectionNotFound` when the link goes down first.
+    func waitConnectionUpdate(_ cookie: UInt64) async throws -> JSON {
+        let r = try record(cookie)
+        let updates: AsyncStream<LinkParameters>
+        switch r.link {
+        case let .asCentral(p): updates = p.connectionParameterUpdates
+        case let .asPeripheral(c, manager): updates = await manager.connectionParameterUpdates(for: c)
+        }
+        for await parameters in updates { return Self.json(parameters) }
+        try Task.checkCancellation()
+        return Self.json(nil)
+    }
+
+    private static func json(_ l: LinkParameters?) -> JSON {
+        guard let l else { return .object([("connectionNotFound", .bool(true))]) }
         return .object([("interval", .int(Int(l.interval))), ("latency", .int(Int(l.latency))),
                         ("supervisionTimeout", .int(Int(l.supervisionTimeout)))])
     }

@@ -218,9 +218,6 @@ class Host(HostServicer):
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, 'Inquiry (BR/EDR): this is an LE-only host')
         yield host_pb2.InquiryResponse()  # never reached: makes this a stream handler
 
-    async def WaitConnectionUpdate(self, request, context):
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "WaitConnectionUpdate: the BLE API has no stream of a link's parameter updates")
-
     async def ConnectLE(self, request, context):
         kind = request.WhichOneof('address')
         if kind is None:
@@ -248,17 +245,34 @@ class Host(HostServicer):
         await call(self.control, context, 'waitDisconnection', connection=number)
         return empty_pb2.Empty()
 
+    @staticmethod
+    def parameters(result):
+        return host_pb2.ConnectionParameters(connection_interval=result['interval'], peripheral_latency=result['latency'],
+                                             supervision_timeout=result['supervisionTimeout'])
+
     async def GetConnectionParameters(self, request, context):
         number = await number_of(context, request.connection, 'connection')
         try:
             result = await self.control.call('getConnectionParameters', connection=number)
         except ControlFailure as f:
-            if f.code == grpc.StatusCode.NOT_FOUND:
-                return host_pb2.GetConnectionParametersResponse(connection_not_found=empty_pb2.Empty())
-            await failing(context, f)
-        return host_pb2.GetConnectionParametersResponse(connection_parameters=host_pb2.ConnectionParameters(
-            connection_interval=result['interval'], peripheral_latency=result['latency'],
-            supervision_timeout=result['supervisionTimeout']))
+            if f.code != grpc.StatusCode.NOT_FOUND:
+                await failing(context, f)
+            result = {'connectionNotFound': True}
+        if result.get('connectionNotFound'):
+            return host_pb2.GetConnectionParametersResponse(connection_not_found=empty_pb2.Empty())
+        return host_pb2.GetConnectionParametersResponse(connection_parameters=self.parameters(result))
+
+    async def WaitConnectionUpdate(self, request, context):
+        number = await number_of(context, request.connection, 'connection')
+        try:
+            result = await self.control.call('waitConnectionUpdate', connection=number)
+        except ControlFailure as f:
+            if f.code != grpc.StatusCode.NOT_FOUND:
+                await failing(context, f)
+            result = {'connectionNotFound': True}
+        if result.get('connectionNotFound'):
+            return host_pb2.WaitConnectionUpdateResponse(connection_not_found=empty_pb2.Empty())
+        return host_pb2.WaitConnectionUpdateResponse(connection_parameters=self.parameters(result))
 
     async def Advertise(self, request, context):
         arguments = {
