@@ -7,6 +7,9 @@
 #   scripts/avatar.sh --slice    LeHostTest and the fixed LeSecurityTest slice below, our DUT
 #                                only (what scripts/test.sh runs)
 #
+# Both also run our own cases for our DUT (scripts/lib/avatar_ble_test.py: L2CAP channels both
+# ways, bad calls that must end with gRPC errors).
+#
 # Steps: .venv-avatar/ with pandora-avatar, bt-test-interfaces, bumble 0.0.233 (the last with
 # bumble.pandora, which Avatar imports) and rootcanal 1.10.0, apart from the interop tests'
 # .venv; `swift build --product ble` unless BLE_AVATAR_BLE names a built ble; rootcanal on
@@ -151,13 +154,15 @@ MoblyParams:
   LogPath: '$OUT/logs'
 EOF
 
-# run_avatar BED TESTS...: runs avatar on a test bed (an hour at most); sets SUMMARY to its
-# mobly summary file.
+# run_avatar BED [FILE] -- TESTS...: runs avatar on a test bed (an hour at most), with Avatar's own
+# cases and those of FILE; sets SUMMARY to its mobly summary file.
 run_avatar() {
-    local bed="$1" start=$SECONDS status=0
+    local bed="$1" start=$SECONDS status=0 files=()
+    shift
+    while [[ "$1" != "--" ]]; do files+=("$1"); shift; done
     shift
     log "avatar on test bed '$bed' ($# selection(s))"
-    (cd "$OUT" && exec timeout 3600 "$VENV/bin/avatar" -c "$OUT/config.yml" -b "$bed" -t "$@" -o "$OUT/logs") \
+    (cd "$OUT" && exec timeout 3600 "$VENV/bin/avatar" -c "$OUT/config.yml" -b "$bed" -t "$@" -o "$OUT/logs" "${files[@]}") \
         > "$OUT/avatar-$bed.log" 2>&1 &
     PIDS+=($!)
     wait "${PIDS[-1]}" || status=$?
@@ -172,13 +177,16 @@ EXPECTED="$OUT/expected.txt"
 "$VENV/bin/avatar" -c "$OUT/config.yml" -l -t LeHostTest 2>/dev/null | sed -n 's/^\(LeHostTest\.test_[^ ]*\).*/\1/p' > "$EXPECTED" || true
 [[ "$(grep -c '^LeHostTest\.' "$EXPECTED" || true)" -gt 0 ]] || die "avatar -l listed no LeHostTest case"
 
+OURS=(LeL2capTest PandoraBadInputTest)
+printf '%s\n' "LeL2capTest.test_dut_opens_a_channel_to_the_reference" "LeL2capTest.test_reference_opens_a_channel_to_the_dut" \
+    "PandoraBadInputTest.test_bad_calls_get_errors_and_the_server_keeps_serving" >> "$EXPECTED"
 if ((slice)); then
     printf '%s\n' "${SLICE[@]}" >> "$EXPECTED"
-    run_avatar ble LeHostTest "${SLICE[@]}"
+    run_avatar ble "$LIB/avatar_ble_test.py" -- LeHostTest "${SLICE[@]}" "${OURS[@]}"
     "$VENV/bin/python" "$LIB/avatar_summary.py" --expected "$EXPECTED" "$LIB/avatar-exceptions.txt" "$SUMMARY"
 else
-    run_avatar ble LeHostTest LeSecurityTest
+    run_avatar ble "$LIB/avatar_ble_test.py" -- LeHostTest LeSecurityTest "${OURS[@]}"
     ours="$SUMMARY"
-    run_avatar bumble LeHostTest LeSecurityTest
+    run_avatar bumble -- LeHostTest LeSecurityTest
     "$VENV/bin/python" "$LIB/avatar_summary.py" --expected "$EXPECTED" "$LIB/avatar-exceptions.txt" "$ours" "$SUMMARY"
 fi

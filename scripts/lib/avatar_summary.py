@@ -85,13 +85,13 @@ def main():
 
     ours_table = counts(ours)
     ref_table = counts(reference) if reference is not None else {}
-    header = f"{'class':<16} {'ble pandora: pass / fail / skip / error':<42}"
+    header = f"{'class':<20} {'ble pandora: pass / fail / skip / error':<42}"
     if reference is not None:
         header += ' bumble (reference): pass / fail / skip / error'
     print(header)
     for cls in sorted(set(ours_table) | set(ref_table)):
         o = ours_table.get(cls, {})
-        line = f"{cls:<16} {o.get('PASS', 0):>4} / {o.get('FAIL', 0):>4} / {o.get('SKIP', 0):>4} / {o.get('ERROR', 0):>4}" + ' ' * 17
+        line = f"{cls:<20} {o.get('PASS', 0):>4} / {o.get('FAIL', 0):>4} / {o.get('SKIP', 0):>4} / {o.get('ERROR', 0):>4}" + ' ' * 17
         if reference is not None:
             r = ref_table.get(cls, {})
             line += f"{r.get('PASS', 0):>4} / {r.get('FAIL', 0):>4} / {r.get('SKIP', 0):>4} / {r.get('ERROR', 0):>4}"
