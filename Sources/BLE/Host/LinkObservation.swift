@@ -46,7 +46,7 @@ final class LinkObservation: Sendable {
     }
 
     private let storage: Mutex<Snapshot>
-    private let watchers = Mutex<[UInt64: AsyncStream<ConnectionState>.Continuation]>([:])
+    private let watchers = WatcherSet<ConnectionState>()
     private let securityWatchers = WatcherSet<LinkSecurityEvent>()
     private let parameterWatchers = WatcherSet<LinkParameters>()
     private let nextWatcher = Atomic<UInt64>(1)
@@ -65,12 +65,9 @@ final class LinkObservation: Sendable {
             body(&s)
             if old.1 != s.parameters { parameterWatchers.yield(s.parameters) }
             guard old.0 != s.state else { return }
-            let list = watchers.withLock { Array($0.values) }
-            for w in list {
-                w.yield(s.state)
-                if case .disconnected = s.state { w.finish() }
-            }
+            watchers.yield(s.state)
             if case .disconnected = s.state {
+                watchers.finish()
                 securityWatchers.finish()
                 parameterWatchers.finish()
             }
@@ -90,11 +87,14 @@ final class LinkObservation: Sendable {
     /// Update Complete); finishes after the disconnect.
     func parameterUpdates() -> AsyncStream<LinkParameters> { events(parameterWatchers) }
 
-    private func events<Element: Sendable>(_ set: WatcherSet<Element>) -> AsyncStream<Element> {
+    /// A watcher of `set` from now on, starting with `current` of the snapshot when given;
+    /// registered under the state lock, so no change between the two is missed or seen twice.
+    private func events<Element: Sendable>(_ set: WatcherSet<Element>, startingWith current: ((Snapshot) -> Element)? = nil) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream<Element>.makeStream()
         let id = nextWatcher.wrappingAdd(1, ordering: .relaxed).oldValue
         continuation.onTermination = { [weak set] _ in set?.remove(id) }
         let watching = storage.withLock { s -> Bool in
+            if let current { continuation.yield(current(s)) }
             if case .disconnected = s.state { return false }
             set.add(id, continuation)
             return true
@@ -119,21 +119,7 @@ final class LinkObservation: Sendable {
     /// The current state, then every change from now on; finishes after the disconnect. The
     /// current state is read and the watcher registered under the state lock, so a disconnect
     /// that happens meanwhile is never missed.
-    func stateUpdates() -> AsyncStream<ConnectionState> {
-        let (stream, continuation) = AsyncStream<ConnectionState>.makeStream()
-        let id = nextWatcher.wrappingAdd(1, ordering: .relaxed).oldValue
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.watchers.withLock { $0.removeValue(forKey: id) }
-        }
-        let watching = storage.withLock { s -> Bool in
-            continuation.yield(s.state)
-            if case .disconnected = s.state { return false }
-            watchers.withLock { $0[id] = continuation }
-            return true
-        }
-        if !watching { continuation.finish() }
-        return stream
-    }
+    func stateUpdates() -> AsyncStream<ConnectionState> { events(watchers, startingWith: { $0.state }) }
 }
 
 /// The continuations of one kind of link event, each watcher's by its id.

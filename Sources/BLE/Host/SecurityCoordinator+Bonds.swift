@@ -235,12 +235,7 @@ extension SecurityCoordinator {
                 let error = BLEError.security(.identityConflict(why))
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(error) }
                 let failure = SMPPairingError.local(.authenticationRequirements, detail: why)
-                link.observation.reportSecurity(.pairingFailed(failure))
-                if link.role == .peripheral {
-                    host.report(.pairingFailed(link.central, failure))
-                } else {
-                    link.observation.update { $0.lastPairingFailure = failure }
-                }
+                pairingFailed(failure, on: link, host)
                 host.disconnectInBackground(handle: handle, "refusing a claimed identity")
                 return
             }
@@ -260,5 +255,19 @@ extension SecurityCoordinator {
         for w in waiters.removeValue(forKey: handle) ?? [] { w.succeed(result) }
         link.observation.reportSecurity(.paired(result))
         if link.role == .peripheral { host.report(.paired(link.central, result)) }
+    }
+}
+
+extension SecurityCoordinator {
+    /// A pairing on `link` ended without keys: its `securityEvents` watchers learn it, then the
+    /// peripheral manager's `.pairingFailed` event, or the central's `lastPairingFailure` (no
+    /// call of the application waits for a pairing the peripheral started).
+    func pairingFailed(_ failure: SMPPairingError, on link: Link, _ host: isolated some SecurityDriver) {
+        link.observation.reportSecurity(.pairingFailed(failure))
+        if link.role == .peripheral {
+            host.report(.pairingFailed(link.central, failure))
+        } else {
+            link.observation.update { $0.lastPairingFailure = failure }
+        }
     }
 }

@@ -343,12 +343,7 @@ final class SecurityCoordinator {
                 }
                 host.log("pairing with \(peer): \(error)")
                 for w in waiters.removeValue(forKey: handle) ?? [] { w.fail(BLEError.security(error)) }
-                link.observation.reportSecurity(.pairingFailed(error))
-                if link.role == .peripheral {
-                    host.report(.pairingFailed(link.central, error))
-                } else {
-                    link.observation.update { $0.lastPairingFailure = error }
-                }
+                pairingFailed(error, on: link, host)
             case let .securityRequested(auth):
                 securityRequested(auth, handle: handle, host)
             }

@@ -47,7 +47,7 @@ struct PandoraCommand: BLECommand {
         let stack = PandoraStack(spec: hci, ioCapability: io)
         try await stack.open()
         let control = try TCPServer<TCPByteConnection>.listen(host: "127.0.0.1", port: 0)
-        let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let token = (0..<16).map { _ in UInt8.random(in: 0...255) }.hexString
         let bridge: PandoraBridgeProcess
         do {
             bridge = try PandoraBridgeProcess.start(python: python, script: self.bridge ?? PandoraBridgeProcess.installedScript(),

@@ -1,3 +1,4 @@
+import BLE
 import BLESystems
 import Foundation
 
@@ -128,7 +129,7 @@ struct ControlRequest: Sendable {
         switch arguments[key] {
         case nil, .null?: return nil
         case let .string(s)?:
-            if let bytes = Self.bytes(hex: s) { return bytes }
+            if let bytes = [UInt8](hexString: s) { return bytes }
         default: break
         }
         throw ControlError(.invalidArgument, "\(op): '\(key)' must be hex")
@@ -138,34 +139,9 @@ struct ControlRequest: Sendable {
     func connection() throws(ControlError) -> UInt64 {
         UInt64(try int("connection", in: 0...Int(Int32.max)))
     }
-
-    static func bytes(hex s: String) -> [UInt8]? {
-        let digits = Array(s.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }
 
 extension JSON {
     /// Bytes as lower-case hex, the control protocol's form for binary fields.
-    static func hex(_ bytes: [UInt8]) -> JSON {
-        .string(bytes.map { String(format: "%02x", $0) }.joined())
-    }
+    static func hex(_ bytes: [UInt8]) -> JSON { .string(bytes.hexString) }
 }

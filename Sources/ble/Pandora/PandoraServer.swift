@@ -220,15 +220,15 @@ actor PandoraServer {
         }
     }
 
-    private var pending: [[UInt8]] = []
+    private var pending = FIFOBuffer<[UInt8]>()
     private var writing = false
 
     private func nextPending() -> [UInt8]? {
-        guard !pending.isEmpty else {
+        guard let next = pending.removeFirst() else {
             writing = false
             return nil
         }
-        return pending.removeFirst()
+        return next
     }
 
     static func error(_ e: ControlError) -> JSON {

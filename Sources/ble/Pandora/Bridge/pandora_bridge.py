@@ -48,6 +48,11 @@ class ControlFailure(Exception):
         self.code = getattr(grpc.StatusCode, code, grpc.StatusCode.INTERNAL)
         self.message = message
 
+    @staticmethod
+    def of(reply):
+        """The failure an error reply of ble carries."""
+        return ControlFailure(reply['error'].get('code', 'INTERNAL'), reply['error'].get('message', ''))
+
 
 class Control:
     """The control connection: requests out, results, stream items and errors in."""
@@ -117,7 +122,7 @@ class Control:
         finally:
             self.queues.pop(request_id, None)
         if 'error' in message:
-            raise ControlFailure(message['error'].get('code', 'INTERNAL'), message['error'].get('message', ''))
+            raise ControlFailure.of(message)
         return message.get('result', {})
 
     async def stream(self, op, **arguments):
@@ -134,7 +139,7 @@ class Control:
                     yield message['item']
                 elif 'error' in message:
                     finished = True
-                    raise ControlFailure(message['error'].get('code', 'INTERNAL'), message['error'].get('message', ''))
+                    raise ControlFailure.of(message)
                 else:
                     finished = True
                     return
@@ -245,34 +250,27 @@ class Host(HostServicer):
         await call(self.control, context, 'waitDisconnection', connection=number)
         return empty_pb2.Empty()
 
-    @staticmethod
-    def parameters(result):
-        return host_pb2.ConnectionParameters(connection_interval=result['interval'], peripheral_latency=result['latency'],
-                                             supervision_timeout=result['supervisionTimeout'])
+    async def _parameters(self, op, request, context, response):
+        """GetConnectionParameters and WaitConnectionUpdate: the link's parameters as `response`,
+        or its `connection_not_found` once the link is down or unknown."""
+        number = await number_of(context, request.connection, 'connection')
+        try:
+            result = await self.control.call(op, connection=number)
+        except ControlFailure as f:
+            if f.code != grpc.StatusCode.NOT_FOUND:
+                await failing(context, f)
+            result = {'connectionNotFound': True}
+        if result.get('connectionNotFound'):
+            return response(connection_not_found=empty_pb2.Empty())
+        return response(connection_parameters=host_pb2.ConnectionParameters(
+            connection_interval=result['interval'], peripheral_latency=result['latency'],
+            supervision_timeout=result['supervisionTimeout']))
 
     async def GetConnectionParameters(self, request, context):
-        number = await number_of(context, request.connection, 'connection')
-        try:
-            result = await self.control.call('getConnectionParameters', connection=number)
-        except ControlFailure as f:
-            if f.code != grpc.StatusCode.NOT_FOUND:
-                await failing(context, f)
-            result = {'connectionNotFound': True}
-        if result.get('connectionNotFound'):
-            return host_pb2.GetConnectionParametersResponse(connection_not_found=empty_pb2.Empty())
-        return host_pb2.GetConnectionParametersResponse(connection_parameters=self.parameters(result))
+        return await self._parameters('getConnectionParameters', request, context, host_pb2.GetConnectionParametersResponse)
 
     async def WaitConnectionUpdate(self, request, context):
-        number = await number_of(context, request.connection, 'connection')
-        try:
-            result = await self.control.call('waitConnectionUpdate', connection=number)
-        except ControlFailure as f:
-            if f.code != grpc.StatusCode.NOT_FOUND:
-                await failing(context, f)
-            result = {'connectionNotFound': True}
-        if result.get('connectionNotFound'):
-            return host_pb2.WaitConnectionUpdateResponse(connection_not_found=empty_pb2.Empty())
-        return host_pb2.WaitConnectionUpdateResponse(connection_parameters=self.parameters(result))
+        return await self._parameters('waitConnectionUpdate', request, context, host_pb2.WaitConnectionUpdateResponse)
 
     async def Advertise(self, request, context):
         arguments = {
