@@ -79,6 +79,23 @@ public struct LEEventMask: OptionSet, Hashable, Sendable {
     /// periodic-advertising fields this stack does not use, and v1 is what every LE controller has.
     public static let enhancedConnectionCompleteV2 = LEEventMask(rawValue: 1 << 40)
 
+    /// The subevents a controller of this HCI version defines (Core spec Vol 4 Part E §7.8.1,
+    /// by the version that added each): 4.0 bits 0–4, 4.1 bit 5, 4.2 bits 6–10, 5.0 bits 11–19,
+    /// 5.1 bits 20–23; from 5.2 on (or when the version is not known) every bit. A host sets
+    /// no bit its controller's version leaves reserved: some controllers refuse the command.
+    public static func defined(byHCIVersion version: UInt8?) -> LEEventMask {
+        let highestBit: UInt64
+        switch version {
+        case .some(...0x06): highestBit = 4
+        case 0x07: highestBit = 5
+        case 0x08: highestBit = 10
+        case 0x09: highestBit = 19
+        case 0x0A: highestBit = 23
+        default: return LEEventMask(rawValue: .max)
+        }
+        return LEEventMask(rawValue: (1 << (highestBit + 1)) - 1)
+    }
+
     /// The subevents this stack handles.
     public static let `default`: LEEventMask = [
         .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,

@@ -135,6 +135,10 @@ public struct LocalSupportedCommands: HCIReturnParameters, Hashable {
     public var leEnableEncryption: Bool { supports(octet: 28, bit: 0) }
     /// Octet 28 bit 1: the controller supports HCI_LE_Long_Term_Key_Request_Reply (§7.8.25).
     public var leLongTermKeyRequestReply: Bool { supports(octet: 28, bit: 1) }
+    /// Octet 26 bit 6: the controller supports HCI_LE_Read_Filter_Accept_List_Size (§7.8.14).
+    public var leReadFilterAcceptListSize: Bool { supports(octet: 26, bit: 6) }
+    /// Octet 34 bit 6: the controller supports HCI_LE_Read_Resolving_List_Size (§7.8.41).
+    public var leReadResolvingListSize: Bool { supports(octet: 34, bit: 6) }
     /// Octet 34 bit 3: the controller supports HCI_LE_Add_Device_To_Resolving_List (§7.8.38).
     public var leAddDeviceToResolvingList: Bool { supports(octet: 34, bit: 3) }
     /// Octet 34 bit 4: the controller supports HCI_LE_Remove_Device_From_Resolving_List (§7.8.39).
@@ -467,6 +471,20 @@ public struct LEFilterAcceptListSize: HCIReturnParameters, Hashable {
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LEFilterAcceptListSize(size: try r.readU8())
+        }
+    }
+}
+
+/// LE Read Resolving List Size. §7.8.41.
+public struct LEResolvingListSize: HCIReturnParameters, Hashable {
+    public static let opcode = HCIOpcode.leReadResolvingListSize
+    public var size: UInt8
+
+    public init(size: UInt8) { self.size = size }
+
+    public init(returnParameters: [UInt8]) throws(HCIError) {
+        self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
+            LEResolvingListSize(size: try r.readU8())
         }
     }
 }

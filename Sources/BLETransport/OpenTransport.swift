@@ -5,7 +5,7 @@ import BLERuntime
 /// another layer, which intercepts that spec before it gets here.
 public func openTransport(_ spec: TransportSpec) async throws -> any HCITransport {
     switch spec {
-    case .virtual:
+    case .virtual, .virtualProfile:
         throw TransportError(.notAvailable,
             "the virtual radio is not available in this build (transport 'virtual' must be opened by the BLE API layer)")
     #if canImport(Glibc)

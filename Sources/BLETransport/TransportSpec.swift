@@ -9,7 +9,8 @@ import Foundation
 ///   1000000 baud; hardware flow control is off unless `rtscts` is given, because many USB
 ///   dongles and every pty/socat bridge do not wire RTS/CTS and would stall with it on.
 /// - `hci0`, `hciN`, `hci:N`: the Linux HCI user channel on adapter N (exclusive raw access).
-/// - `virtual`: the in-process virtual radio (opened by the API layer, not here).
+/// - `virtual`: the in-process virtual radio (opened by the API layer, not here);
+///   `virtual:PROFILE` a controller of that profile on it (`4.0`, `4.2`, `5.0`, `default`).
 public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
     /// H4 over TCP to `host` (a name, IPv4 or IPv6 address, without brackets) at `port`.
     case tcp(host: String, port: UInt16)
@@ -19,6 +20,9 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
     case hciUserChannel(index: UInt16)
     /// The in-process virtual radio (opened by `Controllers.open` in BLEVirtual, not by this module).
     case virtual
+    /// A controller of the named capability profile on the in-process virtual radio
+    /// (`virtual:4.0`); the API layer checks the name.
+    case virtualProfile(String)
 
     /// The baud rate of a `serial:` spec that names none.
     public static let defaultBaud = 1_000_000
@@ -31,7 +35,7 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
     public static let environmentVariable = "BLE_HCI"
 
     static let expectedForms =
-        "expected one of: tcp:HOST:PORT, tcp:[IPV6]:PORT, serial:PATH, serial:PATH@BAUD, serial:PATH@BAUD,rtscts, hci0 (or hciN, hci:N), virtual"
+        "expected one of: tcp:HOST:PORT, tcp:[IPV6]:PORT, serial:PATH, serial:PATH@BAUD, serial:PATH@BAUD,rtscts, hci0 (or hciN, hci:N), virtual, virtual:PROFILE"
 
     /// The spec as a string `parse` reads back (`tcp:[::1]:6402`, `serial:/dev/ttyUSB0@1000000`, `hci0`).
     public var description: String {
@@ -44,6 +48,8 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
             return "hci\(index)"
         case .virtual:
             return "virtual"
+        case let .virtualProfile(name):
+            return "virtual:\(name)"
         }
     }
 
@@ -56,6 +62,13 @@ public enum TransportSpec: Sendable, Hashable, CustomStringConvertible {
         }
         if s.isEmpty { throw fail("empty; \(expectedForms)") }
         if s == "virtual" { return .virtual }
+        if s.hasPrefix("virtual:") {
+            let name = s.dropFirst("virtual:".count)
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == ".") }) else {
+                throw fail("expected virtual:PROFILE with a profile name such as 4.0, 4.2, 5.0 or default")
+            }
+            return .virtualProfile(String(name))
+        }
         if s.hasPrefix("tcp:") { return try parseTCP(String(s.dropFirst(4)), fail) }
         if s.hasPrefix("serial:") { return try parseSerial(String(s.dropFirst(7)), fail) }
         if s.hasPrefix("hci") {

@@ -17,6 +17,9 @@
 // `VirtualRadio.controller(_:)` returns.
 @_exported import struct BLEVirtualRadio.VirtualControllerConfiguration
 @_exported import struct BLEVirtualRadio.VirtualController
+// Controller profiles by core version (`virtual:4.0`) and documented real-controller quirks.
+@_exported import enum BLEVirtualRadio.VirtualControllerProfile
+@_exported import enum BLEVirtualRadio.VirtualControllerQuirk
 // Virtual time (`VirtualWorld.run`), and the error it ends a run with.
 @_exported import class BLEVirtualRadio.VirtualTime
 @_exported import enum BLEVirtualRadio.VirtualTimeError

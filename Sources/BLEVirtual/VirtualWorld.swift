@@ -74,9 +74,9 @@ extension VirtualWorld {
     }
 
     /// A new controller on `shared`, after its setup has run.
-    static func sharedController() async throws -> any HCITransport {
+    static func sharedController(configuration: VirtualControllerConfiguration? = nil) async throws -> any HCITransport {
         try await SharedWorldGate.instance.ready(shared)
-        return await shared.radio.addDevice().transport
+        return await shared.radio.addDevice(configuration: configuration).transport
     }
 }
 

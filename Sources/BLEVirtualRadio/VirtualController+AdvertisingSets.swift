@@ -510,7 +510,15 @@ extension VirtualController {
     /// The Supported_Commands bits (§6.27): the legacy set, and with Bluetooth 5 advertising
     /// the extended advertising, scanning, initiating and sync commands this controller runs.
     var supportedCommandBits: [UInt8] {
-        guard configuration.extendedAdvertising != nil else { return Self.supportedCommands }
+        var octets = configuration.extendedAdvertising != nil ? extendedCommandBits : Self.supportedCommands
+        for opcode in configuration.lacksCommands {
+            guard let bit = SupportedCommandBit.of(opcode) else { continue }
+            octets[bit.octet] &= ~(1 << UInt8(bit.bit))
+        }
+        return octets
+    }
+
+    private var extendedCommandBits: [UInt8] {
         var octets = Self.supportedCommands
         let bits: [(Int, Int)] = [
             (36, 1), (36, 2), (36, 3), (36, 4), (36, 5), (36, 6), (36, 7), // Set Random Address ... Read Number of Sets
@@ -527,10 +535,32 @@ extension VirtualController {
     /// LE Extended Advertising (12), LE Periodic Advertising (13), Channel Selection Algorithm
     /// #2 (14), Periodic Advertising Sync Transfer sender and recipient (24, 25).
     var leFeatureBits: [UInt8] {
-        guard let support = configuration.extendedAdvertising else { return Self.leFeatures }
         var bits = Self.leFeatures
-        bits[1] |= 0x70 | (support.codedPHY ? 0x08 : 0)
-        bits[3] |= 0x03
+        if let support = configuration.extendedAdvertising {
+            bits[1] |= 0x70 | (support.codedPHY ? 0x08 : 0)
+            bits[3] |= 0x03
+        }
+        let lacking = configuration.lacksLEFeatures.rawValue
+        for i in bits.indices { bits[i] &= ~UInt8(truncatingIfNeeded: lacking >> UInt64(8 * i)) }
         return bits
+    }
+
+    /// Whether this controller has an LE feature (as `leFeatureBits` lists it).
+    func hasLEFeature(_ feature: LESupportedFeatures) -> Bool {
+        let raw = leFeatureBits.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+        return LESupportedFeatures(rawValue: raw).contains(feature)
+    }
+
+    /// The PHYs this controller's radio has: LE 1M, and LE 2M and LE Coded when it lists them.
+    var physOnAir: LEPHYSet {
+        var phys: LEPHYSet = .le1M
+        if hasLEFeature(.le2MPHY) { phys.insert(.le2M) }
+        if hasLEFeature(.leCodedPHY) { phys.insert(.leCoded) }
+        return phys
+    }
+
+    /// Whether one more link fits (`VirtualControllerConfiguration.maximumConnections`).
+    var hasRoomForLink: Bool {
+        configuration.maximumConnections.map { connections.count < $0 } ?? true
     }
 }

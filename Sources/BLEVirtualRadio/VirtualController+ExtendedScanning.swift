@@ -227,6 +227,10 @@ extension VirtualController {
                 out.event(status(op, .commandDisallowed))
                 return
             }
+            guard hasRoomForLink else {
+                out.event(status(op, .connectionLimitExceeded))
+                return
+            }
             let scanned = phys.intersection([.le1M, .leCoded])
             guard let base = first, !scanned.isEmpty, phys.rawValue & ~0x07 == 0, filterPolicy <= 1, peerType <= 3,
                   let own = ownAddress(type: ownType) else {

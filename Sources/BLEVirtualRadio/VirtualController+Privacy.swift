@@ -25,15 +25,12 @@ extension VirtualController {
         var hasPeerIRK: Bool { peerIRK.contains { $0 != 0 } }
     }
 
-    /// Entries the resolving list holds.
-    static let resolvingListCapacity = 8
-
     mutating func handlePrivacyCommand(_ command: HCICommand, _ r: inout ByteReader) throws(WireError) -> ControllerOutput? {
         var out = ControllerOutput()
         let op = command.opcode
         switch op {
         case .leReadResolvingListSize:
-            out.event(complete(op, [UInt8(Self.resolvingListCapacity)]))
+            out.event(complete(op, [UInt8(Int(configuration.resolvingListSize))]))
         case .leAddDeviceToResolvingList, .leRemoveDeviceFromResolvingList, .leClearResolvingList, .leSetPrivacyMode:
             var identity: DeviceAddress?
             if op != .leClearResolvingList {
@@ -60,7 +57,7 @@ extension VirtualController {
                     out.event(complete(op, status: .invalidHCICommandParameters))
                     return out
                 }
-                guard resolvingList.count < Self.resolvingListCapacity else {
+                guard resolvingList.count < Int(configuration.resolvingListSize) else {
                     out.event(complete(op, status: .memoryCapacityExceeded))
                     return out
                 }

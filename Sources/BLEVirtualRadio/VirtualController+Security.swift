@@ -7,9 +7,6 @@ import BLEWire
 /// Request replies (§7.8.24–§7.8.26), whose exchange between the two ends (Vol 6 Part B §5.1.3,
 /// the encryption start procedure) the medium carries. Filter Accept List: §7.8.14–§7.8.17.
 extension VirtualController {
-    /// Entries the Filter Accept List holds.
-    static let filterAcceptListCapacity = 16
-
     mutating func handleSecurityOrListCommand(_ command: HCICommand, _ r: inout ByteReader) throws(WireError) -> ControllerOutput? {
         var out = ControllerOutput()
         let op = command.opcode
@@ -57,7 +54,7 @@ extension VirtualController {
             out.event(complete(op, handle: handle))
             out.air.append(.longTermKeyReply(handle: handle, longTermKey: key))
         case .leReadFilterAcceptListSize:
-            out.event(complete(op, [UInt8(Self.filterAcceptListCapacity)]))
+            out.event(complete(op, [UInt8(Int(configuration.filterAcceptListSize))]))
         case .leClearFilterAcceptList, .leAddDeviceToFilterAcceptList, .leRemoveDeviceFromFilterAcceptList:
             var entry: DeviceAddress?
             if op != .leClearFilterAcceptList {
@@ -79,7 +76,7 @@ extension VirtualController {
                 filterAcceptList = []
             case .leAddDeviceToFilterAcceptList:
                 guard let entry else { break }
-                guard filterAcceptList.count < Self.filterAcceptListCapacity || filterAcceptList.contains(entry) else {
+                guard filterAcceptList.count < Int(configuration.filterAcceptListSize) || filterAcceptList.contains(entry) else {
                     out.event(complete(op, status: .memoryCapacityExceeded))
                     return out
                 }

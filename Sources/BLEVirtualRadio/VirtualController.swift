@@ -189,6 +189,11 @@ public struct VirtualController: Sendable {
         var out = ControllerOutput()
         let op = command.opcode
         var r = ByteReader(command.parameters)
+        // A command the profile leaves out is one this controller never heard of (§4.5).
+        if configuration.lacksCommands.contains(op) {
+            out.event(complete(op, status: .unknownCommand))
+            return out
+        }
         if let refused = refusedForMixing(op) {
             out.event(refused)
             return out
@@ -233,7 +238,14 @@ public struct VirtualController: Sendable {
                 eventMask = try r.readU64()
                 out.event(complete(op))
             case .leSetEventMask:
-                leEventMask = try r.readU64()
+                let mask = try r.readU64()
+                // §7.8.1: bits the controller's version leaves reserved.
+                if configuration.refusesReservedEventMaskBits,
+                   mask & ~LEEventMask.defined(byHCIVersion: configuration.hciVersion).rawValue != 0 {
+                    out.event(complete(op, status: .invalidHCICommandParameters))
+                    break
+                }
+                leEventMask = mask
                 out.event(complete(op))
             case .leReadLocalSupportedFeatures:
                 out.event(complete(op, leFeatureBits))
@@ -323,6 +335,12 @@ public struct VirtualController: Sendable {
                 }
                 guard Self.validConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout) else {
                     out.event(status(op, .invalidHCICommandParameters))
+                    break
+                }
+                // Before the Connection Parameters Request procedure (LE feature bit 1, 4.1) only
+                // the central may update a link (Core 4.0 Vol 2 Part E §7.8.18).
+                if connections[handle]?.role == .peripheral && !hasLEFeature(.connectionParametersRequest) {
+                    out.event(status(op, .commandDisallowed))
                     break
                 }
                 out.event(status(op, .success))
@@ -433,6 +451,10 @@ public struct VirtualController: Sendable {
             // §7.8.12: disallowed while already initiating.
             if initiation != nil {
                 out.event(status(op, .commandDisallowed))
+                return
+            }
+            guard hasRoomForLink else {
+                out.event(status(op, .connectionLimitExceeded))
                 return
             }
             guard filterPolicy <= 1, peerType <= 3, let own = ownAddress(type: ownType),

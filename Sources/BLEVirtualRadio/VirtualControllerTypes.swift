@@ -217,6 +217,30 @@ public struct VirtualControllerConfiguration: Hashable, Sendable {
     /// advertising): 4 sets of up to 1,650 octets by default; nil for a controller with only
     /// the legacy advertising commands, which hosts then drive as a Bluetooth 4 controller.
     public var extendedAdvertising: ExtendedAdvertisingSupport? = ExtendedAdvertisingSupport()
+    /// Commands this controller does not have, though it could run them: it leaves them out of
+    /// Supported_Commands and answers them with Unknown HCI Command (0x01), as a controller of an
+    /// older version or a smaller build does (Vol 4 Part E §4.5). A profile fills it.
+    public var lacksCommands: Set<HCIOpcode> = []
+    /// LE features this controller does not have (Vol 6 Part B §4.6): it leaves them out of LE
+    /// Read Local Supported Features and its Link Layer refuses their procedures with a peer.
+    public var lacksLEFeatures: LESupportedFeatures = []
+    /// Entries the Filter Accept List holds (LE Read Filter Accept List Size, §7.8.14).
+    public var filterAcceptListSize: UInt8 = 16
+    /// Entries the resolving list holds (LE Read Resolving List Size, §7.8.41).
+    public var resolvingListSize: UInt8 = 8
+    /// The most links this controller keeps at once; nil for no limit. At the limit it refuses
+    /// LE Create Connection with Connection Limit Exceeded (0x09) and stops answering
+    /// connection requests as an advertiser.
+    public var maximumConnections: Int?
+    /// Whether LE Set Event Mask with a bit its HCI version leaves reserved is refused with
+    /// Invalid HCI Command Parameters (0x12), as strict controllers do (§7.8.1); the profiles
+    /// of older versions set it, so a host that asks for events the version lacks is caught.
+    public var refusesReservedEventMaskBits = false
+    /// Which named profile this configuration came from, for logs and `ble info`; nil for one
+    /// built field by field.
+    public var profile: VirtualControllerProfile?
+    /// Misbehaviours of real controllers this one reproduces (VirtualControllerQuirk.swift).
+    public var quirks: Set<VirtualControllerQuirk> = []
 
     public init() {}
 }

@@ -260,9 +260,14 @@ extension VirtualMedium {
         return .milliseconds(10 * Int64(units))
     }
 
-    /// What `end` may put in one PDU: its host's choice, capped by the peer's receive maximum.
+    /// What `end` may put in one PDU: its host's choice, capped by the peer's receive maximum;
+    /// 27 when either end lacks Data Length Extension (its Link Layer answers LL_LENGTH_REQ with
+    /// LL_UNKNOWN_RSP, Vol 6 Part B §5.1.9).
     func effectiveTx(from end: LinkEnd) -> UInt16 {
         let own = nodes[end.id.rawValue].controller.connections[end.handle]?.maxTxOctets ?? 27
+        guard let (linkID, _) = link(of: end), let peer = links[linkID]?.other(than: end),
+              nodes[end.id.rawValue].controller.hasLEFeature(.leDataPacketLengthExtension),
+              nodes[peer.id.rawValue].controller.hasLEFeature(.leDataPacketLengthExtension) else { return 27 }
         return min(own, VirtualController.maximumDataOctets)
     }
 
@@ -446,7 +451,10 @@ extension VirtualMedium {
             }
         case let .connectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):
             guard let (linkID, end, central) = find(handle) else { return [] }
-            if let refusal = nodes[central.id.rawValue].controller.configuration.refusesConnectionParameterRequests {
+            // A central without the procedure answers LL_CONNECTION_PARAM_REQ with LL_UNKNOWN_RSP:
+            // the peripheral's host hears Unsupported Remote Feature (0x1A, Vol 6 Part B §5.1.7).
+            let lacksProcedure = !nodes[central.id.rawValue].controller.hasLEFeature(.connectionParametersRequest)
+            if let refusal = lacksProcedure ? HCIStatus(0x1A) : nodes[central.id.rawValue].controller.configuration.refusesConnectionParameterRequests {
                 return deliver(to: end.id) {
                     $0.connectionUpdated(handle: end.handle, interval: intervalMin, latency: latency, supervisionTimeout: timeout, status: refusal)
                 }
@@ -486,6 +494,10 @@ extension VirtualMedium {
                 theirs.tx.insert(.leCoded)
                 theirs.rx.insert(.leCoded)
             }
+            // A peer without LE 2M (a Bluetooth 4 Link Layer) stays on the PHYs it has.
+            let peerPHYs = nodes[peer.id.rawValue].controller.physOnAir
+            theirs.tx.formIntersection(peerPHYs)
+            theirs.rx.formIntersection(peerPHYs)
             let both = preference.tx.intersection(theirs.rx).intersection(preference.rx).intersection(theirs.tx)
             let phy: LEPHY = both.contains(.le2M) ? .le2M : both.contains(.le1M) ? .le1M : both.contains(.leCoded) ? .leCoded : link.phy
             let changed = phy != link.phy

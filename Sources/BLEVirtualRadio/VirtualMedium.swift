@@ -364,6 +364,7 @@ public struct VirtualMedium: Sendable {
         if let initiator = nodes.indices.first(where: {
                 $0 != id.rawValue && nodes[$0].onAir && inRange(ControllerID(rawValue: $0), id, phy: reach) && nodes[$0].controller.isInitiating(to: adv)
            }),
+           nodes[id.rawValue].controller.hasRoomForLink,
            let request = nodes[initiator].controller.initiation {
             return connect(ControllerID(rawValue: initiator), request, to: id, adv, now: now)
         }

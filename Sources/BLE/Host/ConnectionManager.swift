@@ -340,6 +340,9 @@ final class ConnectionManager {
     func setDataLength(linkID: UInt64, octets: Int, _ host: isolated some ConnectionDriver) async throws {
         guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
         guard (27...251).contains(octets) else { throw BLEError.invalidArgument("data length \(octets) is outside 27...251 octets") }
+        guard host.info?.supportsDataLengthExtension ?? true else {
+            throw ControllerInfo.notSupported(.leSetDataLength, "a data length over 27 octets (Data Length Extension)")
+        }
         // TxTime for that many octets on LE 1M: (octets + 14) × 8 µs (Vol 6 Part B §4.5.10).
         try await host.commandReturning(.leSetDataLength(handle: handle, txOctets: UInt16(octets), txTime: UInt16((octets + 14) * 8)))
     }
@@ -353,6 +356,10 @@ final class ConnectionManager {
         case .le2M: set = .le2M
         case .leCoded: set = .leCoded
         default: throw BLEError.invalidArgument("unknown PHY \(phy)")
+        }
+        guard host.info?.lists(HCIOpcode.leSetPHY) ?? true else { throw ControllerInfo.notSupported(.leSetPHY, "changing a link's PHY") }
+        guard host.supportedPHYs.contains(set) else {
+            throw BLEError.unsupported("\(phy) is not among this controller's PHYs (\(host.supportedPHYs))")
         }
         try await host.command(.leSetPHY(handle: handle, tx: set, rx: set))
     }
@@ -427,6 +434,8 @@ protocol ConnectionDriver: HostServices {
     var usesExtendedCommands: Bool { get }
     /// The PHYs the controller has (`ControllerInfo.supportedPHYs`).
     var supportedPHYs: LEPHYSet { get }
+    /// What the controller said of itself at initialisation (nil before).
+    var info: ControllerInfo? { get }
     var ownDeviceAddress: DeviceAddress? { get }
     /// A link is up (in the table): the parts learn of it.
     func linkOpened(_ link: Link)

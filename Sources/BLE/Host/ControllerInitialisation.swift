@@ -20,38 +20,26 @@ enum ControllerInitialisation {
         let features = await capability("Read Local Supported Features", host) {
             try LocalSupportedFeatures(returnParameters: try await $0.commandReturning(.readLocalSupportedFeatures))
         }
-        let address = try BDAddressReturn(returnParameters: try await host.commandReturning(.readBDADDR)).address
+        // A controller without a public address (or without the read) is driven with random
+        // addresses only; §7.4.6 gives zero for "none".
+        let address = await capability("Read BD_ADDR", host) {
+            try BDAddressReturn(returnParameters: try await $0.commandReturning(.readBDADDR)).address
+        } ?? BDAddress(rawValue: 0)
 
-        // LE Read Buffer Size v2 when the controller lists it, else v1; an LE length of 0 means the
-        // controller shares its BR/EDR ACL buffers (Vol 4 Part E §7.8.2).
-        var length = 0, count = 0
-        if commands?.leReadBufferSizeV2 == true,
-           let v2 = await capability("LE Read Buffer Size v2", host, { try LEBufferSizeV2(returnParameters: try await $0.commandReturning(.leReadBufferSizeV2)) }) {
-            length = Int(v2.aclDataPacketLength)
-            count = Int(v2.totalNumACLDataPackets)
-        }
-        if length == 0 {
-            let v1 = try LEBufferSizeV1(returnParameters: try await host.commandReturning(.leReadBufferSizeV1))
-            length = Int(v1.aclDataPacketLength)
-            count = Int(v1.totalNumACLDataPackets)
-        }
-        if length == 0 || count == 0 {
-            let shared = try BufferSize(returnParameters: try await host.commandReturning(.readBufferSize))
-            length = Int(shared.aclDataPacketLength)
-            count = Int(shared.totalNumACLDataPackets)
-        }
-        guard length > 0, count > 0 else {
-            throw BLEError.unsupported("the controller reports no ACL data buffers")
-        }
-
-        _ = try await host.commandReturning(.setEventMask(EventMask.default))
         var info = ControllerInfo(address: address, version: version, supportedCommands: commands, features: features,
-                                  leFeatures: nil, aclBufferLength: length, aclBufferCount: count)
+                                  leFeatures: nil, aclBufferLength: 0, aclBufferCount: 0)
+        try await readBuffers(into: &info, host)
+
+        // Set Event Mask is in every controller's list; one that refuses it keeps its reset
+        // default (§7.3.1), which has every event but LE Meta.
+        _ = await capability("Set Event Mask", host) { try await $0.commandReturning(.setEventMask(EventMask.default)) }
         let extended = info.usesExtendedCommands(host.configuration.advertisingCommands)
-        _ = try await host.commandReturning(.leSetEventMask(leEventMask(extended: extended, commands)))
+        let leMask = leEventMask(extended: extended, commands).intersection(.defined(byHCIVersion: version?.hciVersion))
+        _ = await capability("LE Set Event Mask", host) { try await $0.commandReturning(.leSetEventMask(leMask)) }
         info.leFeatures = await capability("LE Read Local Supported Features", host) {
             try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
         }
+        await readLimits(into: &info, host)
         // What advertising sets can hold, asked only of a controller the host drives with the
         // extended commands (these two are among them, §3.1.1).
         if extended {
@@ -63,8 +51,62 @@ enum ControllerInitialisation {
                     Int(try LEMaximumAdvertisingDataLength(returnParameters: try await $0.commandReturning(.leReadMaximumAdvertisingDataLength)).length)
                 } ?? AdvertisingDataFragment.extendedLimit
                 : AdvertisingDataFragment.extendedLimit
+            if commands?.leReadPeriodicAdvertiserListSize == true {
+                info.periodicAdvertiserListSize = await capability("LE Read Periodic Advertiser List Size", host) {
+                    Int(try LEPeriodicAdvertiserListSize(returnParameters: try await $0.commandReturning(.leReadPeriodicAdvertiserListSize)).size)
+                }
+            }
         }
         return info
+    }
+
+    /// The ACL data buffers (Vol 4 Part E §4.1.1): LE Read Buffer Size v2 when the controller
+    /// lists it, else v1; when the LE buffers are 0 (or the read fails), the ones the
+    /// controller shares with BR/EDR (Read Buffer Size, §7.4.5, §7.8.2).
+    private static func readBuffers(into info: inout ControllerInfo, _ host: isolated some HostServices) async throws {
+        var length = 0, count = 0
+        if info.supportedCommands?.leReadBufferSizeV2 == true,
+           let v2 = await capability("LE Read Buffer Size v2", host, { try LEBufferSizeV2(returnParameters: try await $0.commandReturning(.leReadBufferSizeV2)) }) {
+            (length, count) = (Int(v2.aclDataPacketLength), Int(v2.totalNumACLDataPackets))
+            if v2.isoDataPacketLength > 0 && v2.totalNumISODataPackets > 0 {
+                info.isoBuffers = (Int(v2.isoDataPacketLength), Int(v2.totalNumISODataPackets))
+            }
+        }
+        if length == 0 || count == 0,
+           let v1 = await capability("LE Read Buffer Size", host, { try LEBufferSizeV1(returnParameters: try await $0.commandReturning(.leReadBufferSizeV1)) }) {
+            (length, count) = (Int(v1.aclDataPacketLength), Int(v1.totalNumACLDataPackets))
+        }
+        if length == 0 || count == 0 {
+            let shared = try BufferSize(returnParameters: try await host.commandReturning(.readBufferSize))
+            (length, count) = (Int(shared.aclDataPacketLength), Int(shared.totalNumACLDataPackets))
+            info.aclBuffersShared = true
+            info.sharedACLBuffers = (length, count)
+        }
+        guard length > 0, count > 0 else {
+            throw BLEError.unsupported("the controller reports no ACL data buffers")
+        }
+        (info.aclBufferLength, info.aclBufferCount) = (length, count)
+    }
+
+    /// The sizes of the controller's lists and the longest data PDU (§7.8.14, §7.8.41,
+    /// §7.8.46), each read only when the controller lists its command.
+    private static func readLimits(into info: inout ControllerInfo, _ host: isolated some HostServices) async {
+        let commands = info.supportedCommands
+        if commands?.leReadFilterAcceptListSize == true {
+            info.filterAcceptListSize = await capability("LE Read Filter Accept List Size", host) {
+                Int(try LEFilterAcceptListSize(returnParameters: try await $0.commandReturning(.leReadFilterAcceptListSize)).size)
+            }
+        }
+        if commands?.leReadResolvingListSize == true {
+            info.resolvingListSize = await capability("LE Read Resolving List Size", host) {
+                Int(try LEResolvingListSize(returnParameters: try await $0.commandReturning(.leReadResolvingListSize)).size)
+            }
+        }
+        if commands?.leReadMaximumDataLength == true, info.leFeatures?.contains(.leDataPacketLengthExtension) == true {
+            info.maximumDataLength = await capability("LE Read Maximum Data Length", host) {
+                try LEMaximumDataLength(returnParameters: try await $0.commandReturning(.leReadMaximumDataLength))
+            }
+        }
     }
 
     /// The LE events asked for: the default ones, LE Channel Selection Algorithm (§7.7.65.20) from

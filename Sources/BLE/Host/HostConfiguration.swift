@@ -32,6 +32,28 @@ public struct ControllerInfo: Sendable {
     /// Read Maximum Advertising Data Length, §7.8.57); nil as `advertisingSets`.
     public var maximumAdvertisingDataLength: Int?
 
+    /// Where `aclBufferLength` and `aclBufferCount` come from: the controller's LE buffers, or
+    /// the ACL buffers it shares with BR/EDR when LE Read Buffer Size reports none (Vol 4 Part E
+    /// §7.8.2) or is not there.
+    public var aclBuffersShared = false
+    /// The BR/EDR ACL buffers (Read Buffer Size, §7.4.5): length and count; nil when not read
+    /// (the controller has LE buffers of its own) or it did not answer.
+    public var sharedACLBuffers: (length: Int, count: Int)?
+    /// The ISO data buffers (LE Read Buffer Size v2, §7.8.2): length and count; nil without v2.
+    public var isoBuffers: (length: Int, count: Int)?
+    /// Entries the Filter Accept List holds (LE Read Filter Accept List Size, §7.8.14); nil when
+    /// the controller did not say.
+    public var filterAcceptListSize: Int?
+    /// Entries the resolving list holds (LE Read Resolving List Size, §7.8.41); nil when the
+    /// controller has no resolving list or did not say.
+    public var resolvingListSize: Int?
+    /// The longest LL data PDU payload and time each way (LE Read Maximum Data Length, §7.8.46);
+    /// nil when the controller has no Data Length Extension or did not say.
+    public var maximumDataLength: LEMaximumDataLength?
+    /// Entries the Periodic Advertiser List holds (§7.8.73); nil when the host does not drive the
+    /// controller with the extended commands or the controller did not say.
+    public var periodicAdvertiserListSize: Int?
+
     /// Whether the controller lists Bluetooth 5's advertising, scanning and connecting commands:
     /// every one the host uses (LE Set Advertising Set Random Address, the extended advertising
     /// parameters, data, scan response and enable commands, LE Set Extended Scan Parameters and

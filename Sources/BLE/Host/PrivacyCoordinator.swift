@@ -200,8 +200,7 @@ final class PrivacyCoordinator {
     /// the next start tries again.
     func syncResolvingList(_ host: isolated some PrivacyDriver, radioPaused: Bool = false) async {
         guard listStale, !controllerUnusable, host.configuration.security.usesControllerAddressResolution else { return }
-        guard let commands = host.info?.supportedCommands, commands.leAddDeviceToResolvingList, commands.leClearResolvingList,
-              commands.leSetAddressResolutionEnable, host.info?.leFeatures?.contains(.llPrivacy) == true else {
+        guard let info = host.info, info.resolvesAddressesInController, let commands = info.supportedCommands else {
             controllerUnusable = true
             return
         }
@@ -253,7 +252,7 @@ final class PrivacyCoordinator {
         }
         guard !bonds.isEmpty else { return }
         var capacity = bonds.count
-        if let size = try? await host.commandReturning(.leReadResolvingListSize).dropFirst().first { capacity = min(capacity, Int(size)) }
+        if let size = host.info?.resolvingListSize { capacity = min(capacity, size) }
         var listed: Set<DeviceAddress> = []
         for bond in bonds.prefix(capacity) {
             guard let irk = bond.resolvingKey else { continue }

@@ -1,0 +1,54 @@
+import BLEHCI
+
+/// What the host does with the controller it found: each choice follows from what the
+/// controller listed in Read Local Supported Commands and LE Read Local Supported Features
+/// (Core spec Vol 4 Part E §7.4.2, §7.8.3), never from its version alone. `ble info` prints
+/// these; the parts of the host that make each choice ask the same properties.
+extension ControllerInfo {
+    /// Whether the controller resolves private addresses itself: LL Privacy (LE feature bit 6)
+    /// with the resolving list commands (§7.8.38, §7.8.40, §7.8.44). Without it the host
+    /// resolves every RPA it hears (Vol 3 Part C §10.7).
+    public var resolvesAddressesInController: Bool {
+        guard let c = supportedCommands, leFeatures?.contains(.llPrivacy) == true else { return false }
+        return c.leAddDeviceToResolvingList && c.leClearResolvingList && c.leSetAddressResolutionEnable
+    }
+
+    /// Whether links may carry LL data PDUs longer than 27 octets: Data Length Extension (LE
+    /// feature bit 5) and LE Set Data Length (§7.8.33) listed.
+    public var supportsDataLengthExtension: Bool {
+        leFeatures?.contains(.leDataPacketLengthExtension) == true && supportedCommands?.leSetDataLength == true
+    }
+
+    /// The longest LL data payload a link can carry with this controller: its maximum transmit
+    /// octets with Data Length Extension (251 when it does not say), else 27 (Vol 6 Part B §4.5.10).
+    public var linkDataLengthLimit: Int {
+        guard supportsDataLengthExtension else { return 27 }
+        return maximumDataLength.map { max(27, min(251, Int($0.supportedMaxTxOctets))) } ?? 251
+    }
+
+    /// Whether a link's PHY can be changed (LE Set PHY, §7.8.49, and a PHY beyond LE 1M).
+    public var supportsPHYUpdate: Bool {
+        supportedCommands?.leSetPHY == true && supportedPHYs != .le1M
+    }
+
+    /// Whether the peripheral's Link Layer can propose connection parameters itself (Connection
+    /// Parameters Request procedure, LE feature bit 1, Vol 6 Part B §5.1.7); without it the host
+    /// asks over L2CAP (Vol 3 Part A §4.20).
+    public var supportsConnectionParametersRequest: Bool {
+        leFeatures?.contains(.connectionParametersRequest) == true
+    }
+
+    /// Whether the controller says a command with this opcode is there, by its bit in
+    /// Supported_Commands (§6.27). Commands without a bit (Read Local Supported Commands
+    /// itself) and a controller that did not answer the read count as there.
+    public func lists(_ opcode: HCIOpcode) -> Bool {
+        guard let commands = supportedCommands, let bit = SupportedCommandBit.of(opcode) else { return true }
+        return commands.supports(octet: bit.octet, bit: bit.bit)
+    }
+
+    /// The error a call gets when the controller lacks a command it needs: what the command
+    /// does, with its spec section, and that this controller does not have it.
+    static func notSupported(_ opcode: HCIOpcode, _ what: String) -> BLEError {
+        .unsupported("\(what) needs \(SupportedCommandBit.of(opcode)?.name ?? opcode.description), which this controller does not support")
+    }
+}
