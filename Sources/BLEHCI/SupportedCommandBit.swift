@@ -124,7 +124,7 @@ public struct SupportedCommandBit: Hashable, Sendable {
         .init(14, 5, 0x1003, "Read Local Supported Features"),
         .init(14, 6, 0x1004, "Read Local Extended Features"),
         .init(14, 7, 0x1005, "Read Buffer Size"),
-        .init(15, 1, 0x1009, "Read BD ADDR"),
+        .init(15, 1, 0x1009, "Read BD_ADDR"),
         .init(15, 2, 0x1401, "Read Failed Contact Counter"),
         .init(15, 3, 0x1402, "Reset Failed Contact Counter"),
         .init(15, 4, 0x1403, "Read Link Quality"),

@@ -62,6 +62,7 @@ public final class VirtualRadioServer: Sendable, CustomStringConvertible {
     /// every session has ended.
     public func serve(_ radio: VirtualRadio,
                       address: @escaping @Sendable (_ number: Int) -> BDAddress,
+                      configuration: VirtualControllerConfiguration? = nil,
                       connected: @escaping @Sendable (Session) -> Void = { _ in },
                       ended: @escaping @Sendable (Session, VirtualRadio.HostSessionEnd) -> Void = { _, _ in }) async {
         await withTaskGroup(of: Void.self) { sessions in
@@ -73,7 +74,7 @@ public final class VirtualRadioServer: Sendable, CustomStringConvertible {
                 let session = Session(number: number, peer: connection.peer, address: address(number))
                 sessions.addTask {
                     connected(session)
-                    let end = await radio.serve(hostTransport: connection, address: session.address)
+                    let end = await radio.serve(hostTransport: connection, address: session.address, configuration: configuration)
                     ended(session, end)
                 }
             }

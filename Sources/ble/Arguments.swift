@@ -30,7 +30,7 @@ struct CommandNeeds: OptionSet, Sendable {
 
 /// How to reach a controller, for every command that `needs: .controller`.
 let controllerOptions = CommandOptionGroup(title: "CONTROLLER OPTIONS", options: [
-    .single("hci", value: "SPEC", help: "controller: virtual (in-process radio with demo peripherals), tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else the first Linux adapter that opens)"),
+    .single("hci", value: "SPEC", help: "controller: virtual (in-process radio with demo peripherals), virtual:PROFILE (a controller of profile 4.0, 4.2, 5.0 or default on it), tcp:HOST:PORT, serial:PATH[@BAUD], hci0 / hci:N (default: $BLE_HCI, else the first Linux adapter that opens)"),
     .single("capture", value: "FILE", help: "write every HCI packet, both directions, to FILE (btsnoop)"),
     .single("gatt-cache", value: "DIR", help: "keep what GATT discovery learns of each peer in DIR (default: $BLE_GATT_CACHE, else $XDG_CACHE_HOME/ble/gatt; in memory with --hci virtual)"),
     .flag("verbose", help: "log what the stack drops or ignores to stderr"),

@@ -5,6 +5,11 @@ import BLEWire
 
 /// What every command that talks to a controller shares: which controller, the capture file.
 struct ControllerOptions {
+    /// Whether a controller spec is the in-process virtual radio (`virtual` or `virtual:PROFILE`).
+    static func namesVirtualRadio(_ spec: String?) -> Bool {
+        spec == "virtual" || spec?.hasPrefix("virtual:") == true
+    }
+
     var hci: String?
     var capture: String?
     /// Where attribute caches are kept (`--gatt-cache`, `BLE_GATT_CACHE`, default
@@ -25,13 +30,13 @@ struct ControllerOptions {
         // a bond stored with one would only make the next run's encryption fail (the peer has
         // no key). Unless `--bonds` names a directory on this command line, the virtual radio's
         // bonds and our identity on it last as long as the process.
-        if (hci ?? environment["BLE_HCI"]) == "virtual", args.option("bonds") == nil {
+        if Self.namesVirtualRadio(hci ?? environment["BLE_HCI"]), args.option("bonds") == nil {
             security.bondsDirectory = nil
             security.bondsNamed = false
         }
         // Like bonds: the virtual radio's demo peripherals live as long as the process, so their
         // caches do too unless a directory is named on the command line.
-        if (hci ?? environment["BLE_HCI"]) == "virtual" {
+        if Self.namesVirtualRadio(hci ?? environment["BLE_HCI"]) {
             gattCacheDirectory = args.option("gatt-cache")
         } else {
             gattCacheDirectory = args.option("gatt-cache") ?? environment["BLE_GATT_CACHE"].flatMap { $0.isEmpty ? nil : $0 }

@@ -10,7 +10,7 @@ let commands: [any BLECommand.Type] = [
     ScanCommand.self, GattCommand.self, ReadCommand.self, WriteCommand.self, SubscribeCommand.self, PairCommand.self, BondsCommand.self,
     ServeCommand.self, AdvertiseCommand.self, SyncCommand.self, L2capCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
-    HeartRateCommand.self, AccelCommand.self, UICommand.self, BenchCommand.self, PandoraCommand.self,
+    HeartRateCommand.self, AccelCommand.self, UICommand.self, BenchCommand.self, PandoraCommand.self, InfoCommand.self,
 ]
 
 @MainActor

@@ -28,6 +28,8 @@
 @_exported import struct BLEHCI.LocalSupportedCommands
 @_exported import struct BLEHCI.LocalSupportedFeatures
 @_exported import struct BLEHCI.LESupportedFeatures
+@_exported import struct BLEHCI.SupportedCommandBit
+@_exported import struct BLEHCI.LEMaximumDataLength
 
 // Scanning.
 @_exported import struct BLEHost.ScanFilter

@@ -11,7 +11,11 @@ extension ConnectionManager {
     /// its LE Connection Update Complete (§7.7.65.3): the parameters the link has then.
     ///
     /// From a peripheral the controller runs the Connection Parameters Request procedure with
-    /// the central (Vol 6 Part B §5.1.7), which may refuse. A completion with a non-zero status
+    /// the central (Vol 6 Part B §5.1.7), which may refuse. Where that procedure is missing (our
+    /// controller lacks LE feature bit 1, or the central's Link Layer answers Unsupported Remote
+    /// Feature, 0x1A) the peripheral asks with an L2CAP Connection Parameter Update Request
+    /// instead (Vol 3 Part A §4.20), as the spec provides for; a rejection throws
+    /// `.hci(.commandFailed(opcode: .leConnectionUpdate, status: .unacceptableConnectionParameters))`. A completion with a non-zero status
     /// throws `.hci(.commandFailed(opcode: .leConnectionUpdate, status:))` carrying it, and the
     /// link keeps its parameters; a controller that refuses the command throws the same with the
     /// Command Status; a link that goes away throws why; no completion within the command
@@ -28,6 +32,17 @@ extension ConnectionManager {
             try await clock.sleep(for: limit)
             await host.run { $0.connections.parameterUpdateTimedOut(owned.value, handle: handle) }
         }
+        let asked = LESignalingCommand.ConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax,
+                                                            latency: latency, timeout: supervisionTimeout)
+        let peripheral = links[handle]?.role == .peripheral
+        if peripheral && host.info?.supportsConnectionParametersRequest == false {
+            guard host.requestParametersOverL2CAP(handle: handle, asked) else {
+                parameterUpdates[handle]?.removeAll { $0 === update }
+                throw BLEError.notConnected
+            }
+            return try await update.wait()
+        }
+        if peripheral { askedParameters[handle] = asked }
         do {
             try await host.command(.leConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
                                                        maxLatency: latency, supervisionTimeout: supervisionTimeout,
@@ -43,6 +58,14 @@ extension ConnectionManager {
     /// LE Connection Update Complete (§7.7.65.3): on success the link takes the new parameters;
     /// otherwise it keeps the ones it had. Either way the callers waiting on the link learn it.
     func connectionUpdateCompleted(status: HCIStatus, handle: UInt16, _ parameters: LinkParameters, _ host: isolated some ConnectionDriver) {
+        let asked = askedParameters.removeValue(forKey: handle)
+        // The central's Link Layer lacks the Connection Parameters Request procedure: ask its
+        // host over L2CAP instead (Vol 3 Part A §4.20); the waiters wait on.
+        if status == .unsupportedRemoteFeature, let asked, parameterUpdates[handle]?.isEmpty == false,
+           host.requestParametersOverL2CAP(handle: handle, asked) {
+            host.log("the central lacks the Connection Parameters Request procedure: asking over L2CAP")
+            return
+        }
         let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
         guard status == .success else {
             host.log("LE Connection Update on 0x\(String(handle, radix: 16)) failed: \(status)")
@@ -60,5 +83,18 @@ extension ConnectionManager {
         guard !update.isFulfilled else { return }
         parameterUpdates[handle]?.removeAll { $0 === update }
         update.fail(BLEError.timeout("no LE Connection Update Complete"))
+    }
+
+    /// The central answered our L2CAP Connection Parameter Update Request (Vol 3 Part A §4.21):
+    /// on acceptance its LE Connection Update follows and completes the waiters; a rejection
+    /// fails them, and the link keeps its parameters.
+    func parameterUpdateAnswered(accepted: Bool, handle: UInt16, _ host: isolated some ConnectionDriver) {
+        guard !accepted else { return }
+        askedParameters[handle] = nil
+        let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
+        host.log("the central rejected the connection parameters asked over L2CAP")
+        for update in waiting {
+            update.fail(BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: .unacceptableConnectionParameters)))
+        }
     }
 }

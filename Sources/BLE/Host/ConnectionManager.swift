@@ -22,6 +22,9 @@ final class ConnectionManager {
     private var disconnectAttempts: [UInt16: [OneShot<Void>]] = [:]
     /// Callers waiting for a link's LE Connection Update Complete (ConnectionManager+ParameterUpdates.swift).
     var parameterUpdates: [UInt16: [OneShot<LinkParameters>]] = [:]
+    /// What the peripheral asked for on each link with a request in flight, to ask again over
+    /// L2CAP when the central's Link Layer lacks the procedure (ConnectionManager+ParameterUpdates.swift).
+    var askedParameters: [UInt16: LESignalingCommand.ConnectionParameters] = [:]
     private let configuration: HostConfiguration
 
     init(configuration: HostConfiguration) {
@@ -235,6 +238,7 @@ final class ConnectionManager {
         guard let link = links.remove(handle) else { return }
         for attempt in disconnectAttempts.removeValue(forKey: handle) ?? [] { attempt.succeed(()) }
         for update in parameterUpdates.removeValue(forKey: handle) ?? [] { update.fail(error) }
+        askedParameters[handle] = nil
         link.observation.update { $0.state = .disconnected(reason: reason) }
         host.linkEnded(link, reason: reason, error: error)
     }
@@ -329,6 +333,8 @@ final class ConnectionManager {
                     "LE Connection Update for the peer's request")
             case let .channel(event):
                 host.channelEvent(event, handle: handle)
+            case let .connectionParameterUpdateAnswered(accepted):
+                parameterUpdateAnswered(accepted: accepted, handle: handle, host)
             }
         }
     }
@@ -436,6 +442,9 @@ protocol ConnectionDriver: HostServices {
     var supportedPHYs: LEPHYSet { get }
     /// What the controller said of itself at initialisation (nil before).
     var info: ControllerInfo? { get }
+    /// Sends a Connection Parameter Update Request to the central of `handle` (Vol 3 Part A
+    /// §4.20); false when the link is unknown to L2CAP.
+    func requestParametersOverL2CAP(handle: UInt16, _ parameters: LESignalingCommand.ConnectionParameters) -> Bool
     var ownDeviceAddress: DeviceAddress? { get }
     /// A link is up (in the table): the parts learn of it.
     func linkOpened(_ link: Link)

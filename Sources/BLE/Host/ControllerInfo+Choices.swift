@@ -52,3 +52,82 @@ extension ControllerInfo {
         .unsupported("\(what) needs \(SupportedCommandBit.of(opcode)?.name ?? opcode.description), which this controller does not support")
     }
 }
+
+/// A command the host sends, and what it does on a controller that does not list it.
+public struct HostCommandUse: Sendable {
+    /// The command.
+    public var opcode: HCIOpcode
+    /// What the host does without it; nil when the host cannot work without it.
+    public var without: String?
+
+    /// Every command this host may send (Core spec Vol 4 Part E §7), in the order of the
+    /// initialisation and then by feature: what `ble info` marks present or absent.
+    public static let all: [HostCommandUse] = [
+        .init(.reset, nil),
+        .init(.readLocalVersionInformation, "version unknown"),
+        .init(.readLocalSupportedFeatures, "LMP features unknown"),
+        .init(.readBDADDR, "no public address: random addresses only"),
+        .init(.setEventMask, "the reset default mask, without LE events"),
+        .init(.readBufferSize, "no buffer fallback when LE has none"),
+        .init(.leReadBufferSizeV2, "LE Read Buffer Size v1, no ISO buffers"),
+        .init(.leReadBufferSizeV1, "the shared ACL buffers (Read Buffer Size)"),
+        .init(.leSetEventMask, "the reset default LE events"),
+        .init(.leReadLocalSupportedFeatures, "no LE features assumed"),
+        .init(.leReadFilterAcceptListSize, "size not shown"),
+        .init(.leReadResolvingListSize, "every bonded key offered to the list"),
+        .init(.leReadMaximumDataLength, "251 octets assumed with Data Length Extension"),
+        .init(.leSetRandomAddress, nil),
+        .init(.leSetAdvertisingParameters, nil),
+        .init(.leSetAdvertisingData, nil),
+        .init(.leSetScanResponseData, nil),
+        .init(.leSetAdvertisingEnable, nil),
+        .init(.leSetScanParameters, nil),
+        .init(.leSetScanEnable, nil),
+        .init(.leCreateConnection, nil),
+        .init(.leCreateConnectionCancel, nil),
+        .init(.disconnect, nil),
+        .init(.leConnectionUpdate, "parameters asked over L2CAP (as peripheral)"),
+        .init(.leRemoteConnectionParameterRequestReply, "no Connection Parameters Request procedure"),
+        .init(.leRemoteConnectionParameterRequestNegativeReply, "no Connection Parameters Request procedure"),
+        .init(.leEnableEncryption, "no pairing or encryption"),
+        .init(.leLongTermKeyRequestReply, "no encryption as peripheral"),
+        .init(.leLongTermKeyRequestNegativeReply, "no encryption as peripheral"),
+        .init(.readRSSI, "no RSSI of a link"),
+        .init(.leSetDataLength, "27-octet LL payloads"),
+        .init(.leReadPHY, "PHY of a link from events only"),
+        .init(.leSetPHY, "links stay on LE 1M"),
+        .init(.leAddDeviceToResolvingList, "the host resolves private addresses"),
+        .init(.leClearResolvingList, "the host resolves private addresses"),
+        .init(.leSetAddressResolutionEnable, "the host resolves private addresses"),
+        .init(.leSetPrivacyMode, "network privacy mode"),
+        .init(.leSetAdvertisingSetRandomAddress, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedAdvertisingParameters, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedAdvertisingData, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedScanResponseData, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedAdvertisingEnable, "legacy advertising, scanning and connecting"),
+        .init(.leReadMaximumAdvertisingDataLength, "1,650 octets assumed"),
+        .init(.leReadNumberOfSupportedAdvertisingSets, "one set assumed"),
+        .init(.leRemoveAdvertisingSet, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedScanParameters, "legacy advertising, scanning and connecting"),
+        .init(.leSetExtendedScanEnable, "legacy advertising, scanning and connecting"),
+        .init(.leExtendedCreateConnection, "legacy advertising, scanning and connecting"),
+        .init(.leSetPeriodicAdvertisingParameters, "no periodic advertising"),
+        .init(.leSetPeriodicAdvertisingData, "no periodic advertising"),
+        .init(.leSetPeriodicAdvertisingEnable, "no periodic advertising"),
+        .init(.lePeriodicAdvertisingCreateSync, "no periodic sync"),
+        .init(.lePeriodicAdvertisingCreateSyncCancel, "no periodic sync"),
+        .init(.lePeriodicAdvertisingTerminateSync, "no periodic sync"),
+        .init(.leAddDeviceToPeriodicAdvertiserList, "no sync through the Periodic Advertiser List"),
+        .init(.leClearPeriodicAdvertiserList, "no sync through the Periodic Advertiser List"),
+        .init(.leReadPeriodicAdvertiserListSize, "no sync through the Periodic Advertiser List"),
+        .init(.lePeriodicAdvertisingSyncTransfer, "no Periodic Advertising Sync Transfer"),
+        .init(.lePeriodicAdvertisingSetInfoTransfer, "no Periodic Advertising Sync Transfer"),
+        .init(.leSetPeriodicAdvertisingSyncTransferParameters, "no Periodic Advertising Sync Transfer"),
+        .init(.leSetDefaultPeriodicAdvertisingSyncTransferParameters, "no Periodic Advertising Sync Transfer"),
+    ]
+
+    init(_ opcode: HCIOpcode, _ without: String?) {
+        self.opcode = opcode
+        self.without = without
+    }
+}

@@ -87,6 +87,12 @@ extension HostController: GATTServerDriver {
 }
 
 extension HostController: ConnectionDriver {
+    func requestParametersOverL2CAP(handle: UInt16, _ parameters: LESignalingCommand.ConnectionParameters) -> Bool {
+        guard let actions = router.requestConnectionParameterUpdate(handle: handle, parameters) else { return false }
+        connections.perform(actions, handle: handle, self)
+        return true
+    }
+
     func prepareRadioForConnecting() async { await privacy.prepareRadio(self) }
 
     /// A link is up: the L2CAP router, the Security Manager part and the GATT server (a bonded

@@ -25,6 +25,9 @@ public enum L2CAPControlAction: Sendable, Equatable {
     case updateConnectionParameters(LESignalingCommand.ConnectionParameters)
     /// Something happened on one of the link's LE credit-based channels (Vol 3 Part A §4.22–§4.24).
     case channel(CreditBasedChannelEvent)
+    /// Peripheral: the central answered our Connection Parameter Update Request (§4.20, §4.21):
+    /// accepted (its LE Connection Update follows) or rejected (or the command was rejected).
+    case connectionParameterUpdateAnswered(accepted: Bool)
 }
 
 /// The L2CAP layer of every link, sans-IO: reassembles ACL fragments into basic frames (Core
@@ -189,15 +192,24 @@ public struct L2CAPRouter: Sendable {
                 return .send(channel: L2CAPChannel.leSignaling, payload: bytes)
             case let .updateConnectionParameters(parameters, _):
                 return .updateConnectionParameters(parameters)
-            case .connectionParameterUpdateResult:
-                // Nothing asks the central for new parameters yet, so no answer is awaited.
-                return nil
+            case let .connectionParameterUpdateResult(accepted):
+                return .connectionParameterUpdateAnswered(accepted: accepted)
             case let .frame(cid, payload):
                 return .send(channel: cid, payload: payload)
             case let .channel(event):
                 return .channel(event)
             }
         }
+    }
+
+    /// Peripheral: asks the central of `handle` for new connection parameters with a Connection
+    /// Parameter Update Request on the LE signaling channel (Vol 3 Part A §4.20), the way to ask
+    /// when either Link Layer lacks the Connection Parameters Request procedure. The answer comes
+    /// as `.connectionParameterUpdateAnswered`. Nil for an unknown link.
+    public mutating func requestConnectionParameterUpdate(handle: UInt16, _ parameters: LESignalingCommand.ConnectionParameters) -> [L2CAPControlAction]? {
+        guard let index = links.index(forKey: handle) else { return nil }
+        let payload = links.values[index].signaling.requestConnectionParameterUpdate(parameters)
+        return [.send(channel: L2CAPChannel.leSignaling, payload: payload)]
     }
 
     /// Runs `body` on a link's signaling channel; [] for an unknown link.

@@ -14,6 +14,7 @@ struct RadioCommand: BLECommand {
         .single("listen", value: "tcp:HOST:PORT", help: "where hosts connect (H4 over TCP); port 0 picks a free port, printed on start", isRequired: true),
         .flag("json", help: "one JSON object per event"),
         .flag("no-air-time", help: "carry ACL data at once instead of in timed connection events"),
+        .single("profile", value: "NAME", help: "what each controller is: 4.0, 4.2, 5.0 or default (the most capable); see ble info"),
     ]
     /// It is the radio others' controllers are on, and serves until interrupted.
     static let needs: CommandNeeds = [.handlesInterrupts]
@@ -22,6 +23,9 @@ struct RadioCommand: BLECommand {
         Each controller gets its own public address (00:5A:B1:xx:xx:xx, counting up). A host that
         disconnects takes its controller off the medium: its peers see the link time out. Data moves in
         connection events timed by PHY, interval and data length (the air-time model) unless --no-air-time.
+        With --profile, every controller is of that core version: 4.0 (legacy advertising, 27-octet PDUs, no
+        controller privacy, two links), 4.2 (Data Length Extension, LL privacy), 5.0 (LE 2M and Coded, two
+        extended advertising sets of up to 251 octets) or default (Bluetooth 5.4, everything the radio runs).
         Runs until interrupted (Ctrl-C or SIGTERM).
 
         EXAMPLE:
@@ -35,6 +39,7 @@ struct RadioCommand: BLECommand {
     var port: UInt16
     var json: Bool
     var airTime: Bool
+    var profile: VirtualControllerProfile
 
     init(_ args: ParsedArguments) throws {
         let text = try args.requiredOption("listen")
@@ -53,6 +58,11 @@ struct RadioCommand: BLECommand {
         self.port = anyPort ? 0 : port
         json = args.flag("json")
         airTime = !args.flag("no-air-time")
+        do {
+            profile = try args.option("profile").map(Controllers.profile(named:)) ?? .current
+        } catch {
+            throw UsageError("--profile: \(error)")
+        }
     }
 
     func run() async throws {
@@ -62,7 +72,7 @@ struct RadioCommand: BLECommand {
         log.listening(server.description, port: server.port)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await server.serve(radio, address: RadioCommand.controllerAddress) { session in
+                await server.serve(radio, address: RadioCommand.controllerAddress, configuration: profile.configuration) { session in
                     log.connected(controller: session.number, peer: session.peer, address: session.address)
                 } ended: { session, end in
                     log.disconnected(controller: session.number, peer: session.peer, address: session.address, end: end)

@@ -75,7 +75,7 @@ struct UICommand: BLECommand {
     }
 
     func run() async throws {
-        let demoFiles = await Self.installDemo(virtual: (controller.hci ?? ProcessInfo.processInfo.environment["BLE_HCI"]) == "virtual")
+        let demoFiles = await Self.installDemo(virtual: ControllerOptions.namesVirtualRadio(controller.hci ?? ProcessInfo.processInfo.environment["BLE_HCI"]))
         defer { if let demoFiles { try? FileManager.default.removeItem(atPath: demoFiles.directory) } }
         let central = try await controller.openCentral()
         let listener: TCPServer<TCPByteConnection>
