@@ -21,7 +21,17 @@
 #      package that depends only on the BLE product builds without the virtual radio).
 #   5. rootcanal on four free loopback ports, log in .build-tools/logs/, stopped on every exit.
 #   6. `swift test "$@"` with BLE_TEST_ROOTCANAL, BLE_TEST_PYTHON, BLE_TEST_PEERS exported;
-#      rootcanal's log tail is printed when it fails.
+#      rootcanal's log tail is printed when it fails. BLE_TEST_BUMBLE_CONTROLLERS=spawn is
+#      exported too: Google Bumble's own Python LE controller is the third controller the host
+#      is tested on (Tests/BLEInteropTests/BumbleControllerInteropTests.swift, besides rootcanal
+#      and the in-process virtual radio). Each of those tests starts its own
+#      `python -m bumble.apps.controllers tcp-server:127.0.0.1:P1 tcp-server:127.0.0.1:P2` (two
+#      controllers on one bumble.link.LocalLink, free ports picked as for rootcanal) and stops
+#      it by PID in its teardown (Tests/BLEInteropTests/Support/BumbleControllers.swift), rather
+#      than this script starting one for the whole run: a Bumble controller keeps all state from
+#      one host to the next (its HCI_Reset does nothing; a host that goes away leaves its
+#      connections, scanning and advertising behind), and a tcp-server transport feeds every
+#      client into one packet parser.
 #   7. On a full run, scripts/avatar.sh --slice: Google's Avatar suite (LeHostTest and a fixed
 #      slice of LeSecurityTest) driving `ble pandora`, in .venv-avatar/ (pandora-avatar,
 #      bt-test-interfaces, bumble 0.0.233, rootcanal 1.10.0 from PyPI) on a rootcanal of its own.
@@ -39,6 +49,11 @@
 #   BLE_TEST_RELEASE=0|1     skip the release build on a full run (0), or do it on a filtered one (1).
 #   BLE_TEST_AVATAR=0|1      skip the Avatar slice on a full run (0), or run it on a filtered one (1).
 #   BLE_TEST_PYTHON_HOST=... the python3 used to create .venv (default: /usr/bin/python3).
+#   BLE_TEST_BUMBLE_CONTROLLERS=spawn|0|tcp:H:P1,tcp:H:P2
+#                            spawn (default): the Bumble controller tests start their own
+#                            controllers; 0: skip those tests; tcp:…,tcp:…: controllers you
+#                            started yourself (`.venv/bin/bumble-controllers tcp-server:…
+#                            tcp-server:…`; fresh ones for each test, see above).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
 set -euo pipefail
 
@@ -300,6 +315,16 @@ export BLE_TEST_ROOTCANAL="tcp:127.0.0.1:$STARTED_PORT"
 export BLE_TEST_PYTHON="$VENV/bin/python"
 export BLE_TEST_PEERS="$PEERS"
 export BLE_TEST_ROOTCANAL_LOG="$RC_LOG"
+# Bumble's own controller, the third one the host is tested on (see step 6 in the header).
+case "${BLE_TEST_BUMBLE_CONTROLLERS:-spawn}" in
+    0) unset BLE_TEST_BUMBLE_CONTROLLERS ;;
+    spawn)
+        "$VENV/bin/python" -c 'import bumble.apps.controllers' \
+            || die "bumble.apps.controllers does not import from $VENV (bumble $BUMBLE_VERSION)"
+        export BLE_TEST_BUMBLE_CONTROLLERS=spawn
+        log "Bumble controller tests: each starts $VENV/bin/python -m bumble.apps.controllers on free ports" ;;
+    *) export BLE_TEST_BUMBLE_CONTROLLERS ;;
+esac
 export PYTHONDONTWRITEBYTECODE=1  # peers import peer_common: keep __pycache__ out of Tests/
 # Bonds and the local identity of every `ble` the tests run go to a fresh directory of this run,
 # never to the user's ~/.local/share/ble/bonds (tests that pair name their own with --bonds).
