@@ -94,7 +94,10 @@ public final class HCIUserChannelTransport: HCITransport {
         return r == 0 ? 0 : errno
     }
 
-    static let capabilityAdvice = "needs CAP_NET_ADMIN: run as root or `sudo setcap cap_net_admin+ep PROGRAM`"
+    static let capabilityAdvice = "needs CAP_NET_ADMIN and CAP_NET_RAW: run as root or `sudo setcap cap_net_admin,cap_net_raw+ep \"$(command -v ble)\"` (docs/HARDWARE.md)"
+
+    /// Linux's ERFKILL (132, "Operation not possible due to RF-kill"), which Glibc does not name.
+    static let rfkillErrno: Int32 = 132
 
     static func socketFailure(errno e: Int32, index: UInt16) -> TransportError {
         let name = "hci\(index)"
@@ -116,15 +119,20 @@ public final class HCIUserChannelTransport: HCITransport {
         case ENODEV:
             let present = adapters ?? listAdapters()
             let list = present.isEmpty ? "no adapters in /sys/class/bluetooth" : "adapters present: \(present.joined(separator: ", "))"
-            return TransportError(.openFailed, "\(name): no adapter \(name) (\(list))", errno: e)
+            return TransportError(.openFailed,
+                "\(name): no adapter \(name) (\(list)); plug in an adapter (`btmgmt info` lists what the kernel sees), or use --hci virtual",
+                errno: e)
         case EPERM, EACCES:
             return TransportError(.openFailed, "\(name): opening the HCI user channel \(capabilityAdvice)", errno: e)
         case EBUSY:
             return TransportError(.openFailed,
                 "\(name): \(name) is up/in use by bluetoothd: run `sudo hciconfig \(name) down` or `sudo btmgmt -i \(name) power off` (or stop bluetooth.service) and try again",
                 errno: e)
+        case rfkillErrno:
+            return TransportError(.openFailed,
+                "\(name): \(name) is blocked by rfkill: run `sudo rfkill unblock bluetooth` and try again", errno: e)
         case EUSERS:
-            return TransportError(.openFailed, "\(name): another program already holds the user channel of \(name)", errno: e)
+            return TransportError(.openFailed, "\(name): another program already holds the user channel of \(name) (another ble, btmon -u, a Bumble app): stop it first", errno: e)
         default:
             return TransportError(.openFailed, "\(name): bind to the HCI user channel failed: \(POSIX.errorText(e))", errno: e)
         }

@@ -91,7 +91,7 @@ public final class SerialTransport: HCITransport {
                     "\(target): permission denied opening \(path): add your user to the dialout group (`sudo usermod -aG dialout $USER`, then log in again)",
                     errno: e)
             case EBUSY:
-                throw TransportError(.openFailed, "\(target): \(path) is busy (another program has it open)", errno: e)
+                throw TransportError(.openFailed, "\(target): \(path) is busy (another program has it open: a kernel HCI driver attached with btattach/hciattach, hciuart.service on a Raspberry Pi — `sudo systemctl stop hciuart` — or a serial terminal)", errno: e)
             default:
                 throw TransportError(.openFailed, "\(target): cannot open \(path): \(POSIX.errorText(e))", errno: e)
             }

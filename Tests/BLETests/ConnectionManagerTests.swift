@@ -16,6 +16,13 @@ final class ConnectionManagerTests: XCTestCase {
         var ownAddressType: OwnAddressType = .public
         var usesExtendedCommands = false
         var supportedPHYs: LEPHYSet = [.le1M, .le2M, .leCoded]
+        var info: ControllerInfo?
+        /// Connection Parameter Update Requests sent over L2CAP, by handle.
+        var l2capParameterRequests: [UInt16] = []
+        func requestParametersOverL2CAP(handle: UInt16, _ parameters: LESignalingCommand.ConnectionParameters) -> Bool {
+            l2capParameterRequests.append(handle)
+            return true
+        }
         let ownDeviceAddress: DeviceAddress? = DeviceAddress(BDAddress(rawValue: 0xC0_FF_EE_00_00_01), type: .public)
         /// What the manager asked the driver to route, in order.
         var routed: [String] = []

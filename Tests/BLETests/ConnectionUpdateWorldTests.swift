@@ -10,6 +10,25 @@ import XCTest
 /// it ended from LE Connection Update Complete (§7.7.65.3): the new parameters, or the status of
 /// a refusal with the link's parameters left as they were.
 final class ConnectionUpdateWorldTests: XCTestCase {
+    /// A central whose Link Layer lacks the Connection Parameters Request procedure answers
+    /// Unsupported Remote Feature (0x1A): the peripheral's host asks again over L2CAP (Vol 3
+    /// Part A §4.20), the central's host applies the parameters, and the call returns them.
+    func testUnsupportedRemoteFeatureFallsBackToTheL2CAPRequest() async throws {
+        try await VirtualWorld.run(limit: .seconds(120)) { world in
+            var lacking = VirtualControllerConfiguration()
+            lacking.refusesConnectionParameterRequests = .unsupportedRemoteFeature
+            let (manager, c, p, central) = try await Self.connected(world, central: lacking)
+            let applied = try await manager.requestConnectionParameters(intervalMin: 30, intervalMax: 40, latency: 0, supervisionTimeout: 400, for: c)
+            XCTAssertEqual(applied.interval, 30, "the central applied the minimum asked over L2CAP")
+            XCTAssertEqual(applied.supervisionTimeout, 400)
+            for _ in 0..<100 where p.connectionParameters.interval != 30 { try await world.clock.sleep(for: .milliseconds(10)) }
+            XCTAssertEqual(p.connectionParameters.interval, 30, "the central's link has them too")
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
     /// A peripheral manager and a central (on a controller configured by `central`) connected to it.
     static func connected(_ world: VirtualWorld, central controller: VirtualControllerConfiguration)
         async throws -> (PeripheralManager, ConnectedCentral, Peripheral, Central) {
@@ -42,19 +61,19 @@ final class ConnectionUpdateWorldTests: XCTestCase {
         }
     }
 
-    /// A central whose Link Layer rejects the procedure: the caller gets the HCI status of LE
+    /// A central whose Link Layer refuses the parameters: the caller gets the HCI status of LE
     /// Connection Update Complete, and the link keeps its parameters.
     func testARefusedRequestThrowsTheStatusAndKeepsTheParameters() async throws {
         try await VirtualWorld.run { world in
             var refusing = VirtualControllerConfiguration()
-            refusing.refusesConnectionParameterRequests = .unsupportedRemoteFeature
+            refusing.refusesConnectionParameterRequests = .unacceptableConnectionParameters
             let (manager, c, p, central) = try await Self.connected(world, central: refusing)
             let before = p.connectionParameters
             do {
                 try await manager.requestConnectionParameters(intervalMin: 24, intervalMax: 40, latency: 0, supervisionTimeout: 400, for: c)
                 XCTFail("a refused request must throw")
             } catch BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: let status)) {
-                XCTAssertEqual(status, .unsupportedRemoteFeature)
+                XCTAssertEqual(status, .unacceptableConnectionParameters)
             }
             try await world.clock.sleep(for: .seconds(1))
             let after = p.connectionParameters
@@ -64,7 +83,7 @@ final class ConnectionUpdateWorldTests: XCTestCase {
             do {
                 try await manager.requestConnectionParameters(intervalMin: 12, intervalMax: 12, latency: 0, supervisionTimeout: 200, for: c)
                 XCTFail("refused again")
-            } catch BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: .unsupportedRemoteFeature)) {}
+            } catch BLEError.hci(.commandFailed(opcode: .leConnectionUpdate, status: .unacceptableConnectionParameters)) {}
             try await p.disconnect()
             await central.close()
             await manager.close()

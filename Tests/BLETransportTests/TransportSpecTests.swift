@@ -17,6 +17,8 @@ final class TransportSpecTests: XCTestCase {
             ("hci12", .hciUserChannel(index: 12)),
             ("hci:3", .hciUserChannel(index: 3)),
             ("virtual", .virtual),
+            ("virtual:4.0", .virtualProfile("4.0")),
+            ("virtual:default", .virtualProfile("default")),
             ("  hci1 ", .hciUserChannel(index: 1)),
         ]
         for (text, expected) in cases {
@@ -26,7 +28,7 @@ final class TransportSpecTests: XCTestCase {
 
     func testDescriptionRoundTrips() throws {
         for text in ["tcp:127.0.0.1:6402", "tcp:[::1]:7", "serial:/dev/ttyUSB0@1000000",
-                     "serial:/dev/x@115200,rtscts", "hci2", "virtual"] {
+                     "serial:/dev/x@115200,rtscts", "hci2", "virtual", "virtual:5.0"] {
             let spec = try TransportSpec.parse(text)
             XCTAssertEqual(spec.description, text)
             XCTAssertEqual(try TransportSpec.parse(spec.description), spec)
@@ -53,6 +55,8 @@ final class TransportSpecTests: XCTestCase {
             ("hcix", "expected hciN or hci:N"),
             ("hci:-1", "expected hciN or hci:N"),
             ("hci99999", "expected hciN or hci:N"),
+            ("virtual:", "expected virtual:PROFILE"),
+            ("virtual:4 0", "expected virtual:PROFILE"),
         ]
         for (text, fragment) in cases {
             XCTAssertThrowsError(try TransportSpec.parse(text), text) { error in
