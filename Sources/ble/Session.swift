@@ -75,19 +75,9 @@ struct ControllerOptions {
         // seed systems' centrals), any bond at all, since the device they pick may be one.
         let bonded = target.map { t in bonds.contains { $0.peer.address == t.address || $0.connectionAddress?.address == t.address } } ?? !bonds.isEmpty
         let address = try security.ownAddress(store: store, identity: pairing || bonded)
-        let central = try await Central.open(transport: Controllers.open(spec: hci, capture: capture), address: address, configuration: configuration)
-        // A controller without a public address answers Read BD_ADDR with 00:00:00:00:00:00 (Core
-        // spec Vol 4 Part E §7.4.6; Bumble's own controller does): nobody can answer that address,
-        // so go on the air with the stored identity's static random address instead.
-        if address == .public, central.controllerInfo.address.rawValue == 0 {
-            do {
-                try await central.useOwnAddress(.staticRandom(try store.localIdentity().address))
-            } catch {
-                await central.close()
-                throw error
-            }
-        }
-        return central
+        // A controller without a public address gets the local identity's static random one
+        // (HostController+OwnAddress.swift).
+        return try await Central.open(transport: Controllers.open(spec: hci, capture: capture), address: address, configuration: configuration)
     }
 }
 

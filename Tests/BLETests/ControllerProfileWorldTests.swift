@@ -130,4 +130,28 @@ final class ControllerProfileWorldTests: XCTestCase {
         guard case let .unsupported(p)? = phy else { return XCTFail("\(String(describing: phy))") }
         XCTAssertTrue(p.contains("LE Set PHY"), p)
     }
+
+    /// A controller without a public address (Read BD_ADDR answers zero, §7.4.6, as Bumble's own
+    /// controller does): a host asked for `.public` goes on the air with its local identity's
+    /// static random address instead, and peers can connect back to it.
+    func testAControllerWithoutAPublicAddressUsesAStaticRandomOne() async throws {
+        let seen = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let (manager, peripheralDevice) = try await world.addPeripheralManager(name: "P")
+            try await manager.startAdvertising(AdvertisingData())
+            let (central, _) = try await world.addCentral(address: BDAddress(rawValue: 0))
+            let peripheral = try await central.connect(DeviceAddress(peripheralDevice.address, type: .public), timeout: .seconds(10))
+            var seen: DeviceAddress?
+            for _ in 0..<100 {
+                if let c = await manager.connectedCentrals.first { seen = c.address; break }
+                try await world.clock.sleep(for: .milliseconds(10))
+            }
+            try? await peripheral.disconnect()
+            await central.close()
+            await manager.close()
+            return seen
+        }
+        let address = try XCTUnwrap(seen, "the peripheral saw no central")
+        XCTAssertEqual(address.type, .random)
+        XCTAssertEqual(address.address.rawValue >> 46, 0b11, "a static random address (top two bits set): \(address)")
+    }
 }

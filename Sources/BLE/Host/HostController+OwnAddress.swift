@@ -10,6 +10,17 @@ extension HostController {
     func setOwnAddress(_ address: OwnAddress) async throws {
         switch address {
         case .public:
+            // A controller without a public address answers Read BD_ADDR with zero (Core spec
+            // Vol 4 Part E §7.4.6; Bumble's own controller does): nobody could answer that
+            // address, so go on the air with the local identity's static random address.
+            if info?.address.rawValue == 0 {
+                guard let identity = security.localIdentity(self) else {
+                    throw BLEError.unsupported("the controller has no public address, and no local identity could be read or made for a static random one")
+                }
+                log("the controller has no public address (Read BD_ADDR: 00:00:00:00:00:00): using the static random \(identity.address)")
+                try await setOwnAddress(.staticRandom(identity.address))
+                return
+            }
             privacy.stop()
             ownAddress = OwnAddressSetting(type: .public)
         case let .staticRandom(a):

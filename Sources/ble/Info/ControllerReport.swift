@@ -107,7 +107,7 @@ struct ControllerReport {
             ? "LE Connection Update in both roles (Connection Parameters Request procedure)"
             : "LE Connection Update as central; as peripheral an L2CAP Connection Parameter Update Request"
         let channelSelection = info.lists(.leExtendedCreateConnection) && info.supportedCommands != nil
-            ? "LE Channel Selection Algorithm events asked for" : "no Channel Selection Algorithm event (Bluetooth 4 controller)"
+            ? "LE Channel Selection Algorithm events asked for" : "no Channel Selection Algorithm event (the controller lacks LE Extended Create Connection)"
         return [
             ("advertising", advertising),
             ("privacy", privacy),
