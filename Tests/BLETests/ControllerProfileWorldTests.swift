@@ -57,7 +57,7 @@ final class ControllerProfileWorldTests: XCTestCase {
         XCTAssertEqual(s.version, 0x08)
         XCTAssertEqual(s.aclBufferLength, 251)
         XCTAssertFalse(s.extended)
-        XCTAssertTrue(s.privacyInController)
+        XCTAssertFalse(s.privacyInController, "LL Privacy without LE Set Privacy Mode (5.0): the host resolves")
         XCTAssertTrue(s.dataLengthExtension)
         XCTAssertEqual(s.phys, .le1M)
         XCTAssertEqual(s.resolvingListSize, 4)

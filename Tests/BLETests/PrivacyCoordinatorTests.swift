@@ -134,9 +134,23 @@ final class PrivacyCoordinatorTests: XCTestCase {
         await e.runSpawned()
         await e.prepare()
         opcodes = await e.opcodes
-        XCTAssertEqual(opcodes, [.leSetAddressResolutionEnable, .leClearResolvingList, .leReadResolvingListSize,
+        XCTAssertEqual(opcodes, [.leSetAddressResolutionEnable, .leClearResolvingList,
                                  .leAddDeviceToResolvingList, .leSetPrivacyMode, .leSetAddressResolutionEnable])
         let resolved = await e.identity(of: DeviceAddress(peerIdentity.address, type: .publicIdentity))
         XCTAssertEqual(resolved, peerIdentity, "an identity the controller resolved is the bond's")
+
+        // LL Privacy and the list, but no LE Set Privacy Mode (a 4.2 controller): every entry
+        // would stay in network privacy mode and hide a bonded peer advertising with its
+        // identity (Vol 6 Part B §4.7), so the host resolves and leaves the list alone.
+        let f = Driver()
+        var octets = [UInt8](repeating: 0xFF, count: 64)
+        octets[39] &= ~(1 << 2)
+        info.supportedCommands = LocalSupportedCommands(octets: octets)
+        await f.setInfo(info)
+        await f.setBonds([bond])
+        await f.runSpawned()
+        await f.prepare()
+        opcodes = await f.opcodes
+        XCTAssertEqual(opcodes, [], "a controller without LE Set Privacy Mode got resolving list commands")
     }
 }

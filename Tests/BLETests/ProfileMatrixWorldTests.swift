@@ -97,18 +97,6 @@ final class ProfileMatrixWorldTests: XCTestCase {
                 XCTAssertEqual(encryptedOnAir, [true], "\(pair): the controllers encrypt the link")
                 try await p.disconnect()
 
-                // BUG: a 4.2 central (LL privacy, but no LE Set Privacy Mode, a 5.0 command) lists
-                // the bonded peer in its resolving list in network privacy mode
-                // (PrivacyCoordinator.load), so its controller drops the peer's advertisements
-                // from its identity address (Vol 6 Part B §4.7) and the reconnection times out
-                // ("bonded device … was not heard"). Reconnection skipped on a 4.2 central until
-                // the host handles it; see testA42CentralReconnectsToABondedPeerWithoutPrivacy.
-                if pair.central == .bluetooth42 {
-                    await rig.central.close()
-                    await rig.manager.close()
-                    return
-                }
-
                 p = try await rig.central.connect(rig.address, timeout: .seconds(5))
                 let again = try await PairingWorldTests.read(PairingWorldTests.encrypted, on: p)
                 XCTAssertEqual(again, "encrypted", "\(pair)")
@@ -142,18 +130,6 @@ final class ProfileMatrixWorldTests: XCTestCase {
                 let value = try await PairingWorldTests.read(PairingWorldTests.authenticated, on: p)
                 XCTAssertEqual(value, "authenticated", "\(pair)")
                 try await p.disconnect()
-
-                // BUG: a 4.2 central (LL privacy, but no LE Set Privacy Mode, a 5.0 command) lists
-                // the bonded peer in its resolving list in network privacy mode
-                // (PrivacyCoordinator.load), so its controller drops the peer's advertisements
-                // from its identity address (Vol 6 Part B §4.7) and the reconnection times out
-                // ("bonded device … was not heard"). Reconnection skipped on a 4.2 central until
-                // the host handles it; see testA42CentralReconnectsToABondedPeerWithoutPrivacy.
-                if pair.central == .bluetooth42 {
-                    await rig.central.close()
-                    await rig.manager.close()
-                    return
-                }
 
                 p = try await rig.central.connect(rig.address, timeout: .seconds(5))
                 let again = try await PairingWorldTests.read(PairingWorldTests.authenticated, on: p)

@@ -6,11 +6,15 @@ import BLEHCI
 /// these; the parts of the host that make each choice ask the same properties.
 extension ControllerInfo {
     /// Whether the controller resolves private addresses itself: LL Privacy (LE feature bit 6)
-    /// with the resolving list commands (§7.8.38, §7.8.40, §7.8.44). Without it the host
-    /// resolves every RPA it hears (Vol 3 Part C §10.7).
+    /// with the resolving list commands (§7.8.38, §7.8.40, §7.8.44) and LE Set Privacy Mode
+    /// (§7.8.77, Bluetooth 5.0). Without it the host resolves every RPA it hears (Vol 3 Part C
+    /// §10.7). A 4.2 controller has the list but not the mode: each entry stays in network
+    /// privacy mode, in which the controller drops a listed peer's advertisements from its
+    /// identity address (Vol 6 Part B §4.7), so a bonded peer that does not use privacy could not
+    /// be found again. The host resolves on such a controller.
     public var resolvesAddressesInController: Bool {
         guard let c = supportedCommands, leFeatures?.contains(.llPrivacy) == true else { return false }
-        return c.leAddDeviceToResolvingList && c.leClearResolvingList && c.leSetAddressResolutionEnable
+        return c.leAddDeviceToResolvingList && c.leClearResolvingList && c.leSetAddressResolutionEnable && c.leSetPrivacyMode
     }
 
     /// Whether links may carry LL data PDUs longer than 27 octets: Data Length Extension (LE

@@ -200,7 +200,7 @@ final class PrivacyCoordinator {
     /// the next start tries again.
     func syncResolvingList(_ host: isolated some PrivacyDriver, radioPaused: Bool = false) async {
         guard listStale, !controllerUnusable, host.configuration.security.usesControllerAddressResolution else { return }
-        guard let info = host.info, info.resolvesAddressesInController, let commands = info.supportedCommands else {
+        guard host.info?.resolvesAddressesInController == true else {
             controllerUnusable = true
             return
         }
@@ -224,7 +224,7 @@ final class PrivacyCoordinator {
             loads += 1
             listStale = false
             do {
-                try await load(commands: commands, host)
+                try await load(host)
             } catch {
                 controllerList = []
                 if case BLEError.hci(.commandFailed(_, .unknownCommand)) = error {
@@ -242,7 +242,7 @@ final class PrivacyCoordinator {
 
     /// Address resolution off, the list cleared and loaded with every bonded IRK (as many as it
     /// holds; the host resolves the rest), in device privacy mode, and resolution on again.
-    private func load(commands: LocalSupportedCommands, _ host: isolated some PrivacyDriver) async throws {
+    private func load(_ host: isolated some PrivacyDriver) async throws {
         let bonds = host.bonds.filter { $0.resolvingKey != nil }
         let localIRK = host.localIRK ?? [UInt8](repeating: 0, count: 16)
         if !controllerList.isEmpty || !bonds.isEmpty {
@@ -258,9 +258,7 @@ final class PrivacyCoordinator {
             guard let irk = bond.resolvingKey else { continue }
             let identity = DeviceAddress(bond.peer.address, type: bond.peer.type.peerType)
             try await host.commandReturning(.leAddDeviceToResolvingList(peer: identity, peerIRK: irk, localIRK: localIRK))
-            if commands.leSetPrivacyMode {
-                try await host.commandReturning(.leSetPrivacyMode(peer: identity, device: true))
-            }
+            try await host.commandReturning(.leSetPrivacyMode(peer: identity, device: true))
             listed.insert(identity)
         }
         try await host.commandReturning(.leSetAddressResolutionEnable(true))

@@ -98,7 +98,9 @@ struct ControllerReport {
             : "legacy (31 octets, LE 1M)" + (info.supportsExtendedAdvertisingCommands ? " by configuration" : ": no extended advertising commands")
         let privacy = info.resolvesAddressesInController
             ? "in the controller (resolving list of \(optionalCount(info.resolvingListSize)))"
-            : "in the host (the controller has no LL Privacy)"
+            : info.leFeatures?.contains(.llPrivacy) == true
+                ? "in the host (LL Privacy without LE Set Privacy Mode: network privacy mode would hide bonded peers that advertise with their identity)"
+                : "in the host (the controller has no LL Privacy)"
         let dataLength = info.supportsDataLengthExtension
             ? "up to \(info.linkDataLengthLimit) octets per LL PDU (LE Set Data Length on request)"
             : "27 octets per LL PDU (no Data Length Extension)"
@@ -108,7 +110,11 @@ struct ControllerReport {
             : "LE Connection Update as central; as peripheral an L2CAP Connection Parameter Update Request"
         let channelSelection = info.lists(.leExtendedCreateConnection) && info.supportedCommands != nil
             ? "LE Channel Selection Algorithm events asked for" : "no Channel Selection Algorithm event (the controller lacks LE Extended Create Connection)"
+        let address = info.address.rawValue == 0
+            ? "the local identity's static random address (the controller has no public address)"
+            : "public \(info.address) where a command asks for the public address"
         return [
+            ("own address", address),
             ("advertising", advertising),
             ("privacy", privacy),
             ("data length", dataLength),
