@@ -76,12 +76,28 @@ public struct CommandCompletion: Sendable {
 /// (oldest first for equal opcodes). Commands the controller answers with Command Status (LE
 /// Create Connection, Disconnect, LE Connection Update, ...; `HCIOpcode.completesWithCommandStatus`)
 /// therefore end on the status; their outcome comes in a later event the caller watches for.
+///
+/// Controllers that answer wrongly (VirtualControllerQuirk.swift documents each) are taken as
+/// public hosts take them:
+/// - a completion whose opcode matches no sent command (a duplicate, or one for another
+///   command) only updates the credits, and a Command Complete for No Operation (0x0000) is
+///   never matched (§7.7.14);
+/// - with batches marked (`beginBatch`), a completion never ends a command sent while its own
+///   batch was being handled: the controller sent it before it could have seen that command,
+///   so a stale duplicate in the same batch cannot answer the next command with its opcode;
+/// - a Command Complete for Reset that matches no sent Reset while other commands are
+///   outstanding is a controller that reset on its own and lost them (Linux
+///   `net/bluetooth/hci_core.c` `hci_req_cmd_complete`, some CSR controllers during init):
+///   they are sent again, first in the queue, with fresh deadlines. (A Reset that timed out
+///   takes the first such completion as its late answer instead.)
 public struct CommandFlowController: Sendable {
     struct Entry: Sendable {
         var token: UInt64
         var command: HCICommand
         var timeout: Duration
         var deadline: Duration
+        /// `batch` when it was handed out to send.
+        var sentInBatch: UInt64 = 0
     }
 
     /// Commands that may be sent now. Starts at 1, as the spec lets the host send one command
@@ -89,6 +105,12 @@ public struct CommandFlowController: Sendable {
     public private(set) var credits: Int = 1
     private var queued: [Entry] = []
     private var sent: [Entry] = []
+    /// The batch of controller frames being handled (`beginBatch`); 0 while the caller marks
+    /// none, when every sent command may be answered by any completion.
+    private var batch: UInt64 = 0
+    /// Resets that timed out unanswered: a late Command Complete for Reset is theirs, not a
+    /// spontaneous one.
+    private var resetsTimedOut = 0
 
     public init() {}
 
@@ -98,6 +120,13 @@ public struct CommandFlowController: Sendable {
     public var outstandingCount: Int { sent.count }
     /// Opcodes of the commands sent and not yet answered, oldest first.
     public var outstandingOpcodes: [HCIOpcode] { sent.map(\.command.opcode) }
+
+    /// Marks the start of a batch of frames from the controller that were all read before
+    /// anything sent while handling them (one transport read). Commands handed out during the
+    /// batch can only be answered in a later one.
+    public mutating func beginBatch() {
+        batch &+= 1
+    }
 
     /// Queues a command; returns the commands to send now (this one, if a credit is free and
     /// nothing is ahead of it).
@@ -116,6 +145,12 @@ public struct CommandFlowController: Sendable {
             credits = Int(n)
             if let entry = takeSent(opcode) {
                 completions.append(CommandCompletion(token: entry.token, opcode: opcode, result: .success(.complete(returnParameters: returnParameters))))
+            } else if opcode == .reset {
+                if resetsTimedOut > 0 {
+                    resetsTimedOut -= 1
+                } else {
+                    resendAfterSpontaneousReset()
+                }
             }
         case let .commandStatus(status, n, opcode):
             credits = Int(n)
@@ -145,6 +180,7 @@ public struct CommandFlowController: Sendable {
         sent.removeAll { entry in
             guard entry.deadline <= now else { return false }
             completions.append(CommandCompletion(token: entry.token, opcode: entry.command.opcode, result: .failure(.commandTimeout(opcode: entry.command.opcode))))
+            if entry.command.opcode == .reset { resetsTimedOut += 1 }
             return true
         }
         if !completions.isEmpty { credits = max(credits, 1) }
@@ -158,6 +194,7 @@ public struct CommandFlowController: Sendable {
         sent.removeAll()
         queued.removeAll()
         credits = 1
+        resetsTimedOut = 0
         return all.map { CommandCompletion(token: $0.token, opcode: $0.command.opcode, result: .failure(error)) }
     }
 
@@ -170,8 +207,24 @@ public struct CommandFlowController: Sendable {
     }
 
     private mutating func takeSent(_ opcode: HCIOpcode) -> Entry? {
-        guard opcode != .noOperation, let i = sent.firstIndex(where: { $0.command.opcode == opcode }) else { return nil }
+        guard opcode != .noOperation,
+              let i = sent.firstIndex(where: { $0.command.opcode == opcode && answerable($0) }) else { return nil }
         return sent.remove(at: i)
+    }
+
+    /// Whether a completion in the current batch may answer `entry`.
+    private func answerable(_ entry: Entry) -> Bool {
+        batch == 0 || entry.sentInBatch != batch
+    }
+
+    /// A Command Complete for Reset that answers no sent Reset: the controller reset itself and
+    /// will never answer the commands it had (the Linux host resends the last one). Those the
+    /// controller could have seen go back to the front of the queue, in order.
+    private mutating func resendAfterSpontaneousReset() {
+        let lost = sent.filter(answerable)
+        guard !lost.isEmpty else { return }
+        sent.removeAll(where: answerable)
+        queued.insert(contentsOf: lost, at: 0)
     }
 
     private mutating func drain(now: Duration) -> [HCICommand] {
@@ -179,6 +232,7 @@ public struct CommandFlowController: Sendable {
         while credits > 0, !queued.isEmpty {
             var entry = queued.removeFirst()
             entry.deadline = now + entry.timeout
+            entry.sentInBatch = batch
             credits -= 1
             sent.append(entry)
             out.append(entry.command)

@@ -46,6 +46,7 @@ extension VirtualController {
         if activeScan && adv.isScannable && Self.advertiser(adv, accepts: scannerAddress, bit: 0x01) {
             add(.scanRsp, adv.scanResponse)
         }
+        if !configuration.quirks.isEmpty { return quirkyReports(reports) }
         return reports.map { .event(.le(.advertisingReport([$0]))) }
     }
 
@@ -213,7 +214,8 @@ extension VirtualController {
     /// The link ended from the far side (`reason` as the peer gave it, or a timeout).
     public mutating func linkLost(handle: UInt16, reason: HCIStatus) -> [HostBoundPacket] {
         guard connections.removeValue(forKey: handle) != nil, eventEnabled(bit: 4) else { return [] }
-        return [.event(.disconnectionComplete(status: .success, handle: handle, reason: reason))]
+        let event = HostBoundPacket.event(.disconnectionComplete(status: .success, handle: handle, reason: reason))
+        return configuration.quirks.isEmpty ? [event] : [event] + afterDisconnectionComplete(handle: handle)
     }
 
     /// New parameters took effect on the link (LE Connection Update Complete, §7.7.65.3).

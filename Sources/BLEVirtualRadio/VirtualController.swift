@@ -85,6 +85,9 @@ public struct VirtualController: Sendable {
     public internal(set) var connections: [UInt16: Connection] = [:]
     var nextHandle: UInt16 = 0x0040
 
+    /// What the configured quirks remember (VirtualController+Quirks.swift); kept over a reset.
+    var quirkState = QuirkState()
+
     /// Reset default of Set Event Mask: 0x00001FFFFFFFFFFF (LE Meta, bit 61, off). §7.3.1.
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     /// Reset default of LE Set Event Mask: the first five subevents. §7.8.1.
@@ -184,14 +187,20 @@ public struct VirtualController: Sendable {
     // MARK: Commands
 
     /// Handles one command from the host. None of this slice's commands depends on the time;
-    /// timed behaviour (advertising events) lives in the medium.
+    /// timed behaviour (advertising events) lives in the medium. A controller with quirks
+    /// (`VirtualControllerConfiguration.quirks`) misbehaves around the answer as they say.
     public mutating func handle(_ command: HCICommand) -> ControllerOutput {
+        configuration.quirks.isEmpty ? answer(command) : answerWithQuirks(command)
+    }
+
+    /// `handle` as a well-behaved controller answers.
+    mutating func answer(_ command: HCICommand) -> ControllerOutput {
         var out = ControllerOutput()
         let op = command.opcode
         var r = ByteReader(command.parameters)
         // A command the profile leaves out is one this controller never heard of (§4.5).
         if configuration.lacksCommands.contains(op) {
-            out.event(complete(op, status: .unknownCommand))
+            out.event(unknownCommand(op))
             return out
         }
         if let refused = refusedForMixing(op) {
@@ -221,16 +230,17 @@ public struct VirtualController: Sendable {
                 out.event(complete(op, publicAddress.littleEndianBytes))
             case .readBufferSize:
                 // An LE-only controller has no BR/EDR buffers; the host uses the LE ones. §7.4.5.
-                out.event(complete(op, [0, 0, 0, 0, 0, 0, 0]))
+                // With shared buffers (a quirk) they are here, and LE reports none.
+                out.event(complete(op, sharedBufferSize))
             case .leReadBufferSizeV1:
                 var w = ByteWriter()
-                w.u16(configuration.leACLBufferLength)
-                w.u8(configuration.leACLBufferCount)
+                w.u16(leBuffers.length)
+                w.u8(leBuffers.count)
                 out.event(complete(op, w.bytes))
             case .leReadBufferSizeV2:
                 var w = ByteWriter()
-                w.u16(configuration.leACLBufferLength)
-                w.u8(configuration.leACLBufferCount)
+                w.u16(leBuffers.length)
+                w.u8(leBuffers.count)
                 w.u16(0)
                 w.u8(0)
                 out.event(complete(op, w.bytes))
@@ -366,7 +376,7 @@ public struct VirtualController: Sendable {
                 } else if let handled = try handleSyncTransferCommand(command, &r) {
                     out = handled
                 } else {
-                    out.event(complete(op, status: .unknownCommand))
+                    out.event(unknownCommand(op))
                 }
             }
         } catch {
@@ -478,10 +488,12 @@ public struct VirtualController: Sendable {
     mutating func resetState() {
         let power = txPower
         let serial = nextTrainSerial
+        let quirks = quirkState
         self = VirtualController(address: publicAddress, configuration: configuration)
         txPower = power
         // Trains after the reset are new ones: no old sync may follow them.
         nextTrainSerial = serial
+        quirkState = quirks
     }
 
     /// The ranges of Vol 4 Part E §7.8.12 (and §7.8.18, §7.8.31): interval 0x0006–0x0C80

@@ -78,7 +78,7 @@ extension VirtualMedium {
     public mutating func setPower(_ id: ControllerID, on: Bool, now: Duration) -> [Delivery] {
         guard exists(id), nodes[id.rawValue].poweredOn != on else { return [] }
         if on {
-            nodes[id.rawValue].controller.resetState()
+            nodes[id.rawValue].controller.poweredOn()
             nodes[id.rawValue].poweredOn = true
             return []
         }

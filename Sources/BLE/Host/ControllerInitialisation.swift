@@ -9,7 +9,15 @@ import BLEWire
 /// to the flow controller, the info to the parts).
 enum ControllerInitialisation {
     static func run(_ host: isolated some HostServices) async throws -> ControllerInfo {
-        _ = try await host.commandReturning(.reset)
+        do {
+            _ = try await host.commandReturning(.reset)
+        } catch BLEError.hci(.commandTimeout(opcode: .reset)) {
+            // A controller that loses the first command after power-on (VirtualControllerQuirk
+            // `losesFirstCommand`; BTstack resends HCI Reset the same way): one more try, after
+            // which a controller that stays silent fails the initialisation.
+            host.log("HCI Reset: no answer within the command timeout; sending it once more")
+            _ = try await host.commandReturning(.reset)
+        }
 
         let version = await capability("Read Local Version Information", host) {
             try LocalVersionInformation(returnParameters: try await $0.commandReturning(.readLocalVersionInformation))

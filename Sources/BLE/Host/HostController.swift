@@ -272,6 +272,7 @@ actor HostController {
     private func read(_ queue: HCIFrameQueue) async {
         do {
             try await queue.read { frames in
+                commandFlow.beginBatch()
                 for frame in frames { take(frame) }
                 endOfBatch()
             }
@@ -299,6 +300,7 @@ actor HostController {
     }
 
     func receive(_ frame: H4Frame) {
+        commandFlow.beginBatch()
         take(frame)
         endOfBatch()
     }
