@@ -386,14 +386,18 @@ public struct LEEncryptResult: HCIReturnParameters, Hashable {
 
 /// LE Read Maximum Data Length: the largest link-layer payloads the controller supports. §7.8.46.
 public struct LEMaximumDataLength: HCIReturnParameters, Hashable {
+    /// The command these parameters answer: HCI_LE_Read_Maximum_Data_Length.
     public static let opcode = HCIOpcode.leReadMaximumDataLength
+    /// The longest LL data payload the controller sends, in octets (27...251).
     public var supportedMaxTxOctets: UInt16
     /// Microseconds.
     public var supportedMaxTxTime: UInt16
+    /// The longest LL data payload the controller receives, in octets (27...251).
     public var supportedMaxRxOctets: UInt16
     /// Microseconds.
     public var supportedMaxRxTime: UInt16
 
+    /// The four maxima as given.
     public init(supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16, supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
         self.supportedMaxTxOctets = supportedMaxTxOctets
         self.supportedMaxTxTime = supportedMaxTxTime
@@ -401,6 +405,7 @@ public struct LEMaximumDataLength: HCIReturnParameters, Hashable {
         self.supportedMaxRxTime = supportedMaxRxTime
     }
 
+    /// Decodes the Command Complete return parameters; throws on a non-zero status or short data.
     public init(returnParameters: [UInt8]) throws(HCIError) {
         self = try parseReturnParameters(Self.opcode, returnParameters) { (r: inout ByteReader) throws(WireError) in
             LEMaximumDataLength(supportedMaxTxOctets: try r.readU16(), supportedMaxTxTime: try r.readU16(),

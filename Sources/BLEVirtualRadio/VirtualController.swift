@@ -549,7 +549,7 @@ public struct VirtualController: Sendable {
             (0, 5), // Disconnect
             (5, 6), (5, 7), // Set Event Mask, Reset
             (14, 3), (14, 5), (14, 7), // Read Local Version Information, Read Local Supported Features, Read Buffer Size
-            (15, 1), // Read BD_ADDR
+            (15, 1), (15, 5), // Read BD_ADDR, Read RSSI (answered by the medium)
             (25, 0), (25, 1), (25, 2), (25, 4), (25, 5), (25, 7), // LE Set Event Mask ... LE Set Advertising Data
             (26, 0), (26, 1), (26, 2), (26, 3), (26, 4), (26, 5), // LE Set Scan Response Data ... LE Create Connection Cancel
             (26, 6), (26, 7), (27, 0), (27, 1), // LE Read Filter Accept List Size ... LE Remove Device From

@@ -83,7 +83,7 @@ final class HostConnectionTests: XCTestCase {
         // order) and the end of any background work it started.
         let baseline = await central.host.run { $0.backgroundTaskCount }
         await t.controller.sendNow(.le(.connectionComplete(complete)))
-        try await p.setPHY(.le2M)
+        try await p.setPHY(.le1M) // the fake lists LE 1M alone; any command round trip will do
         await waitUntil("background work to end", within: .seconds(10)) { await central.host.run { $0.backgroundTaskCount } <= baseline }
         // It neither replaced the link nor disconnected it as "unwanted".
         let disconnects = await t.controller.commands.filter { $0.opcode == .disconnect }

@@ -15,6 +15,8 @@ final class HostInitialisationTests: XCTestCase {
         XCTAssertEqual(sent, [
             .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures,
             .readBDADDR, .leReadBufferSizeV2, .setEventMask, .leSetEventMask, .leReadLocalSupportedFeatures,
+            // The list sizes, which it lists; not LE Read Maximum Data Length: no DLE feature.
+            .leReadFilterAcceptListSize, .leReadResolvingListSize,
         ])
         XCTAssertEqual(central.controllerInfo.address, BDAddress(rawValue: 0x00_1B_DC_00_00_01))
         XCTAssertEqual(central.controllerInfo.aclBufferLength, 27)
