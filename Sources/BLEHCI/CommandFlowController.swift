@@ -86,10 +86,18 @@ public struct CommandCompletion: Sendable {
 ///   batch was being handled: the controller sent it before it could have seen that command,
 ///   so a stale duplicate in the same batch cannot answer the next command with its opcode;
 /// - a Command Complete for Reset that matches no sent Reset while other commands are
-///   outstanding is a controller that reset on its own and lost them (Linux
-///   `net/bluetooth/hci_core.c` `hci_req_cmd_complete`, some CSR controllers during init):
-///   they are sent again, first in the queue, with fresh deadlines. (A Reset that timed out
-///   takes the first such completion as its late answer instead.)
+///   outstanding, during the host's initialisation (`initialisationEnded` not yet called), is a
+///   controller that reset on its own and lost them (Linux `net/bluetooth/hci_core.c`
+///   `hci_req_cmd_complete`, some CSR controllers during init; Linux too resends only while
+///   initialising): they are sent again, first in the queue, with fresh deadlines. A Reset that
+///   timed out makes the next such completion that matches no Reset its late answer, not a
+///   spontaneous one (a Reset sent again meanwhile takes the first completion that comes).
+///   After initialisation an unsolicited Reset completion only gives credits.
+///
+/// Batches are only as good as the transport's reads: a transport that hands frames over one by
+/// one makes each frame its own batch, and then a duplicate completion that arrives after the
+/// next command with its opcode was sent answers that command, as it does in Linux, Zephyr and
+/// Bumble, which match completions by opcode alone.
 public struct CommandFlowController: Sendable {
     struct Entry: Sendable {
         var token: UInt64
@@ -111,6 +119,9 @@ public struct CommandFlowController: Sendable {
     /// Resets that timed out unanswered: a late Command Complete for Reset is theirs, not a
     /// spontaneous one.
     private var resetsTimedOut = 0
+    /// Whether an unsolicited Reset completion sends the lost commands again: only while the
+    /// host initialises the controller.
+    private var initialising = true
 
     public init() {}
 
@@ -120,6 +131,13 @@ public struct CommandFlowController: Sendable {
     public var outstandingCount: Int { sent.count }
     /// Opcodes of the commands sent and not yet answered, oldest first.
     public var outstandingOpcodes: [HCIOpcode] { sent.map(\.command.opcode) }
+
+    /// The host finished initialising the controller: from now on an unsolicited Reset
+    /// completion no longer sends commands again, and Resets that timed out are forgotten.
+    public mutating func initialisationEnded() {
+        initialising = false
+        resetsTimedOut = 0
+    }
 
     /// Marks the start of a batch of frames from the controller that were all read before
     /// anything sent while handling them (one transport read). Commands handed out during the
@@ -148,7 +166,7 @@ public struct CommandFlowController: Sendable {
             } else if opcode == .reset {
                 if resetsTimedOut > 0 {
                     resetsTimedOut -= 1
-                } else {
+                } else if initialising {
                     resendAfterSpontaneousReset()
                 }
             }
@@ -195,6 +213,7 @@ public struct CommandFlowController: Sendable {
         queued.removeAll()
         credits = 1
         resetsTimedOut = 0
+        initialising = true
         return all.map { CommandCompletion(token: $0.token, opcode: $0.command.opcode, result: .failure(error)) }
     }
 

@@ -15,6 +15,15 @@ extension VirtualController {
         var out = ControllerOutput()
         let op = command.opcode
         switch op {
+        case .readRSSI:
+            // §7.5.4: what the medium says this end hears of the link's peer (`heardRSSI`, set
+            // around this call), Unknown Connection Identifier for a handle with no link.
+            let handle = try r.readU16() & 0x0FFF
+            if connections[handle] != nil, let rssi = heardRSSI {
+                out.event(complete(op, handle: handle, [UInt8(bitPattern: rssi)]))
+            } else {
+                out.event(complete(op, handle: handle, status: .unknownConnectionIdentifier))
+            }
         case .leSetDataLength:
             let handle = try r.readU16() & 0x0FFF
             let txOctets = try r.readU16()

@@ -85,6 +85,10 @@ public struct VirtualController: Sendable {
     public internal(set) var connections: [UInt16: Connection] = [:]
     var nextHandle: UInt16 = 0x0040
 
+    /// The RSSI the medium hears for the link a Read RSSI asks about, set only while the medium
+    /// has the controller answer it (VirtualMedium+RSSI.swift); nil: no link.
+    var heardRSSI: Int8?
+
     /// What the configured quirks remember (VirtualController+Quirks.swift); kept over a reset.
     var quirkState = QuirkState()
 

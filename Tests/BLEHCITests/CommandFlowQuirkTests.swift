@@ -34,6 +34,20 @@ final class CommandFlowQuirkTests: XCTestCase {
         XCTAssertEqual(flow.outstandingCount, 0)
     }
 
+    /// After initialisation an unsolicited Reset completion sends nothing again (Linux resends
+    /// only while initialising): the pending command waits for its own answer or its timeout.
+    func testAfterInitialisationASpontaneousResetCompletionResendsNothing() {
+        var flow = CommandFlowController()
+        _ = flow.enqueue(.reset, token: 1, now: .zero, timeout: timeout)
+        _ = flow.receive(complete(.reset), now: .milliseconds(1))
+        flow.initialisationEnded()
+        XCTAssertEqual(flow.enqueue(.leRand, token: 2, now: .milliseconds(1), timeout: timeout), [.leRand])
+        let spurious = flow.receive(complete(.reset), now: .milliseconds(2))
+        XCTAssertEqual(spurious.completions.count, 0)
+        XCTAssertEqual(spurious.toSend, [], "nothing sent again after initialisation")
+        XCTAssertEqual(flow.outstandingOpcodes, [.leRand])
+    }
+
     /// A Reset completion with nothing outstanding changes nothing but the credits.
     func testASpontaneousResetCompletionWithNothingPendingIsIgnored() {
         var flow = CommandFlowController()

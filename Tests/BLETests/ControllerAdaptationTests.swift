@@ -34,7 +34,7 @@ final class ControllerAdaptationTests: XCTestCase {
         XCTAssertEqual(info.aclBufferLength, 310)
         XCTAssertEqual(info.aclBufferCount, 10)
         XCTAssertTrue(info.aclBuffersShared)
-        XCTAssertEqual(info.sharedACLBuffers?.length, 310)
+        XCTAssertEqual(info.brEdrACLBuffers?.length, 310)
     }
 
     /// A Bluetooth 4.0 controller (HCI version 6) is asked for the LE events 4.0 defines only

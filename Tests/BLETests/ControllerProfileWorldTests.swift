@@ -154,4 +154,37 @@ final class ControllerProfileWorldTests: XCTestCase {
         XCTAssertEqual(address.type, .random)
         XCTAssertEqual(address.address.rawValue >> 46, 0b11, "a static random address (top two bits set): \(address)")
     }
+
+    /// Read RSSI goes through the controller like any command (the medium only supplies what
+    /// it hears): answered where listed, Unknown HCI Command where listed but broken, and
+    /// refused by the host where the controller does not list it.
+    func testReadRSSIIsGatedLikeEveryCommand() async throws {
+        func readRSSI(_ configuration: VirtualControllerConfiguration) async throws -> Result<Int, BLEError> {
+            try await VirtualWorld.run(limit: .seconds(120)) { world in
+                let (manager, device) = try await world.addPeripheralManager(name: "R")
+                try await manager.startAdvertising(AdvertisingData())
+                let (central, _) = try await world.addCentral(controller: configuration)
+                let peripheral = try await central.connect(DeviceAddress(device.address, type: .public), timeout: .seconds(10))
+                let result: Result<Int, BLEError>
+                do { result = .success(try await peripheral.readRSSI()) } catch let e as BLEError { result = .failure(e) }
+                try? await peripheral.disconnect()
+                await central.close()
+                await manager.close()
+                return result
+            }
+        }
+        let plain = try await readRSSI(VirtualControllerConfiguration())
+        XCTAssertEqual(try plain.get(), -40, "0 dBm at the 1 m minimum distance")
+        var broken = VirtualControllerConfiguration()
+        broken.quirks = [.listedButUnknown([.readRSSI])]
+        guard case .failure(.hci(.commandFailed(opcode: .readRSSI, status: .unknownCommand))) = try await readRSSI(broken) else {
+            return XCTFail("a listed but broken Read RSSI must fail with Unknown HCI Command")
+        }
+        var lacking = VirtualControllerConfiguration()
+        lacking.lacksCommands = [.readRSSI]
+        guard case let .failure(.unsupported(message)) = try await readRSSI(lacking) else {
+            return XCTFail("an unlisted Read RSSI must be refused by the host")
+        }
+        XCTAssertTrue(message.contains("Read RSSI"), message)
+    }
 }

@@ -14,7 +14,7 @@ final class HostInitialisationTests: XCTestCase {
         let sent = await t.controller.commands.map(\.opcode)
         XCTAssertEqual(sent, [
             .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readLocalSupportedFeatures,
-            .readBDADDR, .leReadBufferSizeV2, .setEventMask, .leSetEventMask, .leReadLocalSupportedFeatures,
+            .readBDADDR, .leReadBufferSizeV2, .readBufferSize, .setEventMask, .leSetEventMask, .leReadLocalSupportedFeatures,
             // The list sizes, which it lists; not LE Read Maximum Data Length: no DLE feature.
             .leReadFilterAcceptListSize, .leReadResolvingListSize,
         ])

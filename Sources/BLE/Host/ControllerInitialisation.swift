@@ -70,7 +70,8 @@ enum ControllerInitialisation {
 
     /// The ACL data buffers (Vol 4 Part E §4.1.1): LE Read Buffer Size v2 when the controller
     /// lists it, else v1; when the LE buffers are 0 (or the read fails), the ones the
-    /// controller shares with BR/EDR (Read Buffer Size, §7.4.5, §7.8.2).
+    /// controller shares with BR/EDR (Read Buffer Size, §7.4.5, §7.8.2). Read Buffer Size is
+    /// also read when listed, for what `ble info` shows of the BR/EDR buffers.
     private static func readBuffers(into info: inout ControllerInfo, _ host: isolated some HostServices) async throws {
         var length = 0, count = 0
         if info.supportedCommands?.leReadBufferSizeV2 == true,
@@ -80,15 +81,21 @@ enum ControllerInitialisation {
                 info.isoBuffers = (Int(v2.isoDataPacketLength), Int(v2.totalNumISODataPackets))
             }
         }
-        if length == 0 || count == 0,
+        // v1 is in every LE controller (§7.8.2); one that does not list it is still asked when
+        // nothing else could give the buffers.
+        if length == 0 || count == 0, info.lists(.leReadBufferSizeV1) || !info.lists(.readBufferSize),
            let v1 = await capability("LE Read Buffer Size", host, { try LEBufferSizeV1(returnParameters: try await $0.commandReturning(.leReadBufferSizeV1)) }) {
             (length, count) = (Int(v1.aclDataPacketLength), Int(v1.totalNumACLDataPackets))
         }
-        if length == 0 || count == 0 {
-            let shared = try BufferSize(returnParameters: try await host.commandReturning(.readBufferSize))
-            (length, count) = (Int(shared.aclDataPacketLength), Int(shared.totalNumACLDataPackets))
-            info.aclBuffersShared = true
-            info.sharedACLBuffers = (length, count)
+        let needShared = length == 0 || count == 0
+        if needShared || info.lists(.readBufferSize),
+           let shared = await capability("Read Buffer Size", host, { try BufferSize(returnParameters: try await $0.commandReturning(.readBufferSize)) }),
+           shared.aclDataPacketLength > 0, shared.totalNumACLDataPackets > 0 {
+            info.brEdrACLBuffers = (Int(shared.aclDataPacketLength), Int(shared.totalNumACLDataPackets))
+            if needShared {
+                (length, count) = (Int(shared.aclDataPacketLength), Int(shared.totalNumACLDataPackets))
+                info.aclBuffersShared = true
+            }
         }
         guard length > 0, count > 0 else {
             throw BLEError.unsupported("the controller reports no ACL data buffers")

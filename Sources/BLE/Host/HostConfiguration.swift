@@ -36,9 +36,9 @@ public struct ControllerInfo: Sendable {
     /// the ACL buffers it shares with BR/EDR when LE Read Buffer Size reports none (Vol 4 Part E
     /// §7.8.2) or is not there.
     public var aclBuffersShared = false
-    /// The BR/EDR ACL buffers (Read Buffer Size, §7.4.5): length and count; nil when not read
-    /// (the controller has LE buffers of its own) or it did not answer.
-    public var sharedACLBuffers: (length: Int, count: Int)?
+    /// The BR/EDR ACL buffers (Read Buffer Size, §7.4.5): length and count; nil when the
+    /// controller does not list the command, reports none (an LE-only controller) or did not answer.
+    public var brEdrACLBuffers: (length: Int, count: Int)?
     /// The ISO data buffers (LE Read Buffer Size v2, §7.8.2): length and count; nil without v2.
     public var isoBuffers: (length: Int, count: Int)?
     /// Entries the Filter Accept List holds (LE Read Filter Accept List Size, §7.8.14); nil when

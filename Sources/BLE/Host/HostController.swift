@@ -107,6 +107,7 @@ actor HostController {
             startReader()
         }
         let info = try await ControllerInitialisation.run(self)
+        commandFlow.initialisationEnded()
         aclFlow = ACLFlowController(bufferCount: info.aclBufferCount, bufferLength: info.aclBufferLength)
         usesExtendedCommands = info.usesExtendedCommands(configuration.advertisingCommands)
         self.info = info

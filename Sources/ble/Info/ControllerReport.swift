@@ -70,7 +70,7 @@ struct ControllerReport {
 
     var bufferLines: [(String, String)] {
         var lines = [("LE ACL", "\(info.aclBufferLength) octets × \(info.aclBufferCount)" + (info.aclBuffersShared ? " (shared with BR/EDR: LE Read Buffer Size reports none)" : ""))]
-        if let shared = info.sharedACLBuffers, !info.aclBuffersShared { lines.append(("ACL (BR/EDR)", "\(shared.length) octets × \(shared.count)")) }
+        lines.append(("ACL (BR/EDR)", info.aclBuffersShared ? "the same" : info.brEdrACLBuffers.map { "\($0.length) octets × \($0.count)" } ?? "none"))
         lines.append(("ISO", info.isoBuffers.map { "\($0.length) octets × \($0.count)" } ?? "none"))
         return lines
     }
@@ -183,6 +183,7 @@ struct ControllerReport {
         })))
         fields.append(("buffers", .object([
             ("leACL", .object([("length", .int(info.aclBufferLength)), ("count", .int(info.aclBufferCount)), ("shared", .bool(info.aclBuffersShared))])),
+            ("brEdrACL", info.brEdrACLBuffers.map { .object([("length", .int($0.length)), ("count", .int($0.count))]) } ?? .null),
             ("iso", info.isoBuffers.map { .object([("length", .int($0.length)), ("count", .int($0.count))]) } ?? .null),
         ])))
         fields.append(("filterAcceptListSize", info.filterAcceptListSize.map { .int($0) } ?? .null))
