@@ -94,7 +94,7 @@ public final class HCIUserChannelTransport: HCITransport {
         return r == 0 ? 0 : errno
     }
 
-    static let capabilityAdvice = "needs CAP_NET_ADMIN and CAP_NET_RAW: run as root or `sudo setcap cap_net_admin,cap_net_raw+ep \"$(command -v ble)\"` (docs/HARDWARE.md)"
+    static let capabilityAdvice = "needs CAP_NET_ADMIN: run as root or `sudo setcap cap_net_admin+ep \"$(command -v ble)\"` (docs/HARDWARE.md)"
 
     /// Linux's ERFKILL (132, "Operation not possible due to RF-kill"), which Glibc does not name.
     static let rfkillErrno: Int32 = 132

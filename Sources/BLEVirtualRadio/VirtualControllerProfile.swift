@@ -42,8 +42,9 @@ public enum VirtualControllerProfile: String, CaseIterable, Sendable, Hashable, 
     /// The last command of Supported_Commands the version defined: every command whose bit
     /// comes after it was added later (4.0 ends with LE Test End, octet 28 bit 6; 4.2 with LE
     /// Read Maximum Data Length, octet 35 bit 3; 5.0 with LE Set Privacy Mode, octet 39 bit 2).
-    /// The bits of octets 29–33 before LE Remote Connection Parameter Request Reply are
-    /// BR/EDR commands, which this controller does not run in any profile.
+    /// The bits between 4.0's last and LE Remote Connection Parameter Request Reply (octet 33
+    /// bit 4) are commands this controller does not run in any profile (BR/EDR ones, and in
+    /// octet 29 later LE ones such as Channel Sounding's), so the cut-off leaves none out wrongly.
     private var lastCommand: HCIOpcode? {
         switch self {
         case .bluetooth40: return HCIOpcode(rawValue: 0x201F) // LE Test End

@@ -439,14 +439,18 @@ extension VirtualMedium {
         }
         switch action {
         case let .connectionUpdate(handle, interval, latency, timeout):
-            // Connection Update procedure (§5.1.1): both hosts learn the new parameters.
+            // Connection Update procedure (§5.1.1): both hosts learn the new parameters; the
+            // peripheral's only when one of them changed (Vol 4 Part E §7.7.65.3).
             guard let (linkID, end, peer) = find(handle) else { return [] }
+            let before = nodes[end.id.rawValue].controller.connections[end.handle]
+            let changed = before.map { $0.interval != interval || $0.latency != latency || $0.supervisionTimeout != timeout } ?? true
+            let central = links[linkID]?.central
             links[linkID]?.interval = Self.interval(interval)
             links[linkID]?.anchor = now
             links[linkID]?.lastEvent = nil
             links[linkID]?.eventStart = nil
             if links[linkID]?.nextEvent != nil { links[linkID]?.nextEvent = now }
-            return [end, peer].flatMap { e in
+            return [end, peer].filter { changed || $0 == central }.flatMap { e in
                 deliver(to: e.id) { $0.connectionUpdated(handle: e.handle, interval: interval, latency: latency, supervisionTimeout: timeout) }
             }
         case let .connectionParameterRequest(handle, intervalMin, intervalMax, latency, timeout):

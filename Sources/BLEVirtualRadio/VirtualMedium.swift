@@ -363,6 +363,7 @@ public struct VirtualMedium: Sendable {
         let reach = adv.weakestPHY
         if let initiator = nodes.indices.first(where: {
                 $0 != id.rawValue && nodes[$0].onAir && inRange(ControllerID(rawValue: $0), id, phy: reach) && nodes[$0].controller.isInitiating(to: adv)
+                && nodes[$0].controller.hasRoomForLink
            }),
            nodes[id.rawValue].controller.hasRoomForLink,
            let request = nodes[initiator].controller.initiation {

@@ -29,6 +29,45 @@ final class ConnectionUpdateWorldTests: XCTestCase {
         }
     }
 
+    /// Found by review: one request at a time per link. Two at once: one gets its parameters,
+    /// the other `.busy` (which one depends on scheduling, so only the count is checked).
+    func testASecondRequestWhileOneIsUnderWayIsBusy() async throws {
+        let outcomes = try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let (manager, c, p, central) = try await Self.connected(world, central: VirtualControllerConfiguration())
+            async let first: String = Self.outcome { try await manager.requestConnectionParameters(intervalMin: 30, intervalMax: 30, latency: 0, supervisionTimeout: 400, for: c) }
+            async let second: String = Self.outcome { try await manager.requestConnectionParameters(intervalMin: 36, intervalMax: 36, latency: 0, supervisionTimeout: 400, for: c) }
+            let both = await [first, second]
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+            return both
+        }
+        XCTAssertEqual(outcomes.filter { $0 == "busy" }.count, 1, "\(outcomes)")
+        XCTAssertEqual(outcomes.filter { $0.hasPrefix("interval") }.count, 1, "\(outcomes)")
+    }
+
+    /// Parameters the link already has need no request: the call returns them at once, with
+    /// no L2CAP request or LE Connection Update (a peripheral's controller reports no update
+    /// that changes nothing, Vol 4 Part E §7.7.65.3, so waiting for one could only time out).
+    func testAskingForTheCurrentParametersReturnsThemAtOnce() async throws {
+        try await VirtualWorld.run(limit: .seconds(120)) { world in
+            let (manager, c, p, central) = try await Self.connected(world, central: VirtualControllerConfiguration())
+            let now = p.connectionParameters
+            let started = world.clock.now()
+            let applied = try await manager.requestConnectionParameters(intervalMin: now.interval, intervalMax: now.interval + 8, latency: now.latency,
+                                                                        supervisionTimeout: now.supervisionTimeout, for: c)
+            XCTAssertEqual(applied, now)
+            XCTAssertEqual(world.clock.now(), started, "answered without a round trip")
+            try await p.disconnect()
+            await central.close()
+            await manager.close()
+        }
+    }
+
+    static func outcome(_ body: () async throws -> LinkParameters) async -> String {
+        do { return "interval \(try await body().interval)" } catch BLEError.busy { return "busy" } catch { return "\(error)" }
+    }
+
     /// A peripheral manager and a central (on a controller configured by `central`) connected to it.
     static func connected(_ world: VirtualWorld, central controller: VirtualControllerConfiguration)
         async throws -> (PeripheralManager, ConnectedCentral, Peripheral, Central) {

@@ -59,7 +59,7 @@ final class ControllerAdaptationTests: XCTestCase {
     /// and never asked of a controller that does not list them.
     func testListSizesAndDataLengthAreReadOnlyWhenListed() async throws {
         var commands = [UInt8](repeating: 0, count: 64)
-        for bit in [(26, 6), (34, 6), (35, 3), (33, 6)] { commands[bit.0] |= 1 << UInt8(bit.1) }
+        for bit in [(25, 2), (26, 6), (34, 6), (35, 3), (33, 6)] { commands[bit.0] |= 1 << UInt8(bit.1) }
         var answers = ControllerInitialisationTests.essentials
         answers[.leReadBufferSizeV1] = [0, 251, 0, 4]
         answers[.readLocalSupportedCommands] = [0] + commands
@@ -82,9 +82,11 @@ final class ControllerAdaptationTests: XCTestCase {
         let none = try await c.initialise()
         XCTAssertNil(none.filterAcceptListSize)
         let sent = await c.sent
-        for op in [HCIOpcode.leReadFilterAcceptListSize, .leReadResolvingListSize, .leReadMaximumDataLength, .leReadBufferSizeV2] {
-            XCTAssertFalse(sent.contains(op), "\(op) asked of a controller that does not list it")
+        for op in [HCIOpcode.leReadFilterAcceptListSize, .leReadResolvingListSize, .leReadMaximumDataLength, .leReadBufferSizeV2,
+                   .readBDADDR, .readLocalSupportedFeatures, .setEventMask, .leSetEventMask, .leReadLocalSupportedFeatures] {
+            XCTAssertFalse(sent.contains(op), "\(op) sent to a controller that does not list it")
         }
+        XCTAssertEqual(none.address, BDAddress(rawValue: 0), "no Read BD_ADDR listed: no public address")
     }
 
     /// `lists` answers by the Supported_Commands bit; a controller that did not answer the read,

@@ -11,6 +11,8 @@ final class SecurityCoordinatorTests: XCTestCase {
     actor Driver: SecurityDriver, LinkTableDouble, RecordingDriver {
         nonisolated let configuration: HostConfiguration
         let security: SecurityCoordinator
+        /// No controller answers here: every command counts as listed.
+        let info: ControllerInfo? = nil
         nonisolated let clock: any BLEClock = SystemClock()
         var record = DriverRecord()
         var links = LinkTable()

@@ -47,7 +47,7 @@ final class HCIUserChannelTests: XCTestCase {
             .contains("no adapters in /sys/class/bluetooth"))
         for e in [EPERM, EACCES] {
             XCTAssertTrue(HCIUserChannelTransport.bindFailure(errno: e, index: 0).message
-                .contains("needs CAP_NET_ADMIN and CAP_NET_RAW: run as root or `sudo setcap cap_net_admin,cap_net_raw+ep"))
+                .contains("needs CAP_NET_ADMIN: run as root or `sudo setcap cap_net_admin+ep"))
         }
         let busy = HCIUserChannelTransport.bindFailure(errno: EBUSY, index: 1).message
         XCTAssertTrue(busy.contains("hci1 is up/in use by bluetoothd"), busy)

@@ -23,6 +23,20 @@ extension ConnectionManager {
     func updateParameters(linkID: UInt64, intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, supervisionTimeout: UInt16,
                           _ host: isolated some ConnectionDriver) async throws -> LinkParameters {
         guard let handle = links.handle(forID: linkID) else { throw BLEError.notConnected }
+        let peripheral = links[handle]?.role == .peripheral
+        let listed = host.info?.lists(.leConnectionUpdate) ?? true
+        guard peripheral || listed else { throw ControllerInfo.notSupported(.leConnectionUpdate, "new connection parameters") }
+        // One request of the peripheral's at a time per link: the Link Layer procedure and the
+        // L2CAP request (one identifier outstanding, Vol 3 Part A §4.20) each answer only the last.
+        guard !peripheral || parameterUpdates[handle]?.isEmpty != false else {
+            throw BLEError.busy("a connection parameter request is already under way on this link")
+        }
+        // Parameters the link already has: nothing to ask, and a peripheral's controller reports
+        // no update that changes nothing (Vol 4 Part E §7.7.65.3).
+        if peripheral, let now = links[handle]?.parameters, intervalMin <= now.interval, now.interval <= intervalMax,
+           now.latency == latency, now.supervisionTimeout == supervisionTimeout {
+            return now
+        }
         let update = OneShot<LinkParameters>()
         parameterUpdates[handle, default: []].append(update)
         let owned = ActorOwned(update)
@@ -34,21 +48,22 @@ extension ConnectionManager {
         }
         let asked = LESignalingCommand.ConnectionParameters(intervalMin: intervalMin, intervalMax: intervalMax,
                                                             latency: latency, timeout: supervisionTimeout)
-        let peripheral = links[handle]?.role == .peripheral
-        if peripheral && host.info?.supportsConnectionParametersRequest == false {
+        if peripheral { askedParameters[handle] = asked }
+        if peripheral && (host.info?.supportsConnectionParametersRequest == false || !listed) {
             guard host.requestParametersOverL2CAP(handle: handle, asked) else {
                 parameterUpdates[handle]?.removeAll { $0 === update }
+                askedParameters[handle] = nil
                 throw BLEError.notConnected
             }
             return try await update.wait()
         }
-        if peripheral { askedParameters[handle] = asked }
         do {
             try await host.command(.leConnectionUpdate(handle: handle, intervalMin: intervalMin, intervalMax: intervalMax,
                                                        maxLatency: latency, supervisionTimeout: supervisionTimeout,
                                                        minCELength: 0, maxCELength: 0))
         } catch {
             parameterUpdates[handle]?.removeAll { $0 === update }
+            askedParameters[handle] = nil
             update.fail(error)
             throw error
         }
@@ -64,6 +79,7 @@ extension ConnectionManager {
         if status == .unsupportedRemoteFeature, let asked, parameterUpdates[handle]?.isEmpty == false,
            host.requestParametersOverL2CAP(handle: handle, asked) {
             host.log("the central lacks the Connection Parameters Request procedure: asking over L2CAP")
+            askedParameters[handle] = asked
             return
         }
         let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
@@ -82,6 +98,7 @@ extension ConnectionManager {
     func parameterUpdateTimedOut(_ update: OneShot<LinkParameters>, handle: UInt16) {
         guard !update.isFulfilled else { return }
         parameterUpdates[handle]?.removeAll { $0 === update }
+        if parameterUpdates[handle]?.isEmpty != false { askedParameters[handle] = nil }
         update.fail(BLEError.timeout("no LE Connection Update Complete"))
     }
 
@@ -89,7 +106,16 @@ extension ConnectionManager {
     /// on acceptance its LE Connection Update follows and completes the waiters; a rejection
     /// fails them, and the link keeps its parameters.
     func parameterUpdateAnswered(accepted: Bool, handle: UInt16, _ host: isolated some ConnectionDriver) {
-        guard !accepted else { return }
+        if accepted {
+            // Parameters the link already has need no update, and the peripheral's controller
+            // may then report none (§7.7.65.3): the request is done.
+            guard let asked = askedParameters[handle], let now = links[handle]?.parameters,
+                  asked.intervalMin <= now.interval, now.interval <= asked.intervalMax, now.latency == asked.latency,
+                  now.supervisionTimeout == asked.timeout else { return }
+            askedParameters[handle] = nil
+            for update in parameterUpdates.removeValue(forKey: handle) ?? [] { update.succeed(now) }
+            return
+        }
         askedParameters[handle] = nil
         let waiting = parameterUpdates.removeValue(forKey: handle) ?? []
         host.log("the central rejected the connection parameters asked over L2CAP")

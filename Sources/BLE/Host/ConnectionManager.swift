@@ -375,7 +375,7 @@ final class ConnectionManager {
     /// auxiliary packets), which LE Enhanced Connection Complete does not say. Not on a
     /// controller with LE 1M alone (the link is on it, and the command need not be there).
     private func readPHY(handle: UInt16, _ host: isolated some ConnectionDriver) {
-        guard host.supportedPHYs != .le1M, let link = links[handle] else { return }
+        guard host.supportedPHYs != .le1M, host.info?.lists(.leReadPHY) ?? true, let link = links[handle] else { return }
         let (id, updates) = (link.id, link.phyUpdates)
         host.spawn("LE Read PHY") {
             do {

@@ -103,7 +103,7 @@ public struct HostCommandUse: Sendable {
         .init(.leAddDeviceToResolvingList, "the host resolves private addresses"),
         .init(.leClearResolvingList, "the host resolves private addresses"),
         .init(.leSetAddressResolutionEnable, "the host resolves private addresses"),
-        .init(.leSetPrivacyMode, "network privacy mode"),
+        .init(.leSetPrivacyMode, "the host resolves private addresses (no device privacy mode)"),
         .init(.leSetAdvertisingSetRandomAddress, "legacy advertising, scanning and connecting"),
         .init(.leSetExtendedAdvertisingParameters, "legacy advertising, scanning and connecting"),
         .init(.leSetExtendedAdvertisingData, "legacy advertising, scanning and connecting"),

@@ -25,26 +25,35 @@ enum ControllerInitialisation {
         let commands = await capability("Read Local Supported Commands", host) {
             try LocalSupportedCommands(returnParameters: try await $0.commandReturning(.readLocalSupportedCommands))
         }
-        let features = await capability("Read Local Supported Features", host) {
+        // Every later command is sent only when the controller lists it (or gave no list).
+        func listed(_ opcode: HCIOpcode) -> Bool {
+            guard let commands, let bit = SupportedCommandBit.of(opcode) else { return true }
+            return commands.supports(octet: bit.octet, bit: bit.bit)
+        }
+        let features = !listed(.readLocalSupportedFeatures) ? nil : await capability("Read Local Supported Features", host) {
             try LocalSupportedFeatures(returnParameters: try await $0.commandReturning(.readLocalSupportedFeatures))
         }
         // A controller without a public address (or without the read) is driven with random
         // addresses only; §7.4.6 gives zero for "none".
-        let address = await capability("Read BD_ADDR", host) {
+        let address = !listed(.readBDADDR) ? nil : await capability("Read BD_ADDR", host) {
             try BDAddressReturn(returnParameters: try await $0.commandReturning(.readBDADDR)).address
-        } ?? BDAddress(rawValue: 0)
+        }
 
-        var info = ControllerInfo(address: address, version: version, supportedCommands: commands, features: features,
+        var info = ControllerInfo(address: address ?? BDAddress(rawValue: 0), version: version, supportedCommands: commands, features: features,
                                   leFeatures: nil, aclBufferLength: 0, aclBufferCount: 0)
         try await readBuffers(into: &info, host)
 
         // Set Event Mask is in every controller's list; one that refuses it keeps its reset
         // default (§7.3.1), which has every event but LE Meta.
-        _ = await capability("Set Event Mask", host) { try await $0.commandReturning(.setEventMask(EventMask.default)) }
+        if listed(.setEventMask) {
+            _ = await capability("Set Event Mask", host) { try await $0.commandReturning(.setEventMask(EventMask.default)) }
+        }
         let extended = info.usesExtendedCommands(host.configuration.advertisingCommands)
         let leMask = leEventMask(extended: extended, commands).intersection(.defined(byHCIVersion: version?.hciVersion))
-        _ = await capability("LE Set Event Mask", host) { try await $0.commandReturning(.leSetEventMask(leMask)) }
-        info.leFeatures = await capability("LE Read Local Supported Features", host) {
+        if listed(.leSetEventMask) {
+            _ = await capability("LE Set Event Mask", host) { try await $0.commandReturning(.leSetEventMask(leMask)) }
+        }
+        info.leFeatures = !listed(.leReadLocalSupportedFeatures) ? nil : await capability("LE Read Local Supported Features", host) {
             try LESupportedFeatures(returnParameters: try await $0.commandReturning(.leReadLocalSupportedFeatures))
         }
         await readLimits(into: &info, host)

@@ -218,8 +218,12 @@ extension SecurityCoordinator {
         worth.serial = serial
         pendingKey[handle] = worth
         guard let linkID = host.link(handle)?.id else { return }
+        let listed = host.info?.lists(.leEnableEncryption) ?? true
         host.spawn("LE Enable Encryption") {
             do {
+                // A controller that does not list it fails the encryption as one that answers
+                // Unknown HCI Command would, without the command being sent.
+                guard listed else { throw BLEError.hci(.commandFailed(opcode: .leEnableEncryption, status: .unknownCommand)) }
                 try await host.command(.leEnableEncryption(handle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv, longTermKey: key.ltk))
             } catch {
                 let status: HCIStatus

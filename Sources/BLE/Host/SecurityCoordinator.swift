@@ -413,6 +413,9 @@ final class SecurityCoordinator {
 /// encrypted (with the identity of the bond whose key did it, if one).
 protocol SecurityDriver: LinkTableAccess {
     var security: SecurityCoordinator { get }
+    /// What the controller said of itself at initialisation (nil before): whether it lists LE
+    /// Enable Encryption.
+    var info: ControllerInfo? { get }
     nonisolated var clock: any BLEClock { get }
     func cancelTask(_ id: UInt64)
     func sendInBackground(_ command: HCICommand, _ name: String)

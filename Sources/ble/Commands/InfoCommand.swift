@@ -24,8 +24,8 @@ struct InfoCommand: BLECommand {
           and no bluetoothd holding it:
             sudo btmgmt --index 0 power off     (or: sudo systemctl stop bluetooth)
             sudo rfkill unblock bluetooth       (when rfkill lists it soft-blocked)
-          and CAP_NET_ADMIN and CAP_NET_RAW rather than root:
-            sudo setcap cap_net_admin,cap_net_raw+ep "$(command -v ble)"
+          and CAP_NET_ADMIN (the user channel checks nothing else) rather than root:
+            sudo setcap cap_net_admin+ep "$(command -v ble)"
           A UART controller (a Raspberry Pi's built-in chip, an nRF52 running Zephyr's hci_uart) is
           --hci serial:/dev/ttyAMA0@115200 or serial:/dev/ttyACM0@1000000,rtscts once no kernel driver
           holds the port (stop hciuart.service on a Pi). See docs/HARDWARE.md.

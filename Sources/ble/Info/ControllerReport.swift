@@ -148,11 +148,13 @@ struct ControllerReport {
             row(g.group, "\(g.supported) of \(g.assigned)")
         }
         if allCommands { for name in supportedCommandNames { out += "      \(name)\n" } }
-        out += "Commands the stack uses (+ present, - absent: what the stack does without it):\n"
+        out += "Commands the stack uses (+ present, - absent: what the stack does without it"
+            + (info.supportedCommands == nil ? "; ? the controller did not say, so the stack tries each" : "") + "):\n"
         for use in HostCommandUse.all {
             let name = SupportedCommandBit.of(use.opcode)?.name ?? use.opcode.description
             let present = info.lists(use.opcode)
-            out += "  \(present ? "+" : "-") \(name)" + (present ? "" : ": " + (use.without ?? "REQUIRED: the stack cannot work without it")) + "\n"
+            let mark = info.supportedCommands == nil ? "?" : present ? "+" : "-"
+            out += "  \(mark) \(name)" + (present ? "" : ": " + (use.without ?? "REQUIRED: the stack cannot work without it")) + "\n"
         }
         out += "Stack choices:\n"
         for (label, value) in choices { row(label, value) }
@@ -178,7 +180,8 @@ struct ControllerReport {
         ])))
         fields.append(("stackCommands", .array(HostCommandUse.all.map { use in
             let present = info.lists(use.opcode)
-            return .object([("name", .string(SupportedCommandBit.of(use.opcode)?.name ?? use.opcode.description)), ("present", .bool(present)),
+            return .object([("name", .string(SupportedCommandBit.of(use.opcode)?.name ?? use.opcode.description)),
+                            ("present", info.supportedCommands == nil ? .null : .bool(present)),
                             ("without", present ? .null : .string(use.without ?? "required"))])
         })))
         fields.append(("buffers", .object([
