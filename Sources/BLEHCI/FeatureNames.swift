@@ -24,9 +24,27 @@ extension LESupportedFeatures {
         48: "Channel Sounding Tone Quality Indication",
     ]
 
+    /// The PHYs these features give a radio: LE 1M always, LE 2M (bit 8) and LE Coded (bit 11)
+    /// when listed (Vol 6 Part B §4.6).
+    public var phys: LEPHYSet {
+        var phys: LEPHYSet = .le1M
+        if contains(.le2MPHY) { phys.insert(.le2M) }
+        if contains(.leCodedPHY) { phys.insert(.leCoded) }
+        return phys
+    }
+
     /// The set bits, lowest first, each with its name ("bit N" for one not named here).
     public var namedBits: [(bit: Int, name: String)] {
         (0..<64).filter { rawValue & (1 << UInt64($0)) != 0 }.map { ($0, Self.bitNames[$0] ?? "bit \($0)") }
+    }
+}
+
+extension LocalSupportedCommands {
+    /// Whether the controller lists the command with this opcode (its bit in `SupportedCommandBit`,
+    /// §6.27); a command without a bit (Read Local Supported Commands itself) counts as listed.
+    public func lists(_ opcode: HCIOpcode) -> Bool {
+        guard let bit = SupportedCommandBit.of(opcode) else { return true }
+        return supports(octet: bit.octet, bit: bit.bit)
     }
 }
 

@@ -534,30 +534,27 @@ extension VirtualController {
     /// The LE features (Vol 6 Part B §4.6), with Bluetooth 5 advertising: LE Coded PHY (bit 11),
     /// LE Extended Advertising (12), LE Periodic Advertising (13), Channel Selection Algorithm
     /// #2 (14), Periodic Advertising Sync Transfer sender and recipient (24, 25).
-    var leFeatureBits: [UInt8] {
-        var bits = Self.leFeatures
+    /// Less what the configuration says it lacks (`lacksLEFeatures`, a profile's cut-off).
+    var leFeatureSet: LESupportedFeatures {
+        var features = Self.leFeatures
         if let support = configuration.extendedAdvertising {
-            bits[1] |= 0x70 | (support.codedPHY ? 0x08 : 0)
-            bits[3] |= 0x03
+            // Bits 24 and 25: Periodic Advertising Sync Transfer, sender and recipient.
+            features.formUnion([.leExtendedAdvertising, .lePeriodicAdvertising, .channelSelectionAlgorithm2,
+                                LESupportedFeatures(rawValue: 1 << 24 | 1 << 25)])
+            if support.codedPHY { features.insert(.leCodedPHY) }
         }
-        let lacking = configuration.lacksLEFeatures.rawValue
-        for i in bits.indices { bits[i] &= ~UInt8(truncatingIfNeeded: lacking >> UInt64(8 * i)) }
-        return bits
+        return features.subtracting(configuration.lacksLEFeatures)
     }
 
-    /// Whether this controller has an LE feature (as `leFeatureBits` lists it).
-    func hasLEFeature(_ feature: LESupportedFeatures) -> Bool {
-        let raw = leFeatureBits.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
-        return LESupportedFeatures(rawValue: raw).contains(feature)
-    }
+    /// `leFeatureSet` as LE Read Local Supported Features carries it: 8 octets, least
+    /// significant first.
+    var leFeatureBits: [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: leFeatureSet.rawValue >> UInt64(8 * $0)) } }
+
+    /// Whether this controller has an LE feature (as `leFeatureSet` lists it).
+    func hasLEFeature(_ feature: LESupportedFeatures) -> Bool { leFeatureSet.contains(feature) }
 
     /// The PHYs this controller's radio has: LE 1M, and LE 2M and LE Coded when it lists them.
-    var physOnAir: LEPHYSet {
-        var phys: LEPHYSet = .le1M
-        if hasLEFeature(.le2MPHY) { phys.insert(.le2M) }
-        if hasLEFeature(.leCodedPHY) { phys.insert(.leCoded) }
-        return phys
-    }
+    var physOnAir: LEPHYSet { leFeatureSet.phys }
 
     /// Whether one more link fits (`VirtualControllerConfiguration.maximumConnections`).
     var hasRoomForLink: Bool {

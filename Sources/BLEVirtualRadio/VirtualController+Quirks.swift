@@ -69,7 +69,7 @@ extension VirtualController {
     /// The answer to a command this controller does not know: Command Complete with Unknown
     /// HCI Command (Vol 4 Part E §4.5), or Command Status with it (`unknownCommandAsCommandStatus`).
     func unknownCommand(_ op: HCIOpcode) -> HCIEvent {
-        if !configuration.quirks.isEmpty && configuration.quirks.contains(.unknownCommandAsCommandStatus) {
+        if configuration.quirks.contains(.unknownCommandAsCommandStatus) {
             return status(op, .unknownCommand)
         }
         return complete(op, status: .unknownCommand)
@@ -78,14 +78,14 @@ extension VirtualController {
     /// What LE Read Buffer Size reports: the configured LE buffers, or none when LE shares the
     /// BR/EDR ones (`sharedACLBuffers`, §7.8.2).
     var leBuffers: (length: UInt16, count: UInt8) {
-        if !configuration.quirks.isEmpty && configuration.quirks.contains(.sharedACLBuffers) { return (0, 0) }
+        if configuration.quirks.contains(.sharedACLBuffers) { return (0, 0) }
         return (configuration.leACLBufferLength, configuration.leACLBufferCount)
     }
 
     /// Read Buffer Size's return parameters after the status (§7.4.5): none for an LE-only
     /// controller, the configured buffers when LE shares them (`sharedACLBuffers`).
     var sharedBufferSize: [UInt8] {
-        guard !configuration.quirks.isEmpty && configuration.quirks.contains(.sharedACLBuffers) else { return [0, 0, 0, 0, 0, 0, 0] }
+        guard configuration.quirks.contains(.sharedACLBuffers) else { return [0, 0, 0, 0, 0, 0, 0] }
         var w = ByteWriter()
         w.u16(configuration.leACLBufferLength)
         w.u8(0) // SCO length

@@ -544,7 +544,7 @@ public struct VirtualController: Sendable {
 
     /// LE features (Vol 6 Part B §4.6): encryption (bit 0), connection parameters request
     /// procedure (1), data packet length extension (5), LL privacy (6), LE 2M PHY (8).
-    static let leFeatures: [UInt8] = [0x63, 0x01, 0, 0, 0, 0, 0, 0]
+    static let leFeatures: LESupportedFeatures = [.leEncryption, .connectionParametersRequest, .leDataPacketLengthExtension, .llPrivacy, .le2MPHY]
 
     /// The Supported_Commands bit map (§6.27): exactly the commands `handle` implements.
     static let supportedCommands: [UInt8] = {

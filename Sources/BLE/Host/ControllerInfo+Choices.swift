@@ -45,10 +45,7 @@ extension ControllerInfo {
     /// Whether the controller says a command with this opcode is there, by its bit in
     /// Supported_Commands (§6.27). Commands without a bit (Read Local Supported Commands
     /// itself) and a controller that did not answer the read count as there.
-    public func lists(_ opcode: HCIOpcode) -> Bool {
-        guard let commands = supportedCommands, let bit = SupportedCommandBit.of(opcode) else { return true }
-        return commands.supports(octet: bit.octet, bit: bit.bit)
-    }
+    public func lists(_ opcode: HCIOpcode) -> Bool { supportedCommands?.lists(opcode) ?? true }
 
     /// The error a call gets when the controller lacks a command it needs: what the command
     /// does, with its spec section, and that this controller does not have it.

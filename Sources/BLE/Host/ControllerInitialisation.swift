@@ -26,10 +26,7 @@ enum ControllerInitialisation {
             try LocalSupportedCommands(returnParameters: try await $0.commandReturning(.readLocalSupportedCommands))
         }
         // Every later command is sent only when the controller lists it (or gave no list).
-        func listed(_ opcode: HCIOpcode) -> Bool {
-            guard let commands, let bit = SupportedCommandBit.of(opcode) else { return true }
-            return commands.supports(octet: bit.octet, bit: bit.bit)
-        }
+        func listed(_ opcode: HCIOpcode) -> Bool { commands?.lists(opcode) ?? true }
         let features = !listed(.readLocalSupportedFeatures) ? nil : await capability("Read Local Supported Features", host) {
             try LocalSupportedFeatures(returnParameters: try await $0.commandReturning(.readLocalSupportedFeatures))
         }

@@ -79,12 +79,7 @@ public struct ControllerInfo: Sendable {
 
     /// The PHYs the controller's LE features list: LE 1M always, LE 2M (bit 8) and LE Coded (bit
     /// 11) when it has them (Vol 6 Part B §4.6).
-    public var supportedPHYs: LEPHYSet {
-        var phys: LEPHYSet = .le1M
-        if leFeatures?.contains(.le2MPHY) == true { phys.insert(.le2M) }
-        if leFeatures?.contains(.leCodedPHY) == true { phys.insert(.leCoded) }
-        return phys
-    }
+    public var supportedPHYs: LEPHYSet { (leFeatures ?? []).phys }
 }
 
 /// Which of a controller's two sets of advertising, scanning and connecting commands the host

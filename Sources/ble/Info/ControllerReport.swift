@@ -83,10 +83,12 @@ struct ControllerReport {
         return "tx \(m.supportedMaxTxOctets) octets / \(m.supportedMaxTxTime) µs, rx \(m.supportedMaxRxOctets) octets / \(m.supportedMaxRxTime) µs"
     }
 
-    var phyText: String {
+    var phyNames: [String] {
         let phys = info.supportedPHYs
-        return [(LEPHYSet.le1M, "LE 1M"), (.le2M, "LE 2M"), (.leCoded, "LE Coded")].filter { phys.contains($0.0) }.map(\.1).joined(separator: ", ")
+        return [(LEPHYSet.le1M, "LE 1M"), (.le2M, "LE 2M"), (.leCoded, "LE Coded")].filter { phys.contains($0.0) }.map(\.1)
     }
+
+    var phyText: String { phyNames.joined(separator: ", ") }
 
     // MARK: Choices
 
@@ -198,7 +200,7 @@ struct ControllerReport {
         ]) } ?? .null))
         fields.append(("advertisingSets", info.advertisingSets.map { .int($0) } ?? .null))
         fields.append(("maximumAdvertisingDataLength", info.maximumAdvertisingDataLength.map { .int($0) } ?? .null))
-        fields.append(("phys", .array(phyText.split(separator: ",").map { .string($0.trimmingCharacters(in: .whitespaces)) })))
+        fields.append(("phys", .array(phyNames.map { .string($0) })))
         fields.append(("choices", .object(choices.map { ($0.0, .string($0.1)) })))
         return .object(fields)
     }
