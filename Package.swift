@@ -20,6 +20,13 @@ let package = Package(
         // the GATT Database Hash. The one outside dependency (ARCHITECTURE.md).
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "BLECrypto", dependencies: ["CLibcrypto"]),
+        // Eclipse Mosquitto's libmosquitto (Debian libmosquitto-dev): MQTT 5 with TLS, for
+        // `ble gateway` and `ble ui --broker`; wrapped for Swift concurrency by BLEMQTT.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .target(name: "BLEMQTT", dependencies: ["CMosquitto"]),
+        // `ble gateway`'s MQTT side, sans-IO: topics, the command decoder, the outbound queue's
+        // bounds, the advertisement rate limit.
+        .target(name: "BLEGateway", dependencies: ["BLEWire"]),
         .target(name: "BLEHCI", dependencies: ["BLEWire"]),
         // The seams the protocol code is driven through, with no I/O: the transport protocol, the
         // in-memory transport, the one clock protocol (system and manual clocks).
@@ -40,16 +47,16 @@ let package = Package(
         .target(name: "BLECommandLine"),
         // The tool's logic as a library: the seed systems' central flows and their renderers, the
         // `ble serve` profiles, and the demo peripherals of the virtual world.
-        .target(name: "BLESystems", dependencies: ["BLE", "BLEHTTP", "BLEProfiles", "BLEVirtual"], swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
+        .target(name: "BLESystems", dependencies: ["BLE", "BLEGateway", "BLEHTTP", "BLEMQTT", "BLEProfiles", "BLEVirtual"], swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The command layer: arguments, commands, signals and keys; everything else is BLESystems.
-        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"],
+        .executableTarget(name: "ble", dependencies: ["BLECommandLine", "BLESystems", "BLE", "BLEGateway", "BLEMQTT", "BLEProfiles", "BLETransport", "BLEVirtual", "BLEHTTP"],
                           // `ble pandora`'s gRPC bridge, found beside the executable (not through Bundle.module).
                           resources: [.copy("Pandora/Bridge")]),
         // Fuzz targets for every decoder and stateful machine (docs/FUZZING.md, scripts/fuzz.sh).
         // HTTP/1.1 and Server-Sent Events for `ble ui`, sans-IO: request parser, responses, the
         // access policy. No dependencies.
         .target(name: "BLEHTTP"),
-        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto", "BLEHTTP"]),
+        .target(name: "BLEFuzzTargets", dependencies: ["BLEWire", "BLEHCI", "BLEHost", "BLECrypto", "BLEGateway", "BLEHTTP"]),
         .executableTarget(name: "BLEFuzz", dependencies: ["BLEFuzzTargets"]),
         // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
         .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
@@ -76,6 +83,7 @@ let package = Package(
         .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLETestSupport"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         .testTarget(name: "BLEHTTPTests", dependencies: ["BLEHTTP"]),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLEMQTT", "BLEWire"]),
         // The seed-system flows, serve profiles and renderers of BLESystems, in-process on the virtual radio.
         .testTarget(name: "BLEToolTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLETestSupport"]),
     ],

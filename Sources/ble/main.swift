@@ -11,6 +11,7 @@ let commands: [any BLECommand.Type] = [
     ServeCommand.self, AdvertiseCommand.self, SyncCommand.self, L2capCommand.self, RadioCommand.self, DemoCommand.self,
     EchoCommand.self, FetchCommand.self, SampleCommand.self,
     HeartRateCommand.self, AccelCommand.self, UICommand.self, BenchCommand.self, PandoraCommand.self, InfoCommand.self,
+    GatewayCommand.self,
 ]
 
 @MainActor

@@ -1,0 +1,206 @@
+import BLE
+import BLEGateway
+import BLEMQTT
+import Foundation
+
+extension Gateway {
+    /// The longest Correlation Data a reply carries back (MQTT allows 65,535 octets).
+    static let maximumCorrelationData = 1024
+
+    /// A message on the command topic: decoded and checked, then carried out in a task of its
+    /// own (at most `maximumConcurrentCommands` at once), and answered on `reply` or on the
+    /// MQTT 5 Response Topic with its Correlation Data. Anything refused is answered at once
+    /// and changes nothing.
+    func received(_ m: MQTTMessage) {
+        guard m.topic == topics.commands else { return }
+        statistics.commands += 1
+        var replyTopic = topics.replies
+        var correlation: [UInt8]?
+        if let requested = m.responseTopic {
+            guard topics.allowsResponseTopic(requested) else {
+                return refuse(GatewayCommandDecoder.identifier(in: m.payload), code: "bad-response-topic",
+                              "the response topic may not be empty, hold + or #, start with $ or lie under \(topics.prefix)/",
+                              topic: replyTopic, correlation: nil)
+            }
+            replyTopic = requested
+        }
+        if let data = m.correlationData {
+            guard data.count <= Self.maximumCorrelationData else {
+                return refuse(GatewayCommandDecoder.identifier(in: m.payload), code: "bad-correlation-data",
+                              "correlation data longer than \(Self.maximumCorrelationData) octets", topic: replyTopic, correlation: nil)
+            }
+            correlation = data
+        }
+        // A retained command would be carried out again by every gateway that subscribes later.
+        guard !m.retain else {
+            return refuse(GatewayCommandDecoder.identifier(in: m.payload), code: "retained-command",
+                          "commands may not be retained messages", topic: replyTopic, correlation: correlation)
+        }
+        let request: GatewayRequest
+        switch GatewayCommandDecoder.decode(m.payload) {
+        case let .failure(error):
+            return refuse(GatewayCommandDecoder.identifier(in: m.payload), code: error.code, error.description,
+                          topic: replyTopic, correlation: correlation)
+        case let .success(r):
+            request = r
+        }
+        guard runningCommands < configuration.maximumConcurrentCommands else {
+            return refuse(request.id, code: "busy", "\(runningCommands) commands are under way; try again",
+                          topic: replyTopic, correlation: correlation)
+        }
+        runningCommands += 1
+        Task {
+            let result = await self.perform(request.operation)
+            self.finish(request, result, topic: replyTopic, correlation: correlation)
+        }
+    }
+
+    private func refuse(_ id: String?, code: String, _ message: String, topic: String, correlation: [UInt8]?) {
+        statistics.refused += 1
+        configuration.log("refused a command: \(message)")
+        publish(topic, GatewayPayloads.failure(id: id, code: code, message: message), kind: .control, correlationData: correlation)
+    }
+
+    private func finish(_ request: GatewayRequest, _ result: Result<[(String, JSON)], GatewayFailure>, topic: String, correlation: [UInt8]?) {
+        runningCommands -= 1
+        let json: JSON
+        switch result {
+        case let .success(fields):
+            json = GatewayPayloads.success(id: request.id, fields)
+        case let .failure(f):
+            statistics.failed += 1
+            configuration.log("\(request.operation.name) \(request.operation.device) failed: \(f.message)")
+            json = GatewayPayloads.failure(id: request.id, code: f.code, message: f.message)
+        }
+        publish(topic, json, kind: .control, correlationData: correlation)
+    }
+
+    private func perform(_ operation: GatewayOperation) async -> Result<[(String, JSON)], GatewayFailure> {
+        do {
+            return .success(try await carryOut(operation))
+        } catch {
+            return .failure(GatewayFailure.from(error))
+        }
+    }
+
+    private func carryOut(_ operation: GatewayOperation) async throws -> [(String, JSON)] {
+        switch operation {
+        case let .connect(d):
+            let p = try await peripheral(for: d)
+            return [("address", .string(p.address.description)), ("mtu", .int(p.mtu))]
+        case let .disconnect(d):
+            guard let p = links[d.address] else { throw GatewayFailure(code: "not-connected", "\(d) is not connected to this gateway") }
+            endSubscriptions(of: d.address)
+            links[d.address] = nil
+            try? await p.disconnect()
+            return [("address", .string(p.address.description))]
+        case let .gatt(d):
+            let p = try await peripheral(for: d)
+            let db = try await p.discoverDatabase(readValues: true)
+            guard case let .object(fields) = GATTDatabaseDump.json(db, address: p.address) else { return [] }
+            return fields
+        case let .read(d, c):
+            let p = try await peripheral(for: d)
+            let ch = try await locate(c, on: p)
+            guard ch.properties.contains(.read) else {
+                throw GatewayFailure(code: "not-readable", "\(c) on \(d) cannot be read (its properties: \(ch.properties.names.joined(separator: ",")))")
+            }
+            let read = try await p.readValueAndCharacteristic(for: ch)
+            return valueFields(read.value, read.characteristic)
+        case let .write(d, c, value, withResponse):
+            let p = try await peripheral(for: d)
+            let ch = try await locate(c, on: p)
+            let needed: CharacteristicProperties = withResponse ? .write : .writeWithoutResponse
+            guard ch.properties.contains(needed) else {
+                throw GatewayFailure(code: "not-writable", "\(c) on \(d) cannot be written \(withResponse ? "with" : "without") response (its properties: \(ch.properties.names.joined(separator: ",")))")
+            }
+            let type: WriteType = withResponse ? .withResponse : .withoutResponse
+            if !withResponse, value.count > p.maximumWriteValueLength(for: type) {
+                throw GatewayFailure(code: "value-too-long", "a write without response carries at most \(p.maximumWriteValueLength(for: type)) octets on this link")
+            }
+            let written = try await p.writeValue(value, for: ch, type: type)
+            return [("characteristic", .string(written.uuid.description)), ("handle", .int(Int(written.valueHandle)))]
+        case let .subscribe(d, c):
+            return try await subscribe(d, c)
+        case let .unsubscribe(d, c):
+            let key = GatewaySubscriptionKey(address: d.address, characteristic: c.characteristic)
+            guard let task = subscriptions.removeValue(forKey: key) else {
+                throw GatewayFailure(code: "not-subscribed", "\(c) of \(d) is not subscribed")
+            }
+            task.cancel()
+            if let p = links[d.address], let ch = try? await locate(c, on: p) {
+                _ = try? await p.disableUpdates(for: ch)
+            }
+            return [("characteristic", .string(c.characteristic.description))]
+        }
+    }
+
+    private func valueFields(_ value: [UInt8], _ c: GATTCharacteristic) -> [(String, JSON)] {
+        [("characteristic", .string(c.uuid.description)), ("handle", .int(Int(c.valueHandle)))]
+            + valueJSON(value) + GatewayPayloads.decoded(value, of: c.uuid)
+    }
+
+    /// The link to `d`: the one kept, one being made, or a new connection (with the MTU
+    /// exchanged) to a device this gateway has heard.
+    func peripheral(for d: GatewayDevice) async throws -> Peripheral {
+        if let p = links[d.address], p.state == .connected { return p }
+        if let attempt = connecting[d.address] { return try await attempt.value }
+        guard let address = heardDevice(named: d) else { throw GatewayFailure.unknownDevice(d) }
+        let central = self.central
+        let timeout = configuration.connectionTimeout
+        let mtu = configuration.mtu
+        let attempt = Task {
+            let p = try await central.connect(address, timeout: timeout)
+            // A peer that refuses the exchange keeps the default of 23.
+            _ = try? await p.exchangeMTU(mtu)
+            return p
+        }
+        connecting[d.address] = attempt
+        defer { connecting[d.address] = nil }
+        let p = try await attempt.value
+        links[d.address] = p
+        configuration.log("connected to \(p.address)")
+        let key = d.address
+        Task {
+            for await state in p.stateUpdates {
+                if case .disconnected = state { break }
+            }
+            self.linkEnded(key, p)
+        }
+        return p
+    }
+
+    private func linkEnded(_ key: BDAddress, _ p: Peripheral) {
+        guard links[key] === p else { return }
+        links[key] = nil
+        endSubscriptions(of: key)
+        configuration.log("\(p.address) disconnected")
+    }
+
+    private func endSubscriptions(of address: BDAddress) {
+        for (key, task) in subscriptions where key.address == address {
+            task.cancel()
+            subscriptions[key] = nil
+        }
+    }
+
+    /// The characteristic a command names: in the named service, or the one of that UUID on
+    /// the device (`ambiguous-characteristic` when several services have one).
+    func locate(_ c: GatewayCharacteristic, on p: Peripheral) async throws -> GATTCharacteristic {
+        var found: [(GATTService, GATTCharacteristic)] = []
+        let services = try await p.discoverServices(c.service.map { [$0] })
+        for s in services where c.service == nil || s.uuid == c.service {
+            for ch in try await p.discoverCharacteristics([c.characteristic], for: s) where ch.uuid == c.characteristic {
+                found.append((s, ch))
+            }
+        }
+        guard let first = found.first else {
+            throw GatewayFailure(code: "no-characteristic", "\(p.address) has no characteristic \(c)")
+        }
+        guard found.count == 1 else {
+            let names = found.map { $0.0.uuid.description }.joined(separator: ", ")
+            throw GatewayFailure(code: "ambiguous-characteristic", "\(c.characteristic) is in several services (\(names)): name one with \"service\"")
+        }
+        return first.1
+    }
+}

@@ -1,0 +1,45 @@
+import BLE
+import BLEGateway
+import Foundation
+
+extension Gateway {
+    /// Subscribes to `c` on `d` and publishes each value on `dev/ADDRESS/CHARACTERISTIC` at
+    /// QoS 1, followed across Service Changed; the subscription lasts until `unsubscribe`,
+    /// `disconnect` or the link's end.
+    func subscribe(_ d: GatewayDevice, _ c: GatewayCharacteristic) async throws -> [(String, JSON)] {
+        let key = GatewaySubscriptionKey(address: d.address, characteristic: c.characteristic)
+        let p = try await peripheral(for: d)
+        let ch = try await locate(c, on: p)
+        guard !ch.properties.isDisjoint(with: [.notify, .indicate]) else {
+            throw GatewayFailure(code: "not-subscribable", "\(c) on \(d) neither notifies nor indicates")
+        }
+        let fields: [(String, JSON)] = [("characteristic", .string(ch.uuid.description)), ("topic", .string(topics.value(d.address, ch.uuid)))]
+        if subscriptions[key] != nil { return fields + [("already", .bool(true))] }
+        let updates = await p.follow(ch) { [self] peripheral in try await self.locate(c, on: peripheral) }
+        _ = try await p.enableUpdates(for: ch)
+        let topic = topics.value(d.address, ch.uuid)
+        let address = p.address
+        let uuid = ch.uuid
+        subscriptions[key] = Task {
+            do {
+                for try await update in updates {
+                    guard case let .value(v) = update else { continue }
+                    self.received(v, of: uuid, at: address, topic: topic)
+                }
+            } catch {
+                self.subscriptionFailed(key, error)
+            }
+        }
+        return fields
+    }
+
+    private func received(_ value: [UInt8], of uuid: BluetoothUUID, at address: DeviceAddress, topic: String) {
+        statistics.notifications += 1
+        publish(topic, GatewayPayloads.value(value, of: uuid, at: address, gateway: topics.name, time: Date()), kind: .notification)
+    }
+
+    private func subscriptionFailed(_ key: GatewaySubscriptionKey, _ error: any Error) {
+        subscriptions[key] = nil
+        configuration.log("subscription to \(key.characteristic) of \(key.address) ended: \(error)")
+    }
+}
