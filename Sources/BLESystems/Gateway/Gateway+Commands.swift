@@ -150,6 +150,9 @@ extension Gateway {
         let timeout = configuration.connectionTimeout
         let mtu = configuration.mtu
         let attempt = Task {
+            // The central makes one connection at a time: attempts to several devices queue.
+            await self.connectionTurn()
+            defer { self.endConnectionTurn() }
             let p = try await central.connect(address, timeout: timeout)
             // A peer that refuses the exchange keeps the default of 23.
             _ = try? await p.exchangeMTU(mtu)
@@ -168,6 +171,24 @@ extension Gateway {
             self.linkEnded(key, p)
         }
         return p
+    }
+
+    /// Waits until no other connection attempt of this gateway is under way (FIFO).
+    func connectionTurn() async {
+        guard connectionAttemptUnderWay else {
+            connectionAttemptUnderWay = true
+            return
+        }
+        await withCheckedContinuation { connectionWaiters.append($0) }
+    }
+
+    /// Hands the turn to the next waiting attempt, if any.
+    func endConnectionTurn() {
+        if connectionWaiters.isEmpty {
+            connectionAttemptUnderWay = false
+        } else {
+            connectionWaiters.removeFirst().resume()
+        }
     }
 
     private func linkEnded(_ key: BDAddress, _ p: Peripheral) {

@@ -19,6 +19,9 @@ public actor Gateway {
     var heard: [BDAddress: ScannedDevice] = [:]
     var links: [BDAddress: Peripheral] = [:]
     var connecting: [BDAddress: Task<Peripheral, any Error>] = [:]
+    /// One connection attempt at a time (`connectionTurn`), the others waiting in order.
+    var connectionAttemptUnderWay = false
+    var connectionWaiters: [CheckedContinuation<Void, Never>] = []
     var subscriptions: [GatewaySubscriptionKey: Task<Void, Never>] = [:]
     var runningCommands = 0
     var statistics = GatewayStatistics()

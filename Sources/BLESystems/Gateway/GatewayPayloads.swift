@@ -45,7 +45,7 @@ public enum GatewayPayloads {
             return [("heartRate", .object(hr))]
         }
         if characteristic == AccelerometerProfile.sample, let s = try? AccelerometerSample(decoding: bytes) {
-            return [("accelerometer", .object([("x", .number(Double(s.x))), ("y", .number(Double(s.y))), ("z", .number(Double(s.z)))]))]
+            return [("accelerometer", .object([("x", rounded(s.x)), ("y", rounded(s.y)), ("z", rounded(s.z))]))]
         }
         return []
     }
@@ -58,6 +58,11 @@ public enum GatewayPayloads {
     /// A refused or failed command: `{"id", "ok": false, "code", "error"}`.
     public static func failure(id: String?, code: String, message: String) -> JSON {
         .object([("id", .optional(id)), ("ok", .bool(false)), ("code", .string(code)), ("error", .string(message))])
+    }
+
+    /// A sample's component to 5 decimals (a 32-bit float carries about 7 digits).
+    private static func rounded(_ v: Float) -> JSON {
+        .number((Double(v) * 100_000).rounded() / 100_000)
     }
 
     static func milliseconds(_ time: Date) -> Int {
