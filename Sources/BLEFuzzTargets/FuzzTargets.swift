@@ -27,6 +27,7 @@ public enum FuzzTargets {
         "att-signed-write": ATTSignedWriteFuzzTarget.run,
         "advertising-data": GAPFuzzTargets.advertisingData,
         "http-request": HTTPFuzzTargets.httpRequest,
+        "gateway-command": GatewayFuzzTargets.gatewayCommand,
         "scan-aggregator": GAPFuzzTargets.scanAggregator,
         "extended-report-assembly": ExtendedReportFuzzTarget.run,
         "smp-pdu": SMPFuzzTargets.smpPDU,
@@ -169,6 +170,8 @@ public enum FuzzTargets {
             return [[UInt8(ad.count)] + ad + response, [0] + ad, [5, 2, 1, 6, 0, 0, 9, 8, 0x41]]
         case "http-request":
             return HTTPFuzzTargets.seeds
+        case "gateway-command":
+            return GatewayFuzzTargets.seeds
         case "smp-pdu":
             return [
                 [0x01, 0x01, 0x00, 0x00, 0x10, 0x07, 0x07], [0x02, 0x03, 0x00, 0x00, 0x08, 0x00, 0x05],

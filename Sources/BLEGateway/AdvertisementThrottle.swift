@@ -22,7 +22,10 @@ public struct AdvertisementThrottle<Key: Hashable & Sendable>: Sendable {
 
     private struct Entry: Sendable {
         var signature: Int
+        /// The RSSI last published: the baseline a move is measured from.
         var rssi: Int?
+        /// The RSSI last heard, published with a held-back change.
+        var latestRSSI: Int?
         var lastPublished: Duration
         var lastHeard: Duration
         var pending: Bool
@@ -44,10 +47,11 @@ public struct AdvertisementThrottle<Key: Hashable & Sendable>: Sendable {
                 entries[oldest] = nil
                 evicted.append(oldest)
             }
-            entries[key] = Entry(signature: signature, rssi: rssi, lastPublished: now, lastHeard: now, pending: false)
+            entries[key] = Entry(signature: signature, rssi: rssi, latestRSSI: rssi, lastPublished: now, lastHeard: now, pending: false)
             return (true, evicted)
         }
         e.lastHeard = now
+        e.latestRSSI = rssi
         let changed = e.signature != signature || Self.moved(e.rssi, rssi, by: settings.rssiStep)
         var publish = false
         if changed || e.pending {
@@ -67,7 +71,6 @@ public struct AdvertisementThrottle<Key: Hashable & Sendable>: Sendable {
         } else if changed {
             // Held back: the newest state is published when the interval has passed.
             e.signature = signature
-            e.rssi = e.rssi ?? rssi
         }
         entries[key] = e
         return (publish, [])
@@ -80,8 +83,12 @@ public struct AdvertisementThrottle<Key: Hashable & Sendable>: Sendable {
             keys.append(k)
         }
         for k in keys {
-            entries[k]?.pending = false
-            entries[k]?.lastPublished = now
+            guard var e = entries[k] else { continue }
+            e.pending = false
+            e.lastPublished = now
+            // What goes out now is the last report: its RSSI is the new baseline.
+            e.rssi = e.latestRSSI
+            entries[k] = e
         }
         return keys
     }

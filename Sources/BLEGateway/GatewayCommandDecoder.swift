@@ -26,13 +26,11 @@ public enum GatewayCommandDecoder {
     /// The request in `payload`, or why there is none.
     public static func decode(_ payload: [UInt8]) -> Result<GatewayRequest, GatewayCommandError> {
         guard payload.count <= maximumPayload else { return .failure(.tooLarge(size: payload.count, limit: maximumPayload)) }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(payload), options: [])
-        } catch {
-            return .failure(.malformedJSON)
+        let object: [String: Any]
+        switch parse(payload) {
+        case let .success(o): object = o
+        case let .failure(e): return .failure(e)
         }
-        guard let object = parsed as? [String: Any] else { return .failure(.notAnObject) }
         do {
             return .success(try request(object))
         } catch let error as GatewayCommandError {
@@ -45,9 +43,46 @@ public enum GatewayCommandDecoder {
     /// The `id` of a payload that failed to decode, when one can be found, so even a refused
     /// command is answered under its caller's identifier.
     public static func identifier(in payload: [UInt8]) -> String? {
-        guard payload.count <= maximumPayload,
-              let object = (try? JSONSerialization.jsonObject(with: Data(payload), options: [])) as? [String: Any] else { return nil }
+        guard payload.count <= maximumPayload, case let .success(object) = parse(payload) else { return nil }
         return try? identifier(object["id"])
+    }
+
+    /// The payload as one JSON object (RFC 8259), strictly: UTF-8 without NUL (so UTF-16 and
+    /// UTF-32, which Foundation's parser would guess, are refused), and no trailing commas (which
+    /// it would take).
+    private static func parse(_ payload: [UInt8]) -> Result<[String: Any], GatewayCommandError> {
+        guard !payload.contains(0), String(validating: payload, as: UTF8.self) != nil, !hasTrailingComma(payload),
+              let parsed = try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed]) else {
+            return .failure(.malformedJSON)
+        }
+        guard let object = parsed as? [String: Any] else { return .failure(.notAnObject) }
+        return .success(object)
+    }
+
+    /// Whether a `,` outside strings is followed (after white space) by `}` or `]`.
+    static func hasTrailingComma(_ payload: [UInt8]) -> Bool {
+        var inString = false, escaped = false, afterComma = false
+        for b in payload {
+            if inString {
+                if escaped { escaped = false } else if b == 0x5C { escaped = true } else if b == 0x22 { inString = false }
+                continue
+            }
+            switch b {
+            case 0x20, 0x09, 0x0A, 0x0D: continue
+            case 0x7D, 0x5D: if afterComma { return true }
+            case 0x22: inString = true
+            default: break
+            }
+            afterComma = b == 0x2C
+        }
+        return false
+    }
+
+    /// Whether a parsed JSON value is `true` or `false` (Foundation gives booleans and numbers
+    /// alike as NSNumber; a boolean's type encoding is `c`).
+    static func isBoolean(_ value: Any) -> Bool {
+        guard let n = value as? NSNumber else { return false }
+        return String(cString: n.objCType) == "c"
     }
 
     private static func request(_ o: [String: Any]) throws -> GatewayRequest {
@@ -74,7 +109,7 @@ public enum GatewayCommandDecoder {
             guard value.count <= maximumValueLength else { throw GatewayCommandError.valueTooLong(value.count) }
             var withResponse = true
             if let r = o["response"] {
-                guard let b = r as? Bool else { throw GatewayCommandError.wrongType(field: "response", expected: "true or false") }
+                guard isBoolean(r), let b = r as? Bool else { throw GatewayCommandError.wrongType(field: "response", expected: "true or false") }
                 withResponse = b
             }
             operation = .write(device, c, value: value, withResponse: withResponse)
@@ -87,7 +122,7 @@ public enum GatewayCommandDecoder {
         let text: String
         if let s = value as? String {
             text = s
-        } else if let n = value as? NSNumber {
+        } else if !isBoolean(value), let n = value as? NSNumber {
             text = n.stringValue
         } else {
             throw GatewayCommandError.badID
@@ -105,7 +140,8 @@ public enum GatewayCommandDecoder {
     private static func address(_ o: [String: Any]) throws -> GatewayDevice {
         let text = try string(o, "address")
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard text.count <= 32, let first = parts.first, first.count == 17, let a = BDAddress(string: String(first)) else {
+        guard text.count <= 32, let first = parts.first, first.count == 17,
+              first.allSatisfy({ $0 == ":" || $0.isHexDigit }), let a = BDAddress(string: String(first)) else {
             throw GatewayCommandError.badAddress(text)
         }
         guard parts.count == 2 else { return GatewayDevice(a, type: nil) }
@@ -128,9 +164,16 @@ public enum GatewayCommandDecoder {
         return u
     }
 
-    /// `text` as an error message shows it: at most 40 characters, control characters as `?`.
+    /// `text` as an error message shows it: at most 40 Unicode scalars, control and format
+    /// characters (C0, DEL, C1, bidirectional overrides) as `?`.
     static func shown(_ text: String) -> String {
-        let cut = text.count > 40 ? String(text.prefix(40)) + "…" : text
-        return String(String.UnicodeScalarView(cut.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+        let scalars = text.unicodeScalars
+        let cut = scalars.prefix(40).map { s -> Unicode.Scalar in
+            switch s.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator: return "?"
+            default: return s
+            }
+        }
+        return String(String.UnicodeScalarView(cut)) + (scalars.count > 40 ? "…" : "")
     }
 }

@@ -121,10 +121,17 @@ public struct GatewayOutbox: Sendable {
         counts.published += 1
     }
 
-    /// The client refused `m` (no connection): it goes back to the front of its queue.
+    /// The client refused `m` (no connection): it goes back to the front of its queue, and the
+    /// queue's bound holds (by each queue's own rule of what is dropped).
     public mutating func giveBack(_ m: Message) {
         switch m.kind {
-        case .control: control.insert(m, at: 0)
+        case .control:
+            // The oldest is dropped past the bound: here that is `m` itself.
+            guard control.count < limits.control else {
+                counts.controlDropped += 1
+                return
+            }
+            control.insert(m, at: 0)
         case .notification:
             if notificationsHead > 0 {
                 notificationsHead -= 1
@@ -132,8 +139,17 @@ public struct GatewayOutbox: Sendable {
             } else {
                 notifications.insert(m, at: 0)
             }
+            // The queued ones were promised first: past the bound the newest goes.
+            if queuedNotifications > limits.notifications {
+                notifications.removeLast()
+                counts.notificationsDropped += 1
+            }
         case .advertisement:
             guard advertisements[m.topic] == nil else { return }
+            guard advertisements.count < limits.advertisements else {
+                counts.advertisementsDropped += 1
+                return
+            }
             advertisements[m.topic] = m
             advertisementOrder.insert(m.topic, at: advertisementsHead)
         }

@@ -38,7 +38,7 @@ public struct MQTTBrokerURL: Sendable, Equatable, CustomStringConvertible {
             }
             authority = authority[..<slash]
         }
-        guard !authority.contains("@") else {
+        guard !authority.contains("@"), !text.contains("@") else {
             throw .invalidURL("a broker URL may not carry a user name or password (they would be visible to every user of this machine); use --username and --password-file")
         }
         let host: Substring
@@ -51,18 +51,20 @@ public struct MQTTBrokerURL: Sendable, Equatable, CustomStringConvertible {
                 guard after.hasPrefix(":") else { throw .invalidURL("'\(text)': expected ':PORT' after ']'") }
                 portText = after.dropFirst()
             }
+        } else if authority.filter({ $0 == ":" }).count > 1 {
+            throw .invalidURL("'\(text)': an IPv6 address goes in brackets, e.g. mqtt://[::1]:1883")
         } else if let colon = authority.lastIndex(of: ":") {
             host = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
         } else {
             host = authority
         }
-        guard !host.isEmpty, host.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "[" && $0 != "]" }) else {
+        guard !host.isEmpty, host.allSatisfy({ $0.isASCII && !$0.isWhitespace && !"[]?#".contains($0) }) else {
             throw .invalidURL("'\(text)' names no host")
         }
         var port: UInt16 = usesTLS ? 8883 : 1883
         if let portText {
-            guard let p = UInt16(portText), p > 0 else { throw .invalidURL("'\(text)': the port must be 1 to 65535") }
+            guard portText.allSatisfy(\.isASCII), portText.allSatisfy(\.isNumber), let p = UInt16(portText), p > 0 else { throw .invalidURL("'\(text)': the port must be 1 to 65535") }
             port = p
         }
         self.init(host: String(host), port: port, usesTLS: usesTLS)
@@ -73,9 +75,10 @@ public struct MQTTBrokerURL: Sendable, Equatable, CustomStringConvertible {
         return "\(usesTLS ? "mqtts" : "mqtt")://\(shownHost):\(port)"
     }
 
-    /// `text` with anything between `//` and `@` replaced, so an error never repeats a password.
+    /// `text` for an error message: with an `@` anywhere it may carry a password (with or
+    /// without a scheme), so only what follows the last `@` is repeated.
     static func redacted(_ text: String) -> String {
-        guard let at = text.firstIndex(of: "@"), let scheme = text.range(of: "//"), scheme.upperBound <= at else { return text }
-        return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+        guard let at = text.lastIndex(of: "@") else { return text }
+        return "***" + String(text[at...])
     }
 }

@@ -43,6 +43,7 @@ final class FuzzSmokeTests: XCTestCase {
     func testSMPPDU() { smoke("smp-pdu") }
     func testSMPPairing() { smoke("smp-pairing") }
     func testHTTPRequest() { smoke("http-request") }
+    func testGatewayCommand() { smoke("gateway-command") }
 
     /// A target added to the registry must get a test case above.
     func testEveryTargetHasASmokeTest() {
@@ -50,7 +51,7 @@ final class FuzzSmokeTests: XCTestCase {
             "h4-stream", "hci-event", "hci-command", "acl-reassembly", "btsnoop", "l2cap-signaling",
             "le-signaling-channel", "credit-based-signaling", "k-frame-reassembler",
             "enhanced-credit-based-signaling", "att-pdu", "att-client-bearer", "att-client-bearer-set", "att-signed-write",
-            "advertising-data", "scan-aggregator", "extended-report-assembly", "http-request",
+            "advertising-data", "scan-aggregator", "extended-report-assembly", "http-request", "gateway-command",
             "smp-pdu", "smp-pairing",
         ]
         XCTAssertEqual(Set(FuzzTargets.names), tested)

@@ -12,7 +12,8 @@ extension Gateway {
     /// MQTT 5 Response Topic with its Correlation Data. Anything refused is answered at once
     /// and changes nothing.
     func received(_ m: MQTTMessage) {
-        guard m.topic == topics.commands else { return }
+        // An empty message is how a retained command is cleared from the broker: nothing to do.
+        guard m.topic == topics.commands, !m.payload.isEmpty else { return }
         statistics.commands += 1
         var replyTopic = topics.replies
         var correlation: [UInt8]?
