@@ -8,10 +8,14 @@ enum UIAssets {
     /// A whole page around `body`, served only to a request that had `token`. The token goes in a
     /// meta field for the script's requests, and in the address of every asset and link: there
     /// is no cookie to carry it (see `HTTPAccessPolicy`). `scripts` are more of `/static/` for
-    /// this page, after `ui.js` (whose `token`, `withToken` and `get` they use).
-    static func page(title: String, body: String, token: String, scripts: [String] = []) -> HTTPResponse {
+    /// this page, after `ui.js` (whose `token`, `withToken` and `get` they use). `navigation`
+    /// is the header's links (path and label): the radio's screens, or `brokerNavigation`.
+    static func page(title: String, body: String, token: String, scripts: [String] = [],
+                     navigation: [(path: String, label: String)] = radioNavigation) -> HTTPResponse {
         let token = token.filter { $0.isHexDigit }
         let more = scripts.map { "<script src=\"/static/\($0)?token=\(token)\" defer></script>\n" }.joined()
+        // The paths and labels are this file's constants: nothing to escape.
+        let links = navigation.map { "<a href=\"\($0.path)?token=\(token)\">\($0.label)</a>" }.joined(separator: " ")
         let html = """
         <!doctype html>
         <html lang="en">
@@ -24,7 +28,7 @@ enum UIAssets {
         <script src="/static/ui.js?token=\(token)" defer></script>
         \(more)</head>
         <body>
-        <header><strong>ble ui</strong> <nav><a href="/devices?token=\(token)">Devices</a> <a href="/heart-rate?token=\(token)">Heart rate</a> <a href="/echo?token=\(token)">Echo</a> <a href="/sample?token=\(token)">Sample</a> <a href="/accel?token=\(token)">Accelerometer</a> <a href="/serve?token=\(token)">Serve</a></nav></header>
+        <header><strong>ble ui</strong> <nav>\(links)</nav></header>
         <main>
         \(body)
         </main>
@@ -34,6 +38,14 @@ enum UIAssets {
         """
         return HTTPResponse(.ok, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(html.utf8))
     }
+
+    /// The header's links when `ble ui` holds a radio.
+    static let radioNavigation: [(path: String, label: String)] = [
+        ("/devices", "Devices"), ("/heart-rate", "Heart rate"), ("/echo", "Echo"), ("/sample", "Sample"), ("/accel", "Accelerometer"), ("/serve", "Serve"),
+    ]
+
+    /// The header's links when `ble ui --broker` watches gateways instead.
+    static let brokerNavigation: [(path: String, label: String)] = [("/gateways", "Gateways")]
 
     static let devicesBody = """
     <h1>Devices</h1>
@@ -60,11 +72,12 @@ enum UIAssets {
     /// `/static/…` files.
     static func asset(_ path: String) -> HTTPResponse? {
         switch path {
-        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UIEchoAssets.css + UIAccelAssets.css + UISampleAssets.css + UIServeAssets.css).utf8))
+        case "/static/ui.css": return HTTPResponse(.ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array((css + UIHeartRateAssets.css + UIEchoAssets.css + UIAccelAssets.css + UISampleAssets.css + UIServeAssets.css + UIBrokerAssets.css).utf8))
         case "/static/ui.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(script.utf8))
         case "/static/heart-rate.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIHeartRateAssets.script.utf8))
         case "/static/echo.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIEchoAssets.script.utf8))
         case "/static/accel.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIAccelAssets.script.utf8))
+        case "/static/broker.js": return HTTPResponse(.ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(UIBrokerAssets.script.utf8))
         default: return nil
         }
     }

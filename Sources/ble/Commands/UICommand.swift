@@ -17,6 +17,11 @@ struct UICommand: BLECommand {
         .flag("open", help: "open the page in the desktop's browser (xdg-open), where there is one"),
         .single("min-rssi", value: "DBM", help: "the heart-rate screen refuses monitors heard weaker than DBM (default -70)"),
         .repeatable("allow-host", value: "NAME", help: "also answer requests whose Host is NAME (a name others reach this machine by, e.g. pi.local)"),
+        .single("broker", value: "URL", help: "watch the ble gateways of an MQTT broker instead of a radio: mqtt://HOST[:PORT] or mqtts://HOST[:PORT]; opens no controller"),
+        .single("topic-prefix", value: "P", help: "with --broker: the gateways' first topic levels (default ble)"),
+        .single("ca", value: "FILE", help: "with an mqtts:// --broker: the CA certificate (PEM) the broker's is checked against (default: the system's)"),
+        .single("username", value: "NAME", help: "with --broker: the broker user name"),
+        .single("password-file", value: "FILE", help: "with --broker: a file whose first line is the broker password (never on the command line)"),
     ]
     // The demo peripherals are installed by `run`, with the picture the echo server serves.
     static let needs: CommandNeeds = [.controller, .listening, .handlesInterrupts]
@@ -27,6 +32,10 @@ struct UICommand: BLECommand {
     otherwise. --listen 0.0.0.0:PORT (or [::]:PORT) serves every interface: the Host may then be any of
     this machine's addresses, or a NAME given with --allow-host; the page is plain HTTP, readable by
     anyone on the network path. With --hci virtual the demo peripherals are there to see. Ctrl-C stops it.
+    With --broker URL it opens no controller: it watches the `ble gateway`s publishing under P/ (--topic-prefix)
+    on that broker, and serves /gateways (every gateway and every device they hear, the strongest gateway
+    marked) and the heart-rate and accelerometer screens fed from the gateways' values, whose Subscribe
+    button sends the strongest gateway a command.
     """
 
     var controller: ControllerOptions
@@ -37,6 +46,8 @@ struct UICommand: BLECommand {
     var allowedNames: [String]
     /// The heart-rate screen's monitor flow (its RSSI gate).
     var heartRate = HeartRateMonitorOptions()
+    /// `--broker` and its options: watch gateways instead of a radio.
+    var broker: UIBrokerOptions?
 
     init(_ args: ParsedArguments) throws {
         controller = try ControllerOptions(args, listening: true)
@@ -56,6 +67,7 @@ struct UICommand: BLECommand {
             guard let value = Int(text), (-127...20).contains(value) else { throw UsageError("--min-rssi expects dBm between -127 and 20, got '\(text)'") }
             heartRate.minimumRSSI = value
         }
+        broker = try UIBrokerOptions(args)
     }
 
     /// An `--allow-host` name: a DNS name or an address without the port (the server's port
@@ -75,17 +87,53 @@ struct UICommand: BLECommand {
     }
 
     func run() async throws {
+        if let broker {
+            try await runBroker(broker)
+            return
+        }
         let demoFiles = await Self.installDemo(virtual: ControllerOptions.namesVirtualRadio(controller.hci ?? ProcessInfo.processInfo.environment["BLE_HCI"]))
         defer { if let demoFiles { try? FileManager.default.removeItem(atPath: demoFiles.directory) } }
         let central = try await controller.openCentral()
-        let listener: TCPServer<TCPByteConnection>
+        let serving: UIServing
         do {
-            listener = try TCPServer<TCPByteConnection>.listen(host: host, port: port)
+            serving = try startServing()
         } catch {
             await central.close()
             throw error
         }
-        let token = Self.makeToken()
+        let token = serving.token
+        let app = UIDevicesApp(central: central, token: token)
+        app.start()
+        let peripherals = UIPeripheralApp(central: central, token: token)
+        let heartRate = UIHeartRateApp(central: central, token: token, options: self.heartRate)
+        let echo = UIEchoApp(central: central, token: token, suggestedURL: demoFiles?.url)
+        let accel = UIAccelApp(central: central, token: token, devices: app)
+        let sample = UISampleApp(central: central, token: token)
+        let serve = UIServeApp(central: central, token: token)
+        await self.serve(serving) { request in
+            if let reply = app.handle(request) { return reply }
+            if let reply = heartRate.handle(request) { return reply }
+            if let reply = await echo.handle(request) { return reply }
+            if let reply = accel.handle(request) { return reply }
+            if let reply = sample.handle(request) { return reply }
+            if let reply = await serve.handle(request) { return reply }
+            if let reply = await peripherals.handle(request) { return reply }
+            return .response(.text(.notFound, "no such page\n"))
+        }
+        app.stop()
+        heartRate.stop()
+        echo.stop()
+        accel.stop()
+        sample.stop()
+        await serve.stop()
+        await peripherals.stop()
+        await central.close()
+    }
+
+    /// Listens, makes the access policy for the run's `token`, and prints the page's address as
+    /// the first line of stdout (and, bound beyond loopback, the warning on stderr).
+    func startServing(token: String = makeToken()) throws -> UIServing {
+        let listener = try TCPServer<TCPByteConnection>.listen(host: host, port: port)
         let wildcard = HTTPAccessPolicy.isWildcard(host)
         let interfaces = wildcard ? NetworkInterfaces.addresses() : []
         let policy = HTTPAccessPolicy(token: token, allowedHosts: HTTPAccessPolicy.hosts(boundTo: host, port: listener.port,
@@ -100,29 +148,19 @@ struct UICommand: BLECommand {
         if !HTTPAccessPolicy.isLoopback(host) {
             let others = (interfaces.filter { !HTTPAccessPolicy.isLoopback($0) } + allowedNames).map { HTTPAccessPolicy.authority($0, port: listener.port) }
             standardError("ble ui: warning: listening on \(host.contains(":") ? "[\(host)]" : host):\(listener.port), reachable from the network in cleartext:"
-                          + " plain HTTP, so anyone on the network path can read the page and its token and then drive the radio."
+                          + " plain HTTP, so anyone on the network path can read the page and its token and then drive \(broker == nil ? "the radio" : "the gateways")."
                           + (others.isEmpty ? "" : " Reachable as \(others.joined(separator: ", ")).")
                           + " Use it only on a network you trust.")
         }
-        let app = UIDevicesApp(central: central, token: token)
-        app.start()
-        let peripherals = UIPeripheralApp(central: central, token: token)
-        let heartRate = UIHeartRateApp(central: central, token: token, options: self.heartRate)
-        let echo = UIEchoApp(central: central, token: token, suggestedURL: demoFiles?.url)
-        let accel = UIAccelApp(central: central, token: token, devices: app)
-        let sample = UISampleApp(central: central, token: token)
-        let serve = UIServeApp(central: central, token: token)
-        let server = UIServer(policy: policy) { request in
-            if let reply = app.handle(request) { return reply }
-            if let reply = heartRate.handle(request) { return reply }
-            if let reply = await echo.handle(request) { return reply }
-            if let reply = accel.handle(request) { return reply }
-            if let reply = sample.handle(request) { return reply }
-            if let reply = await serve.handle(request) { return reply }
-            if let reply = await peripherals.handle(request) { return reply }
-            return .response(.text(.notFound, "no such page\n"))
-        }
-        let opener = openBrowser ? Self.open(address, port: listener.port) : nil
+        return UIServing(listener: listener, token: token, policy: policy, address: address)
+    }
+
+    /// Serves `handler` on `serving`'s listener (opening the browser with `--open`) until
+    /// Ctrl-C; then stops listening and returns.
+    func serve(_ serving: UIServing, handler: @escaping @Sendable (HTTPRequest) async -> UIReply) async {
+        let server = UIServer(policy: serving.policy, handler: handler)
+        let opener = openBrowser ? Self.open(serving.address, port: serving.listener.port) : nil
+        let listener = serving.listener
         let accepting = Task {
             await withDiscardingTaskGroup { group in
                 for await connection in listener.connections {
@@ -133,14 +171,6 @@ struct UICommand: BLECommand {
         await waitForInterrupt(limit: nil)
         await listener.close()
         accepting.cancel()
-        app.stop()
-        heartRate.stop()
-        echo.stop()
-        accel.stop()
-        sample.stop()
-        await serve.stop()
-        await peripherals.stop()
-        await central.close()
         if let opener { try? FileManager.default.removeItem(atPath: opener) }
     }
 
@@ -190,6 +220,19 @@ struct UICommand: BLECommand {
         do { try p.run() } catch { standardError("ble: could not start a browser (\(error)); open \(address)") }
         return path
     }
+}
+
+/// What `ble ui` serves with, in either mode: the listening socket, the run's token, the access
+/// policy, and the address printed.
+struct UIServing {
+    /// The socket listening for browsers.
+    let listener: TCPServer<TCPByteConnection>
+    /// The run's token.
+    let token: String
+    /// Who is answered (the token, the Host names).
+    let policy: HTTPAccessPolicy
+    /// The page's address with the token, as printed.
+    let address: String
 }
 
 /// A TCP connection as the UI server's byte stream.
