@@ -29,8 +29,8 @@ struct GatewayCommand: BLECommand {
     dev/ADDRESS/CHARACTERISTIC (values of subscribed characteristics), cmd (commands, one JSON
     object each) and reply (their answers, or the MQTT 5 response topic). docs/GATEWAY.md has the
     payloads and every command. Bonds are kept apart from ble's own, under
-    $XDG_DATA_HOME/ble/gateway/NAME/bonds, unless --bonds names a directory. Ctrl-C stops it
-    (publishing offline first).
+    $XDG_DATA_HOME/ble/gateway/NAME/bonds, unless --bonds or BLE_BONDS names a directory. Ctrl-C
+    stops it (publishing offline first).
     """
 
     var controller: ControllerOptions
@@ -77,15 +77,17 @@ struct GatewayCommand: BLECommand {
         configuration.activeScan = !args.flag("passive")
         configuration.mtu = controller.mtu
         configuration.log = { standardError("ble gateway: \($0)") }
-        // The gateway's own bonds, apart from the user's (`ble pair`'s), unless --bonds says.
-        if args.option("bonds") == nil, controller.security.bondsDirectory != nil,
+        // The gateway's own bonds, apart from the user's (`ble pair`'s), unless --bonds or
+        // BLE_BONDS names a directory.
+        if !controller.security.bondsNamed, controller.security.bondsDirectory != nil,
            let base = DirectoryBondStore.defaultDirectory(environment: environment) {
             controller.security.bondsDirectory = (base as NSString).deletingLastPathComponent + "/gateway/\(name)/bonds"
         }
     }
 
-    /// The first line of `path`, without its line end. Warns when others may read the file.
-    static func password(fromFile path: String) throws -> String {
+    /// The first line of `path`, without its line end. Warns (as `command`) when others may read
+    /// the file.
+    static func password(fromFile path: String, command: String = "ble gateway") throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--password-file: cannot read '\(path)'")
         }
@@ -95,7 +97,7 @@ struct GatewayCommand: BLECommand {
         guard !password.isEmpty else { throw UsageError("--password-file: '\(path)' holds no password on its first line") }
         if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
            let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
-            standardError("ble gateway: warning: \(path) can be read by other users (mode \(String(mode, radix: 8))); chmod 600 it")
+            standardError("\(command): warning: \(path) can be read by other users (mode \(String(mode, radix: 8))); chmod 600 it")
         }
         return password
     }

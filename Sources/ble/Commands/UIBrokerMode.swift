@@ -33,7 +33,7 @@ struct UIBrokerOptions: Sendable {
         mqtt = MQTTConfiguration(broker: broker, clientID: UIBrokerApp.makeClientID())
         mqtt.username = args.option("username")
         if let file = args.option("password-file") {
-            mqtt.password = try GatewayCommand.password(fromFile: file)
+            mqtt.password = try GatewayCommand.password(fromFile: file, command: "ble ui")
         }
         if let ca = args.option("ca") {
             guard broker.usesTLS else { throw UsageError("--ca is for an mqtts:// broker") }
