@@ -7,7 +7,8 @@
 #
 # Steps (each is skipped when already done, so a second run is fast):
 #   1. Debian packages: socat tshark libssl-dev gcc libc6-dev pkg-config chromium (the `ble ui`
-#      browser tests) (+ python3-venv if the
+#      browser tests) mosquitto mosquitto-clients libmosquitto-dev (`ble gateway`: libmosquitto,
+#      and a real broker for its tests) (+ python3-venv if the
 #      Debian python3 lacks ensurepip), installed with apt-get as root or through sudo.
 #   2. .venv/ with bumble and rootcanal from PyPI (versions below).
 #   3. .build-tools/rootcanal-nodelay.so from scripts/rootcanal-nodelay.c, an LD_PRELOAD shim that
@@ -32,6 +33,10 @@
 #      one host to the next (its HCI_Reset does nothing; a host that goes away leaves its
 #      connections, scanning and advertising behind), and a tcp-server transport feeds every
 #      client into one packet parser.
+#      BLE_TEST_MOSQUITTO=/usr/sbin/mosquitto (command -v mosquitto; /usr/sbin is not on every
+#      user's PATH) is exported too: each MQTT test starts its own Eclipse Mosquitto on a free
+#      loopback port, with its config, certificates and database in a temporary directory, and
+#      stops it by PID (Tests/BLEInteropTests/Support/MosquittoBroker.swift).
 #   7. On a full run, scripts/avatar.sh --slice: Google's Avatar suite (LeHostTest and a fixed
 #      slice of LeSecurityTest) driving `ble pandora`, in .venv-avatar/ (pandora-avatar,
 #      bt-test-interfaces, bumble 0.0.233, rootcanal 1.10.0 from PyPI) on a rootcanal of its own.
@@ -54,6 +59,9 @@
 #                            controllers; 0: skip those tests; tcp:…,tcp:…: controllers you
 #                            started yourself (`.venv/bin/bumble-controllers tcp-server:…
 #                            tcp-server:…`; fresh ones for each test, see above).
+#   BLE_TEST_MOSQUITTO=0|PATH
+#                            0: skip the MQTT broker tests; PATH: this mosquitto binary
+#                            (default: the one found, see step 6).
 #   BUMBLE_VERSION / ROOTCANAL_VERSION override the pinned versions.
 set -euo pipefail
 
@@ -97,7 +105,8 @@ ensure_packages() {
     local missing=() pkg py
     py="$(host_python)"
     if command -v dpkg-query >/dev/null 2>&1; then
-        for pkg in socat tshark libssl-dev gcc libc6-dev pkg-config chromium; do
+        for pkg in socat tshark libssl-dev gcc libc6-dev pkg-config chromium \
+            mosquitto mosquitto-clients libmosquitto-dev; do
             dpkg_installed "$pkg" || missing+=("$pkg")
         done
         if [[ -z "$py" ]]; then
@@ -324,6 +333,17 @@ case "${BLE_TEST_BUMBLE_CONTROLLERS:-spawn}" in
         export BLE_TEST_BUMBLE_CONTROLLERS=spawn
         log "Bumble controller tests: each starts $VENV/bin/python -m bumble.apps.controllers on free ports" ;;
     *) export BLE_TEST_BUMBLE_CONTROLLERS ;;
+esac
+# Eclipse Mosquitto for the MQTT tests (see step 6 in the header): each test starts its own broker.
+case "${BLE_TEST_MOSQUITTO:-}" in
+    0) unset BLE_TEST_MOSQUITTO ;;
+    "")
+        mosquitto_binary="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
+        [[ -x "$mosquitto_binary" ]] \
+            || die "mosquitto not found (apt-get install mosquitto mosquitto-clients; BLE_TEST_MOSQUITTO=0 skips the MQTT tests)"
+        export BLE_TEST_MOSQUITTO="$mosquitto_binary"
+        log "MQTT tests: each starts $BLE_TEST_MOSQUITTO on a free port" ;;
+    *) export BLE_TEST_MOSQUITTO ;;
 esac
 export PYTHONDONTWRITEBYTECODE=1  # peers import peer_common: keep __pycache__ out of Tests/
 # Bonds and the local identity of every `ble` the tests run go to a fresh directory of this run,

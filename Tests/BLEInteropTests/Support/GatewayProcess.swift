@@ -24,7 +24,8 @@ final class GatewayProcess: Sendable {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         self.process = process
-        try process.run()
+        // From a thread without blocked signals, so its SIGTERM handling is what a shell gives it.
+        try process.runWithSignalsUnblocked()
         ProcessEvents.readLines(from: err.fileHandleForReading) { [lines] line in lines.append(line) }
     }
 
@@ -77,7 +78,8 @@ extension XCTestCase {
         if let ca = broker.caFile { extra += ["--ca", ca.path] }
         let gateway = try GatewayProcess(name: name, broker: broker.url, arguments: extra)
         addTeardownBlock { [self] in
-            if testRun?.hasSucceeded == false { print("--- gateway \(name) said:\n\(gateway.log.joined(separator: "\n"))") }
+            // (`hasSucceeded` is false until the run has stopped, so inside teardown it is always false.)
+            if (testRun?.totalFailureCount ?? 0) > 0 { print("--- gateway \(name) said:\n\(gateway.log.joined(separator: "\n"))") }
             gateway.stop()
         }
         return gateway
