@@ -61,7 +61,7 @@ let package = Package(
         // The bond store's crash test kills this writer at random points (BondStoreCrashTests).
         .executableTarget(name: "ble-bond-writer", dependencies: ["BLE"], path: "Tests/BLEBondWriter"),
         // Benchmarks (docs/PERFORMANCE.md): throughput against theory, raw host cost.
-        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire"]),
+        .executableTarget(name: "BLEBench", dependencies: ["BLE", "BLEHCI", "BLEHost", "BLEProfiles", "BLEVirtual", "BLEVirtualRadio", "BLEWire", "BLESystems", "BLEMQTT", "BLEGateway"]),
         // What several test targets share instead of copies: hex literals, a bounded waitUntil,
         // the scripted HCI controller, a `ble serve` profile on a virtual world with its log, a
         // test's temporary directory. A plain library so test targets can depend on it.
@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "BLEVirtualRadioTests", dependencies: ["BLEVirtualRadio", "BLEVirtual", "BLE", "BLEHCI", "BLEHost", "BLERuntime", "BLETransport", "BLEWire", "BLETestSupport"]),
         .testTarget(name: "BLEFuzzTests", dependencies: ["BLEFuzzTargets", "BLETestSupport"]),
         .testTarget(name: "BLESystemsTests", dependencies: ["BLESystems", "BLE", "BLEHost", "BLEHTTP", "BLEProfiles", "BLERuntime", "BLEVirtual", "BLEWire", "BLETestSupport"]),
-        .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLETestSupport"], exclude: ["peers"]),
+        .testTarget(name: "BLEInteropTests", dependencies: ["BLE", "BLEProfiles", "BLEWire", "BLETestSupport"], exclude: ["peers"]),
         .testTarget(name: "BLECommandLineTests", dependencies: ["BLECommandLine"]),
         .testTarget(name: "BLEHTTPTests", dependencies: ["BLEHTTP"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLEMQTT", "BLEWire"]),

@@ -36,6 +36,13 @@ import Synchronization
 ///                             the S1 framed-stream decoder over BYTES (9 MB) and 10 × BYTES of
 ///                             notifications (FramingRun.swift): bytes per CPU-second and the ratio
 ///                             of the two times, which is 10 when the decoder is linear
+///   ble-bench gateway [--gateways N] [--advertisers N] [--notifiers N] [--rate HZ] [--seconds S]
+///                     [--adv-interval MS] [--broker mqtt://HOST:PORT]
+///                             several `Gateway`s, each on a virtual radio of its own with N
+///                             advertisers and N notifiers, against one broker (a `mosquitto` it
+///                             starts itself without --broker; BLE_MOSQUITTO names its path):
+///                             messages per second per gateway, CPU per message beside a radio-only
+///                             pass, end-to-end latency notifier → MQTT subscriber (GatewayBench.swift)
 let arguments = Array(CommandLine.arguments.dropFirst())
 let part = arguments.first ?? "all"
 func option(_ name: String) -> Int? {
@@ -131,6 +138,7 @@ Task.detached {
         case "raw": try await rawCost(count: count, aclBuffer: aclBuffer, mode: mode)
         case "scan": try await scanCost(count: count, reportsPerEvent: option("--reports-per-event"))
         case "framing": try framingCost(bytes: count)
+        case "gateway": try await gatewayBench(Array(arguments.dropFirst()))
         case "scan-events":
             try dumpScanEvents(to: arguments.firstIndex(of: "--out").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil },
                                reportsPerEvent: option("--reports-per-event"))
