@@ -3,24 +3,29 @@
 /// the gateway puts messages in, takes the next one when the client may have it, and tells the
 /// outbox which were acknowledged.
 ///
-/// - Control messages (replies, status) come first; bounded by `Limits.control`, the oldest
-///   dropped past it.
+/// - Control messages (`status`, `status/stats`) come first; bounded by `Limits.control`, the
+///   oldest dropped past it; `online` goes to the front (`enqueueFirst`).
+/// - Replies to commands and notifications take turns, so a flood of commands (each answered)
+///   cannot starve the values; replies are bounded by `Limits.replies`, the oldest dropped.
 /// - Notifications keep their order, up to `Limits.notifications`; one arriving to a full queue
 ///   is dropped and counted (the queued ones were promised first).
 /// - Advertisements are one per topic (a newer one for a device replaces the queued one, counted
 ///   as superseded), up to `Limits.advertisements` devices, the oldest dropped past it.
+/// - Every eighth message handed out is an advertisement when one waits, so a backlog of
+///   values does not freeze the advertisements.
 /// - At most `Limits.inFlight` QoS 1 messages are with the client and unacknowledged at once.
 public struct GatewayOutbox: Sendable {
     public struct Limits: Sendable, Equatable {
         public var inFlight = 32
         public var notifications = 1000
         public var advertisements = 500
-        public var control = 256
+        public var control = 64
+        public var replies = 256
         public init() {}
     }
 
     public enum Kind: Sendable, Equatable {
-        case control, notification, advertisement
+        case control, reply, notification, advertisement
     }
 
     /// A message to publish, as the outbox keeps it.
@@ -48,12 +53,20 @@ public struct GatewayOutbox: Sendable {
         public var advertisementsDropped = 0
         public var advertisementsSuperseded = 0
         public var controlDropped = 0
+        public var repliesDropped = 0
         public init() {}
     }
 
     public let limits: Limits
     public private(set) var counts = Counts()
     private var control: [Message] = []
+    private var replies: [Message] = []
+    /// Whose turn it is between replies and notifications.
+    private var replyTurn = true
+    /// Messages handed out since an advertisement last was: every `advertisementShare`-th
+    /// goes to a waiting advertisement, so a backlog of values does not freeze the room's state.
+    private var sinceAdvertisement = 0
+    static let advertisementShare = 8
     private var notifications: [Message] = []
     private var notificationsHead = 0
     private var advertisementOrder: [String] = []
@@ -66,8 +79,9 @@ public struct GatewayOutbox: Sendable {
     public var queuedNotifications: Int { notifications.count - notificationsHead }
     public var queuedAdvertisements: Int { advertisements.count }
     public var queuedControl: Int { control.count }
+    public var queuedReplies: Int { replies.count }
     public var inFlightCount: Int { inFlight.count }
-    public var isEmpty: Bool { control.isEmpty && queuedNotifications == 0 && advertisements.isEmpty }
+    public var isEmpty: Bool { control.isEmpty && replies.isEmpty && queuedNotifications == 0 && advertisements.isEmpty }
 
     public mutating func enqueue(_ m: Message) {
         switch m.kind {
@@ -77,6 +91,12 @@ public struct GatewayOutbox: Sendable {
                 counts.controlDropped += 1
             }
             control.append(m)
+        case .reply:
+            if replies.count >= limits.replies {
+                replies.removeFirst()
+                counts.repliesDropped += 1
+            }
+            replies.append(m)
         case .notification:
             guard queuedNotifications < limits.notifications else {
                 counts.notificationsDropped += 1
@@ -98,12 +118,33 @@ public struct GatewayOutbox: Sendable {
         }
     }
 
+    /// A control message ahead of every other queued one (`online` after a reconnection, so
+    /// watchers do not wait behind a backlog to learn the gateway is back).
+    public mutating func enqueueFirst(_ m: Message) {
+        if control.count >= limits.control {
+            control.removeLast()
+            counts.controlDropped += 1
+        }
+        control.insert(m, at: 0)
+    }
+
     /// The next message to hand to the client, if the in-flight bound allows one; it is taken
     /// out of the queue (give it back with `giveBack` if the client refused it).
     public mutating func next() -> Message? {
         guard inFlight.count < limits.inFlight else { return nil }
         if !control.isEmpty { return control.removeFirst() }
-        if notificationsHead < notifications.count {
+        sinceAdvertisement += 1
+        if sinceAdvertisement >= Self.advertisementShare, let m = popOldestAdvertisement() {
+            sinceAdvertisement = 0
+            return m
+        }
+        let notificationWaits = notificationsHead < notifications.count
+        if !replies.isEmpty, replyTurn || !notificationWaits {
+            replyTurn = false
+            return replies.removeFirst()
+        }
+        replyTurn = true
+        if notificationWaits {
             let m = notifications[notificationsHead]
             notificationsHead += 1
             if notificationsHead > 256, notificationsHead * 2 > notifications.count {
@@ -112,6 +153,7 @@ public struct GatewayOutbox: Sendable {
             }
             return m
         }
+        sinceAdvertisement = 0
         return popOldestAdvertisement()
     }
 
@@ -132,6 +174,12 @@ public struct GatewayOutbox: Sendable {
                 return
             }
             control.insert(m, at: 0)
+        case .reply:
+            guard replies.count < limits.replies else {
+                counts.repliesDropped += 1
+                return
+            }
+            replies.insert(m, at: 0)
         case .notification:
             if notificationsHead > 0 {
                 notificationsHead -= 1

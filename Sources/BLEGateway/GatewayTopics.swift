@@ -36,14 +36,17 @@ public struct GatewayTopics: Sendable, Equatable {
         ["\(prefix)/+/status", "\(prefix)/+/status/stats", "\(prefix)/+/adv/+", "\(prefix)/+/dev/+/+"]
     }
 
-    /// Whether a command's MQTT 5 Response Topic may be published to: a topic name of at most
-    /// 256 octets without wildcards or NUL, not one of the broker's (`$…`), and not under the
-    /// gateways' `PREFIX/`, so a command cannot make a gateway forge another's status,
-    /// advertisements or values.
+    /// Where MQTT 5 replies may go: `PREFIX-reply` (`ble-reply` by default), beside the
+    /// gateways' own tree, so a broker's access list can let gateways write there and nowhere
+    /// else outside `PREFIX/NAME/`.
+    public var replyRoot: String { prefix + "-reply" }
+
+    /// Whether a command's MQTT 5 Response Topic may be published to: a topic under
+    /// `replyRoot/` of at most 256 octets, without wildcards or NUL. A command thus cannot make
+    /// a gateway forge another's status, advertisements or values, nor publish anywhere else.
     public func allowsResponseTopic(_ topic: String) -> Bool {
-        guard !topic.isEmpty, topic.utf8.count <= 256, !topic.hasPrefix("$") else { return false }
-        guard !topic.unicodeScalars.contains(where: { $0 == "+" || $0 == "#" || $0.value == 0 }) else { return false }
-        return !(topic == prefix || topic.hasPrefix(prefix + "/"))
+        guard topic.utf8.count <= 256, topic.hasPrefix(replyRoot + "/"), topic.count > replyRoot.count + 1 else { return false }
+        return !topic.unicodeScalars.contains { $0 == "+" || $0 == "#" || $0.value == 0 }
     }
 
     /// A default name from a host name: characters a topic level may not hold become `-`.
@@ -55,9 +58,13 @@ public struct GatewayTopics: Sendable, Equatable {
         return name.isEmpty ? "gateway" : name
     }
 
+    /// A topic level a gateway's name or prefix may have: not `.` or `..` (the name is also a
+    /// directory of the gateway's bonds), no control or format characters.
     static func isValidLevel(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 64 && !s.hasPrefix("$")
-            && !s.unicodeScalars.contains { $0 == "/" || $0 == "+" || $0 == "#" || $0.value < 0x20 }
+        !s.isEmpty && s.utf8.count <= 64 && !s.hasPrefix("$") && s != "." && s != ".."
+            && !s.unicodeScalars.contains {
+                $0 == "/" || $0 == "+" || $0 == "#" || [.control, .format].contains($0.properties.generalCategory)
+            }
     }
 
     static func isValidPrefix(_ s: String) -> Bool {
@@ -72,8 +79,8 @@ public enum GatewayTopicError: Error, Sendable, Equatable, CustomStringConvertib
 
     public var description: String {
         switch self {
-        case let .badPrefix(p): return "'\(p)' cannot prefix topics: levels of 1 to 64 characters, no +, #, control characters or leading $"
-        case let .badName(n): return "'\(n)' cannot name a gateway: 1 to 64 characters, no /, +, #, control characters or leading $"
+        case let .badPrefix(p): return "'\(p)' cannot prefix topics: levels of 1 to 64 characters, not . or .., no +, #, control characters or leading $"
+        case let .badName(n): return "'\(n)' cannot name a gateway: 1 to 64 characters, not . or .., no /, +, #, control characters or leading $"
         }
     }
 }

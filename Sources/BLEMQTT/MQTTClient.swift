@@ -20,7 +20,7 @@ public final class MQTTClient: Sendable {
 
     struct ClientState {
         var connected = false
-        var subscriptions: [(filter: String, qos: Int32)] = []
+        var subscriptions: [(filter: String, qos: Int32, options: Int32)] = []
         /// Why the last CONNACK refused us, told with the disconnection that follows it.
         var refusal: String?
     }
@@ -71,15 +71,25 @@ public final class MQTTClient: Sendable {
         return messageID
     }
 
+    /// Subscription options (MQTT 5.0 §3.8.3.1).
+    public struct SubscriptionOptions: OptionSet, Sendable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        /// Messages keep the RETAIN flag they were published with, also when delivered live.
+        public static let retainAsPublished = SubscriptionOptions(rawValue: Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue))
+        /// The broker sends no retained messages when the subscription is made.
+        public static let sendRetainedNever = SubscriptionOptions(rawValue: Int32(MQTT_SUB_OPT_SEND_RETAIN_NEVER.rawValue))
+    }
+
     /// Subscribes to `filter` now if connected, and after every reconnection.
-    public func subscribe(_ filter: String, qos: Int32 = 1) throws(MQTTError) {
+    public func subscribe(_ filter: String, qos: Int32 = 1, options: SubscriptionOptions = []) throws(MQTTError) {
         let connected = state.withLock { s in
             s.subscriptions.removeAll { $0.filter == filter }
-            s.subscriptions.append((filter, qos))
+            s.subscriptions.append((filter, qos, options.rawValue))
             return s.connected
         }
         guard connected else { return }
-        let rc = mosquitto_subscribe_v5(handle.pointer, nil, filter, qos, 0, nil)
+        let rc = mosquitto_subscribe_v5(handle.pointer, nil, filter, qos, options.rawValue, nil)
         // Lost meanwhile: sent again on the next CONNACK.
         if rc == Int32(MOSQ_ERR_NO_CONN.rawValue) { return }
         try check(rc, "subscribing to \(filter)")
@@ -110,8 +120,8 @@ public final class MQTTClient: Sendable {
             s.refusal = nil
             return s.subscriptions
         }
-        for s in subscriptions { _ = mosquitto_subscribe_v5(handle.pointer, nil, s.filter, s.qos, 0, nil) }
-        loop.resetDelay()
+        for s in subscriptions { _ = mosquitto_subscribe_v5(handle.pointer, nil, s.filter, s.qos, s.options, nil) }
+        loop.connectionStarted()
         handler(.connected)
     }
 
@@ -127,7 +137,22 @@ public final class MQTTClient: Sendable {
 
     func didReceive(_ message: MQTTMessage) { handler(.message(message)) }
 
-    func didPublish(messageID: Int32) { handler(.acknowledged(messageID: messageID)) }
+    func didPublish(messageID: Int32, reasonCode: Int32) { handler(.acknowledged(messageID: messageID, reasonCode: reasonCode)) }
+
+    /// A DISCONNECT from the broker (or our own): a reason worth more than "connection lost".
+    func didDisconnect(reasonCode: Int32) {
+        let text: String?
+        switch reasonCode {
+        case Int32(MQTT_RC_SESSION_TAKEN_OVER.rawValue):
+            text = "another client connected with this client identifier '\(configuration.clientID)' and took the session over"
+        case 0x80...0xFF:
+            text = "the broker disconnected us: \(String(cString: mosquitto_reason_string(reasonCode)))"
+        default:
+            text = nil
+        }
+        guard let text else { return }
+        state.withLock { if $0.refusal == nil { $0.refusal = text } }
+    }
 }
 
 /// libmosquitto's `struct mosquitto *`, created and configured from an `MQTTConfiguration`.

@@ -29,8 +29,9 @@ public enum MQTTEvent: Sendable, Equatable {
     case disconnected(reason: String, retryIn: Duration)
     /// A message arrived on a subscription.
     case message(MQTTMessage)
-    /// The broker acknowledged the QoS 1 message with this message identifier (PUBACK, §3.4).
-    case acknowledged(messageID: Int32)
+    /// The broker acknowledged the QoS 1 message with this message identifier (PUBACK, §3.4);
+    /// a `reasonCode` of 0x80 or more says it refused it (0x87: not authorized to publish there).
+    case acknowledged(messageID: Int32, reasonCode: Int32)
 }
 
 /// What a client connects with.
@@ -39,7 +40,7 @@ public struct MQTTConfiguration: Sendable {
     /// The MQTT client identifier (§3.1.3.1); a broker drops an older connection with the same one.
     public var clientID: String
     public var username: String?
-    /// Given only from a file or the environment by the tools (never a command-line argument).
+    /// Given only from a file by the tools (never a command-line argument).
     public var password: String?
     /// The CA certificate file (PEM) the broker's certificate is checked against, for `mqtts://`;
     /// nil uses the system's trusted certificates.
@@ -54,6 +55,13 @@ public struct MQTTConfiguration: Sendable {
     /// The first retry's delay; each failure doubles it up to `maximumReconnectDelay`.
     public var reconnectDelay: Duration = .seconds(1)
     public var maximumReconnectDelay: Duration = .seconds(30)
+    /// A connection that lasted this long starts the next wait from `reconnectDelay` again; a
+    /// shorter one (a broker that refuses or drops us at once, another client taking over our
+    /// identifier) keeps doubling it.
+    public var stableConnection: Duration = .seconds(10)
+    /// The largest packet this client takes, told to the broker in CONNECT (MQTT 5.0
+    /// §3.1.2.11.4): it discards larger messages for us rather than send them. nil: no limit.
+    public var maximumPacketSize: UInt32?
 
     public init(broker: MQTTBrokerURL, clientID: String) {
         self.broker = broker

@@ -16,6 +16,8 @@ final class MQTTNetworkLoop: Sendable {
         var stopping = false
         var finished = false
         var delay: Duration?
+        /// When the current connection's CONNACK came.
+        var connectedAt: Date?
     }
 
     private let state = Mutex(LoopState())
@@ -41,7 +43,8 @@ final class MQTTNetworkLoop: Sendable {
         thread.start()
     }
 
-    func resetDelay() { state.withLock { $0.delay = nil } }
+    /// A CONNACK: the connection's start, which `failed` measures its length from.
+    func connectionStarted() { state.withLock { $0.connectedAt = Date() } }
 
     func stop(_ client: MQTTClient, timeout: Duration) {
         let started = state.withLock { s in
@@ -66,9 +69,7 @@ final class MQTTNetworkLoop: Sendable {
         var firstAttempt = true
         while !isStopping {
             if needsConnection {
-                let rc = firstAttempt
-                    ? mosquitto_connect_async(handle, c.broker.host, Int32(c.broker.port), c.keepAlive)
-                    : mosquitto_reconnect_async(handle)
+                let rc = firstAttempt ? Self.connectFirst(handle, c) : mosquitto_reconnect_async(handle)
                 firstAttempt = false
                 if rc != 0 {
                     failed(client, "cannot connect to \(c.broker): \(MosquittoLibrary.text(rc))")
@@ -89,15 +90,39 @@ final class MQTTNetworkLoop: Sendable {
         }
     }
 
-    /// Reports the failure, waits the current delay (or until stopped) and doubles it.
+    /// The first connection attempt. With CONNECT properties (the maximum packet size) it is
+    /// `mosquitto_connect_bind_v5`, which keeps them for every reconnection but connects the
+    /// socket synchronously (this thread waits for the TCP handshake); without, asynchronous.
+    private static func connectFirst(_ handle: OpaquePointer, _ c: MQTTConfiguration) -> Int32 {
+        guard let size = c.maximumPacketSize else {
+            return mosquitto_connect_async(handle, c.broker.host, Int32(c.broker.port), c.keepAlive)
+        }
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        let rc = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), size)
+        guard rc == 0 else { return rc }
+        return mosquitto_connect_bind_v5(handle, c.broker.host, Int32(c.broker.port), c.keepAlive, nil, properties)
+    }
+
+    /// Reports the failure, waits the current delay (or until stopped) and doubles it. A
+    /// connection that had lasted `stableConnection` starts again from the first delay.
     private func failed(_ client: MQTTClient, _ reason: String) {
         let c = client.configuration
-        let delay = state.withLock { s in
+        let (delay, lasted) = state.withLock { s in
+            let lasted = s.connectedAt.map { Date().timeIntervalSince($0) }
+            if let lasted, lasted >= c.stableConnection.secondsValue { s.delay = nil }
+            s.connectedAt = nil
             let d = s.delay ?? c.reconnectDelay
             s.delay = min(d * 2, c.maximumReconnectDelay)
-            return d
+            return (d, lasted)
         }
-        client.didLoseConnection(reason, retryIn: delay)
+        var said = reason
+        if let lasted, lasted < c.stableConnection.secondsValue {
+            // Mosquitto 2.0 closes the socket of a client whose identifier a newer connection
+            // took, without a DISCONNECT saying so: the short life is the only sign.
+            said += String(format: " %.1f s after connecting", lasted) + " (is another client connected with the identifier '\(c.clientID)'?)"
+        }
+        client.didLoseConnection(said, retryIn: delay)
         signal.lock()
         let deadline = Date().addingTimeInterval(delay.secondsValue)
         while !isStopping {

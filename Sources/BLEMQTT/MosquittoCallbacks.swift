@@ -9,8 +9,11 @@ enum MosquittoCallbacks {
         mosquitto_connect_v5_callback_set(handle) { _, object, reasonCode, _, _ in
             mosquittoClient(object)?.didConnect(reasonCode: reasonCode)
         }
-        mosquitto_publish_v5_callback_set(handle) { _, object, messageID, _, _ in
-            mosquittoClient(object)?.didPublish(messageID: messageID)
+        mosquitto_publish_v5_callback_set(handle) { _, object, messageID, reasonCode, _ in
+            mosquittoClient(object)?.didPublish(messageID: messageID, reasonCode: reasonCode)
+        }
+        mosquitto_disconnect_v5_callback_set(handle) { _, object, reasonCode, _ in
+            mosquittoClient(object)?.didDisconnect(reasonCode: reasonCode)
         }
         mosquitto_message_v5_callback_set(handle) { _, object, message, properties in
             guard let client = mosquittoClient(object), let message else { return }

@@ -23,14 +23,22 @@ final class GatewayTopicsTests: XCTestCase {
         }
     }
 
-    func testResponseTopicsUnderThePrefixAreRefused() throws {
+    func testResponseTopicsOnlyUnderTheReplyRoot() throws {
         let t = try GatewayTopics(prefix: "ble", name: "g1")
-        XCTAssertTrue(t.allowsResponseTopic("clients/42/reply"))
-        XCTAssertFalse(t.allowsResponseTopic("ble/g2/status"))
-        XCTAssertFalse(t.allowsResponseTopic("ble"))
-        XCTAssertFalse(t.allowsResponseTopic("a/+/b"))
-        XCTAssertFalse(t.allowsResponseTopic("$SYS/x"))
-        XCTAssertFalse(t.allowsResponseTopic(String(repeating: "a", count: 300)))
-        XCTAssertTrue(t.allowsResponseTopic("blex/reply"))
+        XCTAssertEqual(t.replyRoot, "ble-reply")
+        XCTAssertTrue(t.allowsResponseTopic("ble-reply/42"))
+        XCTAssertTrue(t.allowsResponseTopic("ble-reply/clients/42/reply"))
+        for refused in ["clients/42/reply", "ble/g2/status", "ble", "ble-reply", "ble-reply/", "ble-reply/+", "ble-reply/a/#",
+                        "$SYS/x", "ble-replyx/1", "ble-reply/" + String(repeating: "a", count: 300), "ble-reply/a\u{0}b"] {
+            XCTAssertFalse(t.allowsResponseTopic(refused), refused)
+        }
+    }
+
+    func testDotNamesAndControlCharactersAreRefused() {
+        for name in [".", "..", "a\u{7F}", "a\u{85}b", "a\u{202E}b"] {
+            XCTAssertThrowsError(try GatewayTopics(prefix: "ble", name: name), name)
+        }
+        XCTAssertThrowsError(try GatewayTopics(prefix: "ble/..", name: "g"))
+        XCTAssertNoThrow(try GatewayTopics(prefix: "ble", name: "a.b"))
     }
 }

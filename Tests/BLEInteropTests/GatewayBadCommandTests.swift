@@ -7,15 +7,18 @@ final class GatewayBadCommandTests: XCTestCase {
     func testEveryBadCommandGetsATypedErrorAndChangesNothing() async throws {
         let broker = try await startMosquitto()
         let client = MosquittoClientOptions(broker: broker)
-        // A retained command waiting on the broker before the gateway starts: delivered to it as
-        // retained, and refused (it would otherwise run again on every gateway that subscribes).
-        let retained = #"{"id":"retained","op":"connect","address":"00:5A:B1:00:00:05"}"#
-        _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(retained), qos: 1, retain: true)
+        // A retained command waiting on the broker before the gateway starts is never delivered
+        // to it (it would otherwise run again on every gateway that subscribes later).
+        let stale = #"{"id":"stale","op":"connect","address":"00:5A:B1:00:00:05"}"#
+        _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(stale), qos: 1, retain: true)
         let watch = try await MosquittoSubscription.start(MosquittoClientOptions(broker: broker, mqtt5: true),
-                                                         topics: ["ble/lab/reply", "ble/lab/status", "ble/lab/status/stats", "clients/#"], qos: 1)
+                                                         topics: ["ble/lab/reply", "ble/lab/status", "ble/lab/status/stats", "ble-reply/#"], qos: 1)
         addTeardownBlock { watch.stop() }
         _ = try startGateway("lab", broker: broker, arguments: ["--hci", "virtual"])
         try await watch.waitFor("online", timeout: 20) { $0.topic == "ble/lab/status" && $0.text == "online" }
+        // One published retained while the gateway listens keeps its RETAIN flag, and is refused.
+        let retained = #"{"id":"retained","op":"connect","address":"00:5A:B1:00:00:05"}"#
+        _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(retained), qos: 1, retain: true)
         try await expectRefusal(watch, id: "retained", code: "retained-command")
         _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .empty, qos: 1, retain: true)
 
@@ -31,6 +34,8 @@ final class GatewayBadCommandTests: XCTestCase {
 
         let cases: [(id: String, payload: String, code: String)] = [
             ("unknown-device", #"{"id":"unknown-device","op":"read","address":"AA:BB:CC:DD:EE:01/random","characteristic":"2A19"}"#, "unknown-device"),
+            // Heard as public: the same 48 bits as a random address are a device never heard.
+            ("other-type", #"{"id":"other-type","op":"connect","address":"00:5A:B1:00:00:06/random"}"#, "unknown-device"),
             ("read-only", #"{"id":"read-only","op":"write","address":"00:5A:B1:00:00:05","characteristic":"2A19","hex":"00"}"#, "not-writable"),
             ("no-notify", #"{"id":"no-notify","op":"subscribe","address":"00:5A:B1:00:00:03","characteristic":"2A38"}"#, "not-subscribable"),
             ("no-such", #"{"id":"no-such","op":"read","address":"00:5A:B1:00:00:05","characteristic":"2A37"}"#, "no-characteristic"),
@@ -65,11 +70,14 @@ final class GatewayBadCommandTests: XCTestCase {
         _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(#"{"id":"forge","op":"read","address":"00:5A:B1:00:00:05","characteristic":"2A19"}"#),
                                        qos: 1, responseTopic: "ble/other/status")
         try await expectRefusal(watch, id: "forge", code: "bad-response-topic")
+        _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(#"{"id":"elsewhere","op":"read","address":"00:5A:B1:00:00:05","characteristic":"2A19"}"#),
+                                       qos: 1, responseTopic: "clients/42/reply")
+        try await expectRefusal(watch, id: "elsewhere", code: "bad-response-topic")
 
         // MQTT 5 request/response: the reply goes to the response topic with the correlation data.
         _ = try await mosquittoPublish(client, topic: "ble/lab/cmd", .text(#"{"id":"rr","op":"read","address":"00:5A:B1:00:00:05","characteristic":"2A19"}"#),
-                                       qos: 1, responseTopic: "clients/42/reply", correlationData: "req-77")
-        let answer = try await watch.waitFor(topic: "clients/42/reply", timeout: 30)
+                                       qos: 1, responseTopic: "ble-reply/42", correlationData: "req-77")
+        let answer = try await watch.waitFor(topic: "ble-reply/42", timeout: 30)
         XCTAssertEqual(answer.json?["id"] as? String, "rr")
         XCTAssertEqual(answer.json?["hex"] as? String, "64")
         XCTAssertEqual(answer.correlationData, "req-77")
@@ -80,11 +88,12 @@ final class GatewayBadCommandTests: XCTestCase {
         XCTAssertEqual(after["hex"] as? String, "64")
         let stats = try await watch.waitFor("stats counting the refusals", timeout: 20) { m in
             guard m.topic == "ble/lab/status/stats", let commands = m.json?["commands"] as? [String: Any] else { return false }
-            // 13 refused before anything was done; 6 carried out and failed.
-            return (commands["refused"] as? Int ?? 0) >= 13 && (commands["failed"] as? Int ?? 0) >= 6
+            // 14 refused before anything was done; 7 carried out and failed.
+            return (commands["refused"] as? Int ?? 0) >= 14 && (commands["failed"] as? Int ?? 0) >= 7
         }
         XCTAssertEqual(stats.json?["links"] as? Int, 2, "the battery and the heart-rate monitor; no link to an unknown device: \(stats.text)")
         XCTAssertEqual(stats.json?["subscriptions"] as? Int, 0)
+        XCTAssertFalse(watch.messages.contains { $0.json?["id"] as? String == "stale" }, "a stale retained command is never delivered")
     }
 
     private func sendCommand(_ client: MosquittoClientOptions, _ payload: String) async throws {

@@ -1,4 +1,5 @@
 import BLEHTTP
+import BLEGateway
 import BLEMQTT
 import Foundation
 import XCTest
@@ -113,9 +114,12 @@ final class UIBrokerAppTests: XCTestCase {
         }
     }
 
-    func testTheReplyTopicNeverLiesUnderTheGatewaysPrefix() {
-        XCTAssertEqual(UIBrokerApp.replyTopic(prefix: "ble", clientID: "ble-ui-00ff"), "ble-ui/ble-ui-00ff/reply")
-        XCTAssertEqual(UIBrokerApp.replyTopic(prefix: "ble-ui", clientID: "ble-ui-00ff"), "ble-ui-replies/ble-ui-00ff/reply")
-        XCTAssertEqual(UIBrokerApp.replyTopic(prefix: "home/ble", clientID: "a/+#b"), "ble-ui/ab/reply")
+    func testTheReplyTopicIsUnderTheGatewaysReplyRoot() throws {
+        let topics = try GatewayTopics(prefix: "home/ble", name: "lab")
+        for (prefix, id, expected) in [("ble", "ble-ui-00ff", "ble-reply/ble-ui-00ff"), ("home/ble", "a/+#b", "home/ble-reply/ab"), ("ble", "", "ble-reply/ui")] {
+            let topic = UIBrokerApp.replyTopic(prefix: prefix, clientID: id)
+            XCTAssertEqual(topic, expected)
+            if prefix == "home/ble" { XCTAssertTrue(topics.allowsResponseTopic(topic), topic) }
+        }
     }
 }

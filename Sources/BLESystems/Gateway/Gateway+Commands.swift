@@ -58,8 +58,8 @@ extension Gateway {
 
     private func refuse(_ id: String?, code: String, _ message: String, topic: String, correlation: [UInt8]?) {
         statistics.refused += 1
-        configuration.log("refused a command: \(message)")
-        publish(topic, GatewayPayloads.failure(id: id, code: code, message: message), kind: .control, correlationData: correlation)
+        limitedLog("refused a command: \(message)")
+        publish(topic, GatewayPayloads.failure(id: id, code: code, message: message), kind: .reply, correlationData: correlation)
     }
 
     private func finish(_ request: GatewayRequest, _ result: Result<[(String, JSON)], GatewayFailure>, topic: String, correlation: [UInt8]?) {
@@ -70,17 +70,34 @@ extension Gateway {
             json = GatewayPayloads.success(id: request.id, fields)
         case let .failure(f):
             statistics.failed += 1
-            configuration.log("\(request.operation.name) \(request.operation.device) failed: \(f.message)")
+            limitedLog("\(request.operation.name) \(request.operation.device) failed: \(f.message)")
             json = GatewayPayloads.failure(id: request.id, code: f.code, message: f.message)
         }
-        publish(topic, json, kind: .control, correlationData: correlation)
+        publish(topic, json, kind: .reply, correlationData: correlation)
     }
 
+    /// Carries out `operation`, or gives up at `commandDeadline` (cancelling it), so no peer,
+    /// however slow, holds a command slot longer than that.
     private func perform(_ operation: GatewayOperation) async -> Result<[(String, JSON)], GatewayFailure> {
-        do {
-            return .success(try await carryOut(operation))
-        } catch {
-            return .failure(GatewayFailure.from(error))
+        let outcome = GatewayCommandOutcome()
+        let deadline = configuration.commandDeadline
+        let clock = central.clock
+        return await withCheckedContinuation { continuation in
+            outcome.wait(continuation)
+            let work = Task {
+                do {
+                    outcome.finish(.success(try await self.carryOut(operation)))
+                } catch {
+                    outcome.finish(.failure(GatewayFailure.from(error)))
+                }
+            }
+            let timer = Task {
+                try? await clock.sleep(for: deadline)
+                guard !Task.isCancelled else { return }
+                work.cancel()
+                outcome.finish(.failure(GatewayFailure(code: "timeout", "\(operation.name) was not done within \(deadline)")))
+            }
+            outcome.onFinish { timer.cancel() }
         }
     }
 
@@ -93,6 +110,7 @@ extension Gateway {
             guard let p = links[d.address] else { throw GatewayFailure(code: "not-connected", "\(d) is not connected to this gateway") }
             endSubscriptions(of: d.address)
             links[d.address] = nil
+            linkLastUsed[d.address] = nil
             try? await p.disconnect()
             return [("address", .string(p.address.description))]
         case let .gatt(d):
@@ -125,10 +143,10 @@ extension Gateway {
             return try await subscribe(d, c)
         case let .unsubscribe(d, c):
             let key = GatewaySubscriptionKey(address: d.address, characteristic: c.characteristic)
-            guard let task = subscriptions.removeValue(forKey: key) else {
+            guard let subscription = subscriptions.removeValue(forKey: key) else {
                 throw GatewayFailure(code: "not-subscribed", "\(c) of \(d) is not subscribed")
             }
-            task.cancel()
+            subscription.task.cancel()
             if let p = links[d.address], let ch = try? await locate(c, on: p) {
                 _ = try? await p.disableUpdates(for: ch)
             }
@@ -144,9 +162,20 @@ extension Gateway {
     /// The link to `d`: the one kept, one being made, or a new connection (with the MTU
     /// exchanged) to a device this gateway has heard.
     func peripheral(for d: GatewayDevice) async throws -> Peripheral {
+        linkLastUsed[d.address] = central.clock.now()
         if let p = links[d.address], p.state == .connected { return p }
         if let attempt = connecting[d.address] { return try await attempt.value }
-        guard let address = heardDevice(named: d) else { throw GatewayFailure.unknownDevice(d) }
+        guard let heard = heardDevice(named: d) else { throw GatewayFailure.unknownDevice(d) }
+        guard heard.connectable else {
+            throw GatewayFailure(code: "not-connectable", "\(d) advertises as not connectable")
+        }
+        guard links.count + connecting.count < configuration.maximumLinks else {
+            throw GatewayFailure(code: "too-many-links", "this gateway keeps at most \(configuration.maximumLinks) links; disconnect one first")
+        }
+        guard connecting.count < configuration.maximumQueuedConnections else {
+            throw GatewayFailure(code: "busy", "\(connecting.count) connection attempts are queued; try again")
+        }
+        let address = heard.address
         let central = self.central
         let timeout = configuration.connectionTimeout
         let mtu = configuration.mtu
@@ -163,6 +192,7 @@ extension Gateway {
         defer { connecting[d.address] = nil }
         let p = try await attempt.value
         links[d.address] = p
+        linkLastUsed[d.address] = central.clock.now()
         configuration.log("connected to \(p.address)")
         let key = d.address
         Task {
@@ -192,16 +222,31 @@ extension Gateway {
         }
     }
 
+    /// Closes links that served no command for `linkIdleTimeout` and carry no subscription.
+    func closeIdleLinks(now: Duration) async {
+        let idle = links.filter { address, _ in
+            !subscriptions.keys.contains { $0.address == address } && !subscribing.contains { $0.address == address }
+                && now - (linkLastUsed[address] ?? now) >= configuration.linkIdleTimeout
+        }
+        for (address, p) in idle {
+            links[address] = nil
+            linkLastUsed[address] = nil
+            configuration.log("closing the idle link to \(p.address)")
+            try? await p.disconnect()
+        }
+    }
+
     private func linkEnded(_ key: BDAddress, _ p: Peripheral) {
         guard links[key] === p else { return }
         links[key] = nil
+        linkLastUsed[key] = nil
         endSubscriptions(of: key)
         configuration.log("\(p.address) disconnected")
     }
 
     private func endSubscriptions(of address: BDAddress) {
-        for (key, task) in subscriptions where key.address == address {
-            task.cancel()
+        for (key, subscription) in subscriptions where key.address == address {
+            subscription.task.cancel()
             subscriptions[key] = nil
         }
     }

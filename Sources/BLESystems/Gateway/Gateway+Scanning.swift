@@ -52,14 +52,19 @@ extension Gateway {
         pump()
     }
 
-    /// The device a command names, as heard: by its address, or by the identity a bonded
+    /// The device a command names, as heard: by its address (with the type heard; a command
+    /// naming the other type names a device never heard), or by the identity a bonded
     /// device's resolvable private address resolved to.
-    func heardDevice(named d: GatewayDevice) -> DeviceAddress? {
+    func heardDevice(named d: GatewayDevice) -> (address: DeviceAddress, connectable: Bool)? {
         if let h = heard[d.address] {
-            return DeviceAddress(d.address, type: d.type ?? h.address.type.peerType)
+            let type = h.address.type.peerType
+            guard d.type == nil || d.type == type else { return nil }
+            return (DeviceAddress(d.address, type: type), h.isConnectable)
         }
         if let h = heard.values.first(where: { $0.identity?.address == d.address }), let identity = h.identity {
-            return DeviceAddress(d.address, type: d.type ?? identity.type.peerType)
+            let type = identity.type.peerType
+            guard d.type == nil || d.type == type else { return nil }
+            return (DeviceAddress(d.address, type: type), h.isConnectable)
         }
         return nil
     }

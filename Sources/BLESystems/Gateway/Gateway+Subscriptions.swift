@@ -8,28 +8,36 @@ extension Gateway {
     /// `disconnect` or the link's end.
     func subscribe(_ d: GatewayDevice, _ c: GatewayCharacteristic) async throws -> [(String, JSON)] {
         let key = GatewaySubscriptionKey(address: d.address, characteristic: c.characteristic)
+        if subscriptions[key] != nil || subscribing.contains(key) {
+            return [("characteristic", .string(c.characteristic.description)), ("already", .bool(true))]
+        }
+        // Taken before the first await: a second command for it meanwhile answers `already`.
+        subscribing.insert(key)
+        defer { subscribing.remove(key) }
         let p = try await peripheral(for: d)
         let ch = try await locate(c, on: p)
         guard !ch.properties.isDisjoint(with: [.notify, .indicate]) else {
             throw GatewayFailure(code: "not-subscribable", "\(c) on \(d) neither notifies nor indicates")
         }
         let fields: [(String, JSON)] = [("characteristic", .string(ch.uuid.description)), ("topic", .string(topics.value(d.address, ch.uuid)))]
-        if subscriptions[key] != nil { return fields + [("already", .bool(true))] }
         let updates = await p.follow(ch) { [self] peripheral in try await self.locate(c, on: peripheral) }
         _ = try await p.enableUpdates(for: ch)
         let topic = topics.value(d.address, ch.uuid)
         let address = p.address
         let uuid = ch.uuid
-        subscriptions[key] = Task {
+        nextSubscriptionID += 1
+        let id = nextSubscriptionID
+        let task = Task {
             do {
                 for try await update in updates {
                     guard case let .value(v) = update else { continue }
                     self.received(v, of: uuid, at: address, topic: topic)
                 }
             } catch {
-                self.subscriptionFailed(key, error)
+                self.subscriptionFailed(key, id: id, error)
             }
         }
+        subscriptions[key] = GatewaySubscription(id: id, task: task)
         return fields
     }
 
@@ -38,7 +46,9 @@ extension Gateway {
         publish(topic, GatewayPayloads.value(value, of: uuid, at: address, gateway: topics.name, time: Date()), kind: .notification)
     }
 
-    private func subscriptionFailed(_ key: GatewaySubscriptionKey, _ error: any Error) {
+    /// The subscription `id` ended with `error`; forgotten unless a newer one took its key.
+    private func subscriptionFailed(_ key: GatewaySubscriptionKey, id: Int, _ error: any Error) {
+        guard subscriptions[key]?.id == id else { return }
         subscriptions[key] = nil
         configuration.log("subscription to \(key.characteristic) of \(key.address) ended: \(error)")
     }

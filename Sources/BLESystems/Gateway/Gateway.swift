@@ -22,9 +22,18 @@ public actor Gateway {
     /// One connection attempt at a time (`connectionTurn`), the others waiting in order.
     var connectionAttemptUnderWay = false
     var connectionWaiters: [CheckedContinuation<Void, Never>] = []
-    var subscriptions: [GatewaySubscriptionKey: Task<Void, Never>] = [:]
+    var subscriptions: [GatewaySubscriptionKey: GatewaySubscription] = [:]
+    /// Subscriptions being set up (the key is taken before the first await, so a second
+    /// command for the same one answers `already` instead of making an orphan).
+    var subscribing: Set<GatewaySubscriptionKey> = []
+    var nextSubscriptionID = 0
+    /// When each link last served a command (on the central's clock), for `linkIdleTimeout`.
+    var linkLastUsed: [BDAddress: Duration] = [:]
     var runningCommands = 0
     var statistics = GatewayStatistics()
+    /// Commands waiting between the MQTT thread and this actor, bounded (`GatewayIntake`).
+    let intake: GatewayIntake
+    var logLimiter = GatewayLogLimiter()
     let started = Date()
 
     /// Creates the gateway and its MQTT client (nothing is connected until `run`).
@@ -35,18 +44,32 @@ public actor Gateway {
         var mqtt = configuration.mqtt
         mqtt.will = MQTTMessage(topic: configuration.topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
         mqtt.maximumInFlight = Int32(configuration.outbox.inFlight)
+        // A command is at most 16 KiB (larger ones are refused by size); up to this the
+        // gateway still answers `too-large`, beyond it the broker discards them for us.
+        mqtt.maximumPacketSize = Self.maximumPacketSize
         let (events, continuation) = AsyncStream<MQTTEvent>.makeStream()
         self.events = events
-        client = try MQTTClient(mqtt) { continuation.yield($0) }
+        let intake = GatewayIntake(limit: configuration.maximumWaitingCommands)
+        self.intake = intake
+        client = try MQTTClient(mqtt) { event in
+            // On the MQTT thread: commands beyond the bound are dropped here, counted.
+            if case .message = event, !intake.admit() { return }
+            continuation.yield(event)
+        }
         outbox = GatewayOutbox(limits: configuration.outbox)
         throttle = AdvertisementThrottle(settings: configuration.throttle)
     }
+
+    /// The largest MQTT packet the gateway takes (told to the broker in CONNECT).
+    public static let maximumPacketSize: UInt32 = 16 << 20
 
     /// Runs until the calling task is cancelled; then publishes `offline` (retained), waits a
     /// moment for the broker to have it, disconnects from the broker, and drops its links.
     public func run() async {
         do {
-            try client.subscribe(topics.commands, qos: 1)
+            // Retained commands are never sent at subscription, and one arriving live keeps its
+            // RETAIN flag, so it is refused (`received`).
+            try client.subscribe(topics.commands, qos: 1, options: [.retainAsPublished, .sendRetainedNever])
         } catch {
             configuration.log("cannot subscribe to \(topics.commands): \(error)")
         }
@@ -78,19 +101,27 @@ public actor Gateway {
             case .connected:
                 statistics.connections += 1
                 configuration.log("connected to \(configuration.mqtt.broker) as \(topics.base)")
-                outbox.enqueue(.init(topic: topics.status, payload: Array("online".utf8), retain: true, kind: .control))
+                outbox.enqueueFirst(.init(topic: topics.status, payload: Array("online".utf8), retain: true, kind: .control))
             case let .disconnected(reason, retryIn):
                 configuration.log("\(reason); trying again in \(retryIn)")
             case let .message(m):
+                intake.taken()
                 received(m)
-            case let .acknowledged(id):
+            case let .acknowledged(id, reasonCode):
                 outbox.acknowledged(id)
+                if reasonCode >= 0x80 {
+                    statistics.brokerRefused += 1
+                    limitedLog("the broker refused a message (reason 0x\(String(reasonCode, radix: 16))): is this gateway allowed to publish there?")
+                }
             }
             pump()
         }
     }
 
-    /// Hands queued messages to the client while the in-flight bound allows.
+    /// Hands queued messages to the client while the in-flight bound allows. A message the
+    /// client refuses for want of a connection goes back to wait for the next one (at least
+    /// once: libmosquitto may also have kept it); one refused for any other reason (too big for
+    /// the broker, say) is dropped and counted, so it cannot block its queue.
     func pump() {
         guard client.isConnected else { return }
         while let m = outbox.next() {
@@ -98,13 +129,25 @@ public actor Gateway {
                 let id = try client.publish(MQTTMessage(topic: m.topic, payload: m.payload, qos: 1, retain: m.retain,
                                                         correlationData: m.correlationData))
                 outbox.handedOver(m, id: id)
-            } catch {
+            } catch .notConnected {
                 outbox.giveBack(m)
                 return
+            } catch {
+                statistics.publishFailed += 1
+                limitedLog("dropped a message to \(m.topic): \(error)")
             }
         }
     }
 
+    /// Logs `line` unless too many lines came lately (a flood of bad commands must not flood
+    /// the log); what was held back is counted in the next line let through.
+    func limitedLog(_ line: String) {
+        let (allowed, suppressed) = logLimiter.allow(now: central.clock.now())
+        guard allowed else { return }
+        configuration.log(suppressed > 0 ? "\(line) (and \(suppressed) lines held back)" : line)
+    }
+
+    /// Queues `json` for `topic` and pumps.
     func publish(_ topic: String, _ json: JSON, kind: GatewayOutbox.Kind, retain: Bool = false, correlationData: [UInt8]? = nil) {
         outbox.enqueue(.init(topic: topic, payload: Array(json.text.utf8), retain: retain, kind: kind, correlationData: correlationData))
         pump()
@@ -123,6 +166,7 @@ public actor Gateway {
                 if let d = heard[key] { publishAdvertisement(d) }
             }
             for key in throttle.expired(now: now) { forget(key) }
+            await closeIdleLinks(now: now)
             sinceStatistics += period
             if sinceStatistics >= configuration.statisticsInterval {
                 sinceStatistics = .zero
@@ -133,7 +177,7 @@ public actor Gateway {
     }
 
     private func shutDown() async {
-        for (_, task) in subscriptions { task.cancel() }
+        for (_, subscription) in subscriptions { subscription.task.cancel() }
         subscriptions.removeAll()
         outbox.enqueue(.init(topic: topics.status, payload: Array("offline".utf8), retain: true, kind: .control))
         pump()

@@ -62,15 +62,11 @@ public final class UIBrokerApp: Sendable {
         return "ble-ui-" + String(format: "%016llx", UInt64.random(in: .min ... .max, using: &rng))
     }
 
-    /// Where replies to this UI's commands go: `ble-ui/CLIENT/reply`, never under the gateways'
-    /// prefix (a gateway refuses a response topic there).
+    /// Where replies to this UI's commands go: `PREFIX-reply/CLIENT`, under the root the
+    /// gateways answer to (`GatewayTopics.replyRoot`); CLIENT keeps only letters, digits and `-`.
     static func replyTopic(prefix: String, clientID: String) -> String {
         let level = String(clientID.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "-") })
-        for root in ["ble-ui", "ble-ui-replies"] {
-            let topic = "\(root)/\(level.isEmpty ? "ui" : level)/reply"
-            if !(topic == prefix || topic.hasPrefix(prefix + "/")) { return topic }
-        }
-        return "ble-ui-\(level)/reply"
+        return "\(prefix)-reply/\(level.isEmpty ? "ui" : level)"
     }
 
     /// Subscribes to every gateway's topics and this UI's replies, and starts connecting (and

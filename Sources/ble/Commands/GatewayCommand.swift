@@ -20,6 +20,8 @@ struct GatewayCommand: BLECommand {
         .single("queue", value: "N", help: "notifications queued while the broker is slow or away before newer ones are dropped (default 1000)"),
         .single("in-flight", value: "N", help: "QoS 1 messages sent and not yet acknowledged (default 32)"),
         .single("stats-interval", value: "S", help: "publish status/stats every S seconds (default 10)"),
+        .single("max-links", value: "N", help: "links kept at once for commands (default 4)"),
+        .single("link-idle", value: "S", help: "close a link with no subscription after S seconds without a command (default 60)"),
         .flag("passive", help: "passive scan: send no scan requests (no scan responses)"),
     ]
     static let needs: CommandNeeds = [.controller, .listening, .demoPeripheralsOnVirtualRadio, .pairing, .handlesInterrupts]
@@ -53,6 +55,7 @@ struct GatewayCommand: BLECommand {
         if let file = args.option("password-file") {
             mqtt.password = try Self.password(fromFile: file)
         }
+        Self.warnOfCleartextPassword(mqtt)
         if let ca = args.option("ca") {
             guard broker.usesTLS else { throw UsageError("--ca is for an mqtts:// broker") }
             mqtt.caFile = ca
@@ -74,6 +77,14 @@ struct GatewayCommand: BLECommand {
             guard (1...65535).contains(n) else { throw UsageError("--in-flight must be between 1 and 65535") }
             configuration.outbox.inFlight = n
         }
+        if let n = try args.int("max-links") {
+            guard (1...64).contains(n) else { throw UsageError("--max-links must be between 1 and 64") }
+            configuration.maximumLinks = n
+        }
+        if let s = try args.seconds("link-idle") {
+            guard s >= .seconds(1) else { throw UsageError("--link-idle must be at least 1 second") }
+            configuration.linkIdleTimeout = s
+        }
         configuration.activeScan = !args.flag("passive")
         configuration.mtu = controller.mtu
         configuration.log = { standardError("ble gateway: \($0)") }
@@ -85,21 +96,33 @@ struct GatewayCommand: BLECommand {
         }
     }
 
-    /// The first line of `path`, without its line end. Warns (as `command`) when others may read
-    /// the file.
+    /// The first line of `path` (a leading UTF-8 byte-order mark and the line end removed;
+    /// spaces are kept, they may be part of a password). Warns (as `command`) when others may
+    /// read the file it names, following symbolic links (as secrets mounted by Docker or
+    /// Kubernetes are).
     static func password(fromFile path: String, command: String = "ble gateway") throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("--password-file: cannot read '\(path)'")
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw UsageError("--password-file: '\(path)' is not UTF-8 text") }
+        guard var text = String(data: data, encoding: .utf8) else { throw UsageError("--password-file: '\(path)' is not UTF-8 text") }
+        if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
         let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
         guard !password.isEmpty else { throw UsageError("--password-file: '\(path)' holds no password on its first line") }
-        if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-           let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
-            standardError("\(command): warning: \(path) can be read by other users (mode \(String(mode, radix: 8))); chmod 600 it")
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
+            standardError("\(command): warning: \(path) can be read by other users (mode \(String(status.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
         return password
+    }
+
+    /// A warning when a password is to cross the network in the clear (to a broker that is
+    /// not on this machine's loopback).
+    static func warnOfCleartextPassword(_ mqtt: MQTTConfiguration, command: String = "ble gateway") {
+        let host = mqtt.broker.host.lowercased()
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        guard mqtt.password != nil, !mqtt.broker.usesTLS, !loopback else { return }
+        standardError("\(command): warning: the password goes to \(mqtt.broker) unencrypted; use mqtts:// (TLS)")
     }
 
     func run() async throws {

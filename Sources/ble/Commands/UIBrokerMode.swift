@@ -35,6 +35,7 @@ struct UIBrokerOptions: Sendable {
         if let file = args.option("password-file") {
             mqtt.password = try GatewayCommand.password(fromFile: file, command: "ble ui")
         }
+        GatewayCommand.warnOfCleartextPassword(mqtt, command: "ble ui")
         if let ca = args.option("ca") {
             guard broker.usesTLS else { throw UsageError("--ca is for an mqtts:// broker") }
             mqtt.caFile = ca

@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// What keeps one command publisher from taking a room's radio and devices (docs/GATEWAY.md
+/// #security): a bound on links, idle links closed, a subscription asked for twice made once,
+/// and two gateways that share one `--id` told about it while they back off.
+final class GatewayLimitsTests: XCTestCase {
+    static let demo = ["00:5A:B1:00:00:01", "00:5A:B1:00:00:02", "00:5A:B1:00:00:03", "00:5A:B1:00:00:05", "00:5A:B1:00:00:06"]
+
+    func testLinksAreBoundedAndIdleOnesClosed() async throws {
+        let broker = try await startMosquitto()
+        let client = MosquittoClientOptions(broker: broker)
+        let watch = try await MosquittoSubscription.start(client, topics: ["ble/limits/reply", "ble/limits/status/stats", "ble/limits/adv/+"], qos: 1)
+        addTeardownBlock { watch.stop() }
+        _ = try startGateway("limits", broker: broker, arguments: ["--hci", "virtual", "--max-links", "2", "--link-idle", "2"])
+        for device in Self.demo.prefix(3) { try await watch.waitFor(topic: "ble/limits/adv/\(device)", timeout: 20) }
+        for (n, device) in Self.demo.prefix(2).enumerated() {
+            _ = try await mosquittoPublish(client, topic: "ble/limits/cmd", .text(#"{"id":"c\#(n)","op":"connect","address":"\#(device)"}"#), qos: 1)
+            let r = try await reply(watch, "c\(n)")
+            XCTAssertEqual(r["ok"] as? Bool, true, "\(r)")
+        }
+        _ = try await mosquittoPublish(client, topic: "ble/limits/cmd", .text(#"{"id":"third","op":"connect","address":"\#(Self.demo[2])"}"#), qos: 1)
+        let third = try await reply(watch, "third")
+        XCTAssertEqual(third["code"] as? String, "too-many-links", "\(third)")
+        // Unused for 2 s and not subscribed: both closed, and a new link may be made.
+        try await watch.waitFor("no links left", timeout: 20) { m in
+            m.topic == "ble/limits/status/stats" && m.json?["links"] as? Int == 0
+        }
+        _ = try await mosquittoPublish(client, topic: "ble/limits/cmd", .text(#"{"id":"again","op":"connect","address":"\#(Self.demo[2])"}"#), qos: 1)
+        let again = try await reply(watch, "again")
+        XCTAssertEqual(again["ok"] as? Bool, true, "\(again)")
+    }
+
+    func testASubscriptionAskedForTwiceAtOnceIsMadeOnce() async throws {
+        let broker = try await startMosquitto()
+        let client = MosquittoClientOptions(broker: broker)
+        let watch = try await MosquittoSubscription.start(client, topics: ["ble/twice/reply", "ble/twice/dev/+/+", "ble/twice/adv/+"], qos: 1)
+        addTeardownBlock { watch.stop() }
+        _ = try startGateway("twice", broker: broker, arguments: ["--hci", "virtual"])
+        try await watch.waitFor(topic: "ble/twice/adv/00:5A:B1:00:00:03", timeout: 20)
+        for id in ["s1", "s2"] {
+            _ = try await mosquittoPublish(client, topic: "ble/twice/cmd",
+                                           .text(#"{"id":"\#(id)","op":"subscribe","address":"00:5A:B1:00:00:03","characteristic":"2A37"}"#), qos: 1)
+        }
+        let first = try await reply(watch, "s1")
+        let second = try await reply(watch, "s2")
+        XCTAssertEqual([first["already"] as? Bool, second["already"] as? Bool].compactMap { $0 }, [true], "one made it, the other found it: \(first) \(second)")
+        let values = try await watch.waitForCount(4, timeout: 20) { $0.topic == "ble/twice/dev/00:5A:B1:00:00:03/2A37" }
+        let texts = values.map(\.text)
+        XCTAssertEqual(Set(texts).count, texts.count, "each value published once, not once per command: \(texts)")
+    }
+
+    func testTwoGatewaysWithOneIDAreToldAndBackOff() async throws {
+        let broker = try await startMosquitto()
+        let first = try startGateway("twin", broker: broker, arguments: ["--hci", "virtual"])
+        try await first.waitForLog("connected to mqtt")
+        let second = try startGateway("twin", broker: broker, arguments: ["--hci", "virtual"])
+        let told = try await first.waitForLog("another client", timeout: 20)
+        XCTAssertTrue(told.contains("ble-gateway-twin"), told)
+        // Each takeover is short-lived: the waits keep doubling instead of starting over at 1 s.
+        let deadline = Date().addingTimeInterval(30)
+        func delays() -> [String] {
+            (first.log + second.log).filter { $0.contains("another client") }.compactMap { $0.components(separatedBy: "trying again in ").last }
+        }
+        while !delays().contains("4.0 seconds"), Date() < deadline { try await Task.sleep(for: .milliseconds(200)) }
+        XCTAssertTrue(delays().contains("4.0 seconds"), "doubling: \(delays())")
+    }
+
+    private func reply(_ watch: MosquittoSubscription, _ id: String) async throws -> [String: Any] {
+        let m = try await watch.waitFor("the reply to \(id)", timeout: 30) { $0.json?["id"] as? String == id }
+        return try XCTUnwrap(m.json)
+    }
+}
