@@ -71,3 +71,25 @@ final class GatewayLimitsTests: XCTestCase {
         return try XCTUnwrap(m.json)
     }
 }
+
+/// A message the broker will not take (bigger than its Maximum Packet Size) is dropped and
+/// counted, and the queue it was in goes on: the next reply still arrives.
+final class GatewayOversizeTests: XCTestCase {
+    func testAReplyTooBigForTheBrokerIsDroppedAndTheNextOneArrives() async throws {
+        let broker = try await startMosquitto(.anonymous.withMaxPacketSize(1500))
+        let client = MosquittoClientOptions(broker: broker)
+        let watch = try await MosquittoSubscription.start(client, topics: ["ble/small/reply", "ble/small/status/stats", "ble/small/adv/+"], qos: 1)
+        addTeardownBlock { watch.stop() }
+        _ = try startGateway("small", broker: broker, arguments: ["--hci", "virtual"])
+        try await watch.waitFor(topic: "ble/small/adv/00:5A:B1:00:00:06", timeout: 20)
+        // TestDevice's whole database with its values is several kilobytes.
+        _ = try await mosquittoPublish(client, topic: "ble/small/cmd", .text(#"{"id":"big","op":"gatt","address":"00:5A:B1:00:00:06"}"#), qos: 1)
+        _ = try await mosquittoPublish(client, topic: "ble/small/cmd", .text(#"{"id":"after","op":"read","address":"00:5A:B1:00:00:05","characteristic":"2A19"}"#), qos: 1)
+        let after = try await watch.waitFor("the reply after the big one", timeout: 30) { $0.json?["id"] as? String == "after" }
+        XCTAssertEqual(after.json?["hex"] as? String, "64")
+        try await watch.waitFor("the drop counted", timeout: 20) { m in
+            m.topic == "ble/small/status/stats" && ((m.json?["dropped"] as? [String: Any])?["publishFailed"] as? Int ?? 0) >= 1
+        }
+        XCTAssertFalse(watch.messages.contains { $0.json?["id"] as? String == "big" })
+    }
+}

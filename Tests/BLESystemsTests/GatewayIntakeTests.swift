@@ -1,3 +1,4 @@
+import Synchronization
 import XCTest
 @testable import BLESystems
 
@@ -24,5 +25,25 @@ final class GatewayIntakeTests: XCTestCase {
         let next = limiter.allow(now: .seconds(11))
         XCTAssertTrue(next.0)
         XCTAssertEqual(next.1, 2, "the two held back are told with the next line")
+    }
+}
+
+/// A command's answer comes once: from the work or from its deadline, whichever is first.
+final class GatewayCommandOutcomeTests: XCTestCase {
+    func testTheFirstAnswerWinsAndTheTimerIsStopped() async {
+        let outcome = GatewayCommandOutcome()
+        let stopped = Mutex(0)
+        let result = await withCheckedContinuation { c in
+            outcome.wait(c)
+            outcome.onFinish { stopped.withLock { $0 += 1 } }
+            outcome.finish(.failure(GatewayFailure(code: "timeout", "late")))
+            outcome.finish(.success([("ok", .bool(true))]))
+        }
+        guard case let .failure(f) = result else { return XCTFail("the deadline came first: \(result)") }
+        XCTAssertEqual(f.code, "timeout")
+        XCTAssertEqual(stopped.withLock { $0 }, 1, "the finish action runs once")
+        // Registered after the answer: run at once.
+        outcome.onFinish { stopped.withLock { $0 += 1 } }
+        XCTAssertEqual(stopped.withLock { $0 }, 2)
     }
 }

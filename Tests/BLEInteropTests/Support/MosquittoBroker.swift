@@ -48,14 +48,18 @@ final class MosquittoBroker: @unchecked Sendable {
         /// `log_type all` (every packet, one line each) rather than errors, warnings, notices
         /// and information only.
         var logsPackets: Bool
+        /// `max_packet_size`: the largest packet the broker takes or sends (it tells MQTT 5
+        /// clients in CONNACK); nil leaves mosquitto's default.
+        var maxPacketSize: Int?
 
         init(credentials: Credentials? = nil, usesTLS: Bool = false, persistence: Bool = false,
-             maxQueuedMessages: Int = 100_000, logsPackets: Bool = true) {
+             maxQueuedMessages: Int = 100_000, logsPackets: Bool = true, maxPacketSize: Int? = nil) {
             self.credentials = credentials
             self.usesTLS = usesTLS
             self.persistence = persistence
             self.maxQueuedMessages = maxQueuedMessages
             self.logsPackets = logsPackets
+            self.maxPacketSize = maxPacketSize
         }
 
         /// Plain MQTT, anyone may connect.
@@ -78,6 +82,13 @@ final class MosquittoBroker: @unchecked Sendable {
         func withTLS() -> Configuration {
             var copy = self
             copy.usesTLS = true
+            return copy
+        }
+
+        /// The same, with `max_packet_size` set.
+        func withMaxPacketSize(_ size: Int) -> Configuration {
+            var copy = self
+            copy.maxPacketSize = size
             return copy
         }
 
@@ -364,6 +375,7 @@ final class MosquittoBroker: @unchecked Sendable {
             "log_timestamp_format %H:%M:%S",
         ]
         lines.append(configuration.logsPackets ? "log_type all" : "log_type error\nlog_type warning\nlog_type notice\nlog_type information")
+        if let size = configuration.maxPacketSize { lines.append("max_packet_size \(size)") }
         if configuration.credentials != nil {
             lines.append("password_file \(directory.appendingPathComponent("passwords").path)")
         }
