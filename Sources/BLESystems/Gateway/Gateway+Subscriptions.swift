@@ -53,3 +53,16 @@ extension Gateway {
         configuration.log("subscription to \(key.characteristic) of \(key.address) ended: \(error)")
     }
 }
+
+/// A subscription a command made: the task that publishes its values, and an identifier that
+/// tells it from a later one of the same characteristic.
+struct GatewaySubscription: Sendable {
+    var id: Int
+    var task: Task<Void, Never>
+}
+
+/// One subscription a command made: a device's characteristic.
+struct GatewaySubscriptionKey: Hashable, Sendable {
+    var address: BDAddress
+    var characteristic: BluetoothUUID
+}
