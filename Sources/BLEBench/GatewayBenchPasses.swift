@@ -144,6 +144,9 @@ struct GatewayBenchPasses {
                 centrals.append(central)
                 var configuration = GatewayConfiguration(topics: try GatewayTopics(prefix: prefix, name: name),
                                                          mqtt: MQTTConfiguration(broker: broker, clientID: "ble-bench-\(name)-\(getpid())"))
+                // One link per notifier, kept for the run (a user would raise --max-links so).
+                configuration.maximumLinks = max(configuration.maximumLinks, options.notifiers)
+                configuration.maximumQueuedConnections = max(configuration.maximumQueuedConnections, options.notifiers)
                 configuration.log = { line in
                     // Each link the bench asked for is logged as it is made: not worth a line each.
                     if line.hasPrefix("connected to ") { return }
