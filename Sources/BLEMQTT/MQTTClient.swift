@@ -182,6 +182,12 @@ final class MosquittoHandle: @unchecked Sendable {
             if let ca = c.caFile {
                 guard FileManager.default.isReadableFile(atPath: ca) else { throw .configuration("the CA file '\(ca)' cannot be read") }
                 try check(mosquitto_tls_set(p, ca, nil, nil, nil, nil), "the CA file '\(ca)'")
+            } else if FileManager.default.fileExists(atPath: Self.systemCertificates) {
+                // The system's CAs as a directory rather than MOSQ_OPT_TLS_USE_OS_CERTS: with
+                // that option alone libmosquitto 2.0.11 refuses every connection after the first
+                // ("invalid arguments": it finds its own TLS context from the first and neither
+                // a CA file nor a CA directory), so a gateway could never reconnect.
+                try check(mosquitto_tls_set(p, nil, Self.systemCertificates, nil, nil, nil), "the system's CA certificates")
             } else {
                 try check(mosquitto_int_option(p, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "the system's CA certificates")
             }
@@ -193,6 +199,9 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     deinit { mosquitto_destroy(pointer) }
+
+    /// Debian's (and most distributions') directory of trusted CA certificates, hashed for OpenSSL.
+    static let systemCertificates = "/etc/ssl/certs"
 }
 
 /// `mosquitto_lib_init`, once per process, and libmosquitto's error texts.

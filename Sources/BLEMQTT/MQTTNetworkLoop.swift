@@ -18,6 +18,8 @@ final class MQTTNetworkLoop: Sendable {
         var delay: Duration?
         /// When the current connection's CONNACK came.
         var connectedAt: Date?
+        /// Connections in a row that ended before `stableConnection`.
+        var shortLived = 0
     }
 
     private let state = Mutex(LoopState())
@@ -66,11 +68,11 @@ final class MQTTNetworkLoop: Sendable {
         let c = client.configuration
         let handle = client.handle.pointer
         var needsConnection = true
-        var firstAttempt = true
         while !isStopping {
             if needsConnection {
-                let rc = firstAttempt ? Self.connectFirst(handle, c) : mosquitto_reconnect_async(handle)
-                firstAttempt = false
+                // Every attempt a whole connect (host, port, properties set again): after a failed
+                // first attempt libmosquitto's reconnect may refuse with "invalid arguments".
+                let rc = Self.connect(handle, c)
                 if rc != 0 {
                     failed(client, "cannot connect to \(c.broker): \(MosquittoLibrary.text(rc))")
                     continue
@@ -90,10 +92,10 @@ final class MQTTNetworkLoop: Sendable {
         }
     }
 
-    /// The first connection attempt. With CONNECT properties (the maximum packet size) it is
-    /// `mosquitto_connect_bind_v5`, which keeps them for every reconnection but connects the
-    /// socket synchronously (this thread waits for the TCP handshake); without, asynchronous.
-    private static func connectFirst(_ handle: OpaquePointer, _ c: MQTTConfiguration) -> Int32 {
+    /// One connection attempt. With CONNECT properties (the maximum packet size) it is
+    /// `mosquitto_connect_bind_v5`, which connects the socket synchronously (this thread waits
+    /// for the TCP handshake, and for TLS's); without, `mosquitto_connect_async`.
+    private static func connect(_ handle: OpaquePointer, _ c: MQTTConfiguration) -> Int32 {
         guard let size = c.maximumPacketSize else {
             return mosquitto_connect_async(handle, c.broker.host, Int32(c.broker.port), c.keepAlive)
         }
@@ -108,19 +110,26 @@ final class MQTTNetworkLoop: Sendable {
     /// connection that had lasted `stableConnection` starts again from the first delay.
     private func failed(_ client: MQTTClient, _ reason: String) {
         let c = client.configuration
-        let (delay, lasted) = state.withLock { s in
-            let lasted = s.connectedAt.map { Date().timeIntervalSince($0) }
-            if let lasted, lasted >= c.stableConnection.secondsValue { s.delay = nil }
+        let (delay, shortLived) = state.withLock { s in
+            if let since = s.connectedAt {
+                if Date().timeIntervalSince(since) >= c.stableConnection.secondsValue {
+                    s.delay = nil
+                    s.shortLived = 0
+                } else {
+                    s.shortLived += 1
+                }
+            }
             s.connectedAt = nil
             let d = s.delay ?? c.reconnectDelay
             s.delay = min(d * 2, c.maximumReconnectDelay)
-            return (d, lasted)
+            return (d, s.shortLived)
         }
         var said = reason
-        if let lasted, lasted < c.stableConnection.secondsValue {
+        if shortLived >= 2 {
             // Mosquitto 2.0 closes the socket of a client whose identifier a newer connection
-            // took, without a DISCONNECT saying so: the short life is the only sign.
-            said += String(format: " %.1f s after connecting", lasted) + " (is another client connected with the identifier '\(c.clientID)'?)"
+            // took, without a DISCONNECT saying so: connections that keep ending at once are the
+            // only sign.
+            said += " (\(shortLived) connections in a row ended within \(c.stableConnection): is another client connected with the identifier '\(c.clientID)'?)"
         }
         client.didLoseConnection(said, retryIn: delay)
         signal.lock()

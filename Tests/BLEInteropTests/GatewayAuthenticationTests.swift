@@ -32,6 +32,21 @@ final class GatewayAuthenticationTests: XCTestCase {
         XCTAssertFalse(gateway.log.joined(separator: "\n").contains(secret), "the password is never printed")
     }
 
+    /// Over TLS the gateway reconnects after the broker restarts (libmosquitto's TLS context
+    /// from the first connection must not stop the second).
+    func testAGatewayOverTLSReconnectsAfterABrokerRestart() async throws {
+        let broker = try await startMosquitto(.tls)
+        let watch = try await MosquittoSubscription.start(MosquittoClientOptions(broker: broker), topics: ["ble/+/status"], qos: 1)
+        addTeardownBlock { watch.stop() }
+        let gateway = try startGateway("tls-again", broker: broker, arguments: ["--hci", "virtual"])
+        try await watch.waitFor("online", timeout: 20) { $0.topic == "ble/tls-again/status" && $0.text == "online" }
+        try await broker.restart()
+        try await gateway.waitForLog("trying again", timeout: 20)
+        try await watch.waitUntilSubscribed(count: 2, timeout: 30)
+        try await watch.waitFor("online again", timeout: 30) { $0.topic == "ble/tls-again/status" && $0.text == "online" }
+        XCTAssertEqual(gateway.log.filter { $0.contains("connected to mqtts://") }.count, 2, gateway.log.joined(separator: "\n"))
+    }
+
     func testAWrongPasswordIsRefusedAndRetried() async throws {
         let broker = try await startMosquitto(.password(user: Self.user, password: "right-one"))
         let watch = try await MosquittoSubscription.start(MosquittoClientOptions(broker: broker), topics: ["ble/+/status"], qos: 1)
@@ -58,8 +73,11 @@ final class GatewayAuthenticationTests: XCTestCase {
         // No --ca: the system's CAs do not know the test CA that signed the broker's certificate.
         let gateway = try GatewayProcess(name: "untrusting", broker: broker.url, arguments: ["--hci", "virtual"])
         addTeardownBlock { gateway.stop() }
-        let failure = try await gateway.waitForLog("failed", timeout: 20)
+        let failure = try await gateway.waitForLog("TLS", timeout: 20)
         XCTAssertTrue(failure.contains("mqtts://localhost"), failure)
+        // Tried again, and refused again for the same reason.
+        try await gateway.waitForLog("trying again in 2.0 seconds", timeout: 20)
+        XCTAssertEqual(gateway.log.filter { $0.contains("trying again") }.allSatisfy { $0.contains("TLS") }, true, gateway.log.joined(separator: "\n"))
         XCTAssertFalse(gateway.log.contains { $0.contains("connected to mqtts") }, gateway.log.joined(separator: "\n"))
     }
 
