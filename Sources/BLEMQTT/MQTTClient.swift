@@ -47,7 +47,8 @@ public final class MQTTClient: Sendable {
 
     /// Sends `message` (QoS 0 or 1); returns its message identifier, which an `.acknowledged`
     /// event names when the broker has it (QoS 1). While there is no connection libmosquitto
-    /// keeps QoS 1 messages and sends them after reconnecting, so callers bound what they hand over.
+    /// keeps QoS 1 messages and sends them after reconnecting (this returns their identifier
+    /// then too), so callers bound what they hand over; QoS 0 then throws `.notConnected`.
     @discardableResult
     public func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
         guard !loop.isStopping else { throw .stopped }
@@ -67,6 +68,9 @@ public final class MQTTClient: Sendable {
             mosquitto_publish_v5(handle.pointer, &messageID, message.topic, Int32(bytes.count), bytes.baseAddress,
                                  message.qos, message.retain, properties)
         }
+        // Without a connection libmosquitto 2.0 still queues a QoS 1 message (it has its id)
+        // and sends it after reconnecting: handed over, not refused, or it would go twice.
+        if rc == Int32(MOSQ_ERR_NO_CONN.rawValue), message.qos > 0, messageID != 0 { return messageID }
         try check(rc, "publishing to \(message.topic)")
         return messageID
     }
@@ -182,13 +186,15 @@ final class MosquittoHandle: @unchecked Sendable {
             if let ca = c.caFile {
                 guard FileManager.default.isReadableFile(atPath: ca) else { throw .configuration("the CA file '\(ca)' cannot be read") }
                 try check(mosquitto_tls_set(p, ca, nil, nil, nil, nil), "the CA file '\(ca)'")
-            } else if FileManager.default.fileExists(atPath: Self.systemCertificates) {
-                // The system's CAs as a directory rather than MOSQ_OPT_TLS_USE_OS_CERTS: with
-                // that option alone libmosquitto 2.0.11 refuses every connection after the first
+            } else if let bundle = Self.systemCertificateBundles.first(where: { FileManager.default.isReadableFile(atPath: $0) }) {
+                // The system's CAs as a file rather than MOSQ_OPT_TLS_USE_OS_CERTS: with that
+                // option alone libmosquitto 2.0.11 refuses every connection after the first
                 // ("invalid arguments": it finds its own TLS context from the first and neither
                 // a CA file nor a CA directory), so a gateway could never reconnect.
-                try check(mosquitto_tls_set(p, nil, Self.systemCertificates, nil, nil, nil), "the system's CA certificates")
+                try check(mosquitto_tls_set(p, bundle, nil, nil, nil, nil), "the system's CA certificates in \(bundle)")
             } else {
+                // No bundle where distributions put one: libmosquitto's own option, which
+                // connects once (see above).
                 try check(mosquitto_int_option(p, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "the system's CA certificates")
             }
         }
@@ -200,8 +206,11 @@ final class MosquittoHandle: @unchecked Sendable {
 
     deinit { mosquitto_destroy(pointer) }
 
-    /// Debian's (and most distributions') directory of trusted CA certificates, hashed for OpenSSL.
-    static let systemCertificates = "/etc/ssl/certs"
+    /// Where distributions keep their trusted CAs as one PEM file: Debian and Ubuntu, Fedora and
+    /// RHEL, openSUSE, Alpine.
+    static let systemCertificateBundles = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem",
+    ]
 }
 
 /// `mosquitto_lib_init`, once per process, and libmosquitto's error texts.

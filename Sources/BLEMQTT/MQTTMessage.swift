@@ -43,7 +43,8 @@ public struct MQTTConfiguration: Sendable {
     /// Given only from a file by the tools (never a command-line argument).
     public var password: String?
     /// The CA certificate file (PEM) the broker's certificate is checked against, for `mqtts://`;
-    /// nil uses the system's trusted certificates (`/etc/ssl/certs`).
+    /// nil uses the system's trusted certificates (its CA bundle file, e.g.
+    /// `/etc/ssl/certs/ca-certificates.crt`).
     public var caFile: String?
     /// Published by the broker when this client goes away without a DISCONNECT (§3.1.2.5).
     public var will: MQTTMessage?

@@ -93,8 +93,9 @@ final class MQTTNetworkLoop: Sendable {
     }
 
     /// One connection attempt. With CONNECT properties (the maximum packet size) it is
-    /// `mosquitto_connect_bind_v5`, which connects the socket synchronously (this thread waits
-    /// for the TCP handshake, and for TLS's); without, `mosquitto_connect_async`.
+    /// `mosquitto_connect_bind_v5`, which resolves the name and connects the socket
+    /// synchronously (this thread waits for the TCP handshake: up to the kernel's connect
+    /// timeout for a host that drops SYNs); without, `mosquitto_connect_async`.
     private static func connect(_ handle: OpaquePointer, _ c: MQTTConfiguration) -> Int32 {
         guard let size = c.maximumPacketSize else {
             return mosquitto_connect_async(handle, c.broker.host, Int32(c.broker.port), c.keepAlive)
@@ -118,6 +119,9 @@ final class MQTTNetworkLoop: Sendable {
                 } else {
                     s.shortLived += 1
                 }
+            } else {
+                // An attempt that never connected: an outage, not connections cut short.
+                s.shortLived = 0
             }
             s.connectedAt = nil
             let d = s.delay ?? c.reconnectDelay

@@ -20,7 +20,7 @@ extension Gateway {
         if let requested = m.responseTopic {
             guard topics.allowsResponseTopic(requested) else {
                 return refuse(GatewayCommandDecoder.identifier(in: m.payload), code: "bad-response-topic",
-                              "the response topic may not be empty, hold + or #, start with $ or lie under \(topics.prefix)/",
+                              "the response topic must lie under \(topics.replyRoot)/, without + or #, in at most 256 octets",
                               topic: replyTopic, correlation: nil)
             }
             replyTopic = requested
@@ -79,6 +79,15 @@ extension Gateway {
     /// Carries out `operation`, or gives up at `commandDeadline` (cancelling it), so no peer,
     /// however slow, holds a command slot longer than that.
     private func perform(_ operation: GatewayOperation) async -> Result<[(String, JSON)], GatewayFailure> {
+        // The link this command may use is busy until it ends (the idle closer leaves it), and
+        // its idle time starts again then.
+        let address = operation.device.address
+        linkUsers[address, default: 0] += 1
+        defer {
+            linkUsers[address, default: 1] -= 1
+            if linkUsers[address] == 0 { linkUsers[address] = nil }
+            if links[address] != nil { linkLastUsed[address] = central.clock.now() }
+        }
         let outcome = GatewayCommandOutcome()
         let deadline = configuration.commandDeadline
         let clock = central.clock
@@ -111,7 +120,13 @@ extension Gateway {
             endSubscriptions(of: d.address)
             links[d.address] = nil
             linkLastUsed[d.address] = nil
-            try? await p.disconnect()
+            do {
+                try await p.disconnect()
+            } catch {
+                // Still up: kept, so it stays counted and can be disconnected again.
+                if p.state == .connected, links[d.address] == nil { links[d.address] = p }
+                throw error
+            }
             return [("address", .string(p.address.description))]
         case let .gatt(d):
             let p = try await peripheral(for: d)
@@ -147,6 +162,10 @@ extension Gateway {
                 throw GatewayFailure(code: "not-subscribed", "\(c) of \(d) is not subscribed")
             }
             subscription.task.cancel()
+            // A subscribe of the same characteristic meanwhile would have its CCCD written off
+            // by this one's late write: it waits (`busy`) until this is done.
+            unsubscribing.insert(key)
+            defer { unsubscribing.remove(key) }
             if let p = links[d.address], let ch = try? await locate(c, on: p) {
                 _ = try? await p.disableUpdates(for: ch)
             }
@@ -162,7 +181,6 @@ extension Gateway {
     /// The link to `d`: the one kept, one being made, or a new connection (with the MTU
     /// exchanged) to a device this gateway has heard.
     func peripheral(for d: GatewayDevice) async throws -> Peripheral {
-        linkLastUsed[d.address] = central.clock.now()
         if let p = links[d.address], p.state == .connected { return p }
         if let attempt = connecting[d.address] { return try await attempt.value }
         guard let heard = heardDevice(named: d) else { throw GatewayFailure.unknownDevice(d) }
@@ -222,17 +240,30 @@ extension Gateway {
         }
     }
 
-    /// Closes links that served no command for `linkIdleTimeout` and carry no subscription.
-    func closeIdleLinks(now: Duration) async {
+    /// Closes links that served no command for `linkIdleTimeout`, carry no subscription and
+    /// serve no command now. They leave `links` at once; the disconnections run in a task of
+    /// their own, so the periodic work does not wait for them.
+    func closeIdleLinks(now: Duration) {
         let idle = links.filter { address, _ in
-            !subscriptions.keys.contains { $0.address == address } && !subscribing.contains { $0.address == address }
+            linkUsers[address] == nil
+                && !subscriptions.keys.contains { $0.address == address } && !subscribing.contains { $0.address == address }
                 && now - (linkLastUsed[address] ?? now) >= configuration.linkIdleTimeout
         }
         for (address, p) in idle {
             links[address] = nil
             linkLastUsed[address] = nil
             configuration.log("closing the idle link to \(p.address)")
-            try? await p.disconnect()
+            Task {
+                do {
+                    try await p.disconnect()
+                } catch {
+                    // Still up: kept, and tried again after another idle period.
+                    if p.state == .connected, self.links[address] == nil {
+                        self.links[address] = p
+                        self.linkLastUsed[address] = self.central.clock.now()
+                    }
+                }
+            }
         }
     }
 

@@ -11,6 +11,9 @@ extension Gateway {
         if subscriptions[key] != nil || subscribing.contains(key) {
             return [("characteristic", .string(c.characteristic.description)), ("already", .bool(true))]
         }
+        guard !unsubscribing.contains(key) else {
+            throw GatewayFailure(code: "busy", "\(c) of \(d) is being unsubscribed; try again")
+        }
         // Taken before the first await: a second command for it meanwhile answers `already`.
         subscribing.insert(key)
         defer { subscribing.remove(key) }
@@ -25,6 +28,10 @@ extension Gateway {
         let topic = topics.value(d.address, ch.uuid)
         let address = p.address
         let uuid = ch.uuid
+        // The link may have ended (or been closed) during the awaits: then nothing is registered.
+        guard links[d.address] === p, p.state == .connected else {
+            throw GatewayFailure(code: "disconnected", "\(d) disconnected while subscribing")
+        }
         nextSubscriptionID += 1
         let id = nextSubscriptionID
         let task = Task {
@@ -33,6 +40,8 @@ extension Gateway {
                     guard case let .value(v) = update else { continue }
                     self.received(v, of: uuid, at: address, topic: topic)
                 }
+                // The values end with the link.
+                self.subscriptionFailed(key, id: id, BLEError.notConnected)
             } catch {
                 self.subscriptionFailed(key, id: id, error)
             }

@@ -27,8 +27,13 @@ public actor Gateway {
     /// command for the same one answers `already` instead of making an orphan).
     var subscribing: Set<GatewaySubscriptionKey> = []
     var nextSubscriptionID = 0
-    /// When each link last served a command (on the central's clock), for `linkIdleTimeout`.
+    /// When each kept link last finished serving a command (on the central's clock), for
+    /// `linkIdleTimeout`; only links in `links` have an entry.
     var linkLastUsed: [BDAddress: Duration] = [:]
+    /// Commands under way per device: their links are not idle.
+    var linkUsers: [BDAddress: Int] = [:]
+    /// Subscriptions being taken down (a subscribe of one meanwhile is `busy`).
+    var unsubscribing: Set<GatewaySubscriptionKey> = []
     var runningCommands = 0
     var statistics = GatewayStatistics()
     /// Commands waiting between the MQTT thread and this actor, bounded (`GatewayIntake`).
@@ -166,7 +171,7 @@ public actor Gateway {
                 if let d = heard[key] { publishAdvertisement(d) }
             }
             for key in throttle.expired(now: now) { forget(key) }
-            await closeIdleLinks(now: now)
+            closeIdleLinks(now: now)
             sinceStatistics += period
             if sinceStatistics >= configuration.statisticsInterval {
                 sinceStatistics = .zero

@@ -96,24 +96,14 @@ struct GatewayCommand: BLECommand {
         }
     }
 
-    /// The first line of `path` (a leading UTF-8 byte-order mark and the line end removed;
-    /// spaces are kept, they may be part of a password). Warns (as `command`) when others may
-    /// read the file it names, following symbolic links (as secrets mounted by Docker or
-    /// Kubernetes are).
+    /// The password in `path` (`BrokerPasswordFile`), a refusal as a usage error, a warning
+    /// as `command` says it.
     static func password(fromFile path: String, command: String = "ble gateway") throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError("--password-file: cannot read '\(path)'")
+        do {
+            return try BrokerPasswordFile.read(path) { standardError("\(command): warning: \($0)") }
+        } catch {
+            throw UsageError("--password-file: \(error)")
         }
-        guard var text = String(data: data, encoding: .utf8) else { throw UsageError("--password-file: '\(path)' is not UTF-8 text") }
-        if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
-        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
-        guard !password.isEmpty else { throw UsageError("--password-file: '\(path)' holds no password on its first line") }
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & 0o077 != 0 {
-            standardError("\(command): warning: \(path) can be read by other users (mode \(String(status.st_mode & 0o777, radix: 8))); chmod 600 it")
-        }
-        return password
     }
 
     /// A warning when a password is to cross the network in the clear (to a broker that is

@@ -36,12 +36,13 @@ final class GatewayProcess: Sendable {
     /// Everything it printed on stderr so far.
     var log: [String] { lines.all }
 
-    /// Waits (at most `timeout`) for a stderr line containing `text`.
+    /// Waits (at most `timeout`) for the `count`-th stderr line containing `text`.
     @discardableResult
-    func waitForLog(_ text: String, timeout: TimeInterval = 20) async throws -> String {
+    func waitForLog(_ text: String, count: Int = 1, timeout: TimeInterval = 20) async throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let line = log.first(where: { $0.contains(text) }) { return line }
+            let lines = log.filter { $0.contains(text) }
+            if lines.count >= count { return lines[count - 1] }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(50))
         }
