@@ -192,14 +192,14 @@ final class GatewayOutboxTests: XCTestCase {
 
     /// The notification queue compacts after 257 messages are taken; a message given back right
     /// after is still first.
-    func testANotificationGivenBackAfterCompactionIsFirst() {
+    func testANotificationGivenBackAfterCompactionIsFirst() throws {
         var outbox = GatewayOutbox()
         for n in 1...300 { outbox.enqueue(message(.notification, n)) }
         var last: Message?
         for _ in 1...257 { last = outbox.next() }
         XCTAssertEqual(number(last), 257)
         XCTAssertEqual(outbox.queuedNotifications, 43)
-        outbox.giveBack(last!)
+        outbox.giveBack(try XCTUnwrap(last))
         XCTAssertEqual(outbox.queuedNotifications, 44)
         XCTAssertEqual(drain(&outbox).map { number($0) }, Array(257...300))
     }

@@ -57,10 +57,7 @@ final class GatewayAuthenticationTests: XCTestCase {
         let refusal = try await gateway.waitForLog("refused the connection", timeout: 20)
         XCTAssertTrue(refusal.contains("trying again in"), refusal)
         // Tried again after the first delay, and refused again: back-off, not a give-up.
-        let deadline = Date().addingTimeInterval(20)
-        while gateway.log.filter({ $0.contains("refused the connection") }).count < 2, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await gateway.waitForLog("refused the connection", count: 2, timeout: 20)
         let refusals = gateway.log.filter { $0.contains("refused the connection") }
         XCTAssertGreaterThanOrEqual(refusals.count, 2, gateway.log.joined(separator: "\n"))
         XCTAssertTrue(refusals.dropFirst().first?.contains("2.0 seconds") == true, "the delay doubles: \(refusals)")
