@@ -65,6 +65,11 @@ public actor Gateway {
         throttle = AdvertisementThrottle(settings: configuration.throttle)
     }
 
+    /// Shutting down waits here for the outbox to drain (`consumeEvents` resumes it).
+    var drained: CheckedContinuation<Void, Never>?
+    /// How long shutting down waits for the broker to acknowledge what is queued.
+    static let shutdownBound: Duration = .seconds(2)
+
     /// The largest MQTT packet the gateway takes (told to the broker in CONNECT).
     public static let maximumPacketSize: UInt32 = 16 << 20
 
@@ -120,6 +125,10 @@ public actor Gateway {
                 }
             }
             pump()
+            if let waiter = drained, outbox.isEmpty && outbox.inFlightCount == 0 || !client.isConnected {
+                drained = nil
+                waiter.resume()
+            }
         }
     }
 
@@ -186,12 +195,18 @@ public actor Gateway {
         subscriptions.removeAll()
         outbox.enqueue(.init(topic: topics.status, payload: Array("offline".utf8), retain: true, kind: .control))
         pump()
-        // Bounded: the offline status (and what is queued before it) reaches the broker, or the
-        // will says the same a keep-alive later.
-        let deadline = Date().addingTimeInterval(2)
-        while client.isConnected, outbox.inFlightCount > 0 || !outbox.isEmpty, Date() < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-            pump()
+        // Until the offline status (and what is queued before it) is acknowledged, the
+        // connection goes, or 2 s pass (the will then says the same a keep-alive later): woken by
+        // the events, bounded by a timer.
+        if client.isConnected, outbox.inFlightCount > 0 || !outbox.isEmpty {
+            await withCheckedContinuation { continuation in
+                drained = continuation
+                Task {
+                    try? await Task.sleep(for: Self.shutdownBound)
+                    self.drained?.resume()
+                    self.drained = nil
+                }
+            }
         }
         client.stop()
         for (_, p) in links { try? await p.disconnect() }

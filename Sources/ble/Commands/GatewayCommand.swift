@@ -45,21 +45,10 @@ struct GatewayCommand: BLECommand {
     init(_ args: ParsedArguments, environment: [String: String]) throws {
         controller = try ControllerOptions(args, listening: true, environment: environment)
         guard let brokerText = args.option("broker") else { throw UsageError("--broker is required, e.g. --broker mqtt://127.0.0.1:1883") }
-        let broker: MQTTBrokerURL
-        do { broker = try MQTTBrokerURL(parsing: brokerText) } catch { throw UsageError("--broker: \(error)") }
         let name = args.option("id") ?? GatewayTopics.defaultName(hostName: ProcessInfo.processInfo.hostName)
         let topics: GatewayTopics
         do { topics = try GatewayTopics(prefix: args.option("topic-prefix") ?? "ble", name: name) } catch { throw UsageError("\(error)") }
-        var mqtt = MQTTConfiguration(broker: broker, clientID: "ble-gateway-\(name)")
-        mqtt.username = args.option("username")
-        if let file = args.option("password-file") {
-            mqtt.password = try Self.password(fromFile: file)
-        }
-        Self.warnOfCleartextPassword(mqtt)
-        if let ca = args.option("ca") {
-            guard broker.usesTLS else { throw UsageError("--ca is for an mqtts:// broker") }
-            mqtt.caFile = ca
-        }
+        let mqtt = try BrokerConnectionOptions.configuration(broker: brokerText, args, clientID: "ble-gateway-\(name)", command: "ble gateway")
         configuration = GatewayConfiguration(topics: topics, mqtt: mqtt)
         if let s = try args.seconds("adv-interval") {
             guard s >= .zero else { throw UsageError("--adv-interval must not be negative") }
@@ -94,25 +83,6 @@ struct GatewayCommand: BLECommand {
            let base = DirectoryBondStore.defaultDirectory(environment: environment) {
             controller.security.bondsDirectory = (base as NSString).deletingLastPathComponent + "/gateway/\(name)/bonds"
         }
-    }
-
-    /// The password in `path` (`BrokerPasswordFile`), a refusal as a usage error, a warning
-    /// as `command` says it.
-    static func password(fromFile path: String, command: String = "ble gateway") throws -> String {
-        do {
-            return try BrokerPasswordFile.read(path) { standardError("\(command): warning: \($0)") }
-        } catch {
-            throw UsageError("--password-file: \(error)")
-        }
-    }
-
-    /// A warning when a password is to cross the network in the clear (to a broker that is
-    /// not on this machine's loopback).
-    static func warnOfCleartextPassword(_ mqtt: MQTTConfiguration, command: String = "ble gateway") {
-        let host = mqtt.broker.host.lowercased()
-        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
-        guard mqtt.password != nil, !mqtt.broker.usesTLS, !loopback else { return }
-        standardError("\(command): warning: the password goes to \(mqtt.broker) unencrypted; use mqtts:// (TLS)")
     }
 
     func run() async throws {

@@ -24,22 +24,11 @@ struct UIBrokerOptions: Sendable {
         for name in ["hci", "capture", "min-rssi"] where args.option(name) != nil {
             throw UsageError("--\(name) is for a radio: with --broker, ble ui opens none (the gateways hold the radios)")
         }
-        let broker: MQTTBrokerURL
-        do { broker = try MQTTBrokerURL(parsing: brokerText) } catch { throw UsageError("--broker: \(error)") }
         let prefix = args.option("topic-prefix") ?? "ble"
         // The gateways' own rule for a prefix (`GatewayTopics`), with any valid name.
         do { _ = try GatewayTopics(prefix: prefix, name: "ui") } catch { throw UsageError("\(error)") }
         self.prefix = prefix
-        mqtt = MQTTConfiguration(broker: broker, clientID: UIBrokerApp.makeClientID())
-        mqtt.username = args.option("username")
-        if let file = args.option("password-file") {
-            mqtt.password = try GatewayCommand.password(fromFile: file, command: "ble ui")
-        }
-        GatewayCommand.warnOfCleartextPassword(mqtt, command: "ble ui")
-        if let ca = args.option("ca") {
-            guard broker.usesTLS else { throw UsageError("--ca is for an mqtts:// broker") }
-            mqtt.caFile = ca
-        }
+        mqtt = try BrokerConnectionOptions.configuration(broker: brokerText, args, clientID: UIBrokerApp.makeClientID(), command: "ble ui")
     }
 }
 
